@@ -1,0 +1,667 @@
+"""The energy E(μ) = ∫V dμ − A(μ) + λ ∬ k(ω − ω') μ(dω) μ(dω'), defined once (THEORY §2).
+
+An :class:`Energy` is a sum of terms.  Each term gives, for particles Ω of shape (..., N, p)
+(leading axes are independent replicas):
+
+* ``value(Ω)``  the finite-N energy H_N(Ω) = E(μ_N) with the diagonal i = j left out of every
+  pair sum, shape (...);
+* ``grad(Ω)``   its analytic gradient ∇_Ω H_N, shape (..., N, p);
+* ``first_variation(at, points, weights)``  δE/δμ evaluated at arbitrary points ``at`` (M, p)
+  for a measure μ = Σ_k w_k δ_{points_k}: what the grid solver consumes, with the grid cells as
+  the weighted points.
+
+So the particle dynamics (:mod:`meanfield.particles`) and the McKean–Vlasov solver
+(:mod:`meanfield.pde`) read the same object.  Everything is batched torch, float64 by default,
+on CPU or CUDA; pair sums are chunked so memory stays O(N · chunk).
+
+Conventions (also in the README):
+
+* finite-N pair sums exclude i = j, so E[H_N] = E(μ) for iid particles (U-statistics);
+* the *normalised* (Cristianini) alignment is a ratio, not a sum of pair energies, so it uses
+  the full empirical kernel K_Ω = ΦᵀΦ/N, diagonal included: H_N = −A(μ_N) exactly;
+* targets: binary labels ±1 give T = y yᵀ; C ≥ 2 class ids give T_jk = 1 if y_j = y_k else
+  −1/(C − 1).  Both are stored in the low-rank form T = U diag(w) Uᵀ, so nothing n × n is
+  built for the linear form.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ._validation import check_array, check_choice, check_finite_real, check_int, check_positive
+from .domains import Domain
+from .features import FeatureMap, get_feature_map
+from .kernels import PairKernel
+
+#: Elements per chunk of the pair sums (rows × columns [× dim]); bounds the memory.
+PAIR_CHUNK_ELEMENTS = 1 << 22
+
+
+# ----------------------------------------------------------------------------------------
+# targets
+# ----------------------------------------------------------------------------------------
+def target_factors(y) -> tuple[np.ndarray, np.ndarray]:
+    """Low-rank factors of the target matrix, T = U diag(w) Uᵀ.
+
+    Parameters
+    ----------
+    y : array (n,)
+        Binary labels in {−1, +1}, or integer class ids with at least two classes.
+
+    Returns
+    -------
+    U : (n, r) array, w : (r,) array
+        Binary: U = y, w = 1.  C classes: U = [one-hot, 1], w = [C/(C−1), …, −1/(C−1)],
+        which gives T_jk = 1 for equal classes and −1/(C−1) otherwise.
+    """
+    y = check_array("y", y, ndim=1)
+    values = np.unique(y)
+    if set(values.tolist()) <= {-1.0, 1.0} and len(values) == 2:
+        return y[:, None].copy(), np.ones(1)
+    if not np.all(values == np.round(values)):
+        raise ValueError("y must hold binary labels in {-1, +1} or integer class ids")
+    C = len(values)
+    if C < 2:
+        raise ValueError(f"y must contain at least 2 classes, got {C}")
+    onehot = (y[:, None] == values[None, :]).astype(float)
+    U = np.concatenate([onehot, np.ones((len(y), 1))], axis=1)
+    w = np.concatenate([np.full(C, C / (C - 1)), [-1.0 / (C - 1)]])
+    return U, w
+
+
+def target_matrix(y) -> np.ndarray:
+    """The dense target matrix T (n, n) (for tests and small problems)."""
+    U, w = target_factors(y)
+    return (U * w) @ U.T
+
+
+# ----------------------------------------------------------------------------------------
+# terms
+# ----------------------------------------------------------------------------------------
+class Term:
+    """One additive piece of the energy.  Subclasses implement the three views."""
+
+    name = "term"
+
+    def bind(self, dim: int, dtype, device) -> None:
+        """Check the particle dimension and move data to ``dtype``/``device``."""
+
+    def value(self, omega: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def grad(self, omega: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def first_variation(self, at, points, weights) -> torch.Tensor:
+        raise NotImplementedError
+
+    def value_and_grad(self, omega) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both at once (terms with a shared expensive pass override this)."""
+        return self.value(omega), self.grad(omega)
+
+    def subset_data(self, index) -> Term:
+        """The same term on a subset of the data (mini-batches); data-free terms return self."""
+        return self
+
+    def describe(self) -> dict:
+        return {}
+
+
+class Potential(Term):
+    """Confining potential: H = (1/N) Σ_i V(ω_i), δE/δμ = V."""
+
+    name = "confinement"
+
+    def V(self, omega):
+        raise NotImplementedError
+
+    def gradV(self, omega):
+        raise NotImplementedError
+
+    def value(self, omega):
+        return self.V(omega).mean(-1)
+
+    def grad(self, omega):
+        return self.gradV(omega) / omega.shape[-2]
+
+    def first_variation(self, at, points=None, weights=None):
+        return self.V(at)
+
+
+class QuadraticPotential(Potential):
+    """V(ω) = strength · |ω − center|²/2."""
+
+    def __init__(self, strength: float = 1.0, center: float = 0.0):
+        self.strength = check_positive("strength", strength)
+        self.center = check_finite_real("center", center)
+
+    def V(self, omega):
+        return 0.5 * self.strength * ((omega - self.center) ** 2).sum(-1)
+
+    def gradV(self, omega):
+        return self.strength * (omega - self.center)
+
+    def describe(self):
+        return {"potential": "quadratic", "strength": self.strength, "center": self.center}
+
+
+class DoubleWellPotential(Potential):
+    """V(ω) = strength · Σ_d (ω_d⁴/4 − ω_d²/2): wells at ±1 in every coordinate."""
+
+    def __init__(self, strength: float = 1.0):
+        self.strength = check_positive("strength", strength)
+
+    def V(self, omega):
+        return self.strength * (omega**4 / 4 - omega**2 / 2).sum(-1)
+
+    def gradV(self, omega):
+        return self.strength * (omega**3 - omega)
+
+    def describe(self):
+        return {"potential": "double_well", "strength": self.strength}
+
+
+class CallablePotential(Potential):
+    """A user potential V: (..., p) -> (...) written in torch; its gradient comes from autograd."""
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], label: str = "custom"):
+        if not callable(fn):
+            raise TypeError("fn must be a callable taking a (..., p) tensor")
+        self.fn, self.label = fn, label
+
+    def V(self, omega):
+        return self.fn(omega)
+
+    def gradV(self, omega):
+        with torch.enable_grad():
+            w = omega.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(self.fn(w).sum(), w)
+        return g
+
+    def describe(self):
+        return {"potential": self.label}
+
+
+class _DataTerm(Term):
+    """Shared machinery of the alignment terms: data, targets, feature map."""
+
+    name = "alignment"
+
+    def __init__(self, X, y, feature: str | FeatureMap = "positive"):
+        X = check_array("X", X, ndim=2)
+        y = check_array("y", y, ndim=1)
+        if len(y) != len(X):
+            raise ValueError(
+                f"y must have one label per row of X: len(y)={len(y)}, len(X)={len(X)}"
+            )
+        if len(X) < 2:
+            raise ValueError(f"the alignment needs at least n >= 2 data points, got n={len(X)}")
+        self.feature = get_feature_map(feature)
+        self.X_np, self.y_np = X, y
+        self.U_np, self.w_np = target_factors(y)
+        self._bound = None
+
+    @property
+    def n(self) -> int:
+        return len(self.X_np)
+
+    def bind(self, dim, dtype, device):
+        p = self.feature.particle_dim(self.X_np.shape[1])
+        if p != dim:
+            raise ValueError(
+                f"feature {self.feature.name!r} on data of dimension d={self.X_np.shape[1]} needs "
+                f"particles of dimension p={p}, but the domain has dim={dim}"
+            )
+        X = torch.as_tensor(self.X_np, dtype=dtype, device=device)
+        self.Xt, self.offset = self.feature.lift(X)
+        self.U = torch.as_tensor(self.U_np, dtype=dtype, device=device)
+        self.w = torch.as_tensor(self.w_np, dtype=dtype, device=device)
+        self._bound = (dim, dtype, device)
+
+    def subset_data(self, index):
+        index = np.asarray(index)
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.X_np, new.y_np = self.X_np[index], self.y_np[index]
+        # keep the full-data class structure (U, w) so T is the same matrix restricted
+        new.U_np = self.U_np[index]
+        if self._bound is not None:
+            new.bind(*self._bound)
+        return new
+
+    def features(self, omega):
+        """Φ (..., N, n) and g'(z) (..., N, n)."""
+        z = self.feature.preactivation(self.Xt, self.offset, omega)
+        return self.feature.g(z), self.feature.dg(z)
+
+    def _grad_from_coeff(self, coeff, dphi):
+        """Σ_j coeff_ij g'(z_ij) x̃_j, shape (..., N, p)."""
+        return (coeff * dphi) @ self.Xt
+
+    def _T_apply(self, S):
+        """(S diag(w)) Uᵀ: rows of Φ mapped by T, with S = Φ U."""
+        return (S * self.w) @ self.U.T
+
+    def describe(self):
+        return {"feature": self.feature.name, "n_data": self.n}
+
+
+class LinearAlignment(_DataTerm):
+    """Linear (U-statistic) alignment, energy term −∫a dμ (THEORY §2, form 1).
+
+    a(ω) = (1/(n(n−1))) Σ_{j≠k} T_jk φ(x_j; ω) φ(x_k; ω): a one-body data potential, so the
+    model is a Riesz gas in the external field −a.
+
+    Parameters
+    ----------
+    X : array (n, d)
+        Data points.
+    y : array (n,)
+        Binary labels ±1 or class ids.
+    feature : {"positive", "fourier", "softplus"}
+    """
+
+    def a(self, omega):
+        """a(ω) for points (..., N, p) -> (..., N)."""
+        phi, _ = self.features(omega)
+        S = phi @ self.U
+        n = self.n
+        return ((S * S * self.w).sum(-1) - (phi * phi).sum(-1)) / (n * (n - 1))
+
+    def value(self, omega):
+        return -self.a(omega).mean(-1)
+
+    def grad(self, omega):
+        phi, dphi = self.features(omega)
+        S = phi @ self.U
+        n, N = self.n, omega.shape[-2]
+        coeff = (self._T_apply(S) - phi) * (2.0 / (n * (n - 1)))
+        return -self._grad_from_coeff(coeff, dphi) / N
+
+    def first_variation(self, at, points=None, weights=None):
+        return -self.a(at)
+
+
+class RiskAlignment(_DataTerm):
+    """Risk form: R(μ) = (1/(2n²)) Σ_{j,k} (α T_jk − K_μ(x_j, x_k))² (THEORY §2, form 2).
+
+    Finite N: K_Ω² has its particle diagonal (i = i') left out, as every pair sum.
+    """
+
+    def __init__(self, X, y, feature="positive", alpha: float = 1.0):
+        super().__init__(X, y, feature)
+        self.alpha = check_positive("alpha", alpha)
+
+    def _T_norm_sq(self):
+        M = (self.U.T @ self.U) * self.w
+        return (M * M.T).sum()
+
+    def value(self, omega):
+        phi, _ = self.features(omega)
+        N, n, al = omega.shape[-2], self.n, self.alpha
+        S = phi @ self.U
+        tr_T = (S * S * self.w).sum((-1, -2))  # Σ_i φ_iᵀ T φ_i
+        G = phi.transpose(-1, -2) @ phi  # (..., n, n) = N K_Ω
+        sq = (phi * phi).sum(-1)
+        pair = (G * G).sum((-1, -2)) - (sq * sq).sum(-1)
+        return (al**2 * self._T_norm_sq() - 2 * al * tr_T / N + pair / N**2) / (2 * n**2)
+
+    def grad(self, omega):
+        phi, dphi = self.features(omega)
+        N, n, al = omega.shape[-2], self.n, self.alpha
+        S = phi @ self.U
+        G = phi.transpose(-1, -2) @ phi
+        sq = (phi * phi).sum(-1, keepdim=True)
+        coeff = -(2 * al / (n**2 * N)) * self._T_apply(S) + (2 / (n**2 * N**2)) * (
+            phi @ G - sq * phi
+        )
+        return self._grad_from_coeff(coeff, dphi)
+
+    def first_variation(self, at, points, weights):
+        phi_at, _ = self.features(at)  # (M, n)
+        phi_mu, _ = self.features(points)  # (K, n)
+        S = phi_at @ self.U
+        tTt = (S * S * self.w).sum(-1)
+        Kphi = (phi_at @ phi_mu.T) * weights  # (M, K): w_k φ(ω)·φ_k
+        tKt = (Kphi * (phi_at @ phi_mu.T)).sum(-1)
+        return -(self.alpha * tTt - tKt) / self.n**2
+
+    def describe(self):
+        return {**super().describe(), "alpha": self.alpha}
+
+
+class NormalisedAlignment(_DataTerm):
+    """Cristianini alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F); energy term −A (form 3).
+
+    A ratio, so the finite-N kernel keeps its diagonal: H_N = −A(μ_N) exactly.
+    """
+
+    def _T_norm(self):
+        M = (self.U.T @ self.U) * self.w
+        return (M * M.T).sum().sqrt()
+
+    def _parts(self, omega):
+        phi, dphi = self.features(omega)
+        S = phi @ self.U
+        num = (S * S * self.w).sum((-1, -2))
+        G = phi.transpose(-1, -2) @ phi
+        Gn = (G * G).sum((-1, -2)).sqrt()
+        return phi, dphi, S, G, num, Gn
+
+    def value(self, omega):
+        _, _, _, _, num, Gn = self._parts(omega)
+        return -num / (Gn * self._T_norm())
+
+    def grad(self, omega):
+        phi, dphi, S, G, num, Gn = self._parts(omega)
+        Tn = self._T_norm()
+        num, Gn = num[..., None, None], Gn[..., None, None]
+        dA = (2 * self._T_apply(S) - 2 * (num / Gn**2) * (phi @ G)) / (Gn * Tn)
+        return -self._grad_from_coeff(dA, dphi)
+
+    def first_variation(self, at, points, weights):
+        phi_at, _ = self.features(at)
+        phi_mu, _ = self.features(points)
+        S_at = phi_at @ self.U
+        S_mu = phi_mu @ self.U
+        KT = (weights[:, None] * S_mu * S_mu * self.w).sum()  # ⟨K_μ, T⟩
+        Kmu = phi_mu.T @ (weights[:, None] * phi_mu)  # (n, n)
+        Knorm = (Kmu * Kmu).sum().sqrt()
+        tTt = (S_at * S_at * self.w).sum(-1)
+        tKt = ((phi_at @ Kmu) * phi_at).sum(-1)
+        Tn = self._T_norm()
+        return -(tTt / (Knorm * Tn) - KT * tKt / (Knorm**3 * Tn))
+
+
+class PairInteraction(Term):
+    """λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
+
+    Pair sums run over row chunks of at most :data:`PAIR_CHUNK_ELEMENTS` entries.  In p ≤ 3 the
+    differences ω_i − ω_j are formed directly (exact); in higher p the squared distances come
+    from |a|² + |b|² − 2aᵀb, a matrix product, so no (chunk × N × p) tensor is built.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+    lam : float
+        Interaction strength λ ≥ 0.
+    """
+
+    name = "interaction"
+
+    def __init__(self, kernel: PairKernel, lam: float = 1.0):
+        if not isinstance(kernel, PairKernel):
+            raise TypeError(f"kernel must be a PairKernel (e.g. Riesz(s)), got {kernel!r}")
+        self.kernel = kernel
+        self.lam = check_positive("lam (lambda)", lam, allow_zero=True)
+
+    def bind(self, dim, dtype, device):
+        self.kernel.check_dimension(dim)
+
+    def _chunks(self, N, p):
+        per_row = N * (p if p <= 3 else 1)
+        step = max(1, min(N, PAIR_CHUNK_ELEMENTS // max(per_row, 1)))
+        return [(s, min(N, s + step)) for s in range(0, N, step)]
+
+    def _block_r2(self, block, omega, sq_block, sq_all):
+        """Squared distances (..., C, N) and, in low p, the differences (..., C, N, p)."""
+        if omega.shape[-1] <= 3:
+            diff = block.unsqueeze(-2) - omega.unsqueeze(-3)
+            return (diff * diff).sum(-1), diff
+        r2 = sq_block.unsqueeze(-1) + sq_all.unsqueeze(-2) - 2 * block @ omega.transpose(-1, -2)
+        return r2.clamp_min(0.0), None
+
+    def _pair_pass(self, omega, want_value: bool, want_grad: bool):
+        N, p = omega.shape[-2], omega.shape[-1]
+        sq = (omega * omega).sum(-1)
+        total = omega.new_zeros(omega.shape[:-2]) if want_value else None
+        grad = torch.empty_like(omega) if want_grad else None
+        for s, e in self._chunks(N, p):
+            block = omega[..., s:e, :]
+            r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
+            # the i = j entries of this row block lie on its diagonal at column offset s: give
+            # them a harmless distance 1, then leave them out of the sums below
+            r2.diagonal(offset=s, dim1=-2, dim2=-1).fill_(1.0)
+            if want_value:
+                k = self.kernel.value_sq(r2)
+                total = total + k.sum((-1, -2)) - k.diagonal(offset=s, dim1=-2, dim2=-1).sum(-1)
+            if want_grad:
+                c = self.kernel.grad_coeff_sq(r2)
+                c.diagonal(offset=s, dim1=-2, dim2=-1).zero_()
+                if diff is not None:
+                    grad[..., s:e, :] = (c.unsqueeze(-1) * diff).sum(-2)
+                else:
+                    grad[..., s:e, :] = c.sum(-1, keepdim=True) * block - c @ omega
+        return total, grad
+
+    def value_and_grad(self, omega):
+        N = omega.shape[-2]
+        total, g = self._pair_pass(omega, True, True)
+        return self.lam * total / N**2, (2 * self.lam / N**2) * g
+
+    def value(self, omega):
+        N = omega.shape[-2]
+        total, _ = self._pair_pass(omega, True, False)
+        return self.lam * total / N**2
+
+    def grad(self, omega):
+        N = omega.shape[-2]
+        _, g = self._pair_pass(omega, False, True)
+        return (2 * self.lam / N**2) * g
+
+    def grad_random_batch(self, omega, batch_size: int, generator: torch.Generator):
+        """Random-batch estimate of ∇H (Jin–Li–Liu 2020), unbiased, cost O(N B p).
+
+        Particles are split by a random permutation into batches of ``batch_size`` (a remainder
+        of one joins the last batch); particle i feels only its batch, rescaled by
+        (N − 1)/(|b| − 1) so the expectation over permutations is the exact gradient.
+        """
+        N = omega.shape[-2]
+        if batch_size >= N:
+            return self.grad(omega)
+        perm = torch.randperm(N, generator=generator).to(omega.device)
+        nb = N // batch_size
+        sizes = [batch_size] * nb
+        rem = N - nb * batch_size
+        if rem == 1:
+            sizes[-1] += 1
+        elif rem > 1:
+            sizes.append(rem)
+        out = torch.empty_like(omega)
+        start = 0
+        for size, count in _runs(sizes):
+            idx = perm[start : start + size * count]
+            blocks = omega[..., idx, :].reshape(*omega.shape[:-2], count, size, omega.shape[-1])
+            diff = blocks.unsqueeze(-2) - blocks.unsqueeze(-3)  # (..., count, B, B, p)
+            r2 = (diff * diff).sum(-1)
+            eye = torch.eye(size, dtype=torch.bool, device=omega.device)
+            c = torch.where(eye, torch.zeros_like(r2), self.kernel.grad_coeff_sq(r2))
+            g = (c.unsqueeze(-1) * diff).sum(-2) * ((N - 1) / (size - 1))
+            out[..., idx, :] = g.reshape(*omega.shape[:-2], size * count, omega.shape[-1])
+            start += size * count
+        return (2 * self.lam / N**2) * out
+
+    def first_variation(self, at, points, weights):
+        """2λ (k ∗ μ)(ω) = 2λ Σ_k w_k k(ω − ω_k), chunked over the evaluation points."""
+        out = at.new_empty(at.shape[0])
+        step = max(1, PAIR_CHUNK_ELEMENTS // max(points.shape[0] * at.shape[1], 1))
+        for s in range(0, at.shape[0], step):
+            z = at[s : s + step, None, :] - points[None, :, :]
+            out[s : s + step] = (self.kernel(z) * weights).sum(-1)
+        return 2 * self.lam * out
+
+    def describe(self):
+        return {**self.kernel.describe(), "lam": self.lam}
+
+
+def _runs(sizes):
+    """Group equal consecutive sizes: [64, 64, 65] -> [(64, 2), (65, 1)]."""
+    out = []
+    for s in sizes:
+        if out and out[-1][0] == s:
+            out[-1][1] += 1
+        else:
+            out.append([s, 1])
+    return [tuple(r) for r in out]
+
+
+# ----------------------------------------------------------------------------------------
+# the energy
+# ----------------------------------------------------------------------------------------
+class Energy:
+    """E = Σ terms on a domain: the one definition of the model that every view consumes.
+
+    Parameters
+    ----------
+    terms : sequence of Term
+        E.g. ``[QuadraticPotential(), LinearAlignment(X, y), PairInteraction(Riesz(0.), 0.5)]``.
+    domain : Domain
+        The particle domain 𝒲 (its ``dim`` is the particle dimension p).
+    dtype : torch.dtype, default float64
+    device : str or torch.device, default "cpu"
+    """
+
+    def __init__(self, terms: Sequence[Term], domain: Domain, *, dtype=torch.float64, device="cpu"):
+        if not isinstance(domain, Domain):
+            raise TypeError(f"domain must be a Box or a Ball, got {domain!r}")
+        terms = list(terms)
+        if not terms:
+            raise ValueError("the energy needs at least one term")
+        for t in terms:
+            if not isinstance(t, Term):
+                raise TypeError(f"every term must be a meanfield.energy.Term, got {t!r}")
+        check_choice("dtype", str(dtype).replace("torch.", ""), ("float64", "float32"))
+        # each energy binds its own shallow copies, so one term can serve several energies
+        # (e.g. a float64 and a float32 one) without one rebinding the other's tensors
+        self.terms = [copy.copy(t) for t in terms]
+        self.domain = domain
+        self.dtype, self.device = dtype, torch.device(device)
+        for t in self.terms:
+            t.bind(domain.dim, dtype, self.device)
+
+    @property
+    def dim(self) -> int:
+        return self.domain.dim
+
+    def as_tensor(self, omega, *, name: str = "omega") -> torch.Tensor:
+        """Particles as a tensor of this energy's dtype/device, checking shape (..., N, p)."""
+        if not isinstance(omega, torch.Tensor):
+            omega = torch.as_tensor(check_array(name, omega), dtype=self.dtype)
+        if omega.ndim < 2 or omega.shape[-1] != self.dim:
+            raise ValueError(
+                f"{name} must have shape (..., N, {self.dim}), got {tuple(omega.shape)}"
+            )
+        return omega.to(dtype=self.dtype, device=self.device)
+
+    def value(self, omega) -> torch.Tensor:
+        """H_N(Ω), shape (...)."""
+        omega = self.as_tensor(omega)
+        return sum(t.value(omega) for t in self.terms)
+
+    def term_values(self, omega) -> dict[str, torch.Tensor]:
+        """Each term's contribution, keyed by a unique name (``alignment``, ``interaction``…)."""
+        omega = self.as_tensor(omega)
+        out: dict[str, torch.Tensor] = {}
+        for t in self.terms:
+            key, i = t.name, 1
+            while key in out:
+                i += 1
+                key = f"{t.name}_{i}"
+            out[key] = t.value(omega)
+        return out
+
+    def value_and_grad(self, omega) -> tuple[torch.Tensor, torch.Tensor]:
+        """(H_N, ∇H_N) with one pass over the pairs."""
+        omega = self.as_tensor(omega)
+        value, grad = 0, 0
+        for t in self.terms:
+            v, g = t.value_and_grad(omega)
+            value, grad = value + v, grad + g
+        return value, grad
+
+    def grad(self, omega) -> torch.Tensor:
+        """∇_Ω H_N, shape (..., N, p) (analytic)."""
+        omega = self.as_tensor(omega)
+        return sum(t.grad(omega) for t in self.terms)
+
+    def drift(
+        self,
+        omega,
+        *,
+        interaction_batch: int | None = None,
+        generator: torch.Generator | None = None,
+        data_index=None,
+    ) -> torch.Tensor:
+        """N ∇_{ω_i} H_N: the O(1) force of Algorithm 1, optionally stochastic.
+
+        Parameters
+        ----------
+        interaction_batch : int, optional
+            Random-batch size B for the pair terms (O(N B) instead of O(N²)).
+        generator : torch.Generator
+            Source of the random batches.
+        data_index : array of int, optional
+            Mini-batch of data rows for the alignment terms.
+        """
+        N = omega.shape[-2]
+        total = torch.zeros_like(omega)
+        for t in self.terms:
+            term = t.subset_data(data_index) if data_index is not None else t
+            if interaction_batch is not None and isinstance(t, PairInteraction):
+                total = total + term.grad_random_batch(omega, interaction_batch, generator)
+            else:
+                total = total + term.grad(omega)
+        return N * total
+
+    def first_variation(self, at, points, weights) -> torch.Tensor:
+        """δE/δμ at points ``at`` (M, p) for μ = Σ_k weights_k δ_{points_k}; shape (M,)."""
+        at = self.as_tensor(at, name="at")
+        points = self.as_tensor(points, name="points")
+        weights = torch.as_tensor(
+            check_array("weights", weights, ndim=1), dtype=self.dtype, device=self.device
+        )
+        if weights.shape[0] != points.shape[0]:
+            raise ValueError("weights must have one entry per point")
+        if torch.any(weights < 0):
+            raise ValueError("weights must be non-negative (a measure)")
+        return sum(t.first_variation(at, points, weights) for t in self.terms)
+
+    def n_data(self) -> int | None:
+        """Number of data points of the alignment terms (None without data)."""
+        ns = [t.n for t in self.terms if isinstance(t, _DataTerm)]
+        return ns[0] if ns else None
+
+    def describe(self) -> dict:
+        """Every parameter as plain types, flattened for dataset attributes."""
+        out = dict(self.domain.describe())
+        out["dtype"] = str(self.dtype).replace("torch.", "")
+        for i, t in enumerate(self.terms):
+            out[f"term{i}"] = type(t).__name__
+            for k, v in t.describe().items():
+                out[f"term{i}_{k}"] = v
+        return out
+
+
+def check_n_particles(N) -> int:
+    return check_int("N (number of particles)", N)
+
+
+__all__ = [
+    "Energy",
+    "Term",
+    "Potential",
+    "QuadraticPotential",
+    "DoubleWellPotential",
+    "CallablePotential",
+    "LinearAlignment",
+    "RiskAlignment",
+    "NormalisedAlignment",
+    "PairInteraction",
+    "target_factors",
+    "target_matrix",
+    "PAIR_CHUNK_ELEMENTS",
+]

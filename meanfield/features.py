@@ -1,0 +1,214 @@
+"""Feature maps φ(x; ω) (one scalar per particle) and samplers for initial particles.
+
+Every mean-field feature here is a *ridge* function of the particle,
+
+    φ(x; ω) = g(ωᵀ x̃ + c(x)),        ∇_ω φ(x; ω) = g'(ωᵀ x̃ + c(x)) x̃,
+
+with a lifted input x̃ and an offset c(x) that depend on the feature only (THEORY §1):
+
+======== ============================ ============ ========== ==============
+name     φ                            x̃            c(x)       particle dim p
+======== ============================ ============ ========== ==============
+positive exp(ωᵀx − |x|²/2)            x            −|x|²/2    d
+fourier  √2 cos(ωᵀx + b)              (x, 1)       0          d + 1 (b = ω_p)
+softplus log(1 + exp(ωᵀx))            x            0          d
+======== ============================ ============ ========== ==============
+
+For ``fourier`` the phase b is the last coordinate of the particle, so the energy can move it
+too; for ω ~ N(0, σ⁻² I), b ~ U[−π, π) the kernel E φ(x)φ(x') is the Gaussian kernel
+exp(−|x − x'|²/(2σ²)).  For ``positive``, E_{ω~N(0,I)} φ(x)φ(x') = exp(xᵀx').
+
+The ridge form is what lets the energy give analytic gradients with one code path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ._validation import check_choice, check_int, check_positive
+
+
+class FeatureMap:
+    """A ridge feature map φ(x; ω) = g(ωᵀ x̃ + c(x)). Subclasses set g, g' and the lift."""
+
+    name: str = ""
+
+    def particle_dim(self, data_dim: int) -> int:
+        """Dimension p of a particle for data in R^data_dim."""
+        return data_dim
+
+    def lift(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Lifted inputs x̃, shape (n, p), and offsets c(x), shape (n,)."""
+        return X, torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
+
+    def g(self, z: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def dg(self, z: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def preactivation(self, Xt, offset, omega):
+        """z_{ji} = ω_iᵀ x̃_j + c(x_j): shape (..., N, n) for omega (..., N, p)."""
+        return omega @ Xt.T + offset
+
+    def evaluate(self, X, omega) -> torch.Tensor:
+        """Feature matrix Φ_ij = φ(x_j; ω_i): shape (..., N, n) for X (n, d), omega (..., N, p)."""
+        X = torch.as_tensor(X, dtype=omega.dtype, device=omega.device)
+        Xt, c = self.lift(X)
+        return self.g(self.preactivation(Xt, c, omega))
+
+    def empirical_kernel(self, X, omega, X2=None) -> torch.Tensor:
+        """K_Ω(x, x') = (1/N) Σ_i φ(x; ω_i) φ(x'; ω_i), shape (n, n2)."""
+        P = self.evaluate(X, omega)
+        P2 = P if X2 is None else self.evaluate(X2, omega)
+        return P.transpose(-1, -2) @ P2 / omega.shape[-2]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class PositiveFeatures(FeatureMap):
+    """FAVOR+ positive features φ = exp(ωᵀx − |x|²/2)."""
+
+    name = "positive"
+
+    def lift(self, X):
+        return X, -0.5 * (X * X).sum(-1)
+
+    def g(self, z):
+        return torch.exp(z)
+
+    def dg(self, z):
+        return torch.exp(z)
+
+
+class RandomFourierFeatures(FeatureMap):
+    """Random Fourier features φ = √2 cos(ωᵀx + b), the phase b being the last coordinate."""
+
+    name = "fourier"
+
+    def particle_dim(self, data_dim: int) -> int:
+        return data_dim + 1
+
+    def lift(self, X):
+        ones = torch.ones(X.shape[0], 1, dtype=X.dtype, device=X.device)
+        return torch.cat([X, ones], dim=1), torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
+
+    def g(self, z):
+        return math.sqrt(2.0) * torch.cos(z)
+
+    def dg(self, z):
+        return -math.sqrt(2.0) * torch.sin(z)
+
+
+class SoftplusFeatures(FeatureMap):
+    """φ = softplus(ωᵀx) = log(1 + exp(ωᵀx))."""
+
+    name = "softplus"
+
+    def g(self, z):
+        return F.softplus(z)
+
+    def dg(self, z):
+        return torch.sigmoid(z)
+
+
+FEATURE_MAPS = {
+    cls.name: cls for cls in (PositiveFeatures, RandomFourierFeatures, SoftplusFeatures)
+}
+
+
+def get_feature_map(name: str | FeatureMap) -> FeatureMap:
+    """Return a feature map by name: ``"positive"``, ``"fourier"`` or ``"softplus"``."""
+    if isinstance(name, FeatureMap):
+        return name
+    check_choice("feature", name, FEATURE_MAPS)
+    return FEATURE_MAPS[name]()
+
+
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(int(seed))
+
+
+def sample_gaussian(
+    n_particles: int,
+    dim: int,
+    *,
+    scale: float = 1.0,
+    seed: int = 0,
+    dtype=torch.float64,
+    device="cpu",
+) -> torch.Tensor:
+    """iid N(0, scale² I) particles, shape (n_particles, dim).
+
+    Drawn on the CPU with a seeded generator, so the same seed gives the same bits on every
+    device.
+    """
+    n_particles = check_int("n_particles (N)", n_particles)
+    dim = check_int("dim (p)", dim)
+    scale = check_positive("scale", scale)
+    w = torch.randn(n_particles, dim, generator=_generator(seed), dtype=torch.float64) * scale
+    return w.to(dtype=dtype, device=device)
+
+
+def sample_orthogonal(
+    n_particles: int,
+    dim: int,
+    *,
+    scale: float = 1.0,
+    seed: int = 0,
+    dtype=torch.float64,
+    device="cpu",
+) -> torch.Tensor:
+    """Orthogonal random features (Yu et al. 2016; PORF in Choromanski et al. 2021).
+
+    Rows come in blocks of ``dim`` exactly orthogonal directions (QR of a Gaussian matrix,
+    sign-corrected so the directions are Haar distributed); each row is rescaled to an
+    independent χ_dim norm, so every row is marginally N(0, scale² I) while rows within a
+    block are orthogonal.  Shape (n_particles, dim).
+    """
+    n_particles = check_int("n_particles (N)", n_particles)
+    dim = check_int("dim (p)", dim)
+    scale = check_positive("scale", scale)
+    gen = _generator(seed)
+    blocks = []
+    for _ in range(math.ceil(n_particles / dim)):
+        G = torch.randn(dim, dim, generator=gen, dtype=torch.float64)
+        Q, Rm = torch.linalg.qr(G)
+        Q = Q * torch.sign(torch.diagonal(Rm)).unsqueeze(0)  # Haar measure (Mezzadri 2007)
+        blocks.append(Q.T)
+    W = torch.cat(blocks, dim=0)[:n_particles]
+    norms = torch.randn(n_particles, dim, generator=gen, dtype=torch.float64).norm(dim=1)
+    return (W * norms.unsqueeze(1) * scale).to(dtype=dtype, device=device)
+
+
+def sample_initial_particles(
+    feature: str | FeatureMap,
+    n_particles: int,
+    data_dim: int,
+    *,
+    method: str = "gaussian",
+    bandwidth: float = 1.0,
+    seed: int = 0,
+    dtype=torch.float64,
+    device="cpu",
+) -> torch.Tensor:
+    """Initial particles for a feature map: ω ~ N(0, bandwidth⁻² I) (or orthogonal blocks).
+
+    For ``fourier`` the last coordinate is a phase b ~ U[−π, π), so the initial kernel is the
+    Gaussian kernel of width ``bandwidth``.  Shape (n_particles, p).
+    """
+    fmap = get_feature_map(feature)
+    check_choice("method", method, ("gaussian", "orthogonal"))
+    bandwidth = check_positive("bandwidth", bandwidth)
+    sampler = sample_gaussian if method == "gaussian" else sample_orthogonal
+    w = sampler(n_particles, data_dim, scale=1.0 / bandwidth, seed=seed)
+    if fmap.particle_dim(data_dim) == data_dim + 1:
+        gen = _generator(np.random.SeedSequence(seed).generate_state(1)[0])
+        b = (torch.rand(n_particles, 1, generator=gen, dtype=torch.float64) * 2 - 1) * math.pi
+        w = torch.cat([w, b], dim=1)
+    return w.to(dtype=dtype, device=device)

@@ -1,0 +1,204 @@
+"""Pair interaction kernels k(z), z = ω − ω' ∈ R^p, with values and gradients.
+
+Every kernel here is radial, so it is written as a function of the squared distance
+u = |z|² + ε² (ε the softening length, 0 for an exact kernel):
+
+    k(z) = κ(u),        ∇k(z) = 2 κ'(u) z.
+
+Riesz family (THEORY §2), with sign so that every member is repulsive:
+
+    k_s(z) = |z|^(−s)   (s > 0),     −log|z|   (s = 0),     −|z|^(−s)   (s < 0),
+
+softened by replacing |z|² with |z|² + ε².  Coulomb in R^p is s = p − 2.  The mean-field
+(integrable) range is s < p; a Riesz kernel with s ≥ p and ε = 0 is rejected when the energy
+learns the dimension.
+
+Coincident points (z = 0, possible after projection onto the boundary) get gradient 0, the
+symmetric subgradient, instead of NaN; the value there is +inf for the singular kernels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ._validation import check_choice, check_finite_real, check_positive
+
+
+class PairKernel:
+    """A radial pair kernel k(z) = κ(|z|² + ε²)."""
+
+    name = ""
+    softening = 0.0
+
+    def kappa(self, u):
+        """κ(u), elementwise, for u = |z|² + ε² (torch or numpy)."""
+        raise NotImplementedError
+
+    def dkappa(self, u):
+        """κ'(u), elementwise."""
+        raise NotImplementedError
+
+    def check_dimension(self, dim: int) -> None:
+        """Raise if the kernel is not locally integrable in R^dim (nothing to check by default)."""
+
+    @property
+    def is_singular(self) -> bool:
+        """Whether κ'(u) blows up at u = 0 (so coincident points need the zero subgradient)."""
+        return False
+
+    # --- values as functions of z or r, for users, plots and the grid solver -----------------
+    def value_sq(self, r2):
+        """k as a function of the squared distance r² (softening applied here)."""
+        return self.kappa(r2 + self.softening**2)
+
+    def grad_coeff_sq(self, r2):
+        """2 κ'(r² + ε²): ∇k(z) = grad_coeff_sq(|z|²) · z; 0 where z = 0 and κ' blows up."""
+        u = r2 + self.softening**2
+        if isinstance(u, torch.Tensor):
+            if not self.is_singular or bool(u.min() > 0):  # the common case: no coincidences
+                return 2.0 * self.dkappa(u)
+            safe = torch.where(u > 0, u, torch.ones_like(u))
+            return torch.where(u > 0, 2.0 * self.dkappa(safe), torch.zeros_like(u))
+        u = np.asarray(u, dtype=float)
+        safe = np.where(u > 0, u, 1.0)
+        return np.where(u > 0, 2.0 * self.dkappa(safe), 0.0)
+
+    def __call__(self, z):
+        """k(z) for z of shape (..., p) -> (...)."""
+        return self.value_sq((z * z).sum(-1))
+
+    def radial(self, r):
+        """k as a function of the distance r >= 0 (numpy), for grids and plots."""
+        r = np.asarray(r, dtype=float)
+        with np.errstate(divide="ignore"):
+            return self.kappa(r * r + self.softening**2)
+
+    def gradient(self, z):
+        """∇k(z) for z of shape (..., p) -> (..., p)."""
+        return self.grad_coeff_sq((z * z).sum(-1))[..., None] * z
+
+    def describe(self) -> dict:
+        return {"kernel": self.name, "softening": self.softening}
+
+
+class Riesz(PairKernel):
+    """Riesz kernel k_s (log at s = 0), optionally softened: κ(u) = sgn(s) u^(−s/2), −½ log u.
+
+    Parameters
+    ----------
+    s : float
+        Riesz exponent, any real number.  s = p − 2 is Coulomb.
+    softening : float, default 0
+        Softening length ε ≥ 0; with ε > 0 the kernel is smooth and every s is allowed.
+    """
+
+    name = "riesz"
+
+    def __init__(self, s: float, softening: float = 0.0):
+        self.s = check_finite_real("s", s)
+        self.softening = check_positive("softening (epsilon)", softening, allow_zero=True)
+
+    def _lib(self, u):
+        return torch if isinstance(u, torch.Tensor) else np
+
+    def kappa(self, u):
+        lib = self._lib(u)
+        if self.s == 0.0:
+            return -0.5 * lib.log(u)
+        return math.copysign(1.0, self.s) * u ** (-self.s / 2)
+
+    def dkappa(self, u):
+        if self.s == 0.0:
+            return -0.5 / u
+        return -0.5 * abs(self.s) * u ** (-self.s / 2 - 1)
+
+    def check_dimension(self, dim: int) -> None:
+        if self.softening == 0.0 and self.s >= dim:
+            raise ValueError(
+                f"Riesz exponent s={self.s} is not integrable in dimension p={dim}: the "
+                f"mean-field range is s < p (s < {dim}); use a softening epsilon > 0 for s >= p"
+            )
+
+    @property
+    def is_singular(self) -> bool:
+        # κ'(u) blows up at u = 0 for every unsoftened s > −2 (s = −1: the kink of −|z|)
+        return self.softening == 0.0 and self.s > -2
+
+    def describe(self) -> dict:
+        return {"kernel": "riesz", "s": self.s, "softening": self.softening}
+
+    def __repr__(self) -> str:
+        return f"Riesz(s={self.s}, softening={self.softening})"
+
+
+def Coulomb(dim: int, softening: float = 0.0) -> Riesz:
+    """The Coulomb kernel of R^dim: Riesz with s = dim − 2 (−|z| in 1D, −log|z| in 2D)."""
+    return Riesz(s=float(dim) - 2.0, softening=softening)
+
+
+class Quadratic(PairKernel):
+    """k(z) = |z|²/2 (attractive for λ > 0; used for closed-form Gaussian tests)."""
+
+    name = "quadratic"
+
+    def kappa(self, u):
+        return 0.5 * u
+
+    def dkappa(self, u):
+        return 0.5 + 0.0 * u
+
+    def __repr__(self) -> str:
+        return "Quadratic()"
+
+
+class Gaussian(PairKernel):
+    """k(z) = exp(−|z|²/(2 width²)): a smooth, bounded repulsion (for λ > 0)."""
+
+    name = "gaussian"
+
+    def __init__(self, width: float = 1.0):
+        self.width = check_positive("width", width)
+
+    def kappa(self, u):
+        lib = torch if isinstance(u, torch.Tensor) else np
+        return lib.exp(-u / (2 * self.width**2))
+
+    def dkappa(self, u):
+        return -self.kappa(u) / (2 * self.width**2)
+
+    def describe(self) -> dict:
+        return {"kernel": "gaussian", "width": self.width, "softening": 0.0}
+
+    def __repr__(self) -> str:
+        return f"Gaussian(width={self.width})"
+
+
+KERNEL_NAMES = ("riesz", "coulomb", "log", "quadratic", "gaussian")
+
+
+def make_kernel(
+    name: str,
+    *,
+    dim: int | None = None,
+    s: float | None = None,
+    softening: float = 0.0,
+    width: float = 1.0,
+) -> PairKernel:
+    """Build a kernel by name: riesz (needs s), coulomb (needs dim), log, quadratic, gaussian."""
+    check_choice("kernel", name, KERNEL_NAMES)
+    if name == "riesz":
+        if s is None:
+            raise ValueError("kernel 'riesz' needs the exponent s (any real number)")
+        return Riesz(s, softening)
+    if name == "coulomb":
+        if dim is None:
+            raise ValueError("kernel 'coulomb' needs the dimension dim >= 1")
+        return Coulomb(dim, softening)
+    if name == "log":
+        return Riesz(0.0, softening)
+    if name == "quadratic":
+        return Quadratic()
+    return Gaussian(width)

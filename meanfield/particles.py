@@ -1,0 +1,355 @@
+"""Particle dynamics: projected Langevin (Algorithm 1) and a Metropolis-adjusted sampler.
+
+Algorithm 1 (THEORY §3), for every particle at once:
+
+    ω_i ← Π_𝒲( ω_i − η N ∇_{ω_i} H_N(Ω) + √(2η / β_N) ξ_i ),   ξ_i ~ N(0, I_p),
+
+with β_N = β (``regime="mean-field"``, stationary law ∝ exp(−β N H_N)) or β_N = β N
+(``regime="coulomb-gas"``, stationary law ∝ exp(−β N² H_N)).  Time is t = η · steps.
+
+The integrators are small objects in the JAX-MD manner: ``init(Ω)`` gives a state and
+``step(state, generator)`` advances it; :func:`simulate` runs one and records an
+``xarray.Dataset``.  Particles may carry leading replica axes, shape (..., N, p): replicas are
+independent chains that share the step (how ensembles and Monte Carlo studies batch).
+
+Random numbers come from a seeded CPU ``torch.Generator`` and are moved to the device, so a
+seed fixes the noise on every device and the same seed gives the same bits on the CPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import xarray as xr
+from tqdm.auto import tqdm
+
+from ._validation import check_choice, check_int, check_positive
+from .energy import Energy
+from .results import provenance
+
+REGIMES = ("mean-field", "coulomb-gas")
+METHODS = ("langevin", "mala")
+
+
+def effective_beta(beta: float, n_particles: int, regime: str) -> float:
+    """β_N: β in the mean-field regime, β N in the Coulomb-gas regime."""
+    check_choice("regime", regime, REGIMES)
+    return beta if regime == "mean-field" else beta * n_particles
+
+
+def _noise(shape, generator, like: torch.Tensor) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, dtype=torch.float64).to(like)
+
+
+def _check_finite(x: torch.Tensor, what: str, step: int):
+    if not torch.isfinite(x).all():
+        raise FloatingPointError(
+            f"{what} became non-finite at step {step}: lower the step size eta, soften the "
+            "kernel (softening > 0) or check the data scale"
+        )
+
+
+@dataclass
+class LangevinState:
+    omega: torch.Tensor
+    step: int = 0
+    accepted: torch.Tensor | None = None  # MALA only: accepted moves per replica since reset
+    proposed: int = 0
+    cache: dict = field(default_factory=dict)
+
+
+@dataclass
+class ProjectedLangevin:
+    """Unadjusted projected Langevin (Algorithm 1), with random-batch and data mini-batches.
+
+    Parameters
+    ----------
+    energy : Energy
+    eta : float
+        Step size η > 0.
+    beta : float
+        Inverse temperature β > 0.
+    regime : {"mean-field", "coulomb-gas"}
+    interaction_batch : int, optional
+        Random-batch size B ≥ 2 for the pair interaction (Jin–Li–Liu 2020).
+    data_batch : int, optional
+        Mini-batch size (≥ 2) of data rows for the alignment terms.
+    """
+
+    energy: Energy
+    eta: float
+    beta: float
+    regime: str = "mean-field"
+    interaction_batch: int | None = None
+    data_batch: int | None = None
+
+    def __post_init__(self):
+        self.eta = check_positive("eta (step size)", self.eta)
+        self.beta = check_positive("beta (inverse temperature)", self.beta)
+        check_choice("regime", self.regime, REGIMES)
+        if self.interaction_batch is not None:
+            self.interaction_batch = check_int(
+                "interaction_batch (B)", self.interaction_batch, minimum=2
+            )
+        if self.data_batch is not None:
+            self.data_batch = check_int("data_batch", self.data_batch, minimum=2)
+            n = self.energy.n_data()
+            if n is None:
+                raise ValueError("data_batch needs an energy with an alignment (data) term")
+            if self.data_batch > n:
+                raise ValueError(f"data_batch must be in [2, n={n}], got {self.data_batch}")
+
+    def init(self, omega) -> LangevinState:
+        omega = self.energy.domain.project(self.energy.as_tensor(omega, name="omega0"))
+        return LangevinState(omega=omega)
+
+    def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        omega = state.omega
+        N = omega.shape[-2]
+        beta_N = effective_beta(self.beta, N, self.regime)
+        data_index = None
+        if self.data_batch is not None:
+            data_index = torch.randperm(self.energy.n_data(), generator=generator)[
+                : self.data_batch
+            ]
+            data_index = data_index.numpy()
+        drift = self.energy.drift(
+            omega,
+            interaction_batch=self.interaction_batch,
+            generator=generator,
+            data_index=data_index,
+        )
+        _check_finite(drift, "the drift N grad H_N", state.step)
+        noise = _noise(omega.shape, generator, omega)
+        new = omega - self.eta * drift + np.sqrt(2 * self.eta / beta_N) * noise
+        state.omega = self.energy.domain.project(new)
+        state.step += 1
+        return state
+
+
+@dataclass
+class MALA:
+    """Metropolis-adjusted Langevin: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
+
+    The proposal is the unprojected Langevin move Ω' = Ω − η N∇H_N + √(2η/β_N) ξ, i.e. MALA for
+    U = β_N N H_N with step h = η/β_N; proposals leaving the domain are rejected (the target
+    vanishes there), so the chain is reversible for the Gibbs law restricted to 𝒲^N.  The full
+    configuration (all N particles) moves at once; each replica accepts or rejects on its own.
+    Exact pair sums and the full data are used: stochastic gradients would break exactness.
+    """
+
+    energy: Energy
+    eta: float
+    beta: float
+    regime: str = "mean-field"
+
+    def __post_init__(self):
+        self.eta = check_positive("eta (step size)", self.eta)
+        self.beta = check_positive("beta (inverse temperature)", self.beta)
+        check_choice("regime", self.regime, REGIMES)
+
+    def _potential(self, omega, beta_N):
+        N = omega.shape[-2]
+        H, gradH = self.energy.value_and_grad(omega)
+        return beta_N * N * H, beta_N * N * gradH
+
+    def init(self, omega) -> LangevinState:
+        omega = self.energy.domain.project(self.energy.as_tensor(omega, name="omega0"))
+        beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
+        U, gradU = self._potential(omega, beta_N)
+        state = LangevinState(omega=omega, accepted=torch.zeros(omega.shape[:-2]))
+        state.cache = {"U": U, "gradU": gradU}
+        return state
+
+    def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
+        beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
+        h = self.eta / beta_N
+        noise = _noise(omega.shape, generator, omega)
+        prop = omega - h * gradU + np.sqrt(2 * h) * noise
+        inside = self.energy.domain.contains(prop).all(-1)
+        # evaluate at a safe point where the proposal left the domain (it is rejected anyway)
+        prop_eval = torch.where(inside[..., None, None], prop, omega)
+        U2, gradU2 = self._potential(prop_eval, beta_N)
+        log_fwd = -((prop - omega + h * gradU) ** 2).sum((-1, -2)) / (4 * h)
+        log_bwd = -((omega - prop + h * gradU2) ** 2).sum((-1, -2)) / (4 * h)
+        log_alpha = -U2 + U + log_bwd - log_fwd
+        if torch.isnan(log_alpha).any():
+            raise FloatingPointError(f"MALA acceptance ratio is NaN at step {state.step}")
+        u = torch.rand(log_alpha.shape, generator=generator, dtype=torch.float64).to(log_alpha)
+        accept = inside & (torch.log(u) < log_alpha)
+        a = accept[..., None, None]
+        state.omega = torch.where(a, prop, omega)
+        state.cache = {"U": torch.where(accept, U2, U), "gradU": torch.where(a, gradU2, gradU)}
+        state.accepted = state.accepted + accept.to(state.accepted.dtype).cpu()
+        state.proposed += 1
+        state.step += 1
+        return state
+
+
+def make_integrator(
+    energy: Energy,
+    *,
+    method: str = "langevin",
+    eta: float,
+    beta: float,
+    regime: str = "mean-field",
+    interaction_batch: int | None = None,
+    data_batch: int | None = None,
+):
+    """Build :class:`ProjectedLangevin` or :class:`MALA` from plain parameters."""
+    check_choice("method", method, METHODS)
+    if method == "mala":
+        if interaction_batch is not None or data_batch is not None:
+            raise ValueError(
+                "method 'mala' samples the exact Gibbs law: it takes neither "
+                "interaction_batch nor data_batch"
+            )
+        return MALA(energy, eta, beta, regime)
+    return ProjectedLangevin(energy, eta, beta, regime, interaction_batch, data_batch)
+
+
+def simulate(
+    energy: Energy,
+    omega0,
+    *,
+    eta: float,
+    beta: float,
+    n_steps: int,
+    regime: str = "mean-field",
+    method: str = "langevin",
+    record_every: int | None = None,
+    interaction_batch: int | None = None,
+    data_batch: int | None = None,
+    seed: int = 0,
+    record_positions: bool = True,
+    progress: bool = False,
+    extra_attrs: dict | None = None,
+) -> xr.Dataset:
+    """Run the particle dynamics and return the trajectory as a labelled dataset.
+
+    Parameters
+    ----------
+    energy : Energy
+    omega0 : array (N, p) or (R, N, p)
+        Initial particles (projected onto the domain first); a leading axis runs R
+        independent replicas.
+    eta, beta : float
+        Step size η > 0 and inverse temperature β > 0.
+    n_steps : int
+        Number of steps ≥ 1; the final time is η · n_steps.
+    regime : {"mean-field", "coulomb-gas"}
+    method : {"langevin", "mala"}
+    record_every : int, optional
+        Record every this many steps (default: about 100 records).  Step 0 and the last step
+        are always recorded.
+    interaction_batch, data_batch : int, optional
+        Random-batch size for the pair term, mini-batch size for the data (Langevin only).
+    seed : int
+        Seeds every random number of the run.
+    record_positions : bool
+        Store positions at every record (else only the last positions, as ``omega_final``).
+    progress : bool
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``omega`` (time, [replica,] particle, dim), ``energy`` and ``energy_<term>`` (time,
+        [replica]), ``acceptance_rate`` (time, [replica]) for MALA (the rate over the preceding
+        record interval); coordinate ``step``; attributes with every parameter, the seed and the
+        package version.
+    """
+    n_steps = check_int("n_steps", n_steps)
+    integrator = make_integrator(
+        energy,
+        method=method,
+        eta=eta,
+        beta=beta,
+        regime=regime,
+        interaction_batch=interaction_batch,
+        data_batch=data_batch,
+    )
+    omega0 = energy.as_tensor(omega0, name="omega0")
+    if omega0.ndim not in (2, 3):
+        raise ValueError(f"omega0 must have shape (N, p) or (R, N, p), got {tuple(omega0.shape)}")
+    N = omega0.shape[-2]
+    if N < 1:
+        raise ValueError(f"N (number of particles, omega0.shape[-2]) must be >= 1, got {N}")
+    if not torch.isfinite(omega0).all():
+        raise ValueError("omega0 contains non-finite values (NaN or inf); all must be finite")
+    if record_every is None:
+        record_every = max(1, n_steps // 100)
+    record_every = check_int("record_every", record_every)
+    seed = int(seed)
+    generator = torch.Generator().manual_seed(seed)
+
+    state = integrator.init(omega0)
+    steps, positions, energies, rates = [], [], {}, []
+    last_accepted = torch.zeros(omega0.shape[:-2])
+
+    def record():
+        steps.append(state.step)
+        if record_positions:
+            positions.append(state.omega.detach().cpu().numpy().copy())
+        for k, v in energy.term_values(state.omega).items():
+            energies.setdefault(k, []).append(v.detach().cpu().numpy().copy())
+        if method == "mala":
+            nonlocal last_accepted
+            span = max(1, state.step - (steps[-2] if len(steps) > 1 else 0))
+            rate = (state.accepted - last_accepted) / span if state.step else state.accepted * 0
+            rates.append(rate.numpy().copy())
+            last_accepted = state.accepted.clone()
+
+    record()
+    with torch.no_grad():
+        for k in tqdm(range(1, n_steps + 1), disable=not progress, desc="simulate", unit="step"):
+            state = integrator.step(state, generator)
+            if k % record_every == 0 or k == n_steps:
+                record()
+
+    replica = ("replica",) if omega0.ndim == 3 else ()
+    time = np.asarray(steps) * integrator.eta
+    data_vars = {}
+    if record_positions:
+        data_vars["omega"] = (("time", *replica, "particle", "dim"), np.stack(positions))
+    else:
+        data_vars["omega_final"] = (
+            (*replica, "particle", "dim"),
+            state.omega.detach().cpu().numpy(),
+        )
+    total = sum(np.stack(v) for v in energies.values())
+    data_vars["energy"] = (("time", *replica), total)
+    for k, v in energies.items():
+        data_vars[f"energy_{k}"] = (("time", *replica), np.stack(v))
+    if method == "mala":
+        data_vars["acceptance_rate"] = (("time", *replica), np.stack(rates))
+    coords = {
+        "time": time,
+        "step": ("time", np.asarray(steps)),
+        "particle": np.arange(N),
+        "dim": np.arange(energy.dim),
+    }
+    if replica:
+        coords["replica"] = np.arange(omega0.shape[0])
+    params = {
+        "method": method,
+        "regime": regime,
+        "N": N,
+        "p": energy.dim,
+        "eta": integrator.eta,
+        "beta": integrator.beta,
+        "beta_N": effective_beta(integrator.beta, N, regime),
+        "n_steps": n_steps,
+        "record_every": record_every,
+        "interaction_batch": interaction_batch,
+        "data_batch": data_batch,
+        **energy.describe(),
+        **(extra_attrs or {}),
+    }
+    ds = xr.Dataset(data_vars, coords=coords, attrs=provenance(params, seed=seed))
+    ds["time"].attrs["long_name"] = "time t = eta * step"
+    ds["energy"].attrs["long_name"] = "H_N(Omega)"
+    return ds

@@ -1,0 +1,57 @@
+"""Labelled results: provenance attributes and netCDF input/output for xarray datasets."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+
+
+def _attr_value(v):
+    """A netCDF-safe attribute value (str, number or 1-D numeric array)."""
+    if v is None:
+        return "none"
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, (int, float, str, np.integer, np.floating)):
+        return v
+    if isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) for x in v) and v:
+        return np.asarray(v)
+    return json.dumps(v, default=str)
+
+
+def provenance(params: dict, *, seed: int | None) -> dict:
+    """Dataset attributes: every parameter, the seed, the package version and a timestamp."""
+    attrs = {k: _attr_value(v) for k, v in params.items()}
+    attrs["seed"] = "none" if seed is None else int(seed)
+    attrs["meanfield_version"] = __version__
+    attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return attrs
+
+
+def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write ``ds`` to netCDF atomically (a temporary file renamed into place).
+
+    An interrupted write therefore never leaves a truncated file that a resumed run would
+    mistake for a finished one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean = ds.copy()
+    clean.attrs = {k: _attr_value(v) for k, v in ds.attrs.items()}
+    tmp = path.with_name(path.name + ".part")
+    clean.to_netcdf(tmp, engine="h5netcdf")
+    os.replace(tmp, path)
+    return path
+
+
+def load_dataset(path: str | os.PathLike) -> xr.Dataset:
+    """Read a dataset written by :func:`save_dataset` fully into memory."""
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        return ds.load()

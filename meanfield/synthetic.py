@@ -1,0 +1,358 @@
+"""Synthetic classification tasks for the kernel-learning study.
+
+Each task is a function ``task(n_train, n_test, *, noise, seed, ...)`` returning a
+:class:`Split` ``(X_train, y_train, X_test, y_test)``. All randomness comes from one
+``numpy.random.Generator`` seeded with ``seed``, so a (task, parameters, seed) triple always
+gives the same arrays.
+
+Conventions (also in ``paper_repro/synthetic/README.md``):
+
+- Binary tasks return labels in {-1, +1} (``int64``); multi-class tasks return class ids
+  0, ..., C-1.
+- ``noise`` is the label-noise level: each *training* label is, independently with probability
+  ``noise``, replaced by a different label (binary: its sign flipped; C classes: a uniformly
+  drawn other class). Test labels are clean unless ``noisy_test=True``, so the test error
+  measures how well the clean rule is recovered (its Bayes error is 0 for every task here
+  except the Gaussian mixture, whose components overlap).
+- Train and test points are drawn from the same distribution, test after train, from the one
+  generator.
+
+References
+----------
+A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016 (the radial
+task, section 4.1).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from meanfield._validation import check_int, check_positive
+
+__all__ = [
+    "Split",
+    "TASKS",
+    "checkerboard",
+    "flip_labels",
+    "gaussian_mixture",
+    "make_task",
+    "radial",
+    "two_moons",
+    "xor",
+]
+
+
+class Split(NamedTuple):
+    """Train and test data of one task draw.
+
+    Attributes
+    ----------
+    X_train : ndarray of shape (n_train, d)
+    y_train : ndarray of shape (n_train,)
+        In {-1, +1} for binary tasks, in {0, ..., C-1} for C > 2 classes.
+    X_test : ndarray of shape (n_test, d)
+    y_test : ndarray of shape (n_test,)
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _check_common(n_train, n_test, noise, seed) -> tuple[int, int, float, int]:
+    n_train = check_int("n_train", n_train, minimum=1)
+    n_test = check_int("n_test", n_test, minimum=1)
+    noise = check_positive("noise", noise, allow_zero=True)
+    if noise >= 0.5:
+        # At 1/2 (binary) the labels carry no information; above it they are anti-correlated.
+        raise ValueError(f"noise must be in [0, 0.5), got {noise!r}")
+    seed = check_int("seed", seed, minimum=0)
+    return n_train, n_test, noise, seed
+
+
+def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None = None):
+    """Replace each label, with probability ``noise``, by a different label.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Labels in {-1, +1} (binary) or {0, ..., C-1}.
+    noise : float in [0, 1]
+        Probability that a label is changed.
+    rng : numpy.random.Generator
+    n_classes : int, optional
+        Number of classes C; inferred as 2 when the labels are +-1, else ``max(y) + 1``.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        A new array; ``y`` is not modified.
+    """
+    y = np.asarray(y)
+    noise = check_positive("noise", noise, allow_zero=True)
+    if noise > 1:
+        raise ValueError(f"noise must be in [0, 1], got {noise!r}")
+    flip = rng.random(y.shape[0]) < noise
+    out = y.copy()
+    if set(np.unique(y).tolist()) <= {-1, 1}:
+        out[flip] = -out[flip]
+        return out
+    C = int(n_classes if n_classes is not None else y.max() + 1)
+    # a uniformly drawn *other* class: shift by 1..C-1 modulo C
+    shift = rng.integers(1, C, size=int(flip.sum()))
+    out[flip] = (out[flip] + shift) % C
+    return out
+
+
+def _finish(X, y_clean, n_train, noise, noisy_test, rng, n_classes=2) -> Split:
+    y_train = flip_labels(y_clean[:n_train], noise, rng, n_classes)
+    y_test = y_clean[n_train:]
+    if noisy_test:
+        y_test = flip_labels(y_test, noise, rng, n_classes)
+    return Split(X[:n_train], y_train.astype(np.int64), X[n_train:], y_test.astype(np.int64))
+
+
+def _pm1(mask) -> np.ndarray:
+    return np.where(mask, 1, -1).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------- tasks
+
+
+def radial(
+    n_train: int = 1000,
+    n_test: int = 1000,
+    *,
+    d: int = 10,
+    noise: float = 0.0,
+    seed: int = 0,
+    noisy_test: bool = False,
+) -> Split:
+    """Radial task of Sinha & Duchi (2016): x ~ N(0, I_d), y = sign(||x|| - sqrt(d)).
+
+    The decision boundary is the sphere of radius sqrt(d); a Gaussian kernel is poorly suited
+    to it, which is what makes learning the feature distribution worthwhile. Classes are
+    nearly balanced: P(y = +1) = P(chi2_d > d), 0.44 for d = 10.
+
+    Parameters
+    ----------
+    n_train, n_test : int >= 1
+        Numbers of training and test points.
+    d : int >= 1
+        Input dimension.
+    noise : float in [0, 0.5)
+        Label-noise level (probability that a training label is flipped).
+    seed : int >= 0
+        Seed of the generator for points and noise.
+    noisy_test : bool
+        Also flip test labels.
+
+    Returns
+    -------
+    Split
+        ``X_train`` (n_train, d), ``y_train`` (n_train,) in {-1, +1}, and likewise for test.
+    """
+    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    d = check_int("d", d, minimum=1)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_train + n_test, d))
+    y = _pm1(np.linalg.norm(X, axis=1) > np.sqrt(d))
+    return _finish(X, y, n_train, noise, noisy_test, rng)
+
+
+def _mixture_centers(n_classes, n_components, d, separation, center_seed):
+    """Component centres: uniform on the sphere of radius ``separation``, fixed by center_seed."""
+    g = np.random.default_rng(center_seed)
+    c = g.standard_normal((n_classes * n_components, d))
+    c *= separation / np.linalg.norm(c, axis=1, keepdims=True)
+    return c.reshape(n_classes, n_components, d)
+
+
+def gaussian_mixture(
+    n_train: int = 1000,
+    n_test: int = 1000,
+    *,
+    d: int = 5,
+    n_classes: int = 2,
+    n_components: int = 3,
+    separation: float = 3.0,
+    scale: float = 1.0,
+    noise: float = 0.0,
+    seed: int = 0,
+    center_seed: int = 0,
+    noisy_test: bool = False,
+) -> Split:
+    """Gaussian-mixture task: each class a mixture of isotropic Gaussians.
+
+    Class c (equally likely) draws one of its ``n_components`` centres uniformly and adds
+    N(0, scale^2 I_d). The ``n_classes * n_components`` centres lie on the sphere of radius
+    ``separation`` and are fixed by ``center_seed`` (not by ``seed``), so every seed samples
+    the same task. Components overlap, so the Bayes error is small but not zero.
+
+    Parameters
+    ----------
+    n_train, n_test : int >= 1
+    d : int >= 1
+        Input dimension.
+    n_classes : int >= 2
+        Number of classes C; labels are +-1 when C = 2, else 0..C-1.
+    n_components : int >= 1
+        Gaussians per class.
+    separation : float > 0
+        Radius of the sphere holding the centres.
+    scale : float > 0
+        Standard deviation of each component.
+    noise : float in [0, 0.5)
+        Label-noise level.
+    seed : int >= 0
+        Seed for points and label noise.
+    center_seed : int >= 0
+        Seed for the centres (the task itself).
+    noisy_test : bool
+        Also corrupt the test labels.
+
+    Returns
+    -------
+    Split
+    """
+    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    d = check_int("d", d, minimum=1)
+    C = check_int("n_classes", n_classes, minimum=2)
+    K = check_int("n_components", n_components, minimum=1)
+    separation = check_positive("separation", separation)
+    scale = check_positive("scale", scale)
+    center_seed = check_int("center_seed", center_seed, minimum=0)
+    centers = _mixture_centers(C, K, d, separation, center_seed)
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    cls = rng.integers(0, C, size=n)
+    comp = rng.integers(0, K, size=n)
+    X = centers[cls, comp] + scale * rng.standard_normal((n, d))
+    y = _pm1(cls == 1) if C == 2 else cls
+    return _finish(X, y, n_train, noise, noisy_test, rng, n_classes=C)
+
+
+def checkerboard(
+    n_train: int = 1000,
+    n_test: int = 1000,
+    *,
+    n_cells: int = 4,
+    d: int = 2,
+    noise: float = 0.0,
+    seed: int = 0,
+    noisy_test: bool = False,
+) -> Split:
+    """Checkerboard task: x uniform on [-1, 1]^d, label the colour of its cell in (x_1, x_2).
+
+    The square [-1, 1]^2 of the first two coordinates is cut into ``n_cells`` x ``n_cells``
+    cells, labelled +1 and -1 alternately; coordinates 3..d are nuisance dimensions that carry
+    no information. ``n_cells = 2`` is the XOR task.
+
+    Parameters
+    ----------
+    n_train, n_test : int >= 1
+    n_cells : int >= 2
+        Cells per side.
+    d : int >= 2
+        Input dimension (2 informative + d - 2 nuisance).
+    noise : float in [0, 0.5)
+    seed : int >= 0
+    noisy_test : bool
+
+    Returns
+    -------
+    Split
+        Labels in {-1, +1}.
+    """
+    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    n_cells = check_int("n_cells", n_cells, minimum=2)
+    d = check_int("d", d, minimum=2)
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n_train + n_test, d))
+    idx = np.clip(np.floor((X[:, :2] + 1.0) * n_cells / 2.0), 0, n_cells - 1).astype(int)
+    y = _pm1((idx[:, 0] + idx[:, 1]) % 2 == 0)
+    return _finish(X, y, n_train, noise, noisy_test, rng)
+
+
+def xor(
+    n_train: int = 1000,
+    n_test: int = 1000,
+    *,
+    d: int = 2,
+    noise: float = 0.0,
+    seed: int = 0,
+    noisy_test: bool = False,
+) -> Split:
+    """XOR task: :func:`checkerboard` with 2 x 2 cells, y = sign(x_1 x_2)."""
+    return checkerboard(
+        n_train, n_test, n_cells=2, d=d, noise=noise, seed=seed, noisy_test=noisy_test
+    )
+
+
+def two_moons(
+    n_train: int = 1000,
+    n_test: int = 1000,
+    *,
+    jitter: float = 0.1,
+    d: int = 2,
+    noise: float = 0.0,
+    seed: int = 0,
+    noisy_test: bool = False,
+) -> Split:
+    """Two interleaved half circles (as scikit-learn's ``make_moons``), labels +-1.
+
+    Class +1: (cos t, sin t); class -1: (1 - cos t, 1/2 - sin t), t ~ U[0, pi], plus
+    N(0, jitter^2) on each coordinate; coordinates 3..d are N(0, jitter^2) nuisance.
+
+    Parameters
+    ----------
+    n_train, n_test : int >= 1
+    jitter : float >= 0
+        Standard deviation of the input noise (not the label noise).
+    d : int >= 2
+        Input dimension.
+    noise : float in [0, 0.5)
+        Label-noise level.
+    seed : int >= 0
+    noisy_test : bool
+
+    Returns
+    -------
+    Split
+        Labels in {-1, +1}.
+    """
+    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    jitter = check_positive("jitter", jitter, allow_zero=True)
+    d = check_int("d", d, minimum=2)
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    upper = rng.random(n) < 0.5
+    t = rng.uniform(0.0, np.pi, size=n)
+    X = np.zeros((n, d))
+    X[:, 0] = np.where(upper, np.cos(t), 1.0 - np.cos(t))
+    X[:, 1] = np.where(upper, np.sin(t), 0.5 - np.sin(t))
+    X += jitter * rng.standard_normal((n, d))
+    return _finish(X, _pm1(upper), n_train, noise, noisy_test, rng)
+
+
+TASKS = {
+    "radial": radial,
+    "gaussian_mixture": gaussian_mixture,
+    "checkerboard": checkerboard,
+    "xor": xor,
+    "two_moons": two_moons,
+}
+"""Registry of task functions by name."""
+
+
+def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> Split:
+    """Draw the task called ``name`` (a key of :data:`TASKS`); ``kwargs`` go to its function."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(map(repr, TASKS))}")
+    return TASKS[name](n_train, n_test, **kwargs)

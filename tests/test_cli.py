@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+
+from meanfield.cli import main
+from meanfield.config import SimulationConfig
+from meanfield.results import load_dataset
+
+
+def test_simulate_writes_dataset_and_summary(tmp_path, capsys):
+    out = tmp_path / "run.nc"
+    rc = main(
+        [
+            "simulate",
+            "--n-particles",
+            "16",
+            "--n-steps",
+            "20",
+            "--n-data",
+            "40",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--seed",
+            "3",
+        ]
+    )
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "energy_alignment" in text and f"wrote {out}" in text
+    ds = load_dataset(out)
+    assert ds["omega"].shape == (21, 16, 3)  # fourier features on 2-D data: p = d + 1
+    assert ds.attrs["seed"] == 3 and ds.attrs["config_n_data"] == 40
+    # the alignment energy goes down (the particles learn)
+    assert ds["energy_alignment"].values[-1] < ds["energy_alignment"].values[0]
+
+
+def test_toml_config_and_flag_override(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        "[simulate]\nn_particles = 12\nn_steps = 5\nbeta = 20.0\nn_data = 30\n"
+        'feature = "softplus"\ndomain = "ball"\nkernel = "riesz"\ns = 0.5\n'
+    )
+    out = tmp_path / "run.nc"
+    assert (
+        main(["simulate", "--config", str(cfg), "--beta", "7", "--out", str(out), "--no-progress"])
+        == 0
+    )
+    ds = load_dataset(out)
+    assert ds.attrs["N"] == 12 and ds.attrs["beta"] == 7.0 and ds.attrs["term1_s"] == 0.5
+    assert ds.attrs["config_feature"] == "softplus"
+
+
+def test_data_file(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    np.savez(tmp_path / "d.npz", X=X, y=np.sign(X[:, 0]))
+    ds = SimulationConfig(data_file=str(tmp_path / "d.npz"), n_particles=8, n_steps=3).run()
+    assert ds.attrs["p"] == 4
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--beta", "0"], "beta"),
+        (["--n-particles", "0"], "n_particles"),
+        (["--eta", "-0.1"], "eta"),
+        (["--feature", "cosine"], "feature"),
+        (["--kernel", "yukawa"], "kernel"),
+        (["--radius", "0"], "radius"),
+        (["--kernel", "riesz", "--s", "3", "--softening", "0"], "not integrable"),
+        (["--data-file", "/nonexistent.npz"], "does not exist"),
+    ],
+)
+def test_bad_flags_give_clear_errors(flags, match, capsys, tmp_path):
+    assert main(["simulate", "--out", str(tmp_path / "x.nc"), "--no-progress", *flags]) == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()
+
+
+def test_unknown_toml_key(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("n_particle = 3\n")
+    with pytest.raises(ValueError, match="unknown key"):
+        SimulationConfig.from_toml(cfg)
+
+
+def test_help_runs(capsys):
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    assert "inverse temperature" in capsys.readouterr().out

@@ -1,0 +1,234 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import meanfield.energy as energy_mod
+from meanfield.domains import Ball, Box
+from meanfield.energy import (
+    CallablePotential,
+    DoubleWellPotential,
+    Energy,
+    LinearAlignment,
+    NormalisedAlignment,
+    PairInteraction,
+    QuadraticPotential,
+    RiskAlignment,
+    target_matrix,
+)
+from meanfield.features import get_feature_map
+from meanfield.kernels import Coulomb, Gaussian, Quadratic, Riesz
+
+FEATURES = ["positive", "fourier", "softplus"]
+
+
+def _data(rng, n=14, d=3, classes=None):
+    X = rng.normal(scale=0.5, size=(n, d))
+    y = (
+        rng.permutation(np.arange(n) % classes)
+        if classes
+        else np.where(rng.normal(size=n) > 0, 1.0, -1.0)
+    )
+    return X, y
+
+
+def _terms(X, y, yc, feat):
+    return [
+        QuadraticPotential(1.7, center=0.2),
+        DoubleWellPotential(0.5),
+        CallablePotential(lambda w: torch.cos(w).sum(-1)),
+        LinearAlignment(X, y, feat),
+        LinearAlignment(X, yc, feat),
+        RiskAlignment(X, y, feat, alpha=0.7),
+        RiskAlignment(X, yc, feat, alpha=1.3),
+        NormalisedAlignment(X, y, feat),
+        NormalisedAlignment(X, yc, feat),
+        PairInteraction(Riesz(1.2), 0.3),
+        PairInteraction(Riesz(0.0), 0.5),
+        PairInteraction(Riesz(-1.0), 0.5),
+        PairInteraction(Riesz(2.5, softening=0.3), 0.2),
+        PairInteraction(Quadratic(), 1.0),
+        PairInteraction(Gaussian(0.6), 2.0),
+    ]
+
+
+@pytest.mark.parametrize("feat", FEATURES)
+def test_gradient_equals_autograd_every_term(feat, rng):
+    """∇H_N (analytic) equals torch autograd of H_N to 1e-10 in float64, with replica axes."""
+    X, y = _data(rng)
+    _, yc = _data(rng, classes=3)
+    p = get_feature_map(feat).particle_dim(3)
+    for term in _terms(X, y, yc, feat):
+        E = Energy([term], Ball(p, 10.0))
+        om = torch.tensor(rng.normal(size=(2, 9, p)), requires_grad=True)
+        (auto,) = torch.autograd.grad(E.value(om).sum(), om)
+        err = (auto - E.grad(om.detach())).abs().max().item()
+        assert err < 1e-10, (type(term).__name__, err)
+
+
+def _brute_force(term, om, X, T, feat):
+    """Direct evaluation of THEORY §2 with explicit loops over data pairs and particles."""
+    f = get_feature_map(feat)
+    P = f.evaluate(torch.tensor(X), om).numpy()  # (N, n)
+    N, n = P.shape
+    if isinstance(term, LinearAlignment):
+        a = [
+            sum(T[j, k] * P[i, j] * P[i, k] for j in range(n) for k in range(n) if j != k)
+            / (n * (n - 1))
+            for i in range(N)
+        ]
+        return -np.mean(a)
+    if isinstance(term, RiskAlignment):
+        total = 0.0
+        for j, k in itertools.product(range(n), range(n)):
+            # (αT − K)² expanded, particle diagonal left out of the K² pair sum
+            K2 = (
+                sum(
+                    P[i, j] * P[i, k] * P[l, j] * P[l, k]
+                    for i in range(N)
+                    for l in range(N)
+                    if i != l
+                )
+                / N**2
+            )
+            K = P[:, j] @ P[:, k] / N
+            total += term.alpha**2 * T[j, k] ** 2 - 2 * term.alpha * T[j, k] * K + K2
+        return total / (2 * n**2)
+    K = P.T @ P / N
+    return -(K * T).sum() / (np.linalg.norm(K) * np.linalg.norm(T))
+
+
+@pytest.mark.parametrize("feat", FEATURES)
+@pytest.mark.parametrize("cls", [LinearAlignment, RiskAlignment, NormalisedAlignment])
+@pytest.mark.parametrize("classes", [None, 3])
+def test_alignment_values_match_the_definition(feat, cls, classes, rng):
+    X, y = _data(rng, n=6, classes=classes)
+    T = target_matrix(y)
+    # T has unit diagonal and the stated off-diagonal values
+    assert np.allclose(np.diag(T), 1)
+    if classes:
+        assert np.allclose(T[np.not_equal.outer(y, y)], -1 / (classes - 1))
+    term = cls(X, y, feat)
+    p = get_feature_map(feat).particle_dim(3)
+    E = Energy([term], Box(p, 10.0))
+    om = torch.tensor(rng.normal(size=(4, p)))
+    assert E.value(om).item() == pytest.approx(_brute_force(term, om, X, T, feat), rel=1e-10)
+
+
+def test_pair_interaction_matches_double_loop(rng):
+    om = torch.tensor(rng.normal(size=(7, 2)))
+    k = Riesz(0.7)
+    want = sum(k(om[i] - om[j]) for i in range(7) for j in range(7) if i != j) * 0.4 / 49
+    E = Energy([PairInteraction(k, 0.4)], Box(2, 5.0))
+    assert E.value(om).item() == pytest.approx(want.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize("p", [2, 6])
+def test_chunked_pair_sums_equal_one_block(p, rng, monkeypatch):
+    """Chunking (and, in p > 3, the matrix-product distances) changes nothing but round-off."""
+    om = torch.tensor(rng.normal(size=(3, 50, p)))
+    E = Energy([PairInteraction(Riesz(0.5, 0.05), 1.0)], Ball(p, 10.0))
+    v1, g1 = E.value(om), E.grad(om)
+    monkeypatch.setattr(energy_mod, "PAIR_CHUNK_ELEMENTS", 64)
+    assert len(E.terms[0]._chunks(50, p)) > 5
+    v2, g2 = E.value(om), E.grad(om)
+    assert torch.allclose(v1, v2, rtol=1e-12) and torch.allclose(g1, g2, rtol=1e-10, atol=1e-12)
+    # direct differences vs the matrix-product path on the same points
+    diff = om[..., :, None, :] - om[..., None, :, :]
+    r2 = (diff**2).sum(-1)
+    eye = torch.eye(50, dtype=torch.bool)
+    c = torch.where(eye, 0.0, E.terms[0].kernel.grad_coeff_sq(r2))
+    direct = (c[..., None] * diff).sum(-2) * 2 / 50**2
+    assert torch.allclose(g1, direct, rtol=1e-9, atol=1e-12)
+
+
+def test_first_variation_is_the_particle_force(rng):
+    """N ∇_{ω_i} H_N = ∇_ω δE/δμ[μ_N without i](ω_i) for U-statistic terms (1/N weights)."""
+    X, y = _data(rng, n=10)
+    for feat in FEATURES:
+        p = get_feature_map(feat).particle_dim(3)
+        terms = [
+            QuadraticPotential(),
+            LinearAlignment(X, y, feat),
+            RiskAlignment(X, y, feat),
+            PairInteraction(Riesz(0.5), 0.3),
+        ]
+        E = Energy(terms, Ball(p, 10.0))
+        N = 6
+        om = torch.tensor(rng.normal(size=(N, p)))
+        force = E.drift(om)
+        for i in range(N):
+            others = torch.cat([om[:i], om[i + 1 :]])
+            at = om[i : i + 1].clone().requires_grad_(True)
+            fv = E.first_variation(at, others, np.full(N - 1, 1.0 / N))
+            (g,) = torch.autograd.grad(fv.sum(), at)
+            assert torch.allclose(g[0], force[i], atol=1e-10), feat
+
+
+def test_first_variation_normalised_alignment(rng):
+    """The ratio form keeps the diagonal: N ∇_i H_N = ∇ δE/δμ[μ_N](ω_i) exactly."""
+    X, y = _data(rng, n=10, classes=3)
+    E = Energy([NormalisedAlignment(X, y, "softplus")], Ball(3, 10.0))
+    om = torch.tensor(rng.normal(size=(5, 3)))
+    at = om.clone().requires_grad_(True)
+    fv = E.first_variation(at, om, np.full(5, 0.2))
+    (g,) = torch.autograd.grad(fv.sum(), at)
+    assert torch.allclose(g, E.drift(om), atol=1e-10)
+
+
+def test_random_batch_is_unbiased(rng):
+    # the mean of M random-batch gradients has standard error sd/√M per entry; 5 SE bound
+    om = torch.tensor(rng.normal(size=(23, 2)))  # 23 = 5·4 + 3: a remainder batch too
+    term = PairInteraction(Riesz(-0.5), 1.0)
+    E = Energy([term], Box(2, 10.0))
+    exact = E.grad(om)
+    gen = torch.Generator().manual_seed(0)
+    draws = torch.stack([term.grad_random_batch(om, 4, gen) for _ in range(4000)])
+    se = draws.std(0) / math.sqrt(len(draws))
+    assert ((draws.mean(0) - exact).abs() <= 5 * se + 1e-12).all()
+
+
+def test_data_subset_is_the_same_energy_on_fewer_rows(rng):
+    X, y = _data(rng, n=12)
+    term = LinearAlignment(X, y, "positive")
+    E = Energy([term], Ball(3, 5.0))
+    idx = np.array([0, 3, 5, 7, 8])
+    sub = Energy([LinearAlignment(X[idx], y[idx], "positive")], Ball(3, 5.0))
+    om = torch.tensor(rng.normal(size=(4, 3)))
+    assert torch.allclose(E.drift(om, data_index=idx), sub.drift(om))
+
+
+def test_float32_runs_and_agrees(rng):
+    X, y = _data(rng)
+    terms = [LinearAlignment(X, y), PairInteraction(Coulomb(3, 0.1), 0.1)]
+    E64 = Energy(terms, Ball(3, 5.0))
+    E32 = Energy(terms, Ball(3, 5.0), dtype=torch.float32)
+    om = torch.tensor(rng.normal(size=(30, 3)))
+    assert E32.grad(om).dtype == torch.float32
+    assert torch.allclose(E32.grad(om).double(), E64.grad(om), rtol=1e-4, atol=1e-6)
+
+
+def test_bad_inputs(rng):
+    X, y = _data(rng)
+    with pytest.raises(ValueError, match="X contains 1 non-finite"):
+        Xn = X.copy()
+        Xn[0, 0] = np.nan
+        LinearAlignment(Xn, y)
+    with pytest.raises(ValueError, match="X must be a 2-dimensional"):
+        LinearAlignment(X[:, 0], y)
+    with pytest.raises(ValueError, match="one label per row"):
+        LinearAlignment(X, y[:-1])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        LinearAlignment(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="binary labels"):
+        LinearAlignment(X, np.linspace(0, 1, len(X)))
+    with pytest.raises(ValueError, match="needs particles of dimension p=4"):
+        Energy([LinearAlignment(X, y, "fourier")], Ball(3, 1.0))
+    with pytest.raises(ValueError, match="not integrable"):
+        Energy([PairInteraction(Riesz(2.0), 1.0)], Ball(2, 1.0))
+    with pytest.raises(ValueError, match="lam"):
+        PairInteraction(Riesz(0.0), -1.0)
+    with pytest.raises(ValueError, match="shape"):
+        Energy([QuadraticPotential()], Ball(2, 1.0)).value(torch.zeros(5, 3))

@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+import torch
+
+from meanfield.kernels import Coulomb, Gaussian, Quadratic, Riesz, make_kernel
+
+
+def test_riesz_sign_convention():
+    z = torch.tensor([[2.0]], dtype=torch.float64)
+    assert Riesz(1.0)(z).item() == pytest.approx(0.5)  # |z|^-s
+    assert Riesz(0.0)(z).item() == pytest.approx(-np.log(2.0))  # −log|z|
+    assert Riesz(-1.0)(z).item() == pytest.approx(-2.0)  # −|z|^-s
+    assert Riesz(0.5, softening=1.0)(z).item() == pytest.approx(5**-0.25)
+
+
+def test_coulomb_is_riesz_p_minus_2():
+    assert Coulomb(1).s == -1 and Coulomb(2).s == 0 and Coulomb(3).s == 1
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        Riesz(1.3),
+        Riesz(0.0),
+        Riesz(-1.0),
+        Riesz(-0.5, 0.2),
+        Riesz(2.5, 0.3),
+        Quadratic(),
+        Gaussian(0.7),
+    ],
+)
+def test_gradient_matches_autograd(kernel):
+    z = torch.randn(40, 3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(kernel(z).sum(), z)
+    assert torch.allclose(g, kernel.gradient(z.detach()), atol=1e-10, rtol=1e-10)
+
+
+def test_coincident_points_give_zero_gradient_not_nan():
+    z = torch.zeros(2, 1, dtype=torch.float64)
+    for k in (Riesz(1.0), Riesz(0.0), Riesz(-1.0)):
+        g = k.gradient(z)
+        assert torch.equal(g, torch.zeros_like(g))
+    assert torch.isinf(Riesz(1.0)(z)).all()
+
+
+def test_integrability_check():
+    Riesz(0.9).check_dimension(1)
+    with pytest.raises(ValueError, match="s < p"):
+        Riesz(1.0).check_dimension(1)
+    Riesz(3.0, softening=0.1).check_dimension(2)  # softened: fine
+
+
+def test_make_kernel_errors():
+    with pytest.raises(ValueError, match="kernel"):
+        make_kernel("yukawa")
+    with pytest.raises(ValueError, match="exponent s"):
+        make_kernel("riesz")
+    with pytest.raises(ValueError, match="softening"):
+        Riesz(1.0, softening=-1.0)
+    assert make_kernel("coulomb", dim=2).s == 0.0
