@@ -38,7 +38,8 @@ from .features import FeatureMap, get_feature_map
 from .kernels import PairKernel
 
 #: Elements per chunk of the pair sums (rows × columns [× dim]); bounds the memory.
-PAIR_CHUNK_ELEMENTS = 1 << 22
+#: 2^18 float32 entries is 1 MiB: each block's elementwise passes stay in the CPU cache.
+PAIR_CHUNK_ELEMENTS = 1 << 18
 
 
 # ----------------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ class _DataTerm(Term):
     def features(self, omega):
         """Φ (..., N, n) and g'(z) (..., N, n)."""
         z = self.feature.preactivation(self.Xt, self.offset, omega)
-        return self.feature.g(z), self.feature.dg(z)
+        return self.feature.g_and_dg(z)
 
     def _grad_from_coeff(self, coeff, dphi):
         """Σ_j coeff_ij g'(z_ij) x̃_j, shape (..., N, p)."""
@@ -265,22 +266,33 @@ class LinearAlignment(_DataTerm):
     feature : {"positive", "fourier", "softplus"}
     """
 
+    def _particle_chunks(self, N):
+        # a(ω) is one-body: particles are processed in blocks of ~PAIR_CHUNK_ELEMENTS features,
+        # so memory is O(chunk · n) and each block's passes stay in cache
+        step = max(1, PAIR_CHUNK_ELEMENTS // self.n)
+        return [(s, min(N, s + step)) for s in range(0, N, step)]
+
     def a(self, omega):
         """a(ω) for points (..., N, p) -> (..., N)."""
-        phi, _ = self.features(omega)
-        S = phi @ self.U
         n = self.n
-        return ((S * S * self.w).sum(-1) - (phi * phi).sum(-1)) / (n * (n - 1))
+        out = []
+        for s, e in self._particle_chunks(omega.shape[-2]):
+            phi, _ = self.features(omega[..., s:e, :])
+            S = phi @ self.U
+            out.append(((S * S * self.w).sum(-1) - (phi * phi).sum(-1)) / (n * (n - 1)))
+        return torch.cat(out, dim=-1)
 
     def value(self, omega):
         return -self.a(omega).mean(-1)
 
     def grad(self, omega):
-        phi, dphi = self.features(omega)
-        S = phi @ self.U
         n, N = self.n, omega.shape[-2]
-        coeff = (self._T_apply(S) - phi) * (2.0 / (n * (n - 1)))
-        return -self._grad_from_coeff(coeff, dphi) / N
+        out = torch.empty_like(omega)
+        for s, e in self._particle_chunks(N):
+            phi, dphi = self.features(omega[..., s:e, :])
+            coeff = self._T_apply(phi @ self.U) - phi
+            out[..., s:e, :] = self._grad_from_coeff(coeff, dphi)
+        return out * (-2.0 / (n * (n - 1) * N))
 
     def first_variation(self, at, points=None, weights=None):
         return -self.a(at)
@@ -412,7 +424,11 @@ class PairInteraction(Term):
         if omega.shape[-1] <= 3:
             diff = block.unsqueeze(-2) - omega.unsqueeze(-3)
             return (diff * diff).sum(-1), diff
-        r2 = sq_block.unsqueeze(-1) + sq_all.unsqueeze(-2) - 2 * block @ omega.transpose(-1, -2)
+        base = sq_block.unsqueeze(-1) + sq_all.unsqueeze(-2)
+        if omega.ndim == 2:  # the gemm adds |a|² + |b|² in its epilogue
+            r2 = torch.addmm(base, block, omega.T, alpha=-2.0)
+        else:
+            r2 = base - 2 * block @ omega.transpose(-1, -2)
         return r2.clamp_min(0.0), None
 
     def _pair_pass(self, omega, want_value: bool, want_grad: bool):
@@ -430,7 +446,8 @@ class PairInteraction(Term):
                 k = self.kernel.value_sq(r2)
                 total = total + k.sum((-1, -2)) - k.diagonal(offset=s, dim1=-2, dim2=-1).sum(-1)
             if want_grad:
-                c = self.kernel.grad_coeff_sq(r2)
+                # the value pass above still holds r2 in its autograd graph: work on a copy
+                c = self.kernel.grad_coeff_sq_(r2.clone() if want_value else r2)
                 c.diagonal(offset=s, dim1=-2, dim2=-1).zero_()
                 if diff is not None:
                     grad[..., s:e, :] = (c.unsqueeze(-1) * diff).sum(-2)
@@ -476,12 +493,10 @@ class PairInteraction(Term):
         for size, count in _runs(sizes):
             idx = perm[start : start + size * count]
             blocks = omega[..., idx, :].reshape(*omega.shape[:-2], count, size, omega.shape[-1])
-            diff = blocks.unsqueeze(-2) - blocks.unsqueeze(-3)  # (..., count, B, B, p)
-            r2 = (diff * diff).sum(-1)
-            eye = torch.eye(size, dtype=torch.bool, device=omega.device)
-            c = torch.where(eye, torch.zeros_like(r2), self.kernel.grad_coeff_sq(r2))
-            g = (c.unsqueeze(-1) * diff).sum(-2) * ((N - 1) / (size - 1))
-            out[..., idx, :] = g.reshape(*omega.shape[:-2], size * count, omega.shape[-1])
+            _, g = self._pair_pass(blocks, False, True)  # all pairs within each batch
+            out[..., idx, :] = (g * ((N - 1) / (size - 1))).reshape(
+                *omega.shape[:-2], size * count, omega.shape[-1]
+            )
             start += size * count
         return (2 * self.lam / N**2) * out
 

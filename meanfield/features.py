@@ -51,6 +51,10 @@ class FeatureMap:
     def dg(self, z: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def g_and_dg(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(g(z), g'(z)); maps whose two share work override this."""
+        return self.g(z), self.dg(z)
+
     def preactivation(self, Xt, offset, omega):
         """z_{ji} = ω_iᵀ x̃_j + c(x_j): shape (..., N, n) for omega (..., N, p)."""
         return omega @ Xt.T + offset
@@ -84,6 +88,10 @@ class PositiveFeatures(FeatureMap):
 
     def dg(self, z):
         return torch.exp(z)
+
+    def g_and_dg(self, z):
+        e = torch.exp(z)
+        return e, e
 
 
 class RandomFourierFeatures(FeatureMap):

@@ -27,6 +27,29 @@ import torch
 from ._validation import check_choice, check_finite_real, check_positive
 
 
+def _pow_(u: torch.Tensor, e: float) -> torch.Tensor:
+    """u ** e in place.  Integer and half-integer e (every Riesz s with integer 2s, Coulomb
+    included) use reciprocals, square roots and squarings, several times faster than pow."""
+    if 2 * e != round(2 * e) or abs(e) > 64:
+        return u.pow_(e)
+    if e < 0:
+        u.reciprocal_()
+        e = -e
+    half = u.sqrt() if e != int(e) else None
+    k = int(e)
+    if k == 0:
+        result = torch.ones_like(u)
+    else:
+        result = None  # binary exponentiation on u, collecting the set bits into result
+        while k:
+            if k & 1:
+                result = u.clone() if result is None else result.mul_(u)
+            k >>= 1
+            if k:
+                u.square_()
+    return result.mul_(half) if half is not None else result
+
+
 class PairKernel:
     """A radial pair kernel k(z) = κ(|z|² + ε²)."""
 
@@ -65,6 +88,10 @@ class PairKernel:
         u = np.asarray(u, dtype=float)
         safe = np.where(u > 0, u, 1.0)
         return np.where(u > 0, 2.0 * self.dkappa(safe), 0.0)
+
+    def grad_coeff_sq_(self, r2: torch.Tensor) -> torch.Tensor:
+        """:meth:`grad_coeff_sq` that may overwrite ``r2`` (the hot loop of the pair sums)."""
+        return self.grad_coeff_sq(r2)
 
     def __call__(self, z):
         """k(z) for z of shape (..., p) -> (...)."""
@@ -114,6 +141,15 @@ class Riesz(PairKernel):
         if self.s == 0.0:
             return -0.5 / u
         return -0.5 * abs(self.s) * u ** (-self.s / 2 - 1)
+
+    def grad_coeff_sq_(self, r2):
+        # 2κ'(u) = −|s| u^(−s/2−1) (s ≠ 0), −1/u (s = 0), computed in place: two passes
+        if self.is_singular and not bool(r2.min() > 0):
+            return self.grad_coeff_sq(r2)
+        u = r2.add_(self.softening**2) if self.softening else r2
+        if self.s == 0.0:
+            return u.reciprocal_().neg_()
+        return _pow_(u, -self.s / 2 - 1).mul_(-abs(self.s))
 
     def check_dimension(self, dim: int) -> None:
         if self.softening == 0.0 and self.s >= dim:

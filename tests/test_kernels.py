@@ -58,3 +58,17 @@ def test_make_kernel_errors():
     with pytest.raises(ValueError, match="softening"):
         Riesz(1.0, softening=-1.0)
     assert make_kernel("coulomb", dim=2).s == 0.0
+
+
+@pytest.mark.parametrize("e", [-8, -7.5, -3, -1.5, -1, -0.5, 0, 0.5, 1, 2.5, -0.25, 3.3])
+def test_inplace_power_matches_pow(e):
+    from meanfield.kernels import _pow_
+
+    u = torch.rand(500, dtype=torch.float64) + 0.1
+    assert torch.allclose(_pow_(u.clone(), e), u**e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", [Riesz(14.0, 0.1), Riesz(0.0, 0.1), Riesz(-1.0), Riesz(1.3)])
+def test_inplace_grad_coefficients_match(kernel):
+    r2 = torch.rand(300, dtype=torch.float64) + 0.01
+    assert torch.allclose(kernel.grad_coeff_sq_(r2.clone()), kernel.grad_coeff_sq(r2), rtol=1e-12)

@@ -1,0 +1,128 @@
+"""Speed of one full projected-Langevin step (issue: package foundation).
+
+For N ∈ {10³, 10⁴}, p ∈ {1, 2, 16, 64}, float64/float32, exact pair sums and random batches
+(B = 64): particle-steps per second (N / seconds per step, median of repeats) and the peak
+resident memory of a process doing only that configuration.  The energy is linear alignment
+(positive features, n = 1000 data points in R^p) + Riesz repulsion (s = p − 2, ε = 0.1).
+
+Each configuration runs in its own subprocess so its peak memory is its own.
+
+    python benchmarks/bench_particles.py            # full table (a few minutes)
+    python benchmarks/bench_particles.py --quick    # N = 10³ only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_one(N: int, p: int, dtype: str, batch: int | None, n_data: int, repeats: int) -> dict:
+    import numpy as np
+    import torch
+
+    from meanfield.domains import Ball
+    from meanfield.energy import Energy, LinearAlignment, PairInteraction
+    from meanfield.kernels import Riesz
+    from meanfield.particles import ProjectedLangevin
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(scale=1 / np.sqrt(p), size=(n_data, p))
+    y = np.sign(X[:, 0] + 1e-12)
+    dt = torch.float32 if dtype == "float32" else torch.float64
+    E = Energy(
+        [LinearAlignment(X, y, "positive"), PairInteraction(Riesz(p - 2.0, 0.1), 0.1)],
+        Ball(p, 3.0),
+        dtype=dt,
+    )
+    step = ProjectedLangevin(E, eta=1e-3, beta=100.0, interaction_batch=batch)
+    state = step.init(
+        torch.randn(N, p, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    )
+    gen = torch.Generator().manual_seed(1)
+    times = []
+    with torch.no_grad():
+        step.step(state, gen)  # warm-up
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            step.step(state, gen)
+            times.append(time.perf_counter() - t0)
+    sec = statistics.median(times)
+    return {
+        "N": N,
+        "p": p,
+        "dtype": dtype,
+        "interaction": f"batch B={batch}" if batch else "exact",
+        "sec_per_step": sec,
+        "particle_steps_per_s": N / sec,
+        "peak_rss_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    if args.one:
+        N, p, dtype, batch = json.loads(args.one)
+        print(json.dumps(run_one(N, p, dtype, batch, 1000, args.repeats)))
+        return
+    Ns = [1000] if args.quick else [1000, 10000]
+    rows = []
+    for N in Ns:
+        for p in (1, 2, 16, 64):
+            for dtype in ("float64", "float32"):
+                for batch in (None, 64):
+                    cfg = json.dumps([N, p, dtype, batch])
+                    reps = str(3 if N >= 10000 and batch is None else args.repeats)
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--one", cfg, "--repeats", reps],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    )
+                    rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                    r = rows[-1]
+                    print(
+                        f"N={N:>6} p={p:>3} {dtype:8s} {r['interaction']:12s} "
+                        f"{r['sec_per_step'] * 1e3:9.1f} ms/step  "
+                        f"{r['particle_steps_per_s']:12.0f} particle-steps/s  "
+                        f"peak {r['peak_rss_MiB']:7.0f} MiB",
+                        flush=True,
+                    )
+    print("\nrandom-batch speed-up (exact time / batch time):")
+    for N in Ns:
+        for p in (1, 2, 16, 64):
+            for dtype in ("float64", "float32"):
+                ex = next(
+                    r
+                    for r in rows
+                    if (r["N"], r["p"], r["dtype"], r["interaction"]) == (N, p, dtype, "exact")
+                )
+                rb = next(
+                    r
+                    for r in rows
+                    if (r["N"], r["p"], r["dtype"]) == (N, p, dtype) and r["interaction"] != "exact"
+                )
+                print(
+                    f"  N={N:>6} p={p:>3} {dtype}: {ex['sec_per_step'] / rb['sec_per_step']:6.1f}x"
+                )
+    out = HERE / "results" / ("particles_quick.json" if args.quick else "particles.json")
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
