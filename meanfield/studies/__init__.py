@@ -1,0 +1,1 @@
+"""Limit studies and large deviations built on the particle and grid views."""
