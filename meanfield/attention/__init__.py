@@ -1,0 +1,53 @@
+"""Kernel attention: learned particles as the feature map of linear Transformers (THEORY §7).
+
+Modules
+-------
+features
+    Feature-map modules (FAVOR+, PORF, PORF-softplus, softmaxfeat) with one ``Omega``.
+linear
+    Linear attention (bidirectional, causal) and the drop-in :class:`KernelAttention`.
+model
+    A small Transformer encoder classifier (sentences and sentence pairs).
+tokenizer
+    A WordPiece tokenizer trained offline on the training split (needs ``tokenizers``).
+data
+    Loaders for SST-2, Rotten Tomatoes and QQP from a user-named directory.
+metrics
+    Accuracy, MCC, log loss, Brier score, ECE.
+phases
+    Phase A (alignment by the package's projected Langevin) and Phase B (fine-tuning).
+"""
+
+from .features import (
+    FEATURE_KINDS,
+    FeatureMap,
+    PositiveFeatures,
+    SoftmaxFeatures,
+    SoftplusFeatures,
+    make_feature_map,
+)
+from .linear import (
+    ATTENTION_KINDS,
+    KernelAttention,
+    kernel_attention,
+    linear_attention,
+    softmax_attention,
+)
+from .metrics import classification_metrics
+from .model import TransformerClassifier
+
+__all__ = [
+    "ATTENTION_KINDS",
+    "FEATURE_KINDS",
+    "FeatureMap",
+    "KernelAttention",
+    "PositiveFeatures",
+    "SoftmaxFeatures",
+    "SoftplusFeatures",
+    "TransformerClassifier",
+    "classification_metrics",
+    "kernel_attention",
+    "linear_attention",
+    "make_feature_map",
+    "softmax_attention",
+]

@@ -1,0 +1,401 @@
+"""Loaders for the sentence(-pair) classification data sets: SST-2, Rotten Tomatoes, QQP.
+
+Data are never shipped with the package: every loader reads from a directory the user names,
+either the ``data_dir`` argument (``--data-dir`` on the command line) or the environment
+variable ``MEANFIELD_DATA_DIR``. The expected layout under that directory is::
+
+    sst2/glue/train.tsv, sst2/glue/dev.tsv              GLUE SST-2 ("sentence<TAB>label", header)
+    sst2/stsa_binary/stsa.binary.{train,dev,test}       "<label> <sentence>" (Kim 2014 split)
+    rotten_tomatoes/hf_split_derived/{train,validation,test}.jsonl   {"text": ..., "label": 0|1}
+    rotten_tomatoes/rt-polaritydata/rt-polarity.{pos,neg}           Latin-1, one snippet a line
+    qqp/bimpm_quora_question_pair_partition/{train,dev,test}.tsv     "label<TAB>q1<TAB>q2<TAB>id"
+    qqp/glue/{train,dev}.tsv                             GLUE QQP (header, 6 columns)
+
+Split names map onto files as follows (``source="auto"`` picks the first that exists):
+
+========================  =====================  =====================  ===================
+task / source             ``train``              ``validation``         ``test``
+========================  =====================  =====================  ===================
+sst2 / glue               glue/train.tsv         glue/dev.tsv           (not public)
+sst2 / stsa               stsa.binary.train      stsa.binary.dev        stsa.binary.test
+rotten_tomatoes / hf      train.jsonl            validation.jsonl       test.jsonl
+rotten_tomatoes / rt      the Hugging Face rule applied to rt-polarity.{pos,neg} (see below)
+qqp / bimpm               train.tsv (not here)   dev.tsv                test.tsv
+qqp / glue                glue/train.tsv         glue/dev.tsv           (not public)
+========================  =====================  =====================  ===================
+
+The Hugging Face rule for the original rt-polarity files: read as Latin-1, strip each line;
+with ``i1 = int(0.8 n + 0.5)`` and ``i2 = int(0.9 n + 0.5)`` (n = 5331 lines per class),
+train = ``pos[:i1] + neg[:i1]``, validation = ``pos[i1:i2] + neg[i1:i2]``,
+test = ``pos[i2:] + neg[i2:]``; label 1 = pos, 0 = neg.
+
+Every problem in a file raises :class:`DataFormatError` naming the file and the 1-based line:
+a wrong number of fields, a bad label, an empty text, bytes that are not valid in the file's
+encoding, invalid JSON. Missing files raise :class:`FileNotFoundError` naming the path and how
+to point the loader elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_choice
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "TASKS",
+    "DataFormatError",
+    "TextClassificationData",
+    "resolve_data_dir",
+    "load_split",
+    "read_glue_sst2",
+    "read_stsa_binary",
+    "read_rt_jsonl",
+    "read_rt_polarity",
+    "read_qqp_bimpm",
+    "read_glue_qqp",
+]
+
+#: environment variable holding the default data directory
+DATA_DIR_ENV = "MEANFIELD_DATA_DIR"
+#: task names accepted by :func:`load_split`
+TASKS = ("sst2", "rotten_tomatoes", "qqp")
+SPLITS = ("train", "validation", "test")
+_SOURCES = {
+    "sst2": ("glue", "stsa"),
+    "rotten_tomatoes": ("hf", "rt"),
+    "qqp": ("bimpm", "glue"),
+}
+
+
+class DataFormatError(ValueError):
+    """A data file is malformed; the message names the file and the line."""
+
+
+@dataclass
+class TextClassificationData:
+    """Texts (single sentences or pairs) with integer labels.
+
+    Attributes
+    ----------
+    text_a : list of str, length n
+    text_b : list of str of length n, or None for single-sentence tasks
+    labels : numpy.ndarray of int64, shape (n,)
+    source : str
+        The file(s) the examples came from.
+    """
+
+    text_a: list[str]
+    text_b: list[str] | None
+    labels: np.ndarray
+    source: str = ""
+
+    def __post_init__(self):
+        self.labels = np.asarray(self.labels, dtype=np.int64)
+        n = len(self.text_a)
+        if self.labels.shape != (n,):
+            raise ValueError(f"labels must have shape ({n},), got {self.labels.shape}")
+        if self.text_b is not None and len(self.text_b) != n:
+            raise ValueError(f"text_b must have length {n}, got {len(self.text_b)}")
+
+    def __len__(self) -> int:
+        return len(self.text_a)
+
+    @property
+    def is_pair(self) -> bool:
+        return self.text_b is not None
+
+    def subset(self, index) -> TextClassificationData:
+        """The examples at ``index`` (an integer array or slice), in that order."""
+        idx = np.arange(len(self))[index]
+        return TextClassificationData(
+            [self.text_a[i] for i in idx],
+            None if self.text_b is None else [self.text_b[i] for i in idx],
+            self.labels[idx],
+            self.source,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# low-level line reader
+# ---------------------------------------------------------------------------------------
+def _lines(path: Path, encoding: str, hint: str = "") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` without the line ending; bad bytes raise with the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            raw = raw.rstrip(b"\n")
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError as err:
+                bad = raw[err.start]
+                raise DataFormatError(
+                    f"{path}, line {lineno}: cannot decode byte 0x{bad:02x} at column "
+                    f"{err.start + 1} as {encoding}" + (f"; {hint}" if hint else "")
+                ) from None
+            yield lineno, text
+
+
+def _label(path, lineno, value: str, allowed=("0", "1")) -> int:
+    v = value.strip()
+    if v not in allowed:
+        raise DataFormatError(
+            f"{path}, line {lineno}: label must be one of {', '.join(allowed)}, got {value!r}"
+        )
+    return int(v)
+
+
+def _nonempty(path, lineno, text: str, what: str = "text") -> str:
+    t = text.strip()
+    if not t:
+        raise DataFormatError(f"{path}, line {lineno}: empty {what}")
+    return t
+
+
+def _fields(path, lineno, line: str, n: int, layout: str) -> list[str]:
+    parts = line.split("\t")
+    if len(parts) != n:
+        raise DataFormatError(
+            f"{path}, line {lineno}: expected {n} tab-separated fields ({layout}), got {len(parts)}"
+        )
+    return parts
+
+
+def _finish(path, texts_a, texts_b, labels) -> TextClassificationData:
+    if not labels:
+        raise DataFormatError(f"{path}: no examples found")
+    return TextClassificationData(texts_a, texts_b, np.asarray(labels), str(path))
+
+
+# ---------------------------------------------------------------------------------------
+# one reader per file format
+# ---------------------------------------------------------------------------------------
+def read_glue_sst2(path) -> TextClassificationData:
+    """GLUE SST-2 TSV: header ``sentence<TAB>label``, then one sentence and 0/1 label a line."""
+    texts, labels = [], []
+    for lineno, line in _lines(path, "utf-8", "GLUE files are UTF-8"):
+        if lineno == 1:
+            if line.split("\t") != ["sentence", "label"]:
+                raise DataFormatError(
+                    f"{path}, line 1: expected the header 'sentence<TAB>label', got {line[:60]!r}"
+                )
+            continue
+        sent, lab = _fields(path, lineno, line, 2, "sentence, label")
+        labels.append(_label(path, lineno, lab))
+        texts.append(_nonempty(path, lineno, sent, "sentence"))
+    return _finish(path, texts, None, labels)
+
+
+def read_stsa_binary(path) -> TextClassificationData:
+    """``stsa.binary.*``: ``<label> <sentence>`` a line, label 0/1, UTF-8, no header."""
+    texts, labels = [], []
+    for lineno, line in _lines(path, "utf-8"):
+        lab, sep, sent = line.partition(" ")
+        if not sep:
+            raise DataFormatError(f"{path}, line {lineno}: expected '<label> <sentence>'")
+        labels.append(_label(path, lineno, lab))
+        texts.append(_nonempty(path, lineno, sent, "sentence"))
+    return _finish(path, texts, None, labels)
+
+
+def read_rt_jsonl(path) -> TextClassificationData:
+    """Rotten Tomatoes Hugging Face split as JSON lines ``{"text": str, "label": 0|1}``."""
+    texts, labels = [], []
+    for lineno, line in _lines(path, "utf-8", "the hf_split_derived files are ASCII JSON"):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(f"{path}, line {lineno}: invalid JSON ({err.msg})") from None
+        if not isinstance(obj, dict) or "text" not in obj or "label" not in obj:
+            raise DataFormatError(
+                f"{path}, line {lineno}: expected an object with keys 'text' and 'label'"
+            )
+        if not isinstance(obj["text"], str):
+            raise DataFormatError(f"{path}, line {lineno}: 'text' must be a string")
+        if obj["label"] not in (0, 1) or isinstance(obj["label"], bool):
+            raise DataFormatError(
+                f"{path}, line {lineno}: 'label' must be 0 or 1, got {obj['label']!r}"
+            )
+        texts.append(_nonempty(path, lineno, obj["text"]))
+        labels.append(int(obj["label"]))
+    return _finish(path, texts, None, labels)
+
+
+def read_rt_polarity(pos_path, neg_path, split: str, encoding: str = "latin-1"):
+    """Original ``rt-polarity.pos``/``.neg`` files, split by the Hugging Face rule.
+
+    Parameters
+    ----------
+    pos_path, neg_path : path-like
+        The two files (Latin-1 by default, as the Hugging Face loader reads them).
+    split : {"train", "validation", "test"}
+    encoding : str
+        Text encoding; a byte invalid in it raises :class:`DataFormatError`.
+    """
+    check_choice("split", split, SPLITS)
+    per_class = []
+    for path in (pos_path, neg_path):
+        lines = []
+        for lineno, line in _lines(path, encoding, "rt-polarity files are Latin-1 / cp1252"):
+            lines.append(_nonempty(path, lineno, line, "snippet"))
+        per_class.append(lines)
+    pos, neg = per_class
+    n = min(len(pos), len(neg))
+    i1, i2 = int(n * 0.8 + 0.5), int(n * 0.9 + 0.5)
+    sl = {"train": slice(0, i1), "validation": slice(i1, i2), "test": slice(i2, None)}[split]
+    texts = pos[sl] + neg[sl]
+    labels = [1] * len(pos[sl]) + [0] * len(neg[sl])
+    return _finish(f"{pos_path} + {neg_path} [{split}]", texts, None, labels)
+
+
+def read_qqp_bimpm(path) -> TextClassificationData:
+    """BiMPM Quora partition: ``label<TAB>question1<TAB>question2<TAB>pair_id``, no header."""
+    a, b, labels = [], [], []
+    for lineno, line in _lines(path, "utf-8"):
+        lab, q1, q2, pid = _fields(path, lineno, line, 4, "label, question1, question2, pair_id")
+        labels.append(_label(path, lineno, lab))
+        if not pid.strip().isdigit():
+            raise DataFormatError(f"{path}, line {lineno}: pair_id must be an integer, got {pid!r}")
+        a.append(q1.strip())
+        b.append(q2.strip())
+    return _finish(path, a, b, labels)
+
+
+def read_glue_qqp(path, *, skip_malformed: bool = False) -> TextClassificationData:
+    """GLUE QQP TSV: header ``id qid1 qid2 question1 question2 is_duplicate``.
+
+    Parameters
+    ----------
+    skip_malformed : bool
+        GLUE's ``train.tsv`` is known to hold a few rows with missing fields. By default they
+        raise :class:`DataFormatError`; with True they are skipped with a warning that counts
+        them and names the first.
+    """
+    header = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
+    a, b, labels, skipped = [], [], [], []
+    for lineno, line in _lines(path, "utf-8", "GLUE files are UTF-8"):
+        if lineno == 1:
+            if line.split("\t") != header:
+                raise DataFormatError(
+                    f"{path}, line 1: expected the GLUE QQP header {'<TAB>'.join(header)!r}"
+                )
+            continue
+        try:
+            _, _, _, q1, q2, lab = _fields(path, lineno, line, 6, "<TAB>".join(header))
+            y = _label(path, lineno, lab)
+        except DataFormatError as err:
+            if not skip_malformed:
+                raise
+            skipped.append(str(err))
+            continue
+        a.append(q1.strip())
+        b.append(q2.strip())
+        labels.append(y)
+    if skipped:
+        warnings.warn(
+            f"skipped {len(skipped)} malformed line(s) of {path}; first: {skipped[0]}",
+            stacklevel=2,
+        )
+    return _finish(path, a, b, labels)
+
+
+# ---------------------------------------------------------------------------------------
+# task-level entry point
+# ---------------------------------------------------------------------------------------
+def resolve_data_dir(data_dir=None) -> Path:
+    """The data directory: ``data_dir`` if given, else ``$MEANFIELD_DATA_DIR``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If neither is set, or the directory does not exist.
+    """
+    if data_dir is None:
+        env = os.environ.get(DATA_DIR_ENV)
+        if not env:
+            raise FileNotFoundError(
+                f"no data directory given: pass data_dir (--data-dir) or set {DATA_DIR_ENV} to "
+                "the folder holding sst2/, rotten_tomatoes/ and qqp/"
+            )
+        data_dir = env
+    path = Path(data_dir).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"data directory does not exist: {path}")
+    return path
+
+
+def _candidates(task: str, source: str, split: str, root: Path):
+    """(reader, paths) for one source; paths relative to the data directory."""
+    if task == "sst2" and source == "glue":
+        name = {"train": "train.tsv", "validation": "dev.tsv", "test": None}[split]
+        return read_glue_sst2, [root / "sst2" / "glue" / name] if name else None
+    if task == "sst2" and source == "stsa":
+        name = {"train": "train", "validation": "dev", "test": "test"}[split]
+        return read_stsa_binary, [root / "sst2" / "stsa_binary" / f"stsa.binary.{name}"]
+    if task == "rotten_tomatoes" and source == "hf":
+        return read_rt_jsonl, [root / "rotten_tomatoes" / "hf_split_derived" / f"{split}.jsonl"]
+    if task == "rotten_tomatoes" and source == "rt":
+        d = root / "rotten_tomatoes" / "rt-polaritydata"
+        return read_rt_polarity, [d / "rt-polarity.pos", d / "rt-polarity.neg"]
+    if task == "qqp" and source == "bimpm":
+        name = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}[split]
+        return read_qqp_bimpm, [root / "qqp" / "bimpm_quora_question_pair_partition" / name]
+    if task == "qqp" and source == "glue":
+        name = {"train": "train.tsv", "validation": "dev.tsv", "test": None}[split]
+        return read_glue_qqp, [root / "qqp" / "glue" / name] if name else None
+    raise AssertionError((task, source))  # pragma: no cover
+
+
+def load_split(
+    task: str, split: str, data_dir=None, *, source: str = "auto"
+) -> TextClassificationData:
+    """Load one split of one task from the user's data directory.
+
+    Parameters
+    ----------
+    task : {"sst2", "rotten_tomatoes", "qqp"}
+    split : {"train", "validation", "test"}
+    data_dir : path-like, optional
+        Root of the data (default ``$MEANFIELD_DATA_DIR``); layout in the module notes.
+    source : str
+        ``"auto"`` (first source whose files exist), or for sst2 ``"glue"``/``"stsa"``, for
+        rotten_tomatoes ``"hf"``/``"rt"``, for qqp ``"bimpm"``/``"glue"``.
+
+    Returns
+    -------
+    TextClassificationData
+        ``text_b`` is set for qqp (question pairs).
+    """
+    check_choice("task", task, TASKS)
+    check_choice("split", split, SPLITS)
+    sources = _SOURCES[task]
+    if source != "auto":
+        check_choice(f"source for {task}", source, sources)
+        sources = (source,)
+    root = resolve_data_dir(data_dir)
+    tried = []
+    for src in sources:
+        reader, paths = _candidates(task, src, split, root)
+        if paths is None:
+            tried.append(f"{src}: no labelled {split} split exists")
+            continue
+        if all(p.is_file() for p in paths):
+            if reader is read_rt_polarity:
+                return reader(paths[0], paths[1], split)
+            return reader(paths[0])
+        tried.append(f"{src}: " + ", ".join(str(p) for p in paths if not p.is_file()))
+    raise FileNotFoundError(
+        f"no {split!r} split of {task!r} found under {root} (missing: {'; '.join(tried)}); "
+        f"pass --data-dir / set {DATA_DIR_ENV}, or choose another split or source"
+    )

@@ -1,0 +1,390 @@
+"""Feature maps for kernel (linear) attention: FAVOR+, PORF, PORF-softplus, softmaxfeat.
+
+Conventions (THEORY.md §7). Per head, queries and keys ``x`` in ``R^{d_h}`` are scaled to
+``x~ = x / d_h^(1/4)``, so that for the positive features ``phi(q) . phi(k)`` is an unbiased
+estimate of ``exp(q^T k / sqrt(d_h))``, the softmax-attention kernel. The feature matrix
+``Omega`` has shape ``(m, d_h)``; its rows are the *particles* that Phase A learns
+(:mod:`meanfield.attention.phases`).
+
+Design (after fast-transformers / performer-pytorch):
+
+* One ``Omega`` per module, shared by queries and keys (and by all heads of a layer).
+* Randomness is drawn in one place, :meth:`FeatureMap.new_feature_map`, from a
+  ``torch.Generator`` seeded by the ``seed`` passed to it; nothing in ``forward`` draws
+  random numbers, so a module is deterministic in eval mode (and in training mode unless the
+  attention module is told to redraw, see :class:`meanfield.attention.linear.KernelAttention`).
+* ``Omega`` is a buffer, not a parameter: the optimiser never sees it. Phase A writes it
+  with :meth:`FeatureMap.set_omega`; Phase B trains every other parameter.
+* Features are computed in at least float32, with autocast disabled (fp32 accumulation under
+  mixed precision), and the result is float32 (or float64 for float64 input).
+* :meth:`FeatureMap.raw_features` is the definition of the kernel (unshifted);
+  :meth:`FeatureMap.transform` is what attention consumes (log-features when ``log_space``).
+
+Stabilising shifts of the positive features (FAVOR+, PORF). ``exp(Omega x~)`` overflows
+float32 for large inputs, so these maps return *log-features*
+``a_j(x) = omega_j . x~ - |x~|^2 / 2 - log(m) / 2`` (``log_space = True``) and
+:func:`meanfield.attention.linear.linear_attention` exponentiates them with shifts that cancel
+exactly in the normalised output. For feature ``j`` the key side is shifted by ``M_j``, the
+largest key log-feature visible to the query (over all real keys in the bidirectional form;
+over keys ``s <= t``, a running maximum, in the causal form), and ``M_j`` is added back on the
+query side, which is then shifted by its own per-token maximum
+``c(t) = max_j (a_j(q_t) + M_j)``. Every product ``phi_j(q) phi_j(k)`` is thus
+``exp(a_j(q) + a_j(k) - c(t))``: exact, at most 1, and equal to 1 for the dominant
+(feature, key) pair, so the denominator is at least 1 and nothing overflows or underflows
+except terms negligible next to that one (the "online softmax" trick, per feature). In the
+causal form no shift depends on a later token, so there is no future leakage through the
+shift (not even through rounding). The epsilon of the denominator is applied in these units.
+
+softmaxfeat (Hedgehog-style). ``phi(x) = [softmax(Omega x~), softmax(-Omega x~)]``: the two
+halves ("+" and "-") each have their *own* softmax over the ``m`` features, and are
+concatenated, so the map has ``2 m`` outputs and ``sum(phi) = 2`` for every token. A softmax
+is invariant to shifts of its logits; PyTorch's softmax subtracts the per-token maximum, so no
+extra shift is needed (and none involves other tokens). With ``symmetric=False`` only the "+"
+half is used (``m`` outputs).
+
+PORF-softplus. ``phi(x) = m^(-1/2) softplus(Omega x~)``, with an orthogonal initial ``Omega``.
+It is a positive kernel of its own, not an estimate of the softmax kernel. Its values grow only
+linearly (``softplus(u) <= max(u, 0) + log 2``), so float32 sums overflow only for inputs near
+``1e18``; it needs no shift.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .._validation import check_choice, check_int
+
+__all__ = [
+    "FEATURE_KINDS",
+    "FeatureMap",
+    "PositiveFeatures",
+    "SoftplusFeatures",
+    "SoftmaxFeatures",
+    "gaussian_omega",
+    "orthogonal_omega",
+    "make_feature_map",
+]
+
+#: Names accepted by :func:`make_feature_map` (and by ``KernelAttention(feature=...)``).
+FEATURE_KINDS = ("favor", "porf", "porf-softplus", "softmaxfeat")
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float64 stays float64; every other floating dtype is computed in float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def gaussian_omega(
+    n_features: int, head_dim: int, generator: torch.Generator, dtype=torch.float32
+) -> torch.Tensor:
+    """iid standard normal feature matrix (FAVOR+).
+
+    Returns
+    -------
+    omega : torch.Tensor, shape (n_features, head_dim)
+    """
+    return torch.randn(n_features, head_dim, generator=generator, dtype=torch.float64).to(dtype)
+
+
+def orthogonal_omega(
+    n_features: int, head_dim: int, generator: torch.Generator, dtype=torch.float32
+) -> torch.Tensor:
+    """Orthogonal random features (PORF): blocks of ``head_dim`` orthogonal rows.
+
+    Each block is the Q factor of the QR decomposition of a ``(head_dim, head_dim)`` standard
+    normal matrix, with the signs of ``diag(R)`` folded in so that Q is Haar distributed.
+    Rows are then rescaled by independent ``chi_{head_dim}`` norms (norms of fresh standard
+    normal vectors), so every row is marginally ``N(0, I)``: the positive-feature kernel
+    estimate stays unbiased while rows within a block are exactly orthogonal. When
+    ``n_features`` is not a multiple of ``head_dim`` the last block is truncated.
+
+    Returns
+    -------
+    omega : torch.Tensor, shape (n_features, head_dim)
+    """
+    n_blocks = math.ceil(n_features / head_dim)
+    g = torch.randn(n_blocks, head_dim, head_dim, generator=generator, dtype=torch.float64)
+    q, r = torch.linalg.qr(g)  # batched over blocks
+    q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar measure
+    omega = q.transpose(-1, -2).reshape(n_blocks * head_dim, head_dim)[:n_features]
+    norms = torch.randn(n_features, head_dim, generator=generator, dtype=torch.float64).norm(dim=1)
+    return (omega * norms.unsqueeze(1)).to(dtype)
+
+
+class FeatureMap(nn.Module):
+    """Base class: one feature matrix ``omega`` (a buffer) shared by queries and keys.
+
+    Parameters
+    ----------
+    head_dim : int
+        Per-head dimension ``d_h`` of queries and keys (>= 1).
+    n_features : int
+        Number of particles ``m`` (rows of ``omega``, >= 1).
+    orthogonal : bool
+        Draw ``omega`` in orthogonal blocks (PORF) instead of iid.
+    seed : int
+        Seed of the initial draw (>= 0); see :meth:`new_feature_map`.
+
+    Attributes
+    ----------
+    omega : torch.Tensor, shape (n_features, head_dim), float32 buffer
+    learned : bool
+        True once :meth:`set_omega` installed particles (e.g. from Phase A).
+    """
+
+    kind = "base"
+
+    def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool, seed: int = 0):
+        super().__init__()
+        self.head_dim = check_int("head_dim", head_dim)
+        self.n_features = check_int("n_features", n_features)
+        self.orthogonal = bool(orthogonal)
+        self.register_buffer("omega", torch.empty(self.n_features, self.head_dim))
+        self.learned = False
+        self.new_feature_map(check_int("seed", seed, minimum=0))
+
+    # -- randomness lives here and only here ---------------------------------------------
+    def new_feature_map(self, seed: int) -> None:
+        """Draw a fresh ``omega`` from a generator seeded with ``seed`` (the only random draw).
+
+        The same ``seed`` always gives the same ``omega`` on every device.
+        """
+        seed = check_int("seed", seed, minimum=0)
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        draw = orthogonal_omega if self.orthogonal else gaussian_omega
+        omega = draw(self.n_features, self.head_dim, gen, dtype=torch.float32)
+        self.omega.copy_(omega.to(self.omega.device))
+        self.seed = seed
+        self.learned = False
+
+    def set_omega(self, omega) -> None:
+        """Install given particles (e.g. learned by Phase A) as ``omega``; marks ``learned``.
+
+        Parameters
+        ----------
+        omega : array_like, shape (n_features, head_dim)
+            Finite values.
+        """
+        om = torch.as_tensor(omega, dtype=torch.float64).detach().cpu()
+        if om.shape != (self.n_features, self.head_dim):
+            raise ValueError(
+                f"omega must have shape (n_features, head_dim) = "
+                f"({self.n_features}, {self.head_dim}), got {tuple(om.shape)}"
+            )
+        if not torch.isfinite(om).all():
+            raise ValueError("omega must be finite (no NaN or inf)")
+        self.omega.copy_(om.to(device=self.omega.device, dtype=self.omega.dtype))
+        self.learned = True
+
+    # keep `learned` and `seed` in state_dict so a saved Phase-A model reloads as learned
+    def get_extra_state(self):
+        return {"learned": self.learned, "seed": self.seed}
+
+    def set_extra_state(self, state):
+        self.learned = bool(state.get("learned", False))
+        self.seed = int(state.get("seed", 0))
+
+    # -- helpers --------------------------------------------------------------------------
+    @property
+    def n_outputs(self) -> int:
+        """Number of output features (``m``, or ``2 m`` for symmetric softmaxfeat)."""
+        return self.n_features
+
+    def _check_input(self, x: torch.Tensor, name: str) -> None:
+        if not torch.is_tensor(x):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if not x.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor, got dtype {x.dtype}")
+        if x.ndim < 1 or x.shape[-1] != self.head_dim:
+            raise ValueError(
+                f"{name} must have last dimension head_dim = {self.head_dim}, "
+                f"got shape {tuple(x.shape)}"
+            )
+
+    def _logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``u = Omega x~`` and ``|x~|^2 / 2`` in the compute dtype (autocast off)."""
+        dt = _compute_dtype(x.dtype)
+        xs = x.to(dt) * self.head_dim ** (-0.25)
+        u = xs @ self.omega.to(dt).T
+        half_sq = 0.5 * (xs * xs).sum(-1, keepdim=True)
+        return u, half_sq
+
+    def raw_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Unshifted features ``phi(x)`` (float64 recommended; may overflow for large x).
+
+        This is the kernel's definition: ``raw_features(q) @ raw_features(k).T`` is the
+        kernel matrix. Used by tests, by the alignment diagnostic and by Phase A.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (..., head_dim)
+
+        Returns
+        -------
+        torch.Tensor, shape (..., n_outputs)
+        """
+        self._check_input(x, "x")
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            return self._raw(x)
+
+    #: True when :meth:`transform` returns log-features (exponentiated, with shifts, by
+    #: :func:`~meanfield.attention.linear.linear_attention`)
+    log_space = False
+
+    def transform(self, x: torch.Tensor) -> torch.Tensor:
+        """What attention consumes: features, or log-features when ``log_space``.
+
+        Queries and keys go through the same map (one ``Omega``); stabilising shifts are
+        applied by :func:`~meanfield.attention.linear.linear_attention`, which sees both.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (..., head_dim)
+
+        Returns
+        -------
+        torch.Tensor, shape (..., n_outputs), float32 (float64 for float64 input)
+        """
+        self._check_input(x, "x")
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            return self._transform(x)
+
+    # subclasses implement these two
+    def _raw(self, x):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _transform(self, x):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (
+            f"kind={self.kind!r}, head_dim={self.head_dim}, n_features={self.n_features}, "
+            f"orthogonal={self.orthogonal}, learned={self.learned}"
+        )
+
+
+class PositiveFeatures(FeatureMap):
+    """FAVOR+ / PORF positive random features.
+
+    ``phi(x) = m^(-1/2) exp(Omega x~ - |x~|^2 / 2)``, ``x~ = x / d_h^(1/4)``, so that for
+    ``omega_j ~ N(0, I)`` (iid, or orthogonal with chi norms)
+    ``E[phi(q) . phi(k)] = exp(q^T k / sqrt(d_h))``. :meth:`transform` returns
+    ``log phi`` (``log_space = True``); attention applies the stabilising shifts described in
+    the module notes, which cancel in its output.
+
+    Parameters
+    ----------
+    head_dim, n_features, seed
+        See :class:`FeatureMap`.
+    orthogonal : bool, default False
+        False: FAVOR+ (iid Gaussian rows); True: PORF (orthogonal blocks, chi norms).
+    """
+
+    def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool = False, seed=0):
+        super().__init__(head_dim, n_features, orthogonal=orthogonal, seed=seed)
+        self.kind = "porf" if orthogonal else "favor"
+
+    log_space = True
+
+    def _raw(self, x):
+        return torch.exp(self._transform(x))
+
+    def _transform(self, x):
+        u, half_sq = self._logits(x)
+        return u - half_sq - 0.5 * math.log(self.n_features)
+
+
+class SoftplusFeatures(FeatureMap):
+    """PORF-softplus: ``phi(x) = m^(-1/2) softplus(Omega x~)`` with orthogonal initial Omega.
+
+    A positive kernel of its own (not an estimate of softmax). No shift is needed: the
+    values grow at most linearly in ``|x|``.
+    """
+
+    def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool = True, seed=0):
+        super().__init__(head_dim, n_features, orthogonal=orthogonal, seed=seed)
+        self.kind = "porf-softplus"
+
+    def _raw(self, x):
+        u, _ = self._logits(x)
+        return torch.nn.functional.softplus(u) * self.n_features ** (-0.5)
+
+    def _transform(self, x):
+        return self._raw(x)
+
+
+class SoftmaxFeatures(FeatureMap):
+    """softmaxfeat (Hedgehog-style): ``phi(x) = [softmax(Omega x~), softmax(-Omega x~)]``.
+
+    The "+" and "-" halves have separate softmaxes (each sums to 1 over its ``m`` features);
+    ``symmetric=False`` keeps only the "+" half. The kernel is not an estimate of softmax
+    attention; it is a normalised exponential kernel that couples all ``m`` particles through
+    its per-token normaliser.
+
+    Parameters
+    ----------
+    head_dim, n_features, seed
+        See :class:`FeatureMap`.
+    orthogonal : bool, default True
+        Orthogonal initial Omega (iid Gaussian when False).
+    symmetric : bool, default True
+        Use both halves (``2 m`` outputs).
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        n_features: int,
+        *,
+        orthogonal: bool = True,
+        symmetric: bool = True,
+        seed=0,
+    ):
+        super().__init__(head_dim, n_features, orthogonal=orthogonal, seed=seed)
+        self.symmetric = bool(symmetric)
+        self.kind = "softmaxfeat"
+
+    @property
+    def n_outputs(self) -> int:
+        return 2 * self.n_features if self.symmetric else self.n_features
+
+    def _raw(self, x):
+        u, _ = self._logits(x)
+        plus = torch.softmax(u, dim=-1)
+        if not self.symmetric:
+            return plus
+        return torch.cat([plus, torch.softmax(-u, dim=-1)], dim=-1)
+
+    def _transform(self, x):
+        return self._raw(x)
+
+
+def make_feature_map(kind: str, head_dim: int, n_features: int, *, seed: int = 0) -> FeatureMap:
+    """Build a feature map by name.
+
+    Parameters
+    ----------
+    kind : {"favor", "porf", "porf-softplus", "softmaxfeat"}
+        ``favor``: positive iid (FAVOR+); ``porf``: positive orthogonal; ``porf-softplus``:
+        softplus of orthogonal features; ``softmaxfeat``: symmetric softmax features.
+    head_dim, n_features : int
+        ``d_h >= 1`` and ``m >= 1``.
+    seed : int
+        Seed of the initial ``omega`` (>= 0).
+    """
+    check_choice("feature kind", kind, FEATURE_KINDS)
+    if kind == "favor":
+        return PositiveFeatures(head_dim, n_features, orthogonal=False, seed=seed)
+    if kind == "porf":
+        return PositiveFeatures(head_dim, n_features, orthogonal=True, seed=seed)
+    if kind == "porf-softplus":
+        return SoftplusFeatures(head_dim, n_features, orthogonal=True, seed=seed)
+    return SoftmaxFeatures(head_dim, n_features, orthogonal=True, seed=seed)
+
+
+def chi_mean(k: int) -> float:
+    """Mean of the chi distribution with ``k`` degrees of freedom (used by tests)."""
+    return math.sqrt(2.0) * math.exp(math.lgamma((k + 1) / 2) - math.lgamma(k / 2))

@@ -1,0 +1,145 @@
+"""Classification metrics: accuracy, MCC, log loss, Brier score, expected calibration error.
+
+Definitions (THEORY.md §7) follow scikit-learn where it has the metric:
+
+* accuracy: fraction of ``argmax`` predictions equal to the label;
+* MCC: Matthews correlation coefficient of the ``argmax`` predictions (multiclass form of
+  Gorodkin 2004, as ``sklearn.metrics.matthews_corrcoef``; 0 when undefined);
+* log loss: mean ``-log p[y]`` with probabilities clipped to ``[eps, 1 - eps]``,
+  ``eps = finfo(float64).eps`` (scikit-learn's clipping), after renormalising rows;
+* Brier score: binary ``mean (p1 - y)^2`` with ``p1`` the probability of class 1
+  (``sklearn.metrics.brier_score_loss``); for more than two classes, the multiclass form
+  ``mean sum_k (p_k - 1[y = k])^2`` (Brier 1950);
+* ECE: 15 equal-width bins of the top-label confidence ``max_k p_k`` on ``[0, 1]`` (bin
+  ``b`` holds confidences in ``(b/15, (b+1)/15]``, the first bin also holds 0),
+  ``ECE = sum_b (n_b / n) |acc_b - conf_b|`` (Guo et al. 2017).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "accuracy",
+    "mcc",
+    "log_loss",
+    "brier",
+    "ece",
+    "classification_metrics",
+    "METRIC_NAMES",
+]
+
+#: keys of :func:`classification_metrics`, in table order
+METRIC_NAMES = ("accuracy", "mcc", "ece", "log_loss", "brier")
+
+
+def _prepare(y_true, probs) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and return ``(y, P)`` with ``P`` of shape (n, C) whose rows sum to 1."""
+    y = np.asarray(y_true)
+    p = np.asarray(probs, dtype=float)
+    if y.ndim != 1:
+        raise ValueError(f"y_true must be 1-d (n,), got shape {y.shape}")
+    if p.ndim == 1:  # binary: probability of class 1
+        p = np.stack([1.0 - p, p], axis=1)
+    if p.ndim != 2 or p.shape[0] != y.shape[0]:
+        raise ValueError(
+            f"probs must have shape (n,) or (n, n_classes) with n = len(y_true) = {y.shape[0]}, "
+            f"got {np.shape(probs)}"
+        )
+    if y.shape[0] == 0:
+        raise ValueError("y_true is empty; metrics need at least one sample")
+    if p.shape[1] < 2:
+        raise ValueError(f"probs needs at least 2 classes, got {p.shape[1]}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
+        raise ValueError("probs must be finite probabilities in [0, 1]")
+    if not np.allclose(p.sum(axis=1), 1.0, atol=1e-6):
+        raise ValueError("each row of probs must sum to 1 (within 1e-6)")
+    if not np.issubdtype(y.dtype, np.integer):
+        if not np.all(np.equal(np.mod(y, 1), 0)):
+            raise ValueError("y_true must hold integer class ids")
+        y = y.astype(int)
+    if np.any(y < 0) or np.any(y >= p.shape[1]):
+        raise ValueError(f"y_true must hold class ids in [0, {p.shape[1] - 1}]")
+    return y, p
+
+
+def accuracy(y_true, probs) -> float:
+    """Fraction of correct ``argmax`` predictions.
+
+    Parameters
+    ----------
+    y_true : array_like of int, shape (n,)
+    probs : array_like, shape (n,) (binary, P(class 1)) or (n, C)
+    """
+    y, p = _prepare(y_true, probs)
+    return float(np.mean(p.argmax(axis=1) == y))
+
+
+def mcc(y_true, probs) -> float:
+    """Matthews correlation coefficient of the ``argmax`` predictions (0 if undefined)."""
+    y, p = _prepare(y_true, probs)
+    c = p.shape[1]
+    pred = p.argmax(axis=1)
+    conf = np.zeros((c, c))
+    np.add.at(conf, (y, pred), 1.0)
+    t = conf.sum(axis=1)  # true counts per class
+    q = conf.sum(axis=0)  # predicted counts per class
+    n = conf.sum()
+    correct = np.trace(conf)
+    cov_yp = correct * n - t @ q
+    cov_yy = n * n - t @ t
+    cov_pp = n * n - q @ q
+    den = np.sqrt(cov_yy * cov_pp)
+    return float(cov_yp / den) if den > 0 else 0.0
+
+
+def log_loss(y_true, probs) -> float:
+    """Mean negative log-likelihood, probabilities clipped to ``[eps, 1 - eps]``."""
+    y, p = _prepare(y_true, probs)
+    eps = np.finfo(np.float64).eps
+    p = np.clip(p, eps, 1 - eps)
+    p = p / p.sum(axis=1, keepdims=True)
+    return float(-np.mean(np.log(p[np.arange(len(y)), y])))
+
+
+def brier(y_true, probs) -> float:
+    """Brier score: binary ``mean (p1 - y)^2``; multiclass ``mean sum_k (p_k - 1[y=k])^2``."""
+    y, p = _prepare(y_true, probs)
+    if p.shape[1] == 2:
+        return float(np.mean((p[:, 1] - y) ** 2))
+    onehot = np.eye(p.shape[1])[y]
+    return float(np.mean(np.sum((p - onehot) ** 2, axis=1)))
+
+
+def ece(y_true, probs, n_bins: int = 15) -> float:
+    """Expected calibration error with ``n_bins`` equal-width top-label confidence bins.
+
+    Parameters
+    ----------
+    y_true : array_like of int, shape (n,)
+    probs : array_like, shape (n,) or (n, C)
+    n_bins : int
+        Number of bins (>= 1), 15 by default (Guo et al. 2017).
+    """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    y, p = _prepare(y_true, probs)
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(float)
+    # bin b holds conf in (edges[b], edges[b+1]]; conf = 0 goes to bin 0
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    idx = np.searchsorted(edges[1:-1], conf, side="left")
+    acc_sum = np.bincount(idx, weights=correct, minlength=n_bins)
+    conf_sum = np.bincount(idx, weights=conf, minlength=n_bins)
+    return float(np.sum(np.abs(acc_sum - conf_sum)) / len(y))
+
+
+def classification_metrics(y_true, probs, n_bins: int = 15) -> dict[str, float]:
+    """All five metrics in a dict keyed by :data:`METRIC_NAMES`."""
+    return {
+        "accuracy": accuracy(y_true, probs),
+        "mcc": mcc(y_true, probs),
+        "ece": ece(y_true, probs, n_bins=n_bins),
+        "log_loss": log_loss(y_true, probs),
+        "brier": brier(y_true, probs),
+    }

@@ -1,0 +1,227 @@
+"""A small Transformer encoder classifier for sentences and sentence pairs.
+
+Token + learned position (+ segment, for pairs) embeddings, ``n_layers`` pre-LayerNorm
+encoder blocks whose self-attention is :class:`~meanfield.attention.linear.KernelAttention`
+(softmax or any feature map), a final LayerNorm, masked mean pooling over real tokens, and a
+linear head. Each layer has its own feature matrix ``Omega`` (shared by its heads, and by
+its queries and keys), seeded ``seed * 1000 + layer``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .._validation import check_int
+from .features import FeatureMap
+from .linear import ATTENTION_KINDS, KernelAttention
+from .tokenizer import PAD_ID
+
+__all__ = ["EncoderBlock", "TransformerClassifier"]
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LN block: ``x + drop(attn(LN(x)))``, then ``x + drop(FFN(LN(x)))``."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout, attn_kwargs):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = KernelAttention(d_model, n_heads, **attn_kwargs)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
+        )
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, padding_mask=None):
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, key_padding_mask=padding_mask)
+        x = x + self.drop(a)
+        return x + self.drop(self.ff(self.ln2(x)))
+
+
+class TransformerClassifier(nn.Module):
+    """Transformer encoder classifier.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of token ids (>= 4; id 0 is padding).
+    n_classes : int
+        Number of classes (>= 2).
+    d_model, n_heads, n_layers, d_ff : int
+        Width, heads (``d_model % n_heads == 0``), depth and feed-forward width.
+    max_length : int
+        Longest input (positions embedded).
+    dropout : float
+        Dropout in [0, 1) on embeddings, residual branches and the FFN.
+    attention : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
+        Attention kind of every layer.
+    n_features : int
+        Random features per layer (linear attention only).
+    tie_qk : bool
+        Q = K in every layer.
+    pair : bool
+        Add segment embeddings (sentence pairs).
+    eps : float
+        Linear-attention denominator epsilon.
+    seed : int
+        Seeds the parameter initialisation and the feature maps.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        n_classes: int = 2,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        d_ff: int = 128,
+        max_length: int = 64,
+        dropout: float = 0.1,
+        attention: str = "favor",
+        n_features: int = 32,
+        tie_qk: bool = False,
+        pair: bool = False,
+        eps: float = 1e-6,
+        seed: int = 0,
+    ):
+        super().__init__()
+        vocab_size = check_int("vocab_size", vocab_size, minimum=4)
+        n_classes = check_int("n_classes", n_classes, minimum=2)
+        n_layers = check_int("n_layers", n_layers)
+        max_length = check_int("max_length", max_length)
+        d_model = check_int("d_model", d_model)
+        n_heads = check_int("n_heads", n_heads)
+        d_ff = check_int("d_ff", d_ff)
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        if attention != "softmax":
+            n_features = check_int("n_features", n_features)
+        if attention not in ATTENTION_KINDS:
+            raise ValueError(
+                f"unknown attention {attention!r}; choose one of {', '.join(ATTENTION_KINDS)}"
+            )
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        seed = check_int("seed", seed, minimum=0)
+        self.config = dict(
+            vocab_size=vocab_size,
+            n_classes=n_classes,
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            d_ff=d_ff,
+            max_length=max_length,
+            dropout=dropout,
+            attention=attention,
+            n_features=n_features,
+            tie_qk=tie_qk,
+            pair=pair,
+            eps=eps,
+            seed=seed,
+        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.tok_emb = nn.Embedding(vocab_size, d_model, padding_idx=PAD_ID)
+            self.pos_emb = nn.Embedding(max_length, d_model)
+            self.seg_emb = nn.Embedding(2, d_model) if pair else None
+            self.emb_drop = nn.Dropout(dropout)
+            self.blocks = nn.ModuleList(
+                EncoderBlock(
+                    d_model,
+                    n_heads,
+                    d_ff,
+                    dropout,
+                    dict(
+                        feature=attention,
+                        n_features=n_features,
+                        tie_qk=tie_qk,
+                        eps=eps,
+                        seed=seed * 1000 + i,
+                    ),
+                )
+                for i in range(n_layers)
+            )
+            self.ln_f = nn.LayerNorm(d_model)
+            self.head = nn.Linear(d_model, n_classes)
+
+    @property
+    def head_dim(self) -> int:
+        return self.config["d_model"] // self.config["n_heads"]
+
+    def feature_maps(self) -> list[FeatureMap | None]:
+        """Each layer's feature map (None for softmax layers)."""
+        return [blk.attn.feature_map for blk in self.blocks]
+
+    def _embed(self, input_ids, segment_ids):
+        if input_ids.ndim != 2:
+            raise ValueError(f"input_ids must be (batch, length), got {tuple(input_ids.shape)}")
+        L = input_ids.shape[1]
+        if L > self.config["max_length"]:
+            raise ValueError(
+                f"input length {L} exceeds max_length = {self.config['max_length']} of the model"
+            )
+        pos = torch.arange(L, device=input_ids.device)
+        x = self.tok_emb(input_ids) + self.pos_emb(pos)[None]
+        if self.seg_emb is not None:
+            if segment_ids is None:
+                segment_ids = torch.zeros_like(input_ids)
+            x = x + self.seg_emb(segment_ids)
+        return self.emb_drop(x)
+
+    def _mask(self, input_ids, padding_mask):
+        if padding_mask is None:
+            return input_ids == PAD_ID
+        if padding_mask.shape != input_ids.shape:
+            raise ValueError(
+                f"padding_mask must have the shape of input_ids {tuple(input_ids.shape)}, "
+                f"got {tuple(padding_mask.shape)}"
+            )
+        return padding_mask.bool()
+
+    def forward(self, input_ids, padding_mask=None, segment_ids=None):
+        """Class logits.
+
+        Parameters
+        ----------
+        input_ids : torch.LongTensor, shape (batch, L)
+        padding_mask : torch.BoolTensor, shape (batch, L), optional
+            True = padding (default: ``input_ids == 0``).
+        segment_ids : torch.LongTensor, shape (batch, L), optional
+            0/1 sentence of each token (pairs).
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, n_classes)
+        """
+        mask = self._mask(input_ids, padding_mask)
+        x = self._embed(input_ids, segment_ids)
+        for blk in self.blocks:
+            x = blk(x, mask)
+        x = self.ln_f(x)
+        keep = (~mask).unsqueeze(-1).to(x.dtype)
+        pooled = (x * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+        return self.head(pooled)
+
+    @torch.no_grad()
+    def pooled_keys(self, input_ids, padding_mask=None, segment_ids=None) -> list[torch.Tensor]:
+        """Per-layer, per-head keys averaged over the real tokens of each sequence.
+
+        These are the sequence representations of Phase A (before the ``d_h^(-1/4)``
+        scaling, which the caller applies). Runs in the module's current mode.
+
+        Returns
+        -------
+        list of torch.Tensor, one per layer, shape (batch, heads, d_h)
+        """
+        mask = self._mask(input_ids, padding_mask)
+        x = self._embed(input_ids, segment_ids)
+        keep = (~mask).to(x.dtype)[:, :, None, None]
+        out = []
+        for blk in self.blocks:
+            k = blk.attn.project_keys(blk.ln1(x))  # (B, L, H, d_h)
+            out.append((k * keep).sum(1) / keep.sum(1).clamp_min(1.0))
+            x = blk(x, mask)
+        return out

@@ -1,0 +1,156 @@
+"""A WordPiece tokenizer trained offline on the training split (Hugging Face ``tokenizers``).
+
+Nothing is downloaded: the vocabulary is learned from the training texts only, so the test
+split never influences it. BERT conventions: lower-casing, accent stripping and removal of
+control characters (``BertNormalizer``; this also drops the C1 characters of the Latin-1
+Rotten Tomatoes files), BERT pre-tokenisation (whitespace and punctuation), special tokens
+``[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3``, single sentences as ``[CLS] a [SEP]`` and pairs as
+``[CLS] a [SEP] b [SEP]`` with segment ids 0 then 1, truncation longest-first to
+``max_length``.
+
+``tokenizers`` is an optional dependency (``pip install meanfield[nlp]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_int
+
+__all__ = ["SPECIAL_TOKENS", "PAD_ID", "TextTokenizer", "EncodedBatch"]
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+PAD_ID = 0
+
+
+def _tokenizers():
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "meanfield.attention.tokenizer needs the 'tokenizers' package: "
+            "pip install tokenizers (or pip install meanfield[nlp])"
+        ) from err
+    import tokenizers
+
+    return tokenizers
+
+
+class EncodedBatch(dict):
+    """Token ids as arrays: ``input_ids``, ``segment_ids`` (int64, shape (n, max_length)),
+    ``padding_mask`` (bool, True = padding) and ``lengths`` (int64, shape (n,))."""
+
+
+class TextTokenizer:
+    """WordPiece tokenizer: train on texts, encode single sentences or pairs.
+
+    Use :meth:`train` or :meth:`load` to build one.
+    """
+
+    def __init__(self, tokenizer):
+        self._tok = tokenizer
+
+    @classmethod
+    def train(
+        cls, texts: Sequence[str], vocab_size: int = 8000, min_frequency: int = 2
+    ) -> TextTokenizer:
+        """Learn a WordPiece vocabulary from ``texts``.
+
+        Parameters
+        ----------
+        texts : sequence of str
+            Training-split texts (for pairs, both sides).
+        vocab_size : int
+            Upper bound on the vocabulary size (>= 10, special tokens included).
+        min_frequency : int
+            Minimum count of a merged piece (>= 1).
+        """
+        vocab_size = check_int("vocab_size", vocab_size, minimum=10)
+        min_frequency = check_int("min_frequency", min_frequency, minimum=1)
+        if len(texts) == 0:
+            raise ValueError("texts is empty; the tokenizer needs training texts")
+        tk = _tokenizers()
+        from tokenizers import models, normalizers, pre_tokenizers, processors, trainers
+
+        tok = tk.Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=True, lowercase=True
+        )
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=list(SPECIAL_TOKENS),
+            show_progress=False,
+        )
+        tok.train_from_iterator(list(texts), trainer=trainer)
+        cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]",
+            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+        )
+        assert tok.token_to_id("[PAD]") == PAD_ID
+        return cls(tok)
+
+    @classmethod
+    def load(cls, path) -> TextTokenizer:
+        """Load a tokenizer saved by :meth:`save` (a ``tokenizers`` JSON file)."""
+        tk = _tokenizers()
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"tokenizer file not found: {path}")
+        return cls(tk.Tokenizer.from_file(str(path)))
+
+    def save(self, path) -> None:
+        """Write the tokenizer as JSON to ``path``."""
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._tok.save(str(path))
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size()
+
+    def encode(
+        self, text_a: Sequence[str], text_b: Sequence[str] | None = None, max_length: int = 64
+    ) -> EncodedBatch:
+        """Encode sentences (or sentence pairs) to fixed-width id arrays.
+
+        Parameters
+        ----------
+        text_a : sequence of str, length n
+        text_b : sequence of str of length n, optional
+            Second sentences of pairs.
+        max_length : int
+            Width of the arrays, special tokens included (>= 3 for single, >= 5 for pairs).
+
+        Returns
+        -------
+        EncodedBatch
+            ``input_ids``, ``segment_ids`` of shape (n, max_length); ``padding_mask`` (True =
+            padding) and ``lengths`` (n,).
+        """
+        minimum = 5 if text_b is not None else 3
+        max_length = check_int("max_length", max_length, minimum=minimum)
+        if text_b is not None and len(text_b) != len(text_a):
+            raise ValueError(f"text_b must have length {len(text_a)}, got {len(text_b)}")
+        self._tok.enable_truncation(max_length=max_length, strategy="longest_first")
+        self._tok.no_padding()
+        if text_b is None:
+            encs = self._tok.encode_batch(list(text_a))
+        else:
+            encs = self._tok.encode_batch(list(zip(text_a, text_b, strict=True)))
+        n = len(encs)
+        ids = np.full((n, max_length), PAD_ID, dtype=np.int64)
+        seg = np.zeros((n, max_length), dtype=np.int64)
+        lengths = np.zeros(n, dtype=np.int64)
+        for i, e in enumerate(encs):
+            k = len(e.ids)
+            ids[i, :k] = e.ids
+            seg[i, :k] = e.type_ids
+            lengths[i] = k
+        mask = np.arange(max_length)[None, :] >= lengths[:, None]
+        return EncodedBatch(input_ids=ids, segment_ids=seg, padding_mask=mask, lengths=lengths)

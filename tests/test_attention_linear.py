@@ -1,0 +1,273 @@
+"""Linear attention and KernelAttention (meanfield.attention.linear)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from meanfield.attention.features import FEATURE_KINDS, make_feature_map
+from meanfield.attention.linear import (
+    ATTENTION_KINDS,
+    KernelAttention,
+    kernel_attention,
+    linear_attention,
+    softmax_attention,
+)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # these tensors are tiny: a second thread only adds synchronisation, which on the shared
+    # 2-core machine (and under load) costs more than it saves
+    torch.set_num_threads(1)
+    yield
+
+
+def _direct(q, k, v, fm, mask=None, causal=False):
+    """O(L^2) reference from the *unshifted* kernel phi(q).phi(k), float64, no epsilon."""
+    A = torch.einsum("blhm,bshm->bhls", fm.raw_features(q), fm.raw_features(k))
+    if mask is not None:
+        A = A.masked_fill(mask[:, None, None, :], 0.0)
+    if causal:
+        A = A * torch.ones(A.shape[-2:], dtype=A.dtype).tril()
+    return torch.einsum("bhls,bshd->blhd", A, v) / A.sum(-1).transpose(1, 2)[..., None]
+
+
+def _qkv(b, L, h, d, dv, seed, scale=1.0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, L, h, d, generator=g, dtype=dtype) * scale
+    k = torch.randn(b, L, h, d, generator=g, dtype=dtype) * scale
+    v = torch.randn(b, L, h, dv, generator=g, dtype=dtype)
+    return q, k, v
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_matches_direct_quadratic(kind, causal):
+    q, k, v = _qkv(2, 23, 2, 8, 5, seed=0)
+    mask = torch.zeros(2, 23, dtype=torch.bool)
+    mask[1, 17:] = True  # right padding in the second sequence
+    fm = make_feature_map(kind, 8, 24, seed=3)
+    ref = _direct(q, k, v, fm, mask, causal)
+    for chunk in (1, 5, 64):
+        out = kernel_attention(
+            q, k, v, fm, key_padding_mask=mask, causal=causal, eps=0.0, chunk_size=chunk
+        )
+        assert torch.allclose(out, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_causal_agrees_with_bidirectional_at_last_position():
+    q, k, v = _qkv(1, 16, 1, 8, 3, seed=1)
+    fm = make_feature_map("porf", 8, 16, seed=0)
+    bi = kernel_attention(q, k, v, fm, causal=False, eps=0.0)
+    ca = kernel_attention(q, k, v, fm, causal=True, eps=0.0)
+    assert torch.allclose(bi[:, -1], ca[:, -1], rtol=1e-10)
+
+
+def test_many_features_approach_softmax_attention():
+    """Positive-feature attention converges to softmax(QK^T/sqrt(d)) V as m grows.
+
+    The kernel estimate has Monte Carlo error O(m^(-1/2)), so the log-log slope of the output
+    error against m = 64 ... 4096 (averaged over 3 draws) must be about -1/2 (accepted:
+    [-0.7, -0.3]), and at m = 16384 the error must be small. Here |q~ + k~|^2 <= 2.5, so one
+    feature's relative sd is at most sqrt(e^2.5 - 1) = 3.3 and at m = 16384 the kernel's
+    relative sd is <= 0.026; the output error is a weighted mean of such errors times
+    |v| <= 3, so we require < 0.05.
+    """
+    q, k, v = _qkv(1, 20, 1, 16, 4, seed=2)
+    q = 1.5 * q / q.norm(dim=-1, keepdim=True)  # |q~| = |k~| = 0.75, so |q~ + k~|^2 <= 2.25
+    k = 1.5 * k / k.norm(dim=-1, keepdim=True)
+    v = v.clamp(-3, 3)
+    qs, ks = q / 2.0, k / 2.0  # d^(1/4) = 2
+    z2 = ((qs[0, :, 0, None] + ks[0, None, :, 0]) ** 2).sum(-1)
+    assert z2.max() <= 2.5 and v.abs().max() <= 3
+    ref = softmax_attention(q, k, v)
+    ms = [64, 256, 1024, 4096]
+    for kind in ("favor", "porf"):
+        errs = []
+        for m in ms:
+            e = [
+                (kernel_attention(q, k, v, make_feature_map(kind, 16, m, seed=s), eps=0.0) - ref)
+                .abs()
+                .mean()
+                .item()
+                for s in range(3)
+            ]
+            errs.append(sum(e) / 3)
+        slope = np.polyfit(np.log(ms), np.log(errs), 1)[0]
+        assert -0.7 <= slope <= -0.3, (kind, errs, slope)
+        fm = make_feature_map(kind, 16, 16384, seed=0)
+        assert (kernel_attention(q, k, v, fm, eps=0.0) - ref).abs().max() < 0.05
+
+
+@pytest.mark.parametrize("feature", ATTENTION_KINDS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_padding_does_not_change_real_tokens(feature, causal):
+    torch.manual_seed(0)
+    attn = KernelAttention(16, 2, feature=feature, n_features=16, seed=1).eval()
+    x = torch.randn(1, 7, 16)
+    garbage = torch.randn(1, 5, 16) * 1e4  # padded positions hold huge values
+    xp = torch.cat([x, garbage], dim=1)
+    mask = torch.zeros(1, 12, dtype=torch.bool)
+    mask[0, 7:] = True
+    with torch.no_grad():
+        out, _ = attn(x, x, x, is_causal=causal)
+        outp, _ = attn(xp, xp, xp, key_padding_mask=mask, is_causal=causal)
+    assert torch.isfinite(outp).all()
+    assert torch.allclose(out, outp[:, :7], rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_mode_equals_multiheadattention():
+    torch.manual_seed(0)
+    E, H = 16, 4
+    mha = nn.MultiheadAttention(E, H, batch_first=True).eval()
+    ka = KernelAttention(E, H, feature="softmax").eval()
+    wq, wk, wv = mha.in_proj_weight.chunk(3)
+    bq, bk, bv = mha.in_proj_bias.chunk(3)
+    with torch.no_grad():
+        for lin, w, b in ((ka.q_proj, wq, bq), (ka.k_proj, wk, bk), (ka.v_proj, wv, bv)):
+            lin.weight.copy_(w)
+            lin.bias.copy_(b)
+        ka.out_proj.weight.copy_(mha.out_proj.weight)
+        ka.out_proj.bias.copy_(mha.out_proj.bias)
+    q, kv = torch.randn(2, 5, E), torch.randn(2, 9, E)
+    mask = torch.zeros(2, 9, dtype=torch.bool)
+    mask[0, 6:] = True
+    with torch.no_grad():
+        o1, w1 = mha(q, kv, kv, key_padding_mask=mask, need_weights=True)
+        o2, w2 = ka(q, kv, kv, key_padding_mask=mask, need_weights=True)
+        fmask = torch.zeros(2, 9).masked_fill(mask, float("-inf"))
+        o3, _ = ka(q, kv, kv, key_padding_mask=fmask)
+    assert torch.allclose(o1, o2, atol=1e-6)
+    assert torch.allclose(w1, w2, atol=1e-6)
+    assert torch.allclose(o1, o3, atol=1e-6)
+
+
+@pytest.mark.parametrize("feature", FEATURE_KINDS)
+def test_explicit_weights_reproduce_the_output(feature):
+    torch.manual_seed(1)
+    attn = KernelAttention(12, 3, feature=feature, n_features=8).eval()
+    x = torch.randn(2, 6, 12)
+    mask = torch.zeros(2, 6, dtype=torch.bool)
+    mask[1, 4:] = True
+    for causal in (False, True):
+        with torch.no_grad():
+            out, w = attn(
+                x,
+                x,
+                x,
+                key_padding_mask=mask,
+                need_weights=True,
+                average_attn_weights=False,
+                is_causal=causal,
+            )
+            v = attn._split(attn.v_proj(x))  # (b, S, h, d)
+            rebuilt = attn.out_proj(torch.einsum("bhls,bshd->blhd", w, v).reshape(2, 6, 12))
+        assert w.shape == (2, 3, 6, 6)
+        assert torch.allclose(w.sum(-1), torch.ones(2, 3, 6), atol=1e-5)
+        assert torch.all(w[1, :, :, 4:] == 0)
+        if causal:
+            assert torch.all(w.triu(1) == 0)
+        assert torch.allclose(out, rebuilt, atol=1e-5)
+
+
+def test_tie_qk_shares_the_projection():
+    torch.manual_seed(0)
+    tied = KernelAttention(16, 2, feature="favor", tie_qk=True)
+    free = KernelAttention(16, 2, feature="favor")
+    assert tied.k_proj is None
+    n_tied = sum(p.numel() for p in tied.parameters())
+    n_free = sum(p.numel() for p in free.parameters())
+    assert n_free - n_tied == 16 * 16 + 16
+    x = torch.randn(2, 5, 16)
+    assert torch.equal(tied.project_keys(x), tied.project_queries(x))
+    # with Q = K the unnormalised self-attention kernel is symmetric
+    fm = tied.feature_map
+    phi = fm.raw_features(tied.project_queries(x).double())
+    A = torch.einsum("blhm,bshm->bhls", phi, phi)
+    assert torch.allclose(A, A.transpose(-1, -2))
+
+
+def test_causal_module_ignores_future_inputs():
+    torch.manual_seed(0)
+    attn = KernelAttention(16, 2, feature="favor").eval()
+    x = torch.randn(1, 10, 16)
+    y = x.clone()
+    y[:, 6:] = torch.randn(1, 4, 16) * 50
+    with torch.no_grad():
+        a, _ = attn(x, x, x, is_causal=True)
+        b, _ = attn(y, y, y, is_causal=True)
+    assert torch.allclose(a[:, :6], b[:, :6], atol=1e-6)
+
+
+def test_autocast_bf16_module_is_finite_and_close():
+    torch.manual_seed(0)
+    attn = KernelAttention(32, 2, feature="favor", n_features=32).eval()
+    x = torch.randn(2, 20, 32) * 10
+    with torch.no_grad():
+        ref, _ = attn(x, x, x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out, _ = attn(x, x, x)
+    assert torch.isfinite(out).all()
+    # bf16 projections: relative error about 2^-8 per operation
+    assert (out.float() - ref).abs().max() < 0.05 * ref.abs().max() + 0.05
+
+
+def test_redraw_only_in_training_and_never_for_learned():
+    attn = KernelAttention(8, 2, feature="favor", n_features=4, redraw_every=2, seed=3)
+    x = torch.randn(1, 3, 8)
+    w0 = attn.feature_map.omega.clone()
+    attn.eval()
+    for _ in range(5):
+        attn(x, x, x)
+    assert torch.equal(attn.feature_map.omega, w0)
+    attn.train()
+    attn(x, x, x)
+    attn(x, x, x)
+    assert torch.equal(attn.feature_map.omega, w0)
+    attn(x, x, x)  # third call: redraw
+    assert not torch.equal(attn.feature_map.omega, w0)
+    attn.feature_map.set_omega(w0)
+    for _ in range(5):
+        attn(x, x, x)
+    assert torch.equal(attn.feature_map.omega, w0)
+
+
+def test_bad_arguments_raise_clear_errors():
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        KernelAttention(10, 3)
+    with pytest.raises(ValueError, match="unknown feature"):
+        KernelAttention(8, 2, feature="cosine")
+    with pytest.raises(ValueError, match="batch_first=True"):
+        KernelAttention(8, 2, batch_first=False)
+    with pytest.raises(ValueError, match="dropout"):
+        KernelAttention(8, 2, dropout=1.5)
+    with pytest.raises(ValueError, match="eps"):
+        KernelAttention(8, 2, eps=-1.0)
+    with pytest.raises(ValueError, match="tie_qk needs kdim"):
+        KernelAttention(8, 2, tie_qk=True, kdim=4)
+    attn = KernelAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError, match="attn_mask only as the causal mask"):
+        attn(x, x, x, attn_mask=torch.zeros(5, 5))
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(batch, length\)"):
+        attn(x, x, x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="only 0 .attend. and -inf"):
+        attn(x, x, x, key_padding_mask=torch.full((2, 5), 0.5))
+    with pytest.raises(ValueError, match="3-d tensor"):
+        attn(x[0], x[0], x[0])
+    with pytest.raises(ValueError, match="equal query and key lengths"):
+        attn(x, x[:, :3], x[:, :3], is_causal=True)
+    q, k, v = _qkv(1, 4, 1, 4, 2, seed=0)
+    with pytest.raises(ValueError, match="eps"):
+        linear_attention(q, k, v, eps=-1)
+    with pytest.raises(ValueError, match="chunk_size"):
+        linear_attention(q, k, v, chunk_size=0)
+
+
+def test_softmax_attention_scale_is_one_over_sqrt_d():
+    q, k, v = _qkv(1, 5, 1, 9, 2, seed=4)
+    w = torch.softmax(q[0, :, 0] @ k[0, :, 0].T / math.sqrt(9), dim=-1)
+    assert torch.allclose(softmax_attention(q, k, v)[0, :, 0], w @ v[0, :, 0])
