@@ -158,7 +158,141 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_config_flags(sim)
     sim.set_defaults(func=cmd_simulate)
+
+    cmp = sub.add_parser(
+        "compare",
+        help="particles and the McKean-Vlasov grid density side by side (the main job)",
+        description="Evolve N particles (projected Langevin) and the grid density "
+        "(finite-volume McKean-Vlasov) from the same initial law under the same energy and "
+        "beta, on the embedded default problem: positive random features on Sinha-Duchi "
+        "radial two-class data, V = |w|^2/2 + linear alignment + Coulomb repulsion. Writes "
+        "comparison.nc (both views and W1/W2, free energies, mass over time) and "
+        "comparison.png.",
+    )
+    cmp.add_argument("--out", default="runs/compare", help="output folder [default: runs/compare]")
+    cmp.add_argument("--dim", type=int, default=1, help="particle dimension p: 1 or 2")
+    for name, typ, text in (
+        ("n_particles", int, "number of particles N"),
+        ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
+        ("t_final", float, "final time > 0"),
+        ("eta", float, "particle step size eta > 0"),
+        ("grid_n", int, "grid cells per axis"),
+        ("lam", float, "Coulomb interaction strength lambda >= 0"),
+        ("n_data", int, "number of data points"),
+        ("seed", int, "seed of the particle sample and noise"),
+    ):
+        cmp.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            type=typ,
+            default=None,
+            help=f"{text} [default: the problem's]",
+        )
+    cmp.set_defaults(func=cmd_compare)
+
+    fig = sub.add_parser(
+        "figures",
+        help="regenerate the theory figures (PNG, PDF + netCDF)",
+        description="Recompute and draw every theory figure into --out, each "
+        "next to a netCDF record of its numbers and parameters.",
+    )
+    fig.add_argument("--out", default="figures", help="output folder [default: figures]")
+    fig.add_argument("--size", default="full", help="full (committed figures) or small (quick)")
+    fig.add_argument("--only", nargs="*", help="names of the figures to make (default: all)")
+    fig.add_argument("--seed", type=int, default=0)
+    fig.set_defaults(func=cmd_figures)
+
+    st = sub.add_parser(
+        "study",
+        help="limit studies as resumable dask sweeps",
+        description="N -> infinity study on a closed-form case of THEORY 5: "
+        "particles relaxed at each (N, seed), W1/W2 to the exact "
+        "equilibrium law, and the fitted rate in N with a "
+        "bootstrap confidence interval over seeds. Finished runs "
+        "are written as they finish; rerunning resumes.",
+    )
+    st.add_argument("kind", choices=["equilibrium"], help="the study to run")
+    st.add_argument("--case", default="uniform", help="semicircle, uniform or disk")
+    st.add_argument(
+        "--n", type=int, nargs="+", default=[16, 32, 64, 128], help="particle numbers N"
+    )
+    st.add_argument("--beta", type=float, default=4.0, help="inverse temperature")
+    st.add_argument("--regime", default="coulomb-gas", help="mean-field or coulomb-gas")
+    st.add_argument("--seeds", type=int, default=8, help="number of seeds per N")
+    st.add_argument("--t-end", type=float, default=6.0, help="Langevin time per run")
+    st.add_argument("--out", default="runs/study", help="output folder")
+    st.add_argument(
+        "--scheduler",
+        default="local",
+        help="'local' (LocalCluster, one worker per core), 'threads', or the "
+        "address of a dask scheduler (tcp://host:8786)",
+    )
+    st.add_argument("--workers", type=int, default=None, help="local workers")
+    st.set_defaults(func=cmd_study)
     return parser
+
+
+def cmd_compare(args) -> int:
+    from .compare import run_default_comparison
+
+    keys = ("n_particles", "beta", "t_final", "eta", "grid_n", "lam", "n_data", "seed")
+    overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    t0 = time.perf_counter()
+    ds = run_default_comparison(args.out, dim=args.dim, **overrides)
+    print(summarise_comparison(ds))
+    print(f"  wall time              {time.perf_counter() - t0:.2f} s")
+    print(f"wrote {ds.attrs['dataset_path']} and {ds.attrs['figure_path']}")
+    return 0
+
+
+def summarise_comparison(ds) -> str:
+    """Summary of a side-by-side run: each diagnostic at the first and the last time."""
+    a = ds.attrs
+    lines = [f"meanfield {a['meanfield_version']}: particles vs McKean-Vlasov grid"]
+    t_end = float(ds["time"][-1])
+    for k in ds.data_vars:
+        if ds[k].dims == ("time",):
+            v = ds[k].values
+            lines.append(f"  {k:<26s} t=0: {v[0]:+.5g}   t={t_end:g}: {v[-1]:+.5g}")
+    return "\n".join(lines)
+
+
+def cmd_figures(args) -> int:
+    from .figures import make_figures
+
+    make_figures(args.out, size=args.size, only=args.only, seed=args.seed)
+    return 0
+
+
+def cmd_study(args) -> int:
+    from .studies.limits import fit_power_law, particle_equilibrium_run
+    from .sweeps import run_sweep
+
+    grid = {"N": list(args.n), "seed": list(range(check_int("seeds", args.seeds)))}
+    fixed = {"beta": args.beta, "case": args.case, "regime": args.regime, "t_end": args.t_end}
+    particle_equilibrium_run(2, **{**fixed, "t_end": 1e-3}, seed=0)  # validate before work
+    ds = run_sweep(
+        particle_equilibrium_run,
+        grid,
+        args.out,
+        fixed=fixed,
+        scheduler=args.scheduler,
+        n_workers=args.workers,
+    )
+    print(f"{args.case}, {args.regime}, beta={args.beta:g}:  N -> W1, W2 (mean over seeds)")
+    for N in ds["N"].values:
+        sel = ds.sel(N=N)
+        print(
+            f"  N={int(N):>6d}  W1={float(sel['w1'].mean()):.4g}  W2={float(sel['w2'].mean()):.4g}"
+        )
+    for k in ("w1", "w2"):
+        fit = fit_power_law(ds["N"].values, ds[k].isel(replica=0).values)
+        print(
+            f"  {k.upper()} ~ N^{fit['slope']:.3f}  (95% bootstrap CI "
+            f"[{fit['ci_low']:.3f}, {fit['ci_high']:.3f}])"
+        )
+    print(f"wrote {args.out}/sweep.nc")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

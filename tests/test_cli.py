@@ -88,3 +88,34 @@ def test_help_runs(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])
     assert "inverse temperature" in capsys.readouterr().out
+
+
+def test_compare_main_job(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    assert (
+        main(
+            [
+                "compare",
+                "--out",
+                str(out),
+                "--n-particles",
+                "100",
+                "--t-final",
+                "0.2",
+                "--grid-n",
+                "64",
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "w2" in text and "free_energy_grid" in text
+    ds = load_dataset(out / "comparison.nc")
+    assert (out / "comparison.png").exists()
+    assert "w2" in ds and ds.attrs["meanfield_version"]
+    assert np.all(np.diff(ds["free_energy_grid"].values) <= 1e-12)
+
+
+def test_compare_bad_input(capsys, tmp_path):
+    assert main(["compare", "--out", str(tmp_path), "--beta", "-1"]) == 2
+    assert "beta" in capsys.readouterr().err

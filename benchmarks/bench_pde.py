@@ -1,0 +1,403 @@
+"""Speed of the McKean–Vlasov grid solver and of the particle-vs-grid distances.
+
+Three measurements, printed side by side as medians over repeats:
+
+1. grid steps per second for p = 1 (M = 256 … 4096 cells) and p = 2 (64² … 512²), with and
+   without the nonlocal (FFT, log-kernel) term, and the fitted exponent b of
+   time per step ∝ (M log M)^b (b ≈ 1 expected once the fixed per-step overhead is amortised);
+2. the Ornstein–Uhlenbeck Fokker–Planck problem solved by py-pde (a benchmark-only
+   dependency: ``pip install py-pde``) and by meanfield to the same L1 accuracy at t = 1,
+   with the time ratio; meanfield also keeps ρ ≥ 0 and the free-energy decay;
+3. W2 between N particles and a 2D grid density: exact ``ot.emd2`` (time and peak memory, each
+   case in a fresh subprocess) and sliced W2, including N = 10⁴ on a 128² grid; this
+   measurement sets ``meanfield.diagnostics.EXACT_MAX_PAIRS``.
+
+Run: ``python benchmarks/bench_pde.py`` (about 8 minutes on 2 cores, 4 of them the exact
+N = 10⁴ transport); ``--quick`` for a smaller version, ``--skip-pypde`` without py-pde,
+``--sections 1,2`` for a subset, ``--rate`` to add the W2-vs-N study.
+
+Grids of ≥ 65536 cells run 3–5× faster per step when glibc keeps freed temporaries instead of
+returning them to the system (every fresh 0.5 MB temporary otherwise costs page faults):
+``MALLOC_MMAP_THRESHOLD_=1000000000 MALLOC_TRIM_THRESHOLD_=1000000000 python benchmarks/...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+from meanfield.domains import Box
+from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+from meanfield.kernels import Riesz
+from meanfield.pde import Density, Grid, McKeanVlasov
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+# ------------------------------------------------------------------------------------------
+# 1. steps per second
+# ------------------------------------------------------------------------------------------
+def step_rate(dim: int, n: int, nonlocal_term: bool, scheme: str, steps: int, repeats: int):
+    """Median seconds per explicit step (potential + fluxes + CFL + update)."""
+    dom = Box(dim, 2.0)
+    terms = [QuadraticPotential(1.0)]
+    if nonlocal_term:
+        terms.append(PairInteraction(Riesz(0.0), 0.5))
+    g = Grid(dom, n)
+    t0 = time.perf_counter()
+    eq = McKeanVlasov(Energy(terms, dom), g, 10.0, scheme=scheme)
+    setup = time.perf_counter() - t0
+    rho0 = Density.gaussian(g, 0.0, 0.5).data
+    ge, sch = eq.grid_energy, eq.scheme
+
+    def run():
+        rho = rho0
+        for _ in range(steps):
+            U = ge.potential(rho)
+            out, inn, dt = sch.prepare(rho, U, g, eq.beta, ge.pair_stiffness * rho.max())
+            dt *= 0.5
+            rho = sch.advance(rho, U, g, eq.beta, dt, out, inn)
+
+    run()  # warm-up (allocations, FFT plans)
+    per_step = _median_time(run, repeats) / steps
+    return {
+        "dim": dim,
+        "n": n,
+        "M": g.size,
+        "nonlocal": nonlocal_term,
+        "scheme": scheme,
+        "s_per_step": per_step,
+        "steps_per_s": 1.0 / per_step,
+        "setup_s": setup,
+    }
+
+
+def fit_mlogm(rows):
+    """Exponent b in time ∝ (M log M)^b over the rows (least squares in log–log)."""
+    M = np.array([r["M"] for r in rows], dtype=float)
+    t = np.array([r["s_per_step"] for r in rows])
+    return float(np.polyfit(np.log(M * np.log(M)), np.log(t), 1)[0])
+
+
+# ------------------------------------------------------------------------------------------
+# 2. OU: py-pde vs meanfield at equal accuracy
+# ------------------------------------------------------------------------------------------
+OU = {"L": 5.0, "beta": 1.0, "m0": 1.0, "s0": 0.5, "T": 1.0}
+
+
+def _ou_exact_point(x, t):
+    m = OU["m0"] * math.exp(-t)
+    v = 1 / OU["beta"] + (OU["s0"] ** 2 - 1 / OU["beta"]) * math.exp(-2 * t)
+    return np.exp(-((x - m) ** 2) / (2 * v)) / math.sqrt(2 * math.pi * v), m, v
+
+
+def _call_and_marginal(solve_to, repeats):
+    """Median wall time of a solve to T, and of the same solve to T/1000 (fixed costs)."""
+    full = _median_time(lambda: solve_to(OU["T"]), repeats)
+    tiny = _median_time(lambda: solve_to(OU["T"] / 1000), repeats)
+    return full, max(full - tiny, 0.0)
+
+
+def ou_meanfield(n: int, scheme: str, repeats: int):
+    dom = Box(1, OU["L"])
+    g = Grid(dom, n)
+    eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], dom), g, OU["beta"], scheme=scheme)
+    rho0 = Density.gaussian(g, OU["m0"], OU["s0"])
+    box = {}
+
+    def solve_to(T):
+        # 0.9 of the positivity bound, as py-pde runs at 0.9 of its stability bound
+        box["res"] = eq.solve(rho0, T, safety=0.9)
+
+    solve_to(OU["T"])
+    res = box["res"]
+    _, m, v = _ou_exact_point(0.0, OU["T"])
+    exact = Density.gaussian(g, m, math.sqrt(v), normalise=False).data
+    err = float(np.abs(res.state.data - exact).sum() * g.h[0])
+    full, marginal = _call_and_marginal(solve_to, repeats)
+    return {
+        "solver": f"meanfield {scheme}",
+        "n": n,
+        "L1": err,
+        "s": full,
+        "s_step": marginal,
+        "steps": res.n_steps,
+        "min_rho": float(res.state.data.min()),
+    }
+
+
+def ou_pypde(n: int, repeats: int, long: float = 200.0):
+    """py-pde, explicit Euler (numba backend) at 0.45 × its stability limit h²β/2."""
+    import warnings
+
+    import pde
+
+    L = OU["L"]
+    h = 2 * L / n
+    grid = pde.CartesianGrid([[-L, L]], [n])
+    x = grid.axes_coords[0]
+    c0 = np.exp(-((x - OU["m0"]) ** 2) / (2 * OU["s0"] ** 2))
+    state = pde.ScalarField(grid, c0 / (c0.sum() * h))
+    # ∂_t c = β⁻¹ c'' + (x c)' with zero-derivative walls (the tails are < 1e-20 there)
+    eq = pde.PDE({"c": f"{1 / OU['beta']} * laplace(c) + c + x * d_dx(c)"}, bc={"derivative": 0})
+    box = {}
+
+    def solve_to(T):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            box["res"] = eq.solve(
+                state, t_range=T, tracker=None, solver="explicit", dt=0.9 * h * h * OU["beta"] / 2
+            )
+
+    solve_to(OU["T"])  # numba compilation
+    exact, _, _ = _ou_exact_point(x, OU["T"])
+    data = box["res"].data
+    err = float(np.abs(data - exact).sum() * h)
+    full = _median_time(lambda: solve_to(OU["T"]), repeats)
+    # py-pde pays ~2 s of set-up per solve call, which hides the stepping cost of one time
+    # unit: measure the stepping over ``long`` time units and divide
+    tiny = _median_time(lambda: solve_to(OU["T"] / 1000), repeats)
+    marginal = max(_median_time(lambda: solve_to(long * OU["T"]), 1) - tiny, 0.0) / long
+    return {
+        "solver": "py-pde euler",
+        "n": n,
+        "L1": err,
+        "s": full,
+        "s_step": marginal,
+        "steps": int(round(OU["T"] / (0.45 * h * h))),
+        "min_rho": float(data.min()),
+    }
+
+
+def at_accuracy(rows, target, key="s"):
+    """The fastest row (by ``key``) whose L1 error is ≤ target (None if none reaches it)."""
+    ok = [r for r in rows if r["L1"] <= target]
+    return min(ok, key=lambda r: r[key]) if ok else None
+
+
+# ------------------------------------------------------------------------------------------
+# 3. W2 particles vs 2D grid
+# ------------------------------------------------------------------------------------------
+_W2_CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+from meanfield.domains import Box
+from meanfield.pde import Density, Grid
+from meanfield.diagnostics import wasserstein_particles_grid
+N, n, method = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+g = Grid(Box(2, 3.0), n)
+rho = Density.gaussian(g, 0.0, 0.8)
+x = np.random.default_rng(0).normal(scale=0.8, size=(N, 2)).clip(-3, 3)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+w = wasserstein_particles_grid(x, rho, method=method, n_projections=200)
+dt = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"N": N, "grid": n, "method": method, "w2": w, "s": dt,
+                  "peak_MB": peak / 1024, "delta_MB": (peak - base) / 1024}))
+"""
+
+
+def w2_case(N: int, n: int, method: str, timeout: float):
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _W2_CHILD, str(N), str(n), method],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
+    except subprocess.TimeoutExpired:
+        return {
+            "N": N,
+            "grid": n,
+            "method": method,
+            "w2": math.nan,
+            "s": math.inf,
+            "peak_MB": math.nan,
+            "delta_MB": math.nan,
+            "note": f"> {timeout:.0f} s",
+        }
+    if out.returncode != 0:
+        return {
+            "N": N,
+            "grid": n,
+            "method": method,
+            "w2": math.nan,
+            "s": math.nan,
+            "peak_MB": math.nan,
+            "delta_MB": math.nan,
+            "note": out.stderr.strip().splitlines()[-1][:60],
+        }
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------------------
+def section_steps(quick: bool, rep: int) -> None:
+    print("\n== 1. grid steps per second (explicit upwind, order 2; median of", rep, "runs) ==")
+    sizes = {1: [256, 512, 1024, 2048, 4096, 16384, 65536], 2: [64, 128, 256, 512]}
+    if quick:
+        sizes = {1: [256, 1024, 4096], 2: [64, 128, 256]}
+    print(
+        f"{'p':>2} {'cells':>9} {'M':>8} | {'local steps/s':>13} | {'+FFT steps/s':>12} "
+        f"{'ratio':>6} | {'us/(M log M)':>12} | {'setup s':>7}"
+    )
+    fits = {}
+    for dim, ns in sizes.items():
+        rows_nl = []
+        for n in ns:
+            M = n**dim
+            steps = max(3, min(200, int(2e6 / (M * math.log(M)))))
+            loc = step_rate(dim, n, False, "upwind", steps, rep)
+            nl = step_rate(dim, n, True, "upwind", steps, rep)
+            rows_nl.append(nl)
+            cells = str(n) if dim == 1 else f"{n}^2"
+            norm = nl["s_per_step"] / (M * math.log(M)) * 1e6
+            print(
+                f"{dim:>2} {cells:>9} {M:>8} | {loc['steps_per_s']:>13.1f} | "
+                f"{nl['steps_per_s']:>12.1f} {loc['steps_per_s'] / nl['steps_per_s']:>6.2f} | "
+                f"{norm:>12.4f} | {nl['setup_s']:>7.2f}"
+            )
+        fits[dim] = (fit_mlogm(rows_nl), fit_mlogm(rows_nl[-3:]))
+    for dim, (b, b_top) in fits.items():
+        print(
+            f"p={dim}: time per step with the FFT term ∝ (M log M)^b: b = {b:.2f} over all "
+            f"sizes, b = {b_top:.2f} over the three largest"
+        )
+
+
+def section_ou(quick: bool, rep: int) -> None:
+    print("\n== 2. OU Fokker-Planck to t = 1 on [-5, 5]: equal L1 accuracy ==")
+    rows = []
+    for n in [64, 128, 256] if quick else [48, 64, 96, 128, 192, 256, 384]:
+        for scheme in ("upwind", "sg", "sg-implicit"):
+            rows.append(ou_meanfield(n, scheme, rep))
+        rows.append(ou_pypde(n, 3))
+    print("time s: one solve call (median); stepping s: minus the same call to T/1000")
+    print(
+        f"{'solver':<22} {'n':>5} {'L1 error':>10} {'time s':>9} {'stepping s':>11} {'min rho':>10}"
+    )
+    for r in sorted(rows, key=lambda r: (r["solver"], r["n"])):
+        print(
+            f"{r['solver']:<22} {r['n']:>5} {r['L1']:>10.2e} {r['s']:>9.4f} "
+            f"{r['s_step']:>11.4f} {r['min_rho']:>10.2e}"
+        )
+    mf = [r for r in rows if r["solver"].startswith("meanfield")]
+    pp = [r for r in rows if r["solver"].startswith("py-pde")]
+    print(
+        f"\n{'target L1':>9} | {'meanfield fastest (call)':>32} | {'py-pde (call)':>16} | "
+        f"{'ratio call':>10} | {'ratio stepping':>14}"
+    )
+    for target in (3e-3, 1e-3, 3e-4, 1e-4):
+        a, b = at_accuracy(mf, target), at_accuracy(pp, target)
+        a2, b2 = at_accuracy(mf, target, "s_step"), at_accuracy(pp, target, "s_step")
+        fa = f"{a['solver']} n={a['n']} {a['s']:.4f}s" if a else "not reached"
+        fb = f"n={b['n']} {b['s']:.3f}s" if b else "not reached"
+        r1 = f"{b['s'] / a['s']:.1f}" if a and b else "-"
+        r2 = f"{b2['s_step'] / max(a2['s_step'], 1e-6):.1f}" if a2 and b2 else "-"
+        print(f"{target:>9.0e} | {fa:>32} | {fb:>16} | {r1:>10} | {r2:>14}")
+
+
+def section_w2(quick: bool, emd_timeout: float) -> None:
+    print("\n== 3. W2 particles vs 2D grid density (fresh process per case) ==")
+    cases = [(1000, 32), (1000, 64), (2000, 64), (4000, 64)]
+    if quick:
+        cases = [(1000, 32), (1000, 64), (2000, 64)]
+    results = [w2_case(N, n, "exact", 600) for N, n in cases]
+    results.append(w2_case(10_000, 128, "sliced", 600))
+    if not quick:
+        results.append(w2_case(10_000, 128, "exact", emd_timeout))
+    print(
+        f"{'N':>6} {'grid':>6} {'N*M':>10} {'method':>7} {'W2':>9} {'time s':>9} "
+        f"{'peak MB':>9} {'+MB':>7} {'note':>10}"
+    )
+    for r in results:
+        nm = r["N"] * r["grid"] ** 2
+        print(
+            f"{r['N']:>6} {r['grid']:>4}^2 {nm:>10.2e} {r['method']:>7} {r['w2']:>9.4f} "
+            f"{r['s']:>9.2f} {r['peak_MB']:>9.0f} {r['delta_MB']:>7.0f} "
+            f"{r.get('note', ''):>10}"
+        )
+    ex = [r for r in results if r["method"] == "exact" and math.isfinite(r["s"])]
+    if len(ex) >= 2:
+        nm = np.array([r["N"] * r["grid"] ** 2 for r in ex], dtype=float)
+        s = np.array([r["s"] for r in ex])
+        b = np.polyfit(np.log(nm), np.log(s), 1)[0]
+        print(
+            f"exact emd time ∝ (N M)^{b:.2f}; predicted for N=1e4, 128² "
+            f"({1e4 * 128**2:.1e} pairs): {s[-1] * (1e4 * 128**2 / nm[-1]) ** b:.0f} s"
+        )
+
+
+def section_rate() -> None:
+    """The full W2-vs-N study (the small version is tests/test_compare.py)."""
+    from meanfield.compare import convergence_in_n, default_problem
+
+    print("\n== 4. W2(mu_N(t), rho_t) vs N at t = 0.2 (default 1D problem, 8 seeds) ==")
+    prob = default_problem(1, grid_n=256)
+    ns = [100, 200, 400, 800, 1600, 3200]
+    ds = convergence_in_n(
+        prob["energy"],
+        prob["initial"],
+        n_values=ns,
+        seeds=range(8),
+        beta=prob["beta"],
+        t_final=0.2,
+        eta=0.01,
+    )
+    for n, row in zip(ns, ds["w2"].values, strict=True):
+        print(f"N={n:>5}: W2 median {np.median(row):.4f}  (seeds: {np.round(row, 4)})")
+    a = ds.attrs
+    print(
+        f"rate: W2 ∝ N^{a['rate']:.3f}, 95% CI [{a['rate_ci_low']:.3f}, "
+        f"{a['rate_ci_high']:.3f}] over seeds; pooled fit {a['rate_pooled']:.3f}"
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    ap.add_argument("--skip-pypde", action="store_true")
+    ap.add_argument("--sections", default="1,2,3", help="measurements to run (default 1,2,3)")
+    ap.add_argument(
+        "--emd-timeout",
+        type=float,
+        default=300.0,
+        help="seconds allowed for the exact N=1e4, 128² emd (default 300)",
+    )
+    ap.add_argument(
+        "--rate",
+        action="store_true",
+        help="also run the W2-vs-N rate study (N = 100…3200, 8 seeds)",
+    )
+    args = ap.parse_args(argv)
+    rep = 3 if args.quick else 5
+    torch.set_num_threads(1)  # the particle runs of --rate: one thread on shared cores
+    sections = {int(x) for x in args.sections.split(",")}
+    if 1 in sections:
+        section_steps(args.quick, rep)
+    if 2 in sections and not args.skip_pypde:
+        section_ou(args.quick, rep)
+    if 3 in sections:
+        section_w2(args.quick, args.emd_timeout)
+    if args.rate:
+        section_rate()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Speed of the study machinery (issue: limit studies).
+
+1. dask sweep speed-up: the same 16-run N → ∞ sweep on a LocalCluster of 1 and of 2 workers
+   (medians of repeats, fresh output folder each time so nothing is resumed).
+2. The exact sampler: effective samples per second of MALA at N = 100 (p = 1 Coulomb gas of
+   THEORY §5, uniform case, mean-field regime β = 1), for the energy and for the linear
+   statistic L_N = ∫ω² dμ_N.  ESS from the integrated autocorrelation time with Sokal's
+   self-consistent window (c = 5), pooled over independent replicas.
+
+    python benchmarks/bench_studies.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+
+def integrated_autocorr_time(x: np.ndarray, c: float = 5.0) -> float:
+    """τ_int of a chain (time, replica) by FFT autocorrelation and Sokal's window."""
+    x = x - x.mean(0)
+    n = x.shape[0]
+    f = np.fft.rfft(x, n=2 * n, axis=0)
+    acf = np.fft.irfft(f * np.conj(f), axis=0)[:n].mean(1)
+    acf /= acf[0]
+    tau = 1.0
+    for m in range(1, n):
+        tau = 1 + 2 * acf[1 : m + 1].sum()
+        if m >= c * tau:
+            break
+    return float(tau)
+
+
+def bench_sweep():
+    from meanfield.studies.limits import particle_equilibrium_run
+    from meanfield.sweeps import run_sweep
+
+    grid = {"N": [32, 48, 64, 96], "seed": [0, 1, 2, 3]}
+    fixed = {"beta": 4.0, "case": "uniform", "t_end": 4.0}
+    out = {}
+    for workers in (1, 2):
+        times = []
+        for _ in range(2):
+            with tempfile.TemporaryDirectory() as d:
+                t0 = time.perf_counter()
+                run_sweep(particle_equilibrium_run, grid, d, fixed=fixed, scheduler="local",
+                          n_workers=workers, progress=False)
+                times.append(time.perf_counter() - t0)
+        out[workers] = statistics.median(times)
+        print(f"sweep of 16 runs, {workers} worker(s): median {out[workers]:.1f} s "
+              f"(runs {', '.join(f'{t:.1f}' for t in times)})", flush=True)
+    print(f"speed-up 2 workers / 1 worker: {out[1] / out[2]:.2f}x")
+
+
+def bench_sampler():
+    from meanfield.particles import simulate
+    from meanfield.studies.limits import closed_form_energy
+
+    torch.set_num_threads(1)
+    E = closed_form_energy("uniform")
+    N, R, steps = 100, 16, 3000
+    om0 = torch.linspace(-1, 1, N, dtype=torch.float64)[None, :, None].repeat(R, 1, 1)
+    for eta in (0.005, 0.01, 0.02):
+        t0 = time.perf_counter()
+        ds = simulate(E, om0, method="mala", eta=eta, beta=1.0, n_steps=steps, record_every=1,
+                      seed=0, regime="mean-field")
+        wall = time.perf_counter() - t0
+        keep = slice(steps // 3, None)
+        energy = ds["energy"].values[keep]
+        L = (ds["omega"].values[keep, ..., 0] ** 2).mean(-1)
+        acc = float(ds["acceptance_rate"].values[1:].mean())
+        for name, x in (("energy", energy), ("L_N = mean w^2", L)):
+            tau = integrated_autocorr_time(x)
+            ess = x.shape[0] * x.shape[1] / tau
+            print(f"MALA N={N}, eta={eta}: acceptance {acc:.2f}, {name}: tau_int {tau:.1f} "
+                  f"steps, ESS/s {ess / wall:.1f} (R={R} replicas, {steps} steps, "
+                  f"{wall:.1f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    bench_sampler()
+    bench_sweep()

@@ -1,0 +1,367 @@
+"""Theory figures: ``meanfield figures`` regenerates each one into ``figures/``.
+
+Every figure is written as PNG and PDF next to a netCDF record of the numbers behind it (with
+parameters, seeds and the package version in its attributes).  ``size="small"`` runs a quick
+configuration of the same computation (CI and notebooks); ``size="full"`` is what is committed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from ._validation import check_choice  # noqa: E402
+from .results import provenance, save_dataset  # noqa: E402
+
+SIZES = ("small", "full")
+
+
+def _save(fig, ds: xr.Dataset, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.png", out_dir / f"{name}.pdf", out_dir / f"{name}.nc"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    plt.close(fig)
+    save_dataset(ds, paths[2])
+    return paths
+
+
+# ----------------------------------------------------------------------------------------
+def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
+    """−(1/N) log P(L_N ≥ a) against N with error bars, and the grid rate J(a).
+
+    Model: V = ω²/2, k = −|z|, λ = 1/2, β = 1 (mean-field regime), p = 1, statistic
+    f = ω² at a = 1.6 × its equilibrium mean.
+    """
+    import torch
+
+    from .domains import Box
+    from .energy import Energy, PairInteraction, QuadraticPotential
+    from .kernels import Riesz
+    from .studies.ldp import rate_at, scgf_on_grid, statistic, tail_probability
+
+    check_choice("size", size, SIZES)
+    torch.set_num_threads(1)
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 8.0))
+    st = statistic("second_moment")
+    thetas = np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.3, 12)]
+    sc = scgf_on_grid(E, st, 1.0, thetas, cells=512)
+    a = 1.6 * float(sc["a"].sel(theta=0.0))
+    J = rate_at(sc, a)
+    theta = float(np.interp(a, sc["a"].values, sc["theta"].values))
+    Ns = [6, 12] if size == "small" else [8, 16, 32, 64]
+    reps, steps = (16, 150) if size == "small" else (64, 400)
+    rows = [
+        tail_probability(
+            E,
+            st,
+            a,
+            N,
+            1.0,
+            theta=theta,
+            eta=0.3,
+            n_replicas=reps,
+            n_steps=steps,
+            burn_in=steps // 4,
+            seed=seed + N,
+        )
+        for N in Ns
+    ]
+    rate = np.array([float(r["rate"]) for r in rows])
+    se = np.array([float(r["rate_se"]) for r in rows])
+    quad = np.array([float(r["log_p_quad_err"]) for r in rows]) / np.asarray(Ns)
+    log_p = np.array([float(r["log_p"]) for r in rows])
+    return xr.Dataset(
+        {
+            "rate": ("N", rate),
+            "rate_se": ("N", se),
+            "rate_quad_err": ("N", quad),
+            "log_p": ("N", log_p),
+            "J": J,
+            "Lambda": ("theta", sc["Lambda"].values),
+            "tilted_mean": ("theta", sc["a"].values),
+        },
+        coords={"N": Ns, "theta": sc["theta"].values},
+        attrs=provenance(
+            {
+                "figure": "ldp_rate",
+                "size": size,
+                "a": a,
+                "theta_star": theta,
+                "beta": 1.0,
+                "statistic": "second_moment",
+                "n_replicas": reps,
+                "n_steps": steps,
+                "model": "V=w^2/2, k=-|z|, lambda=1/2, p=1",
+            },
+            seed=seed,
+        ),
+    )
+
+
+def plot_ldp_rate(ds: xr.Dataset):
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    N = ds["N"].values
+    err = np.hypot(ds["rate_se"].values, ds["rate_quad_err"].values)
+    ax[0].errorbar(
+        N,
+        ds["rate"],
+        yerr=2 * err,
+        fmt="o-",
+        capsize=3,
+        label=r"Monte Carlo $-\frac{1}{N}\log P(L_N\geq a)$ (±2 s.e.)",
+    )
+    ax[0].axhline(float(ds["J"]), color="k", ls="--", label=r"grid rate $J(a)$")
+    ax[0].set_xscale("log")
+    ax[0].set_xlabel("number of particles N")
+    ax[0].set_ylabel("rate")
+    ax[0].set_title(f"Tail of $L_N=\\int\\omega^2 d\\mu_N$ at a = {ds.attrs['a']:.3g}")
+    ax[0].legend(fontsize=8)
+    gap = ds["rate"].values - float(ds["J"])
+    ax[1].errorbar(N, gap, yerr=2 * err, fmt="o-", capsize=3, label="rate − J(a)")
+    ax[1].plot(N, gap[0] * N[0] / N, "k:", label=r"$\propto 1/N$")
+    ax[1].set_xscale("log")
+    ax[1].set_yscale("log")
+    ax[1].set_xlabel("number of particles N")
+    ax[1].set_ylabel("gap to the rate function")
+    ax[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------------------
+def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
+    """β → ∞: W2(ρ_β, μ*) on the grid (semicircle and uniform cases) and W2(μ_N, μ*) for
+    particles in both temperature regimes (uniform case, whose force has no singularity)."""
+    import torch
+
+    from .studies.limits import beta_limit_grid, particle_equilibrium_run
+
+    check_choice("size", size, SIZES)
+    torch.set_num_threads(1)
+    betas_grid = 2.0 ** np.arange(0, 9 if size == "full" else 5)
+    grids = {
+        c: beta_limit_grid(c, betas_grid, cells=512 if size == "full" else 256)
+        for c in ("semicircle", "uniform")
+    }
+    N = 64 if size == "full" else 16
+    betas_p = [1.0, 4.0, 16.0, 64.0] if size == "full" else [1.0, 8.0]
+    seeds = range(4 if size == "full" else 2)
+    w2p = np.zeros((2, len(betas_p), len(seeds)))
+    for i, regime in enumerate(("mean-field", "coulomb-gas")):
+        for j, beta in enumerate(betas_p):
+            for k, s in enumerate(seeds):
+                r = particle_equilibrium_run(
+                    N, beta, seed + s, case="uniform", regime=regime, t_end=6.0
+                )
+                w2p[i, j, k] = float(r["w2"].values[0])
+    return xr.Dataset(
+        {
+            "w2_grid": (
+                ("case", "beta_grid"),
+                np.stack([grids[c]["w2_grid"].values for c in ("semicircle", "uniform")]),
+            ),
+            "w2_particles": (("regime", "beta_particles", "seed"), w2p),
+        },
+        coords={
+            "case": ["semicircle", "uniform"],
+            "beta_grid": betas_grid,
+            "regime": ["mean-field", "coulomb-gas"],
+            "beta_particles": betas_p,
+            "seed": list(seeds),
+        },
+        attrs=provenance(
+            {
+                "figure": "beta_limit",
+                "size": size,
+                "N_particles": N,
+                "model": "V=w^2/2, lambda=1/2, p=1 (THEORY 5)",
+            },
+            seed=seed,
+        ),
+    )
+
+
+def plot_beta_limit(ds: xr.Dataset):
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for c in ds["case"].values:
+        ax[0].loglog(ds["beta_grid"], ds["w2_grid"].sel(case=c), "o-", label=f"{c} (grid)")
+    b = ds["beta_grid"].values
+    ax[0].loglog(b, ds["w2_grid"].values[0, 0] * b[0] / b, "k:", label=r"$\propto\beta^{-1}$")
+    ax[0].set_xlabel(r"inverse temperature $\beta$")
+    ax[0].set_ylabel(r"$W_2(\rho_\beta, \mu^*)$")
+    ax[0].set_title("Mean-field Gibbs state → equilibrium measure")
+    ax[0].legend(fontsize=8)
+    for r in ds["regime"].values:
+        w = ds["w2_particles"].sel(regime=r)
+        m, s = w.mean("seed"), w.std("seed", ddof=1) / np.sqrt(w.sizes["seed"])
+        ax[1].errorbar(ds["beta_particles"], m, yerr=2 * s, fmt="o-", capsize=3, label=r)
+    ax[1].set_xscale("log")
+    ax[1].set_yscale("log")
+    ax[1].set_xlabel(r"inverse temperature $\beta$")
+    ax[1].set_ylabel(r"$W_2(\mu_N, \mu^*)$ (mean ± 2 s.e. over seeds)")
+    ax[1].set_title(f"Particles, N = {ds.attrs['N_particles']} (uniform case, k = −|z|)")
+    ax[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------------------
+def t_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
+    """t → ∞: the free-energy gap along the McKean–Vlasov flow for OU and for the interacting
+    uniform case (k = −|z|), with fitted exponential rates and bootstrap intervals."""
+    from .domains import Box
+    from .energy import Energy, QuadraticPotential
+    from .studies.limits import closed_form_energy, free_energy_decay
+
+    check_choice("size", size, SIZES)
+    cells = 512 if size == "full" else 128
+    models = {
+        "OU (no interaction)": Energy([QuadraticPotential()], Box(1, 4.0)),
+        "V = w^2/2, k = -|z|, lambda = 1/2": closed_form_energy("uniform"),
+    }
+    runs = [free_energy_decay(E, 1.0, cells=cells, seed=seed) for E in models.values()]
+    t = runs[0]["time"].values
+    gap = np.stack([np.interp(t, r["time"].values, r["gap"].values) for r in runs])
+    return xr.Dataset(
+        {
+            "gap": (("model", "time"), gap),
+            "rate": ("model", [r.attrs["rate"] for r in runs]),
+            "rate_ci_low": ("model", [r.attrs["rate_ci_low"] for r in runs]),
+            "rate_ci_high": ("model", [r.attrs["rate_ci_high"] for r in runs]),
+        },
+        coords={"model": list(models), "time": t},
+        attrs=provenance(
+            {
+                "figure": "t_limit",
+                "size": size,
+                "beta": 1.0,
+                "cells": cells,
+                "initial": "N(1, 0.3^2)",
+            },
+            seed=seed,
+        ),
+    )
+
+
+def plot_t_limit(ds: xr.Dataset):
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for m in ds["model"].values:
+        sel = ds.sel(model=m)
+        g = np.where(sel["gap"].values > 0, sel["gap"].values, np.nan)
+        ax.semilogy(
+            ds["time"],
+            g,
+            label=f"{m}: rate {float(sel['rate']):.3f} "
+            f"[{float(sel['rate_ci_low']):.3f}, {float(sel['rate_ci_high']):.3f}]",
+        )
+    ax.set_xlabel("time t")
+    ax.set_ylabel(r"$F_\beta(\rho_t) - F_\beta(\rho_\beta)$")
+    ax.set_title(r"Free-energy gap along the McKean–Vlasov flow ($\beta$ = 1)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------------------
+def kernel_model(seed: int = 0):
+    """The learned-kernel model of the concentration figure: 1D two-class data (n = 30),
+    softplus features, V = ω²/2, linear alignment, k = −|z| with λ = 1/2, on [−4, 4]."""
+    from .domains import Box
+    from .energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
+    from .kernels import Riesz
+
+    rng = np.random.default_rng(seed)
+    y = np.repeat([-1.0, 1.0], 15)
+    X = (0.8 * y + 0.4 * rng.normal(size=30))[:, None]
+    E = Energy(
+        [
+            QuadraticPotential(),
+            LinearAlignment(X, y, "softplus"),
+            PairInteraction(Riesz(-1.0), 0.5),
+        ],
+        Box(1, 4.0),
+    )
+    return E, X
+
+
+def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
+    """P(max|K_{μ_N} − K_{ρ_β}| > ε) against N: exponential concentration of the kernel."""
+    import torch
+
+    from .studies.ldp import kernel_concentration
+
+    check_choice("size", size, SIZES)
+    torch.set_num_threads(1)
+    E, X = kernel_model(seed)
+    Ns = [8, 16, 32, 64] if size == "full" else [8, 24]
+    reps = 200 if size == "full" else 40
+    return kernel_concentration(
+        E,
+        X,
+        "softplus",
+        2.0,
+        Ns,
+        [0.75, 1.0, 1.5],
+        n_replicas=reps,
+        n_steps=300,
+        burn_in=100,
+        seed=seed,
+    )
+
+
+def plot_kernel_concentration(ds: xr.Dataset):
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for e in ds["eps"].values:
+        p = ds["prob"].sel(eps=e)
+        s = ds["prob_se"].sel(eps=e)
+        ok = p.values > 0
+        ax.errorbar(
+            ds["N"].values[ok],
+            p.values[ok],
+            yerr=2 * s.values[ok],
+            fmt="o-",
+            capsize=3,
+            label=f"ε = {e:g}: rate {float(ds['decay_rate'].sel(eps=e)):.3f}/N",
+        )
+    ax.set_yscale("log")
+    ax.set_xlabel("number of particles N")
+    ax.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{\rho_\beta}| > \varepsilon)$ (± 2 s.e.)")
+    ax.set_title(f"Concentration of the learned kernel (β = {ds.attrs['beta']:g})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {
+    "ldp_rate": (ldp_rate_data, plot_ldp_rate),
+    "beta_limit": (beta_limit_data, plot_beta_limit),
+    "t_limit": (t_limit_data, plot_t_limit),
+    "kernel_concentration": (kernel_concentration_data, plot_kernel_concentration),
+}
+
+
+def make_figures(
+    out_dir="figures", *, size: str = "full", only=None, seed: int = 0, log=print
+) -> dict:
+    """Compute and draw the figures (all, or those named in ``only``); returns their paths."""
+    check_choice("size", size, SIZES)
+    names = list(FIGURES) if not only else list(only)
+    for n in names:
+        check_choice("figure", n, FIGURES)
+    out = {}
+    for name in names:
+        t0 = time.perf_counter()
+        compute, plot = FIGURES[name]
+        ds = compute(size=size, seed=seed)
+        ds.attrs["wall_time_s"] = time.perf_counter() - t0
+        out[name] = _save(plot(ds), ds, Path(out_dir), name)
+        log(f"{name}: {time.perf_counter() - t0:.1f} s -> {', '.join(map(str, out[name]))}")
+    return out

@@ -1,0 +1,63 @@
+"""The McKean–Vlasov view of the model: densities on a grid (THEORY §4).
+
+Pieces, each in its own module, in the manner of py-pde:
+
+* :mod:`~meanfield.pde.grid`: :class:`Grid`, a cell-centred grid on a box (p = 1, 2);
+* :mod:`~meanfield.pde.field`: :class:`Density`, the state (cell averages, validated);
+* :mod:`~meanfield.pde.convolution`: pair potentials by zero-padded FFT with cell-integrated
+  (singular) kernels;
+* :mod:`~meanfield.pde.potential`: :class:`GridEnergy`, δE/δρ and the discrete free energy
+  read from the one :class:`~meanfield.energy.Energy`;
+* :mod:`~meanfield.pde.flux`: positivity-preserving, free-energy-dissipating fluxes
+  (Carrillo–Chertock–Huang upwind; Scharfetter–Gummel / Chang–Cooper, explicit or implicit);
+* :mod:`~meanfield.pde.equation`: :class:`McKeanVlasov`, the equation object;
+* :mod:`~meanfield.pde.solver`: :func:`solve`, adaptive steps under the CFL positivity bound;
+* :mod:`~meanfield.pde.trackers`: progress, storage, free energy, mass, steady state, guard;
+* :mod:`~meanfield.pde.stationary`: the Gibbs state ρ_β and the β = ∞ equilibrium measure.
+"""
+
+from .convolution import FFTConvolution, cell_integrated_kernel
+from .equation import McKeanVlasov
+from .field import Density
+from .flux import ScharfetterGummel, UpwindScheme, make_scheme
+from .grid import Grid
+from .potential import GridEnergy
+from .solver import SolveResult, solve
+from .stationary import StationaryReport, equilibrium_measure, gibbs_state
+from .trackers import (
+    DensityError,
+    FinishedSimulation,
+    FreeEnergyTracker,
+    GuardTracker,
+    MassTracker,
+    ProgressTracker,
+    SteadyStateTracker,
+    StorageTracker,
+    Tracker,
+)
+
+__all__ = [
+    "Grid",
+    "Density",
+    "FFTConvolution",
+    "cell_integrated_kernel",
+    "GridEnergy",
+    "UpwindScheme",
+    "ScharfetterGummel",
+    "make_scheme",
+    "McKeanVlasov",
+    "solve",
+    "SolveResult",
+    "Tracker",
+    "ProgressTracker",
+    "StorageTracker",
+    "FreeEnergyTracker",
+    "MassTracker",
+    "SteadyStateTracker",
+    "GuardTracker",
+    "DensityError",
+    "FinishedSimulation",
+    "gibbs_state",
+    "equilibrium_measure",
+    "StationaryReport",
+]

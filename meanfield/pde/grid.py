@@ -1,0 +1,196 @@
+"""Cell-centred Cartesian grids on box domains (p = 1 and p = 2).
+
+The box [−R, R]^p is cut into ``n_1 × … × n_p`` equal cells.  A grid function holds one value
+per cell, stored as an array of shape :attr:`Grid.shape` with axis ``a`` running along
+coordinate ``a`` (``x`` first, then ``y``).  Densities are cell averages, so the mass of a
+density ρ is Σ_i ρ_i |C_i| with |C_i| = Π_a h_a the cell volume.
+
+Only boxes are supported: the finite-volume fluxes and the FFT convolution need a tensor grid
+whose faces are the domain boundary, where the no-flux condition is imposed exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_int
+from ..domains import Box, Domain
+
+#: Dimensions the grid solver handles.
+GRID_DIMS = (1, 2)
+#: Fewest cells per axis: the second-order reconstruction needs two neighbours.
+MIN_CELLS = 4
+#: Names of the coordinate axes in xarray output.
+AXIS_NAMES = ("x", "y")
+
+
+def check_grid_domain(domain: Domain) -> Box:
+    """Return ``domain`` if the grid solver can discretise it, else raise a clear error."""
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a meanfield.domains.Box, got {domain!r}")
+    if not isinstance(domain, Box):
+        raise ValueError(
+            f"incompatible domain {domain!r}: the grid solver needs a Box [-R, R]^p (its faces "
+            "carry the no-flux condition); build the energy on a Box to compare with the grid"
+        )
+    if domain.dim not in GRID_DIMS:
+        raise ValueError(
+            f"the grid solver handles particle dimension p in {{1, 2}}, got p={domain.dim}; "
+            "use the particle dynamics (meanfield.particles) for p > 2"
+        )
+    return domain
+
+
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """A uniform cell-centred grid on a box ``[−R, R]^p``, p ∈ {1, 2}.
+
+    Parameters
+    ----------
+    domain : Box
+        The box; its ``dim`` is p and its ``half_width`` is R.
+    n : int or tuple of int
+        Cells per axis (≥ 4); an int is used on every axis.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(n_x,)`` or ``(n_x, n_y)``.
+    h : tuple of float
+        Cell widths ``2R / n_a`` (same unit as the particles ω).
+    """
+
+    domain: Box
+    n: tuple
+
+    def __init__(self, domain: Domain, n):
+        domain = check_grid_domain(domain)
+        if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+            n = (int(n),) * domain.dim
+        try:
+            n = tuple(n)
+        except TypeError:
+            raise TypeError(
+                f"n (cells per axis) must be an int or a tuple of ints, got {n!r}"
+            ) from None
+        if len(n) != domain.dim:
+            raise ValueError(
+                f"n must give {domain.dim} cell count(s) for p={domain.dim}, got {n!r}"
+            )
+        n = tuple(check_int("n (cells per axis)", k, minimum=MIN_CELLS) for k in n)
+        object.__setattr__(self, "domain", domain)
+        object.__setattr__(self, "n", n)
+        # cached geometry: the solver reads these at every step
+        h = tuple(2.0 * domain.half_width / k for k in n)
+        object.__setattr__(self, "_h", h)
+        object.__setattr__(self, "_cell_volume", float(np.prod(h)))
+
+    # --- geometry ---------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        """Dimension p."""
+        return self.domain.dim
+
+    @property
+    def shape(self) -> tuple:
+        return self.n
+
+    @property
+    def size(self) -> int:
+        """Number of cells M."""
+        return int(np.prod(self.n))
+
+    @property
+    def half_width(self) -> float:
+        return self.domain.half_width
+
+    @property
+    def h(self) -> tuple:
+        """Cell widths per axis."""
+        return self._h
+
+    @property
+    def cell_volume(self) -> float:
+        """|C| = Π_a h_a."""
+        return self._cell_volume
+
+    @property
+    def edges(self) -> tuple:
+        """Cell edges per axis, arrays of shape (n_a + 1,)."""
+        R = self.half_width
+        return tuple(np.linspace(-R, R, k + 1) for k in self.n)
+
+    @property
+    def axes(self) -> tuple:
+        """Cell centres per axis, arrays of shape (n_a,)."""
+        R = self.half_width
+        return tuple(-R + (np.arange(k) + 0.5) * hk for k, hk in zip(self.n, self.h, strict=True))
+
+    @property
+    def mesh(self) -> tuple:
+        """Centre coordinates as arrays of shape :attr:`shape` (``indexing='ij'``)."""
+        return tuple(np.meshgrid(*self.axes, indexing="ij"))
+
+    @property
+    def centers(self) -> np.ndarray:
+        """Cell centres flattened in C order, shape (M, p)."""
+        return np.stack([m.ravel() for m in self.mesh], axis=-1)
+
+    @property
+    def axis_names(self) -> tuple:
+        return AXIS_NAMES[: self.dim]
+
+    @property
+    def coords(self) -> dict:
+        """xarray coordinates of the cell centres."""
+        return {name: ax for name, ax in zip(self.axis_names, self.axes, strict=True)}
+
+    # --- grid functions ---------------------------------------------------------------------
+    def integrate(self, values) -> float:
+        """∫ f ≈ Σ_i f_i |C_i| for a grid function of shape :attr:`shape`."""
+        values = np.asarray(values, dtype=float)
+        if values.shape != self.shape:
+            raise ValueError(f"grid function must have shape {self.shape}, got {values.shape}")
+        return float(values.sum() * self.cell_volume)
+
+    def evaluate(self, fn) -> np.ndarray:
+        """``fn(points)`` at the cell centres, points (M, p) -> values of shape :attr:`shape`."""
+        vals = np.asarray(fn(self.centers), dtype=float)
+        return vals.reshape(self.shape)
+
+    def cell_index(self, points) -> np.ndarray:
+        """Index of the cell holding each point, shape (N, p) -> (N,) flat C-order indices.
+
+        Points on the boundary belong to the boundary cell; points outside raise.
+        """
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != self.dim:
+            raise ValueError(f"points must have shape (N, {self.dim}), got {points.shape}")
+        R = self.half_width
+        if np.any(np.abs(points) > R * (1 + 1e-12)):
+            raise ValueError(f"points must lie in the grid's box [-{R}, {R}]^{self.dim}")
+        idx = [
+            np.clip(np.floor((points[:, a] + R) / self.h[a]).astype(int), 0, self.n[a] - 1)
+            for a in range(self.dim)
+        ]
+        return np.ravel_multi_index(idx, self.shape)
+
+    def describe(self) -> dict:
+        """Parameters as plain types, for dataset attributes."""
+        return {
+            "grid_dim": self.dim,
+            "grid_n": list(self.n),
+            "grid_radius": self.half_width,
+            "grid_h": list(self.h),
+        }
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Grid) and self.domain == other.domain and self.n == other.n
+
+    def __hash__(self) -> int:
+        return hash((self.domain, self.n))
+
+    def __repr__(self) -> str:
+        return f"Grid(domain={self.domain!r}, n={self.n})"

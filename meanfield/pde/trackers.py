@@ -1,0 +1,267 @@
+"""Trackers: small objects the solver calls as time advances, in the manner of py-pde.
+
+A tracker has an ``interval`` (model time between calls; 0 means every step, ``None`` only the
+first and last state).  The solver shortens the time step so that every interval-based call
+happens *exactly* at its time, so stored states line up with particle records.  A tracker may
+stop the run by raising :class:`FinishedSimulation` (a steady state) or fail it by raising
+:class:`DensityError` (the NaN/positivity guard), which carries the time and the cell.
+
+Every recording tracker returns its records as an ``xarray.Dataset`` over ``time``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from .._validation import check_positive
+
+
+class FinishedSimulation(Exception):
+    """Raised by a tracker to end the run early (not an error)."""
+
+
+class DensityError(FloatingPointError):
+    """The density became non-finite, negative or lost mass: the run stops before storing it."""
+
+
+class Tracker:
+    """Base class.
+
+    Parameters
+    ----------
+    interval : float or None
+        Model time between calls (> 0), 0 for every step, None for the start and end only.
+    """
+
+    def __init__(self, interval: float | None = None):
+        if interval is not None:
+            interval = check_positive("interval", interval, allow_zero=True)
+        self.interval = interval
+        self._next = math.inf
+        self.t_end = None  # set by the solver before ``initialize``
+
+    # the solver's interface -------------------------------------------------------------------
+    def initialize(self, state, t: float, equation) -> None:
+        self._t0 = t
+        self._k = 0
+        self._schedule(t)
+        self.handle(state, t, equation)
+
+    def _schedule(self, t):
+        if self.interval is None or self.interval == 0:
+            self._next = math.inf
+        else:
+            self._k += 1
+            self._next = self._t0 + self._k * self.interval
+
+    @property
+    def next_time(self) -> float:
+        """The next model time at which the tracker wants a call (inf: no fixed time)."""
+        return self._next
+
+    def due(self, t: float, tol: float) -> bool:
+        return self.interval == 0 or t >= self._next - tol
+
+    def step(self, state, t: float, equation) -> None:
+        """Called by the solver after every step; dispatches to ``handle`` when due."""
+        tol = 1e-9 * max(1.0, abs(t))
+        if self.due(t, tol):
+            while self._next <= t + tol:
+                self._schedule(t)
+            self.handle(state, t, equation)
+
+    def handle(self, state, t: float, equation) -> None:
+        """Record or check the state ``state`` (a Density) at time ``t``."""
+
+    def finalize(self, state, t: float, equation) -> None:
+        """Called once at the end (also after an early stop)."""
+
+    def to_dataset(self) -> xr.Dataset | None:
+        return None
+
+
+class _Recorder(Tracker):
+    def __init__(self, interval=None):
+        super().__init__(interval)
+        self.times: list = []
+
+    def finalize(self, state, t, equation):
+        # the last state is always recorded (once)
+        if not self.times or abs(self.times[-1] - t) > 1e-12 * max(1.0, abs(t)):
+            self.handle(state, t, equation)
+
+
+class ProgressTracker(Tracker):
+    """A tqdm progress bar over model time."""
+
+    def __init__(self, desc: str = "solve"):
+        super().__init__(0)
+        self.desc = desc
+
+    def initialize(self, state, t, equation):
+        super().initialize(state, t, equation)
+        self._last = t
+
+    def handle(self, state, t, equation):
+        if not hasattr(self, "bar"):
+            total = None if self.t_end is None else self.t_end - t
+            self.bar = tqdm(
+                total=total,
+                desc=self.desc,
+                unit="time",
+                bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} [{elapsed}]",
+            )
+            return
+        self.bar.update(t - self._last)
+        self._last = t
+
+    def finalize(self, state, t, equation):
+        if hasattr(self, "bar"):
+            self.bar.close()
+
+
+class StorageTracker(_Recorder):
+    """Stores copies of the density every ``interval`` (and the first and last state)."""
+
+    def __init__(self, interval: float | None = None):
+        super().__init__(interval)
+        self.data: list = []
+        self.grid = None
+
+    def handle(self, state, t, equation):
+        self.grid = state.grid
+        self.times.append(float(t))
+        self.data.append(state.data.copy())
+
+    def to_dataset(self) -> xr.Dataset:
+        g = self.grid
+        da = xr.DataArray(
+            np.stack(self.data),
+            dims=("time", *g.axis_names),
+            coords={"time": np.asarray(self.times), **g.coords},
+            attrs={"long_name": "density rho (cell average)"},
+        )
+        return xr.Dataset({"rho": da})
+
+
+class FreeEnergyTracker(_Recorder):
+    """Records F_β = E + β⁻¹ ∫ρ log ρ, the entropy term and every energy term."""
+
+    def __init__(self, interval: float | None = None):
+        super().__init__(interval)
+        self.records: dict = {}
+
+    def handle(self, state, t, equation):
+        self.times.append(float(t))
+        for k, v in equation.free_energy_terms(state.data).items():
+            self.records.setdefault(k, []).append(v)
+
+    def to_dataset(self) -> xr.Dataset:
+        out = {}
+        for k, v in self.records.items():
+            name = k if k in ("free_energy", "energy", "entropy") else f"energy_{k}"
+            out[name] = ("time", np.asarray(v))
+        ds = xr.Dataset(out, coords={"time": np.asarray(self.times)})
+        ds["free_energy"].attrs["long_name"] = "discrete free energy F_beta = E + entropy/beta"
+        ds["entropy"].attrs["long_name"] = "entropy term (1/beta) sum |C| rho log rho"
+        return ds
+
+
+class MassTracker(_Recorder):
+    """Records the mass Σ ρ |C| and the minimum density."""
+
+    def __init__(self, interval: float | None = None):
+        super().__init__(interval)
+        self.mass: list = []
+        self.min_density: list = []
+
+    def handle(self, state, t, equation):
+        self.times.append(float(t))
+        self.mass.append(state.mass)
+        self.min_density.append(float(state.data.min()))
+
+    def to_dataset(self) -> xr.Dataset:
+        return xr.Dataset(
+            {
+                "mass": ("time", np.asarray(self.mass)),
+                "min_density": ("time", np.asarray(self.min_density)),
+            },
+            coords={"time": np.asarray(self.times)},
+        )
+
+
+class SteadyStateTracker(Tracker):
+    """Stops the run when max_i |ρ_i(t) − ρ_i(t − interval)| / interval ≤ atol + rtol max ρ.
+
+    Parameters
+    ----------
+    interval : float
+        Time between comparisons (> 0).
+    atol, rtol : float
+        Absolute (density / time) and relative (1 / time) tolerances on the rate of change.
+    """
+
+    def __init__(self, interval: float = 1.0, atol: float = 1e-10, rtol: float = 1e-10):
+        super().__init__(check_positive("interval", interval))
+        self.atol = check_positive("atol", atol, allow_zero=True)
+        self.rtol = check_positive("rtol", rtol, allow_zero=True)
+        self._prev = None
+        self.reached_at = None
+        self.last_rate = math.inf
+
+    def handle(self, state, t, equation):
+        if self._prev is not None:
+            t0, rho0 = self._prev
+            self.last_rate = float(np.max(np.abs(state.data - rho0))) / (t - t0)
+            if self.last_rate <= self.atol + self.rtol * float(state.data.max()):
+                self.reached_at = t
+                raise FinishedSimulation(
+                    f"steady state at t={t:.6g} (max |d rho/dt| = {self.last_rate:.3g})"
+                )
+        self._prev = (t, state.data.copy())
+
+
+class GuardTracker(Tracker):
+    """Checks every step that ρ is finite, ≥ 0 and keeps its mass; raises DensityError if not.
+
+    Parameters
+    ----------
+    mass_rtol : float
+        Allowed relative drift of the mass from its initial value (the schemes conserve it to
+        round-off, about 1e-15 per step).
+    """
+
+    def __init__(self, mass_rtol: float = 1e-9):
+        super().__init__(0)
+        self.mass_rtol = check_positive("mass_rtol", mass_rtol)
+        self._mass0 = None
+        self._steps = 0
+
+    def handle(self, state, t, equation):
+        rho = state.data
+        if not np.all(np.isfinite(rho)):
+            bad = np.argwhere(~np.isfinite(rho))[0]
+            raise DensityError(
+                f"the density became non-finite at t={t:.6g} (step {self._steps}), first in "
+                f"cell {tuple(int(i) for i in bad)}: lower the safety factor, refine the grid, "
+                "or soften the kernel"
+            )
+        if rho.min() < 0:
+            bad = np.unravel_index(int(np.argmin(rho)), rho.shape)
+            raise DensityError(
+                f"the density became negative ({rho[bad]:.3g}) at t={t:.6g} (step {self._steps}) "
+                f"in cell {bad}: the time step exceeded the positivity (CFL) bound"
+            )
+        m = state.mass
+        if self._mass0 is None:
+            self._mass0 = m
+        elif abs(m - self._mass0) > self.mass_rtol * abs(self._mass0):
+            raise DensityError(
+                f"the mass drifted from {self._mass0:.15g} to {m:.15g} at t={t:.6g} "
+                f"(step {self._steps}); relative tolerance {self.mass_rtol:g}"
+            )
+        self._steps += 1

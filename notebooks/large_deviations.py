@@ -1,0 +1,84 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Large deviations of a linear statistic
+#
+# **Question.** Under the mean-field Gibbs law ∝ exp(−βN H_N), a linear statistic
+# L_N = ∫ f dμ_N should satisfy P(L_N ≥ a) ≈ exp(−N J(a)) with J the Legendre transform of
+# Λ(θ) = β(min F_β − min F_β^θ) (THEORY §6).  Does −(1/N) log P approach J(a), and can we
+# measure probabilities of 1e-8 and below?
+#
+# **Method.** Two independent routes through the same `Energy`:
+# 1. *theory*: tilted Gibbs states on a grid give Λ(θ) and, parametrically, J(a);
+# 2. *Monte Carlo*: the exact MALA sampler on the tilted law π_θ ∝ exp(−βN H_N + θN L_N),
+#    P(L_N ≥ a) = (Z_θ/Z₀) E_θ[1{L_N ≥ a} e^(−θN L_N)], with log(Z_θ/Z₀) by thermodynamic
+#    integration over a ladder of θ.  Error bars come from independent replicas plus the
+#    ladder's quadrature error.
+#
+# First a check where the answer is known exactly, then the real question.
+
+# %%
+import math
+import os
+
+from scipy import stats
+
+from meanfield.domains import Box
+from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+from meanfield.figures import ldp_rate_data, plot_ldp_rate
+from meanfield.kernels import Riesz
+from meanfield.studies.ldp import statistic, tail_probability
+
+SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")
+
+# %% [markdown]
+# **Exact check.** With V = ω²/2 and the translation-invariant repulsion k = −|z|, the mean
+# (1/N)Σω_i decouples from the differences: it is exactly N(0, 1/(βN)), interacting or not.
+
+# %%
+E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 8.0))
+N, a = 30, 1.1
+r = tail_probability(
+    E,
+    statistic("mean"),
+    a,
+    N,
+    1.0,
+    theta=a,
+    eta=0.3,
+    n_replicas=32 if SIZE == "small" else 64,
+    n_steps=400,
+    burn_in=100,
+)
+exact = stats.norm.logsf(a * math.sqrt(N))
+print(
+    f"log P estimate {float(r['log_p']):.3f} ± {float(r['log_p_se']):.3f} "
+    f"(quadrature {float(r['log_p_quad_err']):.3f});  exact {exact:.3f};  "
+    f"P = {math.exp(exact):.2e}"
+)
+
+# %% [markdown]
+# **The rate for a nonlinear statistic.** f = ω² (the second moment), same model, at a level
+# a = 1.6 × its equilibrium value.  No closed form: the grid's J(a) is the prediction.
+
+# %%
+ds = ldp_rate_data(size=SIZE)
+print(ds[["rate", "rate_se", "J"]].to_dataframe())
+fig = plot_ldp_rate(ds)
+
+# %% [markdown]
+# **What it shows.** The Monte Carlo rate −(1/N) log P(L_N ≥ a) decreases towards the grid
+# rate J(a) and stays above it; the gap shrinks roughly like 1/N (the sub-exponential
+# prefactor of the tail, log N/N and constant/N terms).  The exact check shows the estimator
+# is unbiased within its error bars at P ≈ 1e-9.
