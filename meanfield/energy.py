@@ -392,9 +392,10 @@ class NormalisedAlignment(_DataTerm):
 class PairInteraction(Term):
     """λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
 
-    Pair sums run over row chunks of at most :data:`PAIR_CHUNK_ELEMENTS` entries.  In p ≤ 3 the
-    differences ω_i − ω_j are formed directly (exact); in higher p the squared distances come
-    from |a|² + |b|² − 2aᵀb, a matrix product, so no (chunk × N × p) tensor is built.
+    Pair sums run over row chunks of at most :data:`PAIR_CHUNK_ELEMENTS` entries.  In p = 1 the
+    differences ω_i − ω_j are formed directly (exact, which the stiff 1D singular kernels
+    need); in p ≥ 2 the squared distances come from |a|² + |b|² − 2aᵀb, a matrix product, so no
+    (chunk × N × p) tensor is built (relative error ~ machine epsilon × |ω|²/|z|²).
 
     Parameters
     ----------
@@ -415,13 +416,13 @@ class PairInteraction(Term):
         self.kernel.check_dimension(dim)
 
     def _chunks(self, N, p):
-        per_row = N * (p if p <= 3 else 1)
+        per_row = N
         step = max(1, min(N, PAIR_CHUNK_ELEMENTS // max(per_row, 1)))
         return [(s, min(N, s + step)) for s in range(0, N, step)]
 
     def _block_r2(self, block, omega, sq_block, sq_all):
         """Squared distances (..., C, N) and, in low p, the differences (..., C, N, p)."""
-        if omega.shape[-1] <= 3:
+        if omega.shape[-1] == 1:
             diff = block.unsqueeze(-2) - omega.unsqueeze(-3)
             return (diff * diff).sum(-1), diff
         base = sq_block.unsqueeze(-1) + sq_all.unsqueeze(-2)

@@ -127,7 +127,7 @@ def test_pair_interaction_matches_double_loop(rng):
 
 @pytest.mark.parametrize("p", [2, 6])
 def test_chunked_pair_sums_equal_one_block(p, rng, monkeypatch):
-    """Chunking (and, in p > 3, the matrix-product distances) changes nothing but round-off."""
+    """Chunking (and, in p ≥ 2, the matrix-product distances) changes nothing but round-off."""
     om = torch.tensor(rng.normal(size=(3, 50, p)))
     E = Energy([PairInteraction(Riesz(0.5, 0.05), 1.0)], Ball(p, 10.0))
     v1, g1 = E.value(om), E.grad(om)
