@@ -40,7 +40,7 @@ def bench_sweep():
     from meanfield.sweeps import run_sweep
 
     grid = {"N": [32, 48, 64, 96], "seed": [0, 1, 2, 3]}
-    fixed = {"beta": 4.0, "case": "uniform", "t_end": 4.0}
+    fixed = {"beta": 4.0, "case": "uniform", "t_end": 30.0}
     out = {}
     for workers in (1, 2):
         times = []
@@ -64,7 +64,7 @@ def bench_sampler():
     E = closed_form_energy("uniform")
     N, R, steps = 100, 16, 3000
     om0 = torch.linspace(-1, 1, N, dtype=torch.float64)[None, :, None].repeat(R, 1, 1)
-    for eta in (0.005, 0.01, 0.02):
+    for eta in (0.01, 0.02, 0.05):
         t0 = time.perf_counter()
         ds = simulate(E, om0, method="mala", eta=eta, beta=1.0, n_steps=steps, record_every=1,
                       seed=0, regime="mean-field")

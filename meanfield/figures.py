@@ -340,7 +340,71 @@ def plot_kernel_concentration(ds: xr.Dataset):
     return fig
 
 
+# ----------------------------------------------------------------------------------------
+def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
+    """N → ∞: W2(μ_N(t), ρ_t) and the kernel gap against N at several times, on the default
+    side-by-side problem (p = 1, mean-field regime), with bootstrap intervals over seeds."""
+    import tempfile
+
+    import torch
+
+    from .studies.limits import particles_vs_grid_in_n
+
+    check_choice("size", size, SIZES)
+    torch.set_num_threads(1)
+    Ns = [100, 200, 400, 800, 1600, 3200] if size == "full" else [64, 256]
+    seeds = [seed + s for s in range(8 if size == "full" else 3)]
+    t_final = 1.0 if size == "full" else 0.5
+    with tempfile.TemporaryDirectory() as d:
+        ds = particles_vs_grid_in_n(Ns, seeds, d, t_final=t_final, n_records=4)
+    ds = ds.load()
+    ds.attrs = provenance(
+        {
+            "figure": "n_limit",
+            "size": size,
+            "t_final": t_final,
+            "problem": "meanfield.compare.default_problem(1)",
+        },
+        seed=seed,
+    )
+    return ds
+
+
+def plot_n_limit(ds: xr.Dataset):
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    n = ds["N"].values
+    for axis, k, label in (
+        (ax[0], "w2", r"$W_2(\mu_N(t), \rho_t)$"),
+        (ax[1], "kernel_gap", r"$\max_{jk}|K_{\mu_N(t)} - K_{\rho_t}|$"),
+    ):
+        for i in range(1, ds.sizes["time"]):
+            sel = ds[k].isel(time=i)
+            m = sel.mean("seed")
+            s = sel.std("seed", ddof=1) / np.sqrt(sel.sizes["seed"])
+            r, lo, hi = (float(ds[f"rate_{k}{x}"].isel(time=i)) for x in ("", "_low", "_high"))
+            axis.errorbar(
+                n,
+                m,
+                yerr=2 * s,
+                fmt="o-",
+                capsize=3,
+                label=f"t = {float(ds['time'][i]):.2g}: N^{r:.2f} [{lo:.2f}, {hi:.2f}]",
+            )
+        m0 = ds[k].isel(time=-1).mean("seed").values[0]
+        axis.plot(n, m0 * np.sqrt(n[0] / n), "k:", label=r"$N^{-1/2}$")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("number of particles N")
+        axis.set_ylabel(label + " (mean ± 2 s.e.)")
+        axis.legend(fontsize=7)
+    ax[0].set_title("Particles vs McKean–Vlasov density")
+    ax[1].set_title("Kernel gap on the data")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = {
+    "n_limit": (n_limit_data, plot_n_limit),
     "ldp_rate": (ldp_rate_data, plot_ldp_rate),
     "beta_limit": (beta_limit_data, plot_beta_limit),
     "t_limit": (t_limit_data, plot_t_limit),

@@ -119,3 +119,24 @@ def test_compare_main_job(tmp_path, capsys):
 def test_compare_bad_input(capsys, tmp_path):
     assert main(["compare", "--out", str(tmp_path), "--beta", "-1"]) == 2
     assert "beta" in capsys.readouterr().err
+
+
+def test_study_commands(tmp_path, capsys):
+    assert main(["study", "equilibrium", "--n", "8", "16", "--seeds", "2", "--t-end", "1",
+                 "--scheduler", "threads", "--out", str(tmp_path / "eq")]) == 0
+    assert "W2 ~ N^" in capsys.readouterr().out
+    assert main(["study", "particles-vs-grid", "--n", "32", "64", "--seeds", "2",
+                 "--t-final", "0.1", "--scheduler", "threads",
+                 "--out", str(tmp_path / "pg")]) == 0
+    out = capsys.readouterr().out
+    assert "kernel gap ~ N^rate" in out
+    assert (tmp_path / "pg" / "sweep.nc").exists()
+
+
+def test_figures_command_small(tmp_path):
+    assert main(["figures", "--size", "small", "--only", "t_limit", "--out", str(tmp_path)]) == 0
+    for ext in ("png", "pdf", "nc"):
+        assert (tmp_path / f"t_limit.{ext}").exists()
+    ds = load_dataset(tmp_path / "t_limit.nc")
+    assert ds.attrs["figure"] == "t_limit" and "meanfield_version" in ds.attrs
+    assert main(["figures", "--only", "nonexistent", "--out", str(tmp_path)]) == 2
