@@ -293,49 +293,69 @@ def kernel_model(seed: int = 0):
 
 
 def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
-    """P(max|K_{μ_N} − K_{ρ_β}| > ε) against N: exponential concentration of the kernel."""
+    """Exponential concentration of the learned kernel: P(max|K_{μ_N} − K_ref| > ε) against N
+    (mean-field regime, β = 2, reference ρ_β) and against β (Coulomb-gas regime, N = 16,
+    reference μ*).  Variables suffixed ``_N`` and ``_beta`` for the two sweeps."""
     import torch
 
-    from .studies.ldp import kernel_concentration
+    from .studies.ldp import kernel_concentration, kernel_concentration_in_beta
 
     check_choice("size", size, SIZES)
     torch.set_num_threads(1)
     E, X = kernel_model(seed)
-    Ns = [8, 16, 32, 64] if size == "full" else [8, 24]
-    reps = 200 if size == "full" else 40
-    return kernel_concentration(
-        E,
-        X,
-        "softplus",
-        2.0,
-        Ns,
-        [0.75, 1.0, 1.5],
-        n_replicas=reps,
-        n_steps=300,
-        burn_in=100,
+    full = size == "full"
+    reps = 200 if full else 40
+    kw = {"n_replicas": reps, "n_steps": 300, "burn_in": 100, "seed": seed}
+    in_n = kernel_concentration(
+        E, X, "softplus", 2.0, [8, 16, 32, 64] if full else [8, 24], [0.75, 1.0, 1.5], **kw
+    )
+    in_b = kernel_concentration_in_beta(
+        E, X, "softplus", 16, [0.1, 0.2, 0.4, 0.8, 1.6] if full else [0.1, 0.4], [0.5, 1.0], **kw
+    )
+    in_n, in_b = in_n.rename(eps="eps_N"), in_b.rename(eps="eps_beta")
+    out = xr.Dataset(
+        {
+            **{f"{k}_N": v for k, v in in_n.data_vars.items()},
+            **{f"{k}_beta": v for k, v in in_b.data_vars.items()},
+        }
+    )
+    out.attrs = provenance(
+        {
+            "figure": "kernel_concentration",
+            "size": size,
+            "n_replicas": reps,
+            "beta_for_N_sweep": 2.0,
+            "N_for_beta_sweep": 16,
+            "model": "meanfield.figures.kernel_model",
+        },
         seed=seed,
     )
+    return out
 
 
 def plot_kernel_concentration(ds: xr.Dataset):
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for e in ds["eps"].values:
-        p = ds["prob"].sel(eps=e)
-        s = ds["prob_se"].sel(eps=e)
-        ok = p.values > 0
-        ax.errorbar(
-            ds["N"].values[ok],
-            p.values[ok],
-            yerr=2 * s.values[ok],
-            fmt="o-",
-            capsize=3,
-            label=f"ε = {e:g}: rate {float(ds['decay_rate'].sel(eps=e)):.3f}/N",
-        )
-    ax.set_yscale("log")
-    ax.set_xlabel("number of particles N")
-    ax.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{\rho_\beta}| > \varepsilon)$ (± 2 s.e.)")
-    ax.set_title(f"Concentration of the learned kernel (β = {ds.attrs['beta']:g})")
-    ax.legend(fontsize=8)
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for axis, x, unit in ((ax[0], "N", "/N"), (ax[1], "beta", "/β")):
+        for e in ds[f"eps_{x}"].values:
+            p = ds[f"prob_{x}"].sel({f"eps_{x}": e})
+            s = ds[f"prob_se_{x}"].sel({f"eps_{x}": e})
+            ok = p.values > 0
+            rate = float(ds[f"decay_rate_{x}"].sel({f"eps_{x}": e}))
+            axis.errorbar(
+                ds[x].values[ok],
+                p.values[ok],
+                yerr=2 * s.values[ok],
+                fmt="o-",
+                capsize=3,
+                label=f"ε = {e:g}: rate {rate:.3f}{unit}",
+            )
+        axis.set_yscale("log")
+        axis.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{ref}| > \varepsilon)$ (± 2 s.e.)")
+        axis.legend(fontsize=8)
+    ax[0].set_xlabel("number of particles N")
+    ax[0].set_title(r"mean-field regime, β = 2: reference $\rho_\beta$")
+    ax[1].set_xlabel(r"inverse temperature $\beta$")
+    ax[1].set_title(r"Coulomb-gas regime, N = 16: reference $\mu^*$")
     fig.tight_layout()
     return fig
 

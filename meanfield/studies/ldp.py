@@ -327,12 +327,15 @@ def kernel_concentration(
     burn_in: int = 200,
     thin: int = 20,
     eta: float = 0.05,
+    regime: str = "mean-field",
     seed: int = 0,
 ) -> xr.Dataset:
-    """P(max_jk |K_{μ_N}(x_j, x_k) − K_{ρ_β}(x_j, x_k)| > ε) against N (mean-field regime).
+    """P(max_jk |K_{μ_N}(x_j, x_k) − K_ref(x_j, x_k)| > ε) against N.
 
-    μ_N is drawn from the exact Gibbs law ∝ exp(−βN H_N) (MALA, independent replicas); ρ_β is
-    the grid Gibbs state of the same energy; the gap is :func:`meanfield.diagnostics.kernel_gap`.
+    μ_N is drawn from the exact Gibbs law ∝ exp(−β_N N H_N) (MALA, independent replicas).  The
+    reference is that law's limit: the grid Gibbs state ρ_β in the mean-field regime, the β = ∞
+    equilibrium measure μ* on the grid in the Coulomb-gas regime (β_N = βN).  The gap is
+    :func:`meanfield.diagnostics.kernel_gap`.
     Each replica contributes the fraction of its post-burn-in snapshots above ε, so the
     standard error comes from the spread over independent replicas.
 
@@ -342,15 +345,19 @@ def kernel_concentration(
     ``decay_rate`` (eps): the slope of −log P against N (the exponential rate in N).
     """
     from ..diagnostics import kernel_gap
-    from ..pde import Grid, gibbs_state
+    from ..pde import Grid, equilibrium_measure, gibbs_state
 
     beta = check_positive("beta", beta)
+    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
     eps = np.atleast_1d(np.asarray(eps, dtype=float))
     Ns = [check_int("N", int(n)) for n in Ns]
     grid = Grid(energy.domain, cells)
-    rho, report = gibbs_state(energy, grid, beta, method="newton")
+    if regime == "mean-field":
+        rho, report = gibbs_state(energy, grid, beta, method="newton")
+    else:
+        rho, report = equilibrium_measure(energy, grid)
     if not report.converged:
-        raise RuntimeError(f"the Gibbs state did not converge: {report}")
+        raise RuntimeError(f"the reference density did not converge: {report}")
     gen = torch.Generator().manual_seed(seed)
     prob = np.zeros((len(Ns), len(eps)))
     se = np.zeros_like(prob)
@@ -372,6 +379,7 @@ def kernel_concentration(
             n_steps=n_steps,
             record_every=thin,
             seed=seed + N,
+            regime=regime,
         )
         keep = ds["step"].values >= burn_in
         om = ds["omega"].values[keep]  # (time, replica, N, p)
@@ -402,6 +410,7 @@ def kernel_concentration(
         attrs=provenance(
             {
                 "beta": beta,
+                "regime": regime,
                 "feature": feature,
                 "cells": cells,
                 "n_replicas": n_replicas,
@@ -414,3 +423,29 @@ def kernel_concentration(
             seed=seed,
         ),
     )
+
+
+def kernel_concentration_in_beta(
+    energy: Energy, X, feature: str, N: int, betas, eps, **kwargs
+) -> xr.Dataset:
+    """Coulomb-gas regime at fixed N: P(max|K_{μ_N} − K_{μ*}| > ε) against β (THEORY §6: speed
+    βN², so the decay is exponential in β).  Keyword arguments as
+    :func:`kernel_concentration`; ``decay_rate`` (eps) is the slope of −log P against β."""
+    runs = [
+        kernel_concentration(
+            energy, X, feature, float(b), [N], eps, regime="coulomb-gas", **kwargs
+        ).isel(N=0, drop=True)
+        for b in betas
+    ]
+    ds = xr.concat([r.drop_vars("decay_rate") for r in runs], dim="beta")
+    ds = ds.assign_coords(beta=np.asarray(betas, dtype=float))
+    rates = []
+    for j in range(ds.sizes["eps"]):
+        p = ds["prob"].values[:, j]
+        ok = p > 0
+        rates.append(
+            -np.polyfit(ds["beta"].values[ok], np.log(p[ok]), 1)[0] if ok.sum() >= 2 else np.nan
+        )
+    ds["decay_rate"] = ("eps", np.asarray(rates))
+    ds.attrs = {**runs[0].attrs, "N": int(N), "beta": "swept"}
+    return ds
