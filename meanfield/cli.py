@@ -213,10 +213,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.add_argument(
         "kind",
-        choices=["equilibrium", "particles-vs-grid"],
+        choices=["equilibrium", "particles-vs-grid", "beta", "t-decay"],
         help="equilibrium: particles relaxed on a closed-form case, distance to the exact "
-        "law; particles-vs-grid: W2(mu_N(t), rho_t) and the kernel gap against N at several "
-        "times on the default side-by-side problem",
+        "law against N; particles-vs-grid: W2(mu_N(t), rho_t) and the kernel gap against N at "
+        "several times on the default side-by-side problem; beta: W2(rho_beta, mu*) on the "
+        "grid and W2(mu_N, mu*) for particles in both regimes against beta; t-decay: the "
+        "free-energy gap along the McKean-Vlasov flow and its exponential rate",
+    )
+    st.add_argument(
+        "--betas",
+        type=float,
+        nargs="+",
+        default=[1.0, 4.0, 16.0, 64.0],
+        help="beta: inverse temperatures to sweep",
     )
     st.add_argument(
         "--t-final", type=float, default=1.0, help="particles-vs-grid: final time of each run"
@@ -294,6 +303,63 @@ def _study_particles_vs_grid(args) -> int:
     return 0
 
 
+def _study_beta(args) -> int:
+    from pathlib import Path
+
+    from .results import save_dataset
+    from .studies.limits import beta_limit_grid, beta_limit_particles, fit_power_law
+
+    seeds = range(check_int("seeds", args.seeds, minimum=2))
+    N = args.n[0]
+    if args.case != "disk":
+        g = beta_limit_grid(args.case, args.betas)
+        save_dataset(g, Path(args.out) / "grid.nc")
+        fit = fit_power_law(g["beta"].values, g["w2_grid"].values, n_boot=10)
+        print(
+            f"grid, {args.case}: W2(rho_beta, mu*) = "
+            + ", ".join(f"{w:.4g}" for w in g["w2_grid"].values)
+            + f"  ~ beta^{fit['slope']:.3f}"
+        )
+    for regime in ("mean-field", "coulomb-gas"):
+        ds = beta_limit_particles(
+            args.case,
+            args.betas,
+            N,
+            seeds,
+            Path(args.out) / regime,
+            regime=regime,
+            scheduler=args.scheduler,
+            n_workers=args.workers,
+            t_end=args.t_end,
+        )
+        means = ds["w2"].mean(("seed", "replica")).values
+        print(
+            f"particles N={N}, {regime}: W2(mu_N, mu*) = "
+            + ", ".join(f"{w:.4g}" for w in means)
+            + f"  ~ beta^{ds.attrs['rate']:.3f} (95% bootstrap CI "
+            f"[{ds.attrs['rate_ci_low']:.3f}, {ds.attrs['rate_ci_high']:.3f}])"
+        )
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _study_t_decay(args) -> int:
+    from pathlib import Path
+
+    from .results import save_dataset
+    from .studies.limits import closed_form_energy, free_energy_decay
+
+    ds = free_energy_decay(closed_form_energy(args.case), args.beta, t_end=args.t_final)
+    save_dataset(ds, Path(args.out) / "t_decay.nc")
+    a = ds.attrs
+    print(
+        f"{args.case}, beta={args.beta:g}: F(rho_t) - F(rho_beta) ~ exp(-{a['rate']:.4f} t) "
+        f"(95% bootstrap CI [{a['rate_ci_low']:.4f}, {a['rate_ci_high']:.4f}])"
+    )
+    print(f"wrote {args.out}/t_decay.nc")
+    return 0
+
+
 def cmd_figures(args) -> int:
     from .figures import make_figures
 
@@ -307,6 +373,10 @@ def cmd_study(args) -> int:
 
     if args.kind == "particles-vs-grid":
         return _study_particles_vs_grid(args)
+    if args.kind == "beta":
+        return _study_beta(args)
+    if args.kind == "t-decay":
+        return _study_t_decay(args)
     grid = {"N": list(args.n), "seed": list(range(check_int("seeds", args.seeds)))}
     fixed = {"beta": args.beta, "case": args.case, "regime": args.regime, "t_end": args.t_end}
     particle_equilibrium_run(2, **{**fixed, "t_end": 1e-3}, seed=0)  # validate before work

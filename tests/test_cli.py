@@ -140,3 +140,15 @@ def test_figures_command_small(tmp_path):
     ds = load_dataset(tmp_path / "t_limit.nc")
     assert ds.attrs["figure"] == "t_limit" and "meanfield_version" in ds.attrs
     assert main(["figures", "--only", "nonexistent", "--out", str(tmp_path)]) == 2
+
+
+def test_study_beta_and_t_decay(tmp_path, capsys):
+    assert main(["study", "beta", "--case", "uniform", "--betas", "1", "8", "--n", "8",
+                 "--seeds", "2", "--t-end", "1", "--scheduler", "threads",
+                 "--out", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "coulomb-gas" in out and "bootstrap CI" in out
+    assert main(["study", "t-decay", "--case", "uniform", "--beta", "1", "--t-final", "4",
+                 "--out", str(tmp_path / "t")]) == 0
+    assert "exp(-" in capsys.readouterr().out
+    assert (tmp_path / "t" / "t_decay.nc").exists()

@@ -337,3 +337,36 @@ def particles_vs_grid_in_n(
         ds[f"rate_{k}_low"] = ("time", [f["ci_low"] for f in fits])
         ds[f"rate_{k}_high"] = ("time", [f["ci_high"] for f in fits])
     return ds
+
+
+def beta_limit_particles(
+    case: str,
+    betas,
+    N: int,
+    seeds,
+    out_dir,
+    *,
+    regime: str = "coulomb-gas",
+    t_end: float = 6.0,
+    scheduler: str = "threads",
+    n_workers: int | None = None,
+    progress: bool = False,
+) -> xr.Dataset:
+    """β → ∞ for particles: W2(μ_N, μ*) over a (β, seed) sweep, with the fitted power law in β
+    and its bootstrap 95 % interval over seeds (attributes ``rate``, ``rate_ci_low/high``)."""
+    from ..sweeps import run_sweep
+
+    ds = run_sweep(
+        particle_equilibrium_run,
+        {"beta": [float(b) for b in betas], "seed": list(seeds)},
+        out_dir,
+        fixed={"N": int(N), "case": case, "regime": regime, "t_end": t_end},
+        scheduler=scheduler,
+        n_workers=n_workers,
+        progress=progress,
+    )
+    fit = fit_power_law(ds["beta"].values, ds["w2"].isel(replica=0).values)
+    ds.attrs.update(
+        {"rate": fit["slope"], "rate_ci_low": fit["ci_low"], "rate_ci_high": fit["ci_high"]}
+    )
+    return ds
