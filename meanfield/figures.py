@@ -34,30 +34,14 @@ def _save(fig, ds: xr.Dataset, out_dir: Path, name: str) -> list[Path]:
 
 
 # ----------------------------------------------------------------------------------------
-def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
-    """−(1/N) log P(L_N ≥ a) against N with error bars, and the grid rate J(a).
+def _ldp_rate_regime(E, st, regime, factor, thetas, Ns, reps, steps, seed):
+    """Monte Carlo rates against N and the grid rate J(a) for one temperature regime."""
+    from .studies.ldp import rate_at, scgf_on_grid, tail_probability
 
-    Model: V = ω²/2, k = −|z|, λ = 1/2, β = 1 (mean-field regime), p = 1, statistic
-    f = ω² at a = 1.6 × its equilibrium mean.
-    """
-    import torch
-
-    from .domains import Box
-    from .energy import Energy, PairInteraction, QuadraticPotential
-    from .kernels import Riesz
-    from .studies.ldp import rate_at, scgf_on_grid, statistic, tail_probability
-
-    check_choice("size", size, SIZES)
-    torch.set_num_threads(1)
-    E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 8.0))
-    st = statistic("second_moment")
-    thetas = np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.3, 12)]
-    sc = scgf_on_grid(E, st, 1.0, thetas, cells=512)
-    a = 1.6 * float(sc["a"].sel(theta=0.0))
+    sc = scgf_on_grid(E, st, 1.0, thetas, cells=512, regime=regime)
+    a = factor * float(sc["a"].sel(theta=0.0))
     J = rate_at(sc, a)
     theta = float(np.interp(a, sc["a"].values, sc["theta"].values))
-    Ns = [6, 12] if size == "small" else [8, 16, 32, 64]
-    reps, steps = (16, 150) if size == "small" else (64, 400)
     rows = [
         tail_probability(
             E,
@@ -71,67 +55,117 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
             n_steps=steps,
             burn_in=steps // 4,
             seed=seed + N,
+            regime=regime,
         )
         for N in Ns
     ]
-    rate = np.array([float(r["rate"]) for r in rows])
-    se = np.array([float(r["rate_se"]) for r in rows])
-    quad = np.array([float(r["log_p_quad_err"]) for r in rows]) / np.asarray(Ns)
-    log_p = np.array([float(r["log_p"]) for r in rows])
-    return xr.Dataset(
-        {
-            "rate": ("N", rate),
-            "rate_se": ("N", se),
-            "rate_quad_err": ("N", quad),
-            "log_p": ("N", log_p),
-            "J": J,
-            "Lambda": ("theta", sc["Lambda"].values),
-            "tilted_mean": ("theta", sc["a"].values),
-        },
-        coords={"N": Ns, "theta": sc["theta"].values},
-        attrs=provenance(
-            {
-                "figure": "ldp_rate",
-                "size": size,
-                "a": a,
-                "theta_star": theta,
-                "beta": 1.0,
-                "statistic": "second_moment",
-                "n_replicas": reps,
-                "n_steps": steps,
-                "model": "V=w^2/2, k=-|z|, lambda=1/2, p=1",
-            },
-            seed=seed,
-        ),
+    speed = np.asarray([float(r.attrs["speed"]) for r in rows])
+    return {
+        "rate": np.array([float(r["rate"]) for r in rows]),
+        "rate_se": np.array([float(r["rate_se"]) for r in rows]),
+        "rate_quad_err": np.array([float(r["log_p_quad_err"]) for r in rows]) / speed,
+        "log_p": np.array([float(r["log_p"]) for r in rows]),
+        "J": J,
+        "a": a,
+        "theta_star": theta,
+        "Lambda": sc["Lambda"].values,
+        "tilted_mean": sc["a"].values,
+        "theta": sc["theta"].values,
+    }
+
+
+def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
+    """−(1/s_N) log P(L_N ≥ a) against N in both regimes, with the grid rate J(a).
+
+    Model: V = ω²/2, k = −|z|, λ = 1/2, β = 1, p = 1, statistic f = ω².  Mean-field regime
+    (speed s_N = N, a = 1.6 × the equilibrium mean of f, J from tilted Gibbs states) and
+    Coulomb-gas regime (speed N², a = 2.5 × the β = ∞ mean, J from tilted equilibrium
+    measures).
+    """
+    import torch
+
+    from .domains import Box
+    from .energy import Energy, PairInteraction, QuadraticPotential
+    from .kernels import Riesz
+    from .studies.ldp import statistic
+
+    check_choice("size", size, SIZES)
+    torch.set_num_threads(1)
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 8.0))
+    st = statistic("second_moment")
+    small = size == "small"
+    reps, steps = (16, 150) if small else (64, 400)
+    mf = _ldp_rate_regime(
+        E,
+        st,
+        "mean-field",
+        1.6,
+        np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.3, 12)],
+        [6, 12] if small else [8, 16, 32, 64],
+        reps,
+        steps,
+        seed,
     )
+    cg = _ldp_rate_regime(
+        E,
+        st,
+        "coulomb-gas",
+        2.5,
+        np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.45, 18)],
+        [8, 16] if small else [16, 32, 64, 128],
+        reps,
+        steps,
+        seed,
+    )
+    data, attrs = (
+        {},
+        {
+            "figure": "ldp_rate",
+            "size": size,
+            "beta": 1.0,
+            "statistic": "second_moment",
+            "n_replicas": reps,
+            "n_steps": steps,
+            "model": "V=w^2/2, k=-|z|, lambda=1/2, p=1",
+        },
+    )
+    Ns = {
+        "mf": [6, 12] if small else [8, 16, 32, 64],
+        "cg": [8, 16] if small else [16, 32, 64, 128],
+    }
+    for tag, res in (("mf", mf), ("cg", cg)):
+        for k in ("rate", "rate_se", "rate_quad_err", "log_p"):
+            data[f"{k}_{tag}"] = (f"N_{tag}", res[k])
+        for k in ("Lambda", "tilted_mean"):
+            data[f"{k}_{tag}"] = (f"theta_{tag}", res[k])
+        data[f"J_{tag}"] = res["J"]
+        attrs[f"a_{tag}"] = res["a"]
+        attrs[f"theta_star_{tag}"] = res["theta_star"]
+    coords = {"N_mf": Ns["mf"], "N_cg": Ns["cg"], "theta_mf": mf["theta"], "theta_cg": cg["theta"]}
+    return xr.Dataset(data, coords=coords, attrs=provenance(attrs, seed=seed))
 
 
 def plot_ldp_rate(ds: xr.Dataset):
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    N = ds["N"].values
-    err = np.hypot(ds["rate_se"].values, ds["rate_quad_err"].values)
-    ax[0].errorbar(
-        N,
-        ds["rate"],
-        yerr=2 * err,
-        fmt="o-",
-        capsize=3,
-        label=r"Monte Carlo $-\frac{1}{N}\log P(L_N\geq a)$ (±2 s.e.)",
-    )
-    ax[0].axhline(float(ds["J"]), color="k", ls="--", label=r"grid rate $J(a)$")
-    ax[0].set_xscale("log")
-    ax[0].set_xlabel("number of particles N")
-    ax[0].set_ylabel("rate")
-    ax[0].set_title(f"Tail of $L_N=\\int\\omega^2 d\\mu_N$ at a = {ds.attrs['a']:.3g}")
-    ax[0].legend(fontsize=8)
-    gap = ds["rate"].values - float(ds["J"])
-    ax[1].errorbar(N, gap, yerr=2 * err, fmt="o-", capsize=3, label="rate − J(a)")
-    ax[1].plot(N, gap[0] * N[0] / N, "k:", label=r"$\propto 1/N$")
-    ax[1].set_xscale("log")
-    ax[1].set_yscale("log")
-    ax[1].set_xlabel("number of particles N")
-    ax[1].set_ylabel("gap to the rate function")
-    ax[1].legend(fontsize=8)
+    titles = {"mf": "mean-field regime: speed N", "cg": "Coulomb-gas regime: speed N²"}
+    for axis, tag in zip(ax, ("mf", "cg"), strict=True):
+        N = ds[f"N_{tag}"].values
+        err = np.hypot(ds[f"rate_se_{tag}"].values, ds[f"rate_quad_err_{tag}"].values)
+        axis.errorbar(
+            N,
+            ds[f"rate_{tag}"],
+            yerr=2 * err,
+            fmt="o-",
+            capsize=3,
+            label=r"Monte Carlo $-\frac{1}{s_N}\log P(L_N\geq a)$ (±2 s.e.)",
+        )
+        axis.axhline(float(ds[f"J_{tag}"]), color="k", ls="--", label=r"grid rate $J(a)$")
+        axis.set_xscale("log")
+        axis.set_xlabel("number of particles N")
+        axis.set_ylabel("rate")
+        axis.set_title(f"{titles[tag]}; a = {ds.attrs[f'a_{tag}']:.3g}")
+        axis.legend(fontsize=8)
+    fig.suptitle(r"Tail of $L_N=\int\omega^2 d\mu_N$ (V = ω²/2, k = −|z|, β = 1)")
     fig.tight_layout()
     return fig
 
@@ -307,16 +341,26 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     reps = 200 if full else 40
     kw = {"n_replicas": reps, "n_steps": 300, "burn_in": 100, "seed": seed}
     in_n = kernel_concentration(
-        E, X, "softplus", 2.0, [8, 16, 32, 64] if full else [8, 24], [0.75, 1.0, 1.5], **kw
+        E,
+        X,
+        "softplus",
+        2.0,
+        [8, 16, 32, 64] if full else [8, 24],
+        [0.75, 1.0, 1.5],
+        eps_w2=[0.3, 0.4, 0.5],
+        **kw,
     )
     in_b = kernel_concentration_in_beta(
         E, X, "softplus", 16, [0.1, 0.2, 0.4, 0.8, 1.6] if full else [0.1, 0.4], [0.5, 1.0], **kw
     )
+    w2 = in_n[["prob_w2", "prob_w2_se", "mean_w2"]]
+    in_n = in_n.drop_vars(["prob_w2", "prob_w2_se", "mean_w2", "eps_w2"])
     in_n, in_b = in_n.rename(eps="eps_N"), in_b.rename(eps="eps_beta")
     out = xr.Dataset(
         {
             **{f"{k}_N": v for k, v in in_n.data_vars.items()},
             **{f"{k}_beta": v for k, v in in_b.data_vars.items()},
+            **dict(w2.data_vars),
         }
     )
     out.attrs = provenance(
@@ -334,7 +378,24 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
 
 def plot_kernel_concentration(ds: xr.Dataset):
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4))
+    for e in ds["eps_w2"].values:
+        p = ds["prob_w2"].sel(eps_w2=e)
+        s = ds["prob_w2_se"].sel(eps_w2=e)
+        ok = p.values > 0
+        ax[2].errorbar(
+            ds["N"].values[ok],
+            p.values[ok],
+            yerr=2 * s.values[ok],
+            fmt="o-",
+            capsize=3,
+            label=f"ε = {e:g}",
+        )
+    ax[2].set_yscale("log")
+    ax[2].set_xlabel("number of particles N")
+    ax[2].set_ylabel(r"$P(W_2(\mu_N, \rho_\beta) > \varepsilon)$ (± 2 s.e.)")
+    ax[2].set_title(r"the empirical measure, mean-field, β = 2")
+    ax[2].legend(fontsize=8)
     for axis, x, unit in ((ax[0], "N", "/N"), (ax[1], "beta", "/β")):
         for e in ds[f"eps_{x}"].values:
             p = ds[f"prob_{x}"].sel({f"eps_{x}": e})

@@ -99,6 +99,7 @@ def scgf_on_grid(
     *,
     cells: int = 512,
     method: str = "newton",
+    regime: str = "mean-field",
 ) -> xr.Dataset:
     """Λ(θ), a(θ) = ∫ f dρ_θ and J(a(θ)) on a θ grid (must contain 0).
 
@@ -106,10 +107,11 @@ def scgf_on_grid(
     -------
     xarray.Dataset over ``theta`` with ``Lambda``, ``a`` and ``J``.
     """
-    from ..pde import Grid, gibbs_state
+    from ..pde import Grid, equilibrium_measure, gibbs_state
     from ..pde.field import Density
 
     beta = check_positive("beta", beta)
+    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
     thetas = np.asarray(thetas, dtype=float)
     if not np.any(thetas == 0):
         raise ValueError("thetas must contain 0 (the untilted reference state)")
@@ -119,9 +121,11 @@ def scgf_on_grid(
     F, a = [], []
     rho = None
     for th in thetas:
-        rho_th, report = gibbs_state(
-            tilted_energy(energy, stat, th, beta), grid, beta, method=method, rho0=rho
-        )
+        tilted = tilted_energy(energy, stat, th, beta)
+        if regime == "mean-field":
+            rho_th, report = gibbs_state(tilted, grid, beta, method=method, rho0=rho)
+        else:  # Coulomb-gas regime: the limit is the β = ∞ minimiser of E − (θ/β)∫f
+            rho_th, report = equilibrium_measure(tilted, grid)
         if not report.converged:
             raise RuntimeError(f"tilted Gibbs state at theta={th} did not converge: {report}")
         rho = Density(grid, rho_th.data) if isinstance(rho_th, Density) else rho_th
@@ -153,7 +157,9 @@ def rate_at(scgf: xr.Dataset, a: float) -> float:
 # ----------------------------------------------------------------------------------------
 # Monte Carlo: importance sampling + thermodynamic integration
 # ----------------------------------------------------------------------------------------
-def _tilted_samples(energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in, thin, seed):
+def _tilted_samples(
+    energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in, thin, seed, regime
+):
     """Samples of L_N under π_θ, shape (snapshots, replicas), and the final state."""
     ds = simulate(
         tilted_energy(energy, stat, theta, beta),
@@ -164,6 +170,7 @@ def _tilted_samples(energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in,
         n_steps=n_steps,
         record_every=thin,
         seed=seed,
+        regime=regime,
     )
     om = torch.as_tensor(ds["omega"].values)
     L = stat.f(om).mean(-1).numpy()  # (time, replica)
@@ -188,8 +195,14 @@ def tail_probability(
     eta: float = 0.05,
     seed: int = 0,
     omega0=None,
+    regime: str = "mean-field",
 ) -> xr.Dataset:
-    """Estimate log P(L_N ≥ a) under the Gibbs law ∝ exp(−βN H_N) with an error bar.
+    """Estimate log P(L_N ≥ a) under the Gibbs law ∝ exp(−β_N N H_N) with an error bar.
+
+    The tilt by θ adds −(θ/β) f to the energy, i.e. multiplies the law by exp(s θ L_N) with
+    the speed s = β_N N/β: s = N in the mean-field regime, s = N² in the Coulomb-gas regime.
+    ``rate`` is −log P / s, which tends to the J(a) of :func:`scgf_on_grid` with the same
+    ``regime`` (THEORY §6: speed N and rate β(F_β − min F_β); speed βN² and rate E − E(μ*)).
 
     Parameters
     ----------
@@ -199,7 +212,7 @@ def tail_probability(
     N : int
         Number of particles.
     beta : float
-        Inverse temperature (mean-field regime).
+        Inverse temperature.
     theta : float
         Tilt at which the indicator is estimated; best where the tilted mean of L_N is ≈ a
         (e.g. from :func:`scgf_on_grid`).
@@ -217,8 +230,11 @@ def tail_probability(
         ``log_p``, ``log_p_se`` (statistical, from replica means), ``log_p_quad_err`` (trapezoid
         vs Simpson on the ladder), ``rate = −log_p / N``, the ladder means ``mean_L``
         (theta_ladder) and acceptance rates.
+    regime : {"mean-field", "coulomb-gas"}
     """
     N = check_int("N", N)
+    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
+    speed = N if regime == "mean-field" else N * N  # β_N N / β
     beta = check_positive("beta", beta)
     n_ladder = check_int("n_ladder", n_ladder, minimum=3)
     n_replicas = check_int("n_replicas", n_replicas, minimum=4)
@@ -249,6 +265,7 @@ def tail_probability(
             burn_in=burn_in,
             thin=thin,
             seed=seed * 1000 + k,
+            regime=regime,
         )
         rep_means = L.mean(0)
         means.append(rep_means.mean())
@@ -259,16 +276,16 @@ def tail_probability(
     h = ladder[1] - ladder[0]
     w = np.full(n_ladder, h)
     w[0] = w[-1] = h / 2
-    log_ratio = N * float(w @ means)
-    log_ratio_se = N * float(np.sqrt(((w * ses) ** 2).sum()))
-    quad_err = N * abs(float(w @ means) - _simpson(ladder, means))
+    log_ratio = speed * float(w @ means)
+    log_ratio_se = speed * float(np.sqrt(((w * ses) ** 2).sum()))
+    quad_err = speed * abs(float(w @ means) - _simpson(ladder, means))
     # indicator estimate at theta, per replica, then the delta method for the log
-    weights = np.where(last_L >= a, np.exp(-theta * N * (last_L - a)), 0.0)  # scaled by e^{θNa}
+    weights = np.where(last_L >= a, np.exp(-theta * speed * (last_L - a)), 0.0)  # × e^{θsa}
     rep = weights.mean(0)
     m = rep.mean()
     if m <= 0:
         raise RuntimeError(f"no tilted sample reached L_N >= {a}: increase theta or the samples")
-    log_ind = math.log(m) - theta * N * a
+    log_ind = math.log(m) - theta * speed * a
     log_ind_se = rep.std(ddof=1) / math.sqrt(n_replicas) / m
     log_p = log_ratio + log_ind
     se = math.hypot(log_ratio_se, log_ind_se)
@@ -277,8 +294,8 @@ def tail_probability(
             "log_p": log_p,
             "log_p_se": se,
             "log_p_quad_err": quad_err,
-            "rate": -log_p / N,
-            "rate_se": se / N,
+            "rate": -log_p / speed,
+            "rate_se": se / speed,
             "mean_L": ("theta_ladder", means),
             "mean_L_se": ("theta_ladder", ses),
             "acceptance_rate": ("theta_ladder", np.asarray(accs)),
@@ -291,6 +308,8 @@ def tail_probability(
                 "N": N,
                 "beta": beta,
                 "theta": theta,
+                "regime": regime,
+                "speed": speed,
                 "n_ladder": n_ladder,
                 "n_replicas": n_replicas,
                 "n_steps": n_steps,
@@ -328,6 +347,7 @@ def kernel_concentration(
     thin: int = 20,
     eta: float = 0.05,
     regime: str = "mean-field",
+    eps_w2=None,
     seed: int = 0,
 ) -> xr.Dataset:
     """P(max_jk |K_{μ_N}(x_j, x_k) − K_ref(x_j, x_k)| > ε) against N.
@@ -339,12 +359,14 @@ def kernel_concentration(
     Each replica contributes the fraction of its post-burn-in snapshots above ε, so the
     standard error comes from the spread over independent replicas.
 
+    With ``eps_w2`` the same samples also give P(W2(μ_N, ref) > ε) (exact 1D quantile W2).
+
     Returns
     -------
     xarray.Dataset over (``N``, ``eps``): ``prob``, ``prob_se``; over ``N``: ``mean_gap``; and
     ``decay_rate`` (eps): the slope of −log P against N (the exponential rate in N).
     """
-    from ..diagnostics import kernel_gap
+    from ..diagnostics import kernel_gap, wasserstein_particles_grid
     from ..pde import Grid, equilibrium_measure, gibbs_state
 
     beta = check_positive("beta", beta)
@@ -362,6 +384,9 @@ def kernel_concentration(
     prob = np.zeros((len(Ns), len(eps)))
     se = np.zeros_like(prob)
     mean_gap = np.zeros(len(Ns))
+    eps_w2 = None if eps_w2 is None else np.atleast_1d(np.asarray(eps_w2, dtype=float))
+    n_w = 0 if eps_w2 is None else len(eps_w2)
+    prob_w, se_w, mean_w = np.zeros((len(Ns), n_w)), np.zeros((len(Ns), n_w)), np.zeros(len(Ns))
     lo, hi = energy.domain.bounding_box
     for i, N in enumerate(Ns):
         # start from the grid Gibbs state itself (inverse-CDF draws): short burn-in suffices
@@ -393,20 +418,40 @@ def kernel_concentration(
         frac = (gaps[..., None] > eps).mean(0)  # (replica, eps)
         prob[i] = frac.mean(0)
         se[i] = frac.std(0, ddof=1) / math.sqrt(n_replicas)
+        if n_w:
+            w2 = np.array(
+                [
+                    [wasserstein_particles_grid(om[t, r], rho, order=2) for r in range(n_replicas)]
+                    for t in range(om.shape[0])
+                ]
+            )
+            mean_w[i] = w2.mean()
+            frac_w = (w2[..., None] > eps_w2).mean(0)
+            prob_w[i] = frac_w.mean(0)
+            se_w[i] = frac_w.std(0, ddof=1) / math.sqrt(n_replicas)
     rates = []
     for j in range(len(eps)):
         ok = prob[:, j] > 0
         rates.append(
             -np.polyfit(np.asarray(Ns)[ok], np.log(prob[ok, j]), 1)[0] if ok.sum() >= 2 else np.nan
         )
+    extra, extra_coords = {}, {}
+    if n_w:
+        extra = {
+            "prob_w2": (("N", "eps_w2"), prob_w),
+            "prob_w2_se": (("N", "eps_w2"), se_w),
+            "mean_w2": ("N", mean_w),
+        }
+        extra_coords = {"eps_w2": eps_w2}
     return xr.Dataset(
         {
             "prob": (("N", "eps"), prob),
             "prob_se": (("N", "eps"), se),
             "mean_gap": ("N", mean_gap),
+            **extra,
             "decay_rate": ("eps", np.asarray(rates)),
         },
-        coords={"N": Ns, "eps": eps},
+        coords={"N": Ns, "eps": eps, **extra_coords},
         attrs=provenance(
             {
                 "beta": beta,
