@@ -114,8 +114,11 @@ class SimulationConfig:
         return dataclasses.asdict(self)
 
     # --- building blocks --------------------------------------------------------------------
-    def load_data(self) -> tuple[np.ndarray, np.ndarray]:
-        """Training inputs X (n, d) and labels y (n,)."""
+    def load_data(self) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Training inputs X (n, d) and labels y (n,); (None, None) without an alignment term,
+        where the particles live in R^p with p given by ``data_dim`` and the feature."""
+        if self.alignment == "none":
+            return None, None
         if self.data_file:
             return load_xy(self.data_file)
         from .synthetic import make_task
@@ -127,7 +130,8 @@ class SimulationConfig:
         dtype = torch.float64 if self.dtype == "float64" else torch.float32
         if X is None:
             X, y = self.load_data()
-        p = get_feature_map(self.feature).particle_dim(X.shape[1])
+        d = self.data_dim if X is None else X.shape[1]
+        p = get_feature_map(self.feature).particle_dim(d)
         terms = []
         if self.confinement > 0:
             terms.append(QuadraticPotential(self.confinement))
@@ -162,7 +166,7 @@ class SimulationConfig:
         """Build everything and simulate; the dataset's attributes hold this whole config."""
         X, y = self.load_data()
         energy = self.build_energy(X, y)
-        omega0 = self.initial_particles(X.shape[1])
+        omega0 = self.initial_particles(self.data_dim if X is None else X.shape[1])
         return simulate(
             energy,
             omega0,

@@ -152,3 +152,15 @@ def test_study_beta_and_t_decay(tmp_path, capsys):
                  "--out", str(tmp_path / "t")]) == 0
     assert "exp(-" in capsys.readouterr().out
     assert (tmp_path / "t" / "t_decay.nc").exists()
+
+
+def test_simulate_without_data_the_pure_coulomb_gas(tmp_path):
+    # the README's log-gas example: no alignment, so no data set is drawn (p = data_dim = 1)
+    out = tmp_path / "gas.nc"
+    assert main(["simulate", "--alignment", "none", "--confinement", "1", "--kernel", "log",
+                 "--softening", "0", "--lam", "0.5", "--n-particles", "20", "--domain", "box",
+                 "--radius", "4", "--method", "mala", "--regime", "coulomb-gas", "--beta", "2",
+                 "--eta", "0.001", "--n-steps", "50", "--data-dim", "1", "--feature", "positive",
+                 "--out", str(out), "--no-progress"]) == 0
+    ds = load_dataset(out)
+    assert ds.attrs["p"] == 1 and "energy_interaction" in ds and "acceptance_rate" in ds
