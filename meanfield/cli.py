@@ -361,6 +361,9 @@ def _study_t_decay(args) -> int:
 
 
 def cmd_figures(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no window, whatever the user's default backend
     from .figures import make_figures
 
     make_figures(args.out, size=args.size, only=args.only, seed=args.seed)

@@ -10,15 +10,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
-
-from ._validation import check_choice  # noqa: E402
-from .results import provenance, save_dataset  # noqa: E402
+from ._validation import check_choice
+from .results import provenance, save_dataset
 
 SIZES = ("small", "full")
 
