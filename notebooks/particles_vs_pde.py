@@ -75,6 +75,6 @@ ax.legend()
 # **What it shows.** The grid density and the particle histogram move together; the energies
 # of the two views agree to the sampling error, and the grid free energy decreases
 # monotonically.  W₂(μ_N(t), ρ_t) falls like N^(−1/2), the iid rate of THEORY §6 in p = 1
-# (full size: slope −0.50, 95 % CI [−0.56, −0.44], N = 100…3200, 8 seeds, t = 1): propagation of chaos
-# at the rate of independent samples, with the O(η) time-step bias and the grid error below
-# the sampling error at these N.
+# (full size: slope −0.50, 95 % CI [−0.56, −0.44], N = 100…3200, 8 seeds, t = 1):
+# propagation of chaos at the rate of independent samples, with the O(η) time-step bias and
+# the grid error below the sampling error at these N.
