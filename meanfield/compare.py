@@ -28,11 +28,11 @@ from ._validation import check_int, check_positive
 from .diagnostics import EXACT_MAX_PAIRS, kernel_gap, wasserstein_particles_grid
 from .domains import Box
 from .energy import (
+    AlignmentTerm,
     Energy,
     LinearAlignment,
     PairInteraction,
     QuadraticPotential,
-    _DataTerm,
 )
 from .kernels import Coulomb
 from .particles import simulate
@@ -44,7 +44,7 @@ from .synthetic import radial
 
 def _data_term(energy: Energy):
     for t in energy.terms:
-        if isinstance(t, _DataTerm):
+        if isinstance(t, AlignmentTerm):
             return t
     return None
 

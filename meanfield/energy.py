@@ -187,8 +187,8 @@ class CallablePotential(Potential):
         return {"potential": self.label}
 
 
-class _DataTerm(Term):
-    """Shared machinery of the alignment terms: data, targets, feature map."""
+class AlignmentTerm(Term):
+    """Base of the alignment terms: the data, the targets T = U diag(w) Uᵀ and the feature map."""
 
     name = "alignment"
 
@@ -251,7 +251,7 @@ class _DataTerm(Term):
         return {"feature": self.feature.name, "n_data": self.n}
 
 
-class LinearAlignment(_DataTerm):
+class LinearAlignment(AlignmentTerm):
     """Linear (U-statistic) alignment, energy term −∫a dμ (THEORY §2, form 1).
 
     a(ω) = (1/(n(n−1))) Σ_{j≠k} T_jk φ(x_j; ω) φ(x_k; ω): a one-body data potential, so the
@@ -298,7 +298,7 @@ class LinearAlignment(_DataTerm):
         return -self.a(at)
 
 
-class RiskAlignment(_DataTerm):
+class RiskAlignment(AlignmentTerm):
     """Risk form: R(μ) = (1/(2n²)) Σ_{j,k} (α T_jk − K_μ(x_j, x_k))² (THEORY §2, form 2).
 
     Finite N: K_Ω² has its particle diagonal (i = i') left out, as every pair sum.
@@ -346,7 +346,7 @@ class RiskAlignment(_DataTerm):
         return {**super().describe(), "alpha": self.alpha}
 
 
-class NormalisedAlignment(_DataTerm):
+class NormalisedAlignment(AlignmentTerm):
     """Cristianini alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F); energy term −A (form 3).
 
     A ratio, so the finite-N kernel keeps its diagonal: H_N = −A(μ_N) exactly.
@@ -648,7 +648,7 @@ class Energy:
 
     def n_data(self) -> int | None:
         """Number of data points of the alignment terms (None without data)."""
-        ns = [t.n for t in self.terms if isinstance(t, _DataTerm)]
+        ns = [t.n for t in self.terms if isinstance(t, AlignmentTerm)]
         return ns[0] if ns else None
 
     def describe(self) -> dict:
@@ -669,6 +669,7 @@ def check_n_particles(N) -> int:
 __all__ = [
     "Energy",
     "Term",
+    "AlignmentTerm",
     "Potential",
     "QuadraticPotential",
     "DoubleWellPotential",
