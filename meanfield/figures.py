@@ -92,27 +92,17 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     st = statistic("second_moment")
     small = size == "small"
     reps, steps = (16, 150) if small else (64, 400)
-    mf = _ldp_rate_regime(
-        E,
-        st,
-        "mean-field",
-        1.6,
-        np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.3, 12)],
-        [6, 12] if small else [8, 16, 32, 64],
-        reps,
-        steps,
-        seed,
-    )
-    cg = _ldp_rate_regime(
-        E,
-        st,
-        "coulomb-gas",
-        2.5,
-        np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.45, 18)],
-        [8, 16] if small else [16, 32, 64, 128],
-        reps,
-        steps,
-        seed,
+    Ns = {
+        "mf": [6, 12] if small else [8, 16, 32, 64],
+        "cg": [8, 16] if small else [16, 32, 64, 128],
+    }
+    ladder = {
+        "mf": np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.3, 12)],
+        "cg": np.r_[np.linspace(-0.3, 0, 4), np.linspace(0.025, 0.45, 18)],
+    }
+    mf, cg = (
+        _ldp_rate_regime(E, st, regime, factor, ladder[tag], Ns[tag], reps, steps, seed)
+        for tag, regime, factor in (("mf", "mean-field", 1.6), ("cg", "coulomb-gas", 2.5))
     )
     data, attrs = (
         {},
@@ -126,10 +116,6 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
             "model": "V=w^2/2, k=-|z|, lambda=1/2, p=1",
         },
     )
-    Ns = {
-        "mf": [6, 12] if small else [8, 16, 32, 64],
-        "cg": [8, 16] if small else [16, 32, 64, 128],
-    }
     for tag, res in (("mf", mf), ("cg", cg)):
         for k in ("rate", "rate_se", "rate_quad_err", "log_p"):
             data[f"{k}_{tag}"] = (f"N_{tag}", res[k])
