@@ -378,6 +378,10 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
 def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     """Fit W ≈ C N^slope per seed and summarise the slope over seeds.
 
+    A Student-t interval on per-seed slopes (each seed is one full curve here).  The limit
+    studies use :func:`meanfield.studies.limits.fit_power_law`, a bootstrap over seeds of the
+    fit to the seed means, which also serves when a single replicate per point is available.
+
     Parameters
     ----------
     n_values : array (K,)

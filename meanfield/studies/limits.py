@@ -168,6 +168,9 @@ def beta_limit_grid(case: str, betas, *, cells: int = 512) -> xr.Dataset:
 def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
     """Fit y ≈ C x^slope by least squares in log-log, with a bootstrap CI over replicates.
 
+    (:func:`meanfield.compare.fit_rate` is the Student-t variant on per-seed slopes used by the
+    side-by-side comparison; both fit the same log-log line to balanced data.)
+
     Parameters
     ----------
     x : array (K,)
