@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from ._validation import check_choice, check_int
+from ._validation import check_choice, check_int, check_sample
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def wasserstein_to_law_1d(samples, law: Law1D, order: int = 2, n_quad: int = 64)
     Gauss–Legendre quadrature (the quantile function is smooth inside each piece except at the
     support edges, where it is integrable).
     """
-    x = np.sort(np.asarray(samples, dtype=float).ravel())
+    x = np.sort(check_sample("samples", np.asarray(samples, dtype=float).ravel()))
     order = check_int("order", order)
     N = len(x)
     g, gw = np.polynomial.legendre.leggauss(n_quad)

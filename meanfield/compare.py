@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from scipy import stats
+from tqdm.auto import tqdm
 
-from ._validation import check_int, check_positive
+from ._validation import check_fit_sizes, check_int, check_output_path, check_positive
 from .diagnostics import EXACT_MAX_PAIRS, kernel_gap, wasserstein_particles_grid
 from .domains import Box
 from .energy import (
@@ -170,7 +170,13 @@ def compare(
     w1 = np.full(len(times), np.nan)
     data = _data_term(energy)
     gap = np.empty(len(times)) if data is not None else None
-    for k in range(len(times)):
+    records = tqdm(
+        range(len(times)),
+        desc=f"W{'2' if method != 'exact' else '1, W2'} per record",
+        unit="record",
+        disable=not progress,
+    )
+    for k in records:
         rho_k = Density(grid, grid_ds["rho"].values[k])
         w2[k] = wasserstein_particles_grid(omega[k], rho_k, order=2, method=method, seed=seed)
         if method == "exact":
@@ -356,13 +362,15 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
     """
     from .plotting import plot_comparison
 
+    out_dir = check_output_path("out (folder)", out_dir, kind="dir")
+    for name in ("comparison.nc", "comparison.png"):
+        check_output_path("out (folder)", out_dir / name, kind="file")
     cmp_kw = {k: overrides.pop(k) for k in list(overrides) if k in _COMPARE_KEYS}
     prob = default_problem(dim, **overrides)
     cfg = prob.pop("config")
     prob.pop("data")
     extra = {"problem": "default", "task": "radial", **{f"problem_{k}": v for k, v in cfg.items()}}
     ds = compare(**prob, **cmp_kw, extra_attrs=extra)
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     nc = save_dataset(ds, out_dir / "comparison.nc")
     png = out_dir / "comparison.png"
@@ -396,8 +404,13 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     dict
         ``slope`` (mean over seeds), ``ci_low``, ``ci_high``, ``slopes`` (per seed),
         ``pooled_slope`` (least squares on all points).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Fewer than 3 distinct N (the rate is undetermined) or fewer than 2 seeds.
     """
-    logn = np.log(np.asarray(n_values, dtype=float))
+    logn = np.log(check_fit_sizes("n_values (N)", n_values))
     logw = np.log(np.asarray(w, dtype=float))
     if logw.ndim != 2 or logw.shape[0] != len(logn) or logw.shape[1] < 2:
         raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
@@ -443,9 +456,10 @@ def convergence_in_n(
         all parameters.
     """
     n_values = [check_int("N", n) for n in n_values]
+    check_fit_sizes("n_values (N)", n_values)
     seeds = [int(s) for s in seeds]
-    if len(n_values) < 2 or len(seeds) < 2:
-        raise ValueError("need at least two N values and two seeds to fit a rate with a CI")
+    if len(seeds) < 2:
+        raise ValueError(f"seeds: need at least 2 seeds to fit a rate with a CI, got {len(seeds)}")
     check_same_domain(energy, initial.grid)
     initial = initial.normalised()
     eq = McKeanVlasov(energy, initial.grid, beta, scheme=scheme)

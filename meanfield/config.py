@@ -11,7 +11,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._validation import check_array, check_choice, check_int, check_positive
+from ._validation import (
+    check_array,
+    check_choice,
+    check_device,
+    check_finite_real,
+    check_int,
+    check_positive,
+)
 from .domains import make_domain
 from .energy import (
     Energy,
@@ -21,8 +28,9 @@ from .energy import (
     QuadraticPotential,
     RiskAlignment,
 )
+from .errors import InputError
 from .features import get_feature_map, sample_initial_particles
-from .kernels import make_kernel
+from .kernels import KERNEL_NAMES, make_kernel
 from .particles import METHODS, REGIMES, simulate
 
 if sys.version_info >= (3, 11):
@@ -50,7 +58,7 @@ class SimulationConfig:
     alignment: str = "linear"
     alpha: float = 1.0
     kernel: str = "coulomb"
-    s: float = 0.0
+    s: float | None = None
     softening: float = 0.05
     width: float = 1.0
     lam: float = 0.05
@@ -88,8 +96,33 @@ class SimulationConfig:
         check_positive("lam (lambda)", self.lam, allow_zero=True)
         check_positive("confinement", self.confinement, allow_zero=True)
         check_int("seed", self.seed, minimum=0)
+        check_choice("kernel", self.kernel, KERNEL_NAMES)
+        if self.kernel == "riesz":
+            if self.s is None:
+                raise InputError(
+                    "kernel 'riesz' needs its exponent: set s (--s), any real number "
+                    "(s < p unless softening > 0)"
+                )
+            check_finite_real("s (Riesz exponent)", self.s)
+        elif self.s is not None:
+            raise InputError(
+                f"s (Riesz exponent) is used only with kernel 'riesz', not {self.kernel!r}; "
+                "drop it or set kernel = 'riesz'"
+            )
+        check_positive("softening", self.softening, allow_zero=True)
+        check_positive("width", self.width)
+        check_positive("alpha", self.alpha)
+        check_positive("bandwidth", self.bandwidth)
+        for name in ("record_every", "data_batch"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name))
+        if self.interaction_batch is not None:
+            check_int("interaction_batch", self.interaction_batch, minimum=2)
+        check_int("data_dim", self.data_dim)
+        check_choice("domain", self.domain, ("box", "ball"))
+        self.device = check_device("device", self.device)
         if self.alignment == "none" and self.confinement == 0.0:
-            raise ValueError(
+            raise InputError(
                 "with alignment 'none' set confinement > 0: the energy needs a term "
                 "that depends on the particle positions alone"
             )

@@ -27,8 +27,9 @@ import numpy as np
 import ot
 import torch
 
-from ._validation import check_array, check_choice, check_int
+from ._validation import check_array, check_choice, check_int, check_sample
 from .energy import Energy
+from .errors import InputError
 from .features import FeatureMap, get_feature_map
 from .pde.field import Density
 from .pde.potential import GridEnergy
@@ -52,24 +53,33 @@ def _particles(omega, p: int, weights=None):
     if x.ndim == 1 and p == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[1] != p:
-        raise ValueError(f"omega must have shape (N, {p}) to match the grid, got {x.shape}")
+        raise InputError(f"omega must have shape (N, {p}) to match the grid, got {x.shape}")
     if len(x) == 0:
-        raise ValueError("omega must hold at least one particle")
+        raise InputError("omega (particles) is empty; it must hold at least one particle")
     if weights is None:
         w = np.full(len(x), 1.0 / len(x))
     else:
-        w = check_array("weights", weights, ndim=1)
-        if len(w) != len(x) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError("weights must be one non-negative number per particle, not all zero")
+        w = _weights("weights", weights, len(x))
         w = w / w.sum()
     return x, w
+
+
+def _weights(name: str, w, n: int) -> np.ndarray:
+    """Non-negative, finite weights, one per point, not all zero."""
+    w = check_array(name, w, ndim=1)
+    if len(w) != n or np.any(w < 0) or not w.sum() > 0:
+        raise InputError(
+            f"{name} must be one non-negative number per point ({n}), not all zero; "
+            f"got shape {w.shape}"
+        )
+    return w
 
 
 def _density(rho, name="density") -> Density:
     if not isinstance(rho, Density):
         raise TypeError(f"{name} must be a meanfield.pde.Density, got {type(rho).__name__}")
     if not rho.mass > 0:
-        raise ValueError(f"{name} has zero mass")
+        raise InputError(f"{name} has zero mass; a distance needs a density of mass > 0")
     return rho
 
 
@@ -164,6 +174,13 @@ def sliced_w2(xa, wa, xb, wb, *, n_projections: int = 200, seed: int = 0) -> flo
     seeded directions; SW2 ≤ W2.
     """
     n_projections = check_int("n_projections", n_projections)
+    xa = check_sample("xa (points)", xa, ndim=2)
+    xb = check_sample("xb (points)", xb, ndim=2)
+    if xa.shape[1] != xb.shape[1]:
+        raise InputError(
+            f"xa and xb must have the same dimension p, got {xa.shape[1]} and {xb.shape[1]}"
+        )
+    wa, wb = _weights("wa", wa, len(xa)), _weights("wb", wb, len(xb))
     return float(
         ot.sliced_wasserstein_distance(
             np.ascontiguousarray(xa, dtype=np.float64),

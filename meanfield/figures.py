@@ -14,10 +14,19 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from ._validation import check_choice
+from ._validation import check_choice, check_output_path
 from .results import provenance, save_dataset
 
 SIZES = ("small", "full")
+#: Measured wall time (s) of each figure at full size on the 2-core development machine
+#: (README, Performance): what the stage messages quote.
+FULL_SIZE_SECONDS = {
+    "n_limit": 101,
+    "ldp_rate": 205,
+    "beta_limit": 12,
+    "t_limit": 4,
+    "kernel_concentration": 28,
+}
 
 
 def _save(fig, ds: xr.Dataset, out_dir: Path, name: str) -> list[Path]:
@@ -391,7 +400,8 @@ def plot_kernel_concentration(ds: xr.Dataset):
                 yerr=2 * s.values[ok],
                 fmt="o-",
                 capsize=3,
-                label=f"ε = {e:g}: rate {rate:.3f}{unit}",
+                label=f"ε = {e:g}: "
+                + (f"rate {rate:.3f}{unit}" if np.isfinite(rate) else "rate undetermined"),
             )
         axis.set_yscale("log")
         axis.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{ref}| > \varepsilon)$ (± 2 s.e.)")
@@ -446,13 +456,14 @@ def plot_n_limit(ds: xr.Dataset):
             m = sel.mean("seed")
             s = sel.std("seed", ddof=1) / np.sqrt(sel.sizes["seed"])
             r, lo, hi = (float(ds[f"rate_{k}{x}"].isel(time=i)) for x in ("", "_low", "_high"))
+            rate = f"N^{r:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(r) else "rate undetermined"
             axis.errorbar(
                 n,
                 m,
                 yerr=2 * s,
                 fmt="o-",
                 capsize=3,
-                label=f"t = {float(ds['time'][i]):.2g}: N^{r:.2f} [{lo:.2f}, {hi:.2f}]",
+                label=f"t = {float(ds['time'][i]):.2g}: {rate}",
             )
         m0 = ds[k].isel(time=-1).mean("seed").values[0]
         axis.plot(n, m0 * np.sqrt(n[0] / n), "k:", label=r"$N^{-1/2}$")
@@ -479,17 +490,40 @@ FIGURES = {
 def make_figures(
     out_dir="figures", *, size: str = "full", only=None, seed: int = 0, log=print
 ) -> dict:
-    """Compute and draw the figures (all, or those named in ``only``); returns their paths."""
+    """Compute and draw the figures (all, or those named in ``only``); returns their paths.
+
+    Parameters
+    ----------
+    out_dir : path
+        Folder of the PNG, PDF and netCDF files (checked writable before any work).
+    size : {"small", "full"}
+    only : list of str, optional
+        Names of :data:`FIGURES` to make (default: all).
+    seed : int
+    log : callable
+        Receives a stage message before each figure (with its expected time) and one line
+        after it; ``None`` for silence.
+    """
     check_choice("size", size, SIZES)
     names = list(FIGURES) if not only else list(only)
     for n in names:
         check_choice("figure", n, FIGURES)
+    out_dir = check_output_path("out_dir", out_dir, kind="dir")
+    log = log or (lambda _msg: None)
     out = {}
-    for name in names:
+    for i, name in enumerate(names, 1):
+        expect = FULL_SIZE_SECONDS[name]
+        hint = (
+            f"about {expect} s" if size == "full" else f"a fraction of the {expect} s at full size"
+        )
+        log(f"[{i}/{len(names)}] {name}: computing ({hint} on 2 cores) ...")
         t0 = time.perf_counter()
         compute, plot = FIGURES[name]
         ds = compute(size=size, seed=seed)
         ds.attrs["wall_time_s"] = time.perf_counter() - t0
-        out[name] = _save(plot(ds), ds, Path(out_dir), name)
-        log(f"{name}: {time.perf_counter() - t0:.1f} s -> {', '.join(map(str, out[name]))}")
+        out[name] = _save(plot(ds), ds, out_dir, name)
+        log(
+            f"[{i}/{len(names)}] {name}: {time.perf_counter() - t0:.1f} s -> "
+            f"{', '.join(map(str, out[name]))}"
+        )
     return out

@@ -76,7 +76,9 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
         sub = pts[:: max(1, len(pts) // 2000)]
         ax.scatter(sub[:, 0], sub[:, 1], s=2, c="w", alpha=0.6)
         ax.set_aspect("equal")
-        fig.colorbar(im, ax=ax, shrink=0.8)
+        ax.set_xlabel("ω₁")
+        ax.set_ylabel("ω₂")
+        fig.colorbar(im, ax=ax, shrink=0.8, label="grid density ρ (cell average)")
         ax.set_title(f"(a) ρ and N = {N} particles at t = {t[-1]:.2g}", fontsize=9)
     ax = axes[1]
     ax.plot(t, ds["w2"].values, "o-", ms=3, label=ds["w2"].attrs.get("long_name", "W2"))
@@ -84,6 +86,7 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
         ax.plot(t, ds["w1"].values, "s--", ms=3, label="W1")
     ax.axhline(1 / np.sqrt(N), color="0.6", lw=0.8, ls=":", label="N^(-1/2)")
     ax.set_xlabel("t")
+    ax.set_ylabel("Wasserstein distance (unit of ω)")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
     ax.set_title("(b) distance particles vs grid", fontsize=9)
@@ -92,6 +95,7 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     ax.plot(t, ds["energy_particles"].values, "--", label="H_N(Ω_t) particles")
     ax.plot(t, ds["free_energy_grid"].values, "-", label="F_β(ρ_t) grid")
     ax.set_xlabel("t")
+    ax.set_ylabel("energy / free energy")
     ax.legend(fontsize=8)
     ax.set_title("(c) energies", fontsize=9)
     if has_gap:
@@ -99,6 +103,7 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
         ax.plot(t, ds["kernel_gap"].values, "o-", ms=3)
         ax.set_yscale("log")
         ax.set_xlabel("t")
+        ax.set_ylabel("max |K_μN − K_ρ| on the data")
         ax.set_title("(d) kernel gap max |K_μN − K_ρ| on data", fontsize=9)
     beta = ds.attrs.get("beta", "?")
     fig.suptitle(f"particles vs McKean–Vlasov grid (p = {p}, β = {beta})", fontsize=10)

@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
+from .errors import DataFileError, MissingFileError
 
 
 def _attr_value(v):
@@ -41,7 +42,9 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     An interrupted write therefore never leaves a truncated file that a resumed run would
     mistake for a finished one.
     """
-    path = Path(path)
+    from ._validation import check_output_path
+
+    path = check_output_path("path", path, kind="file")
     path.parent.mkdir(parents=True, exist_ok=True)
     clean = ds.copy()
     clean.attrs = {k: _attr_value(v) for k, v in ds.attrs.items()}
@@ -52,6 +55,26 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 
 def load_dataset(path: str | os.PathLike) -> xr.Dataset:
-    """Read a dataset written by :func:`save_dataset` fully into memory."""
-    with xr.open_dataset(path, engine="h5netcdf") as ds:
-        return ds.load()
+    """Read a dataset written by :func:`save_dataset` fully into memory.
+
+    Raises
+    ------
+    meanfield.errors.MissingFileError
+        ``path`` does not exist.
+    meanfield.errors.DataFileError
+        ``path`` is a directory, or not a complete netCDF-4 file (truncated, corrupt, another
+        format); the message names the file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise MissingFileError(f"dataset file {str(path)!r} does not exist")
+    if path.is_dir():
+        raise DataFileError(f"dataset file {str(path)!r} is a directory, not a netCDF file")
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            return ds.load()
+    except Exception as err:  # noqa: BLE001 - h5py/xarray raise many types for a bad file
+        raise DataFileError(
+            f"cannot read {str(path)!r} as a netCDF dataset (truncated or corrupt?): "
+            f"{type(err).__name__}: {err}"
+        ) from err

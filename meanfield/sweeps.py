@@ -6,6 +6,13 @@ A *study* is a run function ``f(**params) -> xarray.Dataset`` and a grid ``{name
 * every run is written to ``out_dir/runs/<key>.nc`` by the worker that computed it, as soon as
   it finishes (atomically), so an interrupted sweep loses nothing;
 * rerunning the same sweep skips every run whose file exists: it resumes where it stopped;
+* a run's key holds its grid point *and* a digest of the whole configuration (the run
+  function, the fixed parameters and the package version), so a rerun with any other
+  parameter never reuses a stale run: it writes its own keys, and the differing parameters of
+  the runs already in the folder are reported;
+* a corrupt or partial run file (a truncated write, a ``.part`` left by a kill, a file of
+  another configuration under a matching name) is detected before the sweep starts, moved to
+  ``out_dir/runs/set_aside/``, recomputed and reported;
 * runs execute on dask — the threaded scheduler (``scheduler="threads"``), a
   ``distributed.LocalCluster`` sized to the machine (``scheduler="local"``, the default), or a
   user's cluster (``scheduler="tcp://host:8786"``), with nothing else changed;
@@ -18,20 +25,31 @@ scheduler or on the order in which runs finish.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import itertools
 import json
 import os
 import re
+import socket
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ._validation import check_int
+from . import __version__
+from ._validation import check_choice, check_int, check_output_path, require_module
+from .errors import InputError, ResourceError, SweepConflictError
 from .results import load_dataset, provenance, save_dataset
+
+#: The install command printed when dask is missing.
+DASK_INSTALL = 'pip install "dask[distributed]>=2023.1"'
+#: Where a sweep folder records the configurations whose runs it holds.
+MANIFEST = "configurations.json"
 
 
 def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
@@ -47,15 +65,88 @@ def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
 
 
-def run_key(params: Mapping) -> str:
-    """A readable, unique file stem for one run: ``N=100_seed=3-<hash>``."""
+def run_key(params: Mapping, config: str | None = None) -> str:
+    """A readable, unique file stem for one run: ``N=100_seed=3-<hash>``.
+
+    The hash covers the grid point and ``config`` (the digest of the whole configuration, see
+    :func:`sweep_configuration`), so runs of different configurations never share a key.
+    """
     text = "_".join(f"{k}={v}" for k, v in params.items())
     text = re.sub(r"[^A-Za-z0-9=._+-]", "-", text)[:120]
-    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    payload = params if config is None else {"params": dict(params), "config": config}
+    digest = hashlib.sha1(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     return f"{text}-{digest[:8]}"
 
 
-def _run_and_save(func: Callable, params: dict, fixed: dict, path: str) -> str:
+def sweep_configuration(func: Callable, fixed: Mapping) -> dict:
+    """Everything besides the grid point that changes a run's result: the run function, the
+    fixed parameters and the package version."""
+    return {
+        "function": f"{func.__module__}.{func.__qualname__}",
+        "fixed": {str(k): _plain(v) for k, v in sorted(fixed.items())},
+        "meanfield_version": __version__,
+    }
+
+
+def configuration_digest(config: Mapping) -> str:
+    """A short digest of a :func:`sweep_configuration`."""
+    return hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def configuration_differences(old: Mapping, new: Mapping) -> list[str]:
+    """``name: old -> new`` for every parameter where two configurations differ."""
+    out = []
+    for k in ("function", "meanfield_version"):
+        if old.get(k) != new.get(k):
+            out.append(f"{k}: {old.get(k)!r} -> {new.get(k)!r}")
+    a, b = old.get("fixed", {}), new.get("fixed", {})
+    for k in sorted(set(a) | set(b)):
+        if a.get(k, "<unset>") != b.get(k, "<unset>"):
+            out.append(f"{k}: {a.get(k, '<unset>')!r} -> {b.get(k, '<unset>')!r}")
+    return out
+
+
+def check_scheduler(scheduler: str, *, timeout: float = 3.0) -> str:
+    """Check before any work that ``scheduler`` can run a sweep.
+
+    ``"threads"`` needs dask, ``"local"`` needs dask.distributed; an address
+    (``tcp://host:port``) needs dask.distributed and a scheduler that accepts a connection
+    within ``timeout`` seconds.  Raises :class:`~meanfield.errors.DependencyError` (with the
+    install command) or :class:`~meanfield.errors.ResourceError`.
+    """
+    if not isinstance(scheduler, str) or not scheduler:
+        raise InputError(
+            f"scheduler must be 'local', 'threads' or an address tcp://host:port, got {scheduler!r}"
+        )
+    require_module("dask", "a sweep", DASK_INSTALL)
+    if scheduler == "threads":
+        return scheduler
+    require_module("distributed", f"the scheduler {scheduler!r}", DASK_INSTALL)
+    if scheduler == "local":
+        return scheduler
+    parts = urlsplit(scheduler if "://" in scheduler else "tcp://" + scheduler)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if parts.scheme not in ("tcp", "tls") or not host or port is None:
+        raise InputError(
+            f"scheduler must be 'local', 'threads' or an address tcp://host:port, got {scheduler!r}"
+        )
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as err:
+        raise ResourceError(
+            f"scheduler {scheduler!r} is not reachable within {timeout:g} s ({err}); start one "
+            "with 'dask scheduler', or use --scheduler local"
+        ) from None
+    return scheduler
+
+
+def _run_and_save(
+    func: Callable, params: dict, fixed: dict, path: str, config: str | None = None
+) -> str:
     """Worker side: compute one run and write it before reporting back."""
     import torch
 
@@ -65,6 +156,8 @@ def _run_and_save(func: Callable, params: dict, fixed: dict, path: str) -> str:
         raise TypeError(f"the run function must return an xarray.Dataset, got {type(ds).__name__}")
     ds = ds.copy()
     ds.attrs.update({f"sweep_{k}": v for k, v in params.items()})
+    if config is not None:
+        ds.attrs["sweep_config_digest"] = config
     save_dataset(ds, path)
     return path
 
@@ -80,7 +173,46 @@ def _client_for(scheduler: str, n_workers: int | None):
             dashboard_address=None,
         )
         return Client(cluster), cluster
-    return Client(scheduler), None
+    try:
+        return Client(scheduler, timeout="10s"), None
+    except (OSError, TimeoutError) as err:
+        raise ResourceError(f"cannot connect to the dask scheduler {scheduler!r}: {err}") from None
+
+
+def _check_run_file(path: Path, config: str) -> str | None:
+    """None if ``path`` is a complete run of configuration ``config``; else what is wrong."""
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            got = ds.attrs.get("sweep_config_digest")
+            ds.load()
+    except Exception as err:  # noqa: BLE001 - any failure to read means "not a finished run"
+        return f"unreadable ({type(err).__name__})"
+    if got != config:
+        return f"written by another configuration ({got!r}, expected {config!r})"
+    return None
+
+
+def _set_aside(path: Path, why: str, notes: list) -> None:
+    aside = path.parent / "set_aside"
+    aside.mkdir(exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    target = aside / f"{path.name}.{stamp}"
+    os.replace(path, target)
+    notes.append(f"{path.name}: {why}; moved to {target} and recomputed")
+
+
+def _read_manifest(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_manifest(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+    os.replace(tmp, path)
 
 
 def run_sweep(
@@ -92,6 +224,8 @@ def run_sweep(
     scheduler: str = "local",
     n_workers: int | None = None,
     progress: bool = True,
+    on_conflict: str = "keep",
+    log: Callable[[str], None] | None = None,
 ) -> xr.Dataset:
     """Map ``func`` over ``grid``, writing each run as it finishes; resume; gather.
 
@@ -113,12 +247,30 @@ def run_sweep(
         other string is the address of a running dask scheduler.
     n_workers : int, optional
     progress : bool
-        A progress bar of runs done and left.
+        A progress bar of runs done and left (with an ETA).
+    on_conflict : {"keep", "refuse"}
+        When ``out_dir`` already holds runs of another configuration (other fixed
+        parameters, run function or package version): ``"keep"`` leaves them in place,
+        computes this configuration under its own keys and reports the differing parameters;
+        ``"refuse"`` raises :class:`~meanfield.errors.SweepConflictError` naming them, before
+        any work.
+    log : callable, optional
+        Receives one line per note (other configurations present, run files set aside);
+        default: :func:`warnings.warn`.
 
     Returns
     -------
     xarray.Dataset
-        The runs combined along the grid dimensions.
+        The runs combined along the grid dimensions; ``attrs["sweep_notes"]`` holds the notes.
+
+    Raises
+    ------
+    meanfield.errors.OutputPathError
+        ``out_dir`` is a file or lies under one (before any work).
+    meanfield.errors.DependencyError, meanfield.errors.ResourceError
+        dask is missing or the scheduler is unreachable (before any work).
+    meanfield.errors.SweepConflictError
+        With ``on_conflict="refuse"`` (before any work).
     """
     points = grid_points(grid)
     fixed = dict(fixed or {})
@@ -126,10 +278,50 @@ def run_sweep(
         n_workers = check_int("n_workers", n_workers)
     if not callable(func):
         raise TypeError("func must be callable")
-    out_dir = Path(out_dir)
-    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
-    paths = [str(out_dir / "runs" / f"{run_key(p)}.nc") for p in points]
-    todo = [(p, path) for p, path in zip(points, paths, strict=True) if not Path(path).exists()]
+    check_choice("on_conflict", on_conflict, ("keep", "refuse"))
+    clash = set(grid) & set(fixed)
+    if clash:
+        raise InputError(f"parameter(s) {sorted(clash)} are both swept (grid) and fixed")
+    out_dir = check_output_path("out_dir", out_dir, kind="dir")
+    check_scheduler(scheduler)
+    config = sweep_configuration(func, fixed)
+    digest = configuration_digest(config)
+    runs_dir = out_dir / "runs"
+    manifest_path = out_dir / MANIFEST
+    manifest = _read_manifest(manifest_path)
+    others = {d: c for d, c in manifest.items() if d != digest}
+    notes = []
+    for d, c in others.items():
+        diff = configuration_differences(c, config)
+        if on_conflict == "refuse":
+            raise SweepConflictError(
+                f"{out_dir} holds runs of another configuration ({d}) that differs in: "
+                + "; ".join(diff)
+                + ". Use another output folder, or on_conflict='keep' to add this one."
+            )
+        notes.append(
+            f"{out_dir} also holds runs of another configuration ({d}), kept and not reused; "
+            "it differs in: " + "; ".join(diff)
+        )
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    manifest[digest] = config
+    _write_manifest(manifest_path, manifest)
+    paths = [str(runs_dir / f"{run_key(p, digest)}.nc") for p in points]
+    for part in sorted(runs_dir.glob("*.part")):
+        _set_aside(part, "a partial write (the run was interrupted)", notes)
+    todo = []
+    for p, path in zip(points, paths, strict=True):
+        if Path(path).exists():
+            why = _check_run_file(Path(path), digest)
+            if why is None:
+                continue
+            _set_aside(Path(path), why, notes)
+        todo.append((p, path))
+    for note in notes:
+        if log is None:
+            warnings.warn(note, stacklevel=2)
+        else:
+            log(note)
     bar = tqdm(
         total=len(points),
         initial=len(points) - len(todo),
@@ -147,7 +339,7 @@ def run_sweep(
                     if isinstance(result, str) and result.endswith(".nc"):
                         bar.update(1)
 
-            tasks = [dask.delayed(_run_and_save)(func, p, fixed, path) for p, path in todo]
+            tasks = [dask.delayed(_run_and_save)(func, p, fixed, path, digest) for p, path in todo]
             with _Bar():
                 dask.compute(*tasks, scheduler="threads", num_workers=n_workers)
         else:
@@ -156,7 +348,7 @@ def run_sweep(
             client, cluster = _client_for(scheduler, n_workers)
             try:
                 futures = [
-                    client.submit(_run_and_save, func, p, fixed, path, pure=False)
+                    client.submit(_run_and_save, func, p, fixed, path, digest, pure=False)
                     for p, path in todo
                 ]
                 for fut in as_completed(futures):
@@ -173,11 +365,14 @@ def run_sweep(
             "sweep_grid": {k: list(map(_plain, v)) for k, v in grid.items()},
             "sweep_fixed": {k: _plain(v) for k, v in fixed.items()},
             "sweep_function": f"{func.__module__}.{func.__qualname__}",
+            "sweep_config_digest": digest,
+            "sweep_notes": notes,
             **{f"run_{k}": v for k, v in _common_attrs(result).items()},
         },
         seed=None,
     )
     save_dataset(result, out_dir / "sweep.nc")
+    result.attrs["sweep_notes"] = notes
     return result
 
 

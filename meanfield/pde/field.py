@@ -14,6 +14,7 @@ import xarray as xr
 from scipy.special import erf
 
 from .._validation import check_positive
+from ..errors import InputError
 from .grid import Grid
 
 
@@ -97,6 +98,8 @@ class Density:
         A cell is drawn with probability ρ_i |C| / mass, then a uniform point in it: an exact
         sample of the piecewise-constant law.
         """
+        if not self.mass > 0:
+            raise InputError("cannot sample from a density of zero mass")
         rng = np.random.default_rng(seed)
         w = self.data.ravel() / self.data.sum()
         cells = rng.choice(self.grid.size, size=int(n), p=w)
@@ -121,7 +124,7 @@ class Density:
     def normalised(self) -> Density:
         m = self.mass
         if not m > 0:
-            raise ValueError("cannot normalise a density of zero mass")
+            raise InputError("cannot normalise a density of zero mass")
         return Density(self.grid, self.data / m)
 
     def mean(self) -> np.ndarray:

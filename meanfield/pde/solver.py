@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_int, check_positive
+from ..errors import InputError, StepBudgetError
 from ..results import provenance
 from .field import Density
 from .trackers import FinishedSimulation, GuardTracker, ProgressTracker, Tracker
@@ -98,6 +99,29 @@ def _light_state(grid, data) -> Density:
     return s
 
 
+def _check_step_budget(equation, rho, duration, safety, dt_max, fixed_dt, max_steps) -> int:
+    """Estimate the number of steps from the stable step at the initial state; refuse a run
+    that would exceed ``max_steps`` before it starts.  Returns the estimate."""
+    if fixed_dt is not None:
+        step = fixed_dt
+    else:
+        U = equation.grid_energy.potential(rho)
+        if not np.all(np.isfinite(U)):
+            raise FloatingPointError("the potential dE/drho is non-finite at the initial state")
+        stiff = equation.grid_energy.pair_stiffness * float(rho.max())
+        dt_stable = equation.scheme.prepare(rho, U, equation.grid, equation.beta, stiff)[2]
+        step = min(safety * dt_stable, dt_max)
+    estimate = math.ceil(duration / step) if step > 0 and math.isfinite(step) else 1
+    if estimate > max_steps:
+        raise StepBudgetError(
+            f"the solve would take about {estimate:.3g} steps (stable step {step:.3g} at the "
+            f"initial state over t = {duration:.6g}), above max_steps={max_steps}; the "
+            "problem is stiff: use scheme='sg-implicit' with dt=..., a coarser grid, a "
+            "shorter t_range, or raise max_steps"
+        )
+    return estimate
+
+
 def solve(
     equation,
     state: Density,
@@ -135,11 +159,21 @@ def solve(
     progress : bool
         Append a :class:`ProgressTracker`.
     max_steps : int
-        Stop with an error after this many steps.
+        The step budget.  The number of steps is estimated from the stable step at the
+        initial state before the solve starts, and a run that would need more is refused at
+        once; a run that reaches the budget anyway stops with the same error.
 
     Returns
     -------
     SolveResult
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An initial density of zero mass, or a parameter out of range.
+    meanfield.errors.StepBudgetError
+        The estimated (or actual) number of steps exceeds ``max_steps``; raised before the
+        solve when estimated.
     """
     from .equation import McKeanVlasov
 
@@ -162,6 +196,12 @@ def solve(
         else:
             dt_max = min(dt_max, dt)
     max_steps = check_int("max_steps", max_steps)
+    if not state.mass > 0:
+        raise InputError(
+            "state (initial density) has zero mass; the McKean-Vlasov flow needs a density of "
+            "mass > 0 (e.g. Density.uniform(grid) or Density.gaussian(grid, ...))"
+        )
+    _check_step_budget(equation, state.data, t1 - t0, safety, dt_max, fixed_dt, max_steps)
     trackers = list(trackers)
     for tr in trackers:
         if not isinstance(tr, Tracker):
@@ -184,9 +224,9 @@ def solve(
     try:
         while t < t1 - tol:
             if n_steps >= max_steps:
-                raise RuntimeError(
+                raise StepBudgetError(
                     f"max_steps={max_steps} reached at t={t:.6g} < {t1:.6g}: "
-                    "the CFL step is too small; try scheme='sg-implicit'"
+                    "the CFL step is too small; try scheme='sg-implicit' or raise max_steps"
                 )
             if U is None or equation.grid_energy.depends_on_density:
                 U = equation.grid_energy.potential(rho)

@@ -18,13 +18,14 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from .._validation import check_positive
+from ..errors import MeanfieldError
 
 
 class FinishedSimulation(Exception):
     """Raised by a tracker to end the run early (not an error)."""
 
 
-class DensityError(FloatingPointError):
+class DensityError(MeanfieldError, FloatingPointError):
     """The density became non-finite, negative or lost mass: the run stops before storing it."""
 
 

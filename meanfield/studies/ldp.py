@@ -31,7 +31,7 @@ import xarray as xr
 
 from .._validation import check_choice, check_int, check_positive
 from ..energy import Energy, Potential
-from ..particles import simulate
+from ..particles import sample_hmc, simulate
 from ..results import provenance
 
 
@@ -158,20 +158,36 @@ def rate_at(scgf: xr.Dataset, a: float) -> float:
 # Monte Carlo: importance sampling + thermodynamic integration
 # ----------------------------------------------------------------------------------------
 def _tilted_samples(
-    energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in, thin, seed, regime
+    energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in, thin, seed, regime, sampler
 ):
     """Samples of L_N under π_θ, shape (snapshots, replicas), and the final state."""
-    ds = simulate(
-        tilted_energy(energy, stat, theta, beta),
-        omega0,
-        method="mala",
-        eta=eta,
-        beta=beta,
-        n_steps=n_steps,
-        record_every=thin,
-        seed=seed,
-        regime=regime,
-    )
+    tilted = tilted_energy(energy, stat, theta, beta)
+    if sampler == "hmc":
+        # the burn-in is HMC's warm-up (step adapted, then frozen); its first leapfrog step
+        # √(2η) matches MALA's η (one leapfrog step is MALA with η = ε²/2)
+        ds = sample_hmc(
+            tilted,
+            omega0,
+            beta=beta,
+            n_samples=n_steps - burn_in,
+            n_warmup=burn_in,
+            step_size=math.sqrt(2 * eta),
+            record_every=thin,
+            seed=seed,
+            regime=regime,
+        )
+    else:
+        ds = simulate(
+            tilted,
+            omega0,
+            method="mala",
+            eta=eta,
+            beta=beta,
+            n_steps=n_steps,
+            record_every=thin,
+            seed=seed,
+            regime=regime,
+        )
     om = torch.as_tensor(ds["omega"].values)
     L = stat.f(om).mean(-1).numpy()  # (time, replica)
     keep = ds["step"].values >= burn_in
@@ -196,6 +212,7 @@ def tail_probability(
     seed: int = 0,
     omega0=None,
     regime: str = "mean-field",
+    sampler: str = "mala",
 ) -> xr.Dataset:
     """Estimate log P(L_N ≥ a) under the Gibbs law ∝ exp(−β_N N H_N) with an error bar.
 
@@ -219,8 +236,9 @@ def tail_probability(
     n_ladder : int
         θ points (uniform on [0, theta]) for the thermodynamic integration.
     n_replicas, n_steps, burn_in, thin, eta :
-        MALA chains per θ (independent replicas), steps, discarded steps, recording stride
-        and step size.
+        Chains per θ (independent replicas), steps, discarded steps, recording stride and
+        step size (MALA's η; HMC adapts its step from √(2η) during the burn-in, and its steps
+        are whole trajectories).
     omega0 : array (N, p), optional
         Starting configuration (default: N points spread on [−1, 1] in every coordinate).
 
@@ -231,9 +249,15 @@ def tail_probability(
         vs Simpson on the ladder), ``rate = −log_p / N``, the ladder means ``mean_L``
         (theta_ladder) and acceptance rates.
     regime : {"mean-field", "coulomb-gas"}
+    sampler : {"mala", "hmc"}
+        The exact sampler of the tilted laws (:class:`~meanfield.particles.MALA` or
+        :func:`~meanfield.samplers.sample_hmc`).
     """
     N = check_int("N", N)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
+    check_choice("sampler", sampler, ("mala", "hmc"))
+    if sampler == "hmc" and not 0 <= burn_in < n_steps:
+        raise ValueError(f"burn_in must be in [0, n_steps={n_steps}) for HMC, got {burn_in}")
     speed = N if regime == "mean-field" else N * N  # β_N N / β
     beta = check_positive("beta", beta)
     n_ladder = check_int("n_ladder", n_ladder, minimum=3)
@@ -266,6 +290,7 @@ def tail_probability(
             thin=thin,
             seed=seed * 1000 + k,
             regime=regime,
+            sampler=sampler,
         )
         rep_means = L.mean(0)
         means.append(rep_means.mean())
@@ -309,6 +334,7 @@ def tail_probability(
                 "beta": beta,
                 "theta": theta,
                 "regime": regime,
+                "sampler": sampler,
                 "speed": speed,
                 "n_ladder": n_ladder,
                 "n_replicas": n_replicas,
@@ -364,7 +390,8 @@ def kernel_concentration(
     Returns
     -------
     xarray.Dataset over (``N``, ``eps``): ``prob``, ``prob_se``; over ``N``: ``mean_gap``; and
-    ``decay_rate`` (eps): the slope of −log P against N (the exponential rate in N).
+    ``decay_rate`` (eps): the slope of −log P against N (the exponential rate in N); NaN
+    (undetermined) where fewer than 3 sizes have P > 0.
     """
     from ..diagnostics import kernel_gap, wasserstein_particles_grid
     from ..pde import Grid, equilibrium_measure, gibbs_state
@@ -433,7 +460,7 @@ def kernel_concentration(
     for j in range(len(eps)):
         ok = prob[:, j] > 0
         rates.append(
-            -np.polyfit(np.asarray(Ns)[ok], np.log(prob[ok, j]), 1)[0] if ok.sum() >= 2 else np.nan
+            -np.polyfit(np.asarray(Ns)[ok], np.log(prob[ok, j]), 1)[0] if ok.sum() >= 3 else np.nan
         )
     extra, extra_coords = {}, {}
     if n_w:
@@ -475,7 +502,8 @@ def kernel_concentration_in_beta(
 ) -> xr.Dataset:
     """Coulomb-gas regime at fixed N: P(max|K_{μ_N} − K_{μ*}| > ε) against β (THEORY §6: speed
     βN², so the decay is exponential in β).  Keyword arguments as
-    :func:`kernel_concentration`; ``decay_rate`` (eps) is the slope of −log P against β."""
+    :func:`kernel_concentration`; ``decay_rate`` (eps) is the slope of −log P against β
+    (NaN, undetermined, where fewer than 3 β have P > 0)."""
     runs = [
         kernel_concentration(
             energy, X, feature, float(b), [N], eps, regime="coulomb-gas", **kwargs
@@ -489,7 +517,7 @@ def kernel_concentration_in_beta(
         p = ds["prob"].values[:, j]
         ok = p > 0
         rates.append(
-            -np.polyfit(ds["beta"].values[ok], np.log(p[ok]), 1)[0] if ok.sum() >= 2 else np.nan
+            -np.polyfit(ds["beta"].values[ok], np.log(p[ok]), 1)[0] if ok.sum() >= 3 else np.nan
         )
     ds["decay_rate"] = ("eps", np.asarray(rates))
     ds.attrs = {**runs[0].attrs, "N": int(N), "beta": "swept"}

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_choice, check_fit_sizes, check_int, check_positive
 from ..closed_forms import equilibrium_case, wasserstein_to_law_1d
 from ..domains import Ball, Box
 from ..energy import Energy, PairInteraction, QuadraticPotential
@@ -178,16 +178,25 @@ def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.9
     y : array (K, S)
         S independent replicates (seeds) at each x; the bootstrap resamples seeds within
         each x.
+
     Returns
     -------
     dict with ``slope``, ``ci_low``, ``ci_high``, ``prefactor``.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Fewer than 3 distinct x (a line through two points has no error to estimate: the rate
+        is undetermined), x not positive, or y not positive and finite.
     """
-    x = np.asarray(x, dtype=float)
+    x = check_fit_sizes("x (sizes of the fit)", x)
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
         y = y[:, None]
-    if np.any(x <= 0) or np.any(~np.isfinite(y)) or np.any(y <= 0):
-        raise ValueError("fit_power_law needs positive x and positive, finite y")
+    if y.shape[0] != len(x):
+        raise ValueError(f"y must have one row per x ({len(x)}), got shape {y.shape}")
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError("fit_power_law needs positive, finite y")
     lx = np.log(x)
 
     def slope_of(ym):
@@ -210,6 +219,31 @@ def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.9
         "prefactor": float(np.exp(a)),
         "level": level,
     }
+
+
+def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
+    """:func:`fit_power_law`, or NaN entries with ``status="undetermined"`` when x holds fewer
+    than 3 distinct values (sweeps gather whatever sizes were asked for; the rate is then
+    reported as undetermined, never as a number with an interval)."""
+    if len(np.unique(np.asarray(x, dtype=float))) < 3:
+        nan = float("nan")
+        return {
+            "slope": nan,
+            "ci_low": nan,
+            "ci_high": nan,
+            "prefactor": nan,
+            "level": kwargs.get("level", 0.95),
+            "status": "undetermined: fewer than 3 distinct sizes",
+        }
+    return {**fit_power_law(x, y, **kwargs), "status": "fitted"}
+
+
+def format_rate(fit: dict, digits: int = 3) -> str:
+    """``-0.485 [-0.492, -0.478]``, or ``undetermined (fewer than 3 sizes)``."""
+    if not np.isfinite(fit["slope"]):
+        return "undetermined (fewer than 3 sizes)"
+    f = f"{{:+.{digits}f}}"
+    return f"{f.format(fit['slope'])} [{f.format(fit['ci_low'])}, {f.format(fit['ci_high'])}]"
 
 
 def free_energy_decay(
@@ -318,7 +352,8 @@ def particles_vs_grid_in_n(
 ) -> xr.Dataset:
     """N → ∞ at several times: W2(μ_N(t), ρ_t) and the kernel gap against N, as a resumable
     sweep over (N, seed), with the fitted power-law rate and its bootstrap 95 % interval at
-    every recorded time (variables ``rate_<metric>``, ``rate_<metric>_low/high`` over time).
+    every recorded time (variables ``rate_<metric>``, ``rate_<metric>_low/high`` over time;
+    NaN, with ``attrs["rate_status"]`` "undetermined…", for fewer than 3 distinct N).
     """
     from ..sweeps import run_sweep
 
@@ -333,12 +368,13 @@ def particles_vs_grid_in_n(
     )
     for k in ("w2", "kernel_gap"):
         fits = [
-            fit_power_law(ds["N"].values, ds[k].isel(time=i).values, n_boot=1000)
+            fit_power_law_or_undetermined(ds["N"].values, ds[k].isel(time=i).values, n_boot=1000)
             for i in range(ds.sizes["time"])
         ]
         ds[f"rate_{k}"] = ("time", [f["slope"] for f in fits])
         ds[f"rate_{k}_low"] = ("time", [f["ci_low"] for f in fits])
         ds[f"rate_{k}_high"] = ("time", [f["ci_high"] for f in fits])
+        ds.attrs["rate_status"] = fits[0]["status"]
     return ds
 
 
@@ -356,7 +392,8 @@ def beta_limit_particles(
     progress: bool = False,
 ) -> xr.Dataset:
     """β → ∞ for particles: W2(μ_N, μ*) over a (β, seed) sweep, with the fitted power law in β
-    and its bootstrap 95 % interval over seeds (attributes ``rate``, ``rate_ci_low/high``)."""
+    and its bootstrap 95 % interval over seeds (attributes ``rate``, ``rate_ci_low/high``;
+    NaN with ``rate_status`` "undetermined…" for fewer than 3 distinct β)."""
     from ..sweeps import run_sweep
 
     ds = run_sweep(
@@ -368,8 +405,13 @@ def beta_limit_particles(
         n_workers=n_workers,
         progress=progress,
     )
-    fit = fit_power_law(ds["beta"].values, ds["w2"].isel(replica=0).values)
+    fit = fit_power_law_or_undetermined(ds["beta"].values, ds["w2"].isel(replica=0).values)
     ds.attrs.update(
-        {"rate": fit["slope"], "rate_ci_low": fit["ci_low"], "rate_ci_high": fit["ci_high"]}
+        {
+            "rate": fit["slope"],
+            "rate_ci_low": fit["ci_low"],
+            "rate_ci_high": fit["ci_high"],
+            "rate_status": fit["status"],
+        }
     )
     return ds
