@@ -389,6 +389,38 @@ class NormalisedAlignment(AlignmentTerm):
         return -(tTt / (Knorm * Tn) - KT * tKt / (Knorm**3 * Tn))
 
 
+class CentredAlignment(NormalisedAlignment):
+    """Centred alignment (Cortes, Mohri & Rostamizadeh 2012); energy term −A_c.
+
+    A_c = ⟨K_c, T_c⟩_F / (‖K_c‖_F ‖T_c‖_F) with K_c = H K H, T_c = H T H and H = I − 11ᵀ/n:
+    the Cristianini alignment of the *centred* kernel and target, so a feature that is nearly
+    constant on the data (or correlated only with the label mean) earns nothing.  Because
+    K_Ω = ΦᵀΦ/N, K_c is the kernel of the centred features φ_i − mean_j φ_i(x_j), and T_c has
+    the centred factors H U; this term is the normalised form on those (so its value, gradient
+    and first variation are the normalised ones, the gradient's data coefficients centred by the
+    chain rule).  Like the normalised form, a ratio: the finite-N kernel keeps its diagonal.
+    On a data mini-batch (``subset_data``) the centring is over the batch.
+
+    References
+    ----------
+    C. Cortes, M. Mohri, A. Rostamizadeh, "Algorithms for learning kernels based on centered
+    alignment", JMLR 13, 2012.
+    """
+
+    def bind(self, dim, dtype, device):
+        super().bind(dim, dtype, device)
+        self.U = self.U - self.U.mean(0, keepdim=True)  # T_c = (HU) diag(w) (HU)ᵀ
+
+    def features(self, omega):
+        """Centred Φ (..., N, n) and g'(z) (..., N, n)."""
+        phi, dphi = super().features(omega)
+        return phi - phi.mean(-1, keepdim=True), dphi
+
+    def _grad_from_coeff(self, coeff, dphi):
+        # ∂/∂ω_i Σ_j c_ij (φ_ij − mean_k φ_ik) = Σ_j (c_ij − mean_k c_ik) g'(z_ij) x̃_j
+        return super()._grad_from_coeff(coeff - coeff.mean(-1, keepdim=True), dphi)
+
+
 class PairInteraction(Term):
     """λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
 
@@ -677,6 +709,7 @@ __all__ = [
     "LinearAlignment",
     "RiskAlignment",
     "NormalisedAlignment",
+    "CentredAlignment",
     "PairInteraction",
     "target_factors",
     "target_matrix",

@@ -45,7 +45,16 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from meanfield._validation import check_choice, check_int, check_positive
 from meanfield.domains import Box
-from meanfield.energy import Energy, LinearAlignment, PairInteraction, target_factors
+from meanfield.energy import (
+    CentredAlignment,
+    Energy,
+    LinearAlignment,
+    NormalisedAlignment,
+    PairInteraction,
+    Potential,
+    RiskAlignment,
+    target_factors,
+)
 from meanfield.features import get_feature_map, sample_initial_particles
 from meanfield.kernels import Riesz
 from meanfield.particles import simulate
@@ -63,11 +72,14 @@ __all__ = [
     "ImportanceSampledFeatures",
     "RandomFourierFeatures",
     "RidgeFeatureClassifier",
+    "FrequencyConfinement",
     "evaluate",
+    "feature_pipeline",
     "fourier_features",
     "kernel_alignment",
     "median_bandwidth",
     "project_simplex",
+    "select_by_cv",
     "solve_importance_weights",
 ]
 
@@ -199,7 +211,7 @@ def fourier_features(X, omega, weights=None) -> np.ndarray:
     return Phi * np.asarray(weights, dtype=float)[None, :]
 
 
-def kernel_alignment(Phi, y) -> float:
+def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
     """Cristianini kernel-target alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F), K = Φ Φᵀ.
 
     Scale-free, so it compares learners whatever their feature weights. Computed through the
@@ -210,6 +222,10 @@ def kernel_alignment(Phi, y) -> float:
     Phi : array of shape (n, m)
     y : array of shape (n,)
         Labels (two classes are mapped to ±1, more to class ids).
+    centred : bool
+        Centred alignment (Cortes et al. 2012): K and T replaced by HKH and HTH,
+        H = I − 11ᵀ/n, i.e. the columns of Φ and of the target factors centred
+        (the learner-side twin of :class:`meanfield.energy.CentredAlignment`).
 
     Returns
     -------
@@ -218,6 +234,8 @@ def kernel_alignment(Phi, y) -> float:
     Phi = np.asarray(Phi, dtype=float)
     _, t = _encode_labels(y, "kernel_alignment")
     U, w = target_factors(t)  # the energy's own factorisation T = U diag(w) Uᵀ
+    if centred:
+        Phi, U = Phi - Phi.mean(0), U - U.mean(0)
     S = Phi.T @ U  # (m, r)
     num = float((S * S * w).sum())
     G = Phi.T @ Phi
@@ -473,7 +491,11 @@ class ImportanceSampledFeatures(_FeatureLearner):
 
     - ``mode="sample"``: draws m features iid from q (weights 1/√m), or
     - ``mode="weight"``: keeps all N_w candidates with weights √q_k (then N_w = m unless
-      ``n_candidates`` is given, and the output has N_w columns).
+      ``n_candidates`` is given, and the output has N_w columns), or
+    - ``mode="support"``: Sinha & Duchi's published protocol (their ``optimizeGaussianKernel``
+      and ``createOptimizedGaussianKernelParams`` with D = |support|): keeps the candidates with
+      q_k > machine epsilon, *unweighted* (1/√|S| each), so the output has |S| columns and
+      ``n_features`` only sets the default pool N_w = 10 m.
 
     Parameters
     ----------
@@ -488,14 +510,15 @@ class ImportanceSampledFeatures(_FeatureLearner):
     rho_fraction : float in [0, 1] or None
         When ``rho`` is None, ρ = rho_fraction · (N_w − 1): 0 keeps q uniform, 1 allows any
         vertex (the largest χ² divergence from uniform is N_w − 1).
-    mode : {"sample", "weight"}
+    mode : {"sample", "weight", "support"}
     bandwidth : float > 0 or "median"
     random_state : int, Generator, RandomState or None
 
     Attributes
     ----------
     omega_ : ndarray of shape (n_features_out, d + 1)
-        Selected features (with repeats under ``"sample"``).
+        Selected features (with repeats under ``"sample"``; the support of q under
+        ``"support"``).
     feature_weights_ : ndarray of shape (n_features_out,)
     candidates_ : ndarray of shape (N_w, d + 1)
     q_ : ndarray of shape (N_w,)
@@ -532,7 +555,7 @@ class ImportanceSampledFeatures(_FeatureLearner):
 
     def _check_params(self):
         super()._check_params()
-        check_choice("mode", self.mode, ("sample", "weight"))
+        check_choice("mode", self.mode, ("sample", "weight", "support"))
         if self.n_candidates is not None:
             check_int("n_candidates (N_w)", self.n_candidates, minimum=1)
         if self.rho is not None:
@@ -562,23 +585,30 @@ class ImportanceSampledFeatures(_FeatureLearner):
         m = int(self.n_features)
         Nw = self.n_candidates
         if Nw is None:
-            Nw = 10 * m if self.mode == "sample" else m
+            Nw = m if self.mode == "weight" else 10 * m
         seed, rng = _seeds(self.random_state)
         self.classes_ = classes
         self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng)
         cand = sample_initial_particles(
             FEATURE, Nw, X.shape[1], bandwidth=self.bandwidth_, seed=seed
         ).numpy()
-        phi = fourier_features(X, cand, np.ones(Nw))  # (n, N_w), unweighted
         U, w = target_factors(t)  # the energy's own factorisation T = U diag(w) Uᵀ
-        S = phi.T @ U
-        v = (S * S * w).sum(1)  # φ_kᵀ T φ_k
+        # v_k = φ_kᵀ T φ_k over blocks of candidates: memory O(n · block), not O(n N_w)
+        block = max(1, (1 << 22) // max(len(X), 1))
+        v = np.empty(Nw)
+        for s in range(0, Nw, block):
+            S = fourier_features(X, cand[s : s + block], np.ones(len(cand[s : s + block]))).T @ U
+            v[s : s + block] = (S * S * w).sum(1)
         rho = self.rho if self.rho is not None else self.rho_fraction * (Nw - 1)
         q = solve_importance_weights(v, rho)
         if self.mode == "sample":
             idx = np.sort(rng.choice(Nw, size=m, replace=True, p=q))
             self.omega_ = cand[idx]
             self.feature_weights_ = np.full(m, 1.0 / math.sqrt(m))
+        elif self.mode == "support":
+            support = q > np.finfo(float).eps  # as Sinha & Duchi's code: alpha > eps
+            self.omega_ = cand[support]
+            self.feature_weights_ = np.full(int(support.sum()), 1.0 / math.sqrt(support.sum()))
         else:
             self.omega_ = cand
             self.feature_weights_ = np.sqrt(q)
@@ -594,12 +624,29 @@ class CoulombFeatures(_FeatureLearner):
     :class:`RandomFourierFeatures` and follow Algorithm 1 of THEORY §3
     (:func:`meanfield.particles.simulate`) on
 
-        H_N(Ω) = −(1/N) Σ_i a(ω_i) + (λ/N²) Σ_{i≠j} k_s(ω_i − ω_j),
+        H_N(Ω) = (1/N) Σ_i V(ω_i) − A_N(Ω) + (λ/N²) Σ_{i≠j} k_s(ω_i − ω_j),
 
-    a the linear (U-statistic) kernel–target alignment (:class:`meanfield.energy.LinearAlignment`)
-    and k_s the Riesz kernel (:class:`meanfield.kernels.Riesz`), softened by ε. ``lam=0``
-    drops the repulsion (alignment only). The defaults are the settings of the synthetic study
-    (``paper_repro/synthetic``), chosen there on development seeds.
+    A the kernel–target alignment of :mod:`meanfield.energy` chosen by ``alignment``
+    (linear U-statistic :class:`~meanfield.energy.LinearAlignment`, the negative risk
+    :class:`~meanfield.energy.RiskAlignment`, Cristianini's
+    :class:`~meanfield.energy.NormalisedAlignment`, or the centred
+    :class:`~meanfield.energy.CentredAlignment`), k_s the Riesz kernel
+    (:class:`meanfield.kernels.Riesz`) softened by ε, and V an optional confinement.
+    ``lam=0`` drops the repulsion (alignment only). The defaults are the settings of the first
+    synthetic study (``paper_repro/synthetic``, linear alignment).
+
+    ``confinement="prior"``: V(ω) = |w|²/(2 β_N) on the frequencies w = ω[:d] (standardised
+    units, phase free), β_N the regime's inverse temperature (β, or β N). The Gibbs law
+    ∝ exp(−β_N N H_N) of the confinement alone is then exactly the RFF prior N(0, I) ⊗ U(phase),
+    and the alignment tilts it: with the linear form and λ = 0 the mean-field stationary law is
+    prior · exp(β a(ω)) / Z, absolutely continuous w.r.t. the prior (at β = 1, V = |w|²/(2σ²) in
+    the original units, the issue's form). β then sets the strength of the tilt.
+
+    ``early_stopping=True``: a stratified ``validation_fraction`` of the training rows is held
+    out of the dynamics; the particles are checkpointed ``n_checkpoints`` times along the run and
+    the checkpoint with the largest held-out *centred* alignment (:func:`kernel_alignment`,
+    scale- and label-mean-free) is kept ("restore best": the run is not cut short, so the whole
+    held-out curve is available in ``checkpoint_val_alignment_``).
 
     Convention: the dynamics run on standardised inputs x/σ (σ the bandwidth), so particles
     live in the box [−R, R]^(d+1) of standardised frequencies (initially N(0, I)) and phase,
@@ -633,28 +680,53 @@ class CoulombFeatures(_FeatureLearner):
         Temperature scaling β_N = β or β N (THEORY §3).
     data_batch : int or None
         Mini-batch of data rows per step (None: all rows).
+    alignment : {"linear", "risk", "normalised", "centred"}
+        Alignment form of the energy (THEORY §2 forms 1-3, and the centred alignment).
+    confinement : None or "prior"
+        None: no potential (the box alone confines). "prior": V = |w|²/(2 β_N), above.
+    early_stopping : bool
+        Keep the checkpoint with the best held-out centred alignment.
+    validation_fraction : float in (0, 1)
+        Share of the training rows held out when ``early_stopping``.
+    n_checkpoints : int >= 1 or None
+        Checkpoints along the run (every n_steps // n_checkpoints steps, plus step 0); None
+        means 10 with ``early_stopping`` and none (start and end only) without.
     random_state : int, Generator, RandomState or None
-        Seed of the initial draw and of the Langevin noise.
+        Seed of the initial draw, the validation split and the Langevin noise.
 
     Attributes
     ----------
     omega_ : ndarray of shape (m, d + 1)
-        Final particles.
+        Final (or, with early stopping, best) particles, original units.
     omega_init_ : ndarray of shape (m, d + 1)
         Initial particles (the RFF draw with the same seed), original units.
     feature_weights_ : ndarray of shape (m,)
         1/√m.
     alignment_init_, alignment_ : float
-        Linear alignment (1/N) Σ_i a(ω_i) before and after.
+        The energy's alignment term, −H_align (the risk form: minus the risk), at the start and
+        the end of the run, on the rows the dynamics saw.
     energy_init_, energy_ : float
         H_N before and after.
     min_distance_init_, min_distance_ : float
-        Smallest pairwise particle distance before and after.
+        Smallest pairwise particle distance before and after (of ``omega_``).
+    checkpoint_steps_ : ndarray of shape (K,)
+        Steps of the checkpoints (only with checkpoints).
+    checkpoints_ : ndarray of shape (K, m, d + 1)
+        Particles at the checkpoints, original units (only with checkpoints).
+    checkpoint_val_alignment_ : ndarray of shape (K,)
+        Held-out centred alignment at each checkpoint (only with early stopping).
+    best_step_ : int
+        Step of the particles kept (n_steps without early stopping).
+    validation_index_ : ndarray of int
+        Training rows held out of the dynamics (only with early stopping).
+    energy_description_ : dict
+        ``Energy.describe()`` of the energy the dynamics ran on (terms and parameters).
     classes_ : ndarray
     bandwidth_, radius_, s_ : float
     n_features_in_ : int
     fit_time_ : float
-        Seconds for building the energy and running the dynamics.
+        Seconds for building the energy, running the dynamics and (with early stopping)
+        scoring the checkpoints.
     """
 
     def __init__(
@@ -671,6 +743,11 @@ class CoulombFeatures(_FeatureLearner):
         radius=None,
         regime="mean-field",
         data_batch=None,
+        alignment="linear",
+        confinement=None,
+        early_stopping=False,
+        validation_fraction=0.2,
+        n_checkpoints=None,
         random_state=None,
     ):
         self.n_features = n_features
@@ -684,6 +761,11 @@ class CoulombFeatures(_FeatureLearner):
         self.radius = radius
         self.regime = regime
         self.data_batch = data_batch
+        self.alignment = alignment
+        self.confinement = confinement
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_checkpoints = n_checkpoints
         self.random_state = random_state
 
     def _check_params(self):
@@ -702,6 +784,23 @@ class CoulombFeatures(_FeatureLearner):
         check_choice("regime", self.regime, ("mean-field", "coulomb-gas"))
         if self.data_batch is not None:
             check_int("data_batch", self.data_batch, minimum=2)
+        check_choice("alignment", self.alignment, tuple(ALIGNMENTS))
+        if self.confinement is not None:
+            check_choice("confinement", self.confinement, ("prior",))
+        if not isinstance(self.early_stopping, (bool, np.bool_)):
+            raise ValueError(f"early_stopping must be True or False, got {self.early_stopping!r}")
+        f = check_positive("validation_fraction", self.validation_fraction)
+        if f >= 1:
+            raise ValueError(
+                f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}"
+            )
+        if self.n_checkpoints is not None:
+            check_int("n_checkpoints", self.n_checkpoints, minimum=1)
+            if self.n_checkpoints > self.n_steps:
+                raise ValueError(
+                    f"n_checkpoints must be in [1, n_steps = {self.n_steps}], "
+                    f"got {self.n_checkpoints}"
+                )
 
     def fit(self, X, y):
         """Run the Langevin dynamics on (X, y).
@@ -730,39 +829,134 @@ class CoulombFeatures(_FeatureLearner):
         self.s_ = float(self.s) if self.s is not None else float(p - 2)
         domain = Box(p, self.radius_)
         omega0 = domain.project(sample_initial_particles(FEATURE, m, d, bandwidth=1.0, seed=seed))
-        align = LinearAlignment(X / sigma, t, feature=FEATURE)
-        terms = [align]
+        Z = X / sigma
+        if self.early_stopping:
+            fit_idx, val_idx = _stratified_split(t, self.validation_fraction, rng)
+            self.validation_index_ = val_idx
+            Z, t, Z_val, t_val = Z[fit_idx], t[fit_idx], Z[val_idx], t[val_idx]
+        terms = [ALIGNMENTS[self.alignment](Z, t, feature=FEATURE)]
+        beta_N = self.beta * (m if self.regime == "coulomb-gas" else 1)
+        if self.confinement == "prior":
+            terms.append(FrequencyConfinement(1.0 / beta_N))
         if self.lam > 0 and m > 1:
             terms.append(PairInteraction(Riesz(self.s_, softening=self.softening), lam=self.lam))
         energy = Energy(terms, domain=domain)
-        batch = self.data_batch if self.data_batch is None or self.data_batch < len(X) else None
+        self.energy_description_ = energy.describe()
+        batch = self.data_batch if self.data_batch is None or self.data_batch < len(Z) else None
+        n_ck = self.n_checkpoints
+        if n_ck is None and self.early_stopping:
+            n_ck = 10
+        n_steps = int(self.n_steps)
         ds = simulate(
             energy,
             omega0,
             eta=self.eta,
             beta=self.beta,
-            n_steps=int(self.n_steps),
+            n_steps=n_steps,
             regime=self.regime,
             seed=seed,
             data_batch=batch,
-            record_every=int(self.n_steps),  # records step 0 and the last step only
-            record_positions=False,
+            # step 0 and the last step are always recorded
+            record_every=n_steps if n_ck is None else max(1, n_steps // n_ck),
+            record_positions=n_ck is not None,
         )
+        scale = np.concatenate([np.full(d, 1.0 / sigma), [1.0]])
+        steps = np.asarray(ds["step"].values, dtype=int)
+        best = len(steps) - 1
+        if n_ck is not None:
+            path = np.asarray(ds["omega"].values, dtype=float)  # (K, m, p), standardised
+            self.checkpoint_steps_ = steps
+            self.checkpoints_ = path * scale
+            if self.early_stopping:
+                val = np.array(
+                    [
+                        kernel_alignment(fourier_features(Z_val, w), t_val, centred=True)
+                        for w in path
+                    ]
+                )
+                self.checkpoint_val_alignment_ = val
+                best = int(np.argmax(val))
+            omega = path[best]
+        else:
+            omega = np.asarray(ds["omega_final"].values, dtype=float)
+        self.best_step_ = int(steps[best])
         self.fit_time_ = time.perf_counter() - t0
-        omega = np.asarray(ds["omega_final"].values, dtype=float)
-        # the recorded terms are on the data the dynamics saw (all of X): alignment = −term
+        # the recorded terms are on the rows the dynamics saw: alignment = −term
         self.alignment_init_ = float(-ds["energy_alignment"].isel(time=0))
-        self.alignment_ = float(-ds["energy_alignment"].isel(time=-1))
+        self.alignment_ = float(-ds["energy_alignment"].isel(time=best))
         self.energy_init_ = float(ds["energy"].isel(time=0))
-        self.energy_ = float(ds["energy"].isel(time=-1))
+        self.energy_ = float(ds["energy"].isel(time=best))
         # distances are measured where the repulsion acts: standardised coordinates
         self.min_distance_init_ = _min_pair_distance(omega0.numpy())
         self.min_distance_ = _min_pair_distance(omega)
-        scale = np.concatenate([np.full(d, 1.0 / sigma), [1.0]])
         self.omega_init_ = omega0.numpy() * scale
         self.omega_ = omega * scale
         self.feature_weights_ = np.full(m, 1.0 / math.sqrt(m))
         return self
+
+
+#: The alignment forms of :class:`CoulombFeatures` (terms of :mod:`meanfield.energy`).
+ALIGNMENTS = {
+    "linear": LinearAlignment,
+    "risk": RiskAlignment,
+    "normalised": NormalisedAlignment,
+    "centred": CentredAlignment,
+}
+
+
+class FrequencyConfinement(Potential):
+    """V(ω) = strength · |ω[:d]|²/2: a Gaussian confinement of the frequencies, phase free.
+
+    For ``"fourier"`` particles ω = (w, b) ∈ R^(d+1); the phase b (last coordinate) feels no
+    force, so with strength 1/β_N the Gibbs law exp(−β_N Σ_i V(ω_i)) is the RFF prior
+    N(0, I_d) ⊗ uniform phase on the box (see :class:`CoulombFeatures`).
+
+    Parameters
+    ----------
+    strength : float > 0
+    """
+
+    def __init__(self, strength: float):
+        self.strength = check_positive("strength", strength)
+
+    def V(self, omega):
+        return 0.5 * self.strength * (omega[..., :-1] ** 2).sum(-1)
+
+    def gradV(self, omega):
+        g = self.strength * omega
+        g[..., -1] = 0.0
+        return g
+
+    def describe(self):
+        return {"potential": "frequency_prior", "strength": self.strength}
+
+
+def _stratified_split(t, fraction: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (fit, validation) with about ``fraction`` of every class held out (>= 1 each).
+
+    Raises
+    ------
+    ValueError
+        If a class has fewer than 2 rows, or either part would be smaller than 2 rows.
+    """
+    fit, val = [], []
+    for c in np.unique(t):
+        idx = np.flatnonzero(t == c)
+        if len(idx) < 2:
+            raise ValueError(
+                f"early_stopping needs >= 2 training rows per class; class {c} has {len(idx)}"
+            )
+        idx = rng.permutation(idx)
+        k = min(len(idx) - 1, max(1, int(round(fraction * len(idx)))))
+        val.append(idx[:k])
+        fit.append(idx[k:])
+    fit, val = np.sort(np.concatenate(fit)), np.sort(np.concatenate(val))
+    if len(fit) < 2 or len(val) < 2:
+        raise ValueError(
+            f"early_stopping with validation_fraction={fraction} leaves {len(fit)} rows for the "
+            f"dynamics and {len(val)} held out; both must be >= 2"
+        )
+    return fit, val
 
 
 def _min_pair_distance(omega) -> float:
@@ -783,7 +977,7 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
     """Ridge classification in closed form on given features, α fixed or chosen by exact LOO.
 
     Targets are ±1 (binary: the larger label is +1; C ≥ 3: one-vs-all columns). With the
-    features and targets centred (when ``fit_intercept``), the coefficients minimise
+    features and targets centred (when ``fit_intercept=True``), the coefficients minimise
     ‖Φ W − Y‖²_F + α ‖W‖²_F. With the thin SVD Φ_c = U diag(s) Vᵀ,
 
         W = V diag(s / (s² + α)) Uᵀ Y_c,
@@ -798,7 +992,11 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
     ----------
     alpha : float >= 0, or sequence of floats >= 0
         Ridge penalty α, or candidates for the leave-one-out choice.
-    fit_intercept : bool
+    fit_intercept : True, False or "label_mean"
+        True: centre features and targets and fit the intercept (scikit-learn's convention).
+        False: no centring, no intercept. "label_mean": Sinha & Duchi's published convention —
+        the features are *not* centred, the targets are centred by their mean ȳ, and the
+        intercept is ȳ (not fitted): W = (ΦᵀΦ + α I)⁻¹ Φᵀ(Y − ȳ), scores ΦW + ȳ.
 
     Attributes
     ----------
@@ -836,6 +1034,13 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
             )
         for a in alphas:
             check_positive("alpha", a, allow_zero=True)
+        intercept = self.fit_intercept
+        if isinstance(intercept, (bool, np.bool_)):
+            intercept = bool(intercept)
+        elif intercept != "label_mean":
+            raise ValueError(
+                f"fit_intercept must be True, False or 'label_mean', got {self.fit_intercept!r}"
+            )
         classes, _ = _encode_labels(y, type(self).__name__)
         X = _validate_data(self, X, reset=True, dtype=np.float64)
         y = column_or_1d(y)
@@ -845,10 +1050,11 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
         else:
             Y = np.where(ids[:, None] == np.arange(len(classes))[None, :], 1.0, -1.0)
         n = X.shape[0]
-        if self.fit_intercept:
+        xm, ym = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
+        if intercept is True:
             xm, ym = X.mean(0), Y.mean(0)
-        else:
-            xm, ym = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
+        elif intercept == "label_mean":
+            ym = Y.mean(0)
         Xc, Yc = X - xm, Y - ym
         U, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
         keep = sv > sv.max(initial=0.0) * max(Xc.shape) * np.finfo(float).eps
@@ -859,7 +1065,7 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
             for i, a in enumerate(alphas):
                 f = sv**2 / (sv**2 + a)
                 resid = Yc - U @ (f[:, None] * UtY)
-                h = (U * U) @ f + (1.0 / n if self.fit_intercept else 0.0)
+                h = (U * U) @ f + (1.0 / n if intercept is True else 0.0)
                 errs[i] = np.mean((resid / np.maximum(1.0 - h, 1e-12)[:, None]) ** 2)
             self.loo_errors_ = errs
             alpha = float(alphas[int(np.argmin(errs))])
@@ -938,11 +1144,7 @@ def evaluate(
     }
     for c in classifiers:
         if c == "ridge":
-            alpha = ridge_alpha
-            if isinstance(alpha, str):
-                check_choice("ridge_alpha", alpha, ("loo",))
-                alpha = len(F_tr) * np.logspace(-7, 0, 15)
-            clf = RidgeFeatureClassifier(alpha=alpha)
+            clf = RidgeFeatureClassifier(alpha=_ridge_alphas(ridge_alpha, len(F_tr)))
         else:
             clf = LogisticRegression(C=logistic_C, max_iter=2000)
         clf.fit(F_tr, y_train)
@@ -954,3 +1156,97 @@ def evaluate(
         if c == "ridge":
             out["ridge_alpha"] = float(clf.alpha_)
     return out
+
+
+def _ridge_alphas(ridge_alpha, n: int):
+    """α of :class:`RidgeFeatureClassifier`: "loo" means the candidates n · 10^k, k = −7 … 0."""
+    if isinstance(ridge_alpha, str):
+        check_choice("ridge_alpha", ridge_alpha, ("loo",))
+        return n * np.logspace(-7, 0, 15)
+    return ridge_alpha
+
+
+# ----------------------------------------------------------------------------------------
+# hyper-parameter selection
+# ----------------------------------------------------------------------------------------
+def feature_pipeline(learner, *, ridge_alpha="loo", n_train: int = 1000, fit_intercept=True):
+    """``Pipeline([("features", learner), ("ridge", RidgeFeatureClassifier)])``.
+
+    Parameters
+    ----------
+    learner : feature learner
+    ridge_alpha : float, sequence or "loo"
+        As in :func:`evaluate` ("loo": n_train · 10^[−7..0], chosen by exact leave-one-out
+        inside every fit).
+    n_train : int
+        Rows the ridge will see (sets the "loo" grid).
+    fit_intercept : True, False or "label_mean"
+    """
+    from sklearn.pipeline import Pipeline
+
+    ridge = RidgeFeatureClassifier(
+        alpha=_ridge_alphas(ridge_alpha, n_train), fit_intercept=fit_intercept
+    )
+    return Pipeline([("features", learner), ("ridge", ridge)])
+
+
+def select_by_cv(
+    learner, param_grid, X, y, *, cv: int = 3, random_state: int = 0, ridge_alpha="loo"
+) -> dict:
+    """Choose ``learner``'s hyper-parameters by stratified k-fold CV on (X, y) only.
+
+    scikit-learn's ``GridSearchCV`` on :func:`feature_pipeline` (accuracy of the ridge
+    classifier on the held-out fold; ties go to the first candidate), without refitting: the
+    caller refits the chosen learner on all of (X, y). The same rule serves every learner, so
+    none is tuned on test data or left at a default while another is tuned.
+
+    Parameters
+    ----------
+    learner : feature learner (unfitted; its other parameters are kept)
+    param_grid : dict or list of dicts
+        Learner parameters (without the ``features__`` prefix), as for ``GridSearchCV``; a list
+        of dicts compares variants with different parameter sets.
+    X : array of shape (n, d)
+    y : array of shape (n,)
+    cv : int >= 2
+        Folds.
+    random_state : int
+        Seed of the fold shuffle.
+    ridge_alpha : float, sequence or "loo"
+
+    Returns
+    -------
+    dict
+        ``best_params`` (learner parameters), ``best_score`` (mean CV accuracy), ``params``
+        and ``mean_test_score`` (every candidate, in grid order), ``std_test_score``.
+    """
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    cv = check_int("cv (folds)", cv, minimum=2)
+    grids = [param_grid] if isinstance(param_grid, dict) else list(param_grid)
+    if not grids or not all(isinstance(g, dict) for g in grids):
+        raise ValueError("param_grid must be a dict or a non-empty list of dicts")
+    _check_lengths(X, y)
+    prefixed = [{f"features__{k}": list(v) for k, v in g.items()} for g in grids]
+    n_fold = int(len(X) * (cv - 1) / cv)
+    search = GridSearchCV(
+        feature_pipeline(learner, ridge_alpha=ridge_alpha, n_train=n_fold),
+        prefixed,
+        cv=StratifiedKFold(cv, shuffle=True, random_state=random_state),
+        scoring="accuracy",
+        refit=False,
+        error_score="raise",
+    )
+    search.fit(X, y)
+    res = search.cv_results_
+    strip = len("features__")
+    params = [{k[strip:]: v for k, v in p.items()} for p in res["params"]]
+    # the first best in grid order (GridSearchCV's rank breaks ties the same way)
+    best = int(np.flatnonzero(res["rank_test_score"] == 1)[0])
+    return {
+        "best_params": params[best],
+        "best_score": float(res["mean_test_score"][best]),
+        "params": params,
+        "mean_test_score": np.asarray(res["mean_test_score"], dtype=float),
+        "std_test_score": np.asarray(res["std_test_score"], dtype=float),
+    }

@@ -351,3 +351,151 @@ def test_evaluate_reports_all_metrics():
         assert k in out
     assert out["ridge_test_accuracy"] > 0.9 and out["logistic_test_accuracy"] > 0.9
     assert out["ridge_test_error"] == pytest.approx(1 - out["ridge_test_accuracy"])
+
+
+# ----------------------------------------------------------------------------- issue 10 variants
+
+
+@pytest.mark.parametrize("form", ["linear", "risk", "normalised", "centred"])
+def test_every_alignment_form_is_the_energy_term_and_rises(form):
+    """Each form runs the matching meanfield.energy term and raises it (low temperature)."""
+    sp = xor(200, 10, seed=2)
+    est = L.CoulombFeatures(
+        16, bandwidth="median", alignment=form, n_steps=60, lam=0.03, random_state=1
+    ).fit(sp.X_train, sp.y_train)
+    assert est.energy_description_["term0"] == L.ALIGNMENTS[form].__name__
+    assert est.alignment_ > est.alignment_init_
+    if form == "centred":  # the learner's metric is the term's value: the same number
+        z = est.transform(sp.X_train)
+        assert L.kernel_alignment(z, sp.y_train, centred=True) == pytest.approx(
+            est.alignment_, rel=1e-9
+        )
+
+
+def test_frequency_confinement_gradient_and_ula_stationary_variance():
+    """V = c|w|²/2 on the frequencies only; its gradient is autograd's; ULA samples its law.
+
+    Unadjusted Langevin on V = |w|²/(2β) at inverse temperature β (no other term) is the AR(1)
+    recursion w <- (1 - η/β) w + sqrt(2η/β) ξ, whose stationary variance is exactly
+    2/(2 - η/β) (= 1.0256 at η = 0.05, β = 1): the RFF prior N(0, 1) up to the O(η) bias.
+    20 000 independent particles, 300 steps ((1 - η)^300 ~ 2e-7 of the start left): the
+    sample variance has standard error sqrt(2/N) * var ~ 0.010, so a 4 SE tolerance is 0.04.
+    """
+    from meanfield.domains import Box
+    from meanfield.energy import Energy
+    from meanfield.particles import simulate
+
+    conf = L.FrequencyConfinement(0.7)
+    om = torch.tensor(np.random.default_rng(0).normal(size=(5, 4)), requires_grad=True)
+    (auto,) = torch.autograd.grad(conf.V(om).sum(), om)
+    assert torch.allclose(auto, conf.gradV(om.detach()), atol=1e-14)
+    assert float(auto[:, -1].abs().max()) == 0.0  # the phase feels nothing
+
+    E = Energy([L.FrequencyConfinement(1.0)], Box(3, 40.0))
+    w0 = torch.tensor(np.random.default_rng(1).normal(size=(20_000, 3)) * 3.0)
+    ds = simulate(E, w0, eta=0.05, beta=1.0, n_steps=300, seed=2, record_positions=False)
+    w = ds["omega_final"].values[:, :2]
+    assert abs(w.var() - 2 / 1.95) < 0.04
+    assert abs(w.mean()) < 0.03  # 4 SE of the mean, SE = 1/sqrt(40 000)
+
+
+@pytest.mark.parametrize("regime, factor", [("mean-field", 1), ("coulomb-gas", 12)])
+def test_prior_confinement_strength_is_one_over_beta_n(regime, factor):
+    sp = xor(60, 10, seed=0)
+    est = L.CoulombFeatures(
+        12, confinement="prior", beta=2.0, regime=regime, n_steps=2, random_state=0
+    ).fit(sp.X_train, sp.y_train)
+    d = est.energy_description_
+    assert d["term1"] == "FrequencyConfinement"
+    assert d["term1_strength"] == pytest.approx(1 / (2.0 * factor), rel=1e-15)
+
+
+def test_early_stopping_keeps_the_best_held_out_checkpoint():
+    sp = two_moons(300, 10, jitter=0.3, seed=4)
+    est = L.CoulombFeatures(
+        16, bandwidth="median", early_stopping=True, n_steps=40, n_checkpoints=8, random_state=3
+    ).fit(sp.X_train, sp.y_train)
+    val = est.validation_index_
+    # stratified: about 20 % of each class held out
+    assert abs(len(val) - 60) <= 2
+    assert est.checkpoints_.shape == (9, 16, 3)
+    assert list(est.checkpoint_steps_) == list(range(0, 41, 5))
+    best = int(np.argmax(est.checkpoint_val_alignment_))
+    np.testing.assert_array_equal(est.omega_, est.checkpoints_[best])
+    assert est.best_step_ == est.checkpoint_steps_[best]
+    # the recorded held-out score is the centred alignment of the kept features on those rows
+    z = est.transform(sp.X_train[val])
+    assert L.kernel_alignment(z, sp.y_train[val], centred=True) == pytest.approx(
+        est.checkpoint_val_alignment_[best], rel=1e-9
+    )
+
+
+def test_support_mode_keeps_the_support_unweighted():
+    """Sinha & Duchi's protocol: the features are the candidates with q > eps, weight 1/√|S|."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 3))  # n = 5000: the candidate scores are computed in 2 blocks
+    y = np.where((X**2).sum(1) > 3, 1, -1)
+    est = L.ImportanceSampledFeatures(
+        10, n_candidates=1000, rho=5.0, mode="support", bandwidth=1.0, random_state=0
+    ).fit(X, y)
+    S = est.q_ > np.finfo(float).eps
+    assert 1 < S.sum() < 1000
+    np.testing.assert_array_equal(est.omega_, est.candidates_[S])
+    np.testing.assert_allclose(est.feature_weights_, 1 / np.sqrt(S.sum()), rtol=1e-15)
+    # scores v_k = (sum_j y_j phi(x_j; w_k))^2 against the dense feature matrix
+    phi = L.fourier_features(X, est.candidates_, np.ones(1000))
+    np.testing.assert_allclose(est.scores_, (y @ phi) ** 2, rtol=1e-10)
+    # the budget is tight: |S| >= N_w / (1 + rho) for any q on S with chi2 <= rho
+    assert S.sum() >= 1000 / 6
+
+
+def test_ridge_label_mean_intercept_is_the_published_closed_form():
+    rng = np.random.default_rng(1)
+    Phi = rng.normal(size=(80, 12))
+    y = np.where(Phi[:, 0] + 0.5 * rng.normal(size=80) > 0.4, 1, -1)
+    clf = L.RidgeFeatureClassifier(alpha=0.05, fit_intercept="label_mean").fit(Phi, y)
+    yb = y.mean()
+    w = np.linalg.solve(Phi.T @ Phi + 0.05 * np.eye(12), Phi.T @ (y - yb))
+    np.testing.assert_allclose(clf.coef_[0], w, rtol=1e-10)
+    assert clf.intercept_[0] == pytest.approx(yb, rel=1e-12)
+    np.testing.assert_array_equal(clf.predict(Phi), np.sign(Phi @ w + yb))
+    with pytest.raises(ValueError, match="fit_intercept must be True, False or 'label_mean'"):
+        L.RidgeFeatureClassifier(fit_intercept="mean").fit(Phi, y)
+
+
+def test_select_by_cv_equals_a_manual_stratified_k_fold():
+    from sklearn.model_selection import StratifiedKFold
+
+    sp = two_moons(150, 10, jitter=0.3, seed=5)
+    X, y = sp.X_train, sp.y_train
+    grid = {"bandwidth": [0.1, 0.5, 2.0]}
+    res = L.select_by_cv(L.RandomFourierFeatures(16, random_state=2), grid, X, y, cv=3)
+    alphas = 100 * np.logspace(-7, 0, 15)  # n_fold = 100
+    for bw, got in zip(grid["bandwidth"], res["mean_test_score"], strict=True):
+        accs = []
+        for tr, te in StratifiedKFold(3, shuffle=True, random_state=0).split(X, y):
+            f = L.RandomFourierFeatures(16, bandwidth=bw, random_state=2).fit(X[tr])
+            clf = L.RidgeFeatureClassifier(alpha=alphas).fit(f.transform(X[tr]), y[tr])
+            accs.append(np.mean(clf.predict(f.transform(X[te])) == y[te]))
+        assert got == pytest.approx(np.mean(accs), abs=1e-12)
+    best = grid["bandwidth"][int(np.argmax(res["mean_test_score"]))]
+    assert res["best_params"] == {"bandwidth": best}
+
+
+def test_bad_variant_options_name_the_parameter(no_work):
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    with pytest.raises(ValueError, match="alignment 'cka'"):
+        L.CoulombFeatures(4, alignment="cka").fit(X, y)
+    with pytest.raises(ValueError, match="confinement"):
+        L.CoulombFeatures(4, confinement="box").fit(X, y)
+    with pytest.raises(ValueError, match=r"validation_fraction must be in \(0, 1\)"):
+        L.CoulombFeatures(4, validation_fraction=1.5).fit(X, y)
+    with pytest.raises(ValueError, match=r"n_checkpoints must be in \[1, n_steps = 5\]"):
+        L.CoulombFeatures(4, n_steps=5, n_checkpoints=9).fit(X, y)
+    with pytest.raises(ValueError, match="early_stopping must be True or False"):
+        L.CoulombFeatures(4, early_stopping="yes").fit(X, y)
+    with pytest.raises(ValueError, match="mode"):
+        L.ImportanceSampledFeatures(4, mode="top-k").fit(X, y)
+    with pytest.raises(ValueError, match="cv"):
+        L.select_by_cv(L.RandomFourierFeatures(4), {"bandwidth": [1.0]}, X, y, cv=1)
