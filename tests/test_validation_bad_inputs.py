@@ -1,0 +1,396 @@
+"""Issue 11: a table of bad inputs, on the command line and the Python API.
+
+Each row asserts the error type (or exit status 2 with one line on stderr), that the message
+names the parameter, that nothing was written, and that the refusal came before any work
+(every row together runs in a few seconds).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from meanfield.cli import main
+from meanfield.errors import (
+    DataFileError,
+    InputError,
+    MeanfieldError,
+    MissingFileError,
+    OutputPathError,
+    ResourceError,
+    StepBudgetError,
+)
+
+
+def _files(root: Path) -> set:
+    return {p.relative_to(root) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A working folder with a file and a folder that bad paths point at; cwd moved there."""
+    (tmp_path / "a_file").write_text("not a folder")
+    (tmp_path / "a_dir").mkdir()
+    (tmp_path / "bad.txt").write_text("1,2,3\n")
+    (tmp_path / "bad.toml").write_text("n_particle = 3\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ----------------------------------------------------------------------------------------
+# the command line: (arguments, text the one-line error must contain)
+# ----------------------------------------------------------------------------------------
+SIM = ["simulate", "--no-progress", "--out", "out/run.nc"]
+CMP = ["compare", "--no-progress", "--out", "out/cmp"]
+EQ = ["study", "equilibrium", "--no-progress", "--scheduler", "threads", "--out", "out/eq"]
+PG = ["study", "particles-vs-grid", "--no-progress", "--scheduler", "threads", "--out", "out/pg"]
+BETA = ["study", "beta", "--no-progress", "--scheduler", "threads", "--out", "out/b"]
+TD = ["study", "t-decay", "--no-progress", "--out", "out/t"]
+
+CLI_CASES = [
+    (SIM + ["--beta", "0"], "beta"),
+    (SIM + ["--beta", "-1"], "beta"),
+    (SIM + ["--beta", "nan"], "beta"),
+    (SIM + ["--beta", "inf"], "beta"),
+    (SIM + ["--n-particles", "0"], "n_particles"),
+    (SIM + ["--n-steps", "0"], "n_steps"),
+    (SIM + ["--eta", "-0.1"], "eta"),
+    (SIM + ["--eta", "0"], "eta"),
+    (SIM + ["--feature", "cosine"], "feature"),
+    (SIM + ["--kernel", "yukawa"], "kernel"),
+    (SIM + ["--kernel", "riesz"], "s (--s)"),
+    (SIM + ["--kernel", "log", "--s", "1"], "s (Riesz exponent)"),
+    (SIM + ["--kernel", "riesz", "--s", "nan"], "s (Riesz exponent)"),
+    (SIM + ["--radius", "0"], "radius"),
+    (SIM + ["--lam", "-1"], "lam"),
+    (SIM + ["--confinement", "-1"], "confinement"),
+    (SIM + ["--softening", "-1"], "softening"),
+    (SIM + ["--width", "0"], "width"),
+    (SIM + ["--alpha", "0"], "alpha"),
+    (SIM + ["--bandwidth", "0"], "bandwidth"),
+    (SIM + ["--interaction-batch", "1"], "interaction_batch"),
+    (SIM + ["--data-batch", "0"], "data_batch"),
+    (SIM + ["--record-every", "0"], "record_every"),
+    (SIM + ["--dtype", "float16"], "dtype"),
+    (SIM + ["--device", "cuda:7"], "device"),
+    (SIM + ["--device", "tpu"], "device"),
+    (SIM + ["--method", "gibbs"], "method"),
+    (SIM + ["--regime", "hot"], "regime"),
+    (SIM + ["--domain", "sphere"], "domain"),
+    (SIM + ["--init", "sobol"], "init"),
+    (SIM + ["--alignment", "cosine"], "alignment"),
+    (SIM + ["--alignment", "none"], "confinement"),
+    (SIM + ["--n-data", "1"], "n_data"),
+    (SIM + ["--seed", "-1"], "seed"),
+    (SIM + ["--data-dim", "0"], "data_dim"),
+    (SIM + ["--data-file", "/nonexistent.npz"], "data_file"),
+    (SIM + ["--data-file", "bad.txt"], "data_file"),
+    (SIM + ["--config", "missing.toml"], "missing.toml"),
+    (SIM + ["--config", "bad.toml"], "n_particle"),
+    (SIM + ["--threads", "0"], "threads"),
+    (["simulate", "--no-progress", "--out", "a_dir"], "--out"),
+    (["simulate", "--no-progress", "--out", "a_file/run.nc"], "--out"),
+    (CMP + ["--beta", "-1"], "--beta"),
+    (CMP + ["--n-particles", "0"], "--n-particles"),
+    (CMP + ["--grid-n", "1"], "--grid-n"),
+    (CMP + ["--t-final", "0"], "--t-final"),
+    (CMP + ["--eta", "0"], "--eta"),
+    (CMP + ["--lam", "-1"], "--lam"),
+    (CMP + ["--n-data", "1"], "--n-data"),
+    (CMP + ["--seed", "-2"], "--seed"),
+    (["compare", "--no-progress", "--out", "a_file"], "--out"),
+    (["compare", "--no-progress", "--out", "a_file/cmp"], "--out"),
+    (EQ + ["--seeds", "1"], "--seeds"),
+    (EQ + ["--n", "0", "8"], "--n"),
+    (EQ + ["--beta", "0"], "--beta"),
+    (EQ + ["--t-end", "0"], "--t-end"),
+    (EQ + ["--workers", "0"], "--workers"),
+    (EQ + ["--scheduler", "tcp://127.0.0.1:9"], "scheduler"),
+    (EQ + ["--scheduler", "bogus"], "scheduler"),
+    (EQ + ["--out", "a_file/eq"], "--out"),
+    (PG + ["--t-final", "0"], "--t-final"),
+    (PG + ["--seeds", "0"], "--seeds"),
+    (BETA + ["--betas", "0", "1", "2"], "--betas"),
+    (BETA + ["--n", "0"], "--n"),
+    (BETA + ["--t-end", "-1"], "--t-end"),
+    (TD + ["--beta", "0"], "--beta"),
+    (TD + ["--t-final", "0"], "--t-final"),
+    (["study", "t-decay", "--no-progress", "--out", "a_file"], "--out"),
+    (["figures", "--only", "nonexistent", "--out", "out/f"], "figure"),
+    (["figures", "--seed", "-1", "--out", "out/f"], "--seed"),
+    (["figures", "--only", "t_limit", "--out", "a_file/f"], "out_dir"),
+]
+
+
+@pytest.mark.parametrize(
+    "argv,name", CLI_CASES, ids=[" ".join(a[:4] + a[-2:]) for a, _ in CLI_CASES]
+)
+def test_cli_refuses_bad_input_before_work(workdir, capsys, argv, name):
+    before = _files(workdir)
+    t0 = time.perf_counter()
+    assert main(argv) == 2
+    assert time.perf_counter() - t0 < 10, "the refusal must come before the work"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("meanfield: error:"), err
+    assert name in err[0]
+    assert _files(workdir) == before, "nothing may be written"
+
+
+# ----------------------------------------------------------------------------------------
+# the Python API: (callable, error type, text the message must contain)
+# ----------------------------------------------------------------------------------------
+def _grid1d(n=32):
+    from meanfield.domains import Box
+    from meanfield.pde import Grid
+
+    return Grid(Box(1, 2.0), n)
+
+
+def _ou(c=1.0):
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.pde import McKeanVlasov
+
+    E = Energy([QuadraticPotential(c)], Box(1, 2.0))
+    return McKeanVlasov(E, _grid1d(), 1.0)
+
+
+def _gauss():
+    from meanfield.pde import Density
+
+    return Density.gaussian(_grid1d(), 0.0, 0.3)
+
+
+def _zero():
+    from meanfield.pde import Density
+
+    return Density(_grid1d(), np.zeros(32))
+
+
+def _solve(*args, **kw):
+    from meanfield.pde import solve
+
+    return solve(*args, **kw)
+
+
+def _w(*args, **kw):
+    from meanfield.diagnostics import wasserstein_particles_grid
+
+    return wasserstein_particles_grid(*args, **kw)
+
+
+def _sliced(*args, **kw):
+    from meanfield.diagnostics import sliced_w2
+
+    return sliced_w2(*args, **kw)
+
+
+def _law_w(samples):
+    from meanfield.closed_forms import equilibrium_case, wasserstein_to_law_1d
+
+    return wasserstein_to_law_1d(samples, equilibrium_case("uniform")[2])
+
+
+def _fit(x, y):
+    from meanfield.studies.limits import fit_power_law
+
+    return fit_power_law(x, y)
+
+
+def _fit_rate(n, w):
+    from meanfield.compare import fit_rate
+
+    return fit_rate(n, w)
+
+
+def _sweep(out, **kw):
+    from meanfield.studies.limits import particle_equilibrium_run
+    from meanfield.sweeps import run_sweep
+
+    kw.setdefault("scheduler", "threads")
+    return run_sweep(
+        particle_equilibrium_run,
+        {"N": [4], "seed": [0]},
+        out,
+        fixed={"beta": 1.0, "case": "uniform", "t_end": 0.01},
+        progress=False,
+        **kw,
+    )
+
+
+def _load(path):
+    from meanfield.results import load_dataset
+
+    return load_dataset(path)
+
+
+def _save(path):
+    import xarray as xr
+
+    from meanfield.results import save_dataset
+
+    return save_dataset(xr.Dataset({"a": ("x", [1.0])}), path)
+
+
+def _config(**kw):
+    from meanfield.config import SimulationConfig
+
+    return SimulationConfig(**kw)
+
+
+def _figures(**kw):
+    from meanfield.figures import make_figures
+
+    return make_figures(log=None, **kw)
+
+
+def _compare(**kw):
+    from meanfield.compare import compare, default_problem
+
+    prob = default_problem(1, grid_n=32, n_data=20)
+    prob.pop("config"), prob.pop("data")
+    return compare(**{**prob, **kw})
+
+
+def _particle_run(**kw):
+    from meanfield.studies.limits import particle_equilibrium_run
+
+    return particle_equilibrium_run(**{"N": 4, "beta": 1.0, "seed": 0, "t_end": 0.01, **kw})
+
+
+def _gibbs_zero():
+    from meanfield.pde import gibbs_state
+
+    return gibbs_state(_ou().energy, _grid1d(), 1.0, rho0=_zero())
+
+
+def _kernel_gap_empty():
+    from meanfield.diagnostics import kernel_gap
+
+    return kernel_gap(np.zeros((0, 1)), _gauss(), np.ones((5, 1)), "positive")
+
+
+def _density(data):
+    from meanfield.pde import Density
+
+    return Density(_grid1d(), data)
+
+
+NAN1 = np.array([[0.1], [np.nan]])
+API_CASES = [
+    (lambda: _solve(_ou(), _zero(), 1.0), InputError, "zero mass"),
+    (lambda: _solve(_ou(1e10), _gauss(), 1.0), StepBudgetError, "max_steps"),
+    (lambda: _solve(_ou(), _gauss(), 1.0, max_steps=3), StepBudgetError, "max_steps=3"),
+    (lambda: _solve(_ou(), _gauss(), 1.0, safety=2.0), ValueError, "safety"),
+    (lambda: _solve(_ou(), _gauss(), -1.0), ValueError, "t_range"),
+    (lambda: _solve(_ou(), _gauss(), (1.0, 0.5)), ValueError, "t_range"),
+    (lambda: _solve(_ou(), _gauss(), 1.0, max_steps=0), ValueError, "max_steps"),
+    (lambda: _solve(_ou(), _gauss(), 1.0, dt=-1.0), ValueError, "dt"),
+    (lambda: _zero().normalised(), InputError, "zero mass"),
+    (lambda: _zero().sample(3, 0), InputError, "zero mass"),
+    (lambda: _density(np.full(32, np.nan)), ValueError, "non-finite"),
+    (lambda: _density(-np.ones(32)), ValueError, "negative"),
+    (lambda: _density(np.ones(31)), ValueError, "shape"),
+    (lambda: _gibbs_zero(), ValueError, "mass"),
+    (lambda: _w(np.zeros((0, 1)), _gauss()), InputError, "omega"),
+    (lambda: _w(NAN1, _gauss()), InputError, "omega"),
+    (lambda: _w(np.zeros((3, 2)), _gauss()), InputError, "omega"),
+    (lambda: _w(np.zeros((3, 1)), _zero()), InputError, "zero mass"),
+    (lambda: _w(np.zeros((3, 1)), _gauss(), order=3), ValueError, "order"),
+    (lambda: _w(np.zeros((3, 1)), _gauss(), method="fast"), ValueError, "method"),
+    (lambda: _w(np.zeros((3, 1)), _gauss(), weights=[1, -1, 1]), InputError, "weights"),
+    (lambda: _w(np.zeros((3, 1)), _gauss(), weights=[0, 0, 0]), InputError, "weights"),
+    (lambda: _sliced(np.zeros((0, 2)), [], np.zeros((3, 2)), np.ones(3)), InputError, "xa"),
+    (
+        lambda: _sliced(np.array([[np.nan, 1.0]]), [1.0], np.zeros((3, 2)), np.ones(3)),
+        InputError,
+        "xa",
+    ),
+    (lambda: _sliced(np.zeros((2, 2)), [1, 1], np.zeros((3, 2)), [np.nan, 1, 1]), InputError, "wb"),
+    (
+        lambda: _sliced(np.zeros((2, 2)), [1, 1], np.zeros((3, 3)), np.ones(3)),
+        InputError,
+        "dimension",
+    ),
+    (lambda: _law_w(np.array([])), InputError, "samples"),
+    (lambda: _law_w(np.array([0.1, np.nan])), InputError, "samples"),
+    (lambda: _kernel_gap_empty(), InputError, "omega"),
+    (lambda: _fit([16], [[0.1, 0.2]]), InputError, "distinct"),
+    (lambda: _fit([16, 32], [0.1, 0.07]), InputError, "distinct"),
+    (lambda: _fit([16, 16, 16], [0.1, 0.1, 0.1]), InputError, "distinct"),
+    (lambda: _fit([-1, 2, 4], [0.1, 0.1, 0.1]), InputError, "positive"),
+    (lambda: _fit_rate([16, 32], np.ones((2, 3))), InputError, "distinct"),
+    (lambda: _load("missing.nc"), MissingFileError, "missing.nc"),
+    (lambda: _load("a_dir"), DataFileError, "a_dir"),
+    (lambda: _load("bad.txt"), DataFileError, "bad.txt"),
+    (lambda: _save("a_dir"), OutputPathError, "a_dir"),
+    (lambda: _save("a_file/x.nc"), OutputPathError, "a_file"),
+    (lambda: _sweep("a_file"), OutputPathError, "out_dir"),
+    (lambda: _sweep("a_file/sub"), OutputPathError, "out_dir"),
+    (lambda: _sweep("out", scheduler="tcp://127.0.0.1:9"), ResourceError, "scheduler"),
+    (lambda: _sweep("out", scheduler="nonsense"), InputError, "scheduler"),
+    (lambda: _sweep("out", on_conflict="overwrite"), InputError, "on_conflict"),
+    (lambda: _sweep("out", n_workers=0), InputError, "n_workers"),
+    (lambda: _config(kernel="riesz"), InputError, "s (--s)"),
+    (lambda: _config(device="cuda:9"), ResourceError, "device"),
+    (lambda: _config(beta=math.inf), InputError, "beta"),
+    (lambda: _config(interaction_batch=1), InputError, "interaction_batch"),
+    (lambda: _figures(size="huge"), InputError, "size"),
+    (lambda: _figures(only=["t_limit"], out_dir="a_file"), OutputPathError, "out_dir"),
+    (lambda: _compare(n_particles=0), InputError, "n_particles"),
+    (lambda: _compare(beta=0.0), InputError, "beta"),
+    (lambda: _compare(eta=-1.0), InputError, "eta"),
+    (lambda: _particle_run(N=0), InputError, "N"),
+    (lambda: _particle_run(case="ellipse"), InputError, "case"),
+    (lambda: _particle_run(beta=-1.0), InputError, "beta"),
+]
+
+
+@pytest.mark.parametrize("call,err,name", API_CASES, ids=[f"api{i}" for i in range(len(API_CASES))])
+def test_api_refuses_bad_input_before_work(workdir, call, err, name):
+    before = _files(workdir)
+    t0 = time.perf_counter()
+    with pytest.raises(err) as info:
+        call()
+    assert time.perf_counter() - t0 < 10, "the refusal must come before the work"
+    assert isinstance(info.value, MeanfieldError) or err in (ValueError, TypeError)
+    assert name in str(info.value)
+    assert _files(workdir) == before, "nothing may be written"
+
+
+def test_the_table_has_at_least_sixty_rows():
+    assert len(CLI_CASES) + len(API_CASES) >= 60
+    assert len({tuple(a) for a, _ in CLI_CASES}) == len(CLI_CASES)
+
+
+def test_every_package_error_is_a_meanfield_error_and_a_builtin():
+    from meanfield import errors
+
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert issubclass(cls, errors.MeanfieldError)
+        if cls is not errors.MeanfieldError:
+            assert issubclass(cls, (ValueError, TypeError, ImportError, RuntimeError, OSError))
+    from meanfield.pde.trackers import DensityError
+
+    assert issubclass(DensityError, MeanfieldError)
+
+
+def test_debug_flag_shows_the_traceback(workdir):
+    with pytest.raises(InputError, match="beta"):
+        main(["--debug", *SIM, "--beta", "0"])
+
+
+def test_missing_dask_names_the_install_command(workdir, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
+    assert main(EQ[:3] + ["--scheduler", "local", "--out", "out/eq"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install" in err and "dask" in err
+    assert not os.path.exists("out")
