@@ -60,6 +60,62 @@ class LangevinState:
     cache: dict = field(default_factory=dict)
 
 
+def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
+    """U = β_N N H_N(Ω), shape (...), and ∇U = β_N N ∇H_N, shape (..., N, p): the potential of
+    the Gibbs law ∝ exp(−U) that the Metropolis samplers target (one pass over the pairs)."""
+    N = omega.shape[-2]
+    H, gradH = energy.value_and_grad(omega)
+    return beta_N * N * H, beta_N * N * gradH
+
+
+def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> LangevinState:
+    """Initial state of a Metropolis sampler: Ω projected onto 𝒲, U and ∇U cached, no
+    accepted moves yet (one counter per replica)."""
+    omega = energy.domain.project(energy.as_tensor(omega, name="omega0"))
+    beta_N = effective_beta(beta, omega.shape[-2], regime)
+    U, gradU = gibbs_potential(energy, omega, beta_N)
+    state = LangevinState(omega=omega, accepted=torch.zeros(omega.shape[:-2]))
+    state.cache = {"U": U, "gradU": gradU}
+    return state
+
+
+def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) -> torch.Tensor:
+    """Metropolis decisions, one per replica: accept with probability min(1, exp(log_alpha)).
+
+    Parameters
+    ----------
+    log_alpha : tensor (...)
+        Log acceptance ratio of each replica's proposal.
+    generator : torch.Generator
+        One uniform per replica is drawn from it (on the CPU, in float64, as all noise).
+    valid : bool tensor (...), optional
+        Proposals that may be accepted at all (e.g. inside the domain); the others are rejected.
+
+    Returns
+    -------
+    bool tensor (...)
+    """
+    u = torch.rand(log_alpha.shape, generator=generator, dtype=torch.float64).to(log_alpha)
+    accept = torch.log(u) < log_alpha
+    return accept if valid is None else accept & valid
+
+
+def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinState:
+    """Move the accepted replicas of ``state`` to the proposal (Ω', U', ∇U'); count the step.
+
+    ``accept`` has shape (...) (one decision per replica); Ω', ∇U' have shape (..., N, p) and U'
+    shape (...).  Rejected replicas keep their configuration and cached potential.
+    """
+    a = accept[..., None, None]
+    state.omega = torch.where(a, omega, state.omega)
+    state.cache["U"] = torch.where(accept, U, state.cache["U"])
+    state.cache["gradU"] = torch.where(a, gradU, state.cache["gradU"])
+    state.accepted = state.accepted + accept.to(state.accepted.dtype).cpu()
+    state.proposed += 1
+    state.step += 1
+    return state
+
+
 @dataclass
 class ProjectedLangevin:
     """Unadjusted projected Langevin (Algorithm 1), with random-batch and data mini-batches.
@@ -151,17 +207,10 @@ class MALA:
         check_choice("regime", self.regime, REGIMES)
 
     def _potential(self, omega, beta_N):
-        N = omega.shape[-2]
-        H, gradH = self.energy.value_and_grad(omega)
-        return beta_N * N * H, beta_N * N * gradH
+        return gibbs_potential(self.energy, omega, beta_N)
 
     def init(self, omega) -> LangevinState:
-        omega = self.energy.domain.project(self.energy.as_tensor(omega, name="omega0"))
-        beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
-        U, gradU = self._potential(omega, beta_N)
-        state = LangevinState(omega=omega, accepted=torch.zeros(omega.shape[:-2]))
-        state.cache = {"U": U, "gradU": gradU}
-        return state
+        return metropolis_init(self.energy, omega, self.beta, self.regime)
 
     def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
         omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
@@ -178,15 +227,95 @@ class MALA:
         log_alpha = -U2 + U + log_bwd - log_fwd
         if torch.isnan(log_alpha).any():
             raise FloatingPointError(f"MALA acceptance ratio is NaN at step {state.step}")
-        u = torch.rand(log_alpha.shape, generator=generator, dtype=torch.float64).to(log_alpha)
-        accept = inside & (torch.log(u) < log_alpha)
-        a = accept[..., None, None]
-        state.omega = torch.where(a, prop, omega)
-        state.cache = {"U": torch.where(accept, U2, U), "gradU": torch.where(a, gradU2, gradU)}
-        state.accepted = state.accepted + accept.to(state.accepted.dtype).cpu()
-        state.proposed += 1
-        state.step += 1
+        accept = metropolis(log_alpha, generator, valid=inside)
+        return accept_or_keep(state, accept, prop, U2, gradU2)
+
+
+def initial_particles(energy: Energy, omega0) -> torch.Tensor:
+    """``omega0`` as a tensor of the energy's dtype, checked: shape (N, p) or (R, N, p), N ≥ 1,
+    finite.  Raises before any work with the allowed shapes in the message."""
+    omega0 = energy.as_tensor(omega0, name="omega0")
+    if omega0.ndim not in (2, 3):
+        raise ValueError(f"omega0 must have shape (N, p) or (R, N, p), got {tuple(omega0.shape)}")
+    N = omega0.shape[-2]
+    if N < 1:
+        raise ValueError(f"N (number of particles, omega0.shape[-2]) must be >= 1, got {N}")
+    if not torch.isfinite(omega0).all():
+        raise ValueError("omega0 contains non-finite values (NaN or inf); all must be finite")
+    return omega0
+
+
+class _Recorder:
+    """Snapshots of a chain (positions, energy terms, acceptance) and the dataset they make.
+
+    Every sampler records through this class, so their datasets share one layout: ``omega``
+    (time, [replica,] particle, dim), ``energy`` and ``energy_<term>`` (time, [replica]),
+    ``acceptance_rate`` (time, [replica]) for Metropolis samplers, coordinate ``step``.
+    """
+
+    def __init__(self, energy: Energy, *, record_positions: bool, acceptance: bool):
+        self.energy, self.record_positions, self.acceptance = energy, record_positions, acceptance
+        self.steps, self.positions, self.energies, self.rates = [], [], {}, []
+        self._last = None  # (step, accepted) at the previous record
+
+    def record(self, state: LangevinState):
+        self.steps.append(state.step)
+        if self.record_positions:
+            self.positions.append(state.omega.detach().cpu().numpy().copy())
+        for k, v in self.energy.term_values(state.omega).items():
+            self.energies.setdefault(k, []).append(v.detach().cpu().numpy().copy())
+        if self.acceptance:
+            # the acceptance rate over the preceding record interval; 0 at the first record
+            if self._last is None:
+                rate = state.accepted * 0
+            else:
+                step0, acc0 = self._last
+                rate = (state.accepted - acc0) / max(1, state.step - step0)
+            self.rates.append(rate.numpy().copy())
+            self._last = (state.step, state.accepted.clone())
+
+    def run(self, integrator, state, generator, n_steps, record_every, progress, desc):
+        """Record ``state``, then advance it ``n_steps`` times recording every ``record_every``
+        steps and at the last one; returns the final state."""
+        self.record(state)
+        with torch.no_grad():
+            for k in tqdm(range(1, n_steps + 1), disable=not progress, desc=desc, unit="step"):
+                state = integrator.step(state, generator)
+                if k % record_every == 0 or k == n_steps:
+                    self.record(state)
         return state
+
+    def dataset(self, state, *, time_per_step, params, seed, time_name) -> xr.Dataset:
+        """The records as an ``xarray.Dataset`` with time = ``time_per_step`` · step and
+        ``params``, the seed and the package version in its attributes."""
+        omega = state.omega
+        replica = ("replica",) if omega.ndim == 3 else ()
+        data_vars = {}
+        if self.record_positions:
+            data_vars["omega"] = (("time", *replica, "particle", "dim"), np.stack(self.positions))
+        else:
+            data_vars["omega_final"] = (
+                (*replica, "particle", "dim"),
+                omega.detach().cpu().numpy(),
+            )
+        total = sum(np.stack(v) for v in self.energies.values())
+        data_vars["energy"] = (("time", *replica), total)
+        for k, v in self.energies.items():
+            data_vars[f"energy_{k}"] = (("time", *replica), np.stack(v))
+        if self.acceptance:
+            data_vars["acceptance_rate"] = (("time", *replica), np.stack(self.rates))
+        coords = {
+            "time": np.asarray(self.steps) * time_per_step,
+            "step": ("time", np.asarray(self.steps)),
+            "particle": np.arange(omega.shape[-2]),
+            "dim": np.arange(self.energy.dim),
+        }
+        if replica:
+            coords["replica"] = np.arange(omega.shape[0])
+        ds = xr.Dataset(data_vars, coords=coords, attrs=provenance(params, seed=seed))
+        ds["time"].attrs["long_name"] = f"time t = {time_name}"
+        ds["energy"].attrs["long_name"] = "H_N(Omega)"
+        return ds
 
 
 def make_integrator(
@@ -272,14 +401,8 @@ def simulate(
         interaction_batch=interaction_batch,
         data_batch=data_batch,
     )
-    omega0 = energy.as_tensor(omega0, name="omega0")
-    if omega0.ndim not in (2, 3):
-        raise ValueError(f"omega0 must have shape (N, p) or (R, N, p), got {tuple(omega0.shape)}")
+    omega0 = initial_particles(energy, omega0)
     N = omega0.shape[-2]
-    if N < 1:
-        raise ValueError(f"N (number of particles, omega0.shape[-2]) must be >= 1, got {N}")
-    if not torch.isfinite(omega0).all():
-        raise ValueError("omega0 contains non-finite values (NaN or inf); all must be finite")
     if record_every is None:
         record_every = max(1, n_steps // 100)
     record_every = check_int("record_every", record_every)
@@ -287,53 +410,8 @@ def simulate(
     generator = torch.Generator().manual_seed(seed)
 
     state = integrator.init(omega0)
-    steps, positions, energies, rates = [], [], {}, []
-    last_accepted = torch.zeros(omega0.shape[:-2])
-
-    def record():
-        steps.append(state.step)
-        if record_positions:
-            positions.append(state.omega.detach().cpu().numpy().copy())
-        for k, v in energy.term_values(state.omega).items():
-            energies.setdefault(k, []).append(v.detach().cpu().numpy().copy())
-        if method == "mala":
-            nonlocal last_accepted
-            span = max(1, state.step - (steps[-2] if len(steps) > 1 else 0))
-            rate = (state.accepted - last_accepted) / span if state.step else state.accepted * 0
-            rates.append(rate.numpy().copy())
-            last_accepted = state.accepted.clone()
-
-    record()
-    with torch.no_grad():
-        for k in tqdm(range(1, n_steps + 1), disable=not progress, desc="simulate", unit="step"):
-            state = integrator.step(state, generator)
-            if k % record_every == 0 or k == n_steps:
-                record()
-
-    replica = ("replica",) if omega0.ndim == 3 else ()
-    time = np.asarray(steps) * integrator.eta
-    data_vars = {}
-    if record_positions:
-        data_vars["omega"] = (("time", *replica, "particle", "dim"), np.stack(positions))
-    else:
-        data_vars["omega_final"] = (
-            (*replica, "particle", "dim"),
-            state.omega.detach().cpu().numpy(),
-        )
-    total = sum(np.stack(v) for v in energies.values())
-    data_vars["energy"] = (("time", *replica), total)
-    for k, v in energies.items():
-        data_vars[f"energy_{k}"] = (("time", *replica), np.stack(v))
-    if method == "mala":
-        data_vars["acceptance_rate"] = (("time", *replica), np.stack(rates))
-    coords = {
-        "time": time,
-        "step": ("time", np.asarray(steps)),
-        "particle": np.arange(N),
-        "dim": np.arange(energy.dim),
-    }
-    if replica:
-        coords["replica"] = np.arange(omega0.shape[0])
+    recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
+    state = recorder.run(integrator, state, generator, n_steps, record_every, progress, "simulate")
     params = {
         "method": method,
         "regime": regime,
@@ -349,7 +427,16 @@ def simulate(
         **energy.describe(),
         **(extra_attrs or {}),
     }
-    ds = xr.Dataset(data_vars, coords=coords, attrs=provenance(params, seed=seed))
-    ds["time"].attrs["long_name"] = "time t = eta * step"
-    ds["energy"].attrs["long_name"] = "H_N(Omega)"
-    return ds
+    return recorder.dataset(
+        state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
+    )
+
+
+def __getattr__(name):
+    # HMC lives in meanfield.samplers, which builds on this module; re-exported here beside
+    # MALA, lazily, so that importing either module first works
+    if name in ("HMC", "sample_hmc"):
+        from . import samplers
+
+        return getattr(samplers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

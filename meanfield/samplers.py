@@ -1,0 +1,531 @@
+"""Hybrid (Hamiltonian) Monte Carlo for the exact Gibbs law, and the chain statistics used to
+compare samplers (integrated autocorrelation time, effective sample size).
+
+Target (THEORY §3): π(Ω) ∝ exp(−U(Ω)) on 𝒲^N, U = β_N N H_N, with β_N = β (mean-field) or
+β N (Coulomb-gas), exactly as :class:`~meanfield.particles.MALA`.
+
+**Dynamics.**  Velocities v ∈ R^{N×p} with mass β_N: the extended Hamiltonian is
+
+    Ĥ(Ω, v) = U(Ω) + β_N |v|² / 2,     so  Ω'' = −N ∇H_N(Ω)   and   v ~ N(0, I / β_N).
+
+The force is the O(1) drift of Algorithm 1, so the Hamiltonian time has the units of the
+Langevin time t and does not depend on the temperature: a trajectory length T ≈ 1 moves the
+slow (confinement) modes by O(1) in every regime.  One leapfrog step of size ε is
+
+    v ← v − (ε/2) N∇H_N(Ω);   (Ω, v) ← B_ε(Ω, v);   v ← v − (ε/2) N∇H_N(Ω),
+
+where B_ε is free flight for time ε with *specular reflection* at ∂𝒲, each particle in its own
+copy of 𝒲: in a box each coordinate folds back at ±R (position mirrored, that velocity
+component negated); in a ball the velocity is mirrored about the normal at the hitting point
+(v ← v − 2(v·n)n), as often as the flight needs.  B_ε is volume-preserving and reversible
+(B_ε(Ω', −v') = (Ω, −v)), the kicks are symplectic, so the L-step map Φ is volume-preserving
+and reversible, and accepting Φ(Ω, v) with probability min(1, exp(−ΔĤ)) leaves π invariant
+exactly; the trajectory never leaves 𝒲^N, where U is defined (Neal 2011, §5.1; Chafaï & Ferré
+2018).  With L = 1 and no wall hit this is MALA with η = ε²/2.
+
+**Tuning.**  L = ⌈T/ε⌉ leapfrog steps for a trajectory length T (a parameter).  The step size
+ε is adapted during a warm-up by dual averaging (Hoffman & Gelman 2014, Alg. 5) on the
+replica-mean acceptance probability, then frozen, so the recorded chain is a fixed Markov
+kernel.  Optional jitter draws each replica's step uniformly in ε(1 ± j) per trajectory
+(independent of the state, so exactness is kept); it breaks the periodic orbits of
+near-harmonic modes (Neal 2011, §3.2).
+
+Chains are batched on the leading axes (shape (..., N, p)), each accepting on its own, with one
+step size shared by the ensemble.  Random numbers come from a seeded CPU ``torch.Generator``.
+
+References
+----------
+R. M. Neal, "MCMC using Hamiltonian dynamics", Handbook of MCMC, 2011.
+M. D. Hoffman, A. Gelman, "The No-U-Turn sampler", JMLR 15, 2014.
+D. Chafaï, G. Ferré, "Simulating Coulomb and log-gases with hybrid Monte Carlo algorithms",
+J. Stat. Phys. 174, 2019 (arXiv:1806.05985).
+C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7, 1992.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import xarray as xr
+
+from ._validation import check_choice, check_int, check_positive
+from .domains import Ball, Box, Domain
+from .energy import Energy
+from .particles import (
+    REGIMES,
+    LangevinState,
+    _noise,
+    _Recorder,
+    accept_or_keep,
+    effective_beta,
+    gibbs_potential,
+    initial_particles,
+    metropolis,
+    metropolis_init,
+)
+
+
+# ----------------------------------------------------------------------------------------
+# free flight with specular reflection at the boundary
+# ----------------------------------------------------------------------------------------
+def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bounces=100_000):
+    """Free flight Ω + t v, t ∈ [0, dt], reflected specularly at ∂𝒲 (each particle alone).
+
+    Parameters
+    ----------
+    domain : Box or Ball
+    omega, v : tensor (..., N, p)
+        Positions (inside 𝒲) and velocities.
+    dt : float or tensor broadcastable to (..., N, 1)
+        Flight time ≥ 0 (per replica with jitter).
+    max_bounces : int
+        Safety bound on reflections of one particle within one flight (ball only).
+
+    Returns
+    -------
+    (omega, v) : the positions and velocities after the flight, shape (..., N, p).
+    """
+    if isinstance(domain, Box):
+        return _fold_box(omega, v, dt, domain.half_width)
+    if isinstance(domain, Ball):
+        return _reflect_ball(omega, v, dt, domain.radius, max_bounces)
+    raise TypeError(f"HMC reflects only at a Box or a Ball, got {type(domain).__name__}")
+
+
+def _fold_box(omega, v, dt, R):
+    # Unfold the reflected motion on [−R, R] onto the line: s = x + R + t v moves freely and the
+    # reflected position is s folded with period 4R; an odd number of walls crossed (n odd)
+    # mirrors the position and reverses that velocity component.
+    s = omega + R + dt * v
+    n = torch.floor(s / (2 * R))
+    y = s - 2 * R * n
+    odd = torch.remainder(n, 2) == 1
+    return torch.where(odd, 2 * R - y, y) - R, torch.where(odd, -v, v)
+
+
+def _reflect_ball(omega, v, dt, R, max_bounces):
+    q, v = omega, v
+    dt = torch.as_tensor(dt, dtype=q.dtype, device=q.device)
+    tau = torch.broadcast_to(dt, (*q.shape[:-1], 1))[..., 0].clone()  # flight time left
+    for _ in range(max_bounces):
+        if not bool((tau > 0).any()):
+            return q, v
+        qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
+        gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
+        disc = torch.sqrt(qv * qv + vv * gap)
+        # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
+        t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
+        t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
+        hit = (tau > 0) & (t_hit < tau)
+        t = torch.where(hit, t_hit, tau.clamp_min(0))
+        q = q + t[..., None] * v
+        n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
+        v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
+        tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
+    raise RuntimeError(f"a particle hit the ball's wall more than {max_bounces} times in one step")
+
+
+# ----------------------------------------------------------------------------------------
+# step-size adaptation
+# ----------------------------------------------------------------------------------------
+@dataclass
+class DualAveraging:
+    """Nesterov dual averaging of log ε towards a target acceptance (Hoffman & Gelman 2014,
+    Alg. 5, with their constants γ = 0.05, t₀ = 10, κ = 0.75 and μ = log(10 ε₀)).
+
+    After m updates with acceptance statistics α_1 … α_m:
+
+        H̄_m = (1 − 1/(m + t₀)) H̄_{m−1} + (δ − α_m)/(m + t₀),
+        log ε_m = μ − √m H̄_m / γ,
+        log ε̄_m = m^(−κ) log ε_m + (1 − m^(−κ)) log ε̄_{m−1}.
+
+    ``step_size`` is ε_m (used during warm-up), ``final_step_size`` is ε̄_m (frozen afterwards).
+    """
+
+    step_size0: float
+    target: float = 0.8
+    gamma: float = 0.05
+    t0: float = 10.0
+    kappa: float = 0.75
+
+    def __post_init__(self):
+        self.mu = math.log(10 * self.step_size0)
+        self.m, self.h_bar, self.log_eps, self.log_eps_bar = 0, 0.0, math.log(self.step_size0), 0.0
+
+    def update(self, accept_prob: float) -> float:
+        """Feed one acceptance statistic in [0, 1]; returns the next step size ε_m."""
+        self.m += 1
+        m, w = self.m, 1.0 / (self.m + self.t0)
+        self.h_bar = (1 - w) * self.h_bar + w * (self.target - accept_prob)
+        self.log_eps = self.mu - math.sqrt(m) / self.gamma * self.h_bar
+        eta = m ** (-self.kappa)
+        self.log_eps_bar = eta * self.log_eps + (1 - eta) * self.log_eps_bar
+        return self.step_size
+
+    @property
+    def step_size(self) -> float:
+        return math.exp(self.log_eps)
+
+    @property
+    def final_step_size(self) -> float:
+        return math.exp(self.log_eps_bar) if self.m else self.step_size0
+
+
+# ----------------------------------------------------------------------------------------
+# the sampler
+# ----------------------------------------------------------------------------------------
+@dataclass
+class HMC:
+    """Hybrid Monte Carlo with reflection: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
+
+    One :meth:`step` is one trajectory of L = ⌈T/ε⌉ leapfrog steps (mass β_N, reflection at
+    ∂𝒲, see the module docstring) followed by a Metropolis decision per replica.  The state is
+    a :class:`~meanfield.particles.LangevinState` as for MALA; ``state.cache["accept_prob"]``
+    holds each replica's min(1, exp(−ΔĤ)) of the last step and ``state.cache["divergent"]``
+    counts trajectories rejected for a non-finite energy or force.
+
+    Parameters
+    ----------
+    energy : Energy
+    beta : float
+        Inverse temperature β > 0.
+    step_size : float, optional
+        Leapfrog step ε > 0 (in the time of Ω'' = −N∇H_N); must be set before :meth:`step`
+        (:func:`sample_hmc` adapts it).
+    trajectory_length : float
+        T > 0; L = min(max_leapfrog, max(1, ⌈T/ε⌉)).
+    regime : {"mean-field", "coulomb-gas"}
+    jitter : float
+        j ∈ [0, 1): each replica's step is ε(1 + j(2u − 1)), u ~ U(0, 1), per trajectory.
+    max_leapfrog : int
+        Upper bound on L (guards the cost when ε is tiny early in the warm-up).
+    """
+
+    energy: Energy
+    beta: float
+    step_size: float | None = None
+    trajectory_length: float = 1.0
+    regime: str = "mean-field"
+    jitter: float = 0.0
+    max_leapfrog: int = 1000
+
+    def __post_init__(self):
+        self.beta = check_positive("beta (inverse temperature)", self.beta)
+        if self.step_size is not None:
+            self.step_size = check_positive("step_size (leapfrog step epsilon)", self.step_size)
+        self.trajectory_length = check_positive("trajectory_length (T)", self.trajectory_length)
+        check_choice("regime", self.regime, REGIMES)
+        self.jitter = check_positive("jitter", self.jitter, allow_zero=True)
+        if self.jitter >= 1:
+            raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
+        self.max_leapfrog = check_int("max_leapfrog", self.max_leapfrog)
+
+    @property
+    def n_leapfrog(self) -> int:
+        if self.step_size is None:
+            raise ValueError("HMC.step_size is not set: give step_size or use sample_hmc")
+        n = math.ceil(self.trajectory_length / self.step_size - 1e-9)
+        return int(min(self.max_leapfrog, max(1, n)))
+
+    def init(self, omega) -> LangevinState:
+        state = metropolis_init(self.energy, omega, self.beta, self.regime)
+        state.cache["divergent"] = 0
+        return state
+
+    def flow(self, omega, v, eps, n_steps: int, gradU, beta_N: float):
+        """L leapfrog steps with reflection from (Ω, v), ∇U(Ω) given.
+
+        Parameters
+        ----------
+        omega, v : tensor (..., N, p)
+        eps : float or tensor (..., 1, 1)
+            Step size (per replica with jitter).
+        n_steps : int
+            L ≥ 1.
+        gradU : tensor (..., N, p)
+            ∇U at ``omega`` (U = β_N N H_N).
+        beta_N : float
+
+        Returns
+        -------
+        (omega, v, U, gradU, finite) : the end point, U and ∇U there, shape (...) and
+        (..., N, p), and a bool (...) that is False where a force or U was not finite.
+        """
+        N = omega.shape[-2]
+        finite = torch.ones(omega.shape[:-2], dtype=torch.bool, device=omega.device)
+        force = gradU / beta_N  # N ∇H_N: the O(1) drift
+        U = None
+        for k in range(n_steps):
+            v = v - 0.5 * eps * force
+            omega, v = billiard(self.energy.domain, omega, v, eps)
+            if k == n_steps - 1:
+                U, gradU = gibbs_potential(self.energy, omega, beta_N)
+                force = gradU / beta_N
+            else:
+                force = N * self.energy.grad(omega)
+            finite &= torch.isfinite(force).all(-1).all(-1)
+            # a non-finite force would send positions to inf/NaN: freeze those replicas (they
+            # are rejected below, and the reverse trajectory would be rejected just the same)
+            force = torch.where(finite[..., None, None], force, torch.zeros_like(force))
+            v = v - 0.5 * eps * force
+        finite &= torch.isfinite(U)
+        return omega, v, U, gradU, finite
+
+    def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        omega, U = state.omega, state.cache["U"]
+        beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
+        batch = omega.shape[:-2]
+        L = self.n_leapfrog
+        eps = torch.full(batch, self.step_size, dtype=omega.dtype)
+        if self.jitter:
+            u = torch.rand(batch, generator=generator, dtype=torch.float64)
+            eps = eps * (1 + self.jitter * (2 * u - 1))
+        eps = eps.to(omega)[..., None, None]
+        v = _noise(omega.shape, generator, omega) / math.sqrt(beta_N)
+        kinetic0 = 0.5 * beta_N * (v * v).sum((-1, -2))
+        new, v, U2, gradU2, finite = self.flow(omega, v, eps, L, state.cache["gradU"], beta_N)
+        kinetic = 0.5 * beta_N * (v * v).sum((-1, -2))
+        log_alpha = (U - U2) + (kinetic0 - kinetic)
+        # a divergent trajectory (non-finite force, U or kinetic energy) has acceptance
+        # probability 0 (−inf), never NaN
+        finite &= torch.isfinite(log_alpha)
+        log_alpha = torch.where(finite, log_alpha, torch.full_like(log_alpha, -math.inf))
+        state.cache["accept_prob"] = torch.exp(log_alpha.clamp(max=0.0))
+        state.cache["divergent"] += int((~finite).sum())
+        accept = metropolis(log_alpha, generator)
+        # rejected replicas never read U2/gradU2 (torch.where), so their NaNs stay unseen
+        return accept_or_keep(state, accept, new, U2, gradU2)
+
+
+def find_reasonable_step_size(
+    integrator: HMC, state: LangevinState, generator: torch.Generator, *, max_doublings=60
+) -> float:
+    """A first ε (Hoffman & Gelman 2014, Alg. 4): from ε = 0.1, double (or halve) until the
+    replica-mean acceptance probability of one leapfrog step crosses 1/2."""
+    omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
+    beta_N = effective_beta(integrator.beta, omega.shape[-2], integrator.regime)
+
+    def accept_prob(eps):
+        v = _noise(omega.shape, generator, omega) / math.sqrt(beta_N)
+        k0 = 0.5 * beta_N * (v * v).sum((-1, -2))
+        _, v2, U2, _, finite = integrator.flow(omega, v, eps, 1, gradU, beta_N)
+        d = (U - U2) + k0 - 0.5 * beta_N * (v2 * v2).sum((-1, -2))
+        d = torch.where(finite, d, torch.full_like(d, -math.inf))
+        return float(torch.exp(d.clamp(max=0.0)).mean())
+
+    eps = 0.1
+    direction = 1 if accept_prob(eps) > 0.5 else -1
+    for _ in range(max_doublings):
+        new = eps * 2.0**direction
+        if (accept_prob(new) > 0.5) != (direction == 1):
+            # the new step crossed the threshold: keep the last step on the good side
+            return eps if direction == 1 else new
+        eps = new
+    return eps
+
+
+def sample_hmc(
+    energy: Energy,
+    omega0,
+    *,
+    beta: float,
+    n_samples: int,
+    n_warmup: int = 200,
+    trajectory_length: float = 1.0,
+    step_size: float | None = None,
+    target_accept: float = 0.8,
+    regime: str = "mean-field",
+    jitter: float = 0.1,
+    max_leapfrog: int = 1000,
+    record_every: int | None = None,
+    seed: int = 0,
+    record_positions: bool = True,
+    progress: bool = False,
+    extra_attrs: dict | None = None,
+) -> xr.Dataset:
+    """Sample the Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N by HMC: warm-up, then a frozen kernel.
+
+    Parameters
+    ----------
+    energy : Energy
+        Exact pair sums and full data are used (stochastic gradients would break exactness).
+    omega0 : array (N, p) or (R, N, p)
+        Initial particles (projected onto the domain); a leading axis runs R independent
+        chains that share the step size.
+    beta : float
+        Inverse temperature β > 0 (β_N = β or β N by ``regime``).
+    n_samples : int
+        Trajectories after the warm-up, ≥ 1 (the recorded chain).
+    n_warmup : int
+        Warm-up trajectories ≥ 0 during which ε is adapted by dual averaging; not recorded.
+        0 requires ``step_size`` (used as is).
+    trajectory_length : float
+        Hamiltonian time T > 0 of one trajectory (L = ⌈T/ε⌉ leapfrog steps).
+    step_size : float, optional
+        Initial (or, with ``n_warmup = 0``, fixed) ε > 0; default: Hoffman–Gelman's heuristic.
+    target_accept : float
+        Target mean acceptance probability δ ∈ (0, 1) of the adaptation.
+    regime : {"mean-field", "coulomb-gas"}
+    jitter : float
+        j ∈ [0, 1): per-trajectory step ε(1 ± j) uniformly, per replica.
+    max_leapfrog : int
+        Upper bound on L ≥ 1.
+    record_every : int, optional
+        Record every this many trajectories (default: about 100 records); the first state after
+        the warm-up and the last one are always recorded.
+    seed : int
+        Seeds every random number (warm-up included).
+    record_positions, progress, extra_attrs :
+        As :func:`meanfield.particles.simulate`.
+
+    Returns
+    -------
+    xarray.Dataset
+        The layout of :func:`~meanfield.particles.simulate`: ``omega`` (time, [replica,]
+        particle, dim), ``energy``, ``energy_<term>``, ``acceptance_rate`` (time, [replica]);
+        coordinate ``step`` counts trajectories from the start of the warm-up (so the records
+        start at ``n_warmup``) and ``time`` = L ε · step is Hamiltonian time.  Attributes: every
+        parameter, the frozen ``step_size``, ``n_leapfrog``, the warm-up's mean acceptance
+        probability, the number of divergent trajectories, the seed and the version.
+    """
+    beta = check_positive("beta (inverse temperature)", beta)
+    n_samples = check_int("n_samples", n_samples)
+    n_warmup = check_int("n_warmup", n_warmup, minimum=0)
+    if not 0 < float(target_accept) < 1:
+        raise ValueError(f"target_accept must be in (0, 1), got {target_accept!r}")
+    if n_warmup == 0 and step_size is None:
+        raise ValueError("n_warmup = 0 needs a step_size (nothing would adapt it)")
+    integrator = HMC(
+        energy,
+        beta,
+        step_size=step_size,
+        trajectory_length=trajectory_length,
+        regime=regime,
+        jitter=jitter,
+        max_leapfrog=max_leapfrog,
+    )
+    omega0 = initial_particles(energy, omega0)
+    N = omega0.shape[-2]
+    if record_every is None:
+        record_every = max(1, n_samples // 100)
+    record_every = check_int("record_every", record_every)
+    seed = int(seed)
+    generator = torch.Generator().manual_seed(seed)
+
+    with torch.no_grad():
+        state = integrator.init(omega0)
+        if integrator.step_size is None:
+            integrator.step_size = find_reasonable_step_size(integrator, state, generator)
+        step_size0 = integrator.step_size
+        warm_probs = []
+        if n_warmup:
+            adapt = DualAveraging(step_size0, float(target_accept))
+            for _ in range(n_warmup):
+                state = integrator.step(state, generator)
+                warm_probs.append(float(state.cache["accept_prob"].mean()))
+                integrator.step_size = adapt.update(warm_probs[-1])
+            integrator.step_size = adapt.final_step_size  # frozen from here on
+        # the recorded chain counts its own acceptances and divergences
+        state.accepted = torch.zeros_like(state.accepted)
+        state.proposed, state.cache["divergent"] = 0, 0
+    recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
+    state = recorder.run(integrator, state, generator, n_samples, record_every, progress, "hmc")
+    params = {
+        "method": "hmc",
+        "regime": regime,
+        "N": N,
+        "p": energy.dim,
+        "beta": beta,
+        "beta_N": effective_beta(beta, N, regime),
+        "step_size": integrator.step_size,
+        "step_size_initial": step_size0,
+        "n_leapfrog": integrator.n_leapfrog,
+        "trajectory_length": integrator.trajectory_length,
+        "jitter": integrator.jitter,
+        "max_leapfrog": integrator.max_leapfrog,
+        "n_warmup": n_warmup,
+        "n_samples": n_samples,
+        "target_accept": float(target_accept),
+        "warmup_accept_prob": float(np.mean(warm_probs)) if warm_probs else "none",
+        "n_divergent": int(state.cache["divergent"]),
+        "record_every": record_every,
+        **energy.describe(),
+        **(extra_attrs or {}),
+    }
+    time_per_step = integrator.n_leapfrog * integrator.step_size
+    return recorder.dataset(
+        state,
+        time_per_step=time_per_step,
+        params=params,
+        seed=seed,
+        time_name="n_leapfrog * step_size * step (Hamiltonian time)",
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# chain statistics
+# ----------------------------------------------------------------------------------------
+def integrated_autocorr_time(x) -> float:
+    """Integrated autocorrelation time τ = 1 + 2 Σ_{t≥1} ρ_t of chains, pooled.
+
+    Geyer's initial monotone sequence estimator on the multi-chain autocorrelation of Stan and
+    ArviZ (without rank normalisation or chain splitting): ρ_t = 1 − (W − ⟨γ_t⟩)/V̂, with γ_t
+    each chain's autocovariance (FFT, divisor n), W the mean within-chain variance and
+    V̂ = (n − 1)/n W + B/n (B/n the variance of the chain means), so chains that disagree
+    inflate τ.  Pairs Γ_k = ρ_{2k} + ρ_{2k+1} are summed while positive and made
+    non-increasing; τ = −1 + 2 Σ_k Γ_k.
+
+    Parameters
+    ----------
+    x : array (n,) or (n, m)
+        n ≥ 4 draws of m chains.
+
+    Returns
+    -------
+    float
+        τ (in draws); the effective sample size is n m / τ (:func:`effective_sample_size`).
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] < 4:
+        raise ValueError(f"x must have shape (n,) or (n, m) with n >= 4 draws, got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x contains non-finite values (NaN or inf); all must be finite")
+    n, m = x.shape
+    xc = x - x.mean(0)
+    f = np.fft.rfft(xc, n=2 * n, axis=0)
+    acov = np.fft.irfft(f * np.conj(f), n=2 * n, axis=0)[:n] / n  # (n, m), divisor n
+    W = acov[0].mean() * n / (n - 1)
+    B_over_n = x.mean(0).var(ddof=1) if m > 1 else 0.0
+    var_plus = W * (n - 1) / n + B_over_n
+    if var_plus <= 0:
+        return 1.0  # a constant chain: nothing to correlate (ESS as for independent draws)
+    rho = 1 - (W - acov.mean(1)) / var_plus
+    rho[0] = 1.0
+    n_pairs = n // 2
+    pairs = rho[: 2 * n_pairs].reshape(n_pairs, 2).sum(1)
+    stop = np.argmax(pairs <= 0) if np.any(pairs <= 0) else n_pairs
+    pairs = np.minimum.accumulate(pairs[: max(stop, 1)])
+    return float(max(-1 + 2 * pairs.sum(), 1.0 / math.log10(max(n * m, 10))))
+
+
+def effective_sample_size(x) -> float:
+    """n m / τ for chains x of shape (n,) or (n, m) (see :func:`integrated_autocorr_time`)."""
+    x = np.asarray(x, dtype=float)
+    size = x.shape[0] * (x.shape[1] if x.ndim == 2 else 1)
+    return size / integrated_autocorr_time(x)
+
+
+__all__ = [
+    "HMC",
+    "DualAveraging",
+    "billiard",
+    "effective_sample_size",
+    "find_reasonable_step_size",
+    "integrated_autocorr_time",
+    "sample_hmc",
+]
