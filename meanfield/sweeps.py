@@ -291,17 +291,17 @@ def run_sweep(
     manifest = _read_manifest(manifest_path)
     others = {d: c for d, c in manifest.items() if d != digest}
     notes = []
-    for d, c in others.items():
-        diff = configuration_differences(c, config)
-        if on_conflict == "refuse":
-            raise SweepConflictError(
-                f"{out_dir} holds runs of another configuration ({d}) that differs in: "
-                + "; ".join(diff)
-                + ". Use another output folder, or on_conflict='keep' to add this one."
-            )
+    diffs = {d: "; ".join(configuration_differences(c, config)) for d, c in others.items()}
+    if diffs and on_conflict == "refuse":
+        raise SweepConflictError(
+            f"{out_dir} holds runs of {len(diffs)} other configuration(s), differing in: "
+            + " | ".join(f"({d}) {text}" for d, text in diffs.items())
+            + ". Use another output folder, or on_conflict='keep' to add this one."
+        )
+    for d, text in diffs.items():
         notes.append(
             f"{out_dir} also holds runs of another configuration ({d}), kept and not reused; "
-            "it differs in: " + "; ".join(diff)
+            f"it differs in: {text}"
         )
     runs_dir.mkdir(parents=True, exist_ok=True)
     manifest[digest] = config

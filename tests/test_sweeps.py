@@ -107,3 +107,72 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path):
     for name, mtime in finished.items():  # finished runs were not recomputed
         assert after[name] == mtime
     assert not list(runs.glob("*.part"))
+
+
+# ---- issue 11: runs keyed by the whole configuration; corrupt runs set aside ------------------
+TINY = {"N": [4, 6], "seed": [0]}
+
+
+def _tiny(out, fixed, **kw):
+    kw.setdefault("scheduler", "threads")
+    return run_sweep(particle_equilibrium_run, TINY, out, fixed=fixed, progress=False, **kw)
+
+
+def test_rerun_with_other_parameters_never_reuses_stale_runs(tmp_path):
+    """The issue's case: a folder holding a uniform/beta=4 sweep, rerun as semicircle/beta=50,
+    must not print the old runs under the new labels."""
+    from meanfield.errors import SweepConflictError
+
+    old = _tiny(tmp_path, {"beta": 4.0, "case": "uniform", "t_end": 0.05})
+    notes = []
+    new = _tiny(tmp_path, {"beta": 50.0, "case": "semicircle", "t_end": 0.05}, log=notes.append)
+    assert new.attrs["run_case"] == "semicircle" and new.attrs["run_beta"] == 50.0
+    assert not np.array_equal(new["w2"].values, old["w2"].values)
+    # each run equals a direct call with the new parameters
+    direct = particle_equilibrium_run(6, 50.0, 0, case="semicircle", t_end=0.05)
+    assert np.array_equal(new["w2"].sel(N=6, seed=0).values, direct["w2"].values)
+    # the old runs are kept, and the differing parameters are named
+    assert len(list((tmp_path / "runs").glob("*.nc"))) == 4
+    assert len(notes) == 1 and "beta: 4.0 -> 50.0" in notes[0] and "case: 'uniform'" in notes[0]
+    # refusing instead names them too, before any work
+    before = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    with pytest.raises(SweepConflictError, match="beta: 50.0 -> 2.0"):
+        _tiny(tmp_path, {"beta": 2.0, "case": "semicircle", "t_end": 0.05}, on_conflict="refuse")
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == before
+
+
+def test_the_key_holds_the_package_version(monkeypatch):
+    from meanfield import sweeps
+
+    fixed = {"beta": 1.0}
+    a = sweeps.configuration_digest(sweeps.sweep_configuration(particle_equilibrium_run, fixed))
+    monkeypatch.setattr(sweeps, "__version__", "999.0")
+    b = sweeps.configuration_digest(sweeps.sweep_configuration(particle_equilibrium_run, fixed))
+    assert a != b and run_key({"N": 4}, a) != run_key({"N": 4}, b)
+
+
+def test_corrupt_and_partial_run_files_are_set_aside_and_recomputed(tmp_path):
+    fixed = {"beta": 2.0, "case": "uniform", "t_end": 0.05}
+    first = _tiny(tmp_path, fixed)
+    runs = sorted((tmp_path / "runs").glob("*.nc"))
+    data = runs[0].read_bytes()
+    runs[0].write_bytes(data[: len(data) // 3])  # a truncated run file
+    (tmp_path / "runs" / "N=9-deadbeef.nc.part").write_bytes(b"half a run")  # a killed write
+    notes = []
+    again = _tiny(tmp_path, fixed, log=notes.append)
+    assert np.array_equal(again["w2"].values, first["w2"].values)  # recomputed, same result
+    aside = sorted(p.name for p in (tmp_path / "runs" / "set_aside").iterdir())
+    assert len(aside) == 2 and any(n.startswith(runs[0].name) for n in aside)
+    assert len(notes) == 2 and any("unreadable" in n for n in notes)
+    assert any("partial write" in n for n in notes)
+    assert again.attrs["sweep_notes"] == notes
+
+
+def test_unreachable_scheduler_fails_fast(tmp_path):
+    from meanfield.errors import ResourceError
+
+    t0 = time.perf_counter()
+    with pytest.raises(ResourceError, match="not reachable"):
+        _tiny(tmp_path, {"beta": 2.0}, scheduler="tcp://127.0.0.1:9")
+    assert time.perf_counter() - t0 < 5
+    assert not (tmp_path / "runs").exists()
