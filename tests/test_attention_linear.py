@@ -240,8 +240,8 @@ def test_bad_arguments_raise_clear_errors():
         KernelAttention(10, 3)
     with pytest.raises(ValueError, match="unknown feature"):
         KernelAttention(8, 2, feature="cosine")
-    with pytest.raises(ValueError, match="batch_first=True"):
-        KernelAttention(8, 2, batch_first=False)
+    with pytest.raises(ValueError, match="dropout must be 0 for feature='favor'"):
+        KernelAttention(8, 2, dropout=0.1)
     with pytest.raises(ValueError, match="dropout"):
         KernelAttention(8, 2, dropout=1.5)
     with pytest.raises(ValueError, match="eps"):
@@ -250,14 +250,20 @@ def test_bad_arguments_raise_clear_errors():
         KernelAttention(8, 2, tie_qk=True, kdim=4)
     attn = KernelAttention(8, 2)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match="attn_mask only as the causal mask"):
-        attn(x, x, x, attn_mask=torch.zeros(5, 5))
-    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(batch, length\)"):
+    with pytest.raises(ValueError, match="is_causal=True but attn_mask is not the causal mask"):
+        attn(x, x, x, attn_mask=torch.zeros(5, 5), is_causal=True)
+    with pytest.raises(ValueError, match=r"2-d attn_mask must have shape \(L, S\)"):
+        attn(x, x, x, attn_mask=torch.zeros(4, 5))
+    with pytest.raises(TypeError, match="attn_mask must be bool or floating"):
+        attn(x, x, x, attn_mask=torch.zeros(5, 5, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(batch, S\)"):
         attn(x, x, x, key_padding_mask=torch.zeros(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match="only 0 .attend. and -inf"):
-        attn(x, x, x, key_padding_mask=torch.full((2, 5), 0.5))
-    with pytest.raises(ValueError, match="3-d tensor"):
-        attn(x[0], x[0], x[0])
+    with pytest.raises(ValueError, match="must not contain NaN"):
+        attn(x, x, x, key_padding_mask=torch.full((2, 5), float("nan")))
+    with pytest.raises(ValueError, match="3-d .batched. or 2-d .unbatched. tensor"):
+        attn(x[0, 0], x[0, 0], x[0, 0])
+    with pytest.raises(ValueError, match="last dimension 8"):
+        attn(x[..., :4], x, x)
     with pytest.raises(ValueError, match="equal query and key lengths"):
         attn(x, x[:, :3], x[:, :3], is_causal=True)
     q, k, v = _qkv(1, 4, 1, 4, 2, seed=0)

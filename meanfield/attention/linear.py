@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import check_choice, check_int, check_positive
-from .features import FEATURE_KINDS, FeatureMap, make_feature_map
+from .causal import causal_linear_attention
+from .features import FEATURE_KINDS, FeatureMap, PositiveFeatures, make_feature_map
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -36,6 +37,7 @@ __all__ = [
     "linear_attention",
     "softmax_attention",
     "KernelAttention",
+    "is_causal_mask",
 ]
 
 #: ``"softmax"`` (exact, SDPA) plus every feature-map kind.
@@ -89,18 +91,17 @@ def linear_attention(
     key_padding_mask : torch.Tensor of bool, shape (batch, S), optional
         True marks padding; those key rows are zeroed.
     causal : bool
-        Query ``t`` attends to keys ``s <= t`` (requires ``L == S``).
+        Query ``t`` attends to keys ``s <= t`` (requires ``L == S``); chunked prefix sums,
+        see :mod:`meanfield.attention.causal`.
     log_space : bool
         The features are logarithms (positive random features). They are exponentiated with
-        the per-feature key shift ``M_j`` (maximum over the keys visible to the query: all
-        real keys, or keys ``s <= t`` when causal) moved to the query side, and a per-query
-        shift; both cancel exactly, every term is at most 1 and the dominant one is 1
-        (see :mod:`meanfield.attention.features`).
+        per-feature key shifts moved to the query side and a per-query shift; the shifts
+        cancel exactly, every term is at most 1 and the dominant visible one is 1 (see
+        :mod:`meanfield.attention.features`; causal: no shift depends on a later token).
     eps : float
         Added to the denominator (>= 0), in the units of the (shifted) features.
     chunk_size : int
-        Block length of the causal prefix sums (>= 1). In log space the block costs
-        ``O(chunk^2 m)`` memory per batch and head.
+        Chunk length of the causal prefix sums (>= 1).
 
     Returns
     -------
@@ -127,26 +128,38 @@ def linear_attention(
     if causal and L != S:
         raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
     mask = _check_mask(key_padding_mask, b, S)
-    out_dtype = v.dtype
     dt = torch.float64 if torch.float64 in (q_features.dtype, v.dtype) else torch.float32
     with torch.autocast(device_type=v.device.type, enabled=False):
-        qf = q_features.to(dt)
-        kf = k_features.to(dt)
-        vv = v.to(dt)
-        if mask is not None:
-            kf = kf.masked_fill(mask[:, :, None, None], float("-inf") if log_space else 0.0)
-        if causal:
-            chunk = _causal_log_chunked if log_space else _causal_chunked
-            out = chunk(qf, kf, vv, eps, chunk_size)
-        else:
-            if log_space:
-                qf, kf = _exp_bidirectional(qf, kf)
-            kv = torch.einsum("bshm,bshd->bhmd", kf, vv)
-            ksum = kf.sum(dim=1)  # (b, h, m)
-            num = torch.einsum("blhm,bhmd->blhd", qf, kv)
-            den = torch.einsum("blhm,bhm->blh", qf, ksum)
-            out = num / (den + eps).unsqueeze(-1)
-    return out.to(out_dtype)
+        out = _linear_core(
+            q_features.to(dt).transpose(1, 2),
+            k_features.to(dt).transpose(1, 2),
+            v.to(dt).transpose(1, 2),
+            mask,
+            causal,
+            log_space,
+            eps,
+            chunk_size,
+        )
+    return out.transpose(1, 2).to(v.dtype)
+
+
+def _linear_core(qf, kf, v, mask, causal, log_space, eps, chunk_size):
+    """Head-major core: ``(b, h, L, m)``, ``(b, h, S, m)``, ``(b, h, S, d)`` -> ``(b, h, L, d)``.
+
+    ``mask`` (b, S), True = padding, or None. Inputs are in the compute dtype.
+    """
+    if mask is not None:
+        kf = kf.masked_fill(mask[:, None, :, None], float("-inf") if log_space else 0.0)
+    if causal:
+        return causal_linear_attention(
+            qf, kf, v, log_space=log_space, eps=eps, chunk_size=chunk_size
+        )
+    if log_space:
+        qf, kf = _exp_bidirectional(qf, kf)
+    kv = kf.transpose(-1, -2) @ v  # (b, h, m, d)
+    num = qf @ kv
+    den = qf @ kf.sum(dim=2).unsqueeze(-1)  # (b, h, L, 1)
+    return num / (den + eps)
 
 
 def _finite_or_zero(x):
@@ -154,8 +167,8 @@ def _finite_or_zero(x):
 
 
 def _exp_bidirectional(qa, ka):
-    """Stabilised exponentials of log-features: per-feature key max moved to the queries."""
-    M = ka.amax(dim=1, keepdim=True).detach()  # (b, 1, h, m), -inf if every key is padding
+    """Stabilised exponentials of head-major log-features (per-feature key max moved to Q)."""
+    M = ka.amax(dim=2, keepdim=True).detach()  # (b, h, 1, m), -inf if every key is padding
     has_key = torch.isfinite(M)
     M0 = _finite_or_zero(M)
     kf = torch.exp(ka - M0)
@@ -164,79 +177,29 @@ def _exp_bidirectional(qa, ka):
     return torch.exp(qs - c), kf
 
 
-def _causal_chunked(qf, kf, v, eps, chunk):
-    b, L, h, m = qf.shape
-    d = v.shape[-1]
-    state = qf.new_zeros(b, h, m, d)
-    zstate = qf.new_zeros(b, h, m)
-    outs = []
-    tril = torch.ones(chunk, chunk, dtype=torch.bool, device=qf.device).tril()
-    for start in range(0, L, chunk):
-        stop = min(start + chunk, L)
-        q = qf[:, start:stop]
-        k = kf[:, start:stop]
-        vc = v[:, start:stop]
-        n = stop - start
-        a = torch.einsum("blhm,bshm->bhls", q, k)
-        a = a.masked_fill(~tril[:n, :n], 0.0)
-        num = torch.einsum("bhls,bshd->blhd", a, vc) + torch.einsum("blhm,bhmd->blhd", q, state)
-        den = a.sum(-1).transpose(1, 2) + torch.einsum("blhm,bhm->blh", q, zstate)
-        outs.append(num / (den + eps).unsqueeze(-1))
-        state = state + torch.einsum("bshm,bshd->bhmd", k, vc)
-        zstate = zstate + k.sum(dim=1)
-    return torch.cat(outs, dim=1)
+def _features(fm: FeatureMap, q, k, causal: bool):
+    """Head-major (log-)features of queries and keys in the compute dtype, autocast off.
 
-
-def _causal_log_chunked(qa, ka, v, eps, chunk):
-    """Causal attention from log-features with running (prefix) per-feature key maxima.
-
-    For query t and feature j, ``M_j(t) = max_{s <= t} ka[s, j]``; the carried state holds
-    ``sum_s exp(ka[s, j] - M_j) v_s`` for the keys before the chunk, rescaled whenever the
-    running maximum grows. Nothing computed for query t depends on a key after t.
+    For the causal form of positive features the per-token constants of the log-features
+    (``-|q~|^2/2 - log(m)/2`` of a query, ``-log(m)/2`` of every key) are left out: they
+    cancel exactly against the shifts, and omitting them saves full passes over the
+    ``(L, m)`` tensors, which dominate the cost at moderate L.
     """
-    b, L, h, m = qa.shape
-    d = v.shape[-1]
-    state = qa.new_zeros(b, h, m, d)
-    zstate = qa.new_zeros(b, h, m)
-    m_prev = qa.new_full((b, h, m), float("-inf"))
-    outs = []
-    tril = torch.ones(chunk, chunk, dtype=torch.bool, device=qa.device).tril()
-    for start in range(0, L, chunk):
-        stop = min(start + chunk, L)
-        n = stop - start
-        ak = ka[:, start:stop]  # (b, n, h, m)
-        vc = v[:, start:stop]
-        run = torch.maximum(torch.cummax(ak, dim=1).values, m_prev[:, None]).detach()
-        has_key = torch.isfinite(run)
-        run0 = _finite_or_zero(run)
-        qs = torch.where(has_key, qa[:, start:stop] + run0, torch.full_like(run, float("-inf")))
-        c = _finite_or_zero(qs.amax(dim=-1, keepdim=True).detach())
-        qf = torch.exp(qs - c)  # (b, n, h, m), <= 1
-        # keys before the chunk: state is in units of exp(-m_prev); rescale to exp(-run(t))
-        prev_ok = torch.isfinite(m_prev)[:, None]
-        decay = torch.where(prev_ok, torch.exp(_finite_or_zero(m_prev)[:, None] - run0), 0.0)
-        qd = qf * decay
-        num = torch.einsum("bthm,bhmd->bthd", qd, state)
-        den = torch.einsum("bthm,bhm->bth", qd, zstate)
-        # keys inside the chunk, s <= t: weight exp(ak[s] - run(t)) <= 1
-        logw = ak[:, None, :, :, :] - run0[:, :, None, :, :]  # (b, t, s, h, m)
-        logw = logw.masked_fill(~tril[:n, :n][None, :, :, None, None], float("-inf"))
-        a = torch.einsum("bthm,btshm->bhts", qf, torch.exp(logw))
-        num = num + torch.einsum("bhts,bshd->bthd", a, vc)
-        den = den + a.sum(-1).transpose(1, 2)
-        outs.append(num / (den + eps).unsqueeze(-1))
-        # carry the state to the end of the chunk
-        m_new = run[:, -1]  # (b, h, m)
-        new_ok = torch.isfinite(m_new)
-        m_new0 = _finite_or_zero(m_new)
-        keep = torch.where(
-            torch.isfinite(m_prev) & new_ok, torch.exp(_finite_or_zero(m_prev) - m_new0), 0.0
-        )
-        wk = torch.exp(ak - m_new0[:, None])  # (b, n, h, m), padding -> 0
-        state = state * keep[..., None] + torch.einsum("bshm,bshd->bhmd", wk, vc)
-        zstate = zstate * keep + wk.sum(dim=1)
-        m_prev = m_new
-    return torch.cat(outs, dim=1)
+    if causal and isinstance(fm, PositiveFeatures):
+        fm._check_input(q, "q")
+        fm._check_input(k, "k")
+        uq, _ = fm._logits(q)
+        uk, half_sq = fm._logits(k)
+        return uq, uk - half_sq
+    return fm.transform(q), fm.transform(k)
+
+
+def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size):
+    """Head-major kernel attention ``(b, h, L, d)`` -> ``(b, h, L, d_v)`` (compute dtype)."""
+    dt = torch.float64 if torch.float64 in (q.dtype, v.dtype) else torch.float32
+    with torch.autocast(device_type=v.device.type, enabled=False):
+        qf, kf = _features(fm, q.to(dt), k.to(dt), causal)
+        return _linear_core(qf, kf, v.to(dt), mask, causal, fm.log_space, eps, chunk_size)
 
 
 def kernel_attention(
@@ -248,7 +211,7 @@ def kernel_attention(
     key_padding_mask: torch.Tensor | None = None,
     causal: bool = False,
     eps: float = 1e-6,
-    chunk_size: int | None = None,
+    chunk_size: int = 64,
 ) -> torch.Tensor:
     """Linear attention with a feature map: ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1 + eps)``.
 
@@ -259,27 +222,40 @@ def kernel_attention(
     v : torch.Tensor, shape (batch, S, heads, d_v)
     feature_map : FeatureMap
         Applied to queries and keys alike (one ``Omega``).
-    key_padding_mask, causal, eps
+    key_padding_mask, causal, eps, chunk_size
         As in :func:`linear_attention`.
-    chunk_size : int, optional
-        Causal block length (default 16 for log-space features, 64 otherwise).
 
     Returns
     -------
-    torch.Tensor, shape (batch, L, heads, d_v)
+    torch.Tensor, shape (batch, L, heads, d_v), dtype of ``v``
     """
-    if chunk_size is None:
-        chunk_size = 16 if feature_map.log_space else 64
-    return linear_attention(
-        feature_map.transform(q),
-        feature_map.transform(k),
-        v,
-        key_padding_mask=key_padding_mask,
-        causal=causal,
-        log_space=feature_map.log_space,
-        eps=eps,
-        chunk_size=chunk_size,
+    eps = check_positive("eps", eps, allow_zero=True)
+    chunk_size = check_int("chunk_size", chunk_size)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not torch.is_tensor(t) or t.ndim != 4:
+            got = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
+            raise ValueError(f"{name} must be a 4-d tensor (batch, length, heads, dim), got {got}")
+    b, L = q.shape[:2]
+    S = k.shape[1]
+    if k.shape[0] != b or v.shape[:3] != k.shape[:3] or q.shape[2] != k.shape[2]:
+        raise ValueError(
+            "q, k and v must share batch and heads, and k, v the length; got "
+            f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    if causal and L != S:
+        raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
+    mask = _check_mask(key_padding_mask, b, S)
+    out = _kernel_core(
+        q.transpose(1, 2),
+        k.transpose(1, 2),
+        v.transpose(1, 2),
+        feature_map,
+        mask,
+        causal,
+        eps,
+        chunk_size,
     )
+    return out.transpose(1, 2).to(v.dtype)
 
 
 def softmax_attention(
@@ -334,40 +310,124 @@ def softmax_attention(
     return out.transpose(1, 2)
 
 
-def _kernel_weights(fm, q, k, mask, causal, eps):
-    """Explicit (batch, heads, L, S) weights of kernel attention (O(L S), for inspection)."""
+def _mask_tensor(mask, name: str):
+    """Validate the dtype of a mask (bool or floating) and return it, or None."""
+    if mask is None:
+        return None
+    if not torch.is_tensor(mask):
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise TypeError(f"{name} must be bool or floating (additive), got dtype {mask.dtype}")
+    if mask.is_floating_point() and mask.device.type != "meta":
+        if torch.isnan(mask).any() or torch.isposinf(mask).any():
+            raise ValueError(f"a float {name} must not contain NaN or +inf")
+    return mask
+
+
+def _future(L: int, S: int, device) -> torch.Tensor:
+    """bool (L, S), True strictly above the diagonal: the keys a causal query may not see."""
+    return torch.ones(L, S, dtype=torch.bool, device=device).triu(1)
+
+
+def is_causal_mask(attn_mask: torch.Tensor) -> bool:
+    """True when ``attn_mask`` (shape (..., L, L)) is exactly the causal mask.
+
+    Accepted forms are those of :class:`torch.nn.MultiheadAttention`: bool with True above the
+    diagonal (True = not allowed), or float with ``-inf`` above the diagonal and 0 on and
+    below it (:meth:`torch.nn.Transformer.generate_square_subsequent_mask`); a 3-d mask must
+    have every slice causal.
+    """
+    L, S = attn_mask.shape[-2:]
+    if L != S:
+        return False
+    future = _future(L, S, attn_mask.device)
+    if attn_mask.dtype == torch.bool:
+        return bool(torch.equal(attn_mask, future.expand_as(attn_mask)))
+    return bool(torch.where(future, torch.isneginf(attn_mask), attn_mask == 0).all())
+
+
+def _kernel_weights(fm: FeatureMap, q, k, bias, eps):
+    """Explicit kernel-attention weights, head-major; O(L S) memory (O(L S m) time, log space).
+
+    Parameters
+    ----------
+    q : (b, h, L, d); k : (b, h, S, d)
+    bias : float tensor broadcastable to (b, h, L, S), or None
+        Additive mask: the kernel is multiplied by ``exp(bias)`` (``-inf`` = not allowed);
+        for softmax attention that is the additive logit mask of ``nn.MultiheadAttention``.
+    eps : float
+        Denominator epsilon, in units where the largest weight of a row is at most 1.
+
+    Returns
+    -------
+    torch.Tensor, shape (b, h, L, S), rows summing to 1 (0 where no key is allowed)
+    """
+    dt = torch.float64 if q.dtype == torch.float64 else torch.float32
     with torch.autocast(device_type=q.device.type, enabled=False):
-        qa, ka = fm.transform(q), fm.transform(k)
+        qf, kf = fm.transform(q.to(dt)), fm.transform(k.to(dt))
+        if bias is not None:
+            bias = bias.to(dt)
         if fm.log_space:
-            # log-space products with a per-query max: the same shift-cancelled weights
-            logits = torch.logsumexp(qa[:, :, None] + ka[:, None], dim=-1)  # (b, L, S, h)
-            logits = logits.permute(0, 3, 1, 2)
-            if mask is not None:
-                logits = logits.masked_fill(mask[:, None, None, :], float("-inf"))
-            if causal:
-                tri = torch.ones(logits.shape[-2:], dtype=torch.bool, device=q.device).tril()
-                logits = logits.masked_fill(~tri, float("-inf"))
-            c = _finite_or_zero(logits.amax(-1, keepdim=True))
-            a = torch.exp(logits - c)
+            # log K(q_l, k_s) = logsumexp_j (a_j(q_l) + a_j(k_s)): exact for any magnitude,
+            # in row blocks that bound the (rows, S, m) temporary
+            b, h, L, m = qf.shape
+            rows = max(1, (1 << 24) // max(1, b * h * kf.shape[2] * m))
+            logits = torch.cat(
+                [
+                    torch.logsumexp(qf[:, :, i : i + rows, None, :] + kf[:, :, None], dim=-1)
+                    for i in range(0, L, rows)
+                ],
+                dim=2,
+            )
+            if bias is not None:
+                logits = logits + bias
+            a = torch.exp(logits - _finite_or_zero(logits.amax(-1, keepdim=True)).detach())
         else:
-            a = torch.einsum("blhm,bshm->bhls", qa, ka)
-            if mask is not None:
-                a = a.masked_fill(mask[:, None, None, :], 0.0)
-            if causal:
-                tri = torch.ones(a.shape[-2:], dtype=torch.bool, device=a.device).tril()
-                a = a.masked_fill(~tri, 0.0)
+            a = qf @ kf.transpose(-1, -2)
+            if bias is not None:
+                # shift positive biases down per row so that exp(bias) cannot overflow
+                top = _finite_or_zero(bias.amax(-1, keepdim=True)).clamp(min=0).detach()
+                a = a * torch.exp(bias - top)
         return a / (a.sum(-1, keepdim=True) + eps)
 
 
 class KernelAttention(nn.Module):
-    """Multi-head attention with a kernel feature map, shaped like ``nn.MultiheadAttention``.
+    """Multi-head attention with a kernel feature map, a drop-in for ``nn.MultiheadAttention``.
 
-    ``forward(query, key, value, key_padding_mask=None, need_weights=False, attn_mask=None,
-    average_attn_weights=True, is_causal=False)`` returns ``(attn_output, attn_weights)`` as
-    ``torch.nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)`` does, so the module
-    drops into existing models. Differences: ``need_weights`` defaults to False (forming the
-    ``L x S`` weights would cost ``O(L S)``; pass True to get them for inspection), and
-    ``attn_mask`` may only be None or the causal mask (use ``is_causal=True``).
+    Same constructor arguments, ``forward`` signature and return values as
+    :class:`torch.nn.MultiheadAttention` (batched ``(N, L, E)`` / ``(L, N, E)`` and unbatched
+    ``(L, E)`` inputs, ``key_padding_mask``, ``attn_mask``, ``is_causal``,
+    ``average_attn_weights``), plus the feature-map options. It works inside
+    ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder`` and ``nn.TransformerDecoderLayer``
+    (assign it to ``layer.self_attn`` / ``layer.multihead_attn``, e.g. with
+    :meth:`from_mha`), loads an ``nn.MultiheadAttention`` state_dict, and with
+    ``feature="softmax"`` reproduces ``nn.MultiheadAttention`` to float rounding.
+
+    Deliberate differences (all documented choices):
+
+    * ``batch_first`` defaults to **True** (``nn.MultiheadAttention``: False), as the package
+      has always used it; pass ``batch_first=False`` for ``(L, N, E)``. :meth:`from_mha`
+      copies the source module's layout.
+    * ``need_weights`` defaults to **False**: kernel attention never forms the ``L x S``
+      weights unless asked (they cost ``O(L S)``); code that uses the weights without asking
+      gets ``None`` (a loud failure) rather than a silent quadratic cost.
+    * ``is_causal=True`` without ``attn_mask`` is accepted (``nn.MultiheadAttention`` requires
+      the mask as well); with ``attn_mask`` the mask must be the causal mask (checked).
+    * ``dropout`` (on attention weights) must be 0 for kernel features: linear attention forms
+      no weight matrix to drop from. Put dropout around the layer instead.
+    * Parameters are stored as ``q_proj``/``k_proj``/``v_proj``/``out_proj`` linear layers
+      (initialised as ``nn.Linear``); ``in_proj_weight``/``in_proj_bias`` are read-only
+      concatenated views, and an ``nn.MultiheadAttention`` state_dict is converted on load.
+
+    Masks. Linear attention computes ``phi(Q) (phi(K)^T V)`` in ``O(L)``; only masks that
+    factor through that form run in ``O(L)``: key padding (bool, or float 0/-inf) and the
+    causal mask (``is_causal=True``, or an ``attn_mask`` recognised as exactly causal), alone
+    or together. Any other mask (a general ``attn_mask``, a float ``key_padding_mask`` with
+    other values) is applied **exactly** by forming the ``(N, H, L, S)`` weights, at
+    ``O(L S)`` memory and ``O(L S m)`` time for positive features (``O(L S (m + d))``
+    otherwise): the kernel is multiplied by ``exp(mask)`` (bool masks: by 0 where True), which
+    for ``feature="softmax"`` is exactly the additive logit mask. No mask is ever dropped or
+    replaced.
 
     Parameters
     ----------
@@ -375,49 +435,68 @@ class KernelAttention(nn.Module):
         Model width ``E`` (divisible by ``num_heads``).
     num_heads : int
         Number of heads ``H``; ``d_h = E / H``.
+    dropout : float
+        Dropout on attention weights in [0, 1); softmax only (0 for kernel features).
+    bias : bool
+        Bias in the input and output projections.
+    add_bias_kv : bool
+        Append a learned key and value (``bias_k``, ``bias_v``, shape (1, 1, E)) to every
+        sequence, visible to every query (also in causal attention), as
+        ``nn.MultiheadAttention`` does.
+    add_zero_attn : bool
+        Append a zero key and value (after ``add_bias_kv``), visible to every query.
+    kdim, vdim : int, optional
+        Input widths of keys and values (default ``embed_dim``).
+    batch_first : bool
+        ``(N, L, E)`` inputs and outputs when True (the default here), ``(L, N, E)`` when False.
+    device, dtype
+        Factory arguments of the parameters (the feature matrix ``omega`` stays float32).
     feature : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
         ``"softmax"`` is exact attention (scaled_dot_product_attention); the others are linear
         attention with that feature map (:func:`make_feature_map`).
     n_features : int
         Number of random features ``m`` per head (ignored for softmax).
     tie_qk : bool
-        Q = K: queries and keys share one projection.
-    dropout : float
-        Dropout on attention weights (softmax only; linear attention forms no weights), [0, 1).
-    bias : bool
-        Bias in the input and output projections.
-    batch_first : bool
-        Must be True (the only supported layout).
+        Q = K: queries and keys share one projection (needs ``kdim == embed_dim``).
     eps : float
         Denominator epsilon of linear attention (>= 0).
     seed : int
-        Seed of the feature map's initial Omega.
+        Seed of the feature map's initial ``omega``.
     redraw_every : int
-        In training mode redraw Omega every this many forward calls (0 = never; the
+        In training mode redraw ``omega`` every this many forward calls (0 = never; the
         Performer trick). Never in eval mode, never once ``omega`` is learned.
-    kdim, vdim : int, optional
-        Input widths of keys and values (default ``embed_dim``).
-    chunk_size : int, optional
-        Block length of the causal prefix sums (default: 16 for positive features, 64 else).
+    chunk_size : int
+        Chunk length of the causal prefix sums (default 64).
     """
+
+    # torch's fused encoder fast paths (nn.TransformerEncoderLayer in eval mode, and the
+    # nested-tensor path of nn.TransformerEncoder) compute *softmax* attention directly from
+    # in_proj_weight, bypassing forward. They are only taken when this flag is True, so
+    # reporting False (as nn.MultiheadAttention does for kdim/vdim != embed_dim) keeps every
+    # container on the regular path, which calls our forward.
+    _qkv_same_embed_dim = False
 
     def __init__(
         self,
         embed_dim: int,
         num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = True,
+        device=None,
+        dtype=None,
         *,
         feature: str = "favor",
         n_features: int = 64,
         tie_qk: bool = False,
-        dropout: float = 0.0,
-        bias: bool = True,
-        batch_first: bool = True,
         eps: float = 1e-6,
         seed: int = 0,
         redraw_every: int = 0,
-        kdim: int | None = None,
-        vdim: int | None = None,
-        chunk_size: int | None = None,
+        chunk_size: int = 64,
     ):
         super().__init__()
         embed_dim = check_int("embed_dim", embed_dim)
@@ -427,36 +506,141 @@ class KernelAttention(nn.Module):
                 f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})"
             )
         check_choice("feature", feature, ATTENTION_KINDS)
-        if not batch_first:
-            raise ValueError("KernelAttention supports only batch_first=True")
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        if feature != "softmax" and float(dropout) > 0:
+            raise ValueError(
+                f"dropout must be 0 for feature={feature!r}, got {dropout!r}: linear attention "
+                "forms no attention-weight matrix to drop from (apply dropout around the layer)"
+            )
         kdim = embed_dim if kdim is None else check_int("kdim", kdim)
         vdim = embed_dim if vdim is None else check_int("vdim", vdim)
         if tie_qk and kdim != embed_dim:
             raise ValueError(
                 f"tie_qk needs kdim == embed_dim, got kdim={kdim}, embed_dim={embed_dim}"
             )
+        factory = {"device": device, "dtype": dtype}
         self.embed_dim = embed_dim
+        self.kdim = kdim
+        self.vdim = vdim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
         self.feature = feature
         self.tie_qk = bool(tie_qk)
         self.dropout = float(dropout)
-        self.batch_first = True
+        self.batch_first = bool(batch_first)
+        self.add_zero_attn = bool(add_zero_attn)
         self.eps = check_positive("eps", eps, allow_zero=True)
         self.redraw_every = check_int("redraw_every", redraw_every, minimum=0)
-        self.chunk_size = None if chunk_size is None else check_int("chunk_size", chunk_size)
+        self.chunk_size = check_int("chunk_size", chunk_size)
         self._calls = 0
         self._redraws = 0
-        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.k_proj = None if self.tie_qk else nn.Linear(kdim, embed_dim, bias=bias)
-        self.v_proj = nn.Linear(vdim, embed_dim, bias=bias)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
+        self.k_proj = None if self.tie_qk else nn.Linear(kdim, embed_dim, bias=bias, **factory)
+        self.v_proj = nn.Linear(vdim, embed_dim, bias=bias, **factory)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
+        if add_bias_kv:
+            self.bias_k = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
+            self.bias_v = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
+            nn.init.xavier_normal_(self.bias_k)
+            nn.init.xavier_normal_(self.bias_v)
+        else:
+            self.bias_k = self.bias_v = None
         self.feature_map: FeatureMap | None = None
         if feature != "softmax":
             n_features = check_int("n_features", n_features)
-            self.feature_map = make_feature_map(feature, self.head_dim, n_features, seed=seed)
+            fm = make_feature_map(feature, self.head_dim, n_features, seed=seed)
+            self.feature_map = fm.to(device) if device is not None else fm
+        self.register_load_state_dict_pre_hook(_convert_mha_state)
+
+    # -- nn.MultiheadAttention compatibility ----------------------------------------------
+    @property
+    def in_proj_weight(self) -> torch.Tensor | None:
+        """``(3E, E)`` concatenated Q/K/V projection weights (a copy; None if kdim/vdim != E)."""
+        if self.kdim != self.embed_dim or self.vdim != self.embed_dim:
+            return None
+        k = self.q_proj if self.tie_qk else self.k_proj
+        return torch.cat([self.q_proj.weight, k.weight, self.v_proj.weight])
+
+    @property
+    def in_proj_bias(self) -> torch.Tensor | None:
+        """``(3E,)`` concatenated Q/K/V projection biases (a copy; None if ``bias=False``)."""
+        if self.q_proj.bias is None:
+            return None
+        k = self.q_proj if self.tie_qk else self.k_proj
+        return torch.cat([self.q_proj.bias, k.bias, self.v_proj.bias])
+
+    def reset_parameters(self) -> None:
+        """Re-initialise the projections and ``bias_k``/``bias_v``, and redraw ``omega`` from
+        its seed (e.g. after ``to_empty`` of a module built on the meta device)."""
+        for lin in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            if lin is not None:
+                lin.reset_parameters()
+        if self.bias_k is not None:
+            nn.init.xavier_normal_(self.bias_k)
+            nn.init.xavier_normal_(self.bias_v)
+        if self.feature_map is not None:
+            self.feature_map.new_feature_map(self.feature_map.seed)
+
+    @classmethod
+    def from_mha(
+        cls,
+        mha: nn.MultiheadAttention,
+        feature_map: str = "favor",
+        *,
+        n_features: int = 64,
+        seed: int = 0,
+        dropout: float | None = None,
+        **kwargs,
+    ) -> KernelAttention:
+        """A ``KernelAttention`` with the projection weights of a (trained) softmax module.
+
+        Parameters
+        ----------
+        mha : torch.nn.MultiheadAttention
+            Source module; its embed_dim, num_heads, bias, add_bias_kv, add_zero_attn, kdim,
+            vdim, batch_first, device and dtype are copied, and its weights loaded.
+        feature_map : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
+            Attention kind of the new module (``"softmax"`` reproduces ``mha``).
+        n_features, seed
+            Feature-map size and seed (ignored for softmax).
+        dropout : float, optional
+            Attention-weight dropout; default ``mha.dropout`` for softmax, and for kernel
+            features ``mha.dropout`` only if it is 0 (otherwise pass ``dropout=0.0``
+            explicitly: kernel attention has no weight dropout).
+        **kwargs
+            Other :class:`KernelAttention` options (``tie_qk``, ``eps``, ``chunk_size``,
+            ``redraw_every``).
+        """
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"mha must be an nn.MultiheadAttention, got {type(mha).__name__}")
+        if dropout is None:
+            dropout = mha.dropout
+            if feature_map != "softmax" and dropout > 0:
+                raise ValueError(
+                    f"mha has attention dropout {dropout}, which kernel attention cannot apply "
+                    "(no weight matrix); pass dropout=0.0 to from_mha to convert without it"
+                )
+        ref = mha.out_proj.weight
+        new = cls(
+            mha.embed_dim,
+            mha.num_heads,
+            dropout=dropout,
+            bias=mha.in_proj_bias is not None,
+            add_bias_kv=mha.bias_k is not None,
+            add_zero_attn=mha.add_zero_attn,
+            kdim=mha.kdim,
+            vdim=mha.vdim,
+            batch_first=mha.batch_first,
+            device=ref.device,
+            dtype=ref.dtype,
+            feature=feature_map,
+            n_features=n_features,
+            seed=seed,
+            **kwargs,
+        )
+        new.load_state_dict(mha.state_dict())
+        return new.train(mha.training)
 
     # -- projections ----------------------------------------------------------------------
     def _split(self, x: torch.Tensor) -> torch.Tensor:
@@ -464,7 +648,7 @@ class KernelAttention(nn.Module):
         return x.reshape(b, n, self.num_heads, self.head_dim)
 
     def project_queries(self, query: torch.Tensor) -> torch.Tensor:
-        """``(batch, L, E) -> (batch, L, heads, d_h)``."""
+        """``(batch, L, E) -> (batch, L, heads, d_h)`` (batch-first, whatever ``batch_first``)."""
         return self._split(self.q_proj(query))
 
     def project_keys(self, key: torch.Tensor) -> torch.Tensor:
@@ -481,6 +665,81 @@ class KernelAttention(nn.Module):
             fm.new_feature_map(fm.seed + 1 if fm.seed < 2**62 else 0)
         self._calls += 1
 
+    # -- masks ----------------------------------------------------------------------------
+    def _plan_masks(self, key_padding_mask, attn_mask, is_causal, N, L, S):
+        """Split the masks into what runs in O(L) and what needs the weights.
+
+        Returns ``(pad, causal, bias)``: ``pad`` (N, S) bool (True = ignore) or None;
+        ``causal`` bool; ``bias`` None or an additive float mask broadcastable to
+        (N, H, L, S) that forces the O(L S) path (it then includes ``pad`` and ``causal``).
+        """
+        kpm = _mask_tensor(key_padding_mask, "key_padding_mask")
+        am = _mask_tensor(attn_mask, "attn_mask")
+        pad = bias = None
+        if kpm is not None:
+            if tuple(kpm.shape) != (N, S):
+                raise ValueError(
+                    f"key_padding_mask must have shape (batch, S) = ({N}, {S}), "
+                    f"got {tuple(kpm.shape)}"
+                )
+            if kpm.dtype == torch.bool:
+                pad = kpm
+            elif bool((torch.isneginf(kpm) | (kpm == 0)).all()):
+                pad = torch.isneginf(kpm)
+            else:  # other additive values cannot be applied in O(L)
+                bias = kpm[:, None, None, :]
+        causal = False
+        if am is not None:
+            H = self.num_heads
+            if am.ndim == 2 and tuple(am.shape) != (L, S):
+                raise ValueError(
+                    f"a 2-d attn_mask must have shape (L, S) = ({L}, {S}), got {tuple(am.shape)}"
+                )
+            if am.ndim == 3 and tuple(am.shape) != (N * H, L, S):
+                raise ValueError(
+                    f"a 3-d attn_mask must have shape (batch * num_heads, L, S) = "
+                    f"({N * H}, {L}, {S}), got {tuple(am.shape)}"
+                )
+            if am.ndim not in (2, 3):
+                raise ValueError(f"attn_mask must be 2-d or 3-d, got shape {tuple(am.shape)}")
+            if is_causal_mask(am):
+                causal = True
+            elif is_causal:
+                raise ValueError(
+                    "is_causal=True but attn_mask is not the causal mask (True / -inf exactly "
+                    "above the diagonal); pass attn_mask=None with is_causal=True, or the "
+                    "general mask with is_causal=False"
+                )
+            else:
+                add = am if am.is_floating_point() else torch.zeros(am.shape, device=am.device)
+                if not am.is_floating_point():
+                    add = add.masked_fill(am, float("-inf"))
+                add = add.reshape(1, 1, L, S) if am.ndim == 2 else add.reshape(N, H, L, S)
+                bias = add if bias is None else bias + add
+        elif is_causal:
+            causal = True
+        if causal and L != S:
+            raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
+        if bias is not None:  # one additive mask holds everything
+            if pad is not None:
+                bias = bias.masked_fill(pad[:, None, None, :], float("-inf"))
+            if causal:
+                bias = bias.masked_fill(_future(L, S, bias.device), float("-inf"))
+            pad, causal = None, False
+        return pad, causal, bias
+
+    def _full_bias(self, pad, causal, bias, N, L, S, device):
+        """The additive (.., L, S) mask of every constraint (for weights / softmax SDPA)."""
+        if bias is not None:
+            return bias
+        full = torch.zeros(1, 1, L, S, device=device)
+        if causal:
+            full = full.masked_fill(_future(L, S, device), float("-inf"))
+        if pad is not None:
+            full = full.masked_fill(pad[:, None, None, :], float("-inf"))
+        return full
+
+    # -- forward --------------------------------------------------------------------------
     def forward(
         self,
         query: torch.Tensor,
@@ -492,89 +751,203 @@ class KernelAttention(nn.Module):
         average_attn_weights: bool = True,
         is_causal: bool = False,
     ):
-        """Attention of ``query`` over ``key``/``value``.
+        """Attention of ``query`` over ``key``/``value`` (``nn.MultiheadAttention.forward``).
 
         Parameters
         ----------
-        query : torch.Tensor, shape (batch, L, embed_dim)
-        key : torch.Tensor, shape (batch, S, kdim)
-        value : torch.Tensor, shape (batch, S, vdim)
-        key_padding_mask : torch.Tensor, shape (batch, S), optional
-            bool (True = padding) or float (0 / -inf).
+        query : torch.Tensor, shape (N, L, E) if batch_first else (L, N, E), or (L, E)
+        key : torch.Tensor, shape (N, S, kdim) if batch_first else (S, N, kdim), or (S, kdim)
+        value : torch.Tensor, shape (N, S, vdim) if batch_first else (S, N, vdim), or (S, vdim)
+        key_padding_mask : torch.Tensor, shape (N, S) or (S,), optional
+            bool (True = ignore) or float (added to the attention logits).
         need_weights : bool
-            Also return the ``(batch, [heads,] L, S)`` attention weights (O(L S) cost).
-        attn_mask : torch.Tensor, optional
-            Only None or a causal mask (then pass ``is_causal=True``).
+            Also return the attention weights (``O(L S)`` cost; default False, see class notes).
+        attn_mask : torch.Tensor, shape (L, S) or (N * num_heads, L, S), optional
+            bool (True = not allowed) or float (added to the logits). The exact causal mask
+            runs in O(L); any other mask through the explicit weights (class notes).
         average_attn_weights : bool
             Average the returned weights over heads.
         is_causal : bool
-            Causal attention (``L == S``).
+            Causal attention (``L == S``); ``attn_mask``, if given, must be the causal mask.
 
         Returns
         -------
-        attn_output : torch.Tensor, shape (batch, L, embed_dim)
+        attn_output : torch.Tensor, shape (N, L, E) if batch_first else (L, N, E), or (L, E)
         attn_weights : torch.Tensor or None
+            (N, L, S') averaged or (N, num_heads, L, S') (no N for unbatched input), where
+            ``S'`` counts the ``add_bias_kv``/``add_zero_attn`` keys; None unless asked.
         """
+        query, key, value, key_padding_mask, unbatched = self._batched(
+            query, key, value, key_padding_mask
+        )
+        N, L, _ = query.shape
+        S = key.shape[1]
+        pad, causal, bias = self._plan_masks(key_padding_mask, attn_mask, is_causal, N, L, S)
+        self._maybe_redraw()
+        H, d = self.num_heads, self.head_dim
+        k = (self.q_proj if self.tie_qk else self.k_proj)(key)
+        v = self.v_proj(value)
+        extra = []  # keys/values every query sees, appended as nn.MultiheadAttention does
+        if self.bias_k is not None:
+            extra.append((self.bias_k.expand(N, 1, -1), self.bias_v.expand(N, 1, -1)))
+        if self.add_zero_attn:
+            extra.append((k.new_zeros(N, 1, self.embed_dim), v.new_zeros(N, 1, self.embed_dim)))
+        n_extra = len(extra)
+        if n_extra:
+            k = torch.cat([k] + [e[0].to(k.dtype) for e in extra], dim=1)
+            v = torch.cat([v] + [e[1].to(v.dtype) for e in extra], dim=1)
+            if pad is not None:
+                pad = F.pad(pad, (0, n_extra), value=False)
+            if bias is not None:
+                bias = F.pad(bias, (0, n_extra), value=0.0)
+        St = S + n_extra
+        # head-major (N, H, length, d)
+        q = self.q_proj(query).reshape(N, L, H, d).transpose(1, 2)
+        k = k.reshape(N, St, H, d).transpose(1, 2)
+        v = v.reshape(N, St, H, d).transpose(1, 2)
+        if self.feature_map is None:
+            out, weights = self._softmax(q, k, v, pad, causal, bias, n_extra, need_weights)
+        else:
+            out, weights = self._kernel(q, k, v, pad, causal, bias, n_extra, need_weights)
+        out = self.out_proj(out.transpose(1, 2).reshape(N, L, self.embed_dim).to(query.dtype))
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(dim=1)
+        if unbatched:
+            out = out.squeeze(0)
+            weights = None if weights is None else weights.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        return out, weights
+
+    def _batched(self, query, key, value, key_padding_mask):
+        """Inputs as batch-first 3-d tensors; checks shapes against the constructor."""
         for name, t in (("query", query), ("key", key), ("value", value)):
-            if not torch.is_tensor(t) or t.ndim != 3:
+            if not torch.is_tensor(t) or t.ndim not in (2, 3):
                 shape = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
-                raise ValueError(f"{name} must be a 3-d tensor (batch, length, dim), got {shape}")
+                raise ValueError(
+                    f"{name} must be a 3-d (batched) or 2-d (unbatched) tensor, got {shape}"
+                )
+        if not query.ndim == key.ndim == value.ndim:
+            raise ValueError(
+                "query, key and value must all be batched (3-d) or all unbatched (2-d), got "
+                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+            )
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = query[None], key[None], value[None]
+            if torch.is_tensor(key_padding_mask) and key_padding_mask.ndim == 1:
+                key_padding_mask = key_padding_mask[None]
+        elif not self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        for name, t, width in (
+            ("query", query, self.embed_dim),
+            ("key", key, self.kdim),
+            ("value", value, self.vdim),
+        ):
+            if t.shape[-1] != width:
+                raise ValueError(
+                    f"{name} must have last dimension {width}, got shape {tuple(t.shape)}"
+                )
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
             raise ValueError(
                 "query, key and value must share the batch size and key/value the length, got "
-                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)} (batch first)"
             )
-        if attn_mask is not None and not is_causal:
-            raise ValueError(
-                "KernelAttention accepts attn_mask only as the causal mask with is_causal=True; "
-                "use key_padding_mask for padding"
-            )
-        b, L, _ = query.shape
-        S = key.shape[1]
-        mask = _check_mask(key_padding_mask, b, S)
-        self._maybe_redraw()
-        q = self.project_queries(query)
-        k = self.project_keys(key)
-        v = self._split(self.v_proj(value))
+        return query, key, value, key_padding_mask, unbatched
+
+    def _softmax(self, q, k, v, pad, causal, bias, n_extra, need_weights):
+        """Exact attention (SDPA); masks merged into one additive mask as MHA does."""
+        N, _, L, _ = q.shape
+        St = k.shape[2]
+        p = self.dropout if self.training else 0.0
+        plain_causal = causal and pad is None and bias is None and n_extra == 0
+        full = None
+        if not plain_causal and (causal or pad is not None or bias is not None):
+            full = self._full_bias(pad, causal, bias, N, L, St - n_extra, q.device)
+            if bias is None and n_extra:
+                full = F.pad(full, (0, n_extra), value=0.0)
+            full = full.to(q.dtype)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=full, dropout_p=p, is_causal=plain_causal
+        )
         weights = None
-        if self.feature_map is None:
-            out = softmax_attention(
-                q,
-                k,
-                v,
-                key_padding_mask=mask,
-                causal=is_causal,
-                dropout_p=self.dropout if self.training else 0.0,
+        if need_weights:
+            logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+            if plain_causal:
+                logits = logits.masked_fill(_future(L, St, q.device), float("-inf"))
+            elif full is not None:
+                logits = logits + full
+            weights = logits.softmax(-1)
+        return out, weights
+
+    def _kernel(self, q, k, v, pad, causal, bias, n_extra, need_weights):
+        """Linear attention in O(L), or through the explicit weights for a general mask."""
+        fm = self.feature_map
+        N, _, L, _ = q.shape
+        St = k.shape[2]
+        if bias is not None:
+            w = _kernel_weights(fm, q, k, bias, self.eps)
+            return (w @ v.to(w.dtype)), (w if need_weights else None)
+        if causal and n_extra:
+            # the appended keys are visible to every query: put them first, behind dummy
+            # queries whose outputs are dropped, and run the causal prefix sums
+            order = torch.cat([torch.arange(St - n_extra, St), torch.arange(St - n_extra)]).to(
+                k.device
             )
-            if need_weights:
-                logits = torch.einsum("blhd,bshd->bhls", q, k) / math.sqrt(self.head_dim)
-                if mask is not None:
-                    logits = logits.masked_fill(mask[:, None, None, :], float("-inf"))
-                if is_causal:
-                    tri = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()
-                    logits = logits.masked_fill(~tri, float("-inf"))
-                weights = logits.softmax(-1)
+            qx = torch.cat([q.new_zeros(N, q.shape[1], n_extra, q.shape[3]), q], dim=2)
+            padx = None if pad is None else pad[:, order]
+            out = _kernel_core(
+                qx, k[:, :, order], v[:, :, order], fm, padx, True, self.eps, self.chunk_size
+            )[:, :, n_extra:]
         else:
-            fm = self.feature_map
-            out = kernel_attention(
-                q,
-                k,
-                v,
-                fm,
-                key_padding_mask=mask,
-                causal=is_causal,
-                eps=self.eps,
-                chunk_size=self.chunk_size,
-            )
-            if need_weights:
-                weights = _kernel_weights(fm, q, k, mask, is_causal, self.eps)
-        out = self.out_proj(out.reshape(b, L, self.embed_dim).to(query.dtype))
-        if weights is not None and average_attn_weights:
-            weights = weights.mean(dim=1)
+            out = _kernel_core(q, k, v, fm, pad, causal, self.eps, self.chunk_size)
+        weights = None
+        if need_weights:
+            full = self._full_bias(pad, causal, None, N, L, St - n_extra, q.device)
+            if n_extra:
+                full = F.pad(full, (0, n_extra), value=0.0)
+            weights = _kernel_weights(fm, q, k, full, self.eps)
         return out, weights
 
     def extra_repr(self) -> str:
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, feature={self.feature!r}, "
-            f"tie_qk={self.tie_qk}, eps={self.eps}"
+            f"tie_qk={self.tie_qk}, batch_first={self.batch_first}, eps={self.eps}"
         )
+
+
+def _convert_mha_state(
+    module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors
+):
+    """load_state_dict pre-hook: accept an ``nn.MultiheadAttention`` state_dict.
+
+    ``in_proj_weight`` / ``in_proj_bias`` (packed) or ``q_proj_weight``/``k_proj_weight``/
+    ``v_proj_weight`` (kdim/vdim != embed_dim) become ``q_proj``/``k_proj``/``v_proj``;
+    ``out_proj.*``, ``bias_k`` and ``bias_v`` have the same names. A softmax module has no
+    feature map, so the module's current ``omega`` is kept.
+    """
+    E = module.embed_dim
+    packed_w = state_dict.pop(prefix + "in_proj_weight", None)
+    packed_b = state_dict.pop(prefix + "in_proj_bias", None)
+    sep = [state_dict.pop(prefix + f"{n}_proj_weight", None) for n in ("q", "k", "v")]
+    if packed_w is None and packed_b is None and all(w is None for w in sep):
+        return  # a KernelAttention state_dict
+    weights = list(packed_w.split(E)) if packed_w is not None else sep
+    biases = list(packed_b.split(E)) if packed_b is not None else [None] * 3
+    if module.tie_qk:
+        for name, pair in (("weight", weights[:2]), ("bias", biases[:2])):
+            if pair[0] is not None and not torch.equal(pair[0], pair[1]):
+                raise ValueError(
+                    f"cannot load an nn.MultiheadAttention state_dict into tie_qk=True: its "
+                    f"query and key projection {name}s differ"
+                )
+    for n, w, b in zip(("q", "k", "v"), weights, biases, strict=True):
+        if n == "k" and module.tie_qk:
+            continue
+        if w is not None:
+            state_dict[prefix + f"{n}_proj.weight"] = w
+        if b is not None:
+            state_dict[prefix + f"{n}_proj.bias"] = b
+    if module.feature_map is not None:
+        for key, value in module.feature_map.state_dict(prefix=prefix + "feature_map.").items():
+            state_dict.setdefault(key, value)
