@@ -3,6 +3,9 @@
     python benchmarks/bench_learners.py  # m = 16..256 at n = 1000; n = 250..4000 at m = 64
     python benchmarks/bench_learners.py --quick    # a few seconds
     python benchmarks/bench_learners.py --out bench.md  # also write the markdown table
+    python benchmarks/bench_learners.py --fit-cost --out fit_cost.md
+        # issue 10: CoulombFeatures.fit at m = 256, n = 10^4, d = 10, every variant of
+        # paper_repro/synthetic/run_variants.py: wall time and peak memory, one process each
 
 Times are wall-clock seconds of ``fit`` (``fit_time_``: drawing, scoring and the Langevin
 dynamics; input validation excluded), median of ``--repeats`` runs, one torch thread, on the
@@ -70,6 +73,62 @@ def to_markdown(rows, ms, ns, learners):
     return "\n".join(out) + "\n"
 
 
+def _rss_kib(field: str) -> int:
+    """A memory field of /proc/self/status (VmRSS, VmHWM) in KiB (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _fit_cost_one(args):
+    """Child process: one CoulombFeatures.fit; peak RSS above the pre-fit RSS (VmHWM reset)."""
+    variant, m, n, d, seed = args
+    import torch
+    from run_variants import BASE, VARIANTS
+    from threadpoolctl import threadpool_limits
+
+    from meanfield.learners import CoulombFeatures
+    from meanfield.synthetic import radial
+
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    sp = radial(n, 10, d=d, seed=seed)
+    est = CoulombFeatures(m, bandwidth="median", random_state=seed, **{**BASE, **VARIANTS[variant]})
+    CoulombFeatures(8, n_steps=2).fit(sp.X_train[:100], sp.y_train[:100])  # warm-up
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
+    base = _rss_kib("VmRSS")
+    t0 = time.perf_counter()
+    est.fit(sp.X_train, sp.y_train)
+    wall = time.perf_counter() - t0
+    return variant, wall, float(est.fit_time_), (_rss_kib("VmHWM") - base) / 1024
+
+
+def fit_cost(m=256, n=10_000, d=10, seed=0):
+    """Every variant's fit in a fresh process: (variant, wall s, fit_time_ s, peak MiB)."""
+    import multiprocessing as mp
+
+    from run_variants import VARIANTS
+
+    rows = []
+    ctx = mp.get_context("spawn")
+    for v in VARIANTS:
+        with ctx.Pool(1) as pool:
+            rows.append(pool.map(_fit_cost_one, [(v, m, n, d, seed)])[0])
+        print(f"{v:12s} wall {rows[-1][1]:.2f} s  peak +{rows[-1][3]:.0f} MiB", flush=True)
+    head = [
+        f"CoulombFeatures.fit at m = {m}, n = {n}, d = {d} (radial task), one torch/BLAS thread,",
+        "each variant in a fresh process; peak memory is the rise of the resident set (VmHWM,",
+        "reset before the fit) above the resident set before it.",
+        "",
+        "| variant | wall time (s) | fit_time_ (s) | peak memory above baseline (MiB) |",
+        "|---|---|---|---|",
+    ]
+    return (
+        "\n".join(head + [f"| {v} | {w:.2f} | {f:.2f} | {p:.0f} |" for v, w, f, p in rows]) + "\n"
+    )
+
+
 def main(argv=None):
     from run_study import COULOMB
 
@@ -79,7 +138,14 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--fit-cost", action="store_true", help="issue 10: m=256, n=1e4 fit cost")
     args = ap.parse_args(argv)
+    if args.fit_cost:
+        md = fit_cost()
+        print(md)
+        if args.out:
+            args.out.write_text(md)
+        return 0
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)

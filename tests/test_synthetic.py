@@ -155,3 +155,41 @@ def test_study_ci_configuration_runs_resumes_and_reports(tmp_path):
     assert np.all(np.isfinite(ds["ridge_test_error"].values))
     for f in ("table.csv", "table.md", "claims.md", "results.nc"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_variant_study_ci_runs_resumes_and_reports(tmp_path):
+    """Issue 10's study (CV for every learner, every Coulomb variant) end to end, tiny."""
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic"
+    sys.path.insert(0, str(here))
+    try:
+        spec = importlib.util.spec_from_file_location("run_variants", here / "run_variants.py")
+        study = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(study)
+        cfg = study.CONFIGS["ci"]
+        recs = study.run("ci", tmp_path)
+        lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+        assert len(recs) == len(lines) == len(cfg["seeds"]) * len(cfg["tasks"]) * len(cfg["m"])
+        assert len(study.run("ci", tmp_path)) == len(recs)  # resumes: nothing new is run
+        assert (tmp_path / "runs.jsonl").read_text().splitlines() == lines
+        from report_variants import paired_ci, report
+
+        report(tmp_path, cfg)
+    finally:
+        sys.path.remove(str(here))
+    rec = json.loads(lines[0])
+    assert {"meanfield_version", "machine", "wall_s", "seed", "m", "task"} <= set(rec)
+    expect = {"rff_median", "rff", "importance", "coulomb_cv"}
+    expect |= {f"coulomb_{v}" for v in cfg["variants"]}
+    assert set(rec["learners"]) == expect
+    assert rec["learners"]["coulomb_cv"]["variant"] in cfg["variants"]
+    for f in ("table.csv", "table.md", "claims.md", "cv_choices.md"):
+        assert (tmp_path / f).stat().st_size > 0
+    # the paired interval is the t-interval: for d = (1, 2, 3), mean 2, half-width
+    # t_{0.975,2} * 1 / sqrt(3) = 4.303 / 1.732 = 2.484
+    mean, lo, hi, k = paired_ci([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    assert (mean, k) == (2.0, 3) and hi - mean == pytest.approx(2.4841, abs=1e-4)
