@@ -110,6 +110,13 @@ def test_compare_main_job(tmp_path, capsys):
     )
     text = capsys.readouterr().out
     assert "w2" in text and "free_energy_grid" in text
+    # a header (N, beta, regime, grid) and an aligned table
+    lines = text.splitlines()
+    assert "N = 100 particles" in lines[1] and "beta = 10" in lines[1]
+    assert "grid 64 cells" in lines[1] and "mean-field regime" in lines[1]
+    table = lines[2 : lines.index(next(ln for ln in lines if "wall time" in ln))]
+    assert table[0].split() == ["quantity", "t", "=", "0", "t", "=", "0.2"]
+    assert len({len(ln) for ln in table}) == 1  # every row as wide as the header
     ds = load_dataset(out / "comparison.nc")
     assert (out / "comparison.png").exists()
     assert "w2" in ds and ds.attrs["meanfield_version"]
@@ -135,8 +142,9 @@ def test_study_commands(tmp_path, capsys):
     assert (tmp_path / "pg" / "sweep.nc").exists()
 
 
-def test_figures_command_small(tmp_path):
+def test_figures_command_small(tmp_path, capsys):
     assert main(["figures", "--size", "small", "--only", "t_limit", "--out", str(tmp_path)]) == 0
+    assert "[1/1] t_limit: computing" in capsys.readouterr().err  # a stage message first
     for ext in ("png", "pdf", "nc"):
         assert (tmp_path / f"t_limit.{ext}").exists()
     ds = load_dataset(tmp_path / "t_limit.nc")
@@ -166,3 +174,60 @@ def test_simulate_without_data_the_pure_coulomb_gas(tmp_path):
                  "--out", str(out), "--no-progress"]) == 0
     ds = load_dataset(out)
     assert ds.attrs["p"] == 1 and "energy_interaction" in ds and "acceptance_rate" in ds
+
+
+# ---- issue 11 ---------------------------------------------------------------------------
+def test_stale_sweep_folder_is_not_reused_by_the_cli(tmp_path, capsys):
+    """The issue's case: the same --out with another case and beta computes its own runs."""
+    base = ["study", "equilibrium", "--n", "4", "6", "--seeds", "2", "--t-end", "0.05",
+            "--scheduler", "threads", "--no-progress", "--out", str(tmp_path)]
+    assert main(base + ["--case", "uniform", "--beta", "4"]) == 0
+    first = capsys.readouterr()
+    assert main(base + ["--case", "semicircle", "--beta", "50"]) == 0
+    second = capsys.readouterr()
+    table = [ln for ln in second.out.splitlines() if ln.strip().startswith("N=")]
+    assert table != [ln for ln in first.out.splitlines() if ln.strip().startswith("N=")]
+    assert "note:" in second.err and "case: 'uniform' -> 'semicircle'" in second.err
+
+
+def test_pinned_particles_are_reported(tmp_path, capsys):
+    for flags in (["--eta", "1e6"], ["--beta", "1e-300"]):
+        out = tmp_path / "pinned.nc"
+        assert main(["simulate", "--n-particles", "8", "--n-steps", "3", "--n-data", "20",
+                     "--no-progress", "--out", str(out), *flags]) == 0
+        err = capsys.readouterr().err
+        assert "warning: one noise step" in err and "wider than the domain" in err
+        assert "ended on the boundary" in err
+
+
+def test_min_pair_distance_is_exact_and_linear_in_memory():
+    import tracemalloc
+
+    from meanfield.cli import min_pair_distance
+
+    rng = np.random.default_rng(0)
+    for p in (1, 2, 3):
+        x = rng.normal(size=(300, p))
+        d = np.linalg.norm(x[:, None] - x[None], axis=-1)
+        d[np.diag_indices(300)] = np.inf
+        assert min_pair_distance(x) == pytest.approx(d.min(), rel=1e-12)
+    assert np.isnan(min_pair_distance(np.zeros((1, 2))))
+    x = rng.normal(size=(200_000, 2))
+    tracemalloc.start()
+    min_pair_distance(x)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 100 * x.nbytes  # an N x N matrix would be 320 GB
+
+
+def test_study_help_is_per_kind_with_defaults(capsys):
+    for kind, flag in (("equilibrium", "--regime"), ("particles-vs-grid", "--t-final"),
+                       ("beta", "--betas"), ("t-decay", "--t-final")):
+        with pytest.raises(SystemExit):
+            main(["study", kind, "--help"])
+        text = capsys.readouterr().out
+        assert flag in text and "(default:" in text
+    with pytest.raises(SystemExit):
+        main(["study", "--help"])
+    text = capsys.readouterr().out
+    assert all(k in text for k in ("equilibrium", "particles-vs-grid", "beta", "t-decay"))

@@ -81,13 +81,22 @@ def test_compare_dataset_holds_both_views_and_diagnostics():
     assert abs(ds["energy_particles"].values[0] - ds["energy_grid"].values[0]) < 0.1
 
 
-def test_compare_2d_uses_exact_emd():
+def test_compare_2d_uses_exact_emd(capsys):
+    from meanfield.plotting import plot_comparison
+
     prob = _small(2, n_particles=80, t_final=0.1)
     prob.pop("config")
     prob.pop("data")
-    ds = compare(**prob, n_records=2)
+    ds = compare(**prob, n_records=2, progress=True)
     assert ds.sizes["dim"] == 2 and ds.sizes["y"] == 20
     assert ds.attrs["w_method"] == "exact" and np.isfinite(ds["w1"].values).all()
+    # issue 11: every stage shows progress (the distances included), every panel is labelled
+    assert "W1, W2 per record" in capsys.readouterr().err
+    fig = plot_comparison(ds)
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 4 and all(ax.get_xlabel() and ax.get_ylabel() for ax in panels)
+    (cbar,) = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert "density" in cbar.get_ylabel()
 
 
 def test_run_default_comparison_writes_dataset_and_figure(tmp_path):

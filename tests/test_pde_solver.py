@@ -197,3 +197,38 @@ def test_beta_must_be_positive_and_finite():
     dom = Box(1, 1.0)
     with pytest.raises(ValueError, match=r"beta \(inverse temperature\) must be"):
         McKeanVlasov(Energy([QuadraticPotential()], dom), Grid(dom, 16), 0.0)
+
+
+# ---- issue 11 ---------------------------------------------------------------------------
+def test_stiff_solve_is_refused_before_it_starts():
+    """QuadraticPotential(1e10) with the default max_steps used to run for minutes."""
+    import time
+
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.errors import StepBudgetError
+    from meanfield.pde import Density, Grid, McKeanVlasov, solve
+
+    grid = Grid(Box(1, 2.0), 64)
+    stiff = McKeanVlasov(Energy([QuadraticPotential(1e10)], Box(1, 2.0)), grid, 1.0)
+    t0 = time.perf_counter()
+    with pytest.raises(StepBudgetError, match=r"about 1\.\d+e\+1\d steps.*max_steps=10000000"):
+        solve(stiff, Density.gaussian(grid, 0.0, 0.3), 1.0)
+    assert time.perf_counter() - t0 < 1.0
+    # the estimate never refuses a run that fits: the budget of a run's own step count passes
+    ou = McKeanVlasov(Energy([QuadraticPotential(1.0)], Box(1, 2.0)), grid, 1.0)
+    rho0 = Density.gaussian(grid, 0.5, 0.3)
+    n = solve(ou, rho0, 0.2).n_steps
+    assert solve(ou, rho0, 0.2, max_steps=n).n_steps == n
+
+
+def test_zero_mass_density_is_refused_by_the_solver():
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.errors import InputError
+    from meanfield.pde import Density, Grid, McKeanVlasov, solve
+
+    grid = Grid(Box(1, 2.0), 16)
+    eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], Box(1, 2.0)), grid, 1.0)
+    with pytest.raises(InputError, match="zero mass"):
+        solve(eq, Density(grid, np.zeros(16)), 1.0)
