@@ -50,6 +50,7 @@ linearly (``softplus(u) <= max(u, 0) + log 2``), so float32 sums overflow only f
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -70,6 +71,13 @@ __all__ = [
 
 #: Names accepted by :func:`make_feature_map` (and by ``KernelAttention(feature=...)``).
 FEATURE_KINDS = ("favor", "porf", "porf-softplus", "softmaxfeat")
+
+
+def autocast_off(device: torch.device):
+    """Context that disables autocast on ``device`` (nothing to disable on e.g. "meta")."""
+    if device.type in ("cpu", "cuda", "xpu", "mps", "hpu"):
+        return torch.autocast(device_type=device.type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -227,7 +235,7 @@ class FeatureMap(nn.Module):
         torch.Tensor, shape (..., n_outputs)
         """
         self._check_input(x, "x")
-        with torch.autocast(device_type=x.device.type, enabled=False):
+        with autocast_off(x.device):
             return self._raw(x)
 
     #: True when :meth:`transform` returns log-features (exponentiated, with shifts, by
@@ -249,7 +257,7 @@ class FeatureMap(nn.Module):
         torch.Tensor, shape (..., n_outputs), float32 (float64 for float64 input)
         """
         self._check_input(x, "x")
-        with torch.autocast(device_type=x.device.type, enabled=False):
+        with autocast_off(x.device):
             return self._transform(x)
 
     # subclasses implement these two

@@ -29,7 +29,13 @@ from torch import nn
 
 from .._validation import check_choice, check_int, check_positive
 from .causal import causal_linear_attention
-from .features import FEATURE_KINDS, FeatureMap, PositiveFeatures, make_feature_map
+from .features import (
+    FEATURE_KINDS,
+    FeatureMap,
+    PositiveFeatures,
+    autocast_off,
+    make_feature_map,
+)
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -129,7 +135,7 @@ def linear_attention(
         raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
     mask = _check_mask(key_padding_mask, b, S)
     dt = torch.float64 if torch.float64 in (q_features.dtype, v.dtype) else torch.float32
-    with torch.autocast(device_type=v.device.type, enabled=False):
+    with autocast_off(v.device):
         out = _linear_core(
             q_features.to(dt).transpose(1, 2),
             k_features.to(dt).transpose(1, 2),
@@ -197,7 +203,7 @@ def _features(fm: FeatureMap, q, k, causal: bool):
 def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size):
     """Head-major kernel attention ``(b, h, L, d)`` -> ``(b, h, L, d_v)`` (compute dtype)."""
     dt = torch.float64 if torch.float64 in (q.dtype, v.dtype) else torch.float32
-    with torch.autocast(device_type=v.device.type, enabled=False):
+    with autocast_off(v.device):
         qf, kf = _features(fm, q.to(dt), k.to(dt), causal)
         return _linear_core(qf, kf, v.to(dt), mask, causal, fm.log_space, eps, chunk_size)
 
@@ -363,7 +369,7 @@ def _kernel_weights(fm: FeatureMap, q, k, bias, eps):
     torch.Tensor, shape (b, h, L, S), rows summing to 1 (0 where no key is allowed)
     """
     dt = torch.float64 if q.dtype == torch.float64 else torch.float32
-    with torch.autocast(device_type=q.device.type, enabled=False):
+    with autocast_off(q.device):
         qf, kf = fm.transform(q.to(dt)), fm.transform(k.to(dt))
         if bias is not None:
             bias = bias.to(dt)
@@ -728,13 +734,13 @@ class KernelAttention(nn.Module):
             pad, causal = None, False
         return pad, causal, bias
 
-    def _full_bias(self, pad, causal, bias, N, L, S, device):
-        """The additive (.., L, S) mask of every constraint (for weights / softmax SDPA)."""
-        if bias is not None:
-            return bias
-        full = torch.zeros(1, 1, L, S, device=device)
+    @staticmethod
+    def _full_bias(pad, causal, L, St, n_extra, device):
+        """The additive (.., L, St) mask of padding and causality; appended keys stay open."""
+        full = torch.zeros(1, 1, L, St, device=device)
         if causal:
-            full = full.masked_fill(_future(L, S, device), float("-inf"))
+            fut = F.pad(_future(L, St - n_extra, device), (0, n_extra), value=False)
+            full = full.masked_fill(fut, float("-inf"))
         if pad is not None:
             full = full.masked_fill(pad[:, None, None, :], float("-inf"))
         return full
@@ -862,11 +868,10 @@ class KernelAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         plain_causal = causal and pad is None and bias is None and n_extra == 0
         full = None
-        if not plain_causal and (causal or pad is not None or bias is not None):
-            full = self._full_bias(pad, causal, bias, N, L, St - n_extra, q.device)
-            if bias is None and n_extra:
-                full = F.pad(full, (0, n_extra), value=0.0)
-            full = full.to(q.dtype)
+        if bias is not None:
+            full = bias.to(q.dtype)
+        elif not plain_causal and (causal or pad is not None):
+            full = self._full_bias(pad, causal, L, St, n_extra, q.device).to(q.dtype)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=full, dropout_p=p, is_causal=plain_causal
         )
@@ -903,9 +908,7 @@ class KernelAttention(nn.Module):
             out = _kernel_core(q, k, v, fm, pad, causal, self.eps, self.chunk_size)
         weights = None
         if need_weights:
-            full = self._full_bias(pad, causal, None, N, L, St - n_extra, q.device)
-            if n_extra:
-                full = F.pad(full, (0, n_extra), value=0.0)
+            full = self._full_bias(pad, causal, L, St, n_extra, q.device)
             weights = _kernel_weights(fm, q, k, full, self.eps)
         return out, weights
 
