@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
+from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_output_path
 from .results import provenance, save_dataset
@@ -63,7 +64,7 @@ def _ldp_rate_regime(E, st, regime, factor, thetas, Ns, reps, steps, seed):
             seed=seed + N,
             regime=regime,
         )
-        for N in Ns
+        for N in tqdm(Ns, desc=f"ldp_rate, {regime}", unit="N", leave=False)
     ]
     speed = np.asarray([float(r.attrs["speed"]) for r in rows])
     return {
@@ -181,6 +182,7 @@ def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     betas_p = [1.0, 4.0, 16.0, 64.0] if size == "full" else [1.0, 8.0]
     seeds = range(4 if size == "full" else 2)
     w2p = np.zeros((2, len(betas_p), len(seeds)))
+    bar = tqdm(total=w2p.size, desc="beta_limit, particles", unit="run", leave=False)
     for i, regime in enumerate(("mean-field", "coulomb-gas")):
         for j, beta in enumerate(betas_p):
             for k, s in enumerate(seeds):
@@ -188,6 +190,8 @@ def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
                     N, beta, seed + s, case="uniform", regime=regime, t_end=6.0
                 )
                 w2p[i, j, k] = float(r["w2"].values[0])
+                bar.update(1)
+    bar.close()
     return xr.Dataset(
         {
             "w2_grid": (
@@ -430,7 +434,7 @@ def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     seeds = [seed + s for s in range(8 if size == "full" else 3)]
     t_final = 1.0 if size == "full" else 0.5
     with tempfile.TemporaryDirectory() as d:
-        ds = particles_vs_grid_in_n(Ns, seeds, d, t_final=t_final, n_records=4)
+        ds = particles_vs_grid_in_n(Ns, seeds, d, t_final=t_final, n_records=4, progress=True)
     ds = ds.load()
     ds.attrs = provenance(
         {
