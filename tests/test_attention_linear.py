@@ -277,3 +277,105 @@ def test_softmax_attention_scale_is_one_over_sqrt_d():
     q, k, v = _qkv(1, 5, 1, 9, 2, seed=4)
     w = torch.softmax(q[0, :, 0] @ k[0, :, 0].T / math.sqrt(9), dim=-1)
     assert torch.allclose(softmax_attention(q, k, v)[0, :, 0], w @ v[0, :, 0])
+
+
+# -- the causal path (meanfield.attention.causal) -------------------------------------------
+
+
+def _causal_reference(q, k, v, fm, mask=None):
+    """float64 O(L^2) causal reference: log-kernel by logsumexp (no shift, no chunk, no
+    overflow at any magnitude) for positive features, the plain kernel otherwise."""
+    q, k, v = q.double(), k.double(), v.double()
+    qf, kf = fm.transform(q), fm.transform(k)
+    if fm.log_space:
+        logits = torch.logsumexp(qf[:, :, None] + kf[:, None], dim=-1).permute(0, 3, 1, 2)
+    else:
+        logits = torch.einsum("blhm,bshm->bhls", qf, kf).log()
+    L = q.shape[1]
+    logits = logits.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    if mask is not None:
+        logits = logits.masked_fill(mask[:, None, None, :], float("-inf"))
+    return torch.einsum("bhls,bshd->blhd", logits.softmax(-1), v)
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+@pytest.mark.parametrize("scale", [1.0, 8.0, 40.0])
+def test_causal_float32_matches_reference_at_any_scale(kind, scale):
+    """fp32 inputs of any magnitude: no overflow, no NaN, and the float64 reference values."""
+    q, k, v = _qkv(2, 150, 2, 8, 4, seed=5, scale=scale, dtype=torch.float32)
+    mask = torch.zeros(2, 150, dtype=torch.bool)
+    mask[1, 120:] = True
+    fm = make_feature_map(kind, 8, 16, seed=2)
+    out = kernel_attention(q, k, v, fm, key_padding_mask=mask, causal=True, eps=0.0)
+    assert out.dtype == torch.float32 and torch.isfinite(out).all()
+    ref = _causal_reference(q, k, v, fm, mask).float()
+    # float32 log-features of size ~ scale carry absolute errors ~ scale * 2^-24 each
+    torch.testing.assert_close(out, ref, atol=1e-5 * (1 + scale), rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["favor", "porf"])
+def test_causal_exact_fallback_agrees_with_the_fast_factorisation(kind, monkeypatch):
+    """Chunks where a later key raises a feature's maximum a lot are recomputed in log space;
+    forcing that path everywhere gives the same result, and extreme keys do trigger it."""
+    import meanfield.attention.causal as causal
+
+    q, k, v = _qkv(1, 100, 2, 8, 3, seed=6, dtype=torch.float32)
+    fm = make_feature_map(kind, 8, 16, seed=0)
+    fast = kernel_attention(q, k, v, fm, causal=True, eps=0.0)
+    monkeypatch.setattr(causal, "GAP_LIMIT", -1.0)
+    slow = kernel_attention(q, k, v, fm, causal=True, eps=0.0)
+    torch.testing.assert_close(slow, fast, atol=1e-6, rtol=1e-5)
+    monkeypatch.undo()
+    # large-norm keys (tiny features) followed, in the same chunk, by a key on omega_0
+    k2 = k * 12.0
+    k2[0, 10, :, :] = fm.omega[0] * 8**0.25
+    seen = []
+    orig = causal._LogFactors.__init__
+
+    def spy(self, *a):
+        orig(self, *a)
+        seen.append(self.bad is not None)
+
+    monkeypatch.setattr(causal._LogFactors, "__init__", spy)
+    out = kernel_attention(q, k2, v, fm, causal=True, eps=0.0)
+    assert seen == [True]
+    torch.testing.assert_close(out, _causal_reference(q, k2, v, fm).float(), atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_causal_outputs_do_not_depend_on_future_tokens(kind):
+    """Perturbing tokens t+1.. (huge values, keys aligned with omega that raise every
+    per-feature maximum) leaves outputs <= t unchanged to float32 rounding."""
+    q, k, v = _qkv(1, 200, 2, 8, 4, seed=7, dtype=torch.float32)
+    fm = make_feature_map(kind, 8, 16, seed=1)
+    base = kernel_attention(q, k, v, fm, causal=True, chunk_size=64)
+    for t in (0, 37, 63, 64, 130):
+        q2, k2, v2 = q.clone(), k.clone(), v.clone()
+        g = torch.Generator().manual_seed(t)
+        q2[:, t + 1 :] = 1e3 * torch.randn(q2[:, t + 1 :].shape, generator=g)
+        # a key at omega_j * d^(1/4) maximises feature j: a_j = |omega_j|^2 / 2
+        rows = torch.arange(200 - t - 1) % fm.n_features
+        k2[:, t + 1 :] = (8**0.25 * fm.omega[rows])[None, :, None, :]
+        v2[:, t + 1 :] = 1e6
+        out = kernel_attention(q2, k2, v2, fm, causal=True, chunk_size=64)
+        assert torch.isfinite(out).all()
+        torch.testing.assert_close(out[:, : t + 1], base[:, : t + 1], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["favor", "porf-softplus", "softmaxfeat"])
+def test_causal_gradients_match_finite_differences(kind):
+    q, k, v = _qkv(1, 9, 1, 4, 2, seed=8)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    fm = make_feature_map(kind, 4, 6, seed=0).double()
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: kernel_attention(a, b, c, fm, causal=True, chunk_size=4), (q, k, v)
+    )
+
+
+def test_causal_memory_is_linear_in_length():
+    """L = 2^16 in small width: an L x L tensor (16 GiB in float32) would not fit."""
+    q, k, v = _qkv(1, 1 << 16, 1, 4, 2, seed=9, dtype=torch.float32)
+    for kind in ("favor", "softmaxfeat"):
+        fm = make_feature_map(kind, 4, 4, seed=0)
+        out = kernel_attention(q, k, v, fm, causal=True)
+        assert out.shape == (1, 1 << 16, 1, 2) and torch.isfinite(out).all()

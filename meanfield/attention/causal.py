@@ -125,7 +125,10 @@ def causal_linear_attention(
     block = (q_in @ kc.transpose(-1, -2)).masked_fill(~tril, 0.0)  # (b, h, n, c, c)
     kv = kc.transpose(-1, -2) @ vc  # per-chunk sums of k_s [v_s, 1]^T, (b, h, n, m, d + 1)
     if not log_space:
-        nd = block @ vc + q_in @ (kv.cumsum(2) - kv)  # exclusive prefix sum over chunks
+        # exclusive prefix sum over chunks, by shifting (not cumsum - kv: subtracting a
+        # chunk's own sum would cancel catastrophically against large later values)
+        state = torch.cat([torch.zeros_like(kv[:, :, :1]), kv[:, :, :-1].cumsum(2)], dim=2)
+        nd = block @ vc + q_in @ state
     else:
         # the state before chunk i is kept in units of exp(-M_(i-1)) (per feature) and
         # rescaled as the maxima grow: S_(i+1) = S_i * decay_i + kv_i
