@@ -151,23 +151,34 @@ def write_table(records, cfg, out: Path):
 
 
 def write_cv_choices(records, cfg, out: Path):
-    lines = ["| task | m | variants chosen by 3-fold CV (count over seeds) |", "|---|---|---|"]
+    lines = [
+        "| task | m | Coulomb variants chosen by 3-fold CV (count over seeds) | RFF bandwidth "
+        "factor (× median) | IS bandwidth factor, ρ fraction |",
+        "|---|---|---|---|---|",
+    ]
     for m in cfg["m"]:
         for t in cfg["tasks"]:
-            c = Counter(
-                r["learners"]["coulomb_cv"]["variant"]
-                for r in records
-                if r["task"] == t and r["m"] == m
+            cell = [r for r in records if r["task"] == t and r["m"] == m]
+            if not cell:
+                continue
+            c = Counter(r["learners"]["coulomb_cv"]["variant"] for r in cell)
+            bw = Counter(round(r["learners"]["rff"]["bandwidth_factor"], 3) for r in cell)
+            imp = Counter(
+                (
+                    round(r["learners"]["importance"]["bandwidth_factor"], 3),
+                    r["learners"]["importance"]["params"]["rho_fraction"],
+                )
+                for r in cell
             )
             lines.append(
-                f"| {t} | {m} | " + ", ".join(f"{k} {v}" for k, v in c.most_common()) + " |"
+                f"| {t} | {m} | "
+                + ", ".join(f"{k} {v}" for k, v in c.most_common())
+                + " | "
+                + ", ".join(f"{k}: {v}" for k, v in sorted(bw.items()))
+                + " | "
+                + ", ".join(f"{a}, {b}: {v}" for (a, b), v in sorted(imp.items()))
+                + " |"
             )
-    bw = Counter(round(r["learners"]["rff"]["bandwidth_factor"], 3) for r in records)
-    lines += [
-        "",
-        "RFF bandwidth factors (× median) chosen by CV, all cells: "
-        + ", ".join(f"{k}: {v}" for k, v in sorted(bw.items())),
-    ]
     (out / "cv_choices.md").write_text("\n".join(lines) + "\n")
 
 

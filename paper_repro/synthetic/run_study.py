@@ -128,14 +128,18 @@ def _key(rec) -> tuple:
     return (rec["learner"], rec["task"], float(rec["noise"]), int(rec["seed"]), int(rec["m"]))
 
 
-def run(config: str, out: Path, workers: int = 1, fresh: bool = False, progress: bool = True):
-    """Run (or resume) a configuration; returns the list of records."""
-    cfg = CONFIGS[config]
+def open_runs(out: Path, cfg: dict, fresh: bool, key) -> tuple[Path, dict]:
+    """The checkpoint file ``out/runs.jsonl`` and its records keyed by ``key(record)``.
+
+    ``fresh`` deletes it first; runs of another configuration (``out/config.json``) are refused
+    rather than mixed. Writes the configuration.
+    """
     out.mkdir(parents=True, exist_ok=True)
     runs, cfg_file = out / "runs.jsonl", out / "config.json"
     if fresh:
         runs.unlink(missing_ok=True)
-    if runs.exists() and cfg_file.exists() and json.loads(cfg_file.read_text()) != cfg:
+    plain = json.loads(json.dumps(cfg))  # tuples -> lists, as read back from disk
+    if runs.exists() and cfg_file.exists() and json.loads(cfg_file.read_text()) != plain:
         raise SystemExit(f"{runs} holds runs of another configuration; pass --fresh to start over")
     cfg_file.write_text(json.dumps(cfg, indent=1))
     done = {}
@@ -143,7 +147,14 @@ def run(config: str, out: Path, workers: int = 1, fresh: bool = False, progress:
         for line in runs.read_text().splitlines():
             if line.strip():
                 rec = json.loads(line)
-                done[_key(rec)] = rec
+                done[key(rec)] = rec
+    return runs, done
+
+
+def run(config: str, out: Path, workers: int = 1, fresh: bool = False, progress: bool = True):
+    """Run (or resume) a configuration; returns the list of records."""
+    cfg = CONFIGS[config]
+    runs, done = open_runs(out, cfg, fresh, _key)
     cells = []
     for m in sorted(cfg["m"], reverse=True):  # slowest first: better load balance
         for t in cfg["tasks"]:

@@ -38,7 +38,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_study import TASKS  # noqa: E402  (the tasks of the first study, unchanged)
+from run_study import TASKS, open_runs  # noqa: E402  (the first study's tasks, unchanged)
 
 #: Settings shared by every Coulomb variant (the first study's, chosen there on dev seeds).
 BASE = dict(lam=0.3, s=1.0, softening=0.1, beta=1e3, eta=1.0, n_steps=300, data_batch=250)
@@ -190,23 +190,7 @@ def _jsonable(v) -> bool:
 
 def run(config: str, out: Path, fresh: bool = False) -> list[dict]:
     cfg = CONFIGS[config]
-    out.mkdir(parents=True, exist_ok=True)
-    runs, cfg_file = out / "runs.jsonl", out / "config.json"
-    if fresh:
-        runs.unlink(missing_ok=True)
-    if (
-        runs.exists()
-        and cfg_file.exists()
-        and json.loads(cfg_file.read_text()) != json.loads(json.dumps(cfg))
-    ):
-        raise SystemExit(f"{runs} holds runs of another configuration; pass --fresh to start over")
-    cfg_file.write_text(json.dumps(cfg, indent=1))
-    done = {}
-    if runs.exists():
-        for line in runs.read_text().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                done[(rec["task"], rec["seed"], rec["m"])] = rec
+    runs, done = open_runs(out, cfg, fresh, lambda r: (r["task"], r["seed"], r["m"]))
     # m = 64 first (fast), then seeds outermost: a partial run has every task for its seeds
     cells = [
         (t, s, m)
