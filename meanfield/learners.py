@@ -639,8 +639,9 @@ class CoulombFeatures(_FeatureLearner):
     units, phase free), β_N the regime's inverse temperature (β, or β N). The Gibbs law
     ∝ exp(−β_N N H_N) of the confinement alone is then exactly the RFF prior N(0, I) ⊗ U(phase),
     and the alignment tilts it: with the linear form and λ = 0 the mean-field stationary law is
-    prior · exp(β a(ω)) / Z, absolutely continuous w.r.t. the prior (at β = 1, V = |w|²/(2σ²) in
-    the original units, the issue's form). β then sets the strength of the tilt.
+    prior · exp(β a(ω)) / Z, absolutely continuous w.r.t. the prior. At β = 1, V is the negative
+    log-density of the prior, |w|²/(2 σ_w²) with σ_w = 1/σ the prior's frequency scale in the
+    original units; β sets the strength of the tilt.
 
     ``early_stopping=True``: a stratified ``validation_fraction`` of the training rows is held
     out of the dynamics; the particles are checkpointed ``n_checkpoints`` times along the run and
