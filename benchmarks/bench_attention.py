@@ -1,34 +1,41 @@
-"""Inference time of attention against sequence length: softmax (SDPA) vs linear attention.
+"""Inference time of attention against sequence length: SDPA vs linear attention, both modes.
 
 Times one forward pass (eval mode, no autograd, batch 1) of a whole
 :class:`meanfield.attention.KernelAttention` layer -- input projections, attention, output
-projection -- for
+projection -- in the **bidirectional** and the **causal** (``is_causal=True``) form, for
 
 * ``softmax``: exact attention, ``torch.nn.functional.scaled_dot_product_attention``;
-* ``vanilla FAVOR``: linear attention with random positive features;
-* ``Kernel-FAVOR``: the same layer with learned particles installed by ``set_omega`` (here
-  from a short run of the package's projected Langevin on a Phase-A energy built from
-  synthetic representations: the cost does not depend on the values of Omega, and this shows
-  it does not).
+* every feature map: ``favor``, ``porf``, ``porf-softplus``, ``softmaxfeat``;
+* ``kernel-favor``: FAVOR+ with learned particles installed by ``set_omega`` (a short run of
+  the package's projected Langevin on a Phase-A energy built from synthetic representations;
+  the cost must not depend on the values of Omega, and this checks that it does not, also in
+  the causal form, whose exact fallback depends on the data).
 
-For each L in 128 ... 16384 it prints the median over ``--repeats`` timings, the ratio to
-softmax, the fitted log-log slope of time against L (all L, and L >= 1024), and the smallest L
-from which linear attention stays faster than SDPA on this machine.
+The machine is shared and timings are noisy, so each repeat times every layer once, in turn
+(interleaved), and the ratio to SDPA is taken *within* a repeat; the tables print the median
+time of each layer and the median of those paired ratios. For each mode and layer it prints
+the smallest L from which the layer stays faster than SDPA (the crossover) and the speed-up at
+the largest L, and writes everything to a JSON file.
 
-    python benchmarks/bench_attention.py                    # full sweep, ~1-3 minutes on 2 cores
-    python benchmarks/bench_attention.py --max-len 1024 --repeats 2   # quick smoke run
+    python benchmarks/bench_attention.py                        # 128 ... 16384, a few minutes
+    python benchmarks/bench_attention.py --max-len 2048 --repeats 3   # quick run
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from meanfield.attention import KernelAttention
+from meanfield.attention.features import FEATURE_KINDS
+
+DEFAULT_JSON = Path(__file__).parent / "results" / "bench_attention.json"
 
 
 def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
@@ -57,16 +64,10 @@ def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
     return ds["omega"].isel(time=-1).values
 
 
-def time_layer(layer, x, repeats: int) -> float:
-    """Median seconds of ``layer(x, x, x)`` over ``repeats`` calls (after one warm-up call)."""
-    with torch.inference_mode():
-        layer(x, x, x)
-        ts = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            layer(x, x, x)
-            ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+def time_once(layer, x, causal: bool) -> float:
+    t0 = time.perf_counter()
+    layer(x, x, x, is_causal=causal)
+    return time.perf_counter() - t0
 
 
 def fit_slope(lengths, times) -> float:
@@ -83,6 +84,18 @@ def crossover(lengths, linear, softmax):
     return None
 
 
+def build_layers(E: int, H: int, m: int, chunk: int, learned: bool) -> dict:
+    layers = {"softmax": KernelAttention(E, H, feature="softmax", seed=0)}
+    for kind in FEATURE_KINDS:
+        layers[kind] = KernelAttention(E, H, feature=kind, n_features=m, seed=0, chunk_size=chunk)
+    if learned:
+        layer = KernelAttention(E, H, feature="favor", n_features=m, seed=0, chunk_size=chunk)
+        layer.load_state_dict(layers["favor"].state_dict())
+        layer.feature_map.set_omega(learned_omega(m, E // H))
+        layers["kernel-favor"] = layer
+    return {k: v.eval() for k, v in layers.items()}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--min-len", type=int, default=128)
@@ -90,15 +103,26 @@ def main(argv=None) -> dict:
     ap.add_argument("--embed-dim", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--features", type=int, default=128, help="random features m per head")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--chunk-size", type=int, default=64, help="causal chunk length")
+    ap.add_argument("--repeats", type=int, default=5, help="timed repeats (L <= 4096)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
+    ap.add_argument("--no-learned", action="store_true", help="skip the learned-Omega layer")
+    ap.add_argument(
+        "--json",
+        default=str(DEFAULT_JSON) if argv is None else None,
+        help=f"where to write the numbers (command line default: {DEFAULT_JSON.name} in "
+        "benchmarks/results; calls from Python write only when given)",
+    )
     args = ap.parse_args(argv)
     for name in ("min_len", "max_len", "embed_dim", "heads", "features", "repeats", "threads"):
         if getattr(args, name) < 1:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
+    if args.chunk_size < 1:
+        raise SystemExit("--chunk-size must be >= 1")
     if args.max_len < args.min_len:
         raise SystemExit("--max-len must be >= --min-len")
+    if args.embed_dim % args.heads:
+        raise SystemExit("--embed-dim must be divisible by --heads")
     torch.set_num_threads(args.threads)
     lengths = []
     L = args.min_len
@@ -106,62 +130,82 @@ def main(argv=None) -> dict:
         lengths.append(L)
         L *= 2
     E, H, m = args.embed_dim, args.heads, args.features
-    layers = {
-        "softmax": KernelAttention(E, H, feature="softmax", seed=0).eval(),
-        "vanilla FAVOR": KernelAttention(E, H, feature="favor", n_features=m, seed=0).eval(),
-        "Kernel-FAVOR": KernelAttention(E, H, feature="favor", n_features=m, seed=0).eval(),
-    }
-    layers["Kernel-FAVOR"].load_state_dict(layers["vanilla FAVOR"].state_dict())
-    layers["Kernel-FAVOR"].feature_map.set_omega(learned_omega(m, E // H))
+    layers = build_layers(E, H, m, args.chunk_size, not args.no_learned)
+    names = list(layers)
+    modes = ("bidirectional", "causal")
+    times = {mode: {k: [] for k in names} for mode in modes}
+    ratios = {mode: {k: [] for k in names if k != "softmax"} for mode in modes}
+    print(
+        f"embed_dim={E} heads={H} d_h={E // H} m={m} chunk={args.chunk_size} batch=1 "
+        f"threads={args.threads}; median seconds per forward pass, and the median over "
+        "repeats of (layer time / SDPA time) measured in the same repeat"
+    )
     gen = torch.Generator().manual_seed(0)
-    times = {k: [] for k in layers}
-    print(
-        f"embed_dim={E} heads={H} d_h={E // H} m={m} batch=1 threads={args.threads} "
-        f"repeats={args.repeats} (median seconds per forward pass)"
-    )
-    print(
-        f"{'L':>6} "
-        + " ".join(f"{k:>15}" for k in layers)
-        + f" {'FAVOR/softmax':>14} {'Kernel/softmax':>15}"
-    )
-    for L in lengths:
-        x = torch.randn(1, L, E, generator=gen)
-        reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
-        for k, layer in layers.items():
-            times[k].append(time_layer(layer, x, reps))
-        row = " ".join(f"{times[k][-1]:15.5f}" for k in layers)
-        r1 = times["vanilla FAVOR"][-1] / times["softmax"][-1]
-        r2 = times["Kernel-FAVOR"][-1] / times["softmax"][-1]
-        print(f"{L:6d} {row} {r1:14.3f} {r2:15.3f}", flush=True)
+    header = f"{'L':>6} {'mode':>13} " + " ".join(f"{k:>13}" for k in names)
+    with torch.inference_mode():
+        for L in lengths:
+            x = torch.randn(1, L, E, generator=gen)
+            reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
+            for mode in modes:
+                causal = mode == "causal"
+                for layer in layers.values():  # warm-up
+                    layer(x, x, x, is_causal=causal)
+                raw = {k: [] for k in names}
+                for _ in range(reps):
+                    for k, layer in layers.items():
+                        raw[k].append(time_once(layer, x, causal))
+                for k in names:
+                    times[mode][k].append(float(np.median(raw[k])))
+                    if k != "softmax":
+                        paired = np.asarray(raw[k]) / np.asarray(raw["softmax"])
+                        ratios[mode][k].append(float(np.median(paired)))
+            if L == lengths[0]:
+                print(header)
+            for mode in modes:
+                row = " ".join(f"{times[mode][k][-1]:13.5f}" for k in names)
+                rat = " ".join(
+                    f"{'':>13}" if k == "softmax" else f"{ratios[mode][k][-1]:13.3f}" for k in names
+                )
+                print(f"{L:6d} {mode:>13} {row}", flush=True)
+                print(f"{'':6} {'  ratio':>13} {rat}", flush=True)
     lengths_np = np.asarray(lengths, dtype=float)
-    big = lengths_np >= 1024
     result = {
         "lengths": lengths,
         "times": times,
-        "slopes": {},
-        "slopes_L_ge_1024": {},
+        "ratio_to_sdpa": ratios,
+        "crossover": {mode: {} for mode in modes},
+        "speedup_at_max_len": {mode: {} for mode in modes},
+        "slopes": {mode: {} for mode in modes},
         "config": vars(args),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "torch": torch.__version__,
+            "threads": args.threads,
+        },
     }
-    print("\nfitted log-log slope of time vs L:")
-    for k in layers:
-        s_all = fit_slope(lengths_np, times[k])
-        s_big = fit_slope(lengths_np[big], np.asarray(times[k])[big]) if big.sum() >= 2 else None
-        result["slopes"][k] = s_all
-        result["slopes_L_ge_1024"][k] = s_big
-        extra = f", L >= 1024: {s_big:.3f}" if s_big is not None else ""
-        print(f"  {k:>15}: all L: {s_all:.3f}{extra}")
-    for k in ("vanilla FAVOR", "Kernel-FAVOR"):
-        c = crossover(lengths, times[k], times["softmax"])
-        result[f"crossover_{k}"] = c
-        print(
-            f"  {k} is faster than SDPA from L = {c} on"
-            if c
-            else f"  {k} is not faster than SDPA at the largest L tested on",
-            "this CPU",
-        )
+    print(
+        "\ncrossover vs SDPA (smallest L from which the layer stays faster), speed-up at "
+        f"L = {lengths[-1]}, log-log slope of time vs L:"
+    )
+    for mode in modes:
+        for k in names:
+            slope = fit_slope(lengths_np, times[mode][k]) if len(lengths) > 1 else None
+            result["slopes"][mode][k] = slope
+            if k == "softmax":
+                continue
+            c = crossover(lengths, ratios[mode][k], [1.0] * len(lengths))
+            speed = 1.0 / ratios[mode][k][-1]
+            result["crossover"][mode][k] = c
+            result["speedup_at_max_len"][mode][k] = speed
+            cs = f"L = {c}" if c else f"not faster at L <= {lengths[-1]}"
+            sl = f"{slope:.2f}" if slope is not None else "-"
+            print(f"  {mode:>13} {k:>13}: {cs:>24}; x{speed:.2f} at {lengths[-1]}; slope {sl}")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=1)
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1))
+        print(f"\nwrote {path}")
     return result
 
 

@@ -132,16 +132,22 @@ def causal_linear_attention(
     else:
         # the state before chunk i is kept in units of exp(-M_(i-1)) (per feature) and
         # rescaled as the maxima grow: S_(i+1) = S_i * decay_i + kv_i
-        states = []
+        # kept per chunk in units of exp(-M_i) (M_i: feature maxima up to chunk i), rescaled
+        # per feature as the maxima grow: S_i = (S_(i-1) + kv_(i-1)) * exp(M_(i-1) - M_i)
+        bad_chunks = (
+            set() if fac.bad is None else set(fac.bad.any(1).any(0).nonzero()[:, 0].tolist())
+        )
+        states, before = [], {}
         s = kv.new_zeros(kv[:, :, 0].shape)
         for i in range(n):
+            if i in bad_chunks:
+                before[i] = s  # units of exp(-M_(i-1)), for the exact recomputation
+            s = s * fac.decay[:, :, i, :, None]
             states.append(s)
-            s = s * fac.decay[:, :, i, :, None] + kv[:, :, i]
-        state = torch.stack(states, dim=2)
-        q_cross = q_in * fac.decay[:, :, :, None, :]
+            s = s + kv[:, :, i]
+        nd = block @ vc + q_in @ torch.stack(states, dim=2)
         if fac.bad is not None:
-            block, q_cross = fac.fix_bad_chunks(block, q_cross, tril)
-        nd = block @ vc + q_cross @ state
+            nd = fac.fix_bad_chunks(nd, vc, before, tril)
     out = nd[..., :-1] / (nd[..., -1:] + eps)  # (b, h, n, c, d)
     return out.reshape(b, h, total, -1)[:, :, :L]
 
@@ -181,8 +187,13 @@ class _LogFactors:
         k = ka - self.m_in
         self.k = k.exp_() if inplace else k.exp()  # <= 1
 
-    def fix_bad_chunks(self, block, q_cross, tril):
-        """Exact in-chunk blocks and cross-chunk query factors where the fast one may lose terms."""
+    def fix_bad_chunks(self, nd, vc, before, tril):
+        """Recompute, exactly, the chunks whose fast factorisation could lose terms.
+
+        In-chunk terms ``exp(a(q_t) + a(k_s) - c_t)`` are formed in log space (``C^2 m`` per
+        chunk), cross-chunk ones with the query factor ``exp(a(q_t) + M_(i-1) - c_t) <= 1``
+        against the state in units of ``exp(-M_(i-1))``.
+        """
         idx = self.bad.nonzero(as_tuple=True)
         qb, kb, sb = self.qa[idx], self.ka[idx], self.shift[idx]  # (k, c, m), (k, c, 1)
         c, m = qb.shape[1], qb.shape[2]
@@ -193,9 +204,11 @@ class _LogFactors:
             logw = qb[sl, :, None, :] + kb[sl, None, :, :] - sb[sl, :, :, None]
             logw = logw.masked_fill(~tril[None, :, :, None], float("-inf"))
             parts.append(torch.exp(logw).sum(-1))
+        block = torch.cat(parts)  # (k, c, c)
         prev = self.prev_max[idx]  # (k, 1, m)
         cross = torch.where(torch.isfinite(prev), torch.exp(qb + _finite_or(prev, 0.0) - sb), 0.0)
-        block, q_cross = block.clone(), q_cross.clone()
-        block[idx] = torch.cat(parts)
-        q_cross[idx] = cross
-        return block, q_cross
+        b_i, h_i, n_i = (t.tolist() for t in idx)
+        state = torch.stack([before[n][b, h] for b, h, n in zip(b_i, h_i, n_i, strict=True)])
+        nd = nd.clone()
+        nd[idx] = block @ vc[idx] + cross @ state
+        return nd
