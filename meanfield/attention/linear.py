@@ -204,7 +204,10 @@ def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size):
     """Head-major kernel attention ``(b, h, L, d)`` -> ``(b, h, L, d_v)`` (compute dtype)."""
     dt = torch.float64 if torch.float64 in (q.dtype, v.dtype) else torch.float32
     with autocast_off(v.device):
-        qf, kf = _features(fm, q.to(dt), k.to(dt), causal)
+        # contiguous head-major copies: the feature matmul on a transposed view is a
+        # strided batched product, several times slower than one plain matrix product
+        qc, kc = q.to(dt).contiguous(), k.to(dt).contiguous()
+        qf, kf = _features(fm, qc, kc, causal)
         return _linear_core(qf, kf, v.to(dt), mask, causal, fm.log_space, eps, chunk_size)
 
 
