@@ -6,14 +6,15 @@ Linear attention (THEORY.md §7) with feature maps ``phi`` from
     out = phi(Q) (phi(K)^T V)  /  (phi(Q) (phi(K)^T 1) + eps)
 
 Padding is masked by zeroing rows of ``phi(K)``. The bidirectional form costs
-``O(L m d_h)`` time and ``O(L m)`` memory; the causal form replaces the two sums over keys by
-prefix sums, computed chunk by chunk (exact: inside a chunk of ``C`` tokens the masked
-``C x C`` kernel block is formed, across chunks a running ``(m, d_h)`` state is carried), so
-it costs ``O(L m d_h + L C m)`` time and ``O(L m + C^2)`` memory.
+``O(L m d_h)`` time and ``O(L m)`` memory. The causal form replaces the two sums over keys by
+chunked prefix sums (:mod:`meanfield.attention.causal`: inside a chunk of ``C`` tokens the
+masked ``C x C`` kernel block, across chunks a running ``(m, d_h)`` state; per-chunk feature
+maxima keep positive features exact and overflow-free without any future leakage), so it
+costs ``O(L m (d_h + C))`` time and ``O(L (m + C + m d_h / C))`` memory.
 
-Tensors use the ``(batch, length, heads, dim)`` layout (fast-transformers). All sums are
-accumulated in float32 (float64 for float64 input) with autocast disabled; the output is cast
-back to the dtype of ``v``.
+Public functions use the ``(batch, length, heads, dim)`` layout (fast-transformers); the
+module works head-major internally. All sums are accumulated in float32 (float64 for float64
+input) with autocast disabled; the output is cast back to the dtype of ``v``.
 
 The exact baseline is softmax attention through
 :func:`torch.nn.functional.scaled_dot_product_attention`.
