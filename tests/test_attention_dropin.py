@@ -348,6 +348,15 @@ def test_dtype_device_and_meta_construction():
     x = torch.randn(2, 5, E, dtype=torch.float64)
     out, _ = ka(x, x, x, is_causal=True)
     assert out.dtype == torch.float64
+    for feature in ("favor", "softmaxfeat"):  # bf16 parameters, fp32 attention inside
+        kb = KernelAttention(E, H, feature=feature, n_features=8, dtype=torch.bfloat16).eval()
+        xb = torch.randn(2, 70, E, dtype=torch.bfloat16)
+        with torch.no_grad():
+            ob, wb = kb(xb, xb, xb, is_causal=True, need_weights=True)
+            kf = copy.deepcopy(kb).float()
+            of, _ = kf(xb.float(), xb.float(), xb.float(), is_causal=True)
+        assert ob.dtype == wb.dtype == torch.bfloat16 and torch.isfinite(ob).all()
+        assert (ob.float() - of).abs().max() < 0.05 * of.abs().max() + 0.05
     meta = KernelAttention(E, H, feature="porf", n_features=8, add_bias_kv=True, device="meta")
     assert all(p.device.type == "meta" for p in meta.parameters())
     assert meta.feature_map.omega.device.type == "meta"

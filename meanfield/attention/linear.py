@@ -820,8 +820,9 @@ class KernelAttention(nn.Module):
         else:
             out, weights = self._kernel(q, k, v, pad, causal, bias, n_extra, need_weights)
         out = self.out_proj(out.transpose(1, 2).reshape(N, L, self.embed_dim).to(query.dtype))
-        if weights is not None and average_attn_weights:
-            weights = weights.mean(dim=1)
+        if weights is not None:
+            # averaged in the compute dtype, returned in the input's, as nn.MultiheadAttention
+            weights = (weights.mean(dim=1) if average_attn_weights else weights).to(query.dtype)
         if unbatched:
             out = out.squeeze(0)
             weights = None if weights is None else weights.squeeze(0)
