@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_positive
 from .energy import Energy
+from .errors import InputError
 from .results import provenance
 
 REGIMES = ("mean-field", "coulomb-gas")
@@ -236,13 +237,24 @@ def initial_particles(energy: Energy, omega0) -> torch.Tensor:
     finite.  Raises before any work with the allowed shapes in the message."""
     omega0 = energy.as_tensor(omega0, name="omega0")
     if omega0.ndim not in (2, 3):
-        raise ValueError(f"omega0 must have shape (N, p) or (R, N, p), got {tuple(omega0.shape)}")
+        raise InputError(f"omega0 must have shape (N, p) or (R, N, p), got {tuple(omega0.shape)}")
     N = omega0.shape[-2]
     if N < 1:
-        raise ValueError(f"N (number of particles, omega0.shape[-2]) must be >= 1, got {N}")
+        raise InputError(f"N (number of particles, omega0.shape[-2]) must be >= 1, got {N}")
     if not torch.isfinite(omega0).all():
-        raise ValueError("omega0 contains non-finite values (NaN or inf); all must be finite")
+        raise InputError("omega0 contains non-finite values (NaN or inf); all must be finite")
     return omega0
+
+
+def chain_setup(energy: Energy, omega0, n_steps: int, record_every, seed):
+    """What every chain runner needs first: the checked initial particles, the recording stride
+    (default: about 100 records over ``n_steps``) and a CPU generator seeded with ``seed``."""
+    omega0 = initial_particles(energy, omega0)
+    if record_every is None:
+        record_every = max(1, n_steps // 100)
+    record_every = check_int("record_every", record_every)
+    seed = int(seed)
+    return omega0, record_every, seed, torch.Generator().manual_seed(seed)
 
 
 class _Recorder:
@@ -401,13 +413,8 @@ def simulate(
         interaction_batch=interaction_batch,
         data_batch=data_batch,
     )
-    omega0 = initial_particles(energy, omega0)
+    omega0, record_every, seed, generator = chain_setup(energy, omega0, n_steps, record_every, seed)
     N = omega0.shape[-2]
-    if record_every is None:
-        record_every = max(1, n_steps // 100)
-    record_every = check_int("record_every", record_every)
-    seed = int(seed)
-    generator = torch.Generator().manual_seed(seed)
 
     state = integrator.init(omega0)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")

@@ -54,15 +54,16 @@ import xarray as xr
 from ._validation import check_choice, check_int, check_positive
 from .domains import Ball, Box, Domain
 from .energy import Energy
+from .errors import InputError, InputTypeError, StepBudgetError
 from .particles import (
     REGIMES,
     LangevinState,
     _noise,
     _Recorder,
     accept_or_keep,
+    chain_setup,
     effective_beta,
     gibbs_potential,
-    initial_particles,
     metropolis,
     metropolis_init,
 )
@@ -92,7 +93,7 @@ def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bo
         return _fold_box(omega, v, dt, domain.half_width)
     if isinstance(domain, Ball):
         return _reflect_ball(omega, v, dt, domain.radius, max_bounces)
-    raise TypeError(f"HMC reflects only at a Box or a Ball, got {type(domain).__name__}")
+    raise InputTypeError(f"HMC reflects only at a Box or a Ball, got {type(domain).__name__}")
 
 
 def _fold_box(omega, v, dt, R):
@@ -125,7 +126,10 @@ def _reflect_ball(omega, v, dt, R, max_bounces):
         n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
         v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
         tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
-    raise RuntimeError(f"a particle hit the ball's wall more than {max_bounces} times in one step")
+    raise StepBudgetError(
+        f"a particle hit the ball's wall more than {max_bounces} times in one leapfrog step: "
+        "lower step_size"
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -220,13 +224,13 @@ class HMC:
         check_choice("regime", self.regime, REGIMES)
         self.jitter = check_positive("jitter", self.jitter, allow_zero=True)
         if self.jitter >= 1:
-            raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
+            raise InputError(f"jitter must be in [0, 1), got {self.jitter}")
         self.max_leapfrog = check_int("max_leapfrog", self.max_leapfrog)
 
     @property
     def n_leapfrog(self) -> int:
         if self.step_size is None:
-            raise ValueError("HMC.step_size is not set: give step_size or use sample_hmc")
+            raise InputError("HMC.step_size is not set: give step_size or use sample_hmc")
         n = math.ceil(self.trajectory_length / self.step_size - 1e-9)
         return int(min(self.max_leapfrog, max(1, n)))
 
@@ -395,9 +399,9 @@ def sample_hmc(
     n_samples = check_int("n_samples", n_samples)
     n_warmup = check_int("n_warmup", n_warmup, minimum=0)
     if not 0 < float(target_accept) < 1:
-        raise ValueError(f"target_accept must be in (0, 1), got {target_accept!r}")
+        raise InputError(f"target_accept must be in (0, 1), got {target_accept!r}")
     if n_warmup == 0 and step_size is None:
-        raise ValueError("n_warmup = 0 needs a step_size (nothing would adapt it)")
+        raise InputError("n_warmup = 0 needs a step_size (nothing would adapt it)")
     integrator = HMC(
         energy,
         beta,
@@ -407,13 +411,10 @@ def sample_hmc(
         jitter=jitter,
         max_leapfrog=max_leapfrog,
     )
-    omega0 = initial_particles(energy, omega0)
+    omega0, record_every, seed, generator = chain_setup(
+        energy, omega0, n_samples, record_every, seed
+    )
     N = omega0.shape[-2]
-    if record_every is None:
-        record_every = max(1, n_samples // 100)
-    record_every = check_int("record_every", record_every)
-    seed = int(seed)
-    generator = torch.Generator().manual_seed(seed)
 
     with torch.no_grad():
         state = integrator.init(omega0)
@@ -492,9 +493,9 @@ def integrated_autocorr_time(x) -> float:
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[0] < 4:
-        raise ValueError(f"x must have shape (n,) or (n, m) with n >= 4 draws, got {x.shape}")
+        raise InputError(f"x must have shape (n,) or (n, m) with n >= 4 draws, got {x.shape}")
     if not np.all(np.isfinite(x)):
-        raise ValueError("x contains non-finite values (NaN or inf); all must be finite")
+        raise InputError("x contains non-finite values (NaN or inf); all must be finite")
     n, m = x.shape
     xc = x - x.mean(0)
     f = np.fft.rfft(xc, n=2 * n, axis=0)
