@@ -305,7 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
                 "address of a running dask scheduler (tcp://host:8786)",
             )
             k.add_argument(
-                "--workers", type=int, default=None, help="local workers (%(default)s: one per core)"
+                "--workers",
+                type=int,
+                default=None,
+                help="local workers (%(default)s: one per core)",
             )
         k.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 

@@ -298,6 +298,24 @@ class LinearAlignment(AlignmentTerm):
         return -self.a(at)
 
 
+def _small_gram(phi):
+    """The smaller Gram of ``phi`` (..., N, n): ``Φ Φᵀ`` (N, N) if N <= n, else ``Φᵀ Φ``.
+
+    Both have the same Frobenius norm; with n data points >> N particles the particle Gram
+    costs O(N² n) instead of O(N n²) time and N² instead of n² memory.
+    """
+    if phi.shape[-2] <= phi.shape[-1]:
+        return phi @ phi.transpose(-1, -2)
+    return phi.transpose(-1, -2) @ phi
+
+
+def _times_gram(phi, gram):
+    """``Φ (Φᵀ Φ)`` from :func:`_small_gram`'s result, i.e. ``(Φ Φᵀ) Φ`` or ``Φ (Φᵀ Φ)``."""
+    if gram.shape[-1] == phi.shape[-2]:
+        return gram @ phi
+    return phi @ gram
+
+
 class RiskAlignment(AlignmentTerm):
     """Risk form: R(μ) = (1/(2n²)) Σ_{j,k} (α T_jk − K_μ(x_j, x_k))² (THEORY §2, form 2).
 
@@ -317,19 +335,19 @@ class RiskAlignment(AlignmentTerm):
         N, n, al = omega.shape[-2], self.n, self.alpha
         S = phi @ self.U
         tr_T = (S * S * self.w).sum((-1, -2))  # Σ_i φ_iᵀ T φ_i
-        G = phi.transpose(-1, -2) @ phi  # (..., n, n) = N K_Ω
+        P = _small_gram(phi)  # ‖ΦᵀΦ‖_F² (N K_Ω) from the smaller of the two Grams
         sq = (phi * phi).sum(-1)
-        pair = (G * G).sum((-1, -2)) - (sq * sq).sum(-1)
+        pair = (P * P).sum((-1, -2)) - (sq * sq).sum(-1)
         return (al**2 * self._T_norm_sq() - 2 * al * tr_T / N + pair / N**2) / (2 * n**2)
 
     def grad(self, omega):
         phi, dphi = self.features(omega)
         N, n, al = omega.shape[-2], self.n, self.alpha
         S = phi @ self.U
-        G = phi.transpose(-1, -2) @ phi
+        P = _small_gram(phi)
         sq = (phi * phi).sum(-1, keepdim=True)
         coeff = -(2 * al / (n**2 * N)) * self._T_apply(S) + (2 / (n**2 * N**2)) * (
-            phi @ G - sq * phi
+            _times_gram(phi, P) - sq * phi
         )
         return self._grad_from_coeff(coeff, dphi)
 
@@ -360,19 +378,20 @@ class NormalisedAlignment(AlignmentTerm):
         phi, dphi = self.features(omega)
         S = phi @ self.U
         num = (S * S * self.w).sum((-1, -2))
-        G = phi.transpose(-1, -2) @ phi
-        Gn = (G * G).sum((-1, -2)).sqrt()
-        return phi, dphi, S, G, num, Gn
+        # ‖ΦᵀΦ‖_F = ‖ΦΦᵀ‖_F: the (N, N) particle Gram P is the cheap side when n > N
+        P = _small_gram(phi)
+        Gn = (P * P).sum((-1, -2)).sqrt()
+        return phi, dphi, S, P, num, Gn
 
     def value(self, omega):
         _, _, _, _, num, Gn = self._parts(omega)
         return -num / (Gn * self._T_norm())
 
     def grad(self, omega):
-        phi, dphi, S, G, num, Gn = self._parts(omega)
+        phi, dphi, S, P, num, Gn = self._parts(omega)
         Tn = self._T_norm()
         num, Gn = num[..., None, None], Gn[..., None, None]
-        dA = (2 * self._T_apply(S) - 2 * (num / Gn**2) * (phi @ G)) / (Gn * Tn)
+        dA = (2 * self._T_apply(S) - 2 * (num / Gn**2) * _times_gram(phi, P)) / (Gn * Tn)
         return -self._grad_from_coeff(dA, dphi)
 
     def first_variation(self, at, points, weights):

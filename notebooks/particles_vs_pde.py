@@ -54,7 +54,7 @@ Image(ds.attrs["figure_path"])
 
 # %%
 prob = default_problem(1, grid_n=128)
-Ns = [64, 256] if SIZE == "small" else [100, 200, 400, 800, 1600, 3200]
+Ns = [64, 128, 256] if SIZE == "small" else [100, 200, 400, 800, 1600, 3200]
 seeds = range(3 if SIZE == "small" else 8)
 conv = convergence_in_n(prob["energy"], prob["initial"], n_values=Ns, seeds=seeds,
                         beta=prob["beta"], t_final=0.5 if SIZE == "small" else 1.0,

@@ -3,6 +3,7 @@
 import csv
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -34,39 +35,70 @@ def test_tiny_study_runs_resumes_and_reports(tmp_path):
     out = tmp_path / "tiny"
     args = ["--config", str(cfg_path), "--data-dir", str(FIX), "--out", str(out), "--quiet"]
     rep = study.main(args)
-    n_variants = 1 + 2 * len(cfg["features"])
-    expected = len(cfg["datasets"]) * n_variants * len(cfg["tie_qk"]) * len(cfg["seeds"])
-    assert rep["runs_done"] == expected
+    n_main = 1 + 2 * len(cfg["features"])  # softmax, vanilla X, Kernel-X
+    n_ctl = len(cfg["controls"]["kinds"])
+    per_seed = sum(
+        (n_main + (n_ctl if d["name"] in cfg["controls"]["datasets"] else 0))
+        * len(d.get("tie_qk", cfg["tie_qk"]))
+        for d in cfg["datasets"]
+    )
+    assert rep["runs_done"] == per_seed * len(cfg["seeds"])
     for name in (
         "results.csv",
         "table.md",
         "table.csv",
         "paired.md",
         "paired.csv",
+        "claims.md",
         "phase_a.md",
+        "training.md",
         "config.json",
         "figures/metrics.png",
         "figures/alignment.png",
     ):
         assert (out / name).is_file(), name
+    for d in cfg["datasets"]:
+        base = json.loads((out / "runs" / f"baseline__{d['name']}.json").read_text())
+        assert 0.0 <= base["accuracy"] <= 1.0 and base["C"] > 0
     with open(out / "table.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == len(cfg["datasets"]) * n_variants * len(cfg["tie_qk"])
+    assert len(rows) == per_seed
     assert all(int(r["seeds"]) == len(cfg["seeds"]) for r in rows)
-    assert "±" in (out / "table.md").read_text()
+    assert all(0.0 <= float(r["noisy_accuracy"]) <= 1.0 for r in rows)
+    table = (out / "table.md").read_text()
+    assert "±" in table and "TF-IDF + LR" in table and "Sanity bar" in table
+    claims = (out / "claims.md").read_text()
+    for head in (
+        "sst2: Kernel-PORF-softplus",
+        "sst2: Kernel-FAVOR",
+        "qqp: Kernel-softmaxfeat",
+        "rotten_tomatoes: Kernel-softmaxfeat",
+        "headline",
+    ):
+        assert head in claims, head
+    with open(out / "paired.csv") as fh:
+        branches = {r["branch"] for r in csv.DictReader(fh)}
+    assert branches == {"kernel", "redraw", "priornorms", "lam0", "atinit"}
     resolved = json.loads((out / "config.json").read_text())
-    assert resolved["model"] == cfg["model"] and "torch" in resolved
+    assert resolved["model"] == cfg["model"] and "torch" in resolved and "machine" in resolved
     # resume: nothing left to do
     args.append("--no-figures")
     assert study.main(args)["runs_done"] == 0
     # an interrupted study resumes with only the missing run, and reproduces it exactly
-    key = "rotten_tomatoes__kernel-favor__qk1__s1.json"
-    before = json.loads((out / "runs" / key).read_text())
-    (out / "runs" / key).unlink()
-    assert study.main(args)["runs_done"] == 1
-    after = json.loads((out / "runs" / key).read_text())
-    for m in ("accuracy", "mcc", "ece", "log_loss", "brier", "align_heldout_after"):
-        assert after[m] == pytest.approx(before[m], rel=1e-9, abs=1e-12), m
+    for key in ("rotten_tomatoes__kernel-favor__qk0__s1", "rotten_tomatoes__atinit-favor__qk0__s1"):
+        before = json.loads((out / "runs" / f"{key}.json").read_text())
+        (out / "runs" / f"{key}.json").unlink()
+        assert study.main(args)["runs_done"] == 1
+        after = json.loads((out / "runs" / f"{key}.json").read_text())
+        for m in (
+            "accuracy",
+            "noisy_accuracy",
+            "ece",
+            "log_loss",
+            "align_heldout_after",
+            "row_norm_after",
+        ):
+            assert after[m] == pytest.approx(before[m], rel=1e-9, abs=1e-12), (key, m)
     # report-only rebuilds the tables from the run files
     assert study.main(args + ["--report-only"])["runs_done"] == 0
 
@@ -79,6 +111,25 @@ def test_study_config_errors(tmp_path):
         study.load_config(bad)
     with pytest.raises(FileNotFoundError, match="config file not found"):
         study.load_config(tmp_path / "none.json")
+    good = json.loads((ROOT / "paper_repro" / "nlp" / "configs" / "tiny.json").read_text())
+    for change, match in [
+        ({"features": ["relu"]}, "unknown feature"),
+        ({"seeds": [1, 1]}, "distinct"),
+        ({"train": {"lr": 1e-3}}, "missing train keys"),
+        ({"controls": {"feature": "porf", "datasets": []}}, "controls.feature"),
+        ({"controls": {"feature": "favor", "datasets": ["imdb"]}}, "controls.datasets"),
+        ({"controls": {"feature": "favor", "kinds": ["shuffle"]}}, "unknown controls"),
+        ({"noise": {"rate": 1.5}}, "noise.rate"),
+    ]:
+        bad.write_text(json.dumps({**good, **change}))
+        with pytest.raises(ValueError, match=match):
+            study.load_config(bad)
+    # the statistics the reports rest on: a t-interval and the claim verdicts
+    m, lo, hi = study.mean_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and hi - m == pytest.approx(4.302652729911275 / math.sqrt(3))
+    assert study.verdict_better(0.02, 0.01, 0.03, "accuracy") == "yes"
+    assert study.verdict_better(0.02, 0.01, 0.03, "ece") == "no"
+    assert study.verdict_better(0.02, -0.01, 0.05, "accuracy") == "inconclusive"
 
 
 def test_benchmark_smoke():
@@ -100,8 +151,12 @@ def test_benchmark_smoke():
         ]
     )
     assert res["lengths"] == [128, 256]
-    assert set(res["times"]) == {"softmax", "vanilla FAVOR", "Kernel-FAVOR"}
-    assert all(t > 0 for ts in res["times"].values() for t in ts)
+    assert set(res["times"]) == {"bidirectional", "causal"}
+    layers = {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat", "kernel-favor"}
+    for mode, per_layer in res["times"].items():
+        assert set(per_layer) == layers, mode
+        assert all(len(ts) == 2 and all(t > 0 for t in ts) for ts in per_layer.values())
+        assert set(res["ratio_to_sdpa"][mode]) == layers - {"softmax"}
     assert bench.crossover([1, 2, 4], [5, 1, 1], [2, 2, 2]) == 2
     assert bench.crossover([1, 2, 4], [1, 3, 1], [2, 2, 2]) == 4
     assert bench.crossover([1, 2], [3, 3], [2, 2]) is None

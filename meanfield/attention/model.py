@@ -206,6 +206,29 @@ class TransformerClassifier(nn.Module):
         return self.head(pooled)
 
     @torch.no_grad()
+    def layer_projections(self, input_ids, padding_mask=None, segment_ids=None, layer: int = 0):
+        """Token queries and keys of one layer, as its attention projects them.
+
+        The input of Phase A (:mod:`meanfield.attention.phases`): exactly what the layer's
+        feature map receives (before its ``d_h^(-1/4)`` scaling). Runs in the module's
+        current mode.
+
+        Returns
+        -------
+        q, k : torch.Tensor, each of shape (batch, L, heads, d_h)
+        """
+        layer = check_int("layer", layer, minimum=0)
+        if layer >= len(self.blocks):
+            raise ValueError(f"layer must be in [0, {len(self.blocks) - 1}], got {layer}")
+        mask = self._mask(input_ids, padding_mask)
+        x = self._embed(input_ids, segment_ids)
+        for blk in self.blocks[:layer]:
+            x = blk(x, mask)
+        h = self.blocks[layer].ln1(x)
+        attn = self.blocks[layer].attn
+        return attn.project_queries(h), attn.project_keys(h)
+
+    @torch.no_grad()
     def pooled_keys(self, input_ids, padding_mask=None, segment_ids=None) -> list[torch.Tensor]:
         """Per-layer, per-head keys averaged over the real tokens of each sequence.
 

@@ -1,57 +1,101 @@
-"""Phase A (alignment of the attention particles) and Phase B (fine-tuning with Omega frozen).
+"""Phase A (learning the attention particles) and Phase B (fine-tuning with Omega frozen).
 
-Phase A (THEORY.md §7). For each layer of a (briefly warmed-up) model with a kernel feature
-map:
+Phase A (THEORY.md §2-3, §7) learns each layer's feature matrix ``Omega`` (its rows are the
+particles) by projected Langevin dynamics -- :func:`meanfield.particles.simulate` on an
+:class:`meanfield.energy.Energy`; nothing here re-implements the energy or the step.
 
-1. *Sequence representations*: the layer's keys ``k = W_K LN(h)`` of every real token,
-   averaged over the tokens of a sequence, one vector per head ("pooled per-head keys",
-   :meth:`TransformerClassifier.pooled_keys`), scaled to ``r~ = r / d_h^(1/4)`` exactly as the
-   attention scales its keys. The ``H`` heads of a sequence give ``H`` samples, each labelled
-   with the sequence's label (+-1); ``n_align`` training sequences give ``n_align * H`` samples.
-2. *Energy*: ``Energy([LinearAlignment(r~, y, feature), PairInteraction(Riesz(s, eps), lam)],
-   domain=Ball(d_h, R))`` from :mod:`meanfield.energy` -- the package's one definition of the
-   model. The mean-field feature is the ``positive`` one, ``exp(w.r~ - |r~|^2/2)``, for FAVOR+
-   and PORF (it *is* their feature up to the constant ``m^(-1/2)``), and ``softplus`` for
-   PORF-softplus. softmaxfeat has no mean-field feature (its per-token normaliser couples all
-   particles, THEORY §1), so its particles are aligned with the positive feature of the same
-   ``Omega`` (``softmax(Omega r~)_j`` is that feature divided by its sum over particles): a
-   stated proxy. The Riesz exponent defaults to Coulomb, ``s = d_h - 2``, softened.
-3. *Dynamics*: :func:`meanfield.particles.simulate` (projected Langevin, Algorithm 1) from the
-   layer's current (vanilla) ``Omega`` projected onto the ball; the final particles become the
-   layer's ``Omega`` (:meth:`FeatureMap.set_omega`).
+What is aligned, and at which scale (``representation``)
+--------------------------------------------------------
+Attention evaluates its kernel on *token* queries and keys, scaled inside the feature map to
+``x~ = x / d_h^(1/4)``. In linear attention a sequence enters only through the sums
+``sum_s phi(k_s)`` and ``sum_s phi(k_s) v_s^T``, i.e. through the mean feature embedding of
+its keys. The default, ``representation="pooled"``, aligns the kernel on the per-head mean
+keys of each sequence (labelled with the sequence's label), *rescaled* so that their mean
+norm is that of the token keys: averaging shrinks the norm about 4x, and at that small scale
+the positive kernel is nearly constant, so an unrescaled alignment rises mainly by inflating
+``|omega|`` (the earlier design, kept as ``"pooled-raw"`` only to reproduce it).
+``"tokens"`` aligns individual token queries and keys (``sides``) at exactly the attention
+scale. Measured on Rotten Tomatoes (FAVOR, warmed-up model, 2048 aligned sequences, 512
+held out): tokens raise the training alignment 5x but the held-out one not at all (one
+token says little about a review's label); pooled keys raise the held-out centred alignment
+from 0.0016 to 0.0113 and bring attention *closer* to softmax (mean TV 0.29 -> 0.20), hence
+the default.
 
-Nothing here re-implements the energy or the Langevin step.
+Keeping the particles at the prior's scale (``confinement="prior"``)
+---------------------------------------------------------------------
+The energy is ``E(mu) = int |w|^2/2 dmu - gamma A(mu) + lam int int k_s dmu dmu`` in the
+mean-field regime at ``beta = 1``. Without data its Gibbs law is ``N(0, I)^m``: exactly the
+FAVOR+ prior, so vanilla ``Omega`` is a sample of the ``gamma = 0`` law, and the alignment
+*tilts* it by ``exp(gamma N A)``: the learned law stays absolutely continuous with respect to
+the prior (THEORY §2-3). ``gamma`` (``alignment_weight``) is the one knob of the tilt. The
+dynamics run on the equivalent energy ``E / gamma`` at ``beta = gamma`` (the package's
+``QuadraticPotential(1/gamma)``) with step ``tau * gamma``, so ``tau`` and ``t = tau *
+n_steps`` are in units of the prior's relaxation time (the OU rate is 1): ``t = 3`` forgets
+the starting point to ``e^-3``. ``confinement=None`` gives the old, unconfined low-temperature
+run (``beta = 1e4``), which inflates ``|omega|`` (kept to reproduce it).
 
-Phase B: Omega is a buffer, so it is frozen by construction; every parameter is trained with
-cross-entropy (AdamW, linear warm-up and decay). Kernel-X is X after Phase A + Phase B,
-vanilla X is X after Phase B alone, both from the same warmed-up weights.
+Repulsion at the particles' spacing (``repulsion_ratio``)
+---------------------------------------------------------
+With ``m = 32`` particles in ``d_h = 16`` the Coulomb exponent ``s = d_h - 2`` makes the force
+``~ r^-15`` at the typical spacing ``r ~ 5``: about ``1e-11`` of the alignment force, i.e.
+absent. The default is the Riesz exponent ``s = 1`` (integrable in every ``d_h >= 2``, long
+range), and ``lam`` is *calibrated*: at the starting particles the root-mean-square repulsive
+force is ``repulsion_ratio`` times the root-mean-square alignment force (both ``N grad H_N``
+on the full alignment data). An explicit ``lam`` overrides the calibration.
+
+Diagnostics (:class:`PhaseAResult`, per layer): mean row norm before/after (and the prior's
+``E|N(0, I)| = chi mean``), fraction of rows on the domain boundary, alignment on the train
+and on held-out sequences before/after (with the attention's own features, so softmaxfeat is
+measured with its real softmax features), the repulsion/alignment force ratio before/after,
+and how far linear attention moved from softmax attention on held-out sequences: the mean
+total-variation distance between its attention rows and ``softmax(q k^T / sqrt(d_h))``, and
+the mean attention entropy.
+
+Phase B: ``Omega`` is a buffer, so it is frozen by construction; every parameter is trained
+by :func:`meanfield.attention.training.train`. Kernel-X is X after Phase A + Phase B, vanilla
+X is X after Phase B alone, both from the same warmed-up weights.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .._validation import check_choice, check_int, check_positive
+from .features import chi_mean
 from .model import TransformerClassifier
+from .training import (
+    EncodedData,
+    encode,
+    iterate_batches,
+    predict_proba,
+    split_validation,
+    train,
+    validation_loss,
+)
 
 __all__ = [
     "EncodedData",
     "encode",
     "iterate_batches",
+    "split_validation",
     "train",
     "predict_proba",
+    "validation_loss",
     "phase_b",
-    "sequence_representations",
+    "token_samples",
     "attention_kernel_alignment",
+    "attention_vs_softmax",
     "PhaseAResult",
     "phase_a",
     "ENERGY_FEATURE",
+    "REPRESENTATIONS",
+    "ALIGNMENTS",
 ]
 
 #: mean-field feature (meanfield.features) used by Phase A for each attention feature map
@@ -61,163 +105,15 @@ ENERGY_FEATURE = {
     "porf-softplus": "softplus",
     "softmaxfeat": "positive",
 }
-
-
-@dataclass
-class EncodedData:
-    """Token ids and labels as tensors (row ``i`` is example ``i``).
-
-    Attributes
-    ----------
-    input_ids, segment_ids : torch.LongTensor, shape (n, max_length)
-    padding_mask : torch.BoolTensor, shape (n, max_length), True = padding
-    lengths : torch.LongTensor, shape (n,)
-    labels : torch.LongTensor, shape (n,)
-    """
-
-    input_ids: torch.Tensor
-    segment_ids: torch.Tensor
-    padding_mask: torch.Tensor
-    lengths: torch.Tensor
-    labels: torch.Tensor
-
-    def __len__(self) -> int:
-        return self.labels.shape[0]
-
-    def subset(self, index) -> EncodedData:
-        idx = torch.as_tensor(np.asarray(index), dtype=torch.long)
-        return EncodedData(
-            self.input_ids[idx],
-            self.segment_ids[idx],
-            self.padding_mask[idx],
-            self.lengths[idx],
-            self.labels[idx],
-        )
-
-
-def encode(tokenizer, data, max_length: int) -> EncodedData:
-    """Tokenise a :class:`~meanfield.attention.data.TextClassificationData`."""
-    enc = tokenizer.encode(data.text_a, data.text_b, max_length=max_length)
-    return EncodedData(
-        torch.as_tensor(enc["input_ids"]),
-        torch.as_tensor(enc["segment_ids"]),
-        torch.as_tensor(enc["padding_mask"]),
-        torch.as_tensor(enc["lengths"]),
-        torch.as_tensor(np.asarray(data.labels), dtype=torch.long),
-    )
-
-
-def iterate_batches(data: EncodedData, batch_size: int, *, shuffle: bool, generator=None):
-    """Yield batches ``(input_ids, padding_mask, segment_ids, labels)`` trimmed to the longest
-    sequence of the batch."""
-    n = len(data)
-    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
-    for s in range(0, n, batch_size):
-        idx = order[s : s + batch_size]
-        width = int(data.lengths[idx].max())
-        yield (
-            data.input_ids[idx, :width],
-            data.padding_mask[idx, :width],
-            data.segment_ids[idx, :width],
-            data.labels[idx],
-        )
-
-
-def train(
-    model: TransformerClassifier,
-    data: EncodedData,
-    *,
-    epochs: float = 1.0,
-    batch_size: int = 64,
-    lr: float = 1e-3,
-    weight_decay: float = 0.01,
-    warmup_frac: float = 0.05,
-    clip_norm: float = 1.0,
-    seed: int = 0,
-) -> dict:
-    """Train every parameter with cross-entropy (AdamW, linear warm-up then linear decay).
-
-    Buffers (the feature matrices Omega) are never updated.
-
-    Parameters
-    ----------
-    epochs : float
-        Passes over ``data`` (> 0; a fraction trains on a prefix of the last shuffled pass).
-    batch_size : int
-    lr, weight_decay : float
-    warmup_frac : float
-        Fraction of the steps with a linearly increasing learning rate, in [0, 1).
-    clip_norm : float
-        Gradient-norm clipping (> 0).
-    seed : int
-        Seeds the shuffling and dropout.
-
-    Returns
-    -------
-    dict
-        ``steps``, ``seconds``, ``final_loss`` (mean of the last 50 steps), ``losses``.
-    """
-    epochs = check_positive("epochs", epochs)
-    batch_size = check_int("batch_size", batch_size)
-    lr = check_positive("lr", lr)
-    check_positive("weight_decay", weight_decay, allow_zero=True)
-    if not 0.0 <= warmup_frac < 1.0:
-        raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac!r}")
-    steps_per_epoch = math.ceil(len(data) / batch_size)
-    total = max(1, int(round(epochs * steps_per_epoch)))
-    warm = int(warmup_frac * total)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt,
-        lambda s: (
-            (s + 1) / (warm + 1) if s < warm else max(0.0, (total - s) / max(1, total - warm))
-        ),
-    )
-    gen = torch.Generator().manual_seed(seed)
-    losses = []
-    step = 0
-    t0 = time.perf_counter()
-    model.train()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # dropout masks
-        while step < total:
-            for ids, mask, seg, y in iterate_batches(data, batch_size, shuffle=True, generator=gen):
-                logits = model(ids, mask, seg)
-                loss = F.cross_entropy(logits, y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, clip_norm)
-                opt.step()
-                sched.step()
-                losses.append(float(loss.detach()))
-                step += 1
-                if step >= total:
-                    break
-    model.eval()
-    return {
-        "steps": step,
-        "seconds": time.perf_counter() - t0,
-        "final_loss": float(np.mean(losses[-50:])),
-        "losses": losses,
-    }
-
-
-@torch.no_grad()
-def predict_proba(model: TransformerClassifier, data: EncodedData, batch_size: int = 256):
-    """Class probabilities, numpy array of shape (n, n_classes) (eval mode)."""
-    model.eval()
-    out = []
-    for ids, mask, seg, _ in iterate_batches(data, batch_size, shuffle=False):
-        out.append(torch.softmax(model(ids, mask, seg).double(), dim=-1))
-    return torch.cat(out).numpy()
+REPRESENTATIONS = ("tokens", "pooled", "pooled-raw")
+ALIGNMENTS = ("normalised", "centred", "linear")
 
 
 def phase_b(model: TransformerClassifier, data: EncodedData, **train_kwargs) -> dict:
     """Phase B: train every parameter except the (frozen) feature matrices.
 
-    Checks that no feature matrix is a trainable parameter, then calls :func:`train`.
-    The feature matrices are compared before and after to prove they stayed frozen.
+    Checks that no feature matrix is a trainable parameter, then calls :func:`train`; the
+    feature matrices are compared before and after to prove they stayed frozen.
     """
     before = [None if fm is None else fm.omega.clone() for fm in model.feature_maps()]
     trainable = {id(p) for p in model.parameters() if p.requires_grad}
@@ -231,151 +127,286 @@ def phase_b(model: TransformerClassifier, data: EncodedData, **train_kwargs) -> 
     return info
 
 
+# ---------------------------------------------------------------------------------------
+# what Phase A aligns
+# ---------------------------------------------------------------------------------------
 @torch.no_grad()
-def sequence_representations(
-    model: TransformerClassifier, data: EncodedData, batch_size: int = 256
-) -> list[np.ndarray]:
-    """Scaled pooled per-head keys of every layer.
+def _layer_projections(model, data: EncodedData, layer: int, batch_size: int = 256):
+    """Token queries and keys of one layer, per sequence: list of ((L_i, H, d_h) q, k)."""
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    for ids, mask, seg, _ in iterate_batches(data, batch_size, shuffle=False):
+        q, k = model.layer_projections(ids.to(device), mask.to(device), seg.to(device), layer)
+        q, k = q.double().cpu(), k.double().cpu()
+        lengths = (~mask).sum(1)
+        for i in range(ids.shape[0]):
+            n = int(lengths[i])
+            out.append((q[i, :n], k[i, :n]))
+    return out
+
+
+def token_samples(
+    model: TransformerClassifier,
+    data: EncodedData,
+    layer: int,
+    *,
+    representation: str = "pooled",
+    sides: str = "queries+keys",
+    tokens_per_sequence: int = 4,
+    seed: int = 0,
+):
+    """The samples Phase A aligns for one layer: vectors in ``R^{d_h}`` with labels +-1.
+
+    Parameters
+    ----------
+    model : TransformerClassifier
+    data : EncodedData
+        The sequences (binary labels 0/1 -> -1/+1).
+    layer : int
+    representation : {"tokens", "pooled", "pooled-raw"}
+        See the module notes.
+    sides : {"queries+keys", "keys"}
+        Token queries and keys, or keys only (ignored by the pooled representations, which
+        pool keys; with ``tie_qk`` queries are keys).
+    tokens_per_sequence : int
+        Tokens drawn per sequence, head and side (``"tokens"``; fewer if the sequence is
+        shorter).
+    seed : int
 
     Returns
     -------
-    list of numpy.ndarray, one per layer, shape (n, heads, d_h)
-        ``pooled_keys / d_h^(1/4)`` (the attention's own key scaling).
+    X : numpy.ndarray, shape (n_samples, d_h)
+        *Unscaled* vectors: the feature maps apply ``d_h^(-1/4)`` themselves.
+    y : numpy.ndarray, shape (n_samples,)
+        Labels in {-1, +1}.
     """
-    model.eval()
-    per_layer = None
-    for ids, mask, seg, _ in iterate_batches(data, batch_size, shuffle=False):
-        keys = model.pooled_keys(ids, mask, seg)
-        if per_layer is None:
-            per_layer = [[] for _ in keys]
-        for acc, k in zip(per_layer, keys, strict=True):
-            acc.append(k.double())
-    scale = model.head_dim ** (-0.25)
-    return [(torch.cat(acc) * scale).numpy() for acc in per_layer]
+    check_choice("representation", representation, REPRESENTATIONS)
+    check_choice("sides", sides, ("queries+keys", "keys"))
+    tokens_per_sequence = check_int("tokens_per_sequence", tokens_per_sequence)
+    proj = _layer_projections(model, data, layer)
+    labels = np.where(data.labels.numpy() > 0, 1.0, -1.0)
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    if representation == "tokens":
+        use_q = sides == "queries+keys" and not model.config["tie_qk"]
+        for (q, k), lab in zip(proj, labels, strict=True):
+            L, H, _ = k.shape
+            for h in range(H):
+                pick = rng.permutation(L)[:tokens_per_sequence]
+                X.append(k[pick, h])
+                if use_q:
+                    pick = rng.permutation(L)[:tokens_per_sequence]
+                    X.append(q[pick, h])
+                y += [lab] * (len(pick) * (2 if use_q else 1))
+        return torch.cat(X).numpy(), np.asarray(y)
+    pooled = torch.stack([k.mean(0) for _, k in proj])  # (n, H, d_h)
+    if representation == "pooled":
+        token_norm = torch.cat([k.reshape(-1, k.shape[-1]) for _, k in proj]).norm(dim=1).mean()
+        pooled = pooled * (token_norm / pooled.norm(dim=-1).mean())
+    n, H, d = pooled.shape
+    return pooled.reshape(n * H, d).numpy(), np.repeat(labels, H)
 
 
-def _flatten_heads(reps: np.ndarray, labels: np.ndarray):
-    """(n, H, d_h) representations and (n,) labels in {0, 1} -> (n H, d_h), (n H,) in +-1."""
-    n, h, d = reps.shape
-    y = np.where(np.asarray(labels) > 0, 1.0, -1.0)
-    return reps.reshape(n * h, d), np.repeat(y, h)
+def attention_kernel_alignment(feature_map, X, y, *, centred: bool = False) -> float:
+    """Alignment of the attention kernel with the labels on samples ``X``.
 
-
-def attention_kernel_alignment(feature_map, X, y) -> float:
-    """Normalised (Cristianini) alignment of the attention kernel with the labels.
-
-    ``A = <K, T>_F / (||K||_F ||T||_F)`` with ``K = Phi Phi^T``, ``Phi`` the *unshifted*
-    features of the attention's feature map (:meth:`FeatureMap.raw_features`, so softmaxfeat
-    is measured with its real softmax features), ``T = y y^T``.
+    ``A = <K, T>_F / (||K||_F ||T||_F)`` (Cristianini; centred: Cortes et al. 2012) with
+    ``K = Phi Phi^T``, ``Phi`` the *unshifted* features of the attention's own feature map
+    (:meth:`FeatureMap.raw_features`, so softmaxfeat is measured with its real softmax
+    features), ``T = y y^T``; computed by :func:`meanfield.learners.kernel_alignment`.
 
     Parameters
     ----------
     feature_map : meanfield.attention.features.FeatureMap
     X : array_like, shape (n, d_h)
-        Representations *before* the ``d_h^(-1/4)`` scaling is undone: the feature map scales
-        its input, so pass ``r`` (unscaled). See :func:`phase_a` for the bookkeeping.
+        Unscaled vectors (the feature map scales its input).
     y : array_like, shape (n,)
         Labels in {-1, +1}.
+    centred : bool
     """
+    from ..learners import kernel_alignment
+
     x = torch.as_tensor(np.asarray(X), dtype=torch.float64)
-    yy = torch.as_tensor(np.asarray(y), dtype=torch.float64)
-    phi = feature_map.raw_features(x)  # float64 input -> float64 features
-    s = phi.T @ yy  # (m,)
-    num = (s * s).sum()  # y^T K y
-    G = phi.T @ phi  # ||K||_F^2 = ||Phi^T Phi||_F^2
-    knorm = torch.sqrt((G * G).sum())
-    return float(num / (knorm * len(yy)))
+    phi = feature_map.raw_features(x).numpy()
+    return kernel_alignment(phi, np.asarray(y), centred=centred)
 
 
+@torch.no_grad()
+def attention_vs_softmax(feature_map, projections, max_sequences: int = 256) -> dict:
+    """How far linear attention with ``feature_map`` is from softmax attention.
+
+    For each sequence and head, the linear-attention weights
+    ``a_ts = phi(q_t).phi(k_s) / sum_s' phi(q_t).phi(k_s')`` (float64, unshifted features)
+    against ``softmax_s(q_t.k_s / sqrt(d_h))``.
+
+    Parameters
+    ----------
+    feature_map : FeatureMap
+    projections : list of (q, k), each a tensor of shape (L_i, H, d_h)
+        From the layer whose feature map this is.
+    max_sequences : int
+
+    Returns
+    -------
+    dict
+        ``tv_to_softmax``: mean over rows of the total-variation distance (in [0, 1]);
+        ``entropy``: mean row entropy of the linear attention (nats); ``entropy_softmax``:
+        that of softmax attention.
+    """
+    tv, ent, ent_s, rows = 0.0, 0.0, 0.0, 0
+    for q, k in projections[:max_sequences]:
+        d = q.shape[-1]
+        qh, kh = q.transpose(0, 1), k.transpose(0, 1)  # (H, L, d)
+        pq, pk = feature_map.raw_features(qh), feature_map.raw_features(kh)
+        w = pq @ pk.transpose(-1, -2)
+        w = w / w.sum(-1, keepdim=True).clamp_min(1e-300)
+        s = torch.softmax(qh @ kh.transpose(-1, -2) / math.sqrt(d), dim=-1)
+        tv += float(0.5 * (w - s).abs().sum(-1).sum())
+        ent += float(-(w * torch.log(w.clamp_min(1e-300))).sum(-1).sum())
+        ent_s += float(-(s * torch.log(s.clamp_min(1e-300))).sum(-1).sum())
+        rows += w.shape[0] * w.shape[1]
+    return {"tv_to_softmax": tv / rows, "entropy": ent / rows, "entropy_softmax": ent_s / rows}
+
+
+# ---------------------------------------------------------------------------------------
+# Phase A
+# ---------------------------------------------------------------------------------------
 @dataclass
 class PhaseAResult:
-    """What Phase A did, per layer (lists indexed by layer)."""
+    """What Phase A did; every list is indexed by layer."""
 
-    seconds: float
-    energy_before: list = field(default_factory=list)
-    energy_after: list = field(default_factory=list)
+    seconds: float = 0.0
+    settings: dict = field(default_factory=dict)
+    lam: list = field(default_factory=list)
+    gamma: list = field(default_factory=list)
+    eta: list = field(default_factory=list)
+    n_samples: list = field(default_factory=list)
+    row_norm_before: list = field(default_factory=list)
+    row_norm_after: list = field(default_factory=list)
+    prior_row_norm: list = field(default_factory=list)
+    frac_on_boundary: list = field(default_factory=list)
     align_train_before: list = field(default_factory=list)
     align_train_after: list = field(default_factory=list)
     align_heldout_before: list = field(default_factory=list)
     align_heldout_after: list = field(default_factory=list)
-    eta: list = field(default_factory=list)
+    force_ratio_before: list = field(default_factory=list)
+    force_ratio_after: list = field(default_factory=list)
+    tv_to_softmax_before: list = field(default_factory=list)
+    tv_to_softmax_after: list = field(default_factory=list)
+    entropy_before: list = field(default_factory=list)
+    entropy_after: list = field(default_factory=list)
+    entropy_softmax: list = field(default_factory=list)
+    energy_before: list = field(default_factory=list)
+    energy_after: list = field(default_factory=list)
     mean_displacement: list = field(default_factory=list)
 
     def summary(self) -> dict:
-        """Means over layers (plain floats)."""
+        """Means over layers (plain floats), plus the per-layer lists under ``layers``."""
         out = {"phase_a_seconds": self.seconds}
-        for k in (
-            "align_train_before",
-            "align_train_after",
-            "align_heldout_before",
-            "align_heldout_after",
-            "mean_displacement",
-        ):
-            vals = getattr(self, k)
-            out[k] = float(np.mean(vals)) if vals else float("nan")
+        per_layer = {}
+        for k, v in asdict(self).items():
+            if isinstance(v, list):
+                per_layer[k] = [float(x) for x in v]
+                out[k] = float(np.mean(v)) if v else float("nan")
+        out["layers"] = per_layer
         return out
+
+
+def _rms(x: torch.Tensor) -> float:
+    return float(x.pow(2).sum(-1).mean().sqrt())
 
 
 def phase_a(
     model: TransformerClassifier,
     train_data: EncodedData,
     *,
-    n_align: int = 512,
+    n_align: int = 2048,
     n_heldout: int = 512,
-    n_steps: int = 400,
-    eta: float | str = "auto",
-    step_fraction: float = 0.01,
-    beta: float = 1e4,
-    lam: float = 0.1,
-    riesz_s: float | None = None,
-    softening: float = 0.5,
+    representation: str = "pooled",
+    sides: str = "queries+keys",
+    tokens_per_sequence: int = 4,
+    alignment: str = "centred",
+    alignment_weight: float | str = "auto",
+    tilt: float = 0.15,
+    confinement: str | None = "prior",
+    repulsion_ratio: float = 0.25,
+    lam: float | None = None,
+    riesz_s: float = 1.0,
+    softening: float = 0.1,
+    n_steps: int = 300,
+    tau: float = 0.01,
     radius: float | None = None,
-    data_batch: int | None = 256,
-    alignment: str = "normalised",
-    confinement: float = 0.0,
+    data_batch: int | None = None,
+    norms: str = "learned",
+    beta: float = 1e4,
     seed: int = 0,
 ) -> PhaseAResult:
-    """Phase A: learn every layer's Omega by projected Langevin on the alignment energy.
+    """Phase A: learn every layer's ``Omega`` by projected Langevin on the alignment energy.
+
+    Layers are processed in order, each on the representations of the model with the layers
+    below it already updated. See the module notes for the reasoning behind each default.
 
     Parameters
     ----------
     model : TransformerClassifier
         A (warmed-up) model with a kernel feature map (not softmax); its Omegas are replaced.
     train_data : EncodedData
-        Training examples; ``n_align`` of them (a seeded random subset) define the energy and
-        ``n_heldout`` *other* ones measure the held-out alignment.
+        Training examples (binary labels); ``n_align`` of them (a seeded random subset)
+        define the energy and ``n_heldout`` *other* ones measure the held-out alignment.
     n_align, n_heldout : int
         Sequence counts (>= 2 each, ``n_align + n_heldout <= len(train_data)``).
+    representation : {"tokens", "pooled", "pooled-raw"}
+        What is aligned; default per-head mean keys rescaled to the token-key norm.
+    sides : {"queries+keys", "keys"}
+        Token sides (``representation="tokens"``).
+    tokens_per_sequence : int
+        Tokens per sequence, head and side (>= 1).
+    alignment : {"normalised", "centred", "linear"}
+        :class:`~meanfield.energy.CentredAlignment` (Cortes et al., default: the positive
+        kernel's large constant part carries no label information, and the uncentred
+        alignment of token samples is ~1e-3 and rises mostly by scaling it),
+        :class:`~meanfield.energy.NormalisedAlignment` (Cristianini), or
+        :class:`~meanfield.energy.LinearAlignment` (U-statistic).
+    alignment_weight : float or "auto"
+        ``gamma``, the strength of the tilt of the prior (> 0; with ``confinement="prior"``).
+        ``"auto"``: per layer, ``gamma`` such that at the starting particles the RMS alignment
+        force ``gamma |N grad A|`` is ``tilt`` times the RMS confining force ``|w|`` (the
+        alignment's natural scale differs by orders of magnitude between forms, layers and
+        models; the ratio does not).
+    tilt : float
+        See ``alignment_weight`` (> 0). A force ratio ``t`` shifts a particle by up to about
+        ``t |w|`` at equilibrium, so ``t`` bounds the growth of the row norms. Default 0.15:
+        measured on Rotten Tomatoes (FAVOR, pooled keys) it raises the held-out centred
+        alignment 13x (0.0018 -> 0.024, as much as 0.25 or 0.5 do) with the mean row norm at
+        the prior's; on small models 0.5 grew softplus rows up to 2x.
+    confinement : {"prior", None}
+        ``"prior"``: ``V = |w|^2/2`` at ``beta = 1`` (Gibbs law = FAVOR prior, tilted).
+        None: no confinement, temperature ``1 / beta`` (the earlier design).
+    repulsion_ratio : float
+        RMS repulsive / RMS alignment force at the start (>= 0; 0 = no repulsion).
+    lam : float, optional
+        Explicit repulsion strength ``lam`` (>= 0) in place of the calibration.
+    riesz_s, softening : float
+        Riesz exponent (``-1 < s < d_h``, default 1) and softening length (>= 0).
     n_steps : int
         Langevin steps (>= 1).
-    eta : float or "auto"
-        Step size. ``"auto"``: ``step_fraction * radius / max_i |N grad_i H_N(Omega_0)|`` per
-        layer, so the largest first drift step moves a particle ``step_fraction`` of the ball
-        radius (the data scale differs between layers and models).
-    step_fraction : float
-        See ``eta`` (in (0, 1]).
-    beta : float
-        Inverse temperature (mean-field regime).
-    lam : float
-        Riesz repulsion strength (>= 0).
-    riesz_s : float, optional
-        Riesz exponent (default Coulomb, ``d_h - 2``).
-    softening : float
-        Riesz softening length (> 0 keeps high-dimensional Riesz kernels integrable).
+    tau : float
+        Step in prior-relaxation units (> 0; ``eta = tau * gamma``); with ``confinement=None``
+        the step is ``tau`` itself.
     radius : float, optional
-        Ball radius (default ``2 sqrt(d_h)``, twice the typical norm of a Gaussian row).
+        Ball radius (default ``2 sqrt(d_h) + 4``: about 12 standard deviations of ``|w|``
+        beyond its mean under the prior; a guard, not an active constraint).
     data_batch : int or None
-        Mini-batch of representation rows per Langevin step (capped at the number of rows;
-        None: all rows every step).
-    alignment : {"normalised", "linear"}
-        Alignment term: :class:`~meanfield.energy.NormalisedAlignment` (Cristianini, bounded,
-        default) or :class:`~meanfield.energy.LinearAlignment` (U-statistic; with positive
-        features it grows exponentially with ``|omega|`` along discriminative directions, so
-        it drives particles to the boundary unless ``confinement`` holds them).
-    confinement : float
-        Strength of an optional :class:`~meanfield.energy.QuadraticPotential` (>= 0).
+        Alignment samples per Langevin step (None, default: all; a full step costs
+        O(m^2 n) with the particle-side Gram, so mini-batches are rarely needed).
+    norms : {"learned", "prior"}
+        ``"prior"`` (a control): keep the learned directions but give each row its starting
+        norm back.
+    beta : float
+        Inverse temperature when ``confinement`` is None (> 0).
     seed : int
-        Seeds the subsets and the Langevin noise.
+        Seeds the subsets, the token draws and the Langevin noise.
 
     Returns
     -------
@@ -383,6 +414,7 @@ def phase_a(
     """
     from ..domains import Ball
     from ..energy import (
+        CentredAlignment,
         Energy,
         LinearAlignment,
         NormalisedAlignment,
@@ -392,84 +424,162 @@ def phase_a(
     from ..kernels import Riesz
     from ..particles import simulate
 
+    # -- every check before any work ----------------------------------------------------
     attention = model.config["attention"]
     check_choice("model attention (Phase A needs a feature map)", attention, tuple(ENERGY_FEATURE))
+    if model.config["n_classes"] != 2:
+        raise ValueError(f"Phase A needs binary labels, the model has {model.config['n_classes']}")
     n_align = check_int("n_align", n_align, minimum=2)
     n_heldout = check_int("n_heldout", n_heldout, minimum=2)
-    n_steps = check_int("n_steps", n_steps)
     if n_align + n_heldout > len(train_data):
         raise ValueError(
             f"n_align + n_heldout must be <= len(train_data) = {len(train_data)}, "
             f"got {n_align} + {n_heldout}"
         )
-    if not (isinstance(eta, str) and eta == "auto"):
-        eta = check_positive("eta", eta)
-    step_fraction = check_positive("step_fraction", step_fraction)
-    if step_fraction > 1:
-        raise ValueError(f"step_fraction must be in (0, 1], got {step_fraction}")
-    beta = check_positive("beta", beta)
-    lam = check_positive("lam", lam, allow_zero=True)
-    softening = check_positive("softening", softening, allow_zero=True)
+    check_choice("representation", representation, REPRESENTATIONS)
+    check_choice("sides", sides, ("queries+keys", "keys"))
+    tokens_per_sequence = check_int("tokens_per_sequence", tokens_per_sequence)
+    check_choice("alignment", alignment, ALIGNMENTS)
+    if not (isinstance(alignment_weight, str) and alignment_weight == "auto"):
+        alignment_weight = check_positive("alignment_weight", alignment_weight)
+    tilt = check_positive("tilt", tilt)
+    if confinement not in ("prior", None):
+        raise ValueError(f"confinement must be 'prior' or None, got {confinement!r}")
+    repulsion_ratio = check_positive("repulsion_ratio", repulsion_ratio, allow_zero=True)
+    if lam is not None:
+        lam = check_positive("lam", lam, allow_zero=True)
     d_h = model.head_dim
-    riesz_s = float(d_h - 2) if riesz_s is None else float(riesz_s)
-    radius = 2.0 * math.sqrt(d_h) if radius is None else check_positive("radius", radius)
+    riesz_s = float(riesz_s)
+    if not -1.0 < riesz_s < d_h:
+        raise ValueError(f"riesz_s must be in (-1, d_h = {d_h}) (integrable), got {riesz_s}")
+    softening = check_positive("softening", softening, allow_zero=True)
+    n_steps = check_int("n_steps", n_steps)
+    tau = check_positive("tau", tau)
+    radius = 2.0 * math.sqrt(d_h) + 4.0 if radius is None else check_positive("radius", radius)
     if data_batch is not None:
-        data_batch = min(
-            check_int("data_batch", data_batch, minimum=2), n_align * model.config["n_heads"]
-        )
+        data_batch = check_int("data_batch", data_batch, minimum=2)
+    check_choice("norms", norms, ("learned", "prior"))
+    beta = check_positive("beta", beta)
+    align_cls = {
+        "normalised": NormalisedAlignment,
+        "centred": CentredAlignment,
+        "linear": LinearAlignment,
+    }[alignment]
     feature = ENERGY_FEATURE[attention]
-    check_choice("alignment", alignment, ("linear", "normalised"))
-    confinement = check_positive("confinement", confinement, allow_zero=True)
-    align_term = LinearAlignment if alignment == "linear" else NormalisedAlignment
+    settings = dict(
+        n_align=n_align,
+        n_heldout=n_heldout,
+        representation=representation,
+        sides=sides,
+        tokens_per_sequence=tokens_per_sequence,
+        alignment=alignment,
+        alignment_weight=alignment_weight,
+        tilt=tilt,
+        confinement=confinement,
+        repulsion_ratio=repulsion_ratio,
+        lam=lam,
+        riesz_s=riesz_s,
+        softening=softening,
+        n_steps=n_steps,
+        tau=tau,
+        radius=radius,
+        data_batch=data_batch,
+        norms=norms,
+        beta=beta,
+        seed=seed,
+        energy_feature=feature,
+    )
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(train_data))
-    idx_a, idx_h = perm[:n_align], perm[n_align : n_align + n_heldout]
-    labels = train_data.labels.numpy()
-    reps_a = sequence_representations(model, train_data.subset(idx_a))
-    reps_h = sequence_representations(model, train_data.subset(idx_h))
-    result = PhaseAResult(seconds=0.0)
-    unscale = d_h**0.25  # the attention feature maps scale their input themselves
-    for layer, fm in enumerate(model.feature_maps()):
-        Xa, ya = _flatten_heads(reps_a[layer], labels[idx_a])
-        Xh, yh = _flatten_heads(reps_h[layer], labels[idx_h])
-        result.align_train_before.append(attention_kernel_alignment(fm, Xa * unscale, ya))
-        result.align_heldout_before.append(attention_kernel_alignment(fm, Xh * unscale, yh))
+    data_a = train_data.subset(perm[:n_align])
+    data_h = train_data.subset(perm[n_align : n_align + n_heldout])
+    result = PhaseAResult(settings=settings)
+    scale = d_h**-0.25  # the feature maps scale their input by this; the energy sees x~
+    sample_kw = dict(
+        representation=representation, sides=sides, tokens_per_sequence=tokens_per_sequence
+    )
+    centred = alignment == "centred"
+    for layer, fm_model in enumerate(model.feature_maps()):
+        fm = copy.deepcopy(fm_model).cpu()  # the diagnostics run on the CPU in float64
+        Xa, ya = token_samples(model, data_a, layer, seed=seed * 7 + layer, **sample_kw)
+        Xh, yh = token_samples(model, data_h, layer, seed=seed * 7 + layer + 1, **sample_kw)
+        proj_h = _layer_projections(model, data_h, layer)
+        result.n_samples.append(len(ya))
+        result.align_train_before.append(attention_kernel_alignment(fm, Xa, ya, centred=centred))
+        result.align_heldout_before.append(attention_kernel_alignment(fm, Xh, yh, centred=centred))
+        before = attention_vs_softmax(fm, proj_h)
+
         domain = Ball(d_h, radius)
-        terms = [
-            align_term(Xa, ya, feature=feature),
-            PairInteraction(Riesz(riesz_s, softening=softening), lam=lam),
-        ]
-        if confinement > 0:
-            terms.append(QuadraticPotential(strength=confinement))
-        energy = Energy(terms, domain=domain)
+        align = align_cls(Xa * scale, ya, feature=feature)
         omega0 = domain.project(fm.omega.detach().to(torch.float64).cpu())
-        if eta == "auto":
-            drift = energy.drift(omega0)
-            step = step_fraction * radius / float(drift.norm(dim=-1).max().clamp_min(1e-12))
+        kernel = Riesz(riesz_s, softening=softening)
+        f_align = Energy([align], domain).drift(omega0)
+        f_pair1 = Energy([PairInteraction(kernel, lam=1.0)], domain).drift(omega0)
+        if alignment_weight == "auto":
+            gamma = tilt * _rms(omega0) / max(_rms(f_align), 1e-300)
         else:
-            step = eta
+            gamma = alignment_weight
+        if confinement == "prior":
+            # E/gamma = |w|^2/(2 gamma) - A + (lam/gamma) K at beta' = gamma, step tau*gamma
+            if lam is None:
+                lam_e = repulsion_ratio * _rms(f_align) / max(_rms(f_pair1), 1e-300)
+            else:
+                lam_e = lam / gamma
+            lam_user, step, beta_run = lam_e * gamma, tau * gamma, gamma
+            terms = [align, QuadraticPotential(strength=1.0 / gamma)]
+        else:
+            if lam is None:
+                lam_e = repulsion_ratio * _rms(f_align) / max(_rms(f_pair1), 1e-300)
+            else:
+                lam_e = lam
+            lam_user, step, beta_run = lam_e, tau, beta
+            terms = [align]
+        if lam_e > 0:
+            terms.append(PairInteraction(kernel, lam=lam_e))
+        energy = Energy(terms, domain=domain)
+        result.force_ratio_before.append(lam_e * _rms(f_pair1) / max(_rms(f_align), 1e-300))
+        n_rows = len(ya)
         ds = simulate(
             energy,
             omega0,
             eta=step,
-            beta=beta,
+            beta=beta_run,
             n_steps=n_steps,
             regime="mean-field",
             seed=seed * 1000 + layer,
             record_every=n_steps,
-            data_batch=data_batch,
+            data_batch=None if data_batch is None or data_batch >= n_rows else data_batch,
         )
-        omega = ds["omega"].isel(time=-1).values
+        omega = torch.as_tensor(ds["omega"].isel(time=-1).values)
+        if norms == "prior":
+            omega = omega / omega.norm(dim=1, keepdim=True).clamp_min(1e-12)
+            omega = omega * omega0.norm(dim=1, keepdim=True)
+        fa = Energy([align], domain).drift(omega)
+        fp = Energy([PairInteraction(kernel, lam=1.0)], domain).drift(omega)
+        result.force_ratio_after.append(lam_e * _rms(fp) / max(_rms(fa), 1e-300))
+        result.lam.append(lam_user)
+        result.gamma.append(gamma if confinement == "prior" else float("nan"))
+        result.eta.append(step)
         result.energy_before.append(float(ds["energy"].isel(time=0)))
         result.energy_after.append(float(ds["energy"].isel(time=-1)))
-        result.mean_displacement.append(
-            float(np.linalg.norm(omega - omega0.numpy(), axis=1).mean())
+        result.row_norm_before.append(float(omega0.norm(dim=1).mean()))
+        result.row_norm_after.append(float(omega.norm(dim=1).mean()))
+        result.prior_row_norm.append(chi_mean(d_h))
+        result.frac_on_boundary.append(
+            float((omega.norm(dim=1) >= radius * (1 - 1e-9)).float().mean())
         )
-        result.eta.append(step)
-        fm.set_omega(omega)
-        result.align_train_after.append(attention_kernel_alignment(fm, Xa * unscale, ya))
-        result.align_heldout_after.append(attention_kernel_alignment(fm, Xh * unscale, yh))
+        result.mean_displacement.append(float((omega - omega0).norm(dim=1).mean()))
+        fm.set_omega(omega.numpy())
+        fm_model.set_omega(omega.numpy())
+        result.align_train_after.append(attention_kernel_alignment(fm, Xa, ya, centred=centred))
+        result.align_heldout_after.append(attention_kernel_alignment(fm, Xh, yh, centred=centred))
+        after = attention_vs_softmax(fm, proj_h)
+        result.tv_to_softmax_before.append(before["tv_to_softmax"])
+        result.tv_to_softmax_after.append(after["tv_to_softmax"])
+        result.entropy_before.append(before["entropy"])
+        result.entropy_after.append(after["entropy"])
+        result.entropy_softmax.append(before["entropy_softmax"])
     result.seconds = time.perf_counter() - t0
     return result
