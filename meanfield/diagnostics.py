@@ -29,7 +29,7 @@ import torch
 
 from ._validation import check_array, check_choice, check_int, check_sample
 from .energy import Energy
-from .errors import InputError
+from .errors import ConvergenceError, InputError
 from .features import FeatureMap, get_feature_map
 from .pde.field import Density
 from .pde.potential import GridEnergy
@@ -162,7 +162,7 @@ def _emd(xa, wa, xb, wb, order: int) -> float:
     )
     cost, log = ot.emd2(wa, wb, M, numItermax=EMD_MAX_ITER, log=True)
     if log.get("warning"):
-        raise RuntimeError(f"ot.emd2 did not solve the transport problem: {log['warning']}")
+        raise ConvergenceError(f"ot.emd2 did not solve the transport problem: {log['warning']}")
     cost = float(cost)
     return math.sqrt(max(cost, 0.0)) if order == 2 else cost
 

@@ -53,6 +53,16 @@ class StepBudgetError(MeanfieldError, RuntimeError):
     """A solve would need (or took) more steps than ``max_steps``."""
 
 
+class NumericalError(MeanfieldError, FloatingPointError):
+    """A computation became non-finite (NaN or inf) part-way, usually from a step size or a
+    temperature outside the range the scheme can follow; the message names the parameter to
+    change."""
+
+
+class ConvergenceError(MeanfieldError, RuntimeError):
+    """An iterative solve (a Gibbs state, a transport problem) did not converge."""
+
+
 __all__ = [
     "MeanfieldError",
     "InputError",
@@ -64,4 +74,6 @@ __all__ = [
     "MissingFileError",
     "SweepConflictError",
     "StepBudgetError",
+    "NumericalError",
+    "ConvergenceError",
 ]

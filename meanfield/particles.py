@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_positive
 from .energy import Energy
-from .errors import InputError
+from .errors import InputError, NumericalError
 from .results import provenance
 
 REGIMES = ("mean-field", "coulomb-gas")
@@ -46,7 +46,7 @@ def _noise(shape, generator, like: torch.Tensor) -> torch.Tensor:
 
 def _check_finite(x: torch.Tensor, what: str, step: int):
     if not torch.isfinite(x).all():
-        raise FloatingPointError(
+        raise NumericalError(
             f"{what} became non-finite at step {step}: lower the step size eta, soften the "
             "kernel (softening > 0) or check the data scale"
         )
@@ -227,7 +227,7 @@ class MALA:
         log_bwd = -((omega - prop + h * gradU2) ** 2).sum((-1, -2)) / (4 * h)
         log_alpha = -U2 + U + log_bwd - log_fwd
         if torch.isnan(log_alpha).any():
-            raise FloatingPointError(f"MALA acceptance ratio is NaN at step {state.step}")
+            raise NumericalError(f"MALA acceptance ratio is NaN at step {state.step}")
         accept = metropolis(log_alpha, generator, valid=inside)
         return accept_or_keep(state, accept, prop, U2, gradU2)
 

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from meanfield.cli import main
 from meanfield.config import SimulationConfig
@@ -129,14 +130,49 @@ def test_compare_bad_input(capsys, tmp_path):
 
 
 def test_study_commands(tmp_path, capsys):
-    assert main(["study", "equilibrium", "--n", "8", "16", "--seeds", "2", "--t-end", "1",
-                 "--scheduler", "threads", "--out", str(tmp_path / "eq")]) == 0
+    assert (
+        main(
+            [
+                "study",
+                "equilibrium",
+                "--n",
+                "8",
+                "16",
+                "--seeds",
+                "2",
+                "--t-end",
+                "1",
+                "--scheduler",
+                "threads",
+                "--out",
+                str(tmp_path / "eq"),
+            ]
+        )
+        == 0
+    )
     # two sizes: the rate is reported as undetermined, never as a number with a CI
     out = capsys.readouterr().out
     assert "W2 ~ N^rate, rate undetermined" in out and "CI [" not in out
-    assert main(["study", "particles-vs-grid", "--n", "32", "64", "--seeds", "2",
-                 "--t-final", "0.1", "--scheduler", "threads",
-                 "--out", str(tmp_path / "pg")]) == 0
+    assert (
+        main(
+            [
+                "study",
+                "particles-vs-grid",
+                "--n",
+                "32",
+                "64",
+                "--seeds",
+                "2",
+                "--t-final",
+                "0.1",
+                "--scheduler",
+                "threads",
+                "--out",
+                str(tmp_path / "pg"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "kernel gap ~ N^rate" in out and "undetermined" in out
     assert (tmp_path / "pg" / "sweep.nc").exists()
@@ -153,13 +189,49 @@ def test_figures_command_small(tmp_path, capsys):
 
 
 def test_study_beta_and_t_decay(tmp_path, capsys):
-    assert main(["study", "beta", "--case", "uniform", "--betas", "1", "8", "--n", "8",
-                 "--seeds", "2", "--t-end", "1", "--scheduler", "threads",
-                 "--out", str(tmp_path / "b")]) == 0
+    assert (
+        main(
+            [
+                "study",
+                "beta",
+                "--case",
+                "uniform",
+                "--betas",
+                "1",
+                "8",
+                "--n",
+                "8",
+                "--seeds",
+                "2",
+                "--t-end",
+                "1",
+                "--scheduler",
+                "threads",
+                "--out",
+                str(tmp_path / "b"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "coulomb-gas" in out and "rate undetermined" in out
-    assert main(["study", "t-decay", "--case", "uniform", "--beta", "1", "--t-final", "4",
-                 "--out", str(tmp_path / "t")]) == 0
+    assert (
+        main(
+            [
+                "study",
+                "t-decay",
+                "--case",
+                "uniform",
+                "--beta",
+                "1",
+                "--t-final",
+                "4",
+                "--out",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
     assert "exp(-" in capsys.readouterr().out
     assert (tmp_path / "t" / "t_decay.nc").exists()
 
@@ -167,11 +239,47 @@ def test_study_beta_and_t_decay(tmp_path, capsys):
 def test_simulate_without_data_the_pure_coulomb_gas(tmp_path):
     # the README's log-gas example: no alignment, so no data set is drawn (p = data_dim = 1)
     out = tmp_path / "gas.nc"
-    assert main(["simulate", "--alignment", "none", "--confinement", "1", "--kernel", "log",
-                 "--softening", "0", "--lam", "0.5", "--n-particles", "20", "--domain", "box",
-                 "--radius", "4", "--method", "mala", "--regime", "coulomb-gas", "--beta", "2",
-                 "--eta", "0.001", "--n-steps", "50", "--data-dim", "1", "--feature", "positive",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--alignment",
+                "none",
+                "--confinement",
+                "1",
+                "--kernel",
+                "log",
+                "--softening",
+                "0",
+                "--lam",
+                "0.5",
+                "--n-particles",
+                "20",
+                "--domain",
+                "box",
+                "--radius",
+                "4",
+                "--method",
+                "mala",
+                "--regime",
+                "coulomb-gas",
+                "--beta",
+                "2",
+                "--eta",
+                "0.001",
+                "--n-steps",
+                "50",
+                "--data-dim",
+                "1",
+                "--feature",
+                "positive",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     ds = load_dataset(out)
     assert ds.attrs["p"] == 1 and "energy_interaction" in ds and "acceptance_rate" in ds
 
@@ -179,8 +287,22 @@ def test_simulate_without_data_the_pure_coulomb_gas(tmp_path):
 # ---- issue 11 ---------------------------------------------------------------------------
 def test_stale_sweep_folder_is_not_reused_by_the_cli(tmp_path, capsys):
     """The issue's case: the same --out with another case and beta computes its own runs."""
-    base = ["study", "equilibrium", "--n", "4", "6", "--seeds", "2", "--t-end", "0.05",
-            "--scheduler", "threads", "--no-progress", "--out", str(tmp_path)]
+    base = [
+        "study",
+        "equilibrium",
+        "--n",
+        "4",
+        "6",
+        "--seeds",
+        "2",
+        "--t-end",
+        "0.05",
+        "--scheduler",
+        "threads",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(base + ["--case", "uniform", "--beta", "4"]) == 0
     first = capsys.readouterr()
     assert main(base + ["--case", "semicircle", "--beta", "50"]) == 0
@@ -193,8 +315,24 @@ def test_stale_sweep_folder_is_not_reused_by_the_cli(tmp_path, capsys):
 def test_pinned_particles_are_reported(tmp_path, capsys):
     for flags in (["--eta", "1e6"], ["--beta", "1e-300"]):
         out = tmp_path / "pinned.nc"
-        assert main(["simulate", "--n-particles", "8", "--n-steps", "3", "--n-data", "20",
-                     "--no-progress", "--out", str(out), *flags]) == 0
+        assert (
+            main(
+                [
+                    "simulate",
+                    "--n-particles",
+                    "8",
+                    "--n-steps",
+                    "3",
+                    "--n-data",
+                    "20",
+                    "--no-progress",
+                    "--out",
+                    str(out),
+                    *flags,
+                ]
+            )
+            == 0
+        )
         err = capsys.readouterr().err
         assert "warning: one noise step" in err and "wider than the domain" in err
         assert "ended on the boundary" in err
@@ -221,8 +359,12 @@ def test_min_pair_distance_is_exact_and_linear_in_memory():
 
 
 def test_study_help_is_per_kind_with_defaults(capsys):
-    for kind, flag in (("equilibrium", "--regime"), ("particles-vs-grid", "--t-final"),
-                       ("beta", "--betas"), ("t-decay", "--t-final")):
+    for kind, flag in (
+        ("equilibrium", "--regime"),
+        ("particles-vs-grid", "--t-final"),
+        ("beta", "--betas"),
+        ("t-decay", "--t-final"),
+    ):
         with pytest.raises(SystemExit):
             main(["study", kind, "--help"])
         text = capsys.readouterr().out
@@ -231,3 +373,43 @@ def test_study_help_is_per_kind_with_defaults(capsys):
         main(["study", "--help"])
     text = capsys.readouterr().out
     assert all(k in text for k in ("equilibrium", "particles-vs-grid", "beta", "t-decay"))
+
+
+def test_t_decay_too_short_prints_an_undetermined_rate(tmp_path, capsys, monkeypatch):
+    """The README's t-decay command with a short --t-final: the rate is reported as
+    undetermined with the flag to change, the dataset is still written, exit status 0."""
+    from meanfield.studies import limits
+
+    fast = limits.free_energy_decay
+
+    def small(energy, beta, **kw):  # the CLI's problem on a coarser grid (same code path)
+        return fast(energy, beta, cells=64, n_records=20, n_boot=10, **kw)
+
+    monkeypatch.setattr(limits, "free_energy_decay", small)
+    out = tmp_path / "td"
+    argv = ["study", "t-decay", "--case", "uniform", "--t-final", "0.3", "--no-progress"]
+    assert main([*argv, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "rate undetermined" in text and "lengthen --t-final" in text
+    assert (out / "t_decay.nc").exists()
+
+
+def test_a_run_that_diverges_ends_with_one_line_and_status_2(tmp_path, capsys, monkeypatch):
+    """A numerical failure part-way (a NumericalError, e.g. a non-finite drift from too large
+    a step) is a user error: one line naming what to change, exit 2; --debug re-raises."""
+    from meanfield.config import SimulationConfig
+    from meanfield.errors import MeanfieldError, NumericalError
+    from meanfield.particles import _check_finite
+
+    def diverge(self, progress=False):
+        _check_finite(torch.tensor([float("nan")]), "the drift", 7)
+
+    monkeypatch.setattr(SimulationConfig, "run", diverge)
+    argv = ["simulate", "--no-progress", "--n-data", "20", "--out", str(tmp_path / "r.nc")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "step 7" in err[0] and "eta" in err[0] and "NumericalError" in err[0]
+    assert not (tmp_path / "r.nc").exists()
+    with pytest.raises(NumericalError) as info:
+        main(["--debug", *argv])
+    assert isinstance(info.value, MeanfieldError) and isinstance(info.value, FloatingPointError)

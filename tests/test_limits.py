@@ -46,3 +46,18 @@ def test_free_energy_gap_decays_at_the_ou_rate():
     assert 1.97 < ds.attrs["rate"] < 2.005
     assert ds.attrs["rate_ci_low"] <= ds.attrs["rate"] <= ds.attrs["rate_ci_high"]
     assert np.all(np.diff(ds["free_energy"].values) <= 1e-12)  # the free energy never rises
+
+
+def test_free_energy_decay_too_short_reports_an_undetermined_rate():
+    """t_end = 0.3 leaves the OU gap (KL of a Gaussian shifted by 1, about 0.5 e^(-2t)) near
+    0.3, far above the fit window's 1e-3: no record can enter the fit, so the rate must be
+    undetermined (NaN with the reason), not a traceback nor a number fitted to the transient."""
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.studies.limits import free_energy_decay
+
+    E = Energy([QuadraticPotential()], Box(1, 6.0))
+    ds = free_energy_decay(E, 1.0, cells=64, t_end=0.3, n_records=20, n_boot=10)
+    assert np.isnan(ds.attrs["rate"]) and np.isnan(ds.attrs["rate_ci_low"])
+    assert ds.attrs["rate_status"].startswith("undetermined") and "t_end" in ds.attrs["rate_status"]
+    assert np.all(ds["gap"].values > 1e-3)

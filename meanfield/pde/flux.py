@@ -38,6 +38,7 @@ from scipy.linalg import solve_banded
 from scipy.sparse.linalg import splu
 
 from .._validation import check_choice, check_positive
+from ..errors import NumericalError
 from .grid import Grid
 
 #: Smallest positive normal float: the floor under log ρ in the upwind scheme.
@@ -352,7 +353,7 @@ class ScharfetterGummel(Scheme):
         # negatives of size ~1e-16 max ρ: set those to zero, anything larger is an error
         floor = -1e-12 * max(float(np.max(np.abs(new))), TINY)
         if np.any(new < floor):
-            raise FloatingPointError(
+            raise NumericalError(
                 f"implicit Scharfetter-Gummel step produced a negative density ({new.min():.3g}); "
                 "this should not happen for a finite potential: check U for NaN or inf"
             )

@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_int, check_positive
-from ..errors import InputError, StepBudgetError
+from ..errors import InputError, NumericalError, StepBudgetError
 from ..results import provenance
 from .field import Density
 from .trackers import FinishedSimulation, GuardTracker, ProgressTracker, Tracker
@@ -107,7 +107,7 @@ def _check_step_budget(equation, rho, duration, safety, dt_max, fixed_dt, max_st
     else:
         U = equation.grid_energy.potential(rho)
         if not np.all(np.isfinite(U)):
-            raise FloatingPointError("the potential dE/drho is non-finite at the initial state")
+            raise NumericalError("the potential dE/drho is non-finite at the initial state")
         stiff = equation.grid_energy.pair_stiffness * float(rho.max())
         dt_stable = equation.scheme.prepare(rho, U, equation.grid, equation.beta, stiff)[2]
         step = min(safety * dt_stable, dt_max)
@@ -231,9 +231,7 @@ def solve(
             if U is None or equation.grid_energy.depends_on_density:
                 U = equation.grid_energy.potential(rho)
                 if not np.all(np.isfinite(U)):
-                    raise FloatingPointError(
-                        f"the potential dE/drho became non-finite at t={t:.6g}"
-                    )
+                    raise NumericalError(f"the potential dE/drho became non-finite at t={t:.6g}")
             stiff = equation.grid_energy.pair_stiffness * float(rho.max())
             out, inn, dt_stable = scheme.prepare(rho, U, grid, beta, stiff)
             step = fixed_dt if fixed_dt is not None else safety * dt_stable
@@ -246,7 +244,7 @@ def solve(
                 step = target - t
                 clipped = True
             if not step > 0:
-                raise RuntimeError(f"non-positive time step {step!r} at t={t:.6g}")
+                raise NumericalError(f"non-positive time step {step!r} at t={t:.6g}")
             rho = scheme.advance(rho, U, grid, beta, step, out, inn)
             t = target if clipped else t + step
             n_steps += 1

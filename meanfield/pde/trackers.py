@@ -114,7 +114,7 @@ class ProgressTracker(Tracker):
                 total=total,
                 desc=self.desc,
                 unit="time",
-                bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} [{elapsed}]",
+                bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} [{elapsed}<{remaining}]",
             )
             return
         self.bar.update(t - self._last)

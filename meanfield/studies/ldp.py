@@ -31,6 +31,7 @@ import xarray as xr
 
 from .._validation import check_choice, check_int, check_positive
 from ..energy import Energy, Potential
+from ..errors import ConvergenceError
 from ..particles import sample_hmc, simulate
 from ..results import provenance
 
@@ -127,7 +128,7 @@ def scgf_on_grid(
         else:  # Coulomb-gas regime: the limit is the β = ∞ minimiser of E − (θ/β)∫f
             rho_th, report = equilibrium_measure(tilted, grid)
         if not report.converged:
-            raise RuntimeError(f"tilted Gibbs state at theta={th} did not converge: {report}")
+            raise ConvergenceError(f"tilted Gibbs state at theta={th} did not converge: {report}")
         rho = Density(grid, rho_th.data) if isinstance(rho_th, Density) else rho_th
         F.append(report.free_energy)
         a.append(float((rho_th.data * f_cells).sum() * grid.cell_volume))
@@ -309,7 +310,9 @@ def tail_probability(
     rep = weights.mean(0)
     m = rep.mean()
     if m <= 0:
-        raise RuntimeError(f"no tilted sample reached L_N >= {a}: increase theta or the samples")
+        raise ConvergenceError(
+            f"no tilted sample reached L_N >= {a}: increase theta or the samples"
+        )
     log_ind = math.log(m) - theta * speed * a
     log_ind_se = rep.std(ddof=1) / math.sqrt(n_replicas) / m
     log_p = log_ratio + log_ind
@@ -406,7 +409,7 @@ def kernel_concentration(
     else:
         rho, report = equilibrium_measure(energy, grid)
     if not report.converged:
-        raise RuntimeError(f"the reference density did not converge: {report}")
+        raise ConvergenceError(f"the reference density did not converge: {report}")
     gen = torch.Generator().manual_seed(seed)
     prob = np.zeros((len(Ns), len(eps)))
     se = np.zeros_like(prob)

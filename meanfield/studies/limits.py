@@ -9,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 import xarray as xr
+from tqdm.auto import tqdm
 
 from .._validation import check_choice, check_fit_sizes, check_int, check_positive
 from ..closed_forms import equilibrium_case, wasserstein_to_law_1d
 from ..domains import Ball, Box
 from ..energy import Energy, PairInteraction, QuadraticPotential
+from ..errors import ConvergenceError
 from ..kernels import Riesz
 from ..particles import simulate
 from ..results import provenance
@@ -139,7 +141,7 @@ def exact_cell_density(case: str, grid):
     return Density(grid, np.diff(law.cdf(edges)) / grid.cell_volume)
 
 
-def beta_limit_grid(case: str, betas, *, cells: int = 512) -> xr.Dataset:
+def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = False) -> xr.Dataset:
     """W2(ρ_β, μ*) on a grid: the mean-field Gibbs state against the exact β = ∞ law.
 
     ρ_β solves ρ = Z⁻¹ exp(−β δE/δρ[ρ]) (Newton–Krylov, warm-started along increasing β);
@@ -153,10 +155,10 @@ def beta_limit_grid(case: str, betas, *, cells: int = 512) -> xr.Dataset:
     grid = Grid(energy.domain, cells)
     mstar = exact_cell_density(case, grid)
     w2, rho = [], None
-    for beta in betas:
+    for beta in tqdm(betas, desc="grid Gibbs states", unit="beta", disable=not progress):
         rho, report = gibbs_state(energy, grid, float(beta), method="newton", rho0=rho)
         if not report.converged:
-            raise RuntimeError(f"Gibbs state at beta={beta} did not converge: {report}")
+            raise ConvergenceError(f"Gibbs state at beta={beta} did not converge: {report}")
         w2.append(wasserstein_grids(rho, mstar))
     return xr.Dataset(
         {"w2_grid": ("beta", np.asarray(w2))},
@@ -258,23 +260,28 @@ def free_energy_decay(
     fit_window=(1e-9, 1e-3),
     n_boot: int = 1000,
     seed: int = 0,
+    progress: bool = False,
 ) -> xr.Dataset:
     """t → ∞: the free-energy gap F_β(ρ_t) − F_β(ρ_β) along the McKean–Vlasov flow (p = 1).
 
     The flow starts from a Gaussian N(mean0, std0²) on the grid; ρ_β is the grid Gibbs state.
     The exponential rate is the slope of log(gap) against t over the times where the gap lies
     in ``fit_window`` (above round-off, past the initial transient), with a residual-bootstrap
-    95 % interval.
+    95 % interval.  Fewer than 5 records in the window (``t_end`` too short for the gap to
+    fall below ``fit_window[1]``) leave the rate undetermined: NaN, with ``rate_status``
+    saying why, never a number fitted to the transient.
 
     Returns
     -------
     xarray.Dataset over ``time``: ``free_energy``, ``gap``; attributes ``rate``,
-    ``rate_ci_low``, ``rate_ci_high``, ``F_beta_min``.
+    ``rate_ci_low``, ``rate_ci_high``, ``rate_status`` (``"fitted"`` or why not),
+    ``F_beta_min``.
     """
     from ..pde import FreeEnergyTracker, Grid, McKeanVlasov, gibbs_state, solve
     from ..pde.field import Density
 
     beta = check_positive("beta", beta)
+    t_end = check_positive("t_end", t_end)
     if energy.dim != 1:
         raise ValueError(f"free_energy_decay is written for p = 1, got p = {energy.dim}")
     grid = Grid(energy.domain, cells)
@@ -282,22 +289,29 @@ def free_energy_decay(
     eq = McKeanVlasov(energy, grid, beta, scheme="sg-implicit")
     tracker = FreeEnergyTracker(interval=t_end / n_records)
     rho0 = Density.gaussian(grid, mean=mean0, std=std0)
-    solve(eq, rho0, t_end, trackers=[tracker], dt=t_end / (4 * n_records))
+    solve(eq, rho0, t_end, trackers=[tracker], dt=t_end / (4 * n_records), progress=progress)
     fe = tracker.to_dataset()
     t, F = fe["time"].values, fe["free_energy"].values
     gap = F - report.free_energy
     sel = (gap > fit_window[0]) & (gap < fit_window[1])
     if sel.sum() < 5:
-        raise RuntimeError("fewer than 5 records in the fit window: lengthen t_end")
-    tt, lg = t[sel], np.log(gap[sel])
-    slope, icpt = np.polyfit(tt, lg, 1)
-    resid = lg - (slope * tt + icpt)
-    rng = np.random.default_rng(seed)
-    boots = [
-        np.polyfit(tt, slope * tt + icpt + rng.choice(resid, len(resid)), 1)[0]
-        for _ in range(n_boot)
-    ]
-    lo, hi = np.quantile(boots, [0.025, 0.975])
+        slope = lo = hi = np.nan
+        status = (
+            f"undetermined: {int(sel.sum())} of {len(gap)} records have the gap in "
+            f"[{fit_window[0]:g}, {fit_window[1]:g}] (at least 5 needed; the gap is "
+            f"{gap[-1]:.3g} at t_end = {t_end:g}): lengthen t_end"
+        )
+    else:
+        tt, lg = t[sel], np.log(gap[sel])
+        slope, icpt = np.polyfit(tt, lg, 1)
+        resid = lg - (slope * tt + icpt)
+        rng = np.random.default_rng(seed)
+        boots = [
+            np.polyfit(tt, slope * tt + icpt + rng.choice(resid, len(resid)), 1)[0]
+            for _ in range(n_boot)
+        ]
+        lo, hi = np.quantile(boots, [0.025, 0.975])
+        status = "fitted"
     return xr.Dataset(
         {"free_energy": ("time", F), "gap": ("time", gap)},
         coords={"time": t},
@@ -311,6 +325,7 @@ def free_energy_decay(
                 "rate": -slope,
                 "rate_ci_low": -hi,
                 "rate_ci_high": -lo,
+                "rate_status": status,
                 "F_beta_min": report.free_energy,
                 **energy.describe(),
             },
