@@ -80,21 +80,33 @@ class UniformInterval(Law1D):
         return 2 * np.clip(np.asarray(u, dtype=float), 0, 1) - 1
 
 
-class DiskRadius(Law1D):
-    """Law of |ω| under the uniform unit disk (p = 2 log-gas): CDF r² on [0, 1]."""
+class BallRadius(Law1D):
+    """Law of |ω| under the uniform unit ball of R^p: CDF r^p on [0, 1].
 
-    def __init__(self):
-        super().__init__("disk_radius", 0.0, 1.0)
+    p = 2: the log-gas of the plane (uniform disk); p = 3: the Coulomb gas 1/|z| of R³.
+    """
+
+    def __init__(self, dim: int = 3):
+        super().__init__(f"ball{check_int('dim', dim)}_radius", 0.0, 1.0)
+        object.__setattr__(self, "dim", int(dim))
 
     def pdf(self, r):
         r = np.asarray(r, dtype=float)
-        return np.where((r >= 0) & (r <= 1), 2 * r, 0.0)
+        return np.where((r >= 0) & (r <= 1), self.dim * np.clip(r, 0, 1) ** (self.dim - 1), 0.0)
 
     def cdf(self, r):
-        return np.clip(np.asarray(r, dtype=float), 0, 1) ** 2
+        return np.clip(np.asarray(r, dtype=float), 0, 1) ** self.dim
 
     def quantile(self, u):
-        return np.sqrt(np.clip(np.asarray(u, dtype=float), 0, 1))
+        return np.clip(np.asarray(u, dtype=float), 0, 1) ** (1.0 / self.dim)
+
+
+class DiskRadius(BallRadius):
+    """Law of |ω| under the uniform unit disk (p = 2 log-gas): CDF r² on [0, 1]."""
+
+    def __init__(self):
+        super().__init__(2)
+        object.__setattr__(self, "name", "disk_radius")
 
 
 CASES = {

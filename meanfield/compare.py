@@ -25,7 +25,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from ._validation import check_fit_sizes, check_int, check_output_path, check_positive
-from .diagnostics import EXACT_MAX_PAIRS, kernel_gap, wasserstein_particles_grid
+from .diagnostics import kernel_gap, resolve_w_method, wasserstein_particles_grid
 from .domains import Box
 from .energy import (
     AlignmentTerm,
@@ -47,12 +47,6 @@ def _data_term(energy: Energy):
         if isinstance(t, AlignmentTerm):
             return t
     return None
-
-
-def _w_method(p: int, n: int, m: int, method: str) -> str:
-    if method != "auto":
-        return method
-    return "exact" if p == 1 or n * m <= EXACT_MAX_PAIRS else "sliced"
 
 
 def compare(
@@ -164,7 +158,7 @@ def compare(
         raise RuntimeError(f"grid records do not line up with particle records (lag {lag:g})")
     grid_ds = grid_ds.assign_coords(time=times)
 
-    method = _w_method(p, n_particles, int(np.count_nonzero(initial.data)), w_method)
+    method = resolve_w_method(p, n_particles, int(np.count_nonzero(initial.data)), w_method)
     omega = ds_p["omega"].values
     w2 = np.empty(len(times))
     w1 = np.full(len(times), np.nan)

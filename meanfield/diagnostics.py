@@ -10,13 +10,15 @@ Conventions
   densities is computed exactly from quantile functions (piecewise linear for a cell
   density, piecewise constant for particles), merged on their common breakpoints and
   integrated in closed form: W_q^q = ∫_0^1 |Q_μ(u) − Q_ρ(u)|^q du.
-* In p = 2 the grid density is replaced by atoms at the cell centres carrying the cell masses
+* In p = 2 and 3 the grid density is replaced by atoms at the cell centres carrying the cell masses
   (``density_model="centres"``), and W_q is the exact optimal-transport cost from
   ``ot.emd2`` (network simplex, float64 weights, cells of zero mass dropped).  Moving each
   cell's mass to its centre costs at most h √(p/12) in W2, a bias of that size.
 * For large problems (N × M_support > :data:`EXACT_MAX_PAIRS`, chosen from the timing in
   ``benchmarks/bench_pde.py``) ``method="auto"`` switches to the sliced distance
-  SW_2 (``ot.sliced_wasserstein_distance``), a different quantity with SW_2 ≤ W_2.
+  SW_2 (``ot.sliced_wasserstein_distance``), a different quantity with SW_2 ≤ W_2.  Whoever
+  records a distance computed under ``auto`` names it with :func:`resolve_w_method` (the
+  same rule): a sliced value is labelled "sliced W2", never "W2".
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ EMD_MAX_ITER = 100_000_000
 # ----------------------------------------------------------------------------------------
 # inputs
 # ----------------------------------------------------------------------------------------
+def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto") -> str:
+    """The distance ``method="auto"`` computes: "exact" or "sliced".
+
+    Parameters
+    ----------
+    p : int
+        Dimension.
+    n_a, n_b : int
+        Support sizes of the two measures (particles, cells of non-zero mass).
+    method : {"auto", "exact", "sliced"}
+
+    Returns
+    -------
+    str
+        ``method`` itself unless "auto"; then "exact" in p = 1 or while
+        n_a × n_b ≤ :data:`EXACT_MAX_PAIRS`, else "sliced".
+    """
+    check_choice("method", method, ("auto", "exact", "sliced"))
+    if method != "auto":
+        return method
+    return "exact" if p == 1 or int(n_a) * int(n_b) <= EXACT_MAX_PAIRS else "sliced"
+
+
 def _particles(omega, p: int, weights=None):
     x = check_array("omega (particles)", omega)
     if x.ndim == 1 and p == 1:
@@ -212,18 +237,18 @@ def wasserstein_particles_grid(
     omega : array (N, p)
         Particles (same unit as the grid coordinates).
     density : Density
-        Grid density on p ∈ {1, 2}; normalised to mass 1 here.
+        Grid density on p ∈ {1, 2, 3}; normalised to mass 1 here.
     order : {1, 2}
         q.
     method : {"auto", "exact", "sliced"}
-        ``exact``: quantile functions in p = 1, ``ot.emd2`` in p = 2.  ``sliced``: SW2
-        (order 2 only).  ``auto``: exact in p = 1, and in p = 2 while N × M ≤
-        :data:`EXACT_MAX_PAIRS`, else sliced.
+        ``exact``: quantile functions in p = 1, ``ot.emd2`` in p = 2, 3.  ``sliced``: SW2
+        (order 2 only).  ``auto``: exact in p = 1, and in p ≥ 2 while N × M ≤
+        :data:`EXACT_MAX_PAIRS`, else sliced (:func:`resolve_w_method` says which).
     weights : array (N,), optional
         Particle weights (default uniform).
     density_model : {"cells", "centres"}, optional
         How the grid density is read (module docstring); default "cells" in p = 1 (exact),
-        "centres" in p = 2 (the only one available there).
+        "centres" in p = 2, 3 (the only one available there).
     n_projections, seed : int
         Sliced distance only.
 
@@ -239,13 +264,10 @@ def wasserstein_particles_grid(
     model = density_model or ("cells" if p == 1 else "centres")
     check_choice("density_model", model, ("cells", "centres"))
     if model == "cells" and p != 1:
-        raise ValueError("density_model='cells' is exact only in p = 1; use 'centres' in p = 2")
+        raise ValueError(f"density_model='cells' is exact only in p = 1; use 'centres' in p = {p}")
     x, w = _particles(omega, p, weights)
     cells = rho.masses.ravel()
-    if method == "auto":
-        method = (
-            "exact" if p == 1 or len(x) * np.count_nonzero(cells) <= EXACT_MAX_PAIRS else "sliced"
-        )
+    method = resolve_w_method(p, len(x), np.count_nonzero(cells), method)
     if method == "sliced":
         if order != 2:
             raise ValueError("method='sliced' gives the sliced W2 only (order=2)")
@@ -282,7 +304,7 @@ def wasserstein_grids(
     """W_q between two grid densities (normalised to mass 1).
 
     p = 1: exact, both densities piecewise constant (the grids may differ but must be 1D).
-    p = 2: ``ot.emd2`` between the cell-centre atoms (cost matrix M_a × M_b, zero cells
+    p = 2, 3: ``ot.emd2`` between the cell-centre atoms (cost matrix M_a × M_b, zero cells
     dropped), or the sliced W2 when ``method="sliced"`` or the product exceeds
     :data:`EXACT_MAX_PAIRS` under ``method="auto"``.
     """
@@ -293,12 +315,12 @@ def wasserstein_grids(
     check_choice("method", method, ("auto", "exact", "sliced"))
     if a.grid.dim == 1:
         if method == "sliced":
-            raise ValueError("method='sliced' is for p = 2; in p = 1 the exact distance is cheap")
+            raise ValueError(
+                "method='sliced' is for p = 2, 3; in p = 1 the exact distance is cheap"
+            )
         return _quantile_distance(_segments_cells(a), _segments_cells(b), order)
     ma, mb = a.masses.ravel(), b.masses.ravel()
-    if method == "auto":
-        pairs = np.count_nonzero(ma) * np.count_nonzero(mb)
-        method = "exact" if pairs <= EXACT_MAX_PAIRS else "sliced"
+    method = resolve_w_method(a.grid.dim, np.count_nonzero(ma), np.count_nonzero(mb), method)
     if method == "sliced":
         if order != 2:
             raise ValueError("method='sliced' gives the sliced W2 only (order=2)")

@@ -39,7 +39,7 @@ def test_cell_index_inverts_centres():
 @pytest.mark.parametrize(
     "domain, n, match",
     [
-        (Box(3, 1.0), 8, r"p in \{1, 2\}, got p=3"),
+        (Box(4, 1.0), 8, r"p in \{1, 2, 3\}, got p=4"),
         (Ball(2, 1.0), 8, "incompatible domain"),
         (Box(1, 1.0), 3, r"n \(cells per axis\) must be an integer >= 4"),
         (Box(2, 1.0), (8, 8, 8), "must give 2 cell count"),

@@ -2,7 +2,7 @@
 
 Pieces, each in its own module, in the manner of py-pde:
 
-* :mod:`~meanfield.pde.grid`: :class:`Grid`, a cell-centred grid on a box (p = 1, 2);
+* :mod:`~meanfield.pde.grid`: :class:`Grid`, a cell-centred grid on a box (p = 1, 2, 3);
 * :mod:`~meanfield.pde.field`: :class:`Density`, the state (cell averages, validated);
 * :mod:`~meanfield.pde.convolution`: pair potentials by zero-padded FFT with cell-integrated
   (singular) kernels;

@@ -7,18 +7,19 @@ For a density ρ of cell averages ρ_j, the pair potential at the centre x_i of 
 with C_m the cell of index offset m = (m_1, …, m_p) centred at (m_1 h_1, …, m_p h_p).  The
 weights W_m are the kernel integrated over a whole cell, so a singular kernel (Riesz
 |z|^(−s) with s < p, log, Coulomb) gives finite weights: the singularity is integrable and is
-integrated, never sampled.  The sum is a Toeplitz (p = 2: block-Toeplitz) product evaluated
+integrated, never sampled.  The sum is a Toeplitz (p ≥ 2: multilevel Toeplitz) product evaluated
 exactly, without periodic wrap-around, by FFT on a grid zero-padded to at least 2n − 1 points
 per axis: O(M log M) for M cells.
 
 Quadrature for W_m (any radial :class:`~meanfield.kernels.PairKernel`, through ``radial(r)``):
 
-* the central cell (the one holding the singularity) in polar coordinates: the cell is split
-  into triangles with the singularity at a vertex; the radial integral ∫_0^R k(r) r^(p−1) dr is
-  exact for an unsoftened Riesz or log kernel and otherwise done by tanh-sinh
-  (double-exponential) quadrature after the substitution r = R x^(1/δ), δ = p − s for a Riesz
-  kernel with 0 < s < p, which tames the near-singularity of a softened kernel; the angle by
-  Gauss–Legendre;
+* the central cell (the one holding the singularity) in spherical coordinates about it: the
+  cell is split into 2p pyramids with the singularity at their apex, one per face
+  (:func:`_central_cell_integral`); the radial integral ∫_0^R k(r) r^(p−1) dr is exact for an
+  unsoftened Riesz or log kernel and otherwise done by tanh-sinh (double-exponential)
+  quadrature after the substitution r = R x^(1/δ), δ = p − s for a Riesz kernel with
+  0 < s < p, which tames the near-singularity of a softened kernel; the solid angle by
+  Gauss–Legendre over the faces;
 * every other cell by tensor Gauss–Legendre, with a node count chosen from the distance to the
   singularity so that the Bernstein-ellipse error bound ρ^(−2n) is below 1e-15
   (:func:`_gl_nodes`).
@@ -43,7 +44,8 @@ GL_MAX_NODES = 64
 #: integrand analytic in a strip (below 1e-15 at τ = 1/24).
 TANH_SINH_STEP = 1.0 / 24.0
 TANH_SINH_RANGE = 4.0
-#: Gauss–Legendre nodes in the angle of the central cell (the integrand is analytic in θ).
+#: Gauss–Legendre nodes per face axis in the solid angle of the central cell (the integrand
+#: is analytic on the face).
 ANGLE_NODES = 48
 
 
@@ -100,23 +102,41 @@ def radial_moment(kernel: PairKernel, R, p: int) -> np.ndarray:
 
 
 def _central_cell_integral(kernel: PairKernel, h: tuple) -> float:
-    """∫ over the cell centred at the singularity, [−h_1/2, h_1/2] × …."""
+    """∫ over the cell centred at the singularity, [−h_1/2, h_1/2] × … (any p).
+
+    The cell is the union of 2p pyramids with apex at the singularity, one per face.  For the
+    face ⊥ axis a at distance d = h_a/2, in solid-angle form
+
+        ∫_pyramid k(|z|) dz = ∫_face (d / |y|^p) M(|y|) dA(y),   M(R) = ∫_0^R k(r) r^(p−1) dr,
+
+    (dA d/|y|^p is the solid angle seen from the apex), with M from :func:`radial_moment`
+    (exact for an unsoftened Riesz kernel).  The face integrand is analytic (|y| ≥ d > 0) and
+    is integrated by tensor Gauss–Legendre over the part y_b ∈ [0, h_b/2] (b ≠ a) of each
+    face, 1/2^(p−1) of it, the cell being symmetric in every axis: hence the factor
+    2 · 2^(p−1) = 2^p for the two faces ⊥ a and their parts.  p = 1 has a point for a face.
+    """
     p = len(h)
-    if p == 1:
-        return 2.0 * float(radial_moment(kernel, np.array(h[0] / 2), 1))
-    a, b = h[0] / 2, h[1] / 2
-    total = 0.0
-    theta_star = math.atan2(b, a)
+    half = np.asarray(h, dtype=float) / 2.0
     xg, wg = _gauss_legendre(ANGLE_NODES)
-    for lo, hi, edge in ((0.0, theta_star, "x"), (theta_star, 0.5 * math.pi, "y")):
-        th = 0.5 * (hi - lo) * xg + 0.5 * (hi + lo)
-        R = a / np.cos(th) if edge == "x" else b / np.sin(th)
-        total += 0.5 * (hi - lo) * float((wg * radial_moment(kernel, R, 2)).sum())
-    return 4.0 * total  # the four quadrants of the cell
+    total = 0.0
+    for a in range(p):
+        others = [b for b in range(p) if b != a]
+        # nodes on the face part [0, h_b/2] for b ≠ a, and y_a = d
+        r2 = np.full((ANGLE_NODES,) * (p - 1), half[a] ** 2)
+        w = np.ones((ANGLE_NODES,) * (p - 1))
+        for k, b in enumerate(others):
+            shape = [1] * (p - 1)
+            shape[k] = ANGLE_NODES
+            y = (0.5 * half[b] * (xg + 1.0)).reshape(shape)
+            r2 = r2 + y**2
+            w = w * (0.5 * half[b] * wg).reshape(shape)
+        R = np.sqrt(r2)
+        total += float((w * half[a] / R**p * radial_moment(kernel, R, p)).sum())
+    return 2.0**p * total
 
 
 def _regular_cell_integrals(kernel: PairKernel, h: tuple, offsets: np.ndarray, n_gl: int):
-    """Tensor Gauss–Legendre ∫_{C_m} k for cell offsets m (K, p) -> (K,)."""
+    """Tensor Gauss–Legendre ∫_{C_m} k for cell offsets m (K, p) -> (K,), any p."""
     p = len(h)
     xg, wg = _gauss_legendre(n_gl)
     out = np.empty(len(offsets))
@@ -124,19 +144,18 @@ def _regular_cell_integrals(kernel: PairKernel, h: tuple, offsets: np.ndarray, n
     per = n_gl**p
     step = max(1, (1 << 20) // per)
     hh = np.asarray(h)
+    scale = float(np.prod(0.5 * hh))
     for s in range(0, len(offsets), step):
-        m = offsets[s : s + step]
-        c = m * hh  # cell centres (K, p)
-        if p == 1:
-            z = c[:, 0:1] + 0.5 * hh[0] * xg[None, :]
-            r = np.abs(z)
-            val = (kernel.radial(r) * wg).sum(-1) * 0.5 * hh[0]
-        else:
-            zx = c[:, 0:1] + 0.5 * hh[0] * xg[None, :]  # (K, n)
-            zy = c[:, 1:2] + 0.5 * hh[1] * xg[None, :]
-            r = np.sqrt(zx[:, :, None] ** 2 + zy[:, None, :] ** 2)
-            val = np.einsum("kij,i,j->k", kernel.radial(r), wg, wg) * 0.25 * hh[0] * hh[1]
-        out[s : s + step] = val
+        c = offsets[s : s + step] * hh  # cell centres (K, p)
+        r2 = 0.0
+        for a in range(p):
+            shape = [len(c)] + [1] * p
+            shape[a + 1] = n_gl
+            r2 = r2 + ((c[:, a : a + 1] + 0.5 * hh[a] * xg[None, :]) ** 2).reshape(shape)
+        val = kernel.radial(np.sqrt(r2))  # (K, n_gl, …, n_gl)
+        for _ in range(p):  # contract the last node axis with the weights, p times
+            val = val @ wg
+        out[s : s + step] = val * scale
     return out
 
 

@@ -37,7 +37,7 @@ class McKeanVlasov:
     energy : Energy
         The model; its domain must be the grid's box.
     grid : Grid
-        p ∈ {1, 2}.
+        p ∈ {1, 2, 3}.
     beta : float
         Inverse temperature β > 0 (finite; use :func:`~meanfield.pde.stationary.equilibrium_measure`
         for β = inf).

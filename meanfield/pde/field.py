@@ -7,6 +7,7 @@ construction, so a negative or non-finite value is caught before any work is don
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -88,7 +89,7 @@ class Density:
         for a in range(p):
             cdf = 0.5 * (1 + erf((grid.edges[a] - mean[a]) / (std[a] * math.sqrt(2.0))))
             masses.append(np.diff(cdf) / grid.h[a])
-        data = masses[0] if p == 1 else np.outer(masses[0], masses[1])
+        data = functools.reduce(np.multiply.outer, masses)  # shape (n_1, …, n_p)
         out = cls(grid, data)
         return out.normalised() if normalise else out
 

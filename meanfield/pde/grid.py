@@ -1,9 +1,9 @@
-"""Cell-centred Cartesian grids on box domains (p = 1 and p = 2).
+"""Cell-centred Cartesian grids on box domains (p = 1, 2 and 3).
 
 The box [−R, R]^p is cut into ``n_1 × … × n_p`` equal cells.  A grid function holds one value
 per cell, stored as an array of shape :attr:`Grid.shape` with axis ``a`` running along
-coordinate ``a`` (``x`` first, then ``y``).  Densities are cell averages, so the mass of a
-density ρ is Σ_i ρ_i |C_i| with |C_i| = Π_a h_a the cell volume.
+coordinate ``a`` (``x``, ``y``, ``z``).  Densities are cell averages, so the mass of a density
+ρ is Σ_i ρ_i |C_i| with |C_i| = Π_a h_a the cell volume.
 
 Only boxes are supported: the finite-volume fluxes and the FFT convolution need a tensor grid
 whose faces are the domain boundary, where the no-flux condition is imposed exactly.
@@ -19,11 +19,11 @@ from .._validation import check_int
 from ..domains import Box, Domain
 
 #: Dimensions the grid solver handles.
-GRID_DIMS = (1, 2)
+GRID_DIMS = (1, 2, 3)
 #: Fewest cells per axis: the second-order reconstruction needs two neighbours.
 MIN_CELLS = 4
 #: Names of the coordinate axes in xarray output.
-AXIS_NAMES = ("x", "y")
+AXIS_NAMES = ("x", "y", "z")
 
 
 def check_grid_domain(domain: Domain) -> Box:
@@ -37,15 +37,15 @@ def check_grid_domain(domain: Domain) -> Box:
         )
     if domain.dim not in GRID_DIMS:
         raise ValueError(
-            f"the grid solver handles particle dimension p in {{1, 2}}, got p={domain.dim}; "
-            "use the particle dynamics (meanfield.particles) for p > 2"
+            f"the grid solver handles particle dimension p in {{1, 2, 3}}, got p={domain.dim}; "
+            "use the particle dynamics (meanfield.particles) for p > 3"
         )
     return domain
 
 
 @dataclass(frozen=True, eq=False)
 class Grid:
-    """A uniform cell-centred grid on a box ``[−R, R]^p``, p ∈ {1, 2}.
+    """A uniform cell-centred grid on a box ``[−R, R]^p``, p ∈ {1, 2, 3}.
 
     Parameters
     ----------
@@ -57,7 +57,7 @@ class Grid:
     Attributes
     ----------
     shape : tuple of int
-        ``(n_x,)`` or ``(n_x, n_y)``.
+        ``(n_x,)``, ``(n_x, n_y)`` or ``(n_x, n_y, n_z)``.
     h : tuple of float
         Cell widths ``2R / n_a`` (same unit as the particles ω).
     """

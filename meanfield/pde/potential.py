@@ -113,9 +113,21 @@ class GridEnergy:
                 # one-body: δE/δμ does not depend on μ (points/weights are ignored)
                 self.local[name] = self._eval(t, self._one, self._zero_w)
         self.external = sum(self.local.values()) if self.local else np.zeros(grid.shape)
-        #: Σ_pairs 2λ max_θ L(θ)|Ŵ(θ)|: times max ρ, the fastest linearised pair-interaction
-        #: rate (1/time), see :meth:`FFTConvolution.stiffness`
-        self.pair_stiffness = sum(2 * lam * conv.stiffness() for lam, conv in self.pair.values())
+        self._pair_stiffness = None
+
+    @property
+    def pair_stiffness(self) -> float:
+        """Σ_pairs 2λ × the stiffness of the convolution (:meth:`FFTConvolution.stiffness`):
+        times max ρ, the fastest linearised pair-interaction rate (1/time).
+
+        Computed on first use (80 FFT pairs of power iteration: seconds on a 64³ grid) and
+        cached; the β = ∞ solver never needs it.
+        """
+        if self._pair_stiffness is None:
+            self._pair_stiffness = sum(
+                2 * lam * conv.stiffness() for lam, conv in self.pair.values()
+            )
+        return self._pair_stiffness
 
     @property
     def depends_on_density(self) -> bool:

@@ -1,0 +1,357 @@
+"""The Coulomb gas of R³ in a quadratic confinement: particles, the grid and the uniform ball.
+
+Model (THEORY §5): V = |ω|²/2, k(z) = 1/|z| (Riesz s = 1 = p − 2, the package's Coulomb kernel
+of R³; the Newtonian kernel 1/(4π|z|) is the same up to the factor 4π, absorbed in λ),
+λ = 1/2, on the box [−R, R]³ (R > 1, so the box never touches the support).  Its β = ∞
+equilibrium μ* = argmin E is uniform on the unit ball, density 3/(4π), with
+
+    E(μ*) = ∫|ω|²/2 dμ* + ½ ∬ dμ* dμ* / |ω − ω'| = 3/10 + 3/5 = 9/10.
+
+Three views of μ* are compared:
+
+* the grid equilibrium μ*_h (:func:`meanfield.pde.equilibrium_measure` on an n³ grid), read
+  through :func:`ball_diagnostics` (second-moment radius, flatness inside the ball, mass
+  outside it);
+* N particles sampled by HMC (:func:`meanfield.particles.sample_hmc`) in the Coulomb-gas
+  regime β_N = βN, whose empirical measure tends to μ* as N → ∞ (:func:`particle_run`);
+* N iid uniform points in the unit ball, the Monte Carlo reference at equal N.
+
+Distances: W2(μ_N, μ*_h) exact (``ot.emd2`` between the particles and the cell-centre atoms
+of μ*_h, :func:`meanfield.diagnostics.wasserstein_particles_grid` with ``method="exact"``),
+and the exact 1D W2 between the law of |ω| under μ_N and under the unit ball (CDF r³,
+:class:`~meanfield.closed_forms.BallRadius`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .._validation import check_int, check_positive
+from ..closed_forms import BallRadius, wasserstein_to_law_1d
+from ..domains import Box
+from ..energy import Energy, PairInteraction, QuadraticPotential
+from ..kernels import Coulomb
+from ..pde import Density, Grid, equilibrium_measure
+from ..results import provenance
+
+#: E(μ*) of the uniform unit ball: 3/10 (confinement) + 3/5 (half the Coulomb self-energy 6/5).
+BALL_ENERGY = 0.9
+#: Density of the uniform unit ball, 3/(4π).
+BALL_DENSITY = 3.0 / (4.0 * math.pi)
+#: Box half-width of the study (the ball of radius 1 fits with a margin of 0.25).
+BOX_RADIUS = 1.25
+
+
+def ball_energy(box_radius: float = BOX_RADIUS, softening: float = 0.0) -> Energy:
+    """E = ∫|ω|²/2 dμ + ½ ∬ k dμ dμ with k = 1/|z| (Coulomb in R³), on [−R, R]³.
+
+    Parameters
+    ----------
+    box_radius : float
+        R > 1 (the support, the unit ball, must fit inside the box).
+    softening : float
+        ε ≥ 0 of the kernel (|z|² + ε²)^(−1/2); 0 for the exact Coulomb kernel.
+    """
+    box_radius = check_positive("box_radius", box_radius)
+    if box_radius <= 1.0:
+        raise ValueError(
+            f"box_radius must be > 1 (the equilibrium is the unit ball), got {box_radius}"
+        )
+    return Energy(
+        [QuadraticPotential(), PairInteraction(Coulomb(3, softening=softening), 0.5)],
+        Box(3, box_radius),
+    )
+
+
+def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
+    """How far a 3D grid density is from the uniform unit ball.
+
+    Parameters
+    ----------
+    rho : Density
+        On a p = 3 grid centred at 0.
+    inner : float
+        Radius (< 1) of the region where flatness is measured.
+
+    Returns
+    -------
+    dict
+        ``mass``; ``radius`` = √(5/3 · ∫|ω|² dρ) (exact for a uniform ball, from the exact
+        second moment of the piecewise-constant density); ``radius_error`` = |radius − 1|;
+        ``flatness`` = max |ρ_i / (3/(4π)) − 1| over cells lying inside the ball of radius
+        ``inner``; ``mass_outside``: the mass of cells whose centre lies farther than
+        1 + h√3/2 from 0 (cells the unit ball does not reach).
+    """
+    g = rho.grid
+    if g.dim != 3:
+        raise ValueError(f"ball_diagnostics needs a p = 3 grid, got p={g.dim}")
+    if not 0 < inner < 1:
+        raise ValueError(f"inner must be in (0, 1), got {inner}")
+    r = np.linalg.norm(g.centers, axis=1)
+    half_diag = 0.5 * math.sqrt(sum(h * h for h in g.h))
+    mass = rho.mass
+    second = float(np.trace(rho.covariance()) + rho.mean() @ rho.mean())
+    radius = math.sqrt(5.0 / 3.0 * second)
+    core = r + half_diag <= inner
+    dev = np.abs(rho.data.ravel()[core] / (mass * BALL_DENSITY) - 1.0)
+    return {
+        "mass": mass,
+        "radius": radius,
+        "radius_error": abs(radius - 1.0),
+        "flatness": float(dev.max()) if dev.size else math.nan,
+        "mass_outside": float(rho.masses.ravel()[r > 1.0 + half_diag].sum()),
+    }
+
+
+def grid_equilibrium(n: int, box_radius: float = BOX_RADIUS, tol: float = 1e-8) -> tuple:
+    """μ*_h on an n³ grid, its report, diagnostics and wall time.
+
+    Returns
+    -------
+    (Density, StationaryReport, dict)
+        The dict holds :func:`ball_diagnostics`, ``energy`` E_h(μ*_h), ``h`` and ``wall_s``.
+    """
+    n = check_int("n (cells per axis)", n, minimum=4)
+    grid = Grid(Box(3, box_radius), n)
+    t0 = time.perf_counter()
+    rho, report = equilibrium_measure(ball_energy(box_radius), grid, tol=tol, warm_tol=1e-2)
+    wall = time.perf_counter() - t0
+    info = {
+        **ball_diagnostics(rho),
+        "energy": report.free_energy,
+        "h": grid.h[0],
+        "wall_s": wall,
+        "converged": report.converged,
+    }
+    return rho, report, info
+
+
+def machine() -> dict:
+    """The machine a timing was taken on (for dataset attributes)."""
+    import torch
+
+    return {
+        "machine": platform.node(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def particle_run(
+    N: int,
+    grid_rho: Density,
+    *,
+    beta: float = 2.0,
+    seed: int = 0,
+    n_warmup: int = 200,
+    n_samples: int = 60,
+    n_keep: int = 3,
+    trajectory_length: float = 1.0,
+) -> dict:
+    """N particles by HMC in the Coulomb-gas regime, measured against μ*_h and the ball.
+
+    Parameters
+    ----------
+    N : int
+        Number of particles (≥ 2).
+    grid_rho : Density
+        The grid equilibrium μ*_h (p = 3); its box is the particles' domain.
+    beta : float
+        β > 0; the chain samples ∝ exp(−β N² H_N) (β_N = βN).
+    seed : int
+        Seeds the initial particles (iid N(0, 0.4² I), clipped to the box), the chain and the
+        iid reference sample.
+    n_warmup, n_samples : int
+        HMC warm-up (step size adapted to acceptance 0.65) and recorded trajectories.
+    n_keep : int
+        Distances are averaged over the last ``n_keep`` recorded states (spaced
+        n_samples / n_keep trajectories apart).
+    trajectory_length : float
+        HMC time T per trajectory (local vibrations of this gas have frequency O(1)).
+
+    Returns
+    -------
+    dict
+        ``w2_grid`` W2(μ_N, μ*_h) (exact, ``ot.emd2``), ``w2_radial`` W2 of |ω| against the
+        ball's radial law (exact 1D), ``radius`` √(5/3 · mean |ω|²), ``energy`` H_N (mean
+        over the kept states), the same two distances for N iid uniform points in the ball
+        (``w2_grid_iid``, ``w2_radial_iid``), the HMC ``step_size``, ``n_leapfrog``,
+        ``acceptance``, the positions of the last state (``omega``, (N, 3)) and ``wall_s``.
+    """
+    from ..diagnostics import wasserstein_particles_grid
+    from ..particles import sample_hmc
+
+    N = check_int("N (particles)", N, minimum=2)
+    n_keep = check_int("n_keep", n_keep)
+    n_samples = check_int("n_samples", n_samples, minimum=n_keep)
+    if grid_rho.grid.dim != 3:
+        raise ValueError(f"grid_rho must live on a p = 3 grid, got p={grid_rho.grid.dim}")
+    R = grid_rho.grid.half_width
+    energy = ball_energy(R)
+    rng = np.random.default_rng(seed)
+    omega0 = np.clip(0.4 * rng.standard_normal((N, 3)), -R, R)
+    t0 = time.perf_counter()
+    ds = sample_hmc(
+        energy,
+        omega0,
+        beta=beta,
+        regime="coulomb-gas",
+        n_warmup=n_warmup,
+        n_samples=n_samples,
+        trajectory_length=trajectory_length,
+        target_accept=0.65,
+        record_every=max(1, n_samples // n_keep),
+        seed=seed,
+    )
+    t_hmc = time.perf_counter() - t0
+    states = ds["omega"].values[-n_keep:]
+    law = BallRadius(3)
+
+    def distances(x):
+        return (
+            wasserstein_particles_grid(x, grid_rho, order=2, method="exact"),
+            wasserstein_to_law_1d(np.linalg.norm(x, axis=1), law, order=2, n_quad=16),
+        )
+
+    d = np.array([distances(x) for x in states])
+    # N iid uniform points in the unit ball: direction × radius U^(1/3)
+    g = rng.standard_normal((N, 3))
+    iid = g / np.linalg.norm(g, axis=1, keepdims=True) * rng.random((N, 1)) ** (1 / 3)
+    d_iid = distances(iid)
+    r2 = (states**2).sum(-1).mean()
+    return {
+        "w2_grid": float(d[:, 0].mean()),
+        "w2_radial": float(d[:, 1].mean()),
+        "w2_grid_iid": float(d_iid[0]),
+        "w2_radial_iid": float(d_iid[1]),
+        "radius": math.sqrt(5.0 / 3.0 * float(r2)),
+        "energy": float(ds["energy"].values[-n_keep:].mean()),
+        "step_size": float(ds.attrs["step_size"]),
+        "n_leapfrog": int(ds.attrs["n_leapfrog"]),
+        "acceptance": float(ds["acceptance_rate"].values[-1]),
+        "omega": states[-1],
+        "hmc_wall_s": t_hmc,
+        "wall_s": time.perf_counter() - t0,
+    }
+
+
+def _radial_profile(r, masses, edges):
+    """Mass per shell / (shell volume × 3/(4π)): 1 inside a uniform unit ball."""
+    m, _ = np.histogram(r, bins=edges, weights=masses)
+    vol = 4.0 / 3.0 * math.pi * np.diff(edges**3)
+    return m / (vol * BALL_DENSITY)
+
+
+def coulomb3d_study(
+    Ns,
+    *,
+    n_grid: int = 32,
+    n_grids=(8, 12, 16, 24, 32),
+    beta: float = 2.0,
+    seed: int = 0,
+    n_warmup: int = 200,
+    n_samples: int = 60,
+    cache_dir=None,
+    progress: bool = False,
+) -> xr.Dataset:
+    """Particles (HMC) vs μ*_h vs the uniform ball for several N, and μ*_h against h.
+
+    Parameters
+    ----------
+    Ns : sequence of int
+        Particle numbers.
+    n_grid : int
+        Cells per axis of the grid μ*_h the particles are compared with.
+    n_grids : sequence of int
+        Grids of the convergence-in-h record (``n_grid`` is added).
+    beta, seed, n_warmup, n_samples :
+        As :func:`particle_run` (seed + N seeds each N).
+    cache_dir : path, optional
+        Each N's result is written there as it finishes (``N<N>.nc``) and read back instead
+        of recomputed when its parameters match: a long study survives interruption.
+    progress : bool
+        A tqdm bar over N.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``N``: ``w2_grid``, ``w2_radial``, their iid references, ``radius``, ``energy``,
+        ``step_size``, ``n_leapfrog``, ``acceptance``, ``wall_s``; over ``n``: the grid
+        diagnostics (``grid_radius_error``, ``grid_flatness``, ``grid_energy_error``,
+        ``grid_wall_s``, ``grid_h``); over ``r``: radial profiles of μ*_h and of the largest
+        N's last state.  Attributes: parameters, machine, seed, version.
+    """
+    from tqdm.auto import tqdm
+
+    Ns = [check_int("N (particles)", N, minimum=2) for N in Ns]
+    n_grids = sorted({check_int("n_grids", n, minimum=4) for n in n_grids} | {int(n_grid)})
+    grids = {}
+    for n in n_grids:
+        rho, _, info = grid_equilibrium(n)
+        grids[n] = (rho, info)
+    rho = grids[n_grid][0]
+    params = {"beta": beta, "n_warmup": n_warmup, "n_samples": n_samples, "n_grid": n_grid}
+    rows = {}
+    for N in tqdm(Ns, desc="coulomb3d, particles", unit="N", disable=not progress):
+        path = Path(cache_dir) / f"N{N}.nc" if cache_dir is not None else None
+        if path is not None and path.exists():
+            old = xr.open_dataset(path).load()
+            if all(old.attrs.get(k) == v for k, v in {**params, "seed": seed + N}.items()):
+                rows[N] = old
+                continue
+        res = particle_run(N, rho, beta=beta, seed=seed + N, n_warmup=n_warmup, n_samples=n_samples)
+        omega = res.pop("omega")
+        row = xr.Dataset(
+            {k: v for k, v in res.items()},
+            attrs={**params, "seed": seed + N, **machine()},
+        )
+        row["omega"] = (("particle", "dim"), omega)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            row.to_netcdf(path)
+        rows[N] = row
+    keys = [k for k in rows[Ns[0]].data_vars if k != "omega"]
+    data = {k: ("N", np.array([float(rows[N][k]) for N in Ns])) for k in keys}
+    edges = np.linspace(0, 1.2, 25)
+    centres_r = np.linalg.norm(rho.grid.centers, axis=1)
+    last = rows[Ns[-1]]["omega"].values
+    data["profile_grid"] = ("r", _radial_profile(centres_r, rho.masses.ravel(), edges))
+    data["profile_particles"] = (
+        "r",
+        _radial_profile(np.linalg.norm(last, axis=1), np.full(len(last), 1 / len(last)), edges),
+    )
+    info = [grids[n][1] for n in n_grids]
+    data["grid_h"] = ("n", np.array([i["h"] for i in info]))
+    data["grid_radius_error"] = ("n", np.array([i["radius_error"] for i in info]))
+    data["grid_flatness"] = ("n", np.array([i["flatness"] for i in info]))
+    data["grid_energy_error"] = ("n", np.array([abs(i["energy"] - BALL_ENERGY) for i in info]))
+    data["grid_wall_s"] = ("n", np.array([i["wall_s"] for i in info]))
+    ds = xr.Dataset(
+        data,
+        coords={"N": Ns, "n": n_grids, "r": 0.5 * (edges[1:] + edges[:-1])},
+        attrs=provenance(
+            {
+                **params,
+                "box_radius": rho.grid.half_width,
+                "regime": "coulomb-gas",
+                "sampler": "hmc",
+                "model": "V=|w|^2/2, k=1/|z| (Coulomb, p=3), lambda=1/2",
+                "w2_grid_method": "exact (ot.emd2, particles vs cell-centre atoms of mu*_h)",
+                "w2_radial_method": "exact 1D quantile W2 of |w| vs CDF r^3",
+                "N_profile": Ns[-1],
+                **machine(),
+            },
+            seed=seed,
+        ),
+    )
+    ds["w2_grid"].attrs["long_name"] = "W2(mu_N, mu*_h), exact"
+    ds["w2_radial"].attrs["long_name"] = "W2(|w| under mu_N, |w| under the unit ball), exact 1D"
+    return ds
