@@ -379,3 +379,19 @@ def test_causal_memory_is_linear_in_length():
         fm = make_feature_map(kind, 4, 4, seed=0)
         out = kernel_attention(q, k, v, fm, causal=True)
         assert out.shape == (1, 1 << 16, 1, 2) and torch.isfinite(out).all()
+
+
+def test_input_dtype_must_match_the_parameters_outside_autocast():
+    """float16 / float64 input to a float32 module is refused with the dtypes named (it was a
+    raw matmul traceback); under torch.autocast a bfloat16 input is what autocast expects."""
+    from meanfield.errors import InputTypeError
+
+    attn = KernelAttention(8, 2, feature="porf", n_features=8)
+    x = torch.randn(2, 5, 8)
+    for dt in (torch.float16, torch.float64):
+        with pytest.raises(InputTypeError, match=f"query has dtype {dt}"):
+            attn(x.to(dt), x.to(dt), x.to(dt))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        xb = x.bfloat16()
+        out, _ = attn(xb, xb, xb)
+    assert torch.isfinite(out).all()

@@ -19,6 +19,7 @@ from meanfield.cli import main
 from meanfield.errors import (
     DataFileError,
     InputError,
+    InputTypeError,
     MeanfieldError,
     MissingFileError,
     OutputPathError,
@@ -281,6 +282,37 @@ def _density(data):
     return Density(_grid1d(), data)
 
 
+def _attn(dtype=None, change=None):
+    import torch
+
+    from meanfield.attention import KernelAttention
+
+    x = torch.randn(2, 5, 8, dtype=dtype or torch.float32)
+    if change is not None:
+        x = change(x)
+    return KernelAttention(8, 2, feature="porf", n_features=8)(x, x, x)
+
+
+def _attn_nan(which):
+    import torch
+
+    from meanfield.attention import KernelAttention
+
+    x = {k: torch.randn(2, 5, 8) for k in ("query", "key", "value")}
+    x[which][1, 2, 3] = float("nan")
+    return KernelAttention(8, 2)(x["query"], x["key"], x["value"])
+
+
+def _linear(which, bad):
+    import torch
+
+    from meanfield.attention.linear import linear_attention
+
+    args = {k: torch.rand(1, 4, 2, 3) for k in ("q_features", "k_features", "v")}
+    args[which][0, 1, 1, 1] = bad
+    return linear_attention(**args)
+
+
 NAN1 = np.array([[0.1], [np.nan]])
 API_CASES = [
     (lambda: _solve(_ou(), _zero(), 1.0), InputError, "zero mass"),
@@ -348,6 +380,16 @@ API_CASES = [
     (lambda: _particle_run(N=0), InputError, "N"),
     (lambda: _particle_run(case="ellipse"), InputError, "case"),
     (lambda: _particle_run(beta=-1.0), InputError, "beta"),
+    (lambda: _attn(dtype=__import__("torch").float16), InputTypeError, "query"),
+    (lambda: _attn(dtype=__import__("torch").float64), InputTypeError, "query"),
+    (lambda: _attn(change=lambda t: t.long()), InputTypeError, "query"),
+    (lambda: _attn(change=lambda t: t[..., :4]), ValueError, "query"),
+    (lambda: _attn_nan("query"), InputError, "query"),
+    (lambda: _attn_nan("key"), InputError, "key"),
+    (lambda: _attn_nan("value"), InputError, "value"),
+    (lambda: _linear("q_features", float("nan")), InputError, "q_features"),
+    (lambda: _linear("k_features", float("inf")), InputError, "k_features"),
+    (lambda: _linear("v", float("-inf")), InputError, "v"),
 ]
 
 

@@ -162,3 +162,45 @@ def test_linear_attention_of_finite_features_is_finite(L, scale, causal, seed):
     v = torch.randn(1, L, 2, 3, generator=g)
     out = linear_attention(q, k, v, causal=causal)
     assert out.shape == (1, L, 2, 3) and torch.isfinite(out).all()
+
+
+@FAST
+@given(
+    L=st.integers(1, 6),
+    bad=bad_value,
+    where=st.integers(0, 200),
+    which=st.sampled_from(["q_features", "k_features", "v"]),
+    causal=st.booleans(),
+)
+def test_linear_attention_refuses_non_finite_input(L, bad, where, which, causal):
+    from meanfield.attention.linear import linear_attention
+
+    g = torch.Generator().manual_seed(where)
+    args = {
+        "q_features": torch.rand(1, L, 2, 4, generator=g),
+        "k_features": torch.rand(1, L, 2, 4, generator=g),
+        "v": torch.randn(1, L, 2, 3, generator=g),
+    }
+    t = args[which]
+    t.view(-1)[where % t.numel()] = bad
+    with pytest.raises(InputError, match=which):
+        linear_attention(**args, causal=causal)
+
+
+@FAST
+@given(
+    L=st.integers(1, 5),
+    bad=bad_value,
+    where=st.integers(0, 200),
+    which=st.sampled_from(["query", "key", "value"]),
+    feature=st.sampled_from(["softmax", "porf", "favor"]),
+)
+def test_kernel_attention_module_refuses_non_finite_input(L, bad, where, which, feature):
+    from meanfield.attention import KernelAttention
+
+    attn = KernelAttention(8, 2, feature=feature, n_features=8)
+    g = torch.Generator().manual_seed(where)
+    x = {k: torch.randn(2, L, 8, generator=g) for k in ("query", "key", "value")}
+    x[which].view(-1)[where % x[which].numel()] = bad
+    with pytest.raises(InputError, match=which):
+        attn(x["query"], x["key"], x["value"])

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import check_choice, check_int, check_positive
+from ..errors import InputError, InputTypeError
 from .causal import causal_linear_attention
 from .features import (
     FEATURE_KINDS,
@@ -49,6 +50,24 @@ __all__ = [
 
 #: ``"softmax"`` (exact, SDPA) plus every feature-map kind.
 ATTENTION_KINDS = ("softmax",) + FEATURE_KINDS
+
+
+def _check_finite_input(name: str, t: torch.Tensor, allow_neg_inf: bool = False) -> None:
+    """Refuse NaN or infinite entries in an attention input, where the check is cheap: on the
+    CPU (one pass over the input, small beside the attention itself) and outside
+    ``torch.compile``. On an accelerator it would cost a host synchronisation per call, so
+    it is skipped there. ``allow_neg_inf``: log-features, where -inf is a zero feature."""
+    if t.device.type != "cpu" or torch.compiler.is_compiling():
+        return
+    ok = torch.isfinite(t)
+    if allow_neg_inf:
+        ok = ok | (t == float("-inf"))
+    if not bool(ok.all()):
+        n_bad = int((~ok).sum())
+        raise InputError(
+            f"{name} has {n_bad} non-finite entr{'y' if n_bad == 1 else 'ies'} (NaN or "
+            f"{'+inf' if allow_neg_inf else 'inf'}); attention needs finite input"
+        )
 
 
 def _check_mask(mask, batch: int, length: int, name: str = "key_padding_mask"):
@@ -135,6 +154,9 @@ def linear_attention(
     if causal and L != S:
         raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
     mask = _check_mask(key_padding_mask, b, S)
+    _check_finite_input("q_features", q_features, allow_neg_inf=log_space)
+    _check_finite_input("k_features", k_features, allow_neg_inf=log_space)
+    _check_finite_input("v", v)
     dt = torch.float64 if torch.float64 in (q_features.dtype, v.dtype) else torch.float32
     with autocast_off(v.device):
         out = _linear_core(
@@ -255,6 +277,8 @@ def kernel_attention(
     if causal and L != S:
         raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
     mask = _check_mask(key_padding_mask, b, S)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_finite_input(name, t)
     out = _kernel_core(
         q.transpose(1, 2),
         k.transpose(1, 2),
@@ -786,6 +810,15 @@ class KernelAttention(nn.Module):
         attn_weights : torch.Tensor or None
             (N, L, S') averaged or (N, num_heads, L, S') (no N for unbatched input), where
             ``S'`` counts the ``add_bias_kv``/``add_zero_attn`` keys; None unless asked.
+
+        Raises
+        ------
+        meanfield.errors.InputTypeError
+            A non-floating input, or one whose dtype differs from the parameters' outside
+            ``torch.autocast``.
+        meanfield.errors.InputError
+            NaN or inf in a CPU input (checked on the CPU only: elsewhere the check would
+            synchronise with the host on every call).
         """
         query, key, value, key_padding_mask, unbatched = self._batched(
             query, key, value, key_padding_mask
@@ -864,6 +897,17 @@ class KernelAttention(nn.Module):
                 "query, key and value must share the batch size and key/value the length, got "
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)} (batch first)"
             )
+        wdtype = self.q_proj.weight.dtype
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not t.is_floating_point():
+                raise InputTypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+            if t.dtype != wdtype and not torch.is_autocast_enabled(t.device.type):
+                raise InputTypeError(
+                    f"{name} has dtype {t.dtype} but the module's parameters are {wdtype}: "
+                    f"convert the input (x.to({wdtype})) or the module (.to({t.dtype})), or "
+                    "run under torch.autocast"
+                )
+            _check_finite_input(name, t)
         return query, key, value, key_padding_mask, unbatched
 
     def _softmax(self, q, k, v, pad, causal, bias, n_extra, need_weights):
