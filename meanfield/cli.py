@@ -9,9 +9,10 @@ file sets any of them and flags override the file.
 from __future__ import annotations
 
 import argparse
-import math
+import contextlib
 import sys
 import time
+import warnings
 from dataclasses import MISSING, fields
 from pathlib import Path
 
@@ -101,50 +102,15 @@ def min_pair_distance(omega: np.ndarray) -> float:
     return float(d[:, 1].min())
 
 
-def boundary_fraction(omega: np.ndarray, domain: str, radius: float) -> float:
-    """Fraction of the points ``omega`` (N, p) that sit on the boundary of the box [-R, R]^p
-    or the ball B(0, R) (to a relative 1e-9): particles pinned there by the projection."""
-    x = np.asarray(omega, dtype=float)
-    tol = 1e-9 * radius
-    if domain == "box":
-        on = np.any(np.abs(x) >= radius - tol, axis=-1)
-    else:
-        on = np.linalg.norm(x, axis=-1) >= radius - tol
-    return float(on.mean()) if on.size else 0.0
-
-
-def step_warnings(cfg: SimulationConfig) -> list[str]:
-    """Before a run: warn when one noise step sqrt(2 eta / beta_N) is wider than the domain,
-    so that the projection would pin particles to the boundary instead of sampling."""
-    N = cfg.n_particles
-    beta_N = cfg.beta * (N if cfg.regime == "coulomb-gas" else 1)
-    noise = math.sqrt(2 * cfg.eta / beta_N) if beta_N > 0 else math.inf
-    width = 2 * cfg.radius
-    if not noise < width:
-        return [
-            f"one noise step sqrt(2 eta / beta_N) = {noise:.3g} is wider than the domain "
-            f"(2R = {width:g}): particles will be pinned to the boundary; lower --eta "
-            f"(now {cfg.eta:g}) or raise --beta (now {cfg.beta:g})"
-        ]
-    return []
-
-
-def pinned_warnings(ds, cfg: SimulationConfig) -> list[str]:
-    """After a run: warn when many particles ended on the boundary or on top of each other."""
+def coincidence_warnings(ds) -> list[str]:
+    """After a run: warn when particles ended on top of each other (minimum pair distance 0).
+    Pinned particles are warned about by :func:`meanfield.particles.simulate` itself."""
     if "omega" not in ds or ds["omega"].ndim != 3:
         return []
     last = ds["omega"].isel(time=-1).values
-    out = []
-    frac = boundary_fraction(last, cfg.domain, cfg.radius)
-    if frac >= 0.5:
-        out.append(
-            f"{100 * frac:.0f}% of the particles ended on the boundary of the {cfg.domain} "
-            f"(R = {cfg.radius:g}): the step eta = {cfg.eta:g} at beta = {cfg.beta:g} moves them "
-            "farther than the domain and the projection pins them; lower --eta"
-        )
     if len(last) > 1 and min_pair_distance(last) == 0.0:
-        out.append("some particles coincide (minimum pair distance 0)")
-    return out
+        return ["some particles coincide (minimum pair distance 0)"]
+    return []
 
 
 def summarise_run(ds) -> str:
@@ -171,6 +137,26 @@ def _warn(message: str) -> None:
     print(f"meanfield: warning: {message}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _package_warnings_as_lines():
+    """Inside: every :class:`~meanfield.errors.MeanfieldWarning` is printed at once as one
+    ``meanfield: warning:`` line on stderr (each time; other warnings as Python shows them)."""
+    from .errors import MeanfieldWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", MeanfieldWarning)
+        default = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, MeanfieldWarning):
+                _warn(str(message))
+            else:
+                default(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def cmd_simulate(args) -> int:
     from .results import save_dataset
 
@@ -180,17 +166,16 @@ def cmd_simulate(args) -> int:
         import torch
 
         torch.set_num_threads(check_int("threads", args.threads))
-    for w in step_warnings(cfg):
-        _warn(w)
     t0 = time.perf_counter()
-    ds = cfg.run(progress=not args.no_progress)
+    with _package_warnings_as_lines():
+        ds = cfg.run(progress=not args.no_progress)
     wall = time.perf_counter() - t0
     ds.attrs["wall_time_s"] = wall
     save_dataset(ds, out)
     print(summarise_run(ds))
     print(f"  wall time              {wall:.2f} s")
     print(f"wrote {out}")
-    for w in pinned_warnings(ds, cfg):
+    for w in coincidence_warnings(ds):
         _warn(w)
     return 0
 

@@ -63,6 +63,16 @@ class ConvergenceError(MeanfieldError, RuntimeError):
     """An iterative solve (a Gibbs state, a transport problem) did not converge."""
 
 
+class MeanfieldWarning(UserWarning):
+    """Base class of the warnings :mod:`meanfield` issues (a run that finished but may be
+    silently wrong); the CLI prints each as one ``meanfield: warning:`` line."""
+
+
+class PinnedParticlesWarning(MeanfieldWarning):
+    """Projected Langevin whose steps carry particles out of the domain, so that the
+    projection pins them to its boundary instead of sampling."""
+
+
 __all__ = [
     "MeanfieldError",
     "InputError",
@@ -76,4 +86,6 @@ __all__ = [
     "StepBudgetError",
     "NumericalError",
     "ConvergenceError",
+    "MeanfieldWarning",
+    "PinnedParticlesWarning",
 ]

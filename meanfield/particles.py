@@ -18,6 +18,8 @@ seed fixes the noise on every device and the same seed gives the same bits on th
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +29,7 @@ from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_positive
 from .energy import Energy
-from .errors import InputError, NumericalError
+from .errors import InputError, NumericalError, PinnedParticlesWarning
 from .results import provenance
 
 REGIMES = ("mean-field", "coulomb-gas")
@@ -352,6 +354,50 @@ def make_integrator(
     return ProjectedLangevin(energy, eta, beta, regime, interaction_batch, data_batch)
 
 
+def boundary_fraction(omega, domain) -> float:
+    """Fraction of the points ``omega`` (..., N, p) on the boundary of ``domain`` (a box or a
+    ball, to a relative 1e-9): particles the projection has pinned there."""
+    x = np.asarray(omega, dtype=float)
+    lo, hi = domain.bounding_box
+    R = (hi - lo) / 2
+    tol = 1e-9 * R
+    if hasattr(domain, "half_width"):
+        on = np.any(np.abs(x) >= R - tol, axis=-1)
+    else:
+        on = np.linalg.norm(x, axis=-1) >= R - tol
+    return float(on.mean()) if on.size else 0.0
+
+
+def pinning_step_warning(domain, eta: float, beta: float, beta_N: float) -> str | None:
+    """The warning, before a projected-Langevin run, when one noise step sqrt(2 eta / beta_N)
+    is at least the width of ``domain``: the projection would pin particles to the boundary
+    instead of sampling.  None when the step is narrower."""
+    lo, hi = domain.bounding_box
+    noise = math.sqrt(2 * eta / beta_N) if beta_N > 0 else math.inf
+    if noise < hi - lo:
+        return None
+    return (
+        f"one noise step sqrt(2 eta / beta_N) = {noise:.3g} is wider than the domain "
+        f"(2R = {hi - lo:g}): particles will be pinned to the boundary; lower eta "
+        f"(now {eta:g}) or raise beta (now {beta:g})"
+    )
+
+
+def _warn_if_pinned(ds: xr.Dataset, domain, eta: float, beta: float) -> None:
+    last = ds["omega"].isel(time=-1).values if "omega" in ds else ds["omega_final"].values
+    frac = boundary_fraction(last, domain)
+    if frac >= 0.5:
+        kind = "box" if hasattr(domain, "half_width") else "ball"
+        R = (domain.bounding_box[1] - domain.bounding_box[0]) / 2
+        warnings.warn(
+            f"{100 * frac:.0f}% of the particles ended on the boundary of the {kind} "
+            f"(R = {R:g}): the step eta = {eta:g} at beta = {beta:g} carries them out of the "
+            "domain and the projection pins them; lower eta",
+            PinnedParticlesWarning,
+            stacklevel=3,
+        )
+
+
 def simulate(
     energy: Energy,
     omega0,
@@ -402,6 +448,13 @@ def simulate(
         [replica]), ``acceptance_rate`` (time, [replica]) for MALA (the rate over the preceding
         record interval); coordinate ``step``; attributes with every parameter, the seed and the
         package version.
+
+    Warns
+    -----
+    meanfield.errors.PinnedParticlesWarning
+        Projected Langevin only: before the run when one noise step sqrt(2 η / β_N) is at
+        least the domain's width, after it when half the particles or more ended on the
+        boundary (pinned by the projection rather than sampled).
     """
     n_steps = check_int("n_steps", n_steps)
     integrator = make_integrator(
@@ -415,6 +468,11 @@ def simulate(
     )
     omega0, record_every, seed, generator = chain_setup(energy, omega0, n_steps, record_every, seed)
     N = omega0.shape[-2]
+    beta_N = effective_beta(integrator.beta, N, regime)
+    if method == "langevin":
+        note = pinning_step_warning(energy.domain, integrator.eta, integrator.beta, beta_N)
+        if note:
+            warnings.warn(note, PinnedParticlesWarning, stacklevel=2)
 
     state = integrator.init(omega0)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
@@ -426,7 +484,7 @@ def simulate(
         "p": energy.dim,
         "eta": integrator.eta,
         "beta": integrator.beta,
-        "beta_N": effective_beta(integrator.beta, N, regime),
+        "beta_N": beta_N,
         "n_steps": n_steps,
         "record_every": record_every,
         "interaction_batch": interaction_batch,
@@ -434,9 +492,12 @@ def simulate(
         **energy.describe(),
         **(extra_attrs or {}),
     }
-    return recorder.dataset(
+    ds = recorder.dataset(
         state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
     )
+    if method == "langevin":
+        _warn_if_pinned(ds, energy.domain, integrator.eta, integrator.beta)
+    return ds
 
 
 def __getattr__(name):

@@ -206,6 +206,7 @@ def test_2d_log_gas_tends_to_uniform_disk():
 # ---------------------------------------------------------------------------------------
 # invariants, options, reproducibility, output
 # ---------------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::meanfield.errors.PinnedParticlesWarning")  # on purpose
 @pytest.mark.parametrize("domain", [Box(2, 0.5), Ball(2, 0.5)])
 def test_particles_never_leave_the_domain(domain, rng):
     X = rng.normal(size=(20, 2))
@@ -304,6 +305,7 @@ def test_bad_initial_particles():
         simulate(E, np.full((4, 2), np.nan), eta=0.1, beta=1.0, n_steps=1)
 
 
+@pytest.mark.filterwarnings("ignore::meanfield.errors.PinnedParticlesWarning")  # on purpose
 def test_nan_drift_raises_instead_of_writing_garbage():
     E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.5), 1.0)], Box(1, 1.0))
     # all particles on the boundary corner: finite force (zero subgradient), no NaN
@@ -312,3 +314,25 @@ def test_nan_drift_raises_instead_of_writing_garbage():
     E2 = Energy([DoubleWellPotential()], Box(1, 1e300))  # ω³ overflows: an infinite force
     with pytest.raises(FloatingPointError, match="eta"):
         simulate(E2, np.full((2, 1), 1e200), eta=0.1, beta=1.0, n_steps=3)
+
+
+def test_pinned_particles_warn_from_the_python_api():
+    """Issue 11: eta = 1e6 (one noise step sqrt(2e6) >> the box width 2) pins every particle
+    to the corners; simulate warns before the run (the step) and after it (the boundary),
+    while an ordinary run (noise step 0.01) stays silent."""
+    import warnings
+
+    from meanfield.errors import MeanfieldWarning, PinnedParticlesWarning
+
+    E = Energy([QuadraticPotential()], Box(2, 1.0))
+    omega0 = np.random.default_rng(0).uniform(-0.5, 0.5, size=(16, 2))
+    with pytest.warns(PinnedParticlesWarning) as record:
+        simulate(E, omega0, eta=1e6, beta=1.0, n_steps=3, seed=0)
+    text = [str(w.message) for w in record]
+    assert any("one noise step" in t and "lower eta (now 1e+06)" in t for t in text)
+    assert any("100% of the particles ended on the boundary of the box" in t for t in text)
+    assert all(issubclass(w.category, MeanfieldWarning) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeanfieldWarning)
+        simulate(E, omega0, eta=0.05, beta=1e3, n_steps=20, seed=0)
+        simulate(E, omega0, eta=1e6, beta=1.0, n_steps=3, method="mala", seed=0)  # no pinning

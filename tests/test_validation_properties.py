@@ -69,6 +69,7 @@ def test_energy_refuses_non_finite_particles(omega, bad, where):
 
 
 # ---- simulate ------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::meanfield.errors.PinnedParticlesWarning")  # huge steps
 @SLOW
 @given(
     omega=particles(1, n_min=2, n_max=6),
