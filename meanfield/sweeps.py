@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import inspect
 import itertools
 import json
 import os
@@ -78,12 +79,36 @@ def run_key(params: Mapping, config: str | None = None) -> str:
     return f"{text}-{digest[:8]}"
 
 
+def _defaults(func: Callable) -> dict:
+    """The run function's parameter defaults (what a run uses for every parameter that is
+    neither fixed nor on the grid), so that changing a default changes the key."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return {}
+    empty = inspect.Parameter.empty
+    return {p.name: _json_plain(p.default) for p in params if p.default is not empty}
+
+
+def _json_plain(v):
+    """``v`` as it reads back from JSON (tuples as lists); anything else (an object whose repr
+    could hold a memory address) by its type name, so that the digest is reproducible."""
+    v = _plain(v)
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, list | tuple):
+        return [_json_plain(x) for x in v]
+    return f"<{type(v).__module__}.{type(v).__qualname__}>"
+
+
 def sweep_configuration(func: Callable, fixed: Mapping) -> dict:
     """Everything besides the grid point that changes a run's result: the run function, the
-    fixed parameters and the package version."""
+    fixed parameters, the function's defaults for the others and the package version."""
+    fixed = {str(k): _plain(v) for k, v in sorted(fixed.items())}
     return {
         "function": f"{func.__module__}.{func.__qualname__}",
-        "fixed": {str(k): _plain(v) for k, v in sorted(fixed.items())},
+        "fixed": fixed,
+        "defaults": {k: v for k, v in sorted(_defaults(func).items()) if k not in fixed},
         "meanfield_version": __version__,
     }
 
@@ -103,6 +128,10 @@ def configuration_differences(old: Mapping, new: Mapping) -> list[str]:
     for k in sorted(set(a) | set(b)):
         if a.get(k, "<unset>") != b.get(k, "<unset>"):
             out.append(f"{k}: {a.get(k, '<unset>')!r} -> {b.get(k, '<unset>')!r}")
+    a, b = old.get("defaults", {}), new.get("defaults", {})
+    for k in sorted((set(a) | set(b)) - set(old.get("fixed", {})) - set(new.get("fixed", {}))):
+        if a.get(k, "<unset>") != b.get(k, "<unset>"):
+            out.append(f"default {k}: {a.get(k, '<unset>')!r} -> {b.get(k, '<unset>')!r}")
     return out
 
 

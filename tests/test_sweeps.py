@@ -176,3 +176,38 @@ def test_unreachable_scheduler_fails_fast(tmp_path):
         _tiny(tmp_path, {"beta": 2.0}, scheduler="tcp://127.0.0.1:9")
     assert time.perf_counter() - t0 < 5
     assert not (tmp_path / "runs").exists()
+
+
+def _run_with_default(N, seed, *, scale=1.0):
+    import xarray as xr
+
+    return xr.Dataset({"x": ((), scale * N + seed)})
+
+
+def test_the_key_holds_the_run_function_defaults(tmp_path, monkeypatch):
+    """A run function whose default changes (same package version, parameter not fixed)
+    must not reuse the runs made under the old default: the key holds the defaults too, and
+    the note names the changed default."""
+    from meanfield import sweeps
+
+    def sweep(**kw):
+        return run_sweep(
+            _run_with_default,
+            {"N": [1, 2]},
+            tmp_path,
+            fixed={"seed": 0},
+            scheduler="threads",
+            progress=False,
+            **kw,
+        )
+
+    first = sweep()
+    assert list(first["x"].values) == [1.0, 2.0]
+    monkeypatch.setattr(_run_with_default, "__kwdefaults__", {"scale": 10.0})
+    notes = []
+    second = sweep(log=notes.append)
+    assert list(second["x"].values) == [10.0, 20.0]  # recomputed under the new default
+    assert len(notes) == 1 and "default scale: 1.0 -> 10.0" in notes[0]
+    # an object default enters by its type, never by a repr holding a memory address
+    f, o1, o2 = sweeps.sweep_configuration, object(), object()
+    assert f(lambda a, b=o1: 0, {}) == f(lambda a, b=o2: 0, {})
