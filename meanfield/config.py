@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from .energy import (
     QuadraticPotential,
     RiskAlignment,
 )
-from .errors import InputError
+from .errors import DataFileError, InputError, MissingFileError
 from .features import get_feature_map, sample_initial_particles
 from .kernels import KERNEL_NAMES, make_kernel
 from .particles import METHODS, REGIMES, simulate
@@ -129,10 +130,23 @@ class SimulationConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides) -> SimulationConfig:
-        """Read a TOML file (top-level keys or a ``[simulate]`` table), then apply overrides."""
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
+        """Read a TOML file (top-level keys or a ``[simulate]`` table), then apply overrides.
+
+        A missing file, a folder, or a file that is not UTF-8 TOML raises a
+        :class:`~meanfield.errors.MeanfieldError` naming the file, before any work.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise MissingFileError(f"config file {path} does not exist")
+        if not path.is_file():
+            raise InputError(f"config {path} is not a file (a TOML file is expected)")
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise InputError(f"config file {path} is not valid TOML: {err}") from None
         raw = raw.get("simulate", raw)
+        if not isinstance(raw, dict):
+            raise InputError(f"'simulate' in config file {path} must be a table ([simulate])")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(raw) - known)
         if unknown:
@@ -223,7 +237,14 @@ def load_xy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if not path.exists():
         raise FileNotFoundError(f"data_file {path} does not exist")
     if path.suffix == ".npz":
-        with np.load(path) as f:
+        try:
+            f = np.load(path)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+            msg = str(err).split(". ")[0]
+            raise DataFileError(f"data_file {path} is not a readable .npz ({msg})") from None
+        if not isinstance(f, np.lib.npyio.NpzFile):
+            raise DataFileError(f"data_file {path} holds one array, not an .npz archive of X, y")
+        with f:
             if "X" not in f or "y" not in f:
                 raise ValueError(f"data_file {path} must hold arrays named 'X' and 'y'")
             X, y = f["X"], f["y"]

@@ -39,6 +39,13 @@ def workdir(tmp_path, monkeypatch):
     (tmp_path / "a_dir").mkdir()
     (tmp_path / "bad.txt").write_text("1,2,3\n")
     (tmp_path / "bad.toml").write_text("n_particle = 3\n")
+    (tmp_path / "broken.toml").write_text("n_particles = [\n")
+    (tmp_path / "table.toml").write_text("simulate = 3\n")
+    (tmp_path / "binary.toml").write_bytes(b"\x89HDF\r\n\x1a\n\x00\x00")
+    (tmp_path / "dir.toml").mkdir()
+    (tmp_path / "garbage.npz").write_bytes(b"\x89HDF\r\n\x1a\n" * 8)
+    np.save(tmp_path / "one.npy", np.ones(3))
+    (tmp_path / "one.npy").rename(tmp_path / "one.npz")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -93,6 +100,12 @@ CLI_CASES = [
     (SIM + ["--data-file", "bad.txt"], "data_file"),
     (SIM + ["--config", "missing.toml"], "missing.toml"),
     (SIM + ["--config", "bad.toml"], "n_particle"),
+    (SIM + ["--config", "broken.toml"], "config file broken.toml is not valid TOML"),
+    (SIM + ["--config", "table.toml"], "must be a table"),
+    (SIM + ["--config", "binary.toml"], "config file binary.toml is not valid TOML"),
+    (SIM + ["--config", "dir.toml"], "config dir.toml is not a file"),
+    (SIM + ["--data-file", "garbage.npz"], "data_file garbage.npz is not a readable .npz"),
+    (SIM + ["--data-file", "one.npz"], "data_file one.npz"),
     (SIM + ["--threads", "0"], "threads"),
     (["simulate", "--no-progress", "--out", "a_dir"], "--out"),
     (["simulate", "--no-progress", "--out", "a_file/run.nc"], "--out"),
@@ -418,6 +431,9 @@ def test_every_package_error_is_a_meanfield_error_and_a_builtin():
 
     for name in errors.__all__:
         cls = getattr(errors, name)
+        if issubclass(cls, Warning):  # the warnings share their own base class
+            assert issubclass(cls, errors.MeanfieldWarning) and issubclass(cls, UserWarning)
+            continue
         assert issubclass(cls, errors.MeanfieldError)
         if cls is not errors.MeanfieldError:
             builtins = (ValueError, TypeError, ImportError, RuntimeError, OSError, ArithmeticError)
