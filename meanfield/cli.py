@@ -133,6 +133,20 @@ def summarise_run(ds) -> str:
     return "\n".join(lines)
 
 
+THREADS_HELP = (
+    "torch CPU threads (default: torch's choice, one per core; 1 is often several times "
+    "faster on a busy shared machine)"
+)
+
+
+def _set_threads(args) -> None:
+    """``--threads``: checked (before any work) and applied to torch."""
+    if getattr(args, "threads", None) is not None:
+        import torch
+
+        torch.set_num_threads(check_int("--threads", args.threads))
+
+
 def _warn(message: str) -> None:
     print(f"meanfield: warning: {message}", file=sys.stderr)
 
@@ -162,10 +176,7 @@ def cmd_simulate(args) -> int:
 
     cfg = _config_from_args(args)
     out = check_output_path("--out", args.out, kind="file")
-    if args.threads is not None:
-        import torch
-
-        torch.set_num_threads(check_int("threads", args.threads))
+    _set_threads(args)
     t0 = time.perf_counter()
     with _package_warnings_as_lines():
         ds = cfg.run(progress=not args.no_progress)
@@ -209,13 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="runs/simulate.nc", help="output netCDF file [default: runs/simulate.nc]"
     )
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    sim.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch CPU threads (default: torch's choice; 1 is often fastest on a "
-        "busy shared machine)",
-    )
+    sim.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     _add_config_flags(sim)
     sim.set_defaults(func=cmd_simulate)
 
@@ -234,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dim", type=int, default=1, choices=(1, 2), help="particle dimension p: 1 or 2"
     )
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    cmp.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     for name, typ, text in (
         ("n_particles", int, "number of particles N"),
         ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
@@ -268,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fig.add_argument("--only", nargs="*", help="names of the figures to make (default: all)")
     fig.add_argument("--seed", type=int, default=0)
+    fig.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     fig.set_defaults(func=cmd_figures)
 
     st = sub.add_parser(
@@ -369,6 +376,7 @@ def cmd_compare(args) -> int:
     overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     _check_compare_flags(overrides)
     out = check_output_path("--out", args.out, kind="dir")
+    _set_threads(args)
     cfg = {**DEFAULTS[args.dim], **overrides}
     progress = not args.no_progress
     if progress:
@@ -567,6 +575,7 @@ def cmd_figures(args) -> int:
     from .figures import make_figures
 
     check_int("--seed", args.seed, minimum=0)
+    _set_threads(args)
     make_figures(
         args.out,
         size=args.size,

@@ -118,6 +118,8 @@ CLI_CASES = [
     (CMP + ["--n-data", "1"], "--n-data"),
     (CMP + ["--seed", "-2"], "--seed"),
     (["compare", "--no-progress", "--out", "a_file"], "--out"),
+    (CMP + ["--threads", "0"], "--threads"),
+    (["figures", "--threads", "-1", "--out", "out/f"], "--threads"),
     (["compare", "--no-progress", "--out", "a_file/cmp"], "--out"),
     (EQ + ["--seeds", "1"], "--seeds"),
     (EQ + ["--n", "0", "8"], "--n"),
