@@ -47,12 +47,22 @@ def bench_sweep():
         for _ in range(2):
             with tempfile.TemporaryDirectory() as d:
                 t0 = time.perf_counter()
-                run_sweep(particle_equilibrium_run, grid, d, fixed=fixed, scheduler="local",
-                          n_workers=workers, progress=False)
+                run_sweep(
+                    particle_equilibrium_run,
+                    grid,
+                    d,
+                    fixed=fixed,
+                    scheduler="local",
+                    n_workers=workers,
+                    progress=False,
+                )
                 times.append(time.perf_counter() - t0)
         out[workers] = statistics.median(times)
-        print(f"sweep of 16 runs, {workers} worker(s): median {out[workers]:.1f} s "
-              f"(runs {', '.join(f'{t:.1f}' for t in times)})", flush=True)
+        print(
+            f"sweep of 16 runs, {workers} worker(s): median {out[workers]:.1f} s "
+            f"(runs {', '.join(f'{t:.1f}' for t in times)})",
+            flush=True,
+        )
     print(f"speed-up 2 workers / 1 worker: {out[1] / out[2]:.2f}x")
 
 
@@ -66,8 +76,17 @@ def bench_sampler():
     om0 = torch.linspace(-1, 1, N, dtype=torch.float64)[None, :, None].repeat(R, 1, 1)
     for eta in (0.01, 0.02, 0.05):
         t0 = time.perf_counter()
-        ds = simulate(E, om0, method="mala", eta=eta, beta=1.0, n_steps=steps, record_every=1,
-                      seed=0, regime="mean-field")
+        ds = simulate(
+            E,
+            om0,
+            method="mala",
+            eta=eta,
+            beta=1.0,
+            n_steps=steps,
+            record_every=1,
+            seed=0,
+            regime="mean-field",
+        )
         wall = time.perf_counter() - t0
         keep = slice(steps // 3, None)
         energy = ds["energy"].values[keep]
@@ -76,11 +95,20 @@ def bench_sampler():
         for name, x in (("energy", energy), ("L_N = mean w^2", L)):
             tau = integrated_autocorr_time(x)
             ess = x.shape[0] * x.shape[1] / tau
-            print(f"MALA N={N}, eta={eta}: acceptance {acc:.2f}, {name}: tau_int {tau:.1f} "
-                  f"steps, ESS/s {ess / wall:.1f} (R={R} replicas, {steps} steps, "
-                  f"{wall:.1f} s)", flush=True)
+            print(
+                f"MALA N={N}, eta={eta}: acceptance {acc:.2f}, {name}: tau_int {tau:.1f} "
+                f"steps, ESS/s {ess / wall:.1f} (R={R} replicas, {steps} steps, "
+                f"{wall:.1f} s)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
+    import argparse
+
+    # no options; --help describes the run instead of starting it
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     bench_sampler()
     bench_sweep()

@@ -40,4 +40,10 @@ def main():
 
 
 if __name__ == "__main__":
+    import argparse
+
+    # no options; --help describes the run (about 8 minutes) instead of starting it
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     main()
