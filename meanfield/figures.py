@@ -27,6 +27,7 @@ FULL_SIZE_SECONDS = {
     "beta_limit": 12,
     "t_limit": 4,
     "kernel_concentration": 28,
+    "coulomb3d": 900,
 }
 
 
@@ -482,12 +483,88 @@ def plot_n_limit(ds: xr.Dataset):
     return fig
 
 
+# ----------------------------------------------------------------------------------------
+def coulomb3d_data(size: str = "full", seed: int = 0, cache_dir=None) -> xr.Dataset:
+    """The Coulomb gas of R³ (V = |ω|²/2, k = 1/|z|, λ = 1/2): HMC particles in the Coulomb-gas
+    regime (β = 2) against the β = ∞ grid equilibrium μ*_h and the uniform unit ball, for
+    N = 100 … 3000 (small: N = 40, 80 on a 10³ grid); see :mod:`meanfield.studies.coulomb3d`.
+    """
+    import torch
+
+    from .studies.coulomb3d import coulomb3d_study
+
+    check_choice("size", size, SIZES)
+    torch.set_num_threads(1)
+    if size == "full":
+        kw = dict(Ns=[100, 300, 1000, 3000], n_grid=32, n_grids=(8, 12, 16, 24, 32))
+        kw.update(n_warmup=200, n_samples=60)
+    else:
+        kw = dict(Ns=[40, 80], n_grid=10, n_grids=(8, 10), n_warmup=25, n_samples=3)
+    ds = coulomb3d_study(seed=seed, cache_dir=cache_dir, progress=True, **kw)
+    ds.attrs.update({"figure": "coulomb3d", "size": size})
+    return ds
+
+
+def plot_coulomb3d(ds: xr.Dataset):
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    r = ds["r"].values
+    n_grid = ds.attrs["n_grid"]
+    ax[0].step(r, ds["profile_grid"], where="mid", label=f"grid μ*_h ({n_grid}³, β = ∞)")
+    ax[0].step(
+        r,
+        ds["profile_particles"],
+        where="mid",
+        label=f"HMC particles, N = {ds.attrs['N_profile']} (β = {ds.attrs['beta']:g})",
+    )
+    ax[0].plot([0, 1, 1, r[-1]], [1, 1, 0, 0], "k--", label="uniform unit ball")
+    ax[0].set_xlabel("|ω|")
+    ax[0].set_ylabel("shell density / (3/4π)")
+    ax[0].set_title("Radial profile")
+    ax[0].legend(fontsize=8)
+    N = ds["N"].values
+    for k, label, fmt in (
+        ("w2_grid", r"$W_2(\mu_N, \mu^*_h)$ HMC", "o-"),
+        ("w2_grid_iid", r"$W_2(\mu_N, \mu^*_h)$ iid ball", "o:"),
+        ("w2_radial", r"$W_2$ of $|\omega|$ vs ball, HMC", "s-"),
+        ("w2_radial_iid", r"$W_2$ of $|\omega|$ vs ball, iid", "s:"),
+    ):
+        ax[1].plot(N, ds[k], fmt, label=label)
+    ax[1].plot(N, np.abs(ds["radius"] - 1), "^-", label="|radius − 1|, HMC")
+    ref = float(ds["w2_grid_iid"][0])
+    ax[1].plot(N, ref * (N / N[0]) ** (-1 / 3), "k:", lw=0.8, label=r"$N^{-1/3}$")
+    ax[1].set_xscale("log")
+    ax[1].set_yscale("log")
+    ax[1].set_xlabel("number of particles N")
+    ax[1].set_ylabel("distance (units of ω)")
+    ax[1].set_title("Particles vs grid and ball (exact W2)")
+    ax[1].legend(fontsize=7)
+    h = ds["grid_h"].values
+    for k, label in (
+        ("grid_radius_error", "|radius − 1|"),
+        ("grid_flatness", "max |ρ/ρ_ball − 1|, |ω| < 0.6"),
+        ("grid_energy_error", "|E_h(μ*_h) − 9/10|"),
+    ):
+        ax[2].plot(h, ds[k], "o-", label=label)
+    e_last = float(ds["grid_energy_error"][-1])
+    ax[2].plot(h, e_last * (h / h[-1]) ** 2, "k:", lw=0.8, label="h²")
+    ax[2].set_xscale("log")
+    ax[2].set_yscale("log")
+    ax[2].set_xlabel("cell width h")
+    ax[2].set_ylabel("error (radius, density ratio, energy)")
+    ax[2].set_title("Grid μ*_h vs the uniform ball")
+    ax[2].legend(fontsize=7)
+    fig.suptitle("Coulomb gas in R³: V = |ω|²/2, k = 1/|z|, λ = 1/2 (μ* = uniform unit ball)")
+    fig.tight_layout()
+    return fig
+
+
 FIGURES = {
     "n_limit": (n_limit_data, plot_n_limit),
     "ldp_rate": (ldp_rate_data, plot_ldp_rate),
     "beta_limit": (beta_limit_data, plot_beta_limit),
     "t_limit": (t_limit_data, plot_t_limit),
     "kernel_concentration": (kernel_concentration_data, plot_kernel_concentration),
+    "coulomb3d": (coulomb3d_data, plot_coulomb3d),
 }
 
 
