@@ -10,11 +10,19 @@ Three measurements, printed side by side as medians over repeats:
    with the time ratio; meanfield also keeps ρ ≥ 0 and the free-energy decay;
 3. W2 between N particles and a 2D grid density: exact ``ot.emd2`` (time and peak memory, each
    case in a fresh subprocess) and sliced W2, including N = 10⁴ on a 128² grid; this
-   measurement sets ``meanfield.diagnostics.EXACT_MAX_PAIRS``.
+   measurement sets ``meanfield.diagnostics.EXACT_MAX_PAIRS``;
+5. the grid in p = 3 on the Coulomb gas of R³ (V = |ω|²/2, cell-integrated k = 1/|z|, λ = 1/2,
+   the model of ``meanfield.studies.coulomb3d``) for n³ = 32³ … 128³ cells, each size in a
+   fresh one-thread subprocess: set-up (cell-integrated kernel and its FFT), the pair
+   stiffness (power iteration, paid once before the first explicit step), one δE/δρ
+   evaluation (the FFT convolution), one explicit step (medians over repeats) and peak
+   resident memory (``ru_maxrss``); and the β = ∞ equilibrium solve at 32³ (48³ if it
+   finishes within ``--stationary-timeout``).  Writes ``benchmarks/results/pde3d.{json,md}``.
 
 Run: ``python benchmarks/bench_pde.py`` (about 8 minutes on 2 cores, 4 of them the exact
 N = 10⁴ transport); ``--quick`` for a smaller version, ``--skip-pypde`` without py-pde,
-``--sections 1,2`` for a subset, ``--rate`` to add the W2-vs-N study.
+``--sections 1,2`` for a subset, ``--rate`` to add the W2-vs-N study; ``--sections 5`` for
+the 3D grid (not in the default set; about 7 minutes, ``--quick``: 16³ and 32³, ~30 s).
 
 Grids of ≥ 65536 cells run 3–5× faster per step when glibc keeps freed temporaries instead of
 returning them to the system (every fresh 0.5 MB temporary otherwise costs page faults):
@@ -27,9 +35,11 @@ import argparse
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -248,6 +258,219 @@ def w2_case(N: int, n: int, method: str, timeout: float):
 
 
 # ------------------------------------------------------------------------------------------
+# 5. the grid in p = 3 (Coulomb gas of R³)
+# ------------------------------------------------------------------------------------------
+RESULTS = Path(__file__).parent / "results"
+
+_GRID3D_CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+import torch
+torch.set_num_threads(1)
+from meanfield.pde import Density, Grid, McKeanVlasov
+from meanfield.studies.coulomb3d import ball_energy
+n, repeats = int(sys.argv[1]), int(sys.argv[2])
+def rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
+energy = ball_energy()
+grid = Grid(energy.domain, n)
+rho0 = Density.gaussian(grid, 0.0, 0.5).data
+base = rss()
+t0 = time.perf_counter()
+eq = McKeanVlasov(energy, grid, 10.0)  # cell-integrated kernel + its real FFT
+setup = time.perf_counter() - t0
+peak_setup = rss()
+ge, sch = eq.grid_energy, eq.scheme
+t0 = time.perf_counter()
+stiff = ge.pair_stiffness  # power iteration, paid once before the first explicit step
+stiffness_s = time.perf_counter() - t0
+def potential():
+    return ge.potential(rho0)
+def step():
+    U = ge.potential(rho0)
+    out, inn, dt = sch.prepare(rho0, U, grid, eq.beta, stiff * rho0.max())
+    return sch.advance(rho0, U, grid, eq.beta, 0.5 * dt, out, inn)
+def median(fn):
+    fn()  # warm-up
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+pot_s, step_s = median(potential), median(step)
+conv = next(iter(ge.pair.values()))[1]
+print(json.dumps({"n": n, "cells": grid.size, "h": grid.h[0], "fft_shape": list(conv.padded),
+                  "setup_s": setup, "stiffness_s": stiffness_s, "potential_s": pot_s,
+                  "step_s": step_s, "repeats": repeats, "base_MB": base,
+                  "peak_setup_MB": peak_setup, "peak_MB": rss(), "delta_MB": rss() - base,
+                  "torch_threads": torch.get_num_threads()}))
+"""
+
+_STATIONARY3D_CHILD = r"""
+import json, resource, sys, time
+import torch
+torch.set_num_threads(1)
+from meanfield.studies.coulomb3d import grid_equilibrium
+n = int(sys.argv[1])
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t0 = time.perf_counter()
+rho, report, info = grid_equilibrium(n)  # tol 1e-8 on the Frank-Wolfe gap, as the study
+wall = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"n": n, "cells": rho.grid.size, "h": info["h"], "wall_s": wall,
+                  "converged": bool(report.converged), "iterations": int(report.iterations),
+                  "gap": float(report.residual), "radius_error": info["radius_error"],
+                  "flatness": info["flatness"], "peak_MB": peak, "delta_MB": peak - base}))
+"""
+
+
+def _child(code: str, args, timeout: float) -> dict:
+    """Run ``code`` in a fresh one-thread interpreter; its last stdout line is JSON."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"note": f"> {timeout:.0f} s (stopped)"}
+    if out.returncode != 0:
+        return {"note": (out.stderr.strip().splitlines() or ["failed"])[-1][:80]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def machine_info() -> dict:
+    info = {
+        "machine": platform.node(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": 1,
+        "loadavg_start": list(os.getloadavg()),
+    }
+    try:
+        import scipy
+
+        info["scipy"] = scipy.__version__
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        pass
+    return info
+
+
+def grid3d_markdown(meta: dict, rows: list, stationary: list) -> str:
+    lines = [
+        "Grid in p = 3, Coulomb gas of R³ (V = |ω|²/2, cell-integrated k = 1/|z|, λ = 1/2, "
+        f"box [−{meta['box_radius']}, {meta['box_radius']}]³); one torch thread, each size "
+        f"in a fresh process; medians of {meta['repeats']} repeats; {meta['machine_note']}.",
+        "",
+        "| cells | FFT shape | set-up s | stiffness s (once) | δE/δρ s | explicit step s "
+        "| peak RSS MiB | + over the interpreter MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        if "note" in r:
+            lines.append(f"| {r['n']}³ | | {r['note']} | | | | | |")
+            continue
+        fft = "×".join(str(k) for k in r["fft_shape"])
+        lines.append(
+            f"| {r['n']}³ | {fft} | {r['setup_s']:.2f} | {r['stiffness_s']:.2f} | "
+            f"{r['potential_s']:.4f} | {r['step_s']:.4f} | {r['peak_MB']:.0f} | "
+            f"{r['delta_MB']:.0f} |"
+        )
+    lines += [
+        "",
+        "β = ∞ equilibrium (`equilibrium_measure`, Frank–Wolfe gap ≤ 1e-8):",
+        "",
+        "| cells | wall s | converged | iterations | radius error | flatness | peak RSS MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in stationary:
+        if "note" in r:
+            lines.append(f"| {r['n']}³ | {r['note']} | | | | | |")
+            continue
+        lines.append(
+            f"| {r['n']}³ | {r['wall_s']:.1f} | {r['converged']} | {r['iterations']} | "
+            f"{r['radius_error']:.2e} | {r['flatness']:.1e} | {r['peak_MB']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def section_grid3d(
+    quick: bool,
+    sizes=None,
+    stationary=None,
+    stationary_timeout: float = 200.0,
+    out=None,
+) -> dict:
+    """Time and memory of the 3D grid; writes ``out``.json and ``out``.md (None: no files)."""
+    print("\n== 5. grid in p = 3: Coulomb gas of R^3 (one thread, fresh process per size) ==")
+    from meanfield.studies.coulomb3d import BOX_RADIUS
+
+    if sizes is None:
+        sizes = [16, 32] if quick else [32, 48, 64, 96, 128]
+    if stationary is None:
+        stationary = [16] if quick else [32, 48]
+    t_start = time.perf_counter()
+    meta = {
+        **machine_info(),
+        "box_radius": BOX_RADIUS,
+        "beta_steps": 10.0,
+        "scheme": "upwind, order 2",
+        "machine_note": "2-core shared CPU, other jobs running",
+        "repeats": "9 (5 from 96³)",
+    }
+    print(
+        f"{'cells':>6} {'FFT':>12} {'setup s':>8} {'stiff s':>8} {'dE/drho s':>10} "
+        f"{'step s':>8} {'peak MiB':>9} {'+MiB':>6}"
+    )
+    rows = []
+    for n in sizes:
+        repeats = 5 if n >= 96 else 9
+        r = {"n": n, **_child(_GRID3D_CHILD, [n, repeats], 600)}
+        rows.append(r)
+        if "note" in r:
+            print(f"{n:>4}^3 {r['note']}")
+            continue
+        fft = "x".join(str(k) for k in r["fft_shape"])
+        print(
+            f"{n:>4}^3 {fft:>12} {r['setup_s']:>8.2f} {r['stiffness_s']:>8.2f} "
+            f"{r['potential_s']:>10.4f} {r['step_s']:>8.4f} {r['peak_MB']:>9.0f} "
+            f"{r['delta_MB']:>6.0f}",
+            flush=True,
+        )
+    print("beta = inf equilibrium (Frank-Wolfe gap <= 1e-8):")
+    st = []
+    for n in stationary:
+        r = {"n": n, **_child(_STATIONARY3D_CHILD, [n], stationary_timeout)}
+        st.append(r)
+        if "note" in r:
+            print(f"{n:>4}^3 {r['note']}")
+            continue
+        print(
+            f"{n:>4}^3 {r['wall_s']:>8.1f} s, converged {r['converged']}, "
+            f"{r['iterations']} iterations, radius error {r['radius_error']:.2e}, "
+            f"peak {r['peak_MB']:.0f} MiB",
+            flush=True,
+        )
+    meta["total_wall_s"] = time.perf_counter() - t_start
+    meta["loadavg_end"] = list(os.getloadavg())
+    res = {"meta": meta, "rows": rows, "stationary": st}
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+        out.with_suffix(".md").write_text(grid3d_markdown(meta, rows, st))
+        print(f"wrote {out.with_suffix('.json')} and .md ({meta['total_wall_s']:.0f} s)")
+    return res
+
+
+# ------------------------------------------------------------------------------------------
 def section_steps(quick: bool, rep: int) -> None:
     print("\n== 1. grid steps per second (explicit upwind, order 2; median of", rep, "runs) ==")
     sizes = {1: [256, 512, 1024, 2048, 4096, 16384, 65536], 2: [64, 128, 256, 512]}
@@ -373,12 +596,39 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     ap.add_argument("--skip-pypde", action="store_true")
-    ap.add_argument("--sections", default="1,2,3", help="measurements to run (default 1,2,3)")
+    ap.add_argument(
+        "--sections", default="1,2,3", help="measurements to run (default 1,2,3; 5: the 3D grid)"
+    )
     ap.add_argument(
         "--emd-timeout",
         type=float,
         default=300.0,
         help="seconds allowed for the exact N=1e4, 128² emd (default 300)",
+    )
+    ap.add_argument(
+        "--sizes3d",
+        type=int,
+        nargs="+",
+        help="section 5: cells per axis (default 32 48 64 96 128; --quick: 16 32)",
+    )
+    ap.add_argument(
+        "--stationary3d",
+        type=int,
+        nargs="*",
+        help="section 5: grids of the beta = inf solve (default 32 48; --quick: 16)",
+    )
+    ap.add_argument(
+        "--stationary-timeout",
+        type=float,
+        default=200.0,
+        help="section 5: seconds allowed per beta = inf solve (default 200)",
+    )
+    ap.add_argument(
+        "--out3d",
+        help=(
+            "section 5: results base path (.json and .md are written); default "
+            "benchmarks/results/pde3d, and no files with --quick"
+        ),
     )
     ap.add_argument(
         "--rate",
@@ -395,6 +645,14 @@ def main(argv=None):
         section_ou(args.quick, rep)
     if 3 in sections:
         section_w2(args.quick, args.emd_timeout)
+    if 5 in sections:
+        section_grid3d(
+            args.quick,
+            args.sizes3d,
+            args.stationary3d,
+            args.stationary_timeout,
+            args.out3d if args.out3d or args.quick else RESULTS / "pde3d",
+        )
     if args.rate:
         section_rate()
 
