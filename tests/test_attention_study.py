@@ -76,6 +76,10 @@ def test_tiny_study_runs_resumes_and_reports(tmp_path):
         "headline",
     ):
         assert head in claims, head
+    # Kernel-FAVOR against each control isolates what Phase A's particles add
+    ctl = claims.split("minus each control")[1]
+    kinds = ("redraw Ω", "Phase A directions", "Phase A, λ = 0", "Phase A at init")
+    assert all(f"minus control: {k}" in ctl for k in kinds)
     with open(out / "paired.csv") as fh:
         branches = {r["branch"] for r in csv.DictReader(fh)}
     assert branches == {"kernel", "redraw", "priornorms", "lam0", "atinit"}

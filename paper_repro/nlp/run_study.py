@@ -640,7 +640,39 @@ def _claims_report(cfg, groups, out: Path) -> None:
                         f"- {ds['name']}, {FEATURE_LABEL[f]}, Q=K {'on' if qk else 'off'}: "
                         f"{_fmt_diff(*p[:3])}, n={p[3]}: **{v}**\n"
                     )
+    md.extend(_kernel_vs_controls(cfg, groups))
     (out / "claims.md").write_text("".join(md))
+
+
+def _kernel_vs_controls(cfg, groups) -> list[str]:
+    """Kernel-X minus each control, paired by seed: what of Kernel-X's effect Phase A owns.
+
+    A gain over vanilla X that a control matches (e.g. a fresh draw of Ω at the same point)
+    is not the learned particles' doing; only a difference to the controls is.
+    """
+    ctl = cfg.get("controls") or {}
+    f = ctl.get("feature")
+    md = []
+    for d in ctl.get("datasets", []):
+        for qk in tie_settings(next(x for x in cfg["datasets"] if x["name"] == d), cfg):
+            kern = (d, variant_name(f, "kernel"), qk)
+            lines = []
+            for b in ctl.get("kinds", []):
+                cells = []
+                for m in ("accuracy", "log_loss"):
+                    p = paired(groups, kern, (d, variant_name(f, b), qk), m)
+                    if p:
+                        v = verdict_better(*p[:3], m)
+                        cells.append(f"Δ{m} {_fmt_diff(*p[:3])} (n={p[3]}, better: {v})")
+                if cells:
+                    lines.append(f"- minus {variant_name(f, b)}: " + "; ".join(cells) + "\n")
+            if lines:
+                md.append(
+                    f"\n### {d}: {variant_name(f, 'kernel')} (Q=K {'on' if qk else 'off'}) minus "
+                    "each control, paired by seed\n"
+                )
+                md.extend(lines)
+    return md
 
 
 PHASE_A_COLUMNS = (
