@@ -58,6 +58,7 @@ from meanfield.energy import (
 from meanfield.features import get_feature_map, sample_initial_particles
 from meanfield.kernels import Riesz
 from meanfield.particles import simulate
+from meanfield.simplex import project_simplex
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -248,30 +249,6 @@ def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
 # ----------------------------------------------------------------------------------------
 # importance sampling (Sinha & Duchi 2016)
 # ----------------------------------------------------------------------------------------
-def project_simplex(z) -> np.ndarray:
-    """Euclidean projection onto the probability simplex {q ≥ 0, Σ q = 1} (sort based).
-
-    Duchi et al. (2008): with u the entries sorted in decreasing order, k the largest index
-    with u_k > (Σ_{i≤k} u_i − 1)/k, the projection is max(z − θ, 0), θ = (Σ_{i≤k} u_i − 1)/k.
-    O(N log N).
-
-    Parameters
-    ----------
-    z : array of shape (N,)
-
-    Returns
-    -------
-    ndarray of shape (N,)
-    """
-    z = np.asarray(z, dtype=float)
-    u = np.sort(z)[::-1]
-    css = np.cumsum(u) - 1.0
-    k = np.arange(1, len(z) + 1)
-    r = k[u - css / k > 0][-1]
-    theta = css[r - 1] / r
-    return np.maximum(z - theta, 0.0)
-
-
 def _chi2_excess(q, N):
     return float(((q - 1.0 / N) ** 2).sum())
 

@@ -25,6 +25,7 @@ from scipy.sparse.linalg import LinearOperator, minres
 
 from .._validation import check_choice, check_int, check_positive
 from ..energy import Energy
+from ..simplex import project_simplex
 from .field import Density
 from .grid import Grid
 from .potential import GridEnergy
@@ -203,17 +204,6 @@ def gibbs_state(
         message=msg,
     )
     return Density(ge.grid, out), report
-
-
-def project_simplex(v: np.ndarray, mass: float) -> np.ndarray:
-    """Euclidean projection of v (flat) onto {w ≥ 0, Σ w = mass} (sort-based, O(M log M))."""
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - mass
-    k = np.arange(1, len(v) + 1)
-    cond = u - css / k > 0
-    r = k[cond][-1]
-    tau = css[r - 1] / r
-    return np.maximum(v - tau, 0.0)
 
 
 def _kkt_on_support(grad, b, S, mass, maxiter):
