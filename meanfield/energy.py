@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from ._validation import check_array, check_choice, check_finite_real, check_int, check_positive
+from .alignment import alignment_parts, small_gram, target_norm, times_gram
 from .domains import Domain
 from .features import FeatureMap, get_feature_map
 from .kernels import PairKernel
@@ -298,22 +299,8 @@ class LinearAlignment(AlignmentTerm):
         return -self.a(at)
 
 
-def _small_gram(phi):
-    """The smaller Gram of ``phi`` (..., N, n): ``Φ Φᵀ`` (N, N) if N <= n, else ``Φᵀ Φ``.
-
-    Both have the same Frobenius norm; with n data points >> N particles the particle Gram
-    costs O(N² n) instead of O(N n²) time and N² instead of n² memory.
-    """
-    if phi.shape[-2] <= phi.shape[-1]:
-        return phi @ phi.transpose(-1, -2)
-    return phi.transpose(-1, -2) @ phi
-
-
-def _times_gram(phi, gram):
-    """``Φ (Φᵀ Φ)`` from :func:`_small_gram`'s result, i.e. ``(Φ Φᵀ) Φ`` or ``Φ (Φᵀ Φ)``."""
-    if gram.shape[-1] == phi.shape[-2]:
-        return gram @ phi
-    return phi @ gram
+# the Grams of the alignment forms live with the Cristianini alignment (meanfield.alignment)
+_small_gram, _times_gram = small_gram, times_gram
 
 
 class RiskAlignment(AlignmentTerm):
@@ -371,16 +358,11 @@ class NormalisedAlignment(AlignmentTerm):
     """
 
     def _T_norm(self):
-        M = (self.U.T @ self.U) * self.w
-        return (M * M.T).sum().sqrt()
+        return target_norm(self.U, self.w)
 
     def _parts(self, omega):
         phi, dphi = self.features(omega)
-        S = phi @ self.U
-        num = (S * S * self.w).sum((-1, -2))
-        # ‖ΦᵀΦ‖_F = ‖ΦΦᵀ‖_F: the (N, N) particle Gram P is the cheap side when n > N
-        P = _small_gram(phi)
-        Gn = (P * P).sum((-1, -2)).sqrt()
+        S, P, num, Gn = alignment_parts(phi, self.U, self.w)
         return phi, dphi, S, P, num, Gn
 
     def value(self, omega):

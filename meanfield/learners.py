@@ -44,6 +44,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from meanfield._validation import check_choice, check_int, check_positive
+from meanfield.alignment import cristianini_alignment
 from meanfield.domains import Box
 from meanfield.energy import (
     CentredAlignment,
@@ -232,18 +233,10 @@ def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
     -------
     float in [−1, 1]
     """
-    Phi = np.asarray(Phi, dtype=float)
+    Phi = torch.as_tensor(np.asarray(Phi, dtype=float))
     _, t = _encode_labels(y, "kernel_alignment")
-    U, w = target_factors(t)  # the energy's own factorisation T = U diag(w) Uᵀ
-    if centred:
-        Phi, U = Phi - Phi.mean(0), U - U.mean(0)
-    S = Phi.T @ U  # (m, r)
-    num = float((S * S * w).sum())
-    G = Phi.T @ Phi
-    Knorm = float(np.sqrt((G * G).sum()))
-    M = (U.T @ U) * w
-    Tnorm = float(np.sqrt((M * M.T).sum()))
-    return num / (Knorm * Tnorm) if Knorm > 0 else 0.0
+    U, w = (torch.as_tensor(a) for a in target_factors(t))  # T = U diag(w) Uᵀ, as the energy
+    return float(cristianini_alignment(Phi.T, U, w, centred=centred))
 
 
 # ----------------------------------------------------------------------------------------

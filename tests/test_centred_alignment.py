@@ -94,3 +94,28 @@ def test_learner_metric_agrees_with_the_term(rng):
     )
     # centring changes the number on unbalanced labels
     assert abs(kernel_alignment(Phi, y) - kernel_alignment(Phi, y, centred=True)) > 1e-3
+
+
+@pytest.mark.parametrize("N", [5, 40])  # particle Gram (N < n) and data Gram (N > n) sides
+@pytest.mark.parametrize("centred", [False, True])
+def test_shared_cristianini_alignment_matches_dense(N, centred, rng):
+    """meanfield.alignment against <K, T>/(|K| |T|) built from dense n x n matrices.
+
+    Both are float64 evaluations of the same ratio in different orders: agreement to 1e-12 is
+    rounding only (n = 12, entries O(1)).
+    """
+    from meanfield.alignment import cristianini_alignment
+    from meanfield.energy import target_factors
+
+    X, y = _data(rng, classes=3)
+    P = rng.normal(size=(N, len(y)))
+    U, w = target_factors(y)
+    n = len(y)
+    H = np.eye(n) - 1.0 / n if centred else np.eye(n)
+    K, T = H @ P.T @ P @ H, H @ target_matrix(y) @ H
+    dense = (K * T).sum() / (np.linalg.norm(K) * np.linalg.norm(T))
+    got = cristianini_alignment(torch.tensor(P), torch.tensor(U), torch.tensor(w), centred=centred)
+    assert float(got) == pytest.approx(dense, abs=1e-12)
+    zero = torch.zeros(N, n, dtype=torch.float64)
+    zero = cristianini_alignment(zero, torch.tensor(U), torch.tensor(w))
+    assert float(zero) == 0.0  # a zero kernel: 0, not NaN

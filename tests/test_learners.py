@@ -51,6 +51,45 @@ def test_project_simplex_satisfies_kkt(seed):
     assert np.all(z[~S] <= theta[0] + 1e-12)
 
 
+@pytest.mark.parametrize("mass", [0.25, 3.0])
+def test_shared_simplex_projection_matches_slsqp_at_any_mass(mass):
+    """The one projection (meanfield.simplex) is the minimiser of |q - z|^2 on {q >= 0, sum = mass}.
+
+    SLSQP solves the same strictly convex QP independently; its default ftol 1e-6 on |q - z|^2
+    bounds the distance to the unique minimiser by about sqrt(2e-6) ~ 1.4e-3, so 1e-4 on the
+    entries is met with room only if both are right (rounding of the sort-based formula: 1e-15).
+    """
+    from meanfield.simplex import project_simplex
+
+    z = np.random.default_rng(11).normal(size=9) * 2
+    q = project_simplex(z, mass)
+    ref = minimize(
+        lambda x: ((x - z) ** 2).sum(),
+        np.full(9, mass / 9),
+        jac=lambda x: 2 * (x - z),
+        bounds=[(0, None)] * 9,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - mass}],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 500},
+    ).x
+    assert abs(q.sum() - mass) < 1e-12 and np.all(q >= 0)
+    np.testing.assert_allclose(q, ref, atol=1e-6)
+    assert L.project_simplex is project_simplex  # one implementation, re-exported
+
+
+@pytest.mark.parametrize(
+    "z, mass, match",
+    [([], 1.0, "z must be a non-empty 1-d"), ([[1.0]], 1.0, "z must be a non-empty 1-d"),
+     ([1.0, np.nan], 1.0, "NaN or inf"), ([1.0], 0.0, "mass must be"),
+     ([1.0], math.inf, "mass must be")],
+)
+def test_simplex_projection_bad_input(z, mass, match):
+    from meanfield.simplex import project_simplex
+
+    with pytest.raises(ValueError, match=match):
+        project_simplex(z, mass)
+
+
 def _slsqp(v, rho):
     """max v'q on the simplex with |q - 1/N|^2 <= rho/N by SLSQP (convex: two starts suffice)."""
     N = len(v)
