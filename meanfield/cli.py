@@ -21,6 +21,7 @@ import numpy as np
 from ._validation import check_int, check_output_path, check_positive
 from .config import SimulationConfig
 from .errors import MeanfieldError
+from .spacing import min_pair_distance  # NaN for < 2 points (documented there)
 
 CASES = ("semicircle", "uniform", "disk")
 
@@ -81,25 +82,6 @@ def _config_from_args(args) -> SimulationConfig:
     if args.config:
         return SimulationConfig.from_toml(args.config, **overrides)
     return SimulationConfig(**{k: v for k, v in overrides.items() if v is not None})
-
-
-def min_pair_distance(omega: np.ndarray) -> float:
-    """Smallest distance between two of the N points ``omega`` (N, p), in O(N) memory.
-
-    p = 1: the smallest gap between sorted neighbours; p > 1: a k-d tree query of each point's
-    nearest neighbour (O(N log N) time).  NaN for fewer than two points.
-    """
-    x = np.asarray(omega, dtype=float)
-    if x.ndim == 1:
-        x = x[:, None]
-    if len(x) < 2:
-        return float("nan")
-    if x.shape[1] == 1:
-        return float(np.diff(np.sort(x[:, 0])).min())
-    from scipy.spatial import cKDTree
-
-    d, _ = cKDTree(x).query(x, k=2)
-    return float(d[:, 1].min())
 
 
 def coincidence_warnings(ds) -> list[str]:

@@ -60,6 +60,7 @@ from meanfield.features import get_feature_map, sample_initial_particles
 from meanfield.kernels import Riesz
 from meanfield.particles import simulate
 from meanfield.simplex import project_simplex
+from meanfield.spacing import min_pair_distance
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -679,7 +680,8 @@ class CoulombFeatures(_FeatureLearner):
     energy_init_, energy_ : float
         H_N before and after.
     min_distance_init_, min_distance_ : float
-        Smallest pairwise particle distance before and after (of ``omega_``).
+        Smallest pairwise particle distance before and after (of ``omega_``;
+        :func:`meanfield.spacing.min_pair_distance`, NaN for a single particle).
     checkpoint_steps_ : ndarray of shape (K,)
         Steps of the checkpoints (only with checkpoints).
     checkpoints_ : ndarray of shape (K, m, d + 1)
@@ -858,8 +860,8 @@ class CoulombFeatures(_FeatureLearner):
         self.energy_init_ = float(ds["energy"].isel(time=0))
         self.energy_ = float(ds["energy"].isel(time=best))
         # distances are measured where the repulsion acts: standardised coordinates
-        self.min_distance_init_ = _min_pair_distance(omega0.numpy())
-        self.min_distance_ = _min_pair_distance(omega)
+        self.min_distance_init_ = min_pair_distance(omega0.numpy())
+        self.min_distance_ = min_pair_distance(omega)
         self.omega_init_ = omega0.numpy() * scale
         self.omega_ = omega * scale
         self.feature_weights_ = np.full(m, 1.0 / math.sqrt(m))
@@ -928,17 +930,6 @@ def _stratified_split(t, fraction: float, rng) -> tuple[np.ndarray, np.ndarray]:
             f"dynamics and {len(val)} held out; both must be >= 2"
         )
     return fit, val
-
-
-def _min_pair_distance(omega) -> float:
-    """Smallest Euclidean distance between two distinct rows (inf for one row)."""
-    omega = np.asarray(omega, dtype=float)
-    if len(omega) < 2:
-        return math.inf
-    sq = (omega * omega).sum(1)
-    d2 = sq[:, None] + sq[None, :] - 2 * omega @ omega.T
-    np.fill_diagonal(d2, np.inf)
-    return float(np.sqrt(max(d2.min(), 0.0)))
 
 
 # ----------------------------------------------------------------------------------------
