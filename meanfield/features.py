@@ -142,6 +142,72 @@ def _generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed))
 
 
+def gaussian_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Tensor:
+    """iid standard normal rows, float64, shape (n_rows, dim), drawn from ``generator``.
+
+    The one Gaussian sampler: :func:`sample_gaussian` (seeded) and the attention feature maps
+    (:func:`meanfield.attention.features.gaussian_omega`) both draw through it.
+
+    Parameters
+    ----------
+    n_rows, dim : int >= 1
+    generator : torch.Generator
+        Source of the draw (advanced by n_rows · dim normals).
+    """
+    n_rows = check_int("n_rows (N)", n_rows)
+    dim = check_int("dim (p)", dim)
+    return torch.randn(n_rows, dim, generator=generator, dtype=torch.float64)
+
+
+def orthogonal_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Tensor:
+    r"""Orthogonal random features (Yu et al. 2016; PORF in Choromanski et al. 2021), float64.
+
+    Rows come in blocks of ``dim`` exactly orthogonal directions: each block is the Q factor
+    of the QR decomposition of a (dim, dim) standard normal matrix, with the signs of diag(R)
+    folded in so that Q is Haar distributed (Mezzadri 2007). Each row is then rescaled to an
+    independent χ_dim norm (the norm of a fresh standard normal vector), so every row is
+    marginally N(0, I) while rows within a block are orthogonal:
+
+    .. math:: \omega_i = \|g_i\|\, q_i, \qquad g_i \sim N(0, I_{dim}), \quad
+              q_i \perp q_j \ (i \ne j \text{ in one block}).
+
+    When ``n_rows`` is not a multiple of ``dim`` the last block is truncated. The one
+    orthogonal sampler: :func:`sample_orthogonal` and
+    :func:`meanfield.attention.features.orthogonal_omega` draw through it.
+
+    Parameters
+    ----------
+    n_rows, dim : int >= 1
+    generator : torch.Generator
+        Source of the draw.
+
+    Returns
+    -------
+    torch.Tensor of shape (n_rows, dim), float64
+    """
+    n_rows = check_int("n_rows (N)", n_rows)
+    dim = check_int("dim (p)", dim)
+    n_blocks = math.ceil(n_rows / dim)
+    g = torch.randn(n_blocks, dim, dim, generator=generator, dtype=torch.float64)
+    q, r = torch.linalg.qr(g)  # batched over blocks
+    q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar measure
+    rows = q.transpose(-1, -2).reshape(n_blocks * dim, dim)[:n_rows]
+    norms = torch.randn(n_rows, dim, generator=generator, dtype=torch.float64).norm(dim=1)
+    return rows * norms.unsqueeze(1)
+
+
+def _seeded_rows(draw, n_particles, dim, scale, seed, dtype, device) -> torch.Tensor:
+    """``draw`` from a CPU generator seeded with ``seed``, times ``scale``, cast and moved.
+
+    Drawn on the CPU, so the same seed gives the same bits on every device.
+    """
+    n_particles = check_int("n_particles (N)", n_particles)
+    dim = check_int("dim (p)", dim)
+    scale = check_positive("scale", scale)
+    w = draw(n_particles, dim, _generator(seed)) * scale
+    return w.to(dtype=dtype, device=device)
+
+
 def sample_gaussian(
     n_particles: int,
     dim: int,
@@ -151,16 +217,12 @@ def sample_gaussian(
     dtype=torch.float64,
     device="cpu",
 ) -> torch.Tensor:
-    """iid N(0, scale² I) particles, shape (n_particles, dim).
+    """iid N(0, scale² I) particles, shape (n_particles, dim) (:func:`gaussian_rows`, seeded).
 
     Drawn on the CPU with a seeded generator, so the same seed gives the same bits on every
     device.
     """
-    n_particles = check_int("n_particles (N)", n_particles)
-    dim = check_int("dim (p)", dim)
-    scale = check_positive("scale", scale)
-    w = torch.randn(n_particles, dim, generator=_generator(seed), dtype=torch.float64) * scale
-    return w.to(dtype=dtype, device=device)
+    return _seeded_rows(gaussian_rows, n_particles, dim, scale, seed, dtype, device)
 
 
 def sample_orthogonal(
@@ -172,26 +234,11 @@ def sample_orthogonal(
     dtype=torch.float64,
     device="cpu",
 ) -> torch.Tensor:
-    """Orthogonal random features (Yu et al. 2016; PORF in Choromanski et al. 2021).
+    """Orthogonal blocks of rows, each marginally N(0, scale² I) (:func:`orthogonal_rows`, seeded).
 
-    Rows come in blocks of ``dim`` exactly orthogonal directions (QR of a Gaussian matrix,
-    sign-corrected so the directions are Haar distributed); each row is rescaled to an
-    independent χ_dim norm, so every row is marginally N(0, scale² I) while rows within a
-    block are orthogonal.  Shape (n_particles, dim).
+    Shape (n_particles, dim).
     """
-    n_particles = check_int("n_particles (N)", n_particles)
-    dim = check_int("dim (p)", dim)
-    scale = check_positive("scale", scale)
-    gen = _generator(seed)
-    blocks = []
-    for _ in range(math.ceil(n_particles / dim)):
-        G = torch.randn(dim, dim, generator=gen, dtype=torch.float64)
-        Q, Rm = torch.linalg.qr(G)
-        Q = Q * torch.sign(torch.diagonal(Rm)).unsqueeze(0)  # Haar measure (Mezzadri 2007)
-        blocks.append(Q.T)
-    W = torch.cat(blocks, dim=0)[:n_particles]
-    norms = torch.randn(n_particles, dim, generator=gen, dtype=torch.float64).norm(dim=1)
-    return (W * norms.unsqueeze(1) * scale).to(dtype=dtype, device=device)
+    return _seeded_rows(orthogonal_rows, n_particles, dim, scale, seed, dtype, device)
 
 
 def sample_initial_particles(

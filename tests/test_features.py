@@ -81,3 +81,15 @@ def test_empirical_kernel_shape():
     om = sample_gaussian(50, 2, seed=0)
     K = get_feature_map("positive").empirical_kernel(X, om)
     assert K.shape == (6, 6) and torch.allclose(K, K.T)
+
+
+def test_one_sampler_for_particles_and_attention():
+    """The seeded particle samplers and the attention's Omega draw through the same code."""
+    from meanfield.attention.features import gaussian_omega, orthogonal_omega
+
+    for ours, theirs in ((sample_gaussian, gaussian_omega), (sample_orthogonal, orthogonal_omega)):
+        gen = torch.Generator().manual_seed(9)
+        want = theirs(13, 4, gen, dtype=torch.float64) * 2.0
+        assert torch.equal(ours(13, 4, scale=2.0, seed=9), want)
+    with pytest.raises(ValueError, match="dim"):
+        sample_orthogonal(3, 0)

@@ -57,6 +57,7 @@ import torch
 from torch import nn
 
 from .._validation import check_choice, check_int
+from ..features import gaussian_rows, orthogonal_rows
 
 __all__ = [
     "FEATURE_KINDS",
@@ -88,13 +89,13 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 def gaussian_omega(
     n_features: int, head_dim: int, generator: torch.Generator, dtype=torch.float32
 ) -> torch.Tensor:
-    """iid standard normal feature matrix (FAVOR+).
+    """iid standard normal feature matrix (FAVOR+), from :func:`meanfield.features.gaussian_rows`.
 
     Returns
     -------
     omega : torch.Tensor, shape (n_features, head_dim)
     """
-    return torch.randn(n_features, head_dim, generator=generator, dtype=torch.float64).to(dtype)
+    return gaussian_rows(n_features, head_dim, generator).to(dtype)
 
 
 def orthogonal_omega(
@@ -102,24 +103,14 @@ def orthogonal_omega(
 ) -> torch.Tensor:
     """Orthogonal random features (PORF): blocks of ``head_dim`` orthogonal rows.
 
-    Each block is the Q factor of the QR decomposition of a ``(head_dim, head_dim)`` standard
-    normal matrix, with the signs of ``diag(R)`` folded in so that Q is Haar distributed.
-    Rows are then rescaled by independent ``chi_{head_dim}`` norms (norms of fresh standard
-    normal vectors), so every row is marginally ``N(0, I)``: the positive-feature kernel
-    estimate stays unbiased while rows within a block are exactly orthogonal. When
-    ``n_features`` is not a multiple of ``head_dim`` the last block is truncated.
+    Drawn by :func:`meanfield.features.orthogonal_rows` (Haar directions, χ norms, so every
+    row is marginally N(0, I) and the positive-feature kernel estimate stays unbiased).
 
     Returns
     -------
     omega : torch.Tensor, shape (n_features, head_dim)
     """
-    n_blocks = math.ceil(n_features / head_dim)
-    g = torch.randn(n_blocks, head_dim, head_dim, generator=generator, dtype=torch.float64)
-    q, r = torch.linalg.qr(g)  # batched over blocks
-    q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)  # Haar measure
-    omega = q.transpose(-1, -2).reshape(n_blocks * head_dim, head_dim)[:n_features]
-    norms = torch.randn(n_features, head_dim, generator=generator, dtype=torch.float64).norm(dim=1)
-    return (omega * norms.unsqueeze(1)).to(dtype)
+    return orthogonal_rows(n_features, head_dim, generator).to(dtype)
 
 
 class FeatureMap(nn.Module):
