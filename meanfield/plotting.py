@@ -111,4 +111,302 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     return fig
 
 
-__all__ = ["plot_comparison"]
+# ----------------------------------------------------------------------------------------
+# the theory figures of ``meanfield figures`` (experiments in meanfield.studies)
+# ----------------------------------------------------------------------------------------
+def _new_figure(figsize) -> Figure:
+    """A Figure with an Agg canvas (so ``tight_layout`` and ``savefig`` work without pyplot)."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plot_ldp_rate(ds: xr.Dataset) -> Figure:
+    """The ``ldp_rate`` figure: Monte Carlo rates against N beside the grid rate J(a).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of :func:`meanfield.studies.ldp_rate.ldp_rate_data`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels (mean-field, Coulomb-gas), rates with ±2 s.e. and J(a) dashed.
+    """
+    fig = _new_figure((10, 4))
+    ax = fig.subplots(1, 2)
+    titles = {"mf": "mean-field regime: speed N", "cg": "Coulomb-gas regime: speed N²"}
+    for axis, tag in zip(ax, ("mf", "cg"), strict=True):
+        N = ds[f"N_{tag}"].values
+        err = np.hypot(ds[f"rate_se_{tag}"].values, ds[f"rate_quad_err_{tag}"].values)
+        axis.errorbar(
+            N,
+            ds[f"rate_{tag}"],
+            yerr=2 * err,
+            fmt="o-",
+            capsize=3,
+            label=r"Monte Carlo $-\frac{1}{s_N}\log P(L_N\geq a)$ (±2 s.e.)",
+        )
+        axis.axhline(float(ds[f"J_{tag}"]), color="k", ls="--", label=r"grid rate $J(a)$")
+        axis.set_xscale("log")
+        axis.set_xlabel("number of particles N")
+        axis.set_ylabel("rate")
+        axis.set_title(f"{titles[tag]}; a = {ds.attrs[f'a_{tag}']:.3g}")
+        axis.legend(fontsize=8)
+    fig.suptitle(r"Tail of $L_N=\int\omega^2 d\mu_N$ (V = ω²/2, k = −|z|, β = 1)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_beta_limit(ds: xr.Dataset) -> Figure:
+    """The ``beta_limit`` figure: W2 to the equilibrium measure against β (grid, particles).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of :func:`meanfield.studies.limit_curves.beta_limit_data`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two log-log panels: the grid Gibbs state (with a β⁻¹ guide) and the particles
+        (mean ± 2 s.e. over seeds) in both regimes.
+    """
+    fig = _new_figure((10, 4))
+    ax = fig.subplots(1, 2)
+    for c in ds["case"].values:
+        ax[0].loglog(ds["beta_grid"], ds["w2_grid"].sel(case=c), "o-", label=f"{c} (grid)")
+    b = ds["beta_grid"].values
+    ax[0].loglog(b, ds["w2_grid"].values[0, 0] * b[0] / b, "k:", label=r"$\propto\beta^{-1}$")
+    ax[0].set_xlabel(r"inverse temperature $\beta$")
+    ax[0].set_ylabel(r"$W_2(\rho_\beta, \mu^*)$")
+    ax[0].set_title("Mean-field Gibbs state → equilibrium measure")
+    ax[0].legend(fontsize=8)
+    for r in ds["regime"].values:
+        w = ds["w2_particles"].sel(regime=r)
+        m, s = w.mean("seed"), w.std("seed", ddof=1) / np.sqrt(w.sizes["seed"])
+        ax[1].errorbar(ds["beta_particles"], m, yerr=2 * s, fmt="o-", capsize=3, label=r)
+    ax[1].set_xscale("log")
+    ax[1].set_yscale("log")
+    ax[1].set_xlabel(r"inverse temperature $\beta$")
+    ax[1].set_ylabel(r"$W_2(\mu_N, \mu^*)$ (mean ± 2 s.e. over seeds)")
+    ax[1].set_title(f"Particles, N = {ds.attrs['N_particles']} (uniform case, k = −|z|)")
+    ax[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_t_limit(ds: xr.Dataset) -> Figure:
+    """The ``t_limit`` figure: the free-energy gap along the flow, log scale, with its rates.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of :func:`meanfield.studies.limit_curves.t_limit_data`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel; non-positive gaps (round-off at equilibrium) are left out.
+    """
+    fig = _new_figure((6, 4))
+    ax = fig.subplots()
+    for m in ds["model"].values:
+        sel = ds.sel(model=m)
+        g = np.where(sel["gap"].values > 0, sel["gap"].values, np.nan)
+        ax.semilogy(
+            ds["time"],
+            g,
+            label=f"{m}: rate {float(sel['rate']):.3f} "
+            f"[{float(sel['rate_ci_low']):.3f}, {float(sel['rate_ci_high']):.3f}]",
+        )
+    ax.set_xlabel("time t")
+    ax.set_ylabel(r"$F_\beta(\rho_t) - F_\beta(\rho_\beta)$")
+    ax.set_title(r"Free-energy gap along the McKean–Vlasov flow ($\beta$ = 1)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_kernel_concentration(ds: xr.Dataset) -> Figure:
+    """The ``kernel_concentration`` figure: tail probabilities against N, β and of W2.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of :func:`meanfield.studies.kernel_figure.kernel_concentration_data`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three log-scale panels (kernel gap against N, against β; W2 against N); zero
+        probabilities are left out.
+    """
+    fig = _new_figure((16, 4))
+    ax = fig.subplots(1, 3)
+    for e in ds["eps_w2"].values:
+        p = ds["prob_w2"].sel(eps_w2=e)
+        s = ds["prob_w2_se"].sel(eps_w2=e)
+        ok = p.values > 0
+        ax[2].errorbar(
+            ds["N"].values[ok],
+            p.values[ok],
+            yerr=2 * s.values[ok],
+            fmt="o-",
+            capsize=3,
+            label=f"ε = {e:g}",
+        )
+    ax[2].set_yscale("log")
+    ax[2].set_xlabel("number of particles N")
+    ax[2].set_ylabel(r"$P(W_2(\mu_N, \rho_\beta) > \varepsilon)$ (± 2 s.e.)")
+    ax[2].set_title(r"the empirical measure, mean-field, β = 2")
+    ax[2].legend(fontsize=8)
+    for axis, x, unit in ((ax[0], "N", "/N"), (ax[1], "beta", "/β")):
+        for e in ds[f"eps_{x}"].values:
+            p = ds[f"prob_{x}"].sel({f"eps_{x}": e})
+            s = ds[f"prob_se_{x}"].sel({f"eps_{x}": e})
+            ok = p.values > 0
+            rate = float(ds[f"decay_rate_{x}"].sel({f"eps_{x}": e}))
+            axis.errorbar(
+                ds[x].values[ok],
+                p.values[ok],
+                yerr=2 * s.values[ok],
+                fmt="o-",
+                capsize=3,
+                label=f"ε = {e:g}: "
+                + (f"rate {rate:.3f}{unit}" if np.isfinite(rate) else "rate undetermined"),
+            )
+        axis.set_yscale("log")
+        axis.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{ref}| > \varepsilon)$ (± 2 s.e.)")
+        axis.legend(fontsize=8)
+    ax[0].set_xlabel("number of particles N")
+    ax[0].set_title(r"mean-field regime, β = 2: reference $\rho_\beta$")
+    ax[1].set_xlabel(r"inverse temperature $\beta$")
+    ax[1].set_title(r"Coulomb-gas regime, N = 16: reference $\mu^*$")
+    fig.tight_layout()
+    return fig
+
+
+def plot_n_limit(ds: xr.Dataset) -> Figure:
+    """The ``n_limit`` figure: W2 and the kernel gap against N at several times.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of :func:`meanfield.studies.limit_curves.n_limit_data`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two log-log panels with an N^(-1/2) guide and the fitted rates in the legend.
+    """
+    fig = _new_figure((10, 4))
+    ax = fig.subplots(1, 2)
+    n = ds["N"].values
+    for axis, k, label in (
+        (ax[0], "w2", r"$W_2(\mu_N(t), \rho_t)$"),
+        (ax[1], "kernel_gap", r"$\max_{jk}|K_{\mu_N(t)} - K_{\rho_t}|$"),
+    ):
+        for i in range(1, ds.sizes["time"]):
+            sel = ds[k].isel(time=i)
+            m = sel.mean("seed")
+            s = sel.std("seed", ddof=1) / np.sqrt(sel.sizes["seed"])
+            r, lo, hi = (float(ds[f"rate_{k}{x}"].isel(time=i)) for x in ("", "_low", "_high"))
+            rate = f"N^{r:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(r) else "rate undetermined"
+            axis.errorbar(
+                n,
+                m,
+                yerr=2 * s,
+                fmt="o-",
+                capsize=3,
+                label=f"t = {float(ds['time'][i]):.2g}: {rate}",
+            )
+        m0 = ds[k].isel(time=-1).mean("seed").values[0]
+        axis.plot(n, m0 * np.sqrt(n[0] / n), "k:", label=r"$N^{-1/2}$")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("number of particles N")
+        axis.set_ylabel(label + " (mean ± 2 s.e.)")
+        axis.legend(fontsize=7)
+    ax[0].set_title("Particles vs McKean–Vlasov density")
+    ax[1].set_title("Kernel gap on the data")
+    fig.tight_layout()
+    return fig
+
+
+def plot_coulomb3d(ds: xr.Dataset) -> Figure:
+    """The ``coulomb3d`` figure: radial profiles, distances against N, grid errors against h.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Output of :func:`meanfield.studies.coulomb3d.coulomb3d_data`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels.
+    """
+    fig = _new_figure((15, 4.2))
+    ax = fig.subplots(1, 3)
+    r = ds["r"].values
+    n_grid = ds.attrs["n_grid"]
+    ax[0].step(r, ds["profile_grid"], where="mid", label=f"grid μ*_h ({n_grid}³, β = ∞)")
+    ax[0].step(
+        r,
+        ds["profile_particles"],
+        where="mid",
+        label=f"HMC particles, N = {ds.attrs['N_profile']} (β = {ds.attrs['beta']:g})",
+    )
+    ax[0].plot([0, 1, 1, r[-1]], [1, 1, 0, 0], "k--", label="uniform unit ball")
+    ax[0].set_xlabel("|ω|")
+    ax[0].set_ylabel("shell density / (3/4π)")
+    ax[0].set_title("Radial profile")
+    ax[0].legend(fontsize=8)
+    N = ds["N"].values
+    for k, label, fmt in (
+        ("w2_grid", r"$W_2(\mu_N, \mu^*_h)$ HMC", "o-"),
+        ("w2_grid_iid", r"$W_2(\mu_N, \mu^*_h)$ iid ball", "o:"),
+        ("w2_radial", r"$W_2$ of $|\omega|$ vs ball, HMC", "s-"),
+        ("w2_radial_iid", r"$W_2$ of $|\omega|$ vs ball, iid", "s:"),
+    ):
+        ax[1].plot(N, ds[k], fmt, label=label)
+    ax[1].plot(N, np.abs(ds["radius"] - 1), "^-", label="|radius − 1|, HMC")
+    ref = float(ds["w2_grid_iid"][0])
+    ax[1].plot(N, ref * (N / N[0]) ** (-1 / 3), "k:", lw=0.8, label=r"$N^{-1/3}$")
+    ax[1].set_xscale("log")
+    ax[1].set_yscale("log")
+    ax[1].set_xlabel("number of particles N")
+    ax[1].set_ylabel("distance (units of ω)")
+    ax[1].set_title("Particles vs grid and ball (exact W2)")
+    ax[1].legend(fontsize=7)
+    h = ds["grid_h"].values
+    for k, label in (
+        ("grid_radius_error", "|radius − 1|"),
+        ("grid_flatness", "max |ρ/ρ_ball − 1|, |ω| < 0.6"),
+        ("grid_energy_error", "|E_h(μ*_h) − 9/10|"),
+    ):
+        ax[2].plot(h, ds[k], "o-", label=label)
+    e_last = float(ds["grid_energy_error"][-1])
+    ax[2].plot(h, e_last * (h / h[-1]) ** 2, "k:", lw=0.8, label="h²")
+    ax[2].set_xscale("log")
+    ax[2].set_yscale("log")
+    ax[2].set_xlabel("cell width h")
+    ax[2].set_ylabel("error (radius, density ratio, energy)")
+    ax[2].set_title("Grid μ*_h vs the uniform ball")
+    ax[2].legend(fontsize=7)
+    fig.suptitle("Coulomb gas in R³: V = |ω|²/2, k = 1/|z|, λ = 1/2 (μ* = uniform unit ball)")
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "plot_beta_limit",
+    "plot_comparison",
+    "plot_coulomb3d",
+    "plot_kernel_concentration",
+    "plot_ldp_rate",
+    "plot_n_limit",
+    "plot_t_limit",
+]

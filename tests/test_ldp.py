@@ -90,7 +90,7 @@ def test_bad_inputs():
 
 def test_learned_kernel_concentrates_exponentially_in_N():
     """The probability of a kernel gap above ε falls with N, and faster for larger ε."""
-    from meanfield.figures import kernel_model
+    from meanfield.studies.kernel_figure import kernel_model
     from meanfield.studies.ldp import kernel_concentration
 
     E, X = kernel_model()
@@ -111,7 +111,7 @@ def test_learned_kernel_concentrates_exponentially_in_N():
 def test_learned_kernel_concentrates_exponentially_in_beta():
     """Coulomb-gas regime (speed βN²): at fixed N the tail probability of the kernel gap to the
     β = ∞ equilibrium kernel falls as β grows (by > 4 standard errors from β = 0.1 to 0.8)."""
-    from meanfield.figures import kernel_model
+    from meanfield.studies.kernel_figure import kernel_model
     from meanfield.studies.ldp import kernel_concentration_in_beta
 
     E, X = kernel_model()

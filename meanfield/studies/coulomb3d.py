@@ -355,3 +355,44 @@ def coulomb3d_study(
     ds["w2_grid"].attrs["long_name"] = "W2(mu_N, mu*_h), exact"
     ds["w2_radial"].attrs["long_name"] = "W2(|w| under mu_N, |w| under the unit ball), exact 1D"
     return ds
+
+
+#: Configuration of the figure at each size (keyword arguments of :func:`coulomb3d_study`).
+FIGURE_CONFIG = {
+    "small": dict(Ns=[40, 80], n_grid=10, n_grids=(8, 10), n_warmup=25, n_samples=3),
+    "full": dict(
+        Ns=[100, 300, 1000, 3000], n_grid=32, n_grids=(8, 12, 16, 24, 32), n_warmup=200,
+        n_samples=60,
+    ),
+}
+
+
+def coulomb3d_data(size: str = "full", seed: int = 0, cache_dir=None) -> xr.Dataset:
+    """The ``coulomb3d`` figure's experiment: :func:`coulomb3d_study` at a named size.
+
+    The Coulomb gas of R³ (V = |ω|²/2, k = 1/|z|, λ = 1/2): HMC particles in the Coulomb-gas
+    regime (β = 2) against the β = ∞ grid equilibrium μ*_h and the uniform unit ball, for
+    N = 100 … 3000 on a 32³ grid (small: N = 40, 80 on a 10³ grid).
+
+    Parameters
+    ----------
+    size : {"small", "full"}
+        Configuration of :data:`FIGURE_CONFIG`.
+    seed : int
+    cache_dir : path, optional
+        As :func:`coulomb3d_study`.
+
+    Returns
+    -------
+    xarray.Dataset
+        That of :func:`coulomb3d_study`, with ``figure`` and ``size`` attributes.
+    """
+    import torch
+
+    from ._sizes import check_size
+
+    check_size(size)
+    torch.set_num_threads(1)
+    ds = coulomb3d_study(seed=seed, cache_dir=cache_dir, progress=True, **FIGURE_CONFIG[size])
+    ds.attrs.update({"figure": "coulomb3d", "size": size})
+    return ds
