@@ -19,7 +19,7 @@ task / source             ``train``              ``validation``         ``test``
 sst2 / glue               glue/train.tsv         glue/dev.tsv           (not public)
 sst2 / stsa               stsa.binary.train      stsa.binary.dev        stsa.binary.test
 rotten_tomatoes / hf      train.jsonl            validation.jsonl       test.jsonl
-rotten_tomatoes / rt      the Hugging Face rule applied to rt-polarity.{pos,neg} (see below)
+rotten_tomatoes / rt      first 80 % (below)     next 10 %              last 10 %
 qqp / bimpm               train.tsv (not here)   dev.tsv                test.tsv
 qqp / glue                glue/train.tsv         glue/dev.tsv           (not public)
 ========================  =====================  =====================  ===================
