@@ -292,8 +292,12 @@ def no_work(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("work started before the input was checked")
 
-    monkeypatch.setattr(L, "simulate", boom)
-    monkeypatch.setattr(L, "sample_initial_particles", boom)
+    # where the learners look these up (the modules of the meanfield.learners package)
+    from meanfield.learners import coulomb, random_features
+
+    monkeypatch.setattr(coulomb, "simulate", boom)
+    for module in (coulomb, random_features):
+        monkeypatch.setattr(module, "sample_initial_particles", boom)
 
 
 LEARNERS = [L.RandomFourierFeatures, L.ImportanceSampledFeatures, L.CoulombFeatures]

@@ -1,0 +1,63 @@
+"""The fit/transform plumbing that every feature learner shares (scikit-learn contract)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from meanfield._validation import check_int
+
+from ._common import _check_lengths, _encode_labels, _validate_data, fourier_features
+
+
+class _FeatureLearner(TransformerMixin, BaseEstimator):
+    """Shared fit/transform plumbing: validation, bandwidth, timing, transform."""
+
+    _requires_y = True
+
+    def _check_params(self):
+        check_int("n_features (m)", self.n_features, minimum=1)
+
+    def _fit_prepare(self, X, y):
+        _check_lengths(X, y)
+        self._check_params()
+        X = _validate_data(self, X, reset=True, dtype=np.float64)
+        classes, t = _encode_labels(y, type(self).__name__) if self._requires_y else (None, None)
+        if self._requires_y and len(X) < 2:
+            raise ValueError(f"n_samples = {len(X)}: at least 2 samples are needed")
+        return X, classes, t
+
+    def transform(self, X):
+        """Features Φ of shape (n, m): Φ_ji = w_i φ(x_j; ω_i).
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+
+        Returns
+        -------
+        ndarray of shape (n, n_features_out_)
+        """
+        check_is_fitted(self, "omega_")
+        X = _validate_data(self, X, reset=False, dtype=np.float64)
+        return fourier_features(X, self.omega_, self.feature_weights_)
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "omega_")
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self.omega_.shape[0])], dtype=object)
+
+    def kernel(self, X, X2=None):
+        """Learned kernel matrix K = Φ(X) Φ(X2)ᵀ, shape (n, n2)."""
+        P = self.transform(X)
+        return P @ (P if X2 is None else self.transform(X2)).T
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = self._requires_y
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"requires_y": self._requires_y}

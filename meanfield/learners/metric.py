@@ -1,0 +1,39 @@
+"""The kernel–target alignment of learned features: the scale-free metric of the learners."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from meanfield.alignment import cristianini_alignment
+from meanfield.energy import target_factors
+
+from ._common import _encode_labels
+
+__all__ = ["kernel_alignment"]
+
+
+def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
+    """Cristianini kernel-target alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F), K = Φ Φᵀ.
+
+    Scale-free, so it compares learners whatever their feature weights. Computed through the
+    (m, m) Gram matrix ΦᵀΦ: O(n m²), nothing (n, n) is built.
+
+    Parameters
+    ----------
+    Phi : array of shape (n, m)
+    y : array of shape (n,)
+        Labels (two classes are mapped to ±1, more to class ids).
+    centred : bool
+        Centred alignment (Cortes et al. 2012): K and T replaced by HKH and HTH,
+        H = I − 11ᵀ/n, i.e. the columns of Φ and of the target factors centred
+        (the learner-side twin of :class:`meanfield.energy.CentredAlignment`).
+
+    Returns
+    -------
+    float in [−1, 1]
+    """
+    Phi = torch.as_tensor(np.asarray(Phi, dtype=float))
+    _, t = _encode_labels(y, "kernel_alignment")
+    U, w = (torch.as_tensor(a) for a in target_factors(t))  # T = U diag(w) Uᵀ, as the energy
+    return float(cristianini_alignment(Phi.T, U, w, centred=centred))
