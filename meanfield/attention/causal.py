@@ -4,76 +4,102 @@ For a query ``t`` causal linear attention needs the prefix sums over keys ``s <=
 
     num_t = phi(q_t) . sum_{s<=t} phi(k_s) v_s^T,      den_t = phi(q_t) . sum_{s<=t} phi(k_s)
 
-The sequence is cut into chunks of ``C`` tokens. Inside a chunk the masked ``C x C`` block
-``phi(Q_c) phi(K_c)^T`` is formed by one batched matrix product over *all* chunks at once;
-across chunks a running ``(m, d_v)`` state is carried (a cumulative sum, or a short Python
-loop of two tensor operations per chunk when the state must be rescaled). Time
-``O(L m (C + d_v))``, memory ``O(L (m + C + m d_v / C))``.
+The sequence is cut into chunks of ``C`` tokens and everything is a handful of batched
+matrix products over *all* chunks at once (block matrix form of the prefix sums):
 
-Positive random features (FAVOR+, PORF) arrive as log-features ``a_j(x)`` and cannot be
-exponentiated as they are (``exp`` overflows float32 for large inputs). For chunk ``n`` and
-feature ``j`` let ``M_nj`` be the largest key log-feature in chunks ``0..n`` and, for a
-query ``t``, ``R_tj`` the largest over keys ``s <= t`` (a running maximum: causal). With the
-per-query shift ``c_t = max_j (a_j(q_t) + R_tj)`` every exact kernel term is
-``exp(a_j(q_t) + a_j(k_s) - c_t) <= 1`` and the dominant visible term is exactly 1. We factor
-it as
+* inside chunk ``n``: the ``C x C`` block ``phi(Q_n) phi(K_n)^T``, lower triangle kept,
+  times ``[V_n, 1]`` (a column of ones carries the denominator through the same product);
+* across chunks: ``phi(Q_n) S_n`` with the running ``(m, d_v + 1)`` state
+  ``S_n = sum_{i<n} phi(K_i)^T [V_i, 1]`` -- per-chunk products ``phi(K_i)^T [V_i, 1]`` and an
+  exclusive cumulative sum over chunks.
 
-* inside the chunk: ``exp(a_j(q_t) + M_nj - c_t) * exp(a_j(k_s) - M_nj)``: the key factor is
-  at most 1, the query factor at most ``exp(g_t)`` with ``g_t = max_j(a_j(q_t) + M_nj) - c_t``;
-* across chunks: ``exp(a_j(q_t) + M_(n-1)j - c_t) <= 1`` times a state kept in units of
-  ``exp(-M_(n-1)j)`` (rescaled per feature when the maximum grows, as in online softmax).
+Time ``L (2 m d_h + 2 m (d_v + 1) + C (m + d_v + 1))`` multiply-adds per head (features, state,
+in-chunk block; causal SDPA does ``L^2 d_h`` in total), memory ``O(L (m + C + m d_v / C))``.
 
-``M_nj`` depends on keys later in the chunk than ``t`` but cancels exactly; it changes the
-result for ``t`` only by rounding, and by the underflow of terms below
-``exp(g_t - 87)`` relative to the dominant one. We therefore require ``g_t <= 30`` (terms
-below ``e^-57`` can be lost, far under float32 resolution); the rare chunks where a later key
-raises a feature's maximum by more are recomputed exactly in log space, each term shifted by
-``c_t`` alone (``O(C^2 m)`` per chunk). Nothing overflows and no shift depends on a later
-chunk.
+Positive random features (FAVOR+, PORF) are ``exp(a_j(x))`` and ``exp`` overflows float32 for
+large inputs, so they are exponentiated with shifts that cancel exactly:
+
+* keys of chunk ``n`` with ``P_nj``, the largest key log-feature ``a_j`` over chunks
+  ``0..n``: ``exp(a_j(k_s) - P_nj) <= 1``;
+* queries of chunk ``n`` with ``P_nj`` added back and their own ``c_t = max_j (u_j(q_t) +
+  P_nj)`` subtracted: ``exp(u_j(q_t) + P_nj - c_t) <= 1`` (``u`` is ``a`` without the
+  per-query constant ``-|q~|^2/2 - log(m)/2``, which cancels like ``c_t``);
+* the state before chunk ``n`` in units of ``exp(-P_nj)``, rescaled per feature as the
+  maxima grow, ``S'_(n+1) = S'_n exp(P_(n-1) - P_n) + phi(K_n)^T [V_n, 1]`` (online softmax,
+  per feature; a loop of one fused operation per chunk).
+
+*Exactness (the shifts cancel).* Every term of query ``t`` is ``exp(u_j(q_t) + a_j(k_s) -
+c_t)`` times ``v_s``: ``P_nj`` enters once with each sign, and the per-query ``c_t`` multiplies
+numerator and denominator alike. *No overflow:* every factor is at most 1. *Underflow:* the
+shifts are chunk-wide, so a later key of the same chunk can raise ``P_nj`` and make every
+term that query ``t`` sees small (the only way a future token touches ``t``: through rounding).
+The computed denominator ``D_t`` (in units of ``exp(c_t)``) is checked afterwards: where
+``D_t >= exp(-30)`` a term lost to underflow (below ``exp(-87)`` in float32) is below
+``exp(-57) D_t`` -- far under float32 resolution, even summed over ``L m`` terms. Chunks where a
+query with a visible key has ``D_t < exp(-30)`` (rare: a later key of the chunk dominates by
+more than ``e^30``) are recomputed exactly in log space, ``O(C^2 m)`` each. Nothing overflows
+and the result does not depend on a later token beyond rounding.
+
+``eps`` for positive features is taken relative to the query's kernel with its own key,
+``eps K(q_t, k_t)`` (a causal scale that never depends on another token's shift): it changes
+an output by a relative amount of at most ``eps``, and guards the rows with no visible key
+(output ``0``). For other features ``eps`` is absolute, in the units of ``phi``.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 
-__all__ = ["causal_linear_attention"]
+__all__ = ["causal_linear_attention", "causal_kernel_attention"]
 
-#: Largest query-side exponent accepted in the fast factorisation (see the module notes).
-GAP_LIMIT = 30.0
+#: log of the smallest denominator accepted from the fast path (module notes).
+LOG_DEN_FLOOR = -30.0
 #: Elements of the ``(chunks, C, C, m)`` log-space tensor formed at once by the fallback.
 _FALLBACK_ELEMENTS = 1 << 22
 
 
-def _finite_or(x: torch.Tensor, value: float) -> torch.Tensor:
-    return torch.where(torch.isfinite(x), x, torch.full_like(x, value))
+def _grad_needed(*ts: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in ts)
 
 
-def _pad_length(x: torch.Tensor, total: int, value: float) -> torch.Tensor:
-    """Pad dim 2 (length) of a ``(b, h, L, f)`` tensor to ``total`` with ``value``."""
+def _padded(x: torch.Tensor, total: int) -> torch.Tensor:
+    """``(b, h, L, f)`` -> contiguous ``(b, h, total, f)``, zero rows appended."""
     if x.shape[2] == total:
-        return x
-    pad = x.new_full((*x.shape[:2], total - x.shape[2], x.shape[3]), value)
-    return torch.cat([x, pad], dim=2)
+        return x.contiguous()
+    return F.pad(x, (0, 0, 0, total - x.shape[2]))
 
 
-def _prefix_max(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """Running maximum along ``dim`` in ``log2(n)`` elementwise passes (Hillis-Steele).
+def _values_with_ones(v, keep, total):
+    """``[v, 1]`` padded to ``total`` rows, zero rows for padding (``keep``: (b, L) or None).
 
-    (``torch.cummax`` is a scalar loop on CPU, tens of times slower at these sizes.)
+    A zero row removes its key from numerator and denominator alike, whatever its features.
     """
-    n = x.shape[dim]
-    if n == 1:
-        return x
-    bufs = (torch.empty_like(x), torch.empty_like(x))  # ping-pong; the input is not written
-    src, s, i = x, 1, 0
-    while s < n:
-        dst = bufs[i]
-        dst.narrow(dim, 0, s).copy_(src.narrow(dim, 0, s))
-        torch.maximum(
-            src.narrow(dim, s, n - s), src.narrow(dim, 0, n - s), out=dst.narrow(dim, s, n - s)
-        )
-        src, s, i = dst, 2 * s, 1 - i
-    return src
+    b, h, L, d = v.shape
+    vv = v.new_zeros(b, h, total, d + 1)
+    if keep is None:
+        vv[:, :, :L, :d] = v
+        vv[:, :, :L, d] = 1.0
+    else:
+        w = keep[:, None, :, None].to(v.dtype)
+        vv[:, :, :L, :d] = v * w
+        vv[:, :, :L, d : d + 1] = w
+    return vv
+
+
+def _chunking(L: int, chunk_size: int) -> tuple[int, int]:
+    c = max(1, min(int(chunk_size), L))
+    return c, -(-L // c)
+
+
+def _has_key(mask, b, total, device):
+    """bool (b, total): query ``t`` sees at least one real key ``s <= t`` (None: all do)."""
+    if mask is None:
+        return None
+    seen = (~mask).cumsum(-1) > 0
+    return F.pad(seen, (0, total - mask.shape[1]), value=True)
 
 
 def causal_linear_attention(
@@ -84,131 +110,231 @@ def causal_linear_attention(
     log_space: bool,
     eps: float,
     chunk_size: int,
+    key_padding_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Causal normalised linear attention, head-major (inputs validated by the caller).
+    """Causal normalised linear attention from (log-)features, head-major.
+
+    Inputs are validated by the caller.
 
     Parameters
     ----------
     q_features, k_features : torch.Tensor, shape (batch, heads, L, m)
-        Features ``phi >= 0`` (padding keys zeroed), or log-features when ``log_space``
-        (padding keys ``-inf``), in the compute dtype.
+        Features ``phi >= 0``, or log-features when ``log_space``, in the compute dtype.
     v : torch.Tensor, shape (batch, heads, L, d_v)
     log_space : bool
-        Inputs are log-features (see the module notes for the shifts).
+        Inputs are log-features (shifted as in the module notes).
     eps : float
-        Added to the denominator (>= 0); with log-features in the units where the dominant
-        visible term is 1.
+        Added to the denominator (>= 0): relative to ``K(q_t, k_t)`` for log-features,
+        absolute otherwise (module notes).
     chunk_size : int
         Chunk length ``C`` (>= 1).
+    key_padding_mask : torch.Tensor of bool, shape (batch, L), optional
+        True marks padding keys.
 
     Returns
     -------
     torch.Tensor, shape (batch, heads, L, d_v)
     """
     b, h, L, m = q_features.shape
-    c = max(1, min(int(chunk_size), L))
-    n = -(-L // c)
+    c, n = _chunking(L, chunk_size)
     total = n * c
-    # padded positions: keys that carry nothing, queries whose outputs are dropped
-    qf = _pad_length(q_features, total, 0.0).reshape(b, h, n, c, m)
-    kf = _pad_length(k_features, total, float("-inf") if log_space else 0.0)
-    kf = kf.reshape(b, h, n, c, m)
-    # a column of ones appended to v carries the denominator through the same products
-    vv = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
-    vc = _pad_length(vv, total, 0.0).reshape(b, h, n, c, -1)
-    tril = torch.ones(c, c, dtype=torch.bool, device=qf.device).tril()
+    qf, kf = _padded(q_features, total), _padded(k_features, total)
     if log_space:
-        fac = _LogFactors(qf, kf)
-        q_in, kc = fac.q_in, fac.k
+        kf = _mask_log_keys(kf, key_padding_mask, L)
+    vv = _values_with_ones(v, None if key_padding_mask is None else ~key_padding_mask, total)
+    has = _has_key(key_padding_mask, b, total, v.device)
+    out = _chunked(qf, kf, vv, c, n, log_space, eps, has)
+    return out[:, :, :L]
+
+
+def _mask_log_keys(ka, mask, L):
+    """Log-features of padding keys (and of the rows past ``L``) set to ``-inf``."""
+    total = ka.shape[2]
+    if mask is None and total == L:
+        return ka
+    full = torch.ones(ka.shape[0], total, dtype=torch.bool, device=ka.device)
+    full[:, :L] = False if mask is None else mask
+    return ka.masked_fill(full[:, None, :, None], float("-inf"))
+
+
+def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chunk_size):
+    """Causal kernel attention from head-major queries, keys and values.
+
+    The features are computed here, on the padded chunk layout, with every per-token constant
+    that cancels left out (``-|q~|^2/2 - log(m)/2`` of positive features, the ``m^(-1/2)`` of
+    PORF-softplus, whose ``eps`` is rescaled to match).
+
+    Parameters
+    ----------
+    q, k : torch.Tensor, shape (batch, heads, L, d_h)
+    v : torch.Tensor, shape (batch, heads, L, d_v)
+        In the compute dtype (float32 or float64).
+    feature_map : meanfield.attention.features.FeatureMap
+    key_padding_mask : torch.Tensor of bool, shape (batch, L), or None
+    eps, chunk_size
+        As in :func:`causal_linear_attention`.
+
+    Returns
+    -------
+    torch.Tensor, shape (batch, heads, L, d_v)
+    """
+    from .features import PositiveFeatures, SoftmaxFeatures, SoftplusFeatures
+
+    b, h, L, d = q.shape
+    c, n = _chunking(L, chunk_size)
+    total = n * c
+    fm = feature_map
+    kind = type(fm)
+    if kind not in (PositiveFeatures, SoftmaxFeatures, SoftplusFeatures):
+        return causal_linear_attention(
+            fm.transform(q), fm.transform(k), v, log_space=fm.log_space, eps=eps,
+            chunk_size=chunk_size, key_padding_mask=key_padding_mask,
+        )  # fmt: skip
+    qp, kp = _padded(q, total), _padded(k, total)
+    om = fm.omega.to(q.dtype) * d ** (-0.25)  # x~ = x / d^(1/4) folded into Omega
+    log_space = kind is PositiveFeatures
+    if log_space:
+        qf = qp @ om.T
+        ka = kp @ om.T
+        half_sq = (kp * kp).sum(-1, keepdim=True) * (0.5 / math.sqrt(d))
+        kf = ka.sub_(half_sq) if not _grad_needed(k, om) else ka - half_sq
+        kf = _mask_log_keys(kf, key_padding_mask, L)
+    elif kind is SoftplusFeatures:
+        qf, kf = F.softplus(qp @ om.T), F.softplus(kp @ om.T)
+        eps = eps * fm.n_features  # phi = m^(-1/2) softplus: the m^(-1/2)s cancel, eps does not
     else:
-        q_in, kc = qf, kf
-    block = (q_in @ kc.transpose(-1, -2)).masked_fill(~tril, 0.0)  # (b, h, n, c, c)
-    kv = kc.transpose(-1, -2) @ vc  # per-chunk sums of k_s [v_s, 1]^T, (b, h, n, m, d + 1)
-    if not log_space:
-        # exclusive prefix sum over chunks, by shifting (not cumsum - kv: subtracting a
-        # chunk's own sum would cancel catastrophically against large later values)
-        state = torch.cat([torch.zeros_like(kv[:, :, :1]), kv[:, :, :-1].cumsum(2)], dim=2)
-        nd = block @ vc + q_in @ state
+        if fm.symmetric:  # [softmax(u), softmax(-u)]: one product, two softmaxes on a view
+            om = torch.cat([om, -om])
+        qf = (qp @ om.T).unflatten(-1, (-1, fm.n_features)).softmax(-1).flatten(-2)
+        kf = (kp @ om.T).unflatten(-1, (-1, fm.n_features)).softmax(-1).flatten(-2)
+    vv = _values_with_ones(v, None if key_padding_mask is None else ~key_padding_mask, total)
+    has = _has_key(key_padding_mask, b, total, v.device)
+    return _chunked(qf, kf, vv, c, n, log_space, eps, has)[:, :, :L]
+
+
+def _chunked(qf, kf, vv, c, n, log_space, eps, has):
+    """The chunked prefix sums on padded ``(b, h, n c, .)`` tensors -> ``(b, h, n c, d_v)``."""
+    b, h, total, m = qf.shape
+    e = vv.shape[-1]
+    B = b * h
+    qf, kf, vv = (t.reshape(B, n, c, t.shape[-1]) for t in (qf, kf, vv))
+    grad = _grad_needed(qf, kf, vv)
+    fac = _LogFactors(qf, kf, grad) if log_space else None
+    if fac is not None:
+        qf, kf = fac.q, fac.k
+    q3, k3, v3 = qf.reshape(B * n, c, m), kf.reshape(B * n, c, m), vv.reshape(B * n, c, e)
+    block = torch.bmm(q3, k3.transpose(1, 2))
+    block = block.tril() if grad else block.tril_()
+    kv = torch.bmm(k3.transpose(1, 2), v3).reshape(B, n, m, e)  # per-chunk phi(K)^T [V, 1]
+    if fac is None:
+        # exclusive prefix sum over chunks by shifting (subtracting a chunk's own sum from an
+        # inclusive one would cancel catastrophically against large earlier values)
+        state = F.pad(kv[:, :-1].cumsum(1), (0, 0, 0, 0, 1, 0))
     else:
-        # the state before chunk i is kept in units of exp(-M_(i-1)) (per feature) and
-        # rescaled as the maxima grow: S_(i+1) = S_i * decay_i + kv_i
-        # kept per chunk in units of exp(-M_i) (M_i: feature maxima up to chunk i), rescaled
-        # per feature as the maxima grow: S_i = (S_(i-1) + kv_(i-1)) * exp(M_(i-1) - M_i)
-        bad_chunks = (
-            set() if fac.bad is None else set(fac.bad.any(1).any(0).nonzero()[:, 0].tolist())
-        )
-        states, before = [], {}
-        s = kv.new_zeros(kv[:, :, 0].shape)
-        for i in range(n):
-            if i in bad_chunks:
-                before[i] = s  # units of exp(-M_(i-1)), for the exact recomputation
-            s = s * fac.decay[:, :, i, :, None]
-            states.append(s)
-            s = s + kv[:, :, i]
-        nd = block @ vc + q_in @ torch.stack(states, dim=2)
-        if fac.bad is not None:
-            nd = fac.fix_bad_chunks(nd, vc, before, tril)
-    out = nd[..., :-1] / (nd[..., -1:] + eps)  # (b, h, n, c, d)
-    return out.reshape(b, h, total, -1)[:, :, :L]
+        state = fac.states(kv)
+    nd = torch.bmm(q3, state.reshape(B * n, m, e))
+    nd = nd.baddbmm(block, v3) if grad else nd.baddbmm_(block, v3)
+    nd = nd.reshape(B, n, c, e)
+    has = None if has is None else has[:, None].expand(b, h, total).reshape(B, n, c)
+    if fac is None:
+        den = nd[..., -1] + eps
+    else:
+        # eps relative to K(q_t, k_t); 1 where no key is visible (the output is then 0)
+        self_k = torch.diagonal(block, dim1=-2, dim2=-1).reshape(B, n, c)
+        nd, self_k = fac.fix_underflow(nd, self_k, vv, has)
+        unit = self_k if has is None else torch.where(has, self_k, 1.0)
+        den = nd[..., -1] + eps * unit
+    out = nd[..., :-1] / den[..., None]
+    return out.reshape(b, h, total, e - 1)
 
 
 class _LogFactors:
-    """Shifted query/key factors of positive features (module notes); shifts are detached."""
+    """Shifted query/key factors of positive features (module notes); shifts are detached.
 
-    def __init__(self, qa: torch.Tensor, ka: torch.Tensor):
-        # qa, ka: (b, h, n, c, m) log-features; padding keys are -inf
-        self.qa, self.ka = qa, ka
+    ``qa`` (B, n, c, m): query log-features without per-query constants; ``ka``: key
+    log-features, ``-inf`` for padding keys.
+    """
+
+    def __init__(self, qa, ka, grad):
         with torch.no_grad():
-            run = _prefix_max(ka, dim=3)  # running max inside each chunk
-            chunk_max = _prefix_max(run[:, :, :, -1], dim=2)  # M_n (b, h, n, m)
-            prev_max = torch.cat(
-                [torch.full_like(chunk_max[:, :, :1], float("-inf")), chunk_max[:, :, :-1]], 2
-            )
-            run = torch.maximum(run, prev_max[:, :, :, None])  # R_tj, over all keys s <= t
-            # c_t; +inf where no key is visible yet, so that the query factors vanish there
-            self.shift = _finite_or((qa + run).amax(-1, keepdim=True), float("inf"))
-            self.m_in = _finite_or(chunk_max, 0.0)[:, :, :, None]
-            self.prev_max = prev_max[:, :, :, None]
-            # rescaling from units of M_(n-1) to M_n; 0 when no key came before chunk n
-            self.decay = torch.where(
-                torch.isfinite(prev_max), torch.exp(prev_max - self.m_in[:, :, :, 0]), 0.0
-            )
-        z = qa + self.m_in
-        z = z.sub_(self.shift) if not torch.is_grad_enabled() else z - self.shift
+            P = torch.cummax(ka.amax(2), dim=1).values  # (B, n, m): maxima over chunks 0..n
+            self.seen = torch.isfinite(P)  # a real key in chunks 0..n
+            P0 = torch.where(self.seen, P, 0.0)
+            prev = F.pad(P0[:, :-1], (0, 0, 1, 0))
+            prev_seen = F.pad(self.seen[:, :-1], (0, 0, 1, 0), value=False)
+            # exp(P_(n-1) - P_n) <= 1, 0 before the first real key
+            self.decay = torch.where(prev_seen, torch.exp(prev - P0), 0.0)
+            self.log_decay = torch.where(prev_seen, prev - P0, float("-inf"))
+        zq = qa + P0[:, :, None]
+        shift = zq.detach().amax(-1, keepdim=True)
+        self.zq = zq - shift if grad else zq.sub_(shift)  # exact: c_t cancels in the ratio
+        self.zk = ka - P0[:, :, None]
+        self.q = torch.exp(self.zq)  # <= 1
+        self.k = torch.exp(self.zk)  # <= 1
+
+    def states(self, kv):
+        """State before each chunk, in units of ``exp(-P_n)``: (B, n, m, e)."""
+        n = kv.shape[1]
+        dec = self.decay[..., None]  # (B, n, m, 1)
+        s = torch.zeros_like(kv[:, 0])
+        before = [s]  # S'_i: state before chunk i in units of exp(-P_(i-1))
+        for i in range(1, n):
+            s = torch.addcmul(kv[:, i - 1], s, dec[:, i - 1])
+            before.append(s)
+        self.before = torch.stack(before, dim=1)
+        return self.before * dec
+
+    def fix_underflow(self, nd, self_k, vv, has):
+        """Recompute exactly the chunks where a query's denominator fell below the floor."""
         with torch.no_grad():
-            bad = z.detach().amax(dim=(-1, -2)) > GAP_LIMIT  # (b, h, n)
-            self.bad = bad if bool(bad.any()) else None
-        if self.bad is not None:
-            # replaced below for the bad chunks; the clamp keeps values and gradients finite
-            z = torch.clamp(z, max=GAP_LIMIT)
-        # in place when no gradient is recorded: these are the largest tensors formed
-        inplace = not torch.is_grad_enabled()
-        self.q_in = z.exp_() if inplace else z.exp()  # <= exp(GAP_LIMIT)
-        k = ka - self.m_in
-        self.k = k.exp_() if inplace else k.exp()  # <= 1
+            low = nd[..., -1].detach() < math.exp(LOG_DEN_FLOOR)
+            if has is not None:
+                low &= has
+            bad = low.any(-1)  # (B, n)
+        if not bool(bad.any()):
+            return nd, self_k
+        idx = bad.nonzero(as_tuple=True)
+        new_nd, new_self = _exact_chunks(
+            self.zq[idx], self.zk[idx], vv[idx], self.before[idx], self.log_decay[idx]
+        )
+        nd, self_k = nd.clone(), self_k.clone()
+        nd[idx] = new_nd
+        self_k[idx] = new_self
+        return nd, self_k
 
-    def fix_bad_chunks(self, nd, vc, before, tril):
-        """Recompute, exactly, the chunks whose fast factorisation could lose terms.
 
-        In-chunk terms ``exp(a(q_t) + a(k_s) - c_t)`` are formed in log space (``C^2 m`` per
-        chunk), cross-chunk ones with the query factor ``exp(a(q_t) + M_(i-1) - c_t) <= 1``
-        against the state in units of ``exp(-M_(i-1))``.
-        """
-        idx = self.bad.nonzero(as_tuple=True)
-        qb, kb, sb = self.qa[idx], self.ka[idx], self.shift[idx]  # (k, c, m), (k, c, 1)
-        c, m = qb.shape[1], qb.shape[2]
-        per = max(1, _FALLBACK_ELEMENTS // (c * c * m))
-        parts = []
-        for i in range(0, qb.shape[0], per):
-            sl = slice(i, i + per)
-            logw = qb[sl, :, None, :] + kb[sl, None, :, :] - sb[sl, :, :, None]
-            logw = logw.masked_fill(~tril[None, :, :, None], float("-inf"))
-            parts.append(torch.exp(logw).sum(-1))
-        block = torch.cat(parts)  # (k, c, c)
-        prev = self.prev_max[idx]  # (k, 1, m)
-        cross = torch.where(torch.isfinite(prev), torch.exp(qb + _finite_or(prev, 0.0) - sb), 0.0)
-        b_i, h_i, n_i = (t.tolist() for t in idx)
-        state = torch.stack([before[n][b, h] for b, h, n in zip(b_i, h_i, n_i, strict=True)])
-        nd = nd.clone()
-        nd[idx] = block @ vc[idx] + cross @ state
-        return nd
+def _exact_chunks(zq, zk, vv, before, log_decay):
+    """Chunks recomputed in log space, each query shifted by its own largest visible term.
+
+    Parameters
+    ----------
+    zq, zk : (k, c, m)
+        Shifted query/key log-factors of the fast path (``u + P_n - c_t`` and ``a - P_n``).
+    vv : (k, c, e)
+        ``[v, 1]`` rows (zero for padding).
+    before : (k, m, e)
+        State before the chunk in units of ``exp(-P_(n-1))``.
+    log_decay : (k, m)
+        ``P_(n-1) - P_n`` (``-inf`` before the first key).
+
+    Returns
+    -------
+    nd : (k, c, e)
+        Numerator and denominator, and ``self_k`` (k, c) the kernel of each query with its
+        own key, both in the units of the query's largest visible term.
+    """
+    c = zq.shape[1]
+    per = max(1, _FALLBACK_ELEMENTS // (c * c * zq.shape[2]))
+    tril = torch.ones(c, c, dtype=torch.bool, device=zq.device).tril()
+    logits = torch.cat(
+        [
+            torch.logsumexp(zq[i : i + per, :, None, :] + zk[i : i + per, None, :, :], dim=-1)
+            for i in range(0, zq.shape[0], per)
+        ]
+    ).masked_fill(~tril, float("-inf"))  # (k, c, c): log K(q_t, k_s) - c_t
+    cross = zq + log_decay[:, None, :]  # against the state in units of exp(-P_(n-1))
+    top = torch.maximum(logits.amax(-1), cross.amax(-1)).detach()[..., None]
+    top = torch.where(torch.isfinite(top), top, 0.0)
+    w = torch.exp(logits - top)
+    nd = w @ vv + torch.exp(cross - top) @ before
+    return nd, torch.diagonal(w, dim1=-2, dim2=-1)

@@ -30,11 +30,10 @@ from torch import nn
 
 from .._validation import check_choice, check_int, check_positive
 from ..errors import InputError, InputTypeError
-from .causal import causal_linear_attention
+from .causal import causal_kernel_attention, causal_linear_attention
 from .features import (
     FEATURE_KINDS,
     FeatureMap,
-    PositiveFeatures,
     autocast_off,
     make_feature_map,
 )
@@ -181,12 +180,12 @@ def _linear_core(qf, kf, v, mask, causal, log_space, eps, chunk_size):
 
     ``mask`` (b, S), True = padding, or None. Inputs are in the compute dtype.
     """
-    if mask is not None:
-        kf = kf.masked_fill(mask[:, None, :, None], float("-inf") if log_space else 0.0)
     if causal:
         return causal_linear_attention(
-            qf, kf, v, log_space=log_space, eps=eps, chunk_size=chunk_size
+            qf, kf, v, log_space=log_space, eps=eps, chunk_size=chunk_size, key_padding_mask=mask
         )
+    if mask is not None:
+        kf = kf.masked_fill(mask[:, None, :, None], float("-inf") if log_space else 0.0)
     if log_space:
         qf, kf = _exp_bidirectional(qf, kf)
     kv = kf.transpose(-1, -2) @ v  # (b, h, m, d)
@@ -210,31 +209,21 @@ def _exp_bidirectional(qa, ka):
     return torch.exp(qs - c), kf
 
 
-def _features(fm: FeatureMap, q, k, causal: bool):
-    """Head-major (log-)features of queries and keys in the compute dtype, autocast off.
-
-    For the causal form of positive features the per-token constants of the log-features
-    (``-|q~|^2/2 - log(m)/2`` of a query, ``-log(m)/2`` of every key) are left out: they
-    cancel exactly against the shifts, and omitting them saves full passes over the
-    ``(L, m)`` tensors, which dominate the cost at moderate L.
-    """
-    if causal and isinstance(fm, PositiveFeatures):
-        fm._check_input(q, "q")
-        fm._check_input(k, "k")
-        uq, _ = fm._logits(q)
-        uk, half_sq = fm._logits(k)
-        return uq, uk - half_sq
-    return fm.transform(q), fm.transform(k)
-
-
 def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size):
     """Head-major kernel attention ``(b, h, L, d)`` -> ``(b, h, L, d_v)`` (compute dtype)."""
     dt = torch.float64 if torch.float64 in (q.dtype, v.dtype) else torch.float32
     with autocast_off(v.device):
+        fm._check_input(q, "q")
+        fm._check_input(k, "k")
+        if causal:  # features formed on the chunk layout, constants that cancel left out
+            return causal_kernel_attention(
+                q.to(dt), k.to(dt), v.to(dt), fm,
+                key_padding_mask=mask, eps=eps, chunk_size=chunk_size,
+            )  # fmt: skip
         # contiguous head-major copies: the feature matmul on a transposed view is a
         # strided batched product, several times slower than one plain matrix product
         qc, kc = q.to(dt).contiguous(), k.to(dt).contiguous()
-        qf, kf = _features(fm, qc, kc, causal)
+        qf, kf = fm.transform(qc), fm.transform(kc)
         return _linear_core(qf, kf, v.to(dt), mask, causal, fm.log_space, eps, chunk_size)
 
 
