@@ -233,7 +233,6 @@ class CoulombFeatures(_FeatureLearner):
         X, classes, t = self._fit_prepare(X, y)
         t0 = time.perf_counter()
         m, d = int(self.n_features), X.shape[1]
-        p = d + 1
         seed, rng = _seeds(self.random_state)
         self.classes_ = classes
         self.bandwidth_ = sigma = _resolve_bandwidth(self.bandwidth, X, rng)
@@ -241,60 +240,22 @@ class CoulombFeatures(_FeatureLearner):
         # eta, radius, lam, s, softening are free of the data scale; ω[:d] is scaled back below.
         R = self.radius if self.radius is not None else 3.0 * math.pi
         self.radius_ = float(R)
-        self.s_ = float(self.s) if self.s is not None else float(p - 2)
-        domain = Box(p, self.radius_)
+        self.s_ = float(self.s) if self.s is not None else float(d - 1)  # Coulomb: p − 2
+        domain = Box(d + 1, self.radius_)
         omega0 = domain.project(sample_initial_particles(FEATURE, m, d, bandwidth=1.0, seed=seed))
-        Z = X / sigma
+        Z, val = X / sigma, None
         if self.early_stopping:
             fit_idx, val_idx = _stratified_split(t, self.validation_fraction, rng)
             self.validation_index_ = val_idx
-            Z, t, Z_val, t_val = Z[fit_idx], t[fit_idx], Z[val_idx], t[val_idx]
-        terms = [ALIGNMENTS[self.alignment](Z, t, feature=FEATURE)]
-        beta_N = self.beta * (m if self.regime == "coulomb-gas" else 1)
-        if self.confinement == "prior":
-            terms.append(FrequencyConfinement(1.0 / beta_N))
-        if self.lam > 0 and m > 1:
-            terms.append(PairInteraction(Riesz(self.s_, softening=self.softening), lam=self.lam))
-        energy = Energy(terms, domain=domain)
+            Z, t, val = Z[fit_idx], t[fit_idx], (Z[val_idx], t[val_idx])
+        energy = self._energy(Z, t, m, domain)
         self.energy_description_ = energy.describe()
-        batch = self.data_batch if self.data_batch is None or self.data_batch < len(Z) else None
         n_ck = self.n_checkpoints
         if n_ck is None and self.early_stopping:
             n_ck = 10
-        n_steps = int(self.n_steps)
-        ds = simulate(
-            energy,
-            omega0,
-            eta=self.eta,
-            beta=self.beta,
-            n_steps=n_steps,
-            regime=self.regime,
-            seed=seed,
-            data_batch=batch,
-            # step 0 and the last step are always recorded
-            record_every=n_steps if n_ck is None else max(1, n_steps // n_ck),
-            record_positions=n_ck is not None,
-        )
+        ds = self._run(energy, omega0, seed, n_ck, len(Z))
         scale = np.concatenate([np.full(d, 1.0 / sigma), [1.0]])
-        steps = np.asarray(ds["step"].values, dtype=int)
-        best = len(steps) - 1
-        if n_ck is not None:
-            path = np.asarray(ds["omega"].values, dtype=float)  # (K, m, p), standardised
-            self.checkpoint_steps_ = steps
-            self.checkpoints_ = path * scale
-            if self.early_stopping:
-                val = np.array(
-                    [
-                        kernel_alignment(fourier_features(Z_val, w), t_val, centred=True)
-                        for w in path
-                    ]
-                )
-                self.checkpoint_val_alignment_ = val
-                best = int(np.argmax(val))
-            omega = path[best]
-        else:
-            omega = np.asarray(ds["omega_final"].values, dtype=float)
-        self.best_step_ = int(steps[best])
+        omega, best = self._keep(ds, n_ck, scale, val)
         self.fit_time_ = time.perf_counter() - t0
         # the recorded terms are on the rows the dynamics saw: alignment = −term
         self.alignment_init_ = float(-ds["energy_alignment"].isel(time=0))
@@ -308,6 +269,61 @@ class CoulombFeatures(_FeatureLearner):
         self.omega_ = omega * scale
         self.feature_weights_ = np.full(m, 1.0 / math.sqrt(m))
         return self
+
+    def _energy(self, Z, t, m: int, domain) -> Energy:
+        """H_N on standardised inputs Z: alignment, optional prior confinement, repulsion."""
+        terms = [ALIGNMENTS[self.alignment](Z, t, feature=FEATURE)]
+        beta_N = self.beta * (m if self.regime == "coulomb-gas" else 1)
+        if self.confinement == "prior":
+            terms.append(FrequencyConfinement(1.0 / beta_N))
+        if self.lam > 0 and m > 1:
+            terms.append(PairInteraction(Riesz(self.s_, softening=self.softening), lam=self.lam))
+        return Energy(terms, domain=domain)
+
+    def _run(self, energy, omega0, seed: int, n_ck, n_rows: int):
+        """The projected Langevin run, recording ``n_ck`` checkpoints (None: start and end)."""
+        batch = self.data_batch if self.data_batch is None or self.data_batch < n_rows else None
+        n_steps = int(self.n_steps)
+        return simulate(
+            energy,
+            omega0,
+            eta=self.eta,
+            beta=self.beta,
+            n_steps=n_steps,
+            regime=self.regime,
+            seed=seed,
+            data_batch=batch,
+            # step 0 and the last step are always recorded
+            record_every=n_steps if n_ck is None else max(1, n_steps // n_ck),
+            record_positions=n_ck is not None,
+        )
+
+    def _keep(self, ds, n_ck, scale, val):
+        """Particles kept (standardised) and their record index; sets the checkpoint attributes.
+
+        With early stopping (``val`` = held-out (Z, t)) the checkpoint of largest held-out
+        centred alignment, else the last record.
+        """
+        steps = np.asarray(ds["step"].values, dtype=int)
+        best = len(steps) - 1
+        if n_ck is None:
+            omega = np.asarray(ds["omega_final"].values, dtype=float)
+        else:
+            path = np.asarray(ds["omega"].values, dtype=float)  # (K, m, p), standardised
+            self.checkpoint_steps_ = steps
+            self.checkpoints_ = path * scale
+            if val is not None:
+                Z_val, t_val = val
+                self.checkpoint_val_alignment_ = np.array(
+                    [
+                        kernel_alignment(fourier_features(Z_val, w), t_val, centred=True)
+                        for w in path
+                    ]
+                )
+                best = int(np.argmax(self.checkpoint_val_alignment_))
+            omega = path[best]
+        self.best_step_ = int(steps[best])
+        return omega, best
 
 
 #: The alignment forms of :class:`CoulombFeatures` (terms of :mod:`meanfield.energy`).
