@@ -61,7 +61,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -92,6 +92,7 @@ __all__ = [
     "attention_kernel_alignment",
     "attention_vs_softmax",
     "PhaseAResult",
+    "PhaseASettings",
     "phase_a",
     "ENERGY_FEATURE",
     "REPRESENTATIONS",
@@ -317,45 +318,16 @@ def _rms(x: torch.Tensor) -> float:
     return float(x.pow(2).sum(-1).mean().sqrt())
 
 
-def phase_a(
-    model: TransformerClassifier,
-    train_data: EncodedData,
-    *,
-    n_align: int = 2048,
-    n_heldout: int = 512,
-    representation: str = "pooled",
-    sides: str = "queries+keys",
-    tokens_per_sequence: int = 4,
-    alignment: str = "centred",
-    alignment_weight: float | str = "auto",
-    tilt: float = 0.15,
-    confinement: str | None = "prior",
-    repulsion_ratio: float = 0.25,
-    lam: float | None = None,
-    riesz_s: float = 1.0,
-    softening: float = 0.1,
-    n_steps: int = 300,
-    tau: float = 0.01,
-    radius: float | None = None,
-    data_batch: int | None = None,
-    norms: str = "learned",
-    beta: float = 1e4,
-    seed: int = 0,
-) -> PhaseAResult:
-    """Phase A: learn every layer's ``Omega`` by projected Langevin on the alignment energy.
-
-    Layers are processed in order, each on the representations of the model with the layers
-    below it already updated. See the module notes for the reasoning behind each default.
+@dataclass(frozen=True)
+class PhaseASettings:
+    """The keyword settings of :func:`phase_a`, checked when created (before any work).
 
     Parameters
     ----------
-    model : TransformerClassifier
-        A (warmed-up) model with a kernel feature map (not softmax); its Omegas are replaced.
-    train_data : EncodedData
-        Training examples (binary labels); ``n_align`` of them (a seeded random subset)
-        define the energy and ``n_heldout`` *other* ones measure the held-out alignment.
     n_align, n_heldout : int
-        Sequence counts (>= 2 each, ``n_align + n_heldout <= len(train_data)``).
+        Sequence counts (>= 2 each, ``n_align + n_heldout <= len(train_data)``): ``n_align``
+        sequences (a seeded random subset) define the energy, ``n_heldout`` *other* ones
+        measure the held-out alignment.
     representation : {"tokens", "pooled", "pooled-raw"}
         What is aligned; default per-head mean keys rescaled to the token-key norm.
     sides : {"queries+keys", "keys"}
@@ -388,7 +360,8 @@ def phase_a(
     lam : float, optional
         Explicit repulsion strength ``lam`` (>= 0) in place of the calibration.
     riesz_s, softening : float
-        Riesz exponent (``-1 < s < d_h``, default 1) and softening length (>= 0).
+        Riesz exponent (``-1 < s < d_h``, default 1; the bound is checked against the model by
+        :func:`phase_a`) and softening length (>= 0).
     n_steps : int
         Langevin steps (>= 1).
     tau : float
@@ -407,179 +380,254 @@ def phase_a(
         Inverse temperature when ``confinement`` is None (> 0).
     seed : int
         Seeds the subsets, the token draws and the Langevin noise.
-
-    Returns
-    -------
-    PhaseAResult
     """
-    from ..domains import Ball
-    from ..energy import (
-        CentredAlignment,
-        Energy,
-        LinearAlignment,
-        NormalisedAlignment,
-        PairInteraction,
-        QuadraticPotential,
-    )
-    from ..kernels import Riesz
-    from ..particles import simulate
 
-    # -- every check before any work ----------------------------------------------------
+    n_align: int = 2048
+    n_heldout: int = 512
+    representation: str = "pooled"
+    sides: str = "queries+keys"
+    tokens_per_sequence: int = 4
+    alignment: str = "centred"
+    alignment_weight: float | str = "auto"
+    tilt: float = 0.15
+    confinement: str | None = "prior"
+    repulsion_ratio: float = 0.25
+    lam: float | None = None
+    riesz_s: float = 1.0
+    softening: float = 0.1
+    n_steps: int = 300
+    tau: float = 0.01
+    radius: float | None = None
+    data_batch: int | None = None
+    norms: str = "learned"
+    beta: float = 1e4
+    seed: int = 0
+
+    def __post_init__(self):
+        def put(name, value):  # frozen: the checked (converted) value replaces the given one
+            object.__setattr__(self, name, value)
+
+        put("n_align", check_int("n_align", self.n_align, minimum=2))
+        put("n_heldout", check_int("n_heldout", self.n_heldout, minimum=2))
+        check_choice("representation", self.representation, REPRESENTATIONS)
+        check_choice("sides", self.sides, ("queries+keys", "keys"))
+        put("tokens_per_sequence", check_int("tokens_per_sequence", self.tokens_per_sequence))
+        check_choice("alignment", self.alignment, ALIGNMENTS)
+        if not (isinstance(self.alignment_weight, str) and self.alignment_weight == "auto"):
+            put("alignment_weight", check_positive("alignment_weight", self.alignment_weight))
+        put("tilt", check_positive("tilt", self.tilt))
+        if self.confinement not in ("prior", None):
+            raise ValueError(f"confinement must be 'prior' or None, got {self.confinement!r}")
+        ratio = check_positive("repulsion_ratio", self.repulsion_ratio, allow_zero=True)
+        put("repulsion_ratio", ratio)
+        if self.lam is not None:
+            put("lam", check_positive("lam", self.lam, allow_zero=True))
+        put("riesz_s", float(self.riesz_s))
+        put("softening", check_positive("softening", self.softening, allow_zero=True))
+        put("n_steps", check_int("n_steps", self.n_steps))
+        put("tau", check_positive("tau", self.tau))
+        if self.radius is not None:
+            put("radius", check_positive("radius", self.radius))
+        if self.data_batch is not None:
+            put("data_batch", check_int("data_batch", self.data_batch, minimum=2))
+        check_choice("norms", self.norms, ("learned", "prior"))
+        put("beta", check_positive("beta", self.beta))
+
+
+def _phase_a_settings(model, train_data, settings: dict) -> tuple[PhaseASettings, dict]:
+    """Check every argument of :func:`phase_a` (the model's first); settings and their record.
+
+    The record is :attr:`PhaseAResult.settings`: the checked values, the radius resolved for
+    the model's head dimension, and the mean-field feature of the energy.
+    """
     attention = model.config["attention"]
     check_choice("model attention (Phase A needs a feature map)", attention, tuple(ENERGY_FEATURE))
     if model.config["n_classes"] != 2:
         raise ValueError(f"Phase A needs binary labels, the model has {model.config['n_classes']}")
-    n_align = check_int("n_align", n_align, minimum=2)
-    n_heldout = check_int("n_heldout", n_heldout, minimum=2)
-    if n_align + n_heldout > len(train_data):
+    st = PhaseASettings(**settings)
+    if st.n_align + st.n_heldout > len(train_data):
         raise ValueError(
             f"n_align + n_heldout must be <= len(train_data) = {len(train_data)}, "
-            f"got {n_align} + {n_heldout}"
+            f"got {st.n_align} + {st.n_heldout}"
         )
-    check_choice("representation", representation, REPRESENTATIONS)
-    check_choice("sides", sides, ("queries+keys", "keys"))
-    tokens_per_sequence = check_int("tokens_per_sequence", tokens_per_sequence)
-    check_choice("alignment", alignment, ALIGNMENTS)
-    if not (isinstance(alignment_weight, str) and alignment_weight == "auto"):
-        alignment_weight = check_positive("alignment_weight", alignment_weight)
-    tilt = check_positive("tilt", tilt)
-    if confinement not in ("prior", None):
-        raise ValueError(f"confinement must be 'prior' or None, got {confinement!r}")
-    repulsion_ratio = check_positive("repulsion_ratio", repulsion_ratio, allow_zero=True)
-    if lam is not None:
-        lam = check_positive("lam", lam, allow_zero=True)
     d_h = model.head_dim
-    riesz_s = float(riesz_s)
-    if not -1.0 < riesz_s < d_h:
-        raise ValueError(f"riesz_s must be in (-1, d_h = {d_h}) (integrable), got {riesz_s}")
-    softening = check_positive("softening", softening, allow_zero=True)
-    n_steps = check_int("n_steps", n_steps)
-    tau = check_positive("tau", tau)
-    radius = 2.0 * math.sqrt(d_h) + 4.0 if radius is None else check_positive("radius", radius)
-    if data_batch is not None:
-        data_batch = check_int("data_batch", data_batch, minimum=2)
-    check_choice("norms", norms, ("learned", "prior"))
-    beta = check_positive("beta", beta)
+    if not -1.0 < st.riesz_s < d_h:
+        raise ValueError(f"riesz_s must be in (-1, d_h = {d_h}) (integrable), got {st.riesz_s}")
+    if st.radius is None:
+        st = replace(st, radius=2.0 * math.sqrt(d_h) + 4.0)
+    record = asdict(st)
+    record["energy_feature"] = ENERGY_FEATURE[attention]
+    return st, record
+
+
+def _layer_energy(align, omega0, domain, st: PhaseASettings):
+    """Calibrate gamma and lam at the starting particles and build the layer's energy.
+
+    Returns the energy, the run's (step, beta), and ``cal``: gamma, the user-scale ``lam``,
+    the energy-scale ``lam_e``, and the force functions of the alignment and of a unit-strength
+    repulsion (for the force ratios before and after).
+    """
+    from ..energy import Energy, PairInteraction, QuadraticPotential
+    from ..kernels import Riesz
+
+    kernel = Riesz(st.riesz_s, softening=st.softening)
+
+    def forces(omega):
+        fa = Energy([align], domain).drift(omega)
+        return fa, Energy([PairInteraction(kernel, lam=1.0)], domain).drift(omega)
+
+    f_align, f_pair1 = forces(omega0)
+    calibrated = st.repulsion_ratio * _rms(f_align) / max(_rms(f_pair1), 1e-300)
+    if st.alignment_weight == "auto":
+        gamma = st.tilt * _rms(omega0) / max(_rms(f_align), 1e-300)
+    else:
+        gamma = st.alignment_weight
+    if st.confinement == "prior":
+        # E/gamma = |w|^2/(2 gamma) - A + (lam/gamma) K at beta' = gamma, step tau*gamma
+        lam_e = calibrated if st.lam is None else st.lam / gamma
+        lam_user, step, beta_run = lam_e * gamma, st.tau * gamma, gamma
+        terms = [align, QuadraticPotential(strength=1.0 / gamma)]
+    else:
+        lam_e = calibrated if st.lam is None else st.lam
+        lam_user, step, beta_run = lam_e, st.tau, st.beta
+        terms = [align]
+    if lam_e > 0:
+        terms.append(PairInteraction(kernel, lam=lam_e))
+    ratio_before = lam_e * _rms(f_pair1) / max(_rms(f_align), 1e-300)
+    cal = dict(gamma=gamma, lam=lam_user, lam_e=lam_e, forces=forces, ratio_before=ratio_before)
+    return Energy(terms, domain=domain), step, beta_run, cal
+
+
+def _align_layer(Xa, ya, omega0, layer: int, st: PhaseASettings, feature: str, result):
+    """One layer's Langevin run on the alignment energy; records the run's diagnostics.
+
+    Returns the learned particles (float64, shape of ``omega0``).
+    """
+    from ..domains import Ball
+    from ..energy import CentredAlignment, LinearAlignment, NormalisedAlignment
+    from ..particles import simulate
+
     align_cls = {
         "normalised": NormalisedAlignment,
         "centred": CentredAlignment,
         "linear": LinearAlignment,
-    }[alignment]
-    feature = ENERGY_FEATURE[attention]
-    settings = dict(
-        n_align=n_align,
-        n_heldout=n_heldout,
-        representation=representation,
-        sides=sides,
-        tokens_per_sequence=tokens_per_sequence,
-        alignment=alignment,
-        alignment_weight=alignment_weight,
-        tilt=tilt,
-        confinement=confinement,
-        repulsion_ratio=repulsion_ratio,
-        lam=lam,
-        riesz_s=riesz_s,
-        softening=softening,
-        n_steps=n_steps,
-        tau=tau,
-        radius=radius,
-        data_batch=data_batch,
-        norms=norms,
-        beta=beta,
-        seed=seed,
-        energy_feature=feature,
+    }[st.alignment]
+    d_h = omega0.shape[1]
+    domain = Ball(d_h, st.radius)
+    align = align_cls(Xa * d_h**-0.25, ya, feature=feature)  # the energy sees x~ = x d_h^-1/4
+    omega0 = domain.project(omega0)
+    energy, step, beta_run, cal = _layer_energy(align, omega0, domain, st)
+    batch = st.data_batch
+    ds = simulate(
+        energy,
+        omega0,
+        eta=step,
+        beta=beta_run,
+        n_steps=st.n_steps,
+        regime="mean-field",
+        seed=st.seed * 1000 + layer,
+        record_every=st.n_steps,
+        data_batch=None if batch is None or batch >= len(ya) else batch,
     )
+    omega = torch.as_tensor(ds["omega"].isel(time=-1).values)
+    if st.norms == "prior":
+        omega = omega / omega.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        omega = omega * omega0.norm(dim=1, keepdim=True)
+    fa, fp = cal["forces"](omega)
+    result.force_ratio_before.append(cal["ratio_before"])
+    result.force_ratio_after.append(cal["lam_e"] * _rms(fp) / max(_rms(fa), 1e-300))
+    result.lam.append(cal["lam"])
+    result.gamma.append(cal["gamma"] if st.confinement == "prior" else float("nan"))
+    result.eta.append(step)
+    result.energy_before.append(float(ds["energy"].isel(time=0)))
+    result.energy_after.append(float(ds["energy"].isel(time=-1)))
+    result.row_norm_before.append(float(omega0.norm(dim=1).mean()))
+    result.row_norm_after.append(float(omega.norm(dim=1).mean()))
+    result.prior_row_norm.append(chi_mean(d_h))
+    on_boundary = omega.norm(dim=1) >= st.radius * (1 - 1e-9)
+    result.frac_on_boundary.append(float(on_boundary.float().mean()))
+    result.mean_displacement.append(float((omega - omega0).norm(dim=1).mean()))
+    return omega
 
+
+def _phase_a_layer(model, layer: int, data_a, data_h, st, feature: str, result) -> None:
+    """Phase A on one layer: the samples, the run, the diagnostics before and after."""
+    fm_model = model.feature_maps()[layer]
+    fm = copy.deepcopy(fm_model).cpu()  # the diagnostics run on the CPU in float64
+    kw = dict(
+        representation=st.representation,
+        sides=st.sides,
+        tokens_per_sequence=st.tokens_per_sequence,
+    )
+    Xa, ya = token_samples(model, data_a, layer, seed=st.seed * 7 + layer, **kw)
+    Xh, yh = token_samples(model, data_h, layer, seed=st.seed * 7 + layer + 1, **kw)
+    proj_h = _layer_projections(model, data_h, layer)
+    centred = st.alignment == "centred"
+    result.n_samples.append(len(ya))
+    result.align_train_before.append(attention_kernel_alignment(fm, Xa, ya, centred=centred))
+    result.align_heldout_before.append(attention_kernel_alignment(fm, Xh, yh, centred=centred))
+    before = attention_vs_softmax(fm, proj_h)
+    omega0 = fm.omega.detach().to(torch.float64).cpu()
+    omega = _align_layer(Xa, ya, omega0, layer, st, feature, result)
+    fm.set_omega(omega.numpy())
+    fm_model.set_omega(omega.numpy())
+    result.align_train_after.append(attention_kernel_alignment(fm, Xa, ya, centred=centred))
+    result.align_heldout_after.append(attention_kernel_alignment(fm, Xh, yh, centred=centred))
+    after = attention_vs_softmax(fm, proj_h)
+    result.tv_to_softmax_before.append(before["tv_to_softmax"])
+    result.tv_to_softmax_after.append(after["tv_to_softmax"])
+    result.entropy_before.append(before["entropy"])
+    result.entropy_after.append(after["entropy"])
+    result.entropy_softmax.append(before["entropy_softmax"])
+
+
+def phase_a(model: TransformerClassifier, train_data: EncodedData, **settings) -> PhaseAResult:
+    """Phase A: learn every layer's ``Omega`` by projected Langevin on the alignment energy.
+
+    Layers are processed in order, each on the representations of the model with the layers
+    below it already updated. Per layer, on the samples of :func:`token_samples`, the energy
+
+    .. math::
+
+        E(\\mu) = \\int \\frac{|w|^2}{2}\\, d\\mu - \\gamma A(\\mu)
+                  + \\lambda \\iint k_s\\, d\\mu\\, d\\mu
+
+    (A the alignment form, k_s the softened Riesz kernel) is run by
+    :func:`meanfield.particles.simulate` from the model's ``Omega``, with gamma and lambda
+    calibrated at the starting particles. See the module notes for the reasoning behind each
+    default. Every argument is checked before any work.
+
+    Parameters
+    ----------
+    model : TransformerClassifier
+        A (warmed-up) model with a kernel feature map (not softmax); its Omegas are replaced.
+    train_data : EncodedData
+        Training examples (binary labels).
+    **settings
+        The keyword parameters of :class:`PhaseASettings` (``n_align``, ``n_heldout``,
+        ``representation``, ``sides``, ``tokens_per_sequence``, ``alignment``,
+        ``alignment_weight``, ``tilt``, ``confinement``, ``repulsion_ratio``, ``lam``,
+        ``riesz_s``, ``softening``, ``n_steps``, ``tau``, ``radius``, ``data_batch``,
+        ``norms``, ``beta``, ``seed``), each documented there with its default.
+
+    Returns
+    -------
+    PhaseAResult
+        Per-layer diagnostics; ``settings`` holds the checked settings.
+
+    Examples
+    --------
+    >>> res = phase_a(model, data, n_align=24, n_heldout=16, n_steps=40)  # doctest: +SKIP
+    >>> res.summary()["align_heldout_after"]  # doctest: +SKIP
+    """
+    st, record = _phase_a_settings(model, train_data, settings)
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(st.seed)
     perm = rng.permutation(len(train_data))
-    data_a = train_data.subset(perm[:n_align])
-    data_h = train_data.subset(perm[n_align : n_align + n_heldout])
-    result = PhaseAResult(settings=settings)
-    scale = d_h**-0.25  # the feature maps scale their input by this; the energy sees x~
-    sample_kw = dict(
-        representation=representation, sides=sides, tokens_per_sequence=tokens_per_sequence
-    )
-    centred = alignment == "centred"
-    for layer, fm_model in enumerate(model.feature_maps()):
-        fm = copy.deepcopy(fm_model).cpu()  # the diagnostics run on the CPU in float64
-        Xa, ya = token_samples(model, data_a, layer, seed=seed * 7 + layer, **sample_kw)
-        Xh, yh = token_samples(model, data_h, layer, seed=seed * 7 + layer + 1, **sample_kw)
-        proj_h = _layer_projections(model, data_h, layer)
-        result.n_samples.append(len(ya))
-        result.align_train_before.append(attention_kernel_alignment(fm, Xa, ya, centred=centred))
-        result.align_heldout_before.append(attention_kernel_alignment(fm, Xh, yh, centred=centred))
-        before = attention_vs_softmax(fm, proj_h)
-
-        domain = Ball(d_h, radius)
-        align = align_cls(Xa * scale, ya, feature=feature)
-        omega0 = domain.project(fm.omega.detach().to(torch.float64).cpu())
-        kernel = Riesz(riesz_s, softening=softening)
-        f_align = Energy([align], domain).drift(omega0)
-        f_pair1 = Energy([PairInteraction(kernel, lam=1.0)], domain).drift(omega0)
-        if alignment_weight == "auto":
-            gamma = tilt * _rms(omega0) / max(_rms(f_align), 1e-300)
-        else:
-            gamma = alignment_weight
-        if confinement == "prior":
-            # E/gamma = |w|^2/(2 gamma) - A + (lam/gamma) K at beta' = gamma, step tau*gamma
-            if lam is None:
-                lam_e = repulsion_ratio * _rms(f_align) / max(_rms(f_pair1), 1e-300)
-            else:
-                lam_e = lam / gamma
-            lam_user, step, beta_run = lam_e * gamma, tau * gamma, gamma
-            terms = [align, QuadraticPotential(strength=1.0 / gamma)]
-        else:
-            if lam is None:
-                lam_e = repulsion_ratio * _rms(f_align) / max(_rms(f_pair1), 1e-300)
-            else:
-                lam_e = lam
-            lam_user, step, beta_run = lam_e, tau, beta
-            terms = [align]
-        if lam_e > 0:
-            terms.append(PairInteraction(kernel, lam=lam_e))
-        energy = Energy(terms, domain=domain)
-        result.force_ratio_before.append(lam_e * _rms(f_pair1) / max(_rms(f_align), 1e-300))
-        n_rows = len(ya)
-        ds = simulate(
-            energy,
-            omega0,
-            eta=step,
-            beta=beta_run,
-            n_steps=n_steps,
-            regime="mean-field",
-            seed=seed * 1000 + layer,
-            record_every=n_steps,
-            data_batch=None if data_batch is None or data_batch >= n_rows else data_batch,
-        )
-        omega = torch.as_tensor(ds["omega"].isel(time=-1).values)
-        if norms == "prior":
-            omega = omega / omega.norm(dim=1, keepdim=True).clamp_min(1e-12)
-            omega = omega * omega0.norm(dim=1, keepdim=True)
-        fa = Energy([align], domain).drift(omega)
-        fp = Energy([PairInteraction(kernel, lam=1.0)], domain).drift(omega)
-        result.force_ratio_after.append(lam_e * _rms(fp) / max(_rms(fa), 1e-300))
-        result.lam.append(lam_user)
-        result.gamma.append(gamma if confinement == "prior" else float("nan"))
-        result.eta.append(step)
-        result.energy_before.append(float(ds["energy"].isel(time=0)))
-        result.energy_after.append(float(ds["energy"].isel(time=-1)))
-        result.row_norm_before.append(float(omega0.norm(dim=1).mean()))
-        result.row_norm_after.append(float(omega.norm(dim=1).mean()))
-        result.prior_row_norm.append(chi_mean(d_h))
-        result.frac_on_boundary.append(
-            float((omega.norm(dim=1) >= radius * (1 - 1e-9)).float().mean())
-        )
-        result.mean_displacement.append(float((omega - omega0).norm(dim=1).mean()))
-        fm.set_omega(omega.numpy())
-        fm_model.set_omega(omega.numpy())
-        result.align_train_after.append(attention_kernel_alignment(fm, Xa, ya, centred=centred))
-        result.align_heldout_after.append(attention_kernel_alignment(fm, Xh, yh, centred=centred))
-        after = attention_vs_softmax(fm, proj_h)
-        result.tv_to_softmax_before.append(before["tv_to_softmax"])
-        result.tv_to_softmax_after.append(after["tv_to_softmax"])
-        result.entropy_before.append(before["entropy"])
-        result.entropy_after.append(after["entropy"])
-        result.entropy_softmax.append(before["entropy_softmax"])
+    data_a = train_data.subset(perm[: st.n_align])
+    data_h = train_data.subset(perm[st.n_align : st.n_align + st.n_heldout])
+    result = PhaseAResult(settings=record)
+    for layer in range(len(model.feature_maps())):
+        _phase_a_layer(model, layer, data_a, data_h, st, record["energy_feature"], result)
     result.seconds = time.perf_counter() - t0
     return result
