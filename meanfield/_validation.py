@@ -2,6 +2,14 @@
 
 Each check raises before any work is done, with a message that names the parameter and the
 allowed range, so that a user who mistypes a flag learns what to change.
+
+Examples
+--------
+>>> from meanfield._validation import check_choice, check_positive
+>>> check_positive("eta", "0.05")
+0.05
+>>> check_choice("regime", "mean-field", ("mean-field", "coulomb-gas"))
+'mean-field'
 """
 
 from __future__ import annotations
@@ -15,7 +23,34 @@ from .errors import InputError, InputTypeError
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float if it is finite and > 0 (or >= 0 with ``allow_zero``)."""
+    """Return ``value`` as a float if it is finite and > 0 (or ≥ 0 with ``allow_zero``).
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    value : object
+        Anything ``float()`` accepts.
+    allow_zero : bool, default False
+        Accept 0.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``value`` is not a real number.
+    meanfield.errors.InputError
+        ``value`` is not finite, or not in (0, ∞) (``[0, ∞)`` with ``allow_zero``).
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_positive
+    >>> check_positive("lam", 0, allow_zero=True)
+    0.0
+    """
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -27,7 +62,35 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
 
 
 def check_int(name: str, value, *, minimum: int = 1) -> int:
-    """Return ``value`` as an int if it is an integer >= ``minimum``."""
+    """Return ``value`` as an int if it is an integer ≥ ``minimum`` (bool is refused).
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    value : int or numpy.integer
+        The value; a float such as ``3.0`` is refused, not rounded.
+    minimum : int, default 1
+        Smallest allowed value.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``value`` is not an integer.
+    meanfield.errors.InputError
+        ``value`` < ``minimum``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield._validation import check_int
+    >>> check_int("seed", np.int64(0), minimum=0)
+    0
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputTypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:
@@ -36,6 +99,32 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
 
 
 def check_finite_real(name: str, value) -> float:
+    """Return ``value`` as a finite float (any sign).
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    value : object
+        Anything ``float()`` accepts.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``value`` is not a real number.
+    meanfield.errors.InputError
+        ``value`` is NaN or infinite.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_finite_real
+    >>> check_finite_real("s", -1)
+    -1.0
+    """
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -46,6 +135,35 @@ def check_finite_real(name: str, value) -> float:
 
 
 def check_choice(name: str, value, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices``.
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    value : object
+        The value to check.
+    choices : iterable of str
+        The allowed values (a dict gives its keys).
+
+    Returns
+    -------
+    str
+        ``value``, unchanged.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``value`` is not in ``choices``; the message lists them.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_choice
+    >>> check_choice("domain", "disk", ("box", "ball"))
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: unknown domain 'disk'; choose one of 'box', 'ball'
+    """
     choices = tuple(choices)
     if value not in choices:
         raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, choices))}")
@@ -55,7 +173,32 @@ def check_choice(name: str, value, choices: Iterable[str]) -> str:
 def check_array(name: str, array, *, ndim: int | None = None, shape=None) -> np.ndarray:
     """Return ``array`` as a float64 numpy array, checking rank, shape and finiteness.
 
-    ``shape`` may hold ``None`` for free axes.
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    array : array_like or torch.Tensor
+        The values (a tensor is detached and moved to the CPU).
+    ndim : int, optional
+        Required number of dimensions.
+    shape : tuple of (int or None), optional
+        Required shape; ``None`` marks a free axis.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        A copy or view of ``array``.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Wrong rank or shape, or a NaN/inf entry (the message counts them).
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_array
+    >>> check_array("X", [[0, 1], [2, 3]], shape=(None, 2)).dtype
+    dtype('float64')
     """
     a = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array, dtype=float)
     if ndim is not None and a.ndim != ndim:
@@ -75,7 +218,34 @@ def check_array(name: str, array, *, ndim: int | None = None, shape=None) -> np.
 
 
 def check_sample(name: str, values, *, ndim: int | None = None) -> np.ndarray:
-    """A non-empty, finite sample as a float64 array (an empty or NaN sample has no distance)."""
+    """A non-empty, finite sample as a float64 array (an empty or NaN sample has no distance).
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    values : array_like
+        The sample.
+    ndim : int, optional
+        Required number of dimensions.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        The sample is empty, has the wrong rank, or holds NaN/inf.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_sample
+    >>> check_sample("samples", [])
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: samples is empty; a sample needs at least one point
+    """
     a = check_array(name, values, ndim=ndim)
     if a.size == 0:
         raise InputError(f"{name} is empty; a sample needs at least one point")
@@ -87,6 +257,30 @@ def check_fit_sizes(name: str, values, *, minimum: int = 3) -> np.ndarray:
 
     A line through fewer than three sizes has no residual to estimate its error from, so a
     rate "with a confidence interval" from one or two sizes would be meaningless.
+
+    Parameters
+    ----------
+    name : str
+        Name of the abscissa (``"N"``, ``"beta"``…), quoted in the error message.
+    values : array_like
+        The abscissae (flattened).
+    minimum : int, default 3
+        Number of distinct values required.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A value ≤ 0 or not finite, or fewer than ``minimum`` distinct values.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_fit_sizes
+    >>> check_fit_sizes("N", [100, 200, 400])
+    array([100., 200., 400.])
     """
     x = np.asarray(values, dtype=float).ravel()
     if x.size and (not np.all(np.isfinite(x)) or np.any(x <= 0)):
@@ -105,7 +299,33 @@ def check_output_path(name: str, path, *, kind: str = "file"):
 
     Refuses a file path that is an existing directory, a folder path that is an existing
     file, a path under an existing file, and a nearest existing parent that is not writable.
-    Creates nothing.  Returns the path as a :class:`pathlib.Path`.
+    Creates nothing.
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    path : str or os.PathLike
+        The path to check.
+    kind : {"file", "dir"}, default "file"
+        What will be written there.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``path`` is not a path.
+    meanfield.errors.OutputPathError
+        The path cannot be written as a ``kind``.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_output_path
+    >>> check_output_path("out", "runs/compare/comparison.nc").name
+    'comparison.nc'
     """
     import os
     from pathlib import Path
@@ -139,7 +359,33 @@ def check_output_path(name: str, path, *, kind: str = "file"):
 
 
 def check_device(name: str, device) -> str:
-    """A torch device that exists here (``cpu``, ``cuda``, ``cuda:1``, ``mps``), as a string."""
+    """A torch device that exists here (``cpu``, ``cuda``, ``cuda:1``, ``mps``), as a string.
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    device : str or torch.device
+        The device.
+
+    Returns
+    -------
+    str
+        The canonical device string.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Not a torch device, or a kind other than cpu, cuda and mps.
+    meanfield.errors.ResourceError
+        CUDA or MPS (or that CUDA index) is not available on this machine.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_device
+    >>> check_device("device", "cpu")
+    'cpu'
+    """
     import torch
 
     from .errors import ResourceError
@@ -167,7 +413,33 @@ def check_device(name: str, device) -> str:
 
 
 def require_module(module: str, feature: str, install: str):
-    """Import ``module`` or raise a DependencyError with the install command in the message."""
+    """Import ``module`` or raise a DependencyError with the install command in the message.
+
+    Parameters
+    ----------
+    module : str
+        Module to import.
+    feature : str
+        What needs it, for the message.
+    install : str
+        The command that installs it, for the message.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    meanfield.errors.DependencyError
+        The import failed.
+
+    Examples
+    --------
+    >>> from meanfield._validation import require_module
+    >>> require_module("json", "reading results", "pip install json").__name__
+    'json'
+    """
     import importlib
 
     from .errors import DependencyError

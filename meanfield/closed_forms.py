@@ -1,9 +1,25 @@
-"""Exact equilibrium laws of THEORY §5 (V = |ω|²/2, λ = 1/2, β = ∞), for tests and studies.
+r"""Exact equilibrium laws of THEORY §5 (V = |ω|²/2, λ = 1/2, β = ∞), for tests and studies.
 
 Each law has a density, a CDF and a quantile function (numpy, vectorised).  In 1D these give
 exact W_p distances to an empirical measure through quantile functions (see
 :func:`wasserstein_to_law_1d`), an independent check on the transport code of
-:mod:`meanfield.diagnostics`.
+:mod:`meanfield.diagnostics`.  The equilibrium measure μ* minimises
+
+.. math::
+
+    E(\mu) = \int \frac{|\omega|^2}{2}\, d\mu
+    + \frac12 \iint k_s(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega'),
+
+and the cases are: the semicircle (p = 1, s = 0), the uniform law on [−1, 1] (p = 1,
+s = −1), the uniform disk (p = 2, s = 0) and the uniform ball (p = 3, s = 1), the last two
+through the law of the radius |ω|.
+
+Examples
+--------
+>>> from meanfield.closed_forms import equilibrium_case
+>>> s, p, law = equilibrium_case("semicircle")
+>>> s, p, law.name, float(law.cdf(0.0))
+(0.0, 1, 'semicircle', 0.5)
 """
 
 from __future__ import annotations
@@ -19,20 +35,79 @@ from ._validation import check_choice, check_int, check_sample
 
 @dataclass(frozen=True)
 class Law1D:
-    """A law on the line given by its CDF on [lo, hi]; quantiles by root finding."""
+    """A law on the line given by its CDF on [lo, hi]; quantiles by root finding.
+
+    Subclasses give ``pdf`` and ``cdf`` (and a closed-form ``quantile`` where one exists);
+    the default quantile inverts the CDF by Brent's method.
+
+    Parameters
+    ----------
+    name : str
+        Short name, used in dataset attributes.
+    lo, hi : float
+        Support [lo, hi] (units of ω).
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import Semicircle
+    >>> law = Semicircle()
+    >>> round(float(law.quantile(0.5)[0]), 12)
+    0.0
+    """
 
     name: str
     lo: float
     hi: float
 
     def pdf(self, x):
+        """Density at ``x``.
+
+        Parameters
+        ----------
+        x : array_like
+            Points (units of ω), any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            The density, same shape as ``x``, zero outside [lo, hi].
+        """
         raise NotImplementedError
 
     def cdf(self, x):
+        """Cumulative distribution function F(x) = P(X ≤ x).
+
+        Parameters
+        ----------
+        x : array_like
+            Points (units of ω), any shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            F(x) in [0, 1], same shape as ``x``.
+        """
         raise NotImplementedError
 
     def quantile(self, u):
-        """F⁻¹(u) for u in [0, 1] (vectorised bisection, exact to 1e-13)."""
+        """Quantile function F⁻¹(u) for u in [0, 1] (Brent's method, exact to 1e-13).
+
+        Parameters
+        ----------
+        u : array_like
+            Levels; values ≤ 0 give ``lo`` and values ≥ 1 give ``hi``.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+            The quantiles, flattened to 1-D (a scalar ``u`` gives shape ``(1,)``).
+
+        Examples
+        --------
+        >>> from meanfield.closed_forms import Semicircle
+        >>> Semicircle().quantile([0.0, 1.0])
+        array([-1.41421356,  1.41421356])
+        """
         u = np.atleast_1d(np.asarray(u, dtype=float))
         out = np.empty_like(u)
         for i, ui in enumerate(u):
@@ -48,7 +123,21 @@ class Law1D:
 
 
 class Semicircle(Law1D):
-    """(1/π)√(2 − x²) on [−√2, √2]: the p = 1 log-gas (s = 0)."""
+    r"""The semicircle law, equilibrium of the p = 1 log-gas (s = 0).
+
+    .. math::
+
+        \mu^*(x) = \frac{1}{\pi}\sqrt{2 - x^2}, \quad |x| \le \sqrt 2, \qquad
+        F(x) = \frac12 + \frac{1}{\pi}\Big(\frac{x\sqrt{2 - x^2}}{2}
+        + \arcsin\frac{x}{\sqrt 2}\Big).
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import Semicircle
+    >>> law = Semicircle()
+    >>> round(float(law.pdf(0.0)), 6), float(law.cdf(law.hi))  # √2/π
+    (0.450158, 1.0)
+    """
 
     def __init__(self):
         super().__init__("semicircle", -math.sqrt(2), math.sqrt(2))
@@ -64,7 +153,19 @@ class Semicircle(Law1D):
 
 
 class UniformInterval(Law1D):
-    """Uniform on [−1, 1]: the p = 1 gas with k = −|z| (s = −1)."""
+    r"""Uniform on [−1, 1]: the equilibrium of the p = 1 gas with k = −|z| (s = −1).
+
+    .. math::
+
+        \mu^*(x) = \tfrac12 \mathbf 1_{|x| \le 1}, \qquad F^{-1}(u) = 2u - 1.
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import UniformInterval
+    >>> law = UniformInterval()
+    >>> float(law.cdf(0.5)), float(law.quantile(0.75))
+    (0.75, 0.5)
+    """
 
     def __init__(self):
         super().__init__("uniform", -1.0, 1.0)
@@ -81,9 +182,26 @@ class UniformInterval(Law1D):
 
 
 class BallRadius(Law1D):
-    """Law of |ω| under the uniform unit ball of R^p: CDF r^p on [0, 1].
+    r"""Law of the radius |ω| under the uniform unit ball of R^p.
 
     p = 2: the log-gas of the plane (uniform disk); p = 3: the Coulomb gas 1/|z| of R³.
+
+    .. math::
+
+        F(r) = r^p, \qquad f(r) = p\, r^{p-1}, \qquad F^{-1}(u) = u^{1/p},
+        \qquad 0 \le r \le 1.
+
+    Parameters
+    ----------
+    dim : int, default 3
+        Dimension p ≥ 1 of the ball.
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import BallRadius
+    >>> law = BallRadius(3)
+    >>> float(law.cdf(0.5)), float(law.quantile(0.125))
+    (0.125, 0.5)
     """
 
     def __init__(self, dim: int = 3):
@@ -102,7 +220,14 @@ class BallRadius(Law1D):
 
 
 class DiskRadius(BallRadius):
-    """Law of |ω| under the uniform unit disk (p = 2 log-gas): CDF r² on [0, 1]."""
+    """Law of |ω| under the uniform unit disk (the p = 2 log-gas): F(r) = r² on [0, 1].
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import DiskRadius
+    >>> DiskRadius().name, float(DiskRadius().cdf(0.5))
+    ('disk_radius', 0.25)
+    """
 
     def __init__(self):
         super().__init__(2)
@@ -117,18 +242,85 @@ CASES = {
 
 
 def equilibrium_case(name: str) -> tuple[float, int, Law1D]:
-    """(Riesz s, particle dimension p, exact law) of a closed-form case of THEORY §5."""
+    """The Riesz exponent, particle dimension and exact law of a closed-form case (THEORY §5).
+
+    Parameters
+    ----------
+    name : {"semicircle", "uniform", "disk"}
+        The case: the p = 1 log-gas, the p = 1 gas with k = −|z|, the p = 2 log-gas.
+
+    Returns
+    -------
+    s : float
+        Riesz exponent of the kernel k_s.
+    p : int
+        Particle dimension.
+    law : Law1D
+        The exact equilibrium law (for ``"disk"``, the law of the radius |ω|).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``name`` is not one of the cases.
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import equilibrium_case
+    >>> s, p, law = equilibrium_case("disk")
+    >>> s, p, law.name
+    (0.0, 2, 'disk_radius')
+    """
     check_choice("case", name, CASES)
     s, p, law = CASES[name]
     return s, p, law()
 
 
 def wasserstein_to_law_1d(samples, law: Law1D, order: int = 2, n_quad: int = 64) -> float:
-    """W_order between the empirical law of ``samples`` (1D) and ``law``, by quantiles.
+    r"""Wasserstein distance W_q between the empirical law of 1-D ``samples`` and ``law``.
 
-    W_q^q = Σ_i ∫_{(i−1)/N}^{i/N} |x_(i) − F⁻¹(u)|^q du, each piece by ``n_quad``-point
-    Gauss–Legendre quadrature (the quantile function is smooth inside each piece except at the
-    support edges, where it is integrable).
+    In one dimension the optimal coupling is monotone, so with the sorted samples
+    x₍₁₎ ≤ … ≤ x₍N₎
+
+    .. math::
+
+        W_q^q = \sum_{i=1}^N \int_{(i-1)/N}^{i/N} \big|x_{(i)} - F^{-1}(u)\big|^q \, du,
+
+    each piece by ``n_quad``-point Gauss–Legendre quadrature (the quantile function is smooth
+    inside each piece except at the support edges, where it is integrable).
+
+    Parameters
+    ----------
+    samples : array_like, shape (N,)
+        Sample points (any shape; flattened), finite, N ≥ 1.
+    law : Law1D
+        The reference law.
+    order : int, default 2
+        q ≥ 1.
+    n_quad : int, default 64
+        Gauss–Legendre nodes per piece.
+
+    Returns
+    -------
+    float
+        W_q (units of ω).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``samples`` empty or not finite, or ``order`` < 1.
+
+    Examples
+    --------
+    The midpoints of N equal cells of [−1, 1] are at W₂ = h/√12 (h = 2/N) from the uniform
+    law: each piece is a uniform error on [−h/2, h/2].
+
+    >>> import numpy as np
+    >>> from meanfield.closed_forms import UniformInterval, wasserstein_to_law_1d
+    >>> x = np.linspace(-1, 1, 101)
+    >>> mid = (x[1:] + x[:-1]) / 2
+    >>> w2 = wasserstein_to_law_1d(mid, UniformInterval())
+    >>> round(float(w2 * np.sqrt(12) / 0.02), 9)
+    1.0
     """
     x = np.sort(check_sample("samples", np.asarray(samples, dtype=float).ravel()))
     order = check_int("order", order)

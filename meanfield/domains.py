@@ -1,8 +1,22 @@
-"""Compact convex domains 𝒲 ⊂ R^p for the particles, with Euclidean projection Π_𝒲.
+r"""Compact convex domains 𝒲 ⊂ R^p for the particles, with Euclidean projection Π_𝒲.
 
 The projection is what keeps projected Langevin (THEORY §3) inside the domain; in the
 N -> infinity limit it becomes the no-flux boundary condition of the grid solver (§4).
-All methods accept torch tensors or numpy arrays of shape ``(..., p)``.
+All methods accept torch tensors or numpy arrays of shape ``(..., p)`` and return the same
+kind of array.
+
+.. math::
+
+    \Pi_{\mathcal W}(\omega) = \arg\min_{v \in \mathcal W} |v - \omega|.
+
+Examples
+--------
+>>> import numpy as np
+>>> from meanfield.domains import Ball, Box
+>>> Box(2, 1.0).project(np.array([3.0, -0.5]))
+array([ 1. , -0.5])
+>>> Ball(2, 1.0).project(np.array([3.0, 4.0]))
+array([0.6, 0.8])
 """
 
 from __future__ import annotations
@@ -18,29 +32,86 @@ from ._validation import check_choice, check_int, check_positive
 
 @dataclass(frozen=True)
 class Domain:
-    """Base class: a compact convex set in R^dim."""
+    """Base class: a compact convex set 𝒲 ⊂ R^dim.
+
+    Subclasses implement the Euclidean projection, membership, volume and a bounding box;
+    they are frozen dataclasses, so a domain can key a cache and be compared by value.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension p of the particles, ≥ 1.
+
+    See Also
+    --------
+    Box, Ball, make_domain
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box, Domain
+    >>> isinstance(Box(3), Domain)
+    True
+    """
 
     dim: int
 
     def project(self, omega):
-        """Euclidean projection onto the domain, shape ``(..., dim)`` -> ``(..., dim)``."""
+        """Euclidean projection onto the domain.
+
+        Parameters
+        ----------
+        omega : torch.Tensor or numpy.ndarray, shape (..., dim)
+            Points; the last axis is the coordinate.
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray, shape (..., dim)
+            The nearest point of the domain to each point (the point itself inside); the
+            same array type and dtype as ``omega``.
+
+        Raises
+        ------
+        ValueError
+            The last dimension of ``omega`` is not ``dim``.
+        """
         raise NotImplementedError
 
     def contains(self, omega, atol: float = 0.0):
-        """Boolean membership of each point, shape ``(..., dim)`` -> ``(...)``."""
+        """Boolean membership of each point.
+
+        Parameters
+        ----------
+        omega : torch.Tensor or numpy.ndarray, shape (..., dim)
+            Points.
+        atol : float, default 0
+            Tolerance: the domain is enlarged by ``atol`` (in units of ω).
+
+        Returns
+        -------
+        torch.Tensor or numpy.ndarray of bool, shape (...)
+            True where the point lies in the (enlarged) domain.
+        """
         raise NotImplementedError
 
     @property
     def volume(self) -> float:
+        """Lebesgue measure of the domain in R^dim (units of ω^dim)."""
         raise NotImplementedError
 
     @property
     def bounding_box(self) -> tuple[float, float]:
-        """(low, high) such that the domain lies in [low, high]^dim."""
+        """``(low, high)`` such that the domain lies in [low, high]^dim (units of ω)."""
         raise NotImplementedError
 
     def describe(self) -> dict:
-        """Parameters as plain types, for dataset attributes."""
+        """Parameters as plain types, for dataset attributes.
+
+        Returns
+        -------
+        dict
+            ``{"domain": "box" | "ball", "dim": int, "radius": float}``; the box's
+            half-width is stored under ``"radius"``.
+        """
         raise NotImplementedError
 
     def _check_points(self, omega):
@@ -53,7 +124,36 @@ class Domain:
 
 @dataclass(frozen=True)
 class Box(Domain):
-    """The box [-half_width, half_width]^dim."""
+    r"""The box [−R, R]^dim with R = ``half_width``; the projection clips each coordinate.
+
+    .. math::
+
+        \Pi(\omega)_k = \min(R, \max(-R, \omega_k)), \qquad
+        |\mathcal W| = (2R)^{\dim}.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension p, ≥ 1.
+    half_width : float, default 1
+        R > 0 (units of ω).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``dim`` < 1 or ``half_width`` ≤ 0 (or not finite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> box = Box(2, half_width=2.0)
+    >>> box.project(np.array([[3.0, 0.0], [-5.0, 1.0]]))
+    array([[ 2.,  0.],
+           [-2.,  1.]])
+    >>> bool(box.contains(np.array([1.0, 2.5]))), box.volume
+    (False, 16.0)
+    """
 
     half_width: float = 1.0
 
@@ -89,7 +189,35 @@ class Box(Domain):
 
 @dataclass(frozen=True)
 class Ball(Domain):
-    """The closed Euclidean ball B(0, radius) in R^dim."""
+    r"""The closed Euclidean ball B(0, R) in R^dim; the projection rescales radially.
+
+    .. math::
+
+        \Pi(\omega) = \omega \min\Big(1, \frac{R}{|\omega|}\Big), \qquad
+        |\mathcal W| = \frac{\pi^{\dim/2}}{\Gamma(\dim/2 + 1)} R^{\dim}.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension p, ≥ 1.
+    radius : float, default 1
+        R > 0 (units of ω).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``dim`` < 1 or ``radius`` ≤ 0 (or not finite).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Ball
+    >>> ball = Ball(3, radius=1.0)
+    >>> ball.project(torch.tensor([0.0, 3.0, 4.0], dtype=torch.float64))
+    tensor([0.0000, 0.6000, 0.8000], dtype=torch.float64)
+    >>> round(ball.volume, 6)  # 4π/3
+    4.18879
+    """
 
     radius: float = 1.0
 
@@ -126,6 +254,32 @@ class Ball(Domain):
 
 
 def make_domain(kind: str, dim: int, radius: float) -> Domain:
-    """Build a domain by name: ``"box"`` ([-R, R]^dim) or ``"ball"`` (B(0, R))."""
+    """Build a domain by name: ``"box"`` ([−R, R]^dim) or ``"ball"`` (B(0, R)).
+
+    Parameters
+    ----------
+    kind : {"box", "ball"}
+        Shape of the domain.
+    dim : int
+        Dimension p, ≥ 1.
+    radius : float
+        R > 0: the box's half-width or the ball's radius.
+
+    Returns
+    -------
+    Domain
+        A :class:`Box` or a :class:`Ball`.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``kind`` is not one of the two names, or ``dim``/``radius`` out of range.
+
+    Examples
+    --------
+    >>> from meanfield.domains import make_domain
+    >>> make_domain("ball", 2, 1.5)
+    Ball(dim=2, radius=1.5)
+    """
     check_choice("domain", kind, ("box", "ball"))
     return Box(dim, radius) if kind == "box" else Ball(dim, radius)

@@ -7,70 +7,212 @@ Each also derives from the built-in exception it refines (``ValueError``, ``Type
 
 The command line prints one line and exits with status 2 for every :class:`MeanfieldError`
 (``meanfield --debug …`` shows the traceback instead).
+
+Examples
+--------
+>>> from meanfield.errors import InputError, MeanfieldError
+>>> try:
+...     raise InputError("beta must be a finite number in (0, inf), got -1")
+... except ValueError as err:  # the built-in base still catches it
+...     isinstance(err, MeanfieldError)
+True
 """
 
 from __future__ import annotations
 
 
 class MeanfieldError(Exception):
-    """Base class of every error raised on purpose by :mod:`meanfield`."""
+    """Base class of every error raised on purpose by :mod:`meanfield`.
+
+    Catch it to tell a user error (a bad parameter, a missing file) from a bug.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldError, NumericalError
+    >>> issubclass(NumericalError, MeanfieldError)
+    True
+    """
 
 
 class InputError(MeanfieldError, ValueError):
-    """A parameter outside its allowed range (the message names the parameter and the range)."""
+    """A parameter outside its allowed range (the message names the parameter and the range).
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_positive
+    >>> check_positive("beta", -1.0)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: beta must be a finite number in (0, inf), got -1.0
+    """
 
 
 class InputTypeError(MeanfieldError, TypeError):
-    """A parameter of the wrong type."""
+    """A parameter of the wrong type (also a :class:`TypeError`).
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_int
+    >>> check_int("n_steps", 2.5)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputTypeError: n_steps must be an integer >= 1, got 2.5
+    """
 
 
 class OutputPathError(InputError):
     """An output path that cannot be written (a directory for a file, a path under a file,
-    a read-only folder); raised before any work."""
+    a read-only folder); raised before any work.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield._validation import check_output_path
+    >>> from meanfield.errors import OutputPathError
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     try:
+    ...         check_output_path("out", folder, kind="file")
+    ...     except OutputPathError as err:
+    ...         print("refused")
+    refused
+    """
 
 
 class DependencyError(MeanfieldError, ImportError):
-    """An optional dependency is missing; the message holds the install command."""
+    """An optional dependency is missing; the message holds the install command.
+
+    Examples
+    --------
+    >>> from meanfield.errors import DependencyError
+    >>> issubclass(DependencyError, ImportError)
+    True
+    """
 
 
 class ResourceError(MeanfieldError, RuntimeError):
-    """A requested resource is unavailable: a torch device, a dask scheduler."""
+    """A requested resource is unavailable: a torch device, a dask scheduler.
+
+    Examples
+    --------
+    >>> from meanfield.errors import ResourceError
+    >>> issubclass(ResourceError, RuntimeError)
+    True
+    """
 
 
 class DataFileError(MeanfieldError, ValueError):
-    """A file that should hold a dataset is missing, truncated or not a netCDF file."""
+    """A file that should hold a dataset is truncated, a folder, or not a netCDF file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from meanfield.errors import DataFileError
+    >>> from meanfield.results import load_dataset
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "run.nc")
+    ...     with open(path, "w") as f:
+    ...         _ = f.write("not netCDF")
+    ...     try:
+    ...         load_dataset(path)
+    ...     except DataFileError:
+    ...         print("refused")
+    refused
+    """
 
 
 class MissingFileError(MeanfieldError, FileNotFoundError):
-    """An input file that does not exist."""
+    """An input file that does not exist (also a :class:`FileNotFoundError`).
+
+    Examples
+    --------
+    >>> from meanfield.errors import MissingFileError
+    >>> from meanfield.results import load_dataset
+    >>> try:
+    ...     load_dataset("no/such/file.nc")
+    ... except FileNotFoundError as err:
+    ...     type(err).__name__
+    'MissingFileError'
+    """
 
 
 class SweepConflictError(InputError):
-    """A sweep folder holds runs made with other parameters (or another package version)."""
+    """A sweep folder holds runs made with other parameters (or another package version).
+
+    Examples
+    --------
+    >>> from meanfield.errors import InputError, SweepConflictError
+    >>> issubclass(SweepConflictError, InputError)
+    True
+    """
 
 
 class StepBudgetError(MeanfieldError, RuntimeError):
-    """A solve would need (or took) more steps than ``max_steps``."""
+    """A solve would need (or took) more steps than ``max_steps``.
+
+    Examples
+    --------
+    >>> from meanfield.errors import StepBudgetError
+    >>> issubclass(StepBudgetError, RuntimeError)
+    True
+    """
 
 
 class NumericalError(MeanfieldError, FloatingPointError):
     """A computation became non-finite (NaN or inf) part-way, usually from a step size or a
     temperature outside the range the scheme can follow; the message names the parameter to
-    change."""
+    change.
+
+    Examples
+    --------
+    >>> from meanfield.errors import NumericalError
+    >>> issubclass(NumericalError, FloatingPointError)
+    True
+    """
 
 
 class ConvergenceError(MeanfieldError, RuntimeError):
-    """An iterative solve (a Gibbs state, a transport problem) did not converge."""
+    """An iterative solve (a Gibbs state, a transport problem) did not converge.
+
+    Examples
+    --------
+    >>> from meanfield.errors import ConvergenceError
+    >>> issubclass(ConvergenceError, RuntimeError)
+    True
+    """
 
 
 class MeanfieldWarning(UserWarning):
     """Base class of the warnings :mod:`meanfield` issues (a run that finished but may be
-    silently wrong); the CLI prints each as one ``meanfield: warning:`` line."""
+    silently wrong); the CLI prints each as one ``meanfield: warning:`` line.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from meanfield.errors import MeanfieldWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", MeanfieldWarning)  # make them fatal in a script
+    ...     try:
+    ...         warnings.warn("check this run", MeanfieldWarning)
+    ...     except MeanfieldWarning:
+    ...         print("raised")
+    raised
+    """
 
 
 class PinnedParticlesWarning(MeanfieldWarning):
     """Projected Langevin whose steps carry particles out of the domain, so that the
-    projection pins them to its boundary instead of sampling."""
+    projection pins them to its boundary instead of sampling.
+
+    Issued by :func:`meanfield.particles.simulate` before a run whose noise step √(2η/β_N)
+    is at least the domain's width, and after one that left half the particles or more on
+    the boundary; lower ``eta`` (or raise β).
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldWarning, PinnedParticlesWarning
+    >>> issubclass(PinnedParticlesWarning, MeanfieldWarning)
+    True
+    """
 
 
 __all__ = [
