@@ -23,10 +23,13 @@ import numpy as np
 
 from .._validation import check_positive
 from ..energy import Energy
+from ..errors import NumericalError
 from .field import Density
 from .flux import Scheme, make_scheme
 from .grid import Grid
 from .potential import GridEnergy
+from .solver import solve
+from .stepper import StepPlan
 
 
 class McKeanVlasov:
@@ -41,8 +44,9 @@ class McKeanVlasov:
     beta : float
         Inverse temperature β > 0 (finite; use :func:`~meanfield.pde.stationary.equilibrium_measure`
         for β = inf).
-    scheme : {"upwind", "sg", "sg-implicit", "chang-cooper"} or Scheme
-        Flux scheme (see :mod:`meanfield.pde.flux`).
+    scheme : {"upwind", "sg", "sg-implicit", "chang-cooper", "sg-mprk22"} or Scheme
+        Flux scheme (see :mod:`meanfield.pde.flux`); ``sg-mprk22`` is the implicit scheme
+        of second order in time.
     order : {1, 2}
         Order of the upwind reconstruction.
     workers : int, optional
@@ -65,6 +69,10 @@ class McKeanVlasov:
         self.scheme: Scheme = (
             scheme if isinstance(scheme, Scheme) else make_scheme(scheme, order=order)
         )
+        self._fixed_potential = None
+        self._linear = hasattr(self.scheme, "advance_frozen") and not (
+            self.grid_energy.depends_on_density
+        )
 
     # --- the right-hand side ------------------------------------------------------------------
     def _values(self, state) -> np.ndarray:
@@ -76,21 +84,67 @@ class McKeanVlasov:
             return state.data
         return np.asarray(state, dtype=float)
 
+    @property
+    def implicit(self) -> bool:
+        """True if the scheme's step is implicit (positive for every Δt)."""
+        return self.scheme.implicit
+
+    @property
+    def linear(self) -> bool:
+        """True if every step is the same linear map of ρ: SG fluxes (linear in ρ) of a
+        potential that does not depend on ρ (one-body terms only)."""
+        return self._linear
+
     def potential(self, state) -> np.ndarray:
         """U = δE/δρ at the cell centres, shape ``grid.shape``."""
-        return self.grid_energy.potential(self._values(state))
+        rho = self._values(state)
+        if not self.grid_energy.depends_on_density:
+            # one object for the whole run: the schemes cache their face rates per U object
+            if self._fixed_potential is None:
+                self._fixed_potential = self.grid_energy.potential(rho)
+            return self._fixed_potential
+        return self.grid_energy.potential(rho)
 
     def evolution_rate(self, state) -> np.ndarray:
         """dρ/dt of the semi-discrete scheme, shape ``grid.shape``."""
         rho = self._values(state)
-        return self.scheme.rate(rho, self.grid_energy.potential(rho), self.grid, self.beta)
+        return self.scheme.rate(rho, self.potential(rho), self.grid, self.beta)
+
+    def prepare_step(self, rho) -> StepPlan:
+        """U, the explicit fluxes and the stable step at ρ (what one step needs).
+
+        Raises
+        ------
+        NumericalError
+            U is NaN or infinite somewhere.
+        """
+        rho = self._values(rho)
+        U = self.potential(rho)
+        if not np.all(np.isfinite(U)):
+            raise NumericalError("the potential dE/drho became non-finite")
+        if self.linear:  # no pair term (stiffness 0); the flows are recomputed per step
+            return StepPlan(U, None, None, self.scheme.stable_dt(rho, U, self.grid, self.beta))
+        stiff = self.grid_energy.pair_stiffness * float(rho.max())
+        out, inn, dt_stable = self.scheme.prepare(rho, U, self.grid, self.beta, stiff)
+        return StepPlan(U, out, inn, dt_stable)
+
+    def advance(self, rho, dt: float, plan: StepPlan) -> np.ndarray:
+        """One step of size ``dt`` from ρ with the plan of :meth:`prepare_step` at ρ."""
+        if self.scheme.needs_potential and self.grid_energy.depends_on_density:
+            return self.scheme.advance(
+                rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn, potential=self.potential
+            )
+        return self.scheme.advance(rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn)
+
+    def advance_frozen(self, rho, dt: float, n_steps: int, plan: StepPlan) -> np.ndarray:
+        """``n_steps`` steps of size ``dt`` of a :attr:`linear` equation (one call)."""
+        if not self.linear:
+            raise ValueError("advance_frozen needs a linear equation (see McKeanVlasov.linear)")
+        return self.scheme.advance_frozen(rho, plan.U, self.grid, self.beta, dt, n_steps)
 
     def stable_dt(self, state) -> float:
         """The largest time step the scheme allows at this state (before the safety factor)."""
-        rho = self._values(state)
-        U = self.grid_energy.potential(rho)
-        stiff = self.grid_energy.pair_stiffness * float(rho.max())
-        return self.scheme.stable_dt(rho, U, self.grid, self.beta, None, stiff)
+        return self.prepare_step(self._values(state)).dt_stable
 
     def free_energy_terms(self, state) -> dict:
         """Discrete F_β and its parts (see :meth:`GridEnergy.free_energy_terms`)."""
@@ -101,8 +155,6 @@ class McKeanVlasov:
 
     def solve(self, state: Density, t_range, **kwargs):
         """Evolve ``state`` over ``t_range``; see :func:`meanfield.pde.solver.solve`."""
-        from .solver import solve
-
         return solve(self, state, t_range, **kwargs)
 
     def describe(self) -> dict:

@@ -47,15 +47,29 @@ class Density:
     grid : Grid
     data : array of shape ``grid.shape``
         Cell averages ρ_i ≥ 0, finite (float64 copy kept).
+    check : bool, default True
+        False: keep ``data`` (a float64 array of the grid's shape) as it is, without a copy
+        or the value checks: a cheap view for solvers that check positivity themselves.
     """
 
     __slots__ = ("grid", "data")
 
-    def __init__(self, grid: Grid, data):
+    def __init__(self, grid: Grid, data, *, check: bool = True):
         if not isinstance(grid, Grid):
             raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
         self.grid = grid
-        self.data = check_density_values(grid, data)
+        if check:
+            self.data = check_density_values(grid, data)
+        elif (
+            isinstance(data, np.ndarray) and data.dtype == np.float64 and data.shape == grid.shape
+        ):
+            # a view for solvers whose steps keep ρ finite and ≥ 0 (the guard checks them)
+            self.data = data
+        else:
+            raise ValueError(
+                f"check=False needs a float64 array of the grid's shape {grid.shape}, got "
+                f"{type(data).__name__} {getattr(data, 'shape', None)}"
+            )
 
     # --- constructors -----------------------------------------------------------------------
     @classmethod

@@ -1,13 +1,20 @@
-"""Adaptive time stepping for :class:`~meanfield.pde.equation.McKeanVlasov`.
+"""The controller: runs the time loop and the trackers (py-pde's ``Controller``).
 
-Each step recomputes U = δE/δρ[ρ], the scheme's positivity (CFL) bound Δt_* at the current
-state, and takes
+:func:`solve` validates the run, asks a :class:`~meanfield.pde.stepper.Stepper` to advance
+the equation to the next tracker time, and calls the trackers.  Each step recomputes
+U = δE/δρ[ρ] and the scheme's positivity (CFL) bound Δt_* at the current state, and takes
 
     Δt = min(safety · Δt_*, dt_max, time to the end, time to the next tracker call),
 
 so the step is as large as positivity allows and tracker records fall on exact times.  With
 ``safety`` < 1 every cell keeps at least a fraction 1 − safety of its own mass in one step
 (:mod:`meanfield.pde.flux`), so ρ > 0 stays > 0.
+
+Any equation with the interface of :class:`~meanfield.pde.stepper.EquationProtocol` can be
+solved; :class:`~meanfield.pde.equation.McKeanVlasov` is the one of this package.  When the
+equation is linear and no tracker needs every step (the guard is content with the state at
+tracker times: positivity and mass hold by construction), the steps between tracker times
+run in one call of the equation's ``advance_frozen``.
 """
 
 from __future__ import annotations
@@ -20,9 +27,10 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_int, check_positive
-from ..errors import InputError, NumericalError, StepBudgetError
+from ..errors import InputError, StepBudgetError
 from ..results import provenance
 from .field import Density
+from .stepper import Stepper
 from .trackers import FinishedSimulation, GuardTracker, ProgressTracker, Tracker
 
 
@@ -92,27 +100,12 @@ def _t_range(t_range) -> tuple:
     return t0, t1
 
 
-def _light_state(grid, data) -> Density:
-    """A Density view without re-validation (the guard tracker validates every step)."""
-    s = Density.__new__(Density)
-    s.grid, s.data = grid, data
-    return s
-
-
-def _check_step_budget(equation, rho, duration, safety, dt_max, fixed_dt, max_steps) -> int:
+def _check_step_budget(stepper: Stepper, rho, duration, max_steps) -> int:
     """Estimate the number of steps from the stable step at the initial state; refuse a run
     that would exceed ``max_steps`` before it starts.  Returns the estimate."""
-    if fixed_dt is not None:
-        step = fixed_dt
-    else:
-        U = equation.grid_energy.potential(rho)
-        if not np.all(np.isfinite(U)):
-            raise NumericalError("the potential dE/drho is non-finite at the initial state")
-        stiff = equation.grid_energy.pair_stiffness * float(rho.max())
-        dt_stable = equation.scheme.prepare(rho, U, equation.grid, equation.beta, stiff)[2]
-        step = min(safety * dt_stable, dt_max)
-    estimate = math.ceil(duration / step) if step > 0 and math.isfinite(step) else 1
+    estimate = stepper.estimate_steps(rho, duration)
     if estimate > max_steps:
+        step = duration / estimate
         raise StepBudgetError(
             f"the solve would take about {estimate:.3g} steps (stable step {step:.3g} at the "
             f"initial state over t = {duration:.6g}), above max_steps={max_steps}; the "
@@ -120,6 +113,71 @@ def _check_step_budget(equation, rho, duration, safety, dt_max, fixed_dt, max_st
             "shorter t_range, or raise max_steps"
         )
     return estimate
+
+
+def _check_equation(equation, state) -> None:
+    missing = [
+        m
+        for m in ("grid", "implicit", "linear", "prepare_step", "advance", "describe")
+        if not hasattr(equation, m)
+    ]
+    if missing:
+        raise TypeError(
+            f"equation must provide grid, implicit, linear, prepare_step, advance and describe "
+            f"(e.g. a McKeanVlasov); {equation!r} lacks {', '.join(missing)}"
+        )
+    if not isinstance(state, Density):
+        raise TypeError(f"state must be a meanfield.pde.Density, got {state!r}")
+    if state.grid != equation.grid:
+        raise ValueError(f"the density lives on {state.grid!r}, the equation on {equation.grid!r}")
+    if not state.mass > 0:
+        raise InputError(
+            "state (initial density) has zero mass; the McKean-Vlasov flow needs a density of "
+            "mass > 0 (e.g. Density.uniform(grid) or Density.gaussian(grid, ...))"
+        )
+
+
+def _prepare_trackers(trackers, guard: bool, progress: bool) -> list:
+    trackers = list(trackers)
+    for tr in trackers:
+        if not isinstance(tr, Tracker):
+            raise TypeError(f"every tracker must be a meanfield.pde.trackers.Tracker, got {tr!r}")
+    if guard and not any(isinstance(tr, GuardTracker) for tr in trackers):
+        trackers.insert(0, GuardTracker())
+    if progress:
+        trackers.append(ProgressTracker())
+    return trackers
+
+
+def _run(equation, stepper: Stepper, rho, t0, t1, trackers, max_steps):
+    """The loop: advance to the next tracker time, call the trackers.  Returns
+    (rho, t, n_steps, stop reason)."""
+    grid, t, n_steps, stop = equation.grid, t0, 0, "t_end"
+    tol = 1e-12 * max(1.0, abs(t1))
+    # the guard checks the state it is handed; every other every-step tracker needs each step
+    batch = all(tr.interval != 0 or isinstance(tr, GuardTracker) for tr in trackers)
+    for tr in trackers:
+        tr.t_end = t1
+        tr.initialize(Density(grid, rho, check=False), t, equation)
+    try:
+        while t < t1 - tol:
+            target = min([t1] + [tr.next_time for tr in trackers])
+            try:
+                rho, t, k = stepper.advance(
+                    rho, t, target, tol, batch=batch, budget=max_steps - n_steps
+                )
+            except StepBudgetError:
+                raise StepBudgetError(
+                    f"max_steps={max_steps} reached at t={t:.6g} < {t1:.6g}: "
+                    "the CFL step is too small; try scheme='sg-implicit' or raise max_steps"
+                ) from None
+            n_steps += k
+            current = Density(grid, rho, check=False)
+            for tr in trackers:
+                tr.step(current, t, equation)
+    except FinishedSimulation as done:
+        stop = str(done)
+    return rho, t, n_steps, stop
 
 
 def solve(
@@ -135,11 +193,11 @@ def solve(
     progress: bool = False,
     max_steps: int = 10_000_000,
 ) -> SolveResult:
-    """Evolve a density under a McKean–Vlasov equation.
+    """Evolve a density under a McKean–Vlasov equation (or any equation with its interface).
 
     Parameters
     ----------
-    equation : McKeanVlasov
+    equation : McKeanVlasov or EquationProtocol
     state : Density
         Initial density on ``equation.grid`` (checked finite and ≥ 0).
     t_range : float or (float, float)
@@ -148,12 +206,12 @@ def solve(
         Called as in py-pde (see :mod:`meanfield.pde.trackers`).
     safety : float in (0, 1]
         Fraction of the positivity bound used as the time step (explicit schemes) or of the
-        drift CFL bound (implicit scheme).
+        drift CFL bound (implicit schemes).
     dt_max : float
         Upper bound on the step (time units).
     dt : float, optional
-        Fixed step for the implicit scheme (positive for every Δt); for explicit schemes it is
-        an upper bound like ``dt_max`` and the CFL bound still applies.
+        Fixed step for the implicit schemes (positive for every Δt); for explicit schemes it
+        is an upper bound like ``dt_max`` and the CFL bound still applies.
     guard : bool
         Prepend a :class:`GuardTracker` (finite, ≥ 0, mass) unless one is given.
     progress : bool
@@ -174,100 +232,38 @@ def solve(
     meanfield.errors.StepBudgetError
         The estimated (or actual) number of steps exceeds ``max_steps``; raised before the
         solve when estimated.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> g = Grid(Box(1, 5.0), 128)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 5.0)), g, 1.0, scheme="sg")
+    >>> res = solve(eq, Density.gaussian(g, 1.0, 0.5), 1.0)
+    >>> round(float(res.state.mean()[0]), 2)  # e^(-1) = 0.368
+    0.37
     """
-    from .equation import McKeanVlasov
-
-    if not isinstance(equation, McKeanVlasov):
-        raise TypeError(f"equation must be a McKeanVlasov, got {equation!r}")
-    if not isinstance(state, Density):
-        raise TypeError(f"state must be a meanfield.pde.Density, got {state!r}")
-    if state.grid != equation.grid:
-        raise ValueError(f"the density lives on {state.grid!r}, the equation on {equation.grid!r}")
+    _check_equation(equation, state)
     t0, t1 = _t_range(t_range)
-    safety = check_positive("safety", safety)
-    if safety > 1:
-        raise ValueError(f"safety must be in (0, 1], got {safety}")
-    dt_max = check_positive("dt_max", dt_max) if math.isfinite(dt_max) else math.inf
-    fixed_dt = None
-    if dt is not None:
-        dt = check_positive("dt", dt)
-        if equation.scheme.implicit:
-            fixed_dt = dt
-        else:
-            dt_max = min(dt_max, dt)
+    stepper = Stepper(equation, safety=safety, dt_max=dt_max, dt=dt)
     max_steps = check_int("max_steps", max_steps)
-    if not state.mass > 0:
-        raise InputError(
-            "state (initial density) has zero mass; the McKean-Vlasov flow needs a density of "
-            "mass > 0 (e.g. Density.uniform(grid) or Density.gaussian(grid, ...))"
-        )
-    _check_step_budget(equation, state.data, t1 - t0, safety, dt_max, fixed_dt, max_steps)
-    trackers = list(trackers)
-    for tr in trackers:
-        if not isinstance(tr, Tracker):
-            raise TypeError(f"every tracker must be a meanfield.pde.trackers.Tracker, got {tr!r}")
-    if guard and not any(isinstance(tr, GuardTracker) for tr in trackers):
-        trackers.insert(0, GuardTracker())
-    if progress:
-        trackers.append(ProgressTracker())
-
-    grid, beta, scheme = equation.grid, equation.beta, equation.scheme
-    rho = state.data.copy()
-    t = t0
-    tol = 1e-12 * max(1.0, abs(t1))
+    _check_step_budget(stepper, state.data, t1 - t0, max_steps)
+    trackers = _prepare_trackers(trackers, guard, progress)
     start = time.perf_counter()
-    for tr in trackers:
-        tr.t_end = t1
-        tr.initialize(_light_state(grid, rho), t, equation)
-    n_steps, stop, U = 0, "t_end", None
-    dts = []
-    try:
-        while t < t1 - tol:
-            if n_steps >= max_steps:
-                raise StepBudgetError(
-                    f"max_steps={max_steps} reached at t={t:.6g} < {t1:.6g}: "
-                    "the CFL step is too small; try scheme='sg-implicit' or raise max_steps"
-                )
-            if U is None or equation.grid_energy.depends_on_density:
-                U = equation.grid_energy.potential(rho)
-                if not np.all(np.isfinite(U)):
-                    raise NumericalError(f"the potential dE/drho became non-finite at t={t:.6g}")
-            stiff = equation.grid_energy.pair_stiffness * float(rho.max())
-            out, inn, dt_stable = scheme.prepare(rho, U, grid, beta, stiff)
-            step = fixed_dt if fixed_dt is not None else safety * dt_stable
-            step = min(step, dt_max)
-            target = min([t1] + [tr.next_time for tr in trackers])
-            clipped = step >= target - t - tol
-            if clipped:
-                step = target - t
-            elif not math.isfinite(step):
-                step = target - t
-                clipped = True
-            if not step > 0:
-                raise NumericalError(f"non-positive time step {step!r} at t={t:.6g}")
-            rho = scheme.advance(rho, U, grid, beta, step, out, inn)
-            t = target if clipped else t + step
-            n_steps += 1
-            if not clipped:
-                dts.append(step)
-            current = _light_state(grid, rho)
-            for tr in trackers:
-                tr.step(current, t, equation)
-    except FinishedSimulation as done:
-        stop = str(done)
-    final = _light_state(grid, rho)
+    rho, t, n_steps, stop = _run(equation, stepper, state.data.copy(), t0, t1, trackers, max_steps)
+    final = Density(equation.grid, rho, check=False)
     for tr in trackers:
         tr.finalize(final, t, equation)
-    wall = time.perf_counter() - start
-    attrs = {**equation.describe(), "safety": safety, "t_start": t0}
+    taken = stepper.dt_min_taken <= stepper.dt_max_taken
     return SolveResult(
-        state=Density(grid, rho),
+        state=Density(equation.grid, rho),
         t=t,
         n_steps=n_steps,
         stop_reason=stop,
-        dt_min=float(min(dts)) if dts else math.nan,
-        dt_max=float(max(dts)) if dts else math.nan,
-        wall_time=wall,
+        dt_min=float(stepper.dt_min_taken) if taken else math.nan,
+        dt_max=float(stepper.dt_max_taken) if taken else math.nan,
+        wall_time=time.perf_counter() - start,
         trackers=trackers,
-        attrs=attrs,
+        attrs={**equation.describe(), "safety": safety, "t_start": t0},
     )

@@ -1,0 +1,173 @@
+"""The stepper: chooses Δt and advances an equation, in the manner of a py-pde solver.
+
+The three parts of a solve, as in py-pde:
+
+* the **equation** gives its evolution step — :meth:`prepare_step` (the potential, the fluxes
+  and the stable step at the current state) and :meth:`advance` (one explicit or implicit
+  step), see :class:`EquationProtocol`;
+* the **stepper** (this module) picks the step size under the positivity bound and the
+  caller's limits, and advances to a target time;
+* the **controller** (:func:`meanfield.pde.solver.solve`) runs the loop and the trackers.
+
+A *linear* equation (the step map is the same linear map at every step: SG fluxes of a
+potential that does not depend on ρ) may also offer ``advance_frozen(rho, dt, n, plan)``;
+the stepper then takes all the equal steps up to the next tracker time in one call (a
+compiled loop in 1D).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from .._validation import check_positive
+from ..errors import NumericalError, StepBudgetError
+
+
+class StepPlan(NamedTuple):
+    """What an equation computes once per step at the current state.
+
+    Attributes
+    ----------
+    U : array of shape ``grid.shape`` or None
+        The potential δE/δρ (energy units), if the equation has one.
+    out, inn : arrays of shape ``grid.shape`` or None
+        Out- and inflow of every cell (density / time) for an explicit step.
+    dt_stable : float
+        The largest step the scheme allows at this state, before the safety factor (time).
+    """
+
+    U: Any
+    out: Any
+    inn: Any
+    dt_stable: float
+
+
+@runtime_checkable
+class EquationProtocol(Protocol):
+    """The interface :func:`~meanfield.pde.solver.solve` needs from an equation.
+
+    Attributes ``grid`` (a :class:`~meanfield.pde.grid.Grid`), ``implicit`` and ``linear``
+    (bools); methods ``prepare_step(rho) -> StepPlan``, ``advance(rho, dt, plan) -> rho``
+    and ``describe() -> dict``.  A linear equation may add
+    ``advance_frozen(rho, dt, n_steps, plan) -> rho``.
+    """
+
+    grid: Any
+    implicit: bool
+    linear: bool
+
+    def prepare_step(self, rho: np.ndarray) -> StepPlan: ...
+
+    def advance(self, rho: np.ndarray, dt: float, plan: StepPlan) -> np.ndarray: ...
+
+    def describe(self) -> dict: ...
+
+
+class Stepper:
+    """Adaptive (explicit) or fixed (implicit) steps under the positivity bound.
+
+    Each step takes
+
+    .. math::
+
+        \\Delta t = \\min(s\\,\\Delta t_*,\\ \\Delta t_{\\max},\\ t_{\\rm target} - t)
+
+    with Δt_* the equation's stable step at the current state and s the safety factor; an
+    implicit equation given a fixed ``dt`` uses it in place of s Δt_*.
+
+    Parameters
+    ----------
+    equation : EquationProtocol
+    safety : float in (0, 1]
+    dt_max : float
+        Upper bound on the step (time units; inf for none).
+    dt : float, optional
+        Fixed step of an implicit equation; for an explicit one an upper bound like
+        ``dt_max``.
+    """
+
+    def __init__(self, equation, *, safety: float = 0.5, dt_max: float = math.inf, dt=None):
+        self.equation = equation
+        self.safety = check_positive("safety", safety)
+        if self.safety > 1:
+            raise ValueError(f"safety must be in (0, 1], got {safety}")
+        self.dt_max = check_positive("dt_max", dt_max) if math.isfinite(dt_max) else math.inf
+        self.fixed_dt = None
+        if dt is not None:
+            dt = check_positive("dt", dt)
+            if equation.implicit:
+                self.fixed_dt = dt
+            else:
+                self.dt_max = min(self.dt_max, dt)
+        self.dt_min_taken, self.dt_max_taken = math.inf, -math.inf
+        self._plan = None
+
+    def _prepare(self, rho, t: float):
+        eq = self.equation
+        if eq.linear and self._plan is not None:
+            return self._plan  # the same linear map every step: computed once
+        try:
+            plan = eq.prepare_step(rho)
+        except NumericalError as err:
+            raise NumericalError(f"{err} at t={t:.6g}") from None
+        if eq.linear:
+            # flows depend on ρ: a cached plan keeps only what is fixed (U, Δt_*)
+            self._plan = plan = plan._replace(out=None, inn=None)
+        return plan
+
+    def step_size(self, plan: StepPlan) -> float:
+        """The unclipped step at this plan (may be inf when nothing limits it)."""
+        step = self.fixed_dt if self.fixed_dt is not None else self.safety * plan.dt_stable
+        return min(step, self.dt_max)
+
+    def estimate_steps(self, rho, duration: float) -> int:
+        """Steps to cover ``duration`` at the step size of the initial state."""
+        step = self.fixed_dt
+        if step is None:
+            step = self.step_size(self._prepare(rho, 0.0))
+        return math.ceil(duration / step) if step > 0 and math.isfinite(step) else 1
+
+    def _record(self, step: float) -> None:
+        self.dt_min_taken = min(self.dt_min_taken, step)
+        self.dt_max_taken = max(self.dt_max_taken, step)
+
+    def advance(self, rho, t: float, target: float, tol: float, *, batch: bool, budget: int):
+        """Advance from t toward ``target``: one step, or (``batch``, linear equation) every
+        step up to ``target`` at once.
+
+        Returns
+        -------
+        rho : array of shape ``grid.shape``
+        t : float
+            The new time (``target`` exactly when the last step was shortened to reach it).
+        n_steps : int
+            Steps taken (≤ ``budget``; more needed raises :class:`StepBudgetError`).
+        """
+        eq = self.equation
+        plan = self._prepare(rho, t)
+        step = self.step_size(plan)
+        if batch and eq.linear and hasattr(eq, "advance_frozen") and math.isfinite(step):
+            # the unclipped steps k = 1..n satisfy k step < target − t − tol, as in the loop
+            n_full = max(0, math.ceil((target - t - tol) / step) - 1)
+            if n_full + 1 > budget:
+                raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
+            if n_full:
+                rho = eq.advance_frozen(rho, step, n_full, plan)
+                self._record(step)
+            last = target - (t + n_full * step)
+            rho = eq.advance_frozen(rho, last, 1, plan) if last > 0 else rho
+            return rho, target, n_full + (last > 0)
+        if budget < 1:
+            raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
+        clipped = not math.isfinite(step) or step >= target - t - tol
+        if clipped:
+            step = target - t
+        if not step > 0:
+            raise NumericalError(f"non-positive time step {step!r} at t={t:.6g}")
+        rho = eq.advance(rho, step, plan)
+        if not clipped:
+            self._record(step)
+        return rho, (target if clipped else t + step), 1
