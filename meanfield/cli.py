@@ -173,19 +173,42 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="meanfield",
-        description="Random features as charged particles: simulate the Coulomb particle model "
-        "of kernel learning (projected Langevin or an exact Gibbs sampler) and its "
-        "mean-field limit.",
-        epilog="Run 'meanfield simulate --help' for the flags of a run. A bad input ends with "
-        "one line on stderr and exit status 2; --debug shows the traceback instead.",
-    )
+class _DeprecatedFlag(argparse.Action):
+    """A deprecated spelling of a flag, kept for one version: stores into the new flag's
+    destination, warns (``FutureWarning``) and records the spelling, so that an error about
+    the value names the flag the user typed (:func:`_flag`)."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warnings.warn(
+            f"{option_string} is deprecated and will be removed in the next version; "
+            f"use {self.new}",
+            FutureWarning,
+            stacklevel=2,
+        )
+        setattr(namespace, self.dest, values)
+        spelled = dict(getattr(namespace, "_spelled", {}))
+        spelled[self.dest] = option_string
+        namespace._spelled = spelled
+
+
+def _add_deprecated(parser, old: str, new: str, dest: str, **kwargs) -> None:
+    """``old`` as a hidden deprecated alias of ``new`` (same ``dest``, type and nargs)."""
     parser.add_argument(
-        "--debug", action="store_true", help="show the full traceback of an error (for bugs)"
+        old, dest=dest, action=_DeprecatedFlag, new=new, help=argparse.SUPPRESS,
+        default=argparse.SUPPRESS, **kwargs,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+
+
+def _flag(args, dest: str, name: str) -> str:
+    """The flag as the user spelled it: ``name``, or the deprecated alias that set ``dest``."""
+    return getattr(args, "_spelled", {}).get(dest, name)
+
+
+def _add_simulate(sub) -> None:
     sim = sub.add_parser(
         "simulate",
         help="run the particle dynamics and write an xarray dataset (netCDF)",
@@ -206,6 +229,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(sim)
     sim.set_defaults(func=cmd_simulate)
 
+
+#: The ``compare`` flags that override the default problem: (name, type, help).
+COMPARE_FLAGS = (
+    ("n_particles", int, "number of particles N"),
+    ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
+    ("t_final", float, "final time > 0"),
+    ("eta", float, "particle step size eta > 0"),
+    ("cells", int, "grid cells per axis (>= 2)"),
+    ("lam", float, "Coulomb interaction strength lambda >= 0"),
+    ("n_data", int, "number of data points"),
+    ("seed", int, "seed of the particle sample and noise"),
+)
+
+
+def _add_compare(sub) -> None:
     cmp = sub.add_parser(
         "compare",
         help="particles and the McKean-Vlasov grid density side by side (the main job)",
@@ -222,16 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     cmp.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    for name, typ, text in (
-        ("n_particles", int, "number of particles N"),
-        ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
-        ("t_final", float, "final time > 0"),
-        ("eta", float, "particle step size eta > 0"),
-        ("grid_n", int, "grid cells per axis"),
-        ("lam", float, "Coulomb interaction strength lambda >= 0"),
-        ("n_data", int, "number of data points"),
-        ("seed", int, "seed of the particle sample and noise"),
-    ):
+    for name, typ, text in COMPARE_FLAGS:
         cmp.add_argument(
             "--" + name.replace("_", "-"),
             dest=name,
@@ -239,8 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help=f"{text} [default: the problem's]",
         )
+    _add_deprecated(cmp, "--grid-n", "--cells", "cells", type=int)
     cmp.set_defaults(func=cmd_compare)
 
+
+def _add_figures(sub) -> None:
     fig = sub.add_parser(
         "figures",
         help="regenerate the theory figures (PNG, PDF + netCDF)",
@@ -259,33 +291,44 @@ def build_parser() -> argparse.ArgumentParser:
     fig.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     fig.set_defaults(func=cmd_figures)
 
-    st = sub.add_parser(
-        "study",
-        help="limit studies as resumable dask sweeps",
-        description="Limit studies (THEORY 5). Each kind has its own flags and defaults: "
-        "'meanfield study KIND --help'. Sweep runs are written as they finish, keyed by "
-        "their whole configuration; rerunning the same command resumes.",
+
+def _add_sweep_flags(k, out: str, scheduler: bool = True) -> None:
+    """Flags every study shares: the output folder, the dask scheduler, the progress bars."""
+    k.add_argument("--out", default=out, help="output folder")
+    if scheduler:
+        k.add_argument(
+            "--scheduler",
+            default="local",
+            help="'local' (LocalCluster, one worker per core), 'threads', or the "
+            "address of a running dask scheduler (tcp://host:8786)",
+        )
+        k.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="local workers (%(default)s: one per core)",
+        )
+    k.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def _add_n_particles(k, default, *, many: bool) -> None:
+    """``--n-particles`` (one N, or a list for a sweep) and its deprecated alias ``--n``."""
+    nargs = "+" if many else None
+    text = "particle numbers N" if many else "number of particles N"
+    k.add_argument(
+        "--n-particles", dest="n_particles", type=int, nargs=nargs, default=default, help=text
     )
-    kinds = st.add_subparsers(dest="kind", required=True, metavar="KIND")
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    _add_deprecated(k, "--n", "--n-particles", "n_particles", type=int, nargs=nargs)
 
-    def _common(k, out, scheduler=True):
-        k.add_argument("--out", default=out, help="output folder")
-        if scheduler:
-            k.add_argument(
-                "--scheduler",
-                default="local",
-                help="'local' (LocalCluster, one worker per core), 'threads', or the "
-                "address of a running dask scheduler (tcp://host:8786)",
-            )
-            k.add_argument(
-                "--workers",
-                type=int,
-                default=None,
-                help="local workers (%(default)s: one per core)",
-            )
-        k.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
+def _add_t_final(k, default: float, text: str, *, deprecated_t_end: bool = False) -> None:
+    """``--t-final`` (and, where it was spelled so before, the deprecated ``--t-end``)."""
+    k.add_argument("--t-final", dest="t_final", type=float, default=default, help=text)
+    if deprecated_t_end:
+        _add_deprecated(k, "--t-end", "--t-final", "t_final", type=float)
+
+
+def _add_study_equilibrium(kinds, fmt) -> None:
     eq = kinds.add_parser(
         "equilibrium",
         formatter_class=fmt,
@@ -295,15 +338,15 @@ def build_parser() -> argparse.ArgumentParser:
         "in N with a bootstrap 95% interval over seeds (needs >= 3 distinct N).",
     )
     eq.add_argument("--case", default="uniform", choices=CASES, help="closed-form case")
-    eq.add_argument(
-        "--n", type=int, nargs="+", default=[16, 32, 64, 128], help="particle numbers N"
-    )
+    _add_n_particles(eq, [16, 32, 64, 128], many=True)
     eq.add_argument("--beta", type=float, default=4.0, help="inverse temperature beta > 0")
     eq.add_argument("--regime", default="coulomb-gas", choices=("mean-field", "coulomb-gas"))
     eq.add_argument("--seeds", type=int, default=8, help="number of seeds per N (>= 2)")
-    eq.add_argument("--t-end", type=float, default=6.0, help="Langevin time per run (> 0)")
-    _common(eq, "runs/nlimit")
+    _add_t_final(eq, 6.0, "Langevin time per run (> 0)", deprecated_t_end=True)
+    _add_sweep_flags(eq, "runs/nlimit")
 
+
+def _add_study_particles_vs_grid(kinds, fmt) -> None:
     pg = kinds.add_parser(
         "particles-vs-grid",
         formatter_class=fmt,
@@ -312,11 +355,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(p = 1): W2 between the particles and the McKean-Vlasov density and the kernel gap, "
         "with fitted rates in N (needs >= 3 distinct N).",
     )
-    pg.add_argument("--n", type=int, nargs="+", default=[100, 400, 1600], help="particle numbers")
+    _add_n_particles(pg, [100, 400, 1600], many=True)
     pg.add_argument("--seeds", type=int, default=8, help="number of seeds per N (>= 2)")
-    pg.add_argument("--t-final", type=float, default=1.0, help="final time of each run (> 0)")
-    _common(pg, "runs/pvg")
+    _add_t_final(pg, 1.0, "final time of each run (> 0)")
+    _add_sweep_flags(pg, "runs/pvg")
 
+
+def _add_study_beta(kinds, fmt) -> None:
     bt = kinds.add_parser(
         "beta",
         formatter_class=fmt,
@@ -329,11 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument(
         "--betas", type=float, nargs="+", default=[1.0, 4.0, 16.0, 64.0], help="betas to sweep"
     )
-    bt.add_argument("--n", type=int, default=64, help="number of particles N")
+    _add_n_particles(bt, 64, many=False)
     bt.add_argument("--seeds", type=int, default=4, help="number of seeds per beta (>= 2)")
-    bt.add_argument("--t-end", type=float, default=6.0, help="Langevin time per run (> 0)")
-    _common(bt, "runs/beta")
+    _add_t_final(bt, 6.0, "Langevin time per run (> 0)", deprecated_t_end=True)
+    _add_sweep_flags(bt, "runs/beta")
 
+
+def _add_study_t_decay(kinds, fmt) -> None:
     td = kinds.add_parser(
         "t-decay",
         formatter_class=fmt,
@@ -345,26 +392,72 @@ def build_parser() -> argparse.ArgumentParser:
         "--case", default="uniform", choices=("semicircle", "uniform"), help="closed-form case"
     )
     td.add_argument("--beta", type=float, default=1.0, help="inverse temperature beta > 0")
-    td.add_argument("--t-final", type=float, default=6.0, help="final time of the flow (> 0)")
-    _common(td, "runs/tdecay", scheduler=False)
+    _add_t_final(td, 6.0, "final time of the flow (> 0)")
+    _add_sweep_flags(td, "runs/tdecay", scheduler=False)
+
+
+def _add_study(sub) -> None:
+    st = sub.add_parser(
+        "study",
+        help="limit studies as resumable dask sweeps",
+        description="Limit studies (THEORY 5). Each kind has its own flags and defaults: "
+        "'meanfield study KIND --help'. Sweep runs are written as they finish, keyed by "
+        "their whole configuration; rerunning the same command resumes.",
+    )
+    kinds = st.add_subparsers(dest="kind", required=True, metavar="KIND")
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    _add_study_equilibrium(kinds, fmt)
+    _add_study_particles_vs_grid(kinds, fmt)
+    _add_study_beta(kinds, fmt)
+    _add_study_t_decay(kinds, fmt)
     st.set_defaults(func=cmd_study)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``meanfield`` argument parser: ``simulate``, ``compare``, ``figures``, ``study``.
+
+    Flag names (one per concept): ``--n-particles`` for a number of particles N (a list in
+    the N sweeps), ``--t-final`` for a final time, ``--cells`` for grid cells per axis.  The
+    former spellings ``--n``, ``--t-end`` and ``--grid-n`` still work for one version: hidden
+    from the help, they warn (FutureWarning) and errors name them as typed.
+    """
+    parser = argparse.ArgumentParser(
+        prog="meanfield",
+        description="Random features as charged particles: simulate the Coulomb particle model "
+        "of kernel learning (projected Langevin or an exact Gibbs sampler) and its "
+        "mean-field limit.",
+        epilog="Run 'meanfield simulate --help' for the flags of a run. A bad input ends with "
+        "one line on stderr and exit status 2; --debug shows the traceback instead.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the full traceback of an error (for bugs)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_simulate(sub)
+    _add_compare(sub)
+    _add_figures(sub)
+    _add_study(sub)
     return parser
 
 
 def cmd_compare(args) -> int:
     from .compare import DEFAULTS, run_default_comparison
 
-    keys = ("n_particles", "beta", "t_final", "eta", "grid_n", "lam", "n_data", "seed")
+    keys = [name for name, _, _ in COMPARE_FLAGS]
     overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    _check_compare_flags(overrides)
+    _check_compare_flags(overrides, args)
     out = check_output_path("--out", args.out, kind="dir")
     _set_threads(args)
+    # the default problem may still call the grid size grid_n (its former name)
+    grid_key = "cells" if "cells" in DEFAULTS[args.dim] else "grid_n"
+    if "cells" in overrides:
+        overrides[grid_key] = overrides.pop("cells")
     cfg = {**DEFAULTS[args.dim], **overrides}
     progress = not args.no_progress
     if progress:
         print(
             f"particles vs McKean-Vlasov grid, p = {args.dim}: N = {cfg['n_particles']}, "
-            f"beta = {cfg['beta']:g}, grid {cfg['grid_n']}^{args.dim}, t = {cfg['t_final']:g}; "
+            f"beta = {cfg['beta']:g}, grid {cfg[grid_key]}^{args.dim}, t = {cfg['t_final']:g}; "
             "stages: particles, grid, distances, figure",
             file=sys.stderr,
         )
@@ -376,13 +469,12 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _check_compare_flags(overrides: dict) -> None:
+def _check_compare_flags(overrides: dict, args=None) -> None:
     """The compare flags, checked before any work (names as on the command line)."""
-    for k in ("n_particles", "grid_n", "n_data"):
+    for k in ("n_particles", "cells", "n_data"):
         if k in overrides:
-            check_int(
-                "--" + k.replace("_", "-"), overrides[k], minimum=2 if k != "n_particles" else 1
-            )
+            name = _flag(args, k, "--" + k.replace("_", "-"))
+            check_int(name, overrides[k], minimum=2 if k != "n_particles" else 1)
     for k in ("beta", "t_final", "eta"):
         if k in overrides:
             check_positive("--" + k.replace("_", "-"), overrides[k])
@@ -415,9 +507,9 @@ def summarise_comparison(ds) -> str:
     return "\n".join(lines)
 
 
-def _study_preflight(args, *, sizes=None, size_name="--n") -> range:
+def _study_preflight(args, *, sizes=None) -> range:
     """Checks shared by the sweep studies, before any work: output folder, scheduler (and
-    dask), seeds and sizes.  Returns the seeds."""
+    dask), seeds and sizes (named as the user spelled the flag).  Returns the seeds."""
     from .sweeps import check_scheduler
 
     check_output_path("--out", args.out, kind="dir")
@@ -425,32 +517,50 @@ def _study_preflight(args, *, sizes=None, size_name="--n") -> range:
     if args.workers is not None:
         check_int("--workers", args.workers)
     for n in sizes or ():
-        check_int(size_name, n)
+        check_int(_flag(args, "n_particles", "--n-particles"), n)
     return range(check_int("--seeds", args.seeds, minimum=2))
+
+
+def _check_t_final(args) -> float:
+    return check_positive(_flag(args, "t_final", "--t-final"), args.t_final)
 
 
 def _note(message: str) -> None:
     print(f"meanfield: note: {message}", file=sys.stderr)
 
 
+def _notes(ds) -> None:
+    for note in ds.attrs.get("sweep_notes", []):
+        _note(note)
+
+
+_RATE_KEYS = (("slope", ""), ("ci_low", "_low"), ("ci_high", "_high"))
+
+
+def format_rate(fit: dict) -> str:
+    """A fitted rate with its 95 % interval, or the reason it is undetermined (one string)."""
+    from .studies.limits import format_rate as _fmt
+
+    return _fmt(fit)
+
+
 def _study_particles_vs_grid(args) -> int:
     from .studies.limits import particles_vs_grid_in_n
 
-    seeds = _study_preflight(args, sizes=args.n)
-    check_positive("--t-final", args.t_final)
+    seeds = _study_preflight(args, sizes=args.n_particles)
+    t_final = _check_t_final(args)
     ds = particles_vs_grid_in_n(
-        args.n,
+        args.n_particles,
         seeds,
         args.out,
-        t_final=args.t_final,
+        t_final=t_final,
         scheduler=args.scheduler,
         n_workers=args.workers,
         progress=not args.no_progress,
     )
-    for note in ds.attrs.get("sweep_notes", []):
-        _note(note)
+    _notes(ds)
     if str(ds.attrs.get("rate_status", "fitted")) != "fitted":
-        print(f"rates in N: {ds.attrs['rate_status']} (N = {sorted(set(args.n))})")
+        print(f"rates in N: {ds.attrs['rate_status']} (N = {sorted(set(args.n_particles))})")
     print(f"{'time':>6}  {'W2 ~ N^rate [95% CI]':<30}  kernel gap ~ N^rate [95% CI]")
     for i, t in enumerate(ds["time"].values):
         r = {
@@ -462,90 +572,64 @@ def _study_particles_vs_grid(args) -> int:
     return 0
 
 
-_RATE_KEYS = (("slope", ""), ("ci_low", "_low"), ("ci_high", "_high"))
-
-
-def format_rate(fit: dict) -> str:
-    from .studies.limits import format_rate as _fmt
-
-    return _fmt(fit)
-
-
 def _study_beta(args) -> int:
-    from .results import save_dataset
-    from .studies.limits import (
-        beta_limit_grid,
-        beta_limit_particles,
-        fit_power_law_or_undetermined,
-    )
+    from .studies.limit_sweeps import beta_limit_on_grid
+    from .studies.limits import beta_limit_particles
 
-    seeds = _study_preflight(args, sizes=[args.n])
+    seeds = _study_preflight(args, sizes=[args.n_particles])
     for b in args.betas:
         check_positive("--betas", b)
-    check_positive("--t-end", args.t_end)
-    out = Path(args.out)
+    t_final = _check_t_final(args)
+    progress = not args.no_progress
     if args.case != "disk":
-        g = beta_limit_grid(args.case, args.betas, progress=not args.no_progress)
-        save_dataset(g, out / "grid.nc")
-        fit = fit_power_law_or_undetermined(g["beta"].values, g["w2_grid"].values, n_boot=10)
-        print(
-            f"grid, {args.case}: W2(rho_beta, mu*) = "
-            + ", ".join(f"{w:.4g}" for w in g["w2_grid"].values)
-            + f"  ~ beta^rate, rate {format_rate(fit)}"
-        )
+        g, fit = beta_limit_on_grid(args.case, args.betas, args.out, progress=progress)
+        w2 = ", ".join(f"{w:.4g}" for w in g["w2_grid"].values)
+        print(f"grid, {args.case}: W2(rho_beta, mu*) = {w2}  ~ beta^rate, rate {format_rate(fit)}")
     for regime in ("mean-field", "coulomb-gas"):
         ds = beta_limit_particles(
             args.case,
             args.betas,
-            args.n,
+            args.n_particles,
             seeds,
-            out / regime,
+            Path(args.out) / regime,
             regime=regime,
             scheduler=args.scheduler,
             n_workers=args.workers,
-            t_end=args.t_end,
-            progress=not args.no_progress,
+            t_end=t_final,
+            progress=progress,
         )
-        for note in ds.attrs.get("sweep_notes", []):
-            _note(note)
-        means = ds["w2"].mean(("seed", "replica")).values
+        _notes(ds)
+        w2 = ", ".join(f"{w:.4g}" for w in ds["w2"].mean(("seed", "replica")).values)
         fit = {"slope": ds.attrs["rate"], "ci_low": ds.attrs["rate_ci_low"]}
         fit["ci_high"] = ds.attrs["rate_ci_high"]
         print(
-            f"particles N={args.n}, {regime}: W2(mu_N, mu*) = "
-            + ", ".join(f"{w:.4g}" for w in means)
-            + f"  ~ beta^rate, rate {format_rate(fit)} (95% bootstrap CI)"
+            f"particles N={args.n_particles}, {regime}: W2(mu_N, mu*) = {w2}"
+            f"  ~ beta^rate, rate {format_rate(fit)} (95% bootstrap CI)"
         )
     print(f"wrote {args.out}")
     return 0
 
 
 def _study_t_decay(args) -> int:
-    from .results import save_dataset
-    from .studies.limits import closed_form_energy, free_energy_decay
+    from .studies.limit_sweeps import t_decay
 
     out = check_output_path("--out", args.out, kind="dir")
     beta = check_positive("--beta", args.beta)
-    t_final = check_positive("--t-final", args.t_final)
-    energy = closed_form_energy(args.case)
+    t_final = _check_t_final(args)
     if not args.no_progress:
         print(
             f"{args.case}: Gibbs state, then the McKean-Vlasov flow to t = {t_final:g} ...",
             file=sys.stderr,
         )
-    ds = free_energy_decay(energy, beta, t_end=t_final, progress=not args.no_progress)
-    save_dataset(ds, out / "t_decay.nc")
-    a = ds.attrs
+    a = t_decay(args.case, beta, t_final, out, progress=not args.no_progress).attrs
+    head = f"{args.case}, beta={beta:g}: F(rho_t) - F(rho_beta) ~ "
     if a["rate_status"] == "fitted":
         print(
-            f"{args.case}, beta={beta:g}: F(rho_t) - F(rho_beta) ~ exp(-{a['rate']:.4f} t) "
+            f"{head}exp(-{a['rate']:.4f} t) "
             f"(95% bootstrap CI [{a['rate_ci_low']:.4f}, {a['rate_ci_high']:.4f}])"
         )
     else:
-        print(
-            f"{args.case}, beta={beta:g}: F(rho_t) - F(rho_beta) ~ exp(-rate t), rate "
-            f"{a['rate_status'].replace('t_end', '--t-final')}"
-        )
+        print(f"{head}exp(-rate t), rate {a['rate_status'].replace('t_end', '--t-final')}")
     print(f"wrote {out}/t_decay.nc")
     return 0
 
@@ -569,20 +653,19 @@ def cmd_figures(args) -> int:
 
 
 def _study_equilibrium(args) -> int:
-    from .studies.limits import fit_power_law_or_undetermined, particle_equilibrium_run
-    from .sweeps import run_sweep
+    from .studies.limit_sweeps import equilibrium_in_n
 
-    seeds = _study_preflight(args, sizes=args.n)
+    seeds = _study_preflight(args, sizes=args.n_particles)
     check_positive("--beta", args.beta)
-    check_positive("--t-end", args.t_end)
-    grid = {"N": list(args.n), "seed": list(seeds)}
-    fixed = {"beta": args.beta, "case": args.case, "regime": args.regime, "t_end": args.t_end}
-    particle_equilibrium_run(2, **{**fixed, "t_end": 1e-3}, seed=0)  # validate before work
-    ds = run_sweep(
-        particle_equilibrium_run,
-        grid,
+    t_final = _check_t_final(args)
+    ds, fits = equilibrium_in_n(
+        args.case,
+        args.n_particles,
+        seeds,
         args.out,
-        fixed=fixed,
+        beta=args.beta,
+        regime=args.regime,
+        t_final=t_final,
         scheduler=args.scheduler,
         n_workers=args.workers,
         progress=not args.no_progress,
@@ -594,8 +677,7 @@ def _study_equilibrium(args) -> int:
         print(
             f"  N={int(N):>6d}  W1={float(sel['w1'].mean()):.4g}  W2={float(sel['w2'].mean()):.4g}"
         )
-    for k in ("w1", "w2"):
-        fit = fit_power_law_or_undetermined(ds["N"].values, ds[k].isel(replica=0).values)
+    for k, fit in fits.items():
         print(f"  {k.upper()} ~ N^rate, rate {format_rate(fit)} (95% bootstrap CI)")
     print(f"wrote {args.out}/sweep.nc")
     return 0

@@ -103,7 +103,7 @@ def test_compare_main_job(tmp_path, capsys):
                 "100",
                 "--t-final",
                 "0.2",
-                "--grid-n",
+                "--cells",
                 "64",
             ]
         )
@@ -135,12 +135,12 @@ def test_study_commands(tmp_path, capsys):
             [
                 "study",
                 "equilibrium",
-                "--n",
+                "--n-particles",
                 "8",
                 "16",
                 "--seeds",
                 "2",
-                "--t-end",
+                "--t-final",
                 "1",
                 "--scheduler",
                 "threads",
@@ -158,7 +158,7 @@ def test_study_commands(tmp_path, capsys):
             [
                 "study",
                 "particles-vs-grid",
-                "--n",
+                "--n-particles",
                 "32",
                 "64",
                 "--seeds",
@@ -199,11 +199,11 @@ def test_study_beta_and_t_decay(tmp_path, capsys):
                 "--betas",
                 "1",
                 "8",
-                "--n",
+                "--n-particles",
                 "8",
                 "--seeds",
                 "2",
-                "--t-end",
+                "--t-final",
                 "1",
                 "--scheduler",
                 "threads",
@@ -290,12 +290,12 @@ def test_stale_sweep_folder_is_not_reused_by_the_cli(tmp_path, capsys):
     base = [
         "study",
         "equilibrium",
-        "--n",
+        "--n-particles",
         "4",
         "6",
         "--seeds",
         "2",
-        "--t-end",
+        "--t-final",
         "0.05",
         "--scheduler",
         "threads",
@@ -413,3 +413,33 @@ def test_a_run_that_diverges_ends_with_one_line_and_status_2(tmp_path, capsys, m
     with pytest.raises(NumericalError) as info:
         main(["--debug", *argv])
     assert isinstance(info.value, MeanfieldError) and isinstance(info.value, FloatingPointError)
+
+
+@pytest.mark.parametrize(
+    "argv, old, new",
+    [
+        (["study", "equilibrium", "--n", "4", "6", "--t-final", "1"], "--n", "--n-particles"),
+        (["study", "beta", "--t-end", "2"], "--t-end", "--t-final"),
+        (["compare", "--grid-n", "16"], "--grid-n", "--cells"),
+    ],
+)
+def test_deprecated_flag_spellings_still_work_and_warn(argv, old, new, capsys, tmp_path):
+    """The former spellings set the same value as the new flag, warn once (FutureWarning),
+    are hidden from the help, and an error about their value names them as typed."""
+    from meanfield.cli import build_parser
+
+    parser = build_parser()
+    with pytest.warns(FutureWarning, match=f"{old} is deprecated.*use {new}"):
+        args = parser.parse_args(argv)
+    expected = parser.parse_args([a if a != old else new for a in argv])
+    dest = new.lstrip("-").replace("-", "_")
+    assert getattr(args, dest) == getattr(expected, dest)
+    assert args._spelled == {dest: old}
+    with pytest.raises(SystemExit):
+        main([*argv[: 2 if argv[0] == "study" else 1], "--help"])
+    help_text = capsys.readouterr().out
+    assert new in help_text and f"{old} " not in help_text
+    bad = [a if a not in ("4", "2", "16") else "0" for a in argv] + ["--out", str(tmp_path / "out")]
+    with pytest.warns(FutureWarning):
+        assert main(bad) == 2
+    assert old in capsys.readouterr().err
