@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ._deprecation import deprecated_aliases
 from ._validation import check_choice, check_int, check_positive
 
 
@@ -94,8 +95,12 @@ class PositiveFeatures(FeatureMap):
         return e, e
 
 
-class RandomFourierFeatures(FeatureMap):
-    """Random Fourier features φ = √2 cos(ωᵀx + b), the phase b being the last coordinate."""
+class FourierFeatures(FeatureMap):
+    """Fourier feature map φ = √2 cos(ωᵀx + b), the phase b being the last coordinate.
+
+    Named ``RandomFourierFeatures`` before (deprecated alias, one version): that name is the
+    label-blind learner :class:`meanfield.learners.RandomFourierFeatures`.
+    """
 
     name = "fourier"
 
@@ -126,8 +131,12 @@ class SoftplusFeatures(FeatureMap):
 
 
 FEATURE_MAPS = {
-    cls.name: cls for cls in (PositiveFeatures, RandomFourierFeatures, SoftplusFeatures)
+    cls.name: cls for cls in (PositiveFeatures, FourierFeatures, SoftplusFeatures)
 }
+
+__getattr__ = deprecated_aliases(
+    __name__, {"RandomFourierFeatures": ("FourierFeatures", lambda: FourierFeatures)}
+)
 
 
 def get_feature_map(name: str | FeatureMap) -> FeatureMap:

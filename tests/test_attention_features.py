@@ -256,3 +256,16 @@ def test_features_accumulate_in_fp32_under_autocast():
     ref = kernel_attention(x, x, x[..., :8], fm)
     # the only bf16 rounding left is of the inputs and the output (relative 2^-8 each)
     assert torch.allclose(out.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_attention_feature_map_renamed_with_a_deprecated_alias():
+    """attention's nn.Module base is AttentionFeatureMap; FeatureMap still resolves, warning."""
+    import meanfield.attention as A
+    import meanfield.attention.features as AF
+    from meanfield.features import FeatureMap as RidgeMap
+
+    for module in (AF, A):
+        with pytest.warns(DeprecationWarning, match="AttentionFeatureMap"):
+            old = module.FeatureMap
+        assert old is AF.AttentionFeatureMap and old is not RidgeMap
+    assert isinstance(make_feature_map("favor", 4, 8), AF.AttentionFeatureMap)

@@ -18,9 +18,10 @@ phases
     Phase A (alignment by the package's projected Langevin) and Phase B (fine-tuning).
 """
 
+from .._deprecation import deprecated_aliases
 from .features import (
     FEATURE_KINDS,
-    FeatureMap,
+    AttentionFeatureMap,
     PositiveFeatures,
     SoftmaxFeatures,
     SoftplusFeatures,
@@ -39,7 +40,7 @@ from .model import TransformerClassifier
 __all__ = [
     "ATTENTION_KINDS",
     "FEATURE_KINDS",
-    "FeatureMap",
+    "AttentionFeatureMap",
     "KernelAttention",
     "PositiveFeatures",
     "SoftmaxFeatures",
@@ -51,3 +52,7 @@ __all__ = [
     "make_feature_map",
     "softmax_attention",
 ]
+
+__getattr__ = deprecated_aliases(
+    __name__, {"FeatureMap": ("AttentionFeatureMap", lambda: AttentionFeatureMap)}
+)

@@ -9,16 +9,17 @@ estimate of ``exp(q^T k / sqrt(d_h))``, the softmax-attention kernel. The featur
 Design (after fast-transformers / performer-pytorch):
 
 * One ``Omega`` per module, shared by queries and keys (and by all heads of a layer).
-* Randomness is drawn in one place, :meth:`FeatureMap.new_feature_map`, from a
+* Randomness is drawn in one place, :meth:`AttentionFeatureMap.new_feature_map`, from a
   ``torch.Generator`` seeded by the ``seed`` passed to it; nothing in ``forward`` draws
   random numbers, so a module is deterministic in eval mode (and in training mode unless the
   attention module is told to redraw, see :class:`meanfield.attention.linear.KernelAttention`).
 * ``Omega`` is a buffer, not a parameter: the optimiser never sees it. Phase A writes it
-  with :meth:`FeatureMap.set_omega`; Phase B trains every other parameter.
+  with :meth:`AttentionFeatureMap.set_omega`; Phase B trains every other parameter.
 * Features are computed in at least float32, with autocast disabled (fp32 accumulation under
   mixed precision), and the result is float32 (or float64 for float64 input).
-* :meth:`FeatureMap.raw_features` is the definition of the kernel (unshifted);
-  :meth:`FeatureMap.transform` is what attention consumes (log-features when ``log_space``).
+* :meth:`AttentionFeatureMap.raw_features` is the definition of the kernel (unshifted);
+  :meth:`AttentionFeatureMap.transform` is what attention consumes (log-features when
+  ``log_space``).
 
 Stabilising shifts of the positive features (FAVOR+, PORF). ``exp(Omega x~)`` overflows
 float32 for large inputs, so these maps return *log-features*
@@ -56,12 +57,13 @@ import math
 import torch
 from torch import nn
 
+from .._deprecation import deprecated_aliases
 from .._validation import check_choice, check_int
 from ..features import gaussian_rows, orthogonal_rows
 
 __all__ = [
     "FEATURE_KINDS",
-    "FeatureMap",
+    "AttentionFeatureMap",
     "PositiveFeatures",
     "SoftplusFeatures",
     "SoftmaxFeatures",
@@ -113,8 +115,11 @@ def orthogonal_omega(
     return orthogonal_rows(n_features, head_dim, generator).to(dtype)
 
 
-class FeatureMap(nn.Module):
+class AttentionFeatureMap(nn.Module):
     """Base class: one feature matrix ``omega`` (a buffer) shared by queries and keys.
+
+    Named ``FeatureMap`` before (deprecated alias, one version): that name is the ridge feature
+    map φ(x; ω) of the particles, :class:`meanfield.features.FeatureMap`.
 
     Parameters
     ----------
@@ -265,7 +270,7 @@ class FeatureMap(nn.Module):
         )
 
 
-class PositiveFeatures(FeatureMap):
+class PositiveFeatures(AttentionFeatureMap):
     """FAVOR+ / PORF positive random features.
 
     ``phi(x) = m^(-1/2) exp(Omega x~ - |x~|^2 / 2)``, ``x~ = x / d_h^(1/4)``, so that for
@@ -277,7 +282,7 @@ class PositiveFeatures(FeatureMap):
     Parameters
     ----------
     head_dim, n_features, seed
-        See :class:`FeatureMap`.
+        See :class:`AttentionFeatureMap`.
     orthogonal : bool, default False
         False: FAVOR+ (iid Gaussian rows); True: PORF (orthogonal blocks, chi norms).
     """
@@ -296,7 +301,7 @@ class PositiveFeatures(FeatureMap):
         return u - half_sq - 0.5 * math.log(self.n_features)
 
 
-class SoftplusFeatures(FeatureMap):
+class SoftplusFeatures(AttentionFeatureMap):
     """PORF-softplus: ``phi(x) = m^(-1/2) softplus(Omega x~)`` with orthogonal initial Omega.
 
     A positive kernel of its own (not an estimate of softmax). No shift is needed: the
@@ -315,7 +320,7 @@ class SoftplusFeatures(FeatureMap):
         return self._raw(x)
 
 
-class SoftmaxFeatures(FeatureMap):
+class SoftmaxFeatures(AttentionFeatureMap):
     """softmaxfeat (Hedgehog-style): ``phi(x) = [softmax(Omega x~), softmax(-Omega x~)]``.
 
     The "+" and "-" halves have separate softmaxes (each sums to 1 over its ``m`` features);
@@ -326,7 +331,7 @@ class SoftmaxFeatures(FeatureMap):
     Parameters
     ----------
     head_dim, n_features, seed
-        See :class:`FeatureMap`.
+        See :class:`AttentionFeatureMap`.
     orthogonal : bool, default True
         Orthogonal initial Omega (iid Gaussian when False).
     symmetric : bool, default True
@@ -361,7 +366,9 @@ class SoftmaxFeatures(FeatureMap):
         return self._raw(x)
 
 
-def make_feature_map(kind: str, head_dim: int, n_features: int, *, seed: int = 0) -> FeatureMap:
+def make_feature_map(
+    kind: str, head_dim: int, n_features: int, *, seed: int = 0
+) -> AttentionFeatureMap:
     """Build a feature map by name.
 
     Parameters
@@ -387,3 +394,8 @@ def make_feature_map(kind: str, head_dim: int, n_features: int, *, seed: int = 0
 def chi_mean(k: int) -> float:
     """Mean of the chi distribution with ``k`` degrees of freedom (used by tests)."""
     return math.sqrt(2.0) * math.exp(math.lgamma((k + 1) / 2) - math.lgamma(k / 2))
+
+
+__getattr__ = deprecated_aliases(
+    __name__, {"FeatureMap": ("AttentionFeatureMap", lambda: AttentionFeatureMap)}
+)

@@ -214,12 +214,12 @@ def attention_kernel_alignment(feature_map, X, y, *, centred: bool = False) -> f
 
     ``A = <K, T>_F / (||K||_F ||T||_F)`` (Cristianini; centred: Cortes et al. 2012) with
     ``K = Phi Phi^T``, ``Phi`` the *unshifted* features of the attention's own feature map
-    (:meth:`FeatureMap.raw_features`, so softmaxfeat is measured with its real softmax
+    (:meth:`AttentionFeatureMap.raw_features`, so softmaxfeat is measured with its real softmax
     features), ``T = y y^T``; computed by :func:`meanfield.learners.kernel_alignment`.
 
     Parameters
     ----------
-    feature_map : meanfield.attention.features.FeatureMap
+    feature_map : meanfield.attention.features.AttentionFeatureMap
     X : array_like, shape (n, d_h)
         Unscaled vectors (the feature map scales its input).
     y : array_like, shape (n,)
@@ -243,7 +243,7 @@ def attention_vs_softmax(feature_map, projections, max_sequences: int = 256) -> 
 
     Parameters
     ----------
-    feature_map : FeatureMap
+    feature_map : AttentionFeatureMap
     projections : list of (q, k), each a tensor of shape (L_i, H, d_h)
         From the layer whose feature map this is.
     max_sequences : int
