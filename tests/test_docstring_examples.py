@@ -19,6 +19,9 @@ MODULES = [
     "meanfield.closed_forms",
     "meanfield.errors",
     "meanfield._validation",
+    "meanfield.attention.metrics",
+    "meanfield.attention.noise",
+    "meanfield.attention.model",
 ]
 
 

@@ -1,10 +1,29 @@
-"""A small Transformer encoder classifier for sentences and sentence pairs.
+r"""A small Transformer encoder classifier for sentences and sentence pairs.
 
 Token + learned position (+ segment, for pairs) embeddings, ``n_layers`` pre-LayerNorm
 encoder blocks whose self-attention is :class:`~meanfield.attention.linear.KernelAttention`
 (softmax or any feature map), a final LayerNorm, masked mean pooling over real tokens, and a
 linear head. Each layer has its own feature matrix ``Omega`` (shared by its heads, and by
 its queries and keys), seeded ``seed * 1000 + layer``.
+
+Per block, with pre-LayerNorm residual branches,
+
+.. math::
+
+    x \leftarrow x + \mathrm{drop}\big(\mathrm{attn}(\mathrm{LN}_1(x))\big), \qquad
+    x \leftarrow x + \mathrm{drop}\big(\mathrm{FFN}(\mathrm{LN}_2(x))\big),
+
+and the logits are ``head(mean over real tokens of LN_f(x))``.
+
+Examples
+--------
+>>> import torch
+>>> from meanfield.attention.model import TransformerClassifier
+>>> model = TransformerClassifier(50, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+...                               max_length=8, n_features=8, seed=0)
+>>> ids = torch.tensor([[2, 7, 9, 3, 0, 0], [2, 5, 3, 0, 0, 0]])
+>>> model(ids).shape
+torch.Size([2, 2])
 """
 
 from __future__ import annotations
@@ -21,7 +40,30 @@ __all__ = ["EncoderBlock", "TransformerClassifier"]
 
 
 class EncoderBlock(nn.Module):
-    """Pre-LN block: ``x + drop(attn(LN(x)))``, then ``x + drop(FFN(LN(x)))``."""
+    """Pre-LN encoder block: ``x + drop(attn(LN(x)))``, then ``x + drop(FFN(LN(x)))``.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the token representations.
+    n_heads : int
+        Attention heads (``d_model % n_heads == 0``).
+    d_ff : int
+        Hidden width of the feed-forward network (GELU).
+    dropout : float
+        Dropout in [0, 1) on the residual branches and inside the FFN.
+    attn_kwargs : dict
+        Keyword arguments of :class:`~meanfield.attention.linear.KernelAttention`
+        (``feature``, ``n_features``, ``tie_qk``, ``eps``, ``seed``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.model import EncoderBlock
+    >>> blk = EncoderBlock(16, 2, 32, 0.0, dict(feature="favor", n_features=8, seed=0))
+    >>> blk(torch.zeros(1, 5, 16)).shape
+    torch.Size([1, 5, 16])
+    """
 
     def __init__(self, d_model, n_heads, d_ff, dropout, attn_kwargs):
         super().__init__()
@@ -34,6 +76,19 @@ class EncoderBlock(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, padding_mask=None):
+        """Apply the block.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (batch, L, d_model)
+            Token representations.
+        padding_mask : torch.BoolTensor, shape (batch, L), optional
+            True = padding (those keys are masked out of the attention).
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, L, d_model)
+        """
         h = self.ln1(x)
         a, _ = self.attn(h, h, h, key_padding_mask=padding_mask)
         x = x + self.drop(a)
@@ -67,6 +122,30 @@ class TransformerClassifier(nn.Module):
         Linear-attention denominator epsilon.
     seed : int
         Seeds the parameter initialisation and the feature maps.
+
+    Attributes
+    ----------
+    config : dict
+        The constructor's arguments, validated (to rebuild the model).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An integer argument below its minimum.
+    ValueError
+        ``d_model`` not divisible by ``n_heads``, an unknown ``attention``, or ``dropout``
+        outside [0, 1).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> model = TransformerClassifier(50, d_model=16, n_heads=2, n_layers=2, d_ff=32,
+    ...                               max_length=8, attention="softmax", pair=True)
+    >>> ids = torch.tensor([[2, 7, 3, 9, 3, 0]])
+    >>> seg = torch.tensor([[0, 0, 0, 1, 1, 0]])
+    >>> model(ids, segment_ids=seg).shape, model.head_dim
+    (torch.Size([1, 2]), 8)
     """
 
     def __init__(
@@ -149,10 +228,25 @@ class TransformerClassifier(nn.Module):
 
     @property
     def head_dim(self) -> int:
+        """Width d_h = d_model / n_heads of one attention head."""
         return self.config["d_model"] // self.config["n_heads"]
 
     def feature_maps(self) -> list[FeatureMap | None]:
-        """Each layer's feature map (None for softmax layers)."""
+        """Each layer's feature map (None for softmax layers).
+
+        Returns
+        -------
+        list of (FeatureMap or None), one per layer
+            The modules holding each layer's feature matrix ``Omega`` (m × d_h).
+
+        Examples
+        --------
+        >>> from meanfield.attention.model import TransformerClassifier
+        >>> model = TransformerClassifier(50, d_model=16, n_heads=2, n_layers=2,
+        ...                               attention="softmax")
+        >>> model.feature_maps()
+        [None, None]
+        """
         return [blk.attn.feature_map for blk in self.blocks]
 
     def _embed(self, input_ids, segment_ids):
@@ -195,6 +289,13 @@ class TransformerClassifier(nn.Module):
         Returns
         -------
         torch.Tensor, shape (batch, n_classes)
+            Unnormalised class scores (apply a softmax for probabilities).
+
+        Raises
+        ------
+        ValueError
+            ``input_ids`` is not 2-D, is longer than ``max_length``, or ``padding_mask`` has
+            another shape.
         """
         mask = self._mask(input_ids, padding_mask)
         x = self._embed(input_ids, segment_ids)
@@ -213,9 +314,29 @@ class TransformerClassifier(nn.Module):
         feature map receives (before its ``d_h^(-1/4)`` scaling). Runs in the module's
         current mode.
 
+        Parameters
+        ----------
+        input_ids : torch.LongTensor, shape (batch, L)
+            Token ids.
+        padding_mask : torch.BoolTensor, shape (batch, L), optional
+            True = padding (default: ``input_ids == 0``).
+        segment_ids : torch.LongTensor, shape (batch, L), optional
+            0/1 sentence of each token (pairs).
+        layer : int, default 0
+            Which layer, in [0, n_layers).
+
         Returns
         -------
         q, k : torch.Tensor, each of shape (batch, L, heads, d_h)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.model import TransformerClassifier
+        >>> model = TransformerClassifier(50, d_model=16, n_heads=2, n_layers=2, n_features=8)
+        >>> q, k = model.layer_projections(torch.tensor([[2, 7, 9, 3]]), layer=1)
+        >>> q.shape
+        torch.Size([1, 4, 2, 8])
         """
         layer = check_int("layer", layer, minimum=0)
         if layer >= len(self.blocks):
@@ -230,14 +351,35 @@ class TransformerClassifier(nn.Module):
 
     @torch.no_grad()
     def pooled_keys(self, input_ids, padding_mask=None, segment_ids=None) -> list[torch.Tensor]:
-        """Per-layer, per-head keys averaged over the real tokens of each sequence.
+        r"""Per-layer, per-head keys averaged over the real tokens of each sequence.
 
         These are the sequence representations of Phase A (before the ``d_h^(-1/4)``
         scaling, which the caller applies). Runs in the module's current mode.
 
+        .. math::
+
+            \bar k_{b,h} = \frac{1}{L_b} \sum_{t \le L_b} k_{b,t,h}.
+
+        Parameters
+        ----------
+        input_ids : torch.LongTensor, shape (batch, L)
+            Token ids.
+        padding_mask : torch.BoolTensor, shape (batch, L), optional
+            True = padding (default: ``input_ids == 0``).
+        segment_ids : torch.LongTensor, shape (batch, L), optional
+            0/1 sentence of each token (pairs).
+
         Returns
         -------
         list of torch.Tensor, one per layer, shape (batch, heads, d_h)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.model import TransformerClassifier
+        >>> model = TransformerClassifier(50, d_model=16, n_heads=2, n_layers=2, n_features=8)
+        >>> [k.shape for k in model.pooled_keys(torch.tensor([[2, 7, 9, 3, 0]]))]
+        [torch.Size([1, 2, 8]), torch.Size([1, 2, 8])]
         """
         mask = self._mask(input_ids, padding_mask)
         x = self._embed(input_ids, segment_ids)

@@ -1,10 +1,29 @@
-"""Test-time token noise: the robustness probe of the NLP study.
+r"""Test-time token noise: the robustness probe of the NLP study.
 
 Each content token (not ``[PAD]``, ``[UNK]``, ``[CLS]`` or ``[SEP]``) is, independently with
 probability ``rate``, either *dropped* (the rest of the sequence shifts left, so the sequence
 gets shorter) or *swapped* for a token drawn uniformly from the non-special vocabulary, each
 with probability 1/2. The draw is seeded, so every variant is evaluated on exactly the same
 corrupted sequences.
+
+Per content token, independently,
+
+.. math::
+
+    P(\text{kept}) = 1 - r, \qquad P(\text{dropped}) = P(\text{swapped}) = r/2,
+
+so the expected length of a sequence with L content tokens is (1 − r/2) L.
+
+Examples
+--------
+>>> import torch
+>>> from meanfield.attention.noise import perturb_tokens
+>>> from meanfield.attention.training import EncodedData
+>>> ids = torch.tensor([[2, 10, 11, 12, 3, 0]])
+>>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([5]),
+...                    torch.tensor([1]))
+>>> perturb_tokens(data, rate=0.0, vocab_size=20, seed=0).input_ids
+tensor([[ 2, 10, 11, 12,  3,  0]])
 """
 
 from __future__ import annotations
@@ -36,6 +55,7 @@ def perturb_tokens(
     vocab_size : int
         Swapped-in tokens are drawn uniformly from ``[n_special, vocab_size)``.
     seed : int
+        Seeds the draws (``numpy.random.default_rng``).
     n_special : int
         Ids below this are special tokens and never touched.
 
@@ -43,6 +63,29 @@ def perturb_tokens(
     -------
     EncodedData
         Same shape; segment ids follow their tokens; dropped positions become padding.
+
+    Raises
+    ------
+    ValueError
+        ``rate`` outside [0, 1).
+    meanfield.errors.InputError
+        ``vocab_size`` ≤ ``n_special``.
+
+    Examples
+    --------
+    Special tokens ([CLS] = 2, [SEP] = 3) and padding are never touched; at a high rate the
+    content tokens are dropped (the sequence shortens) or swapped for ids in [4, 20):
+
+    >>> import torch
+    >>> from meanfield.attention.noise import perturb_tokens
+    >>> from meanfield.attention.training import EncodedData
+    >>> ids = torch.tensor([[2, 10, 11, 12, 13, 3, 0, 0]])
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([6]),
+    ...                    torch.tensor([1]))
+    >>> noisy = perturb_tokens(data, rate=0.9, vocab_size=20, seed=0)
+    >>> row = noisy.input_ids[0, : int(noisy.lengths[0])]
+    >>> int(row[0]), int(row[-1]), bool(noisy.padding_mask[0, int(noisy.lengths[0]):].all())
+    (2, 3, True)
     """
     if not 0.0 <= float(rate) < 1.0:
         raise ValueError(f"rate must be in [0, 1), got {rate!r}")
