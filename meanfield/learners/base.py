@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from meanfield._validation import check_int
 
-from ._common import _check_lengths, _encode_labels, _validate_data, fourier_features
+from ._common import (
+    _check_lengths,
+    _encode_labels,
+    _resolve_bandwidth,
+    _seeds,
+    _validate_data,
+    fourier_features,
+)
 
 
 class _FeatureLearner(TransformerMixin, BaseEstimator):
@@ -19,14 +28,33 @@ class _FeatureLearner(TransformerMixin, BaseEstimator):
     def _check_params(self):
         check_int("n_features (m)", self.n_features, minimum=1)
 
-    def _fit_prepare(self, X, y):
+    def _fit_start(self, X, y):
+        """Checks, labels, seeds and bandwidth: what every ``fit`` does first, in this order.
+
+        Sets ``classes_`` (learners that use labels) and ``bandwidth_``.
+
+        Returns
+        -------
+        X : ndarray (n, d)
+        t : ndarray (n,) or None
+            ±1 or class ids (:func:`~meanfield.learners._common._encode_labels`).
+        t0 : float
+            ``time.perf_counter()`` after the checks (the start of ``fit_time_``).
+        seed : int
+        rng : numpy Generator
+        """
         _check_lengths(X, y)
         self._check_params()
         X = _validate_data(self, X, reset=True, dtype=np.float64)
         classes, t = _encode_labels(y, type(self).__name__) if self._requires_y else (None, None)
         if self._requires_y and len(X) < 2:
             raise ValueError(f"n_samples = {len(X)}: at least 2 samples are needed")
-        return X, classes, t
+        t0 = time.perf_counter()
+        seed, rng = _seeds(self.random_state)
+        if self._requires_y:
+            self.classes_ = classes
+        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng)
+        return X, t, t0, seed, rng
 
     def transform(self, X):
         """Features Φ of shape (n, m): Φ_ji = w_i φ(x_j; ω_i).

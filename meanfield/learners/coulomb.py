@@ -23,7 +23,7 @@ from meanfield.kernels import Riesz
 from meanfield.particles import simulate
 from meanfield.spacing import min_pair_distance
 
-from ._common import FEATURE, _resolve_bandwidth, _seeds, fourier_features
+from ._common import FEATURE, fourier_features
 from .base import _FeatureLearner
 from .metric import kernel_alignment
 
@@ -230,12 +230,8 @@ class CoulombFeatures(_FeatureLearner):
         -------
         self
         """
-        X, classes, t = self._fit_prepare(X, y)
-        t0 = time.perf_counter()
-        m, d = int(self.n_features), X.shape[1]
-        seed, rng = _seeds(self.random_state)
-        self.classes_ = classes
-        self.bandwidth_ = sigma = _resolve_bandwidth(self.bandwidth, X, rng)
+        X, t, t0, seed, rng = self._fit_start(X, y)
+        m, d, sigma = int(self.n_features), X.shape[1], self.bandwidth_
         # The dynamics run on standardised inputs x / σ, where the initial law is N(0, I) and
         # eta, radius, lam, s, softening are free of the data scale; ω[:d] is scaled back below.
         R = self.radius if self.radius is not None else 3.0 * math.pi

@@ -11,7 +11,7 @@ from meanfield._validation import check_choice, check_int, check_positive
 from meanfield.energy import target_factors
 from meanfield.features import sample_initial_particles
 
-from ._common import FEATURE, _resolve_bandwidth, _seeds, fourier_features
+from ._common import FEATURE, fourier_features
 from .base import _FeatureLearner
 from .importance_qp import solve_importance_weights
 
@@ -64,11 +64,8 @@ class RandomFourierFeatures(_FeatureLearner):
         -------
         self
         """
-        X, _, _ = self._fit_prepare(X, y)
-        t0 = time.perf_counter()
+        X, _, t0, seed, _ = self._fit_start(X, y)
         m = int(self.n_features)
-        seed, rng = _seeds(self.random_state)
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng)
         self.omega_ = sample_initial_particles(
             FEATURE, m, X.shape[1], bandwidth=self.bandwidth_, seed=seed
         ).numpy()
@@ -177,15 +174,11 @@ class ImportanceSampledFeatures(_FeatureLearner):
         -------
         self
         """
-        X, classes, t = self._fit_prepare(X, y)
-        t0 = time.perf_counter()
+        X, t, t0, seed, rng = self._fit_start(X, y)
         m = int(self.n_features)
         Nw = self.n_candidates
         if Nw is None:
             Nw = m if self.mode == "weight" else 10 * m
-        seed, rng = _seeds(self.random_state)
-        self.classes_ = classes
-        self.bandwidth_ = _resolve_bandwidth(self.bandwidth, X, rng)
         cand = sample_initial_particles(
             FEATURE, Nw, X.shape[1], bandwidth=self.bandwidth_, seed=seed
         ).numpy()
