@@ -435,6 +435,18 @@ def generator_matrix(coeffs, grid: Grid):
     return A.tocsc()
 
 
+def solve_raw(coeffs, grid: Grid, dt: float, rhs: np.ndarray) -> np.ndarray:
+    """The solve of :func:`implicit_solve` alone: no check, no mass correction."""
+    if grid.dim == 1:
+        c_lr, c_rl = coeffs[0]
+        return _kernels.mmatrix_solve(c_lr, c_rl, float(dt), rhs, np.empty_like(rhs))
+    lhs = (sp.identity(grid.size, format="csc") - dt * generator_matrix(coeffs, grid)).tocsc()
+    lu = splu(
+        lhs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+    )
+    return lu.solve(rhs.ravel()).reshape(grid.shape)
+
+
 def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray) -> np.ndarray:
     """Solve (I − Δt A) x = rhs for the generator A of the face rates ``coeffs``.
 
@@ -453,23 +465,12 @@ def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray) -> np.ndarray
     NumericalError
         A negative entry (impossible for finite rates; a NaN or inf potential produces it).
     """
-    if grid.dim == 1:
-        c_lr, c_rl = coeffs[0]
-        out = _kernels.mmatrix_solve(c_lr, c_rl, float(dt), rhs, np.empty_like(rhs))
-    else:
-        lhs = (sp.identity(grid.size, format="csc") - dt * generator_matrix(coeffs, grid)).tocsc()
-        lu = splu(
-            lhs,
-            permc_spec="MMD_AT_PLUS_A",
-            diag_pivot_thresh=0.0,
-            options={"SymmetricMode": True},
-        )
-        out = lu.solve(rhs.ravel()).reshape(grid.shape)
+    out = solve_raw(coeffs, grid, dt, rhs)
     if not (np.all(np.isfinite(out)) and out.min() >= 0.0):
+        bad = int(np.sum(~(out >= 0.0)))
         raise NumericalError(
-            f"implicit Scharfetter-Gummel step produced a negative or non-finite density "
-            f"(min {np.nanmin(out):.3g}); this cannot happen for finite rates: check U for "
-            "NaN or inf"
+            f"implicit Scharfetter-Gummel step produced {bad} negative or non-finite cell(s); "
+            "this cannot happen for finite rates: check U for NaN or inf"
         )
     if grid.dim > 1:
         total = out.sum()
