@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 import torch
@@ -54,13 +56,45 @@ def _check_finite(x: torch.Tensor, what: str, step: int):
         )
 
 
-@dataclass
+def _frozen(cache: Mapping) -> Mapping:
+    return MappingProxyType(dict(cache))
+
+
+@dataclass(frozen=True)
 class LangevinState:
+    """The state of a chain, immutable: every step returns a new one (JAX-MD style).
+
+    Parameters
+    ----------
+    omega : tensor (..., N, p)
+        Particle positions (leading axes: independent replicas).
+    step : int
+        Steps taken since :meth:`init`.
+    accepted : tensor (...), optional
+        Metropolis samplers only: accepted moves per replica since the last reset.
+    proposed : int
+        Metropolis samplers only: proposals since the last reset.
+    cache : mapping
+        Read-only values carried between steps (U and ∇U for the Metropolis samplers);
+        replaced, never mutated, through :meth:`evolve`.
+    """
+
     omega: torch.Tensor
     step: int = 0
-    accepted: torch.Tensor | None = None  # MALA only: accepted moves per replica since reset
+    accepted: torch.Tensor | None = None
     proposed: int = 0
-    cache: dict = field(default_factory=dict)
+    cache: Mapping = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self):
+        if not isinstance(self.cache, MappingProxyType):
+            object.__setattr__(self, "cache", _frozen(self.cache))
+
+    def evolve(self, **changes) -> LangevinState:
+        """A new state with ``changes``; ``cache`` entries given as a dict are merged into
+        (a copy of) the current cache."""
+        if "cache" in changes:
+            changes["cache"] = _frozen({**self.cache, **changes["cache"]})
+        return replace(self, **changes)
 
 
 def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
@@ -77,9 +111,9 @@ def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> Langevin
     omega = energy.domain.project(energy.as_tensor(omega, name="omega0"))
     beta_N = effective_beta(beta, omega.shape[-2], regime)
     U, gradU = gibbs_potential(energy, omega, beta_N)
-    state = LangevinState(omega=omega, accepted=torch.zeros(omega.shape[:-2]))
-    state.cache = {"U": U, "gradU": gradU}
-    return state
+    return LangevinState(
+        omega=omega, accepted=torch.zeros(omega.shape[:-2]), cache={"U": U, "gradU": gradU}
+    )
 
 
 def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) -> torch.Tensor:
@@ -104,19 +138,23 @@ def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) 
 
 
 def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinState:
-    """Move the accepted replicas of ``state`` to the proposal (Ω', U', ∇U'); count the step.
+    """The state after one Metropolis decision: accepted replicas at the proposal (Ω', U',
+    ∇U'), rejected ones where they were; the step and the acceptances counted.
 
     ``accept`` has shape (...) (one decision per replica); Ω', ∇U' have shape (..., N, p) and U'
-    shape (...).  Rejected replicas keep their configuration and cached potential.
+    shape (...).  ``state`` is left as it was: a new state is returned.
     """
     a = accept[..., None, None]
-    state.omega = torch.where(a, omega, state.omega)
-    state.cache["U"] = torch.where(accept, U, state.cache["U"])
-    state.cache["gradU"] = torch.where(a, gradU, state.cache["gradU"])
-    state.accepted = state.accepted + accept.to(state.accepted.dtype).cpu()
-    state.proposed += 1
-    state.step += 1
-    return state
+    return state.evolve(
+        omega=torch.where(a, omega, state.omega),
+        cache={
+            "U": torch.where(accept, U, state.cache["U"]),
+            "gradU": torch.where(a, gradU, state.cache["gradU"]),
+        },
+        accepted=state.accepted + accept.to(state.accepted.dtype).cpu(),
+        proposed=state.proposed + 1,
+        step=state.step + 1,
+    )
 
 
 @dataclass
@@ -183,9 +221,7 @@ class ProjectedLangevin:
         _check_finite(drift, "the drift N grad H_N", state.step)
         noise = _noise(omega.shape, generator, omega)
         new = omega - self.eta * drift + np.sqrt(2 * self.eta / beta_N) * noise
-        state.omega = self.energy.domain.project(new)
-        state.step += 1
-        return state
+        return state.evolve(omega=self.energy.domain.project(new), step=state.step + 1)
 
 
 @dataclass
@@ -467,28 +503,15 @@ def simulate(
         data_batch=data_batch,
     )
     omega0, record_every, seed, generator = chain_setup(energy, omega0, n_steps, record_every, seed)
-    N = omega0.shape[-2]
-    beta_N = effective_beta(integrator.beta, N, regime)
+    beta_N = effective_beta(integrator.beta, omega0.shape[-2], regime)
     if method == "langevin":
-        note = pinning_step_warning(energy.domain, integrator.eta, integrator.beta, beta_N)
-        if note:
-            warnings.warn(note, PinnedParticlesWarning, stacklevel=2)
-
-    state = integrator.init(omega0)
+        _warn_if_step_pins(energy.domain, integrator.eta, integrator.beta, beta_N)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
-    state = recorder.run(integrator, state, generator, n_steps, record_every, progress, "simulate")
+    state = recorder.run(
+        integrator, integrator.init(omega0), generator, n_steps, record_every, progress, "simulate"
+    )
     params = {
-        "method": method,
-        "regime": regime,
-        "N": N,
-        "p": energy.dim,
-        "eta": integrator.eta,
-        "beta": integrator.beta,
-        "beta_N": beta_N,
-        "n_steps": n_steps,
-        "record_every": record_every,
-        "interaction_batch": interaction_batch,
-        "data_batch": data_batch,
+        **_run_params(integrator, method, omega0.shape[-2], beta_N, n_steps, record_every),
         **energy.describe(),
         **(extra_attrs or {}),
     }
@@ -498,6 +521,30 @@ def simulate(
     if method == "langevin":
         _warn_if_pinned(ds, energy.domain, integrator.eta, integrator.beta)
     return ds
+
+
+def _warn_if_step_pins(domain, eta: float, beta: float, beta_N: float) -> None:
+    note = pinning_step_warning(domain, eta, beta, beta_N)
+    if note:
+        warnings.warn(note, PinnedParticlesWarning, stacklevel=3)
+
+
+def _run_params(integrator, method: str, N: int, beta_N: float, n_steps, record_every) -> dict:
+    """The attributes of a :func:`simulate` dataset that describe the run (before the
+    energy's own description)."""
+    return {
+        "method": method,
+        "regime": integrator.regime,
+        "N": N,
+        "p": integrator.energy.dim,
+        "eta": integrator.eta,
+        "beta": integrator.beta,
+        "beta_N": beta_N,
+        "n_steps": n_steps,
+        "record_every": record_every,
+        "interaction_batch": getattr(integrator, "interaction_batch", None),
+        "data_batch": getattr(integrator, "data_batch", None),
+    }
 
 
 def __getattr__(name):

@@ -45,7 +45,7 @@ C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7, 1992.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -236,8 +236,7 @@ class HMC:
 
     def init(self, omega) -> LangevinState:
         state = metropolis_init(self.energy, omega, self.beta, self.regime)
-        state.cache["divergent"] = 0
-        return state
+        return state.evolve(cache={"divergent": 0})
 
     def flow(self, omega, v, eps, n_steps: int, gradU, beta_N: float):
         """L leapfrog steps with reflection from (Ω, v), ∇U(Ω) given.
@@ -297,8 +296,12 @@ class HMC:
         # probability 0 (−inf), never NaN
         finite &= torch.isfinite(log_alpha)
         log_alpha = torch.where(finite, log_alpha, torch.full_like(log_alpha, -math.inf))
-        state.cache["accept_prob"] = torch.exp(log_alpha.clamp(max=0.0))
-        state.cache["divergent"] += int((~finite).sum())
+        state = state.evolve(
+            cache={
+                "accept_prob": torch.exp(log_alpha.clamp(max=0.0)),
+                "divergent": state.cache["divergent"] + int((~finite).sum()),
+            }
+        )
         accept = metropolis(log_alpha, generator)
         # rejected replicas never read U2/gradU2 (torch.where), so their NaNs stay unseen
         return accept_or_keep(state, accept, new, U2, gradU2)
@@ -414,39 +417,14 @@ def sample_hmc(
     omega0, record_every, seed, generator = chain_setup(
         energy, omega0, n_samples, record_every, seed
     )
-    N = omega0.shape[-2]
-
     with torch.no_grad():
-        state = integrator.init(omega0)
-        if integrator.step_size is None:
-            integrator.step_size = find_reasonable_step_size(integrator, state, generator)
-        step_size0 = integrator.step_size
-        warm_probs = []
-        if n_warmup:
-            adapt = DualAveraging(step_size0, float(target_accept))
-            for _ in range(n_warmup):
-                state = integrator.step(state, generator)
-                warm_probs.append(float(state.cache["accept_prob"].mean()))
-                integrator.step_size = adapt.update(warm_probs[-1])
-            integrator.step_size = adapt.final_step_size  # frozen from here on
-        # the recorded chain counts its own acceptances and divergences
-        state.accepted = torch.zeros_like(state.accepted)
-        state.proposed, state.cache["divergent"] = 0, 0
+        integrator, state, step_size0, warm_probs = warm_up(
+            integrator, integrator.init(omega0), generator, n_warmup, float(target_accept)
+        )
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
     state = recorder.run(integrator, state, generator, n_samples, record_every, progress, "hmc")
     params = {
-        "method": "hmc",
-        "regime": regime,
-        "N": N,
-        "p": energy.dim,
-        "beta": beta,
-        "beta_N": effective_beta(beta, N, regime),
-        "step_size": integrator.step_size,
-        "step_size_initial": step_size0,
-        "n_leapfrog": integrator.n_leapfrog,
-        "trajectory_length": integrator.trajectory_length,
-        "jitter": integrator.jitter,
-        "max_leapfrog": integrator.max_leapfrog,
+        **_hmc_params(integrator, omega0.shape[-2], step_size0),
         "n_warmup": n_warmup,
         "n_samples": n_samples,
         "target_accept": float(target_accept),
@@ -464,6 +442,54 @@ def sample_hmc(
         seed=seed,
         time_name="n_leapfrog * step_size * step (Hamiltonian time)",
     )
+
+
+def warm_up(integrator: HMC, state: LangevinState, generator, n_warmup: int, target: float):
+    """HMC's warm-up: the first ε (given, or Hoffman–Gelman's heuristic), then ``n_warmup``
+    trajectories adapting ε by dual averaging towards acceptance ``target``; ε frozen at the
+    averaged value.
+
+    Returns
+    -------
+    (HMC, LangevinState, float, list of float)
+        A new integrator with the frozen ε, the state after the warm-up with its acceptance
+        and divergence counters reset (the recorded chain counts its own), the initial ε and
+        the replica-mean acceptance probability of each warm-up trajectory.
+    """
+    if integrator.step_size is None:
+        step = find_reasonable_step_size(integrator, state, generator)
+        integrator = replace(integrator, step_size=step)
+    step_size0 = integrator.step_size
+    probs = []
+    if n_warmup:
+        adapt = DualAveraging(step_size0, target)
+        for _ in range(n_warmup):
+            state = integrator.step(state, generator)
+            probs.append(float(state.cache["accept_prob"].mean()))
+            integrator = replace(integrator, step_size=adapt.update(probs[-1]))
+        integrator = replace(integrator, step_size=adapt.final_step_size)
+    state = state.evolve(
+        accepted=torch.zeros_like(state.accepted), proposed=0, cache={"divergent": 0}
+    )
+    return integrator, state, step_size0, probs
+
+
+def _hmc_params(integrator: HMC, N: int, step_size0: float) -> dict:
+    """The attributes of a :func:`sample_hmc` dataset that describe the kernel."""
+    return {
+        "method": "hmc",
+        "regime": integrator.regime,
+        "N": N,
+        "p": integrator.energy.dim,
+        "beta": integrator.beta,
+        "beta_N": effective_beta(integrator.beta, N, integrator.regime),
+        "step_size": integrator.step_size,
+        "step_size_initial": step_size0,
+        "n_leapfrog": integrator.n_leapfrog,
+        "trajectory_length": integrator.trajectory_length,
+        "jitter": integrator.jitter,
+        "max_leapfrog": integrator.max_leapfrog,
+    }
 
 
 # ----------------------------------------------------------------------------------------

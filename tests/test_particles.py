@@ -336,3 +336,34 @@ def test_pinned_particles_warn_from_the_python_api():
         warnings.simplefilter("error", MeanfieldWarning)
         simulate(E, omega0, eta=0.05, beta=1e3, n_steps=20, seed=0)
         simulate(E, omega0, eta=1e6, beta=1.0, n_steps=3, method="mala", seed=0)  # no pinning
+
+
+@pytest.mark.parametrize("method", ["langevin", "mala", "hmc"])
+def test_integrator_state_is_immutable_a_new_state_per_step(method):
+    """step(state) returns a new LangevinState and leaves the old one as it was (positions,
+    counters and cache); the state itself refuses in-place changes."""
+    import dataclasses
+
+    from meanfield.particles import make_integrator
+    from meanfield.samplers import HMC
+
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 4.0))
+    if method == "hmc":
+        integrator = HMC(E, 2.0, step_size=0.1, trajectory_length=0.3)
+    else:
+        integrator = make_integrator(E, method=method, eta=0.05, beta=2.0)
+    state = integrator.init(np.linspace(-1, 1, 6)[:, None])
+    before = state.omega.clone()
+    cache = {k: v.clone() if torch.is_tensor(v) else v for k, v in state.cache.items()}
+    gen = torch.Generator().manual_seed(0)
+    new = integrator.step(state, gen)
+    assert new is not state and new.step == state.step + 1 == 1
+    assert torch.equal(state.omega, before) and not torch.equal(new.omega, before)
+    for k, v in cache.items():
+        assert torch.equal(state.cache[k], v) if torch.is_tensor(v) else state.cache[k] == v
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.omega = before
+    with pytest.raises(TypeError):
+        state.cache["U"] = 0.0
+    if method != "langevin":
+        assert new.proposed == 1 and state.proposed == 0
