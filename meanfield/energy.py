@@ -37,6 +37,7 @@ from .alignment import alignment_parts, small_gram, target_norm, times_gram
 from .domains import Domain
 from .features import FeatureMap, get_feature_map
 from .kernels import PairKernel
+from .pairsum import pair_sums
 
 #: Elements per chunk of the pair sums (rows × columns [× dim]); bounds the memory.
 #: 2^18 float32 entries is 1 MiB: each block's elementwise passes stay in the CPU cache.
@@ -489,20 +490,36 @@ class PairInteraction(Term):
                     grad[..., s:e, :] = c.sum(-1, keepdim=True) * block - c @ omega
         return total, grad
 
-    def value_and_grad(self, omega):
+    def _uses_tiles(self, omega) -> bool:
+        """One set of particles and no autograd graph: the tiled symmetric sums of
+        :mod:`meanfield.pairsum` (replicas and differentiable values take the row chunks)."""
+        return omega.ndim == 2 and not (torch.is_grad_enabled() and omega.requires_grad)
+
+    def _scaled_pass(self, omega, want_value: bool, want_grad: bool):
         N = omega.shape[-2]
-        total, g = self._pair_pass(omega, True, True)
-        return self.lam * total / N**2, (2 * self.lam / N**2) * g
+        if self._uses_tiles(omega):
+            return pair_sums(
+                omega,
+                self.kernel,
+                want_value=want_value,
+                want_grad=want_grad,
+                value_scale=self.lam / N**2,
+                grad_scale=2 * self.lam / N**2,
+            )
+        total, g = self._pair_pass(omega, want_value, want_grad)
+        return (
+            self.lam * total / N**2 if want_value else None,
+            (2 * self.lam / N**2) * g if want_grad else None,
+        )
+
+    def value_and_grad(self, omega):
+        return self._scaled_pass(omega, True, True)
 
     def value(self, omega):
-        N = omega.shape[-2]
-        total, _ = self._pair_pass(omega, True, False)
-        return self.lam * total / N**2
+        return self._scaled_pass(omega, True, False)[0]
 
     def grad(self, omega):
-        N = omega.shape[-2]
-        _, g = self._pair_pass(omega, False, True)
-        return (2 * self.lam / N**2) * g
+        return self._scaled_pass(omega, False, True)[1]
 
     def grad_random_batch(self, omega, batch_size: int, generator: torch.Generator):
         """Random-batch estimate of ∇H (Jin–Li–Liu 2020), unbiased, cost O(N B p).

@@ -1,0 +1,368 @@
+"""Direct pair sums Σ_{i≠j} k(ω_i − ω_j) and their gradients, tiled and symmetric.
+
+The particles are cut into square tiles of :data:`TILE_ROWS` rows; each unordered pair of
+tiles (I ≤ J) is visited once, so every pair's kernel is evaluated once and its force goes to
+both particles (Newton's third law).  In p ≥ 2 the squared distances of a tile are one
+matrix product,
+
+.. math::
+
+    u_{ij} = |ω_i|^2 + |ω_j|^2 − 2\\,ω_i·ω_j + ε^2
+           = [ω_i,\\ |ω_i|^2 + ε^2,\\ 1] · [−2ω_j,\\ 1,\\ |ω_j|^2],
+
+(no tile × tile × p tensor; relative error ~ machine epsilon × |ω|²/u), and the gradient is a
+second one,
+
+.. math::
+
+    ∇_{ω_i} \\sum_{j≠i} k(ω_i − ω_j) = \\sum_j c_{ij} (ω_i − ω_j),\\qquad c_{ij} = 2κ'(u_{ij}),
+
+with Σ_j c_ij and Σ_j c_ij ω_j both read from c @ [ω, 1].  Between the two products only a
+short chain of in-place passes runs over the tile (a Riesz kernel: one reciprocal or rsqrt
+and a few squarings; the value is then Σ u·c, one dot product), and constant factors such as
+−|s| are applied once at the end.  Memory is O(N p + tile²).  In p = 1 the differences
+ω_i − ω_j are formed directly instead (exact: the stiff 1D singular kernels need it).
+
+Range.  The terms u^(−m), m = s/2 + 1, of a Riesz kernel with large s leave the float range
+(p = 64, s = 62, u ≈ 36: 10^-50, below float32's smallest normal number 1.2·10^-38), where
+a CPU computes denormals very slowly and the sums silently become 0.  When the bounds
+ε² ≤ u ≤ (2 max|ω|)² + ε² allow terms outside 2^(±100) (float32; 2^(±1000) in float64), the
+sums are rescaled by the smallest u of the call, u₀ (a first pass of matrix products):
+u^(−m) = u₀^(−m) (u₀/u)^m, the second factor in (0, 1] and floored at 2^(−100) (float32;
+2^(−1000) in float64), which changes each row sum by at most N · 2^(−100) of its largest
+term.  The constant u₀^(−m) is applied in float64 at the end.  Entries of the result below the
+dtype's smallest normal number keep an absolute error below it (1.2·10^-38 in float32); if
+the whole result is that small (or overflows), :class:`~meanfield.errors.NumericalError` is
+raised naming float64, instead of returning zeros.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .errors import NumericalError
+from .kernels import Gaussian, PairKernel, Riesz
+
+#: Rows (and columns) per tile, chosen with ``benchmarks/bench_pairs.py --tiles`` (see the
+#: README's Performance section): large enough that the few dozen tiles at N = 10^4 cost few
+#: parallel regions, small enough that a tile (4 MiB in float32) stays near the caches.
+TILE_ROWS = 1024
+
+_FLOOR_LOG2 = {torch.float32: -100.0, torch.float64: -1000.0, torch.float16: -10.0}
+
+
+def _power_(w: torch.Tensor, k: int) -> torch.Tensor:
+    """w ** k for an integer k ≥ 1 by repeated squaring, overwriting w (clones only when k is
+    not a power of two)."""
+    result = None
+    while True:
+        if k & 1:
+            if k == 1 and result is None:
+                return w
+            result = w.clone() if result is None else result.mul_(w)
+        k >>= 1
+        if not k:
+            return result
+        w.square_()
+
+
+class _Plan:
+    """Generic kernel: c = 2κ'(r²), value Σ κ(r²) through the kernel's own methods.
+
+    ``coeff`` turns a tile of u (softening already added for the specialised plans, here
+    ``eps2 = 0`` so u = r²) into "bare" coefficients; the true ones are
+    ``grad_factor · scale · c`` and the true value sum ``value_factor · scale · value``.
+    """
+
+    grad_factor = 1.0
+    value_factor = 1.0
+    eps2 = 0.0
+    power: float | None = None  # m of c = u^(−m) where rescaling is possible
+
+    def __init__(self, kernel: PairKernel):
+        self.kernel = kernel
+
+    def coeff(self, u, buf, want_value, diag, u0=None, floor_log2=None):
+        u.clamp_min_(0.0)  # the matrix-product distances may round below 0
+        value = None
+        if want_value:
+            value = self.kernel.value_sq(u).sum()
+            if diag:
+                value = value - self.kernel.value_sq(u.diagonal()).sum()
+        c = self.kernel.grad_coeff_sq_(u)
+        if diag:
+            c.diagonal().zero_()
+        return c, value
+
+
+class _GaussianPlan(_Plan):
+    """c = exp(−u/(2w²)) = κ, 2κ' = −c/w²."""
+
+    def __init__(self, kernel: Gaussian):
+        super().__init__(kernel)
+        self.grad_factor = -1.0 / kernel.width**2
+
+    def coeff(self, u, buf, want_value, diag, u0=None, floor_log2=None):
+        c = torch.mul(u, -0.5 / self.kernel.width**2, out=buf).exp_()
+        if diag:
+            c.diagonal().zero_()
+        return c, (c.sum() if want_value else None)
+
+
+class _RieszPlan(_Plan):
+    """κ = sgn(s) u^(−s/2), 2κ' = −|s| u^(−m), m = s/2 + 1, so Σκ = sgn(s) Σ u · u^(−m);
+    log (s = 0): 2κ' = −1/u, κ = −½ log u."""
+
+    def __init__(self, kernel: Riesz):
+        super().__init__(kernel)
+        s = kernel.s
+        self.eps2 = kernel.softening**2
+        self.m = s / 2 + 1
+        self.log = s == 0.0
+        self.power = self.m if (not self.log and self.m > 0) else None
+        self.grad_factor = -1.0 if self.log else -abs(s)
+        self.value_factor = -0.5 if self.log else math.copysign(1.0, s)
+        self.twice_int = 2 * self.m == round(2 * self.m) and abs(self.m) <= 64
+
+    def coeff(self, u, buf, want_value, diag, u0=None, floor_log2=None):
+        if self.log:
+            c = torch.reciprocal(u, out=buf)
+            if diag:
+                c.diagonal().zero_()
+            return c, (u.log_().sum() if want_value else None)
+        c = self._bare(u, buf, u0, floor_log2)
+        if diag:
+            c.diagonal().zero_()
+        value = None
+        if want_value:
+            value = torch.dot(c.reshape(-1), u.reshape(-1)) if c.is_contiguous() else (c * u).sum()
+        return c, value
+
+    def _bare(self, u, buf, u0, floor_log2):
+        """u^(−m), or (u₀/u)^m floored at 2^floor_log2 when rescaling."""
+        m = self.m
+        if m <= 0 or not self.twice_int:
+            if u0 is None:
+                return torch.pow(u, -m, out=buf)
+            w = torch.reciprocal(u, out=buf).mul_(u0).clamp_min_(2.0 ** (floor_log2 / m))
+            return w.pow_(m)
+        if u0 is not None:
+            w = torch.reciprocal(u, out=buf).mul_(u0).clamp_min_(2.0 ** (floor_log2 / m))
+            if m != int(m):
+                w.sqrt_()
+        elif m == int(m):
+            w = torch.reciprocal(u, out=buf)
+        else:
+            w = torch.rsqrt(u, out=buf)
+        return _power_(w, int(m) if m == int(m) else int(2 * m))
+
+
+def make_plan(kernel: PairKernel) -> _Plan:
+    """The specialised evaluation plan of ``kernel`` (exact type match: a subclass that
+    changes κ gets the generic plan)."""
+    if type(kernel) is Riesz:
+        return _RieszPlan(kernel)
+    if type(kernel) is Gaussian:
+        return _GaussianPlan(kernel)
+    return _Plan(kernel)
+
+
+class _Tiles:
+    """The operands of the tile products for one call (p ≥ 2: augmented matrices)."""
+
+    def __init__(self, omega: torch.Tensor, eps2: float, tile: int):
+        N, p = omega.shape
+        self.omega, self.p, self.tile = omega, p, tile
+        self.bounds = [(s, min(N, s + tile)) for s in range(0, N, tile)]
+        self.sq = (omega * omega).sum(-1)
+        one = omega.new_ones(N, 1)
+        if p > 1:
+            self.A = torch.cat([omega, (self.sq + eps2)[:, None], one], 1)
+            self.BT = torch.cat([-2.0 * omega, one, self.sq[:, None]], 1).T.contiguous()
+            # [ω, 1]ᵀ: the gradient products run as (p + 1) × tile × tile, the layout MKL
+            # does fastest for this thin shape (measured 1.3-2× over tile × tile × (p + 1))
+            self.WT = torch.cat([omega, one], 1).T.contiguous()
+        self.eps2 = eps2
+        b = min(N, tile)
+        self.ubuf = omega.new_empty(b * b)
+        self.cbuf = omega.new_empty(b * b)
+        self.dbuf = omega.new_empty(b * b) if p == 1 else None
+
+    def pairs(self):
+        """Unordered tile pairs (I ≤ J) as ((i0, i1), (j0, j1))."""
+        for a, rows in enumerate(self.bounds):
+            for cols in self.bounds[a:]:
+                yield rows, cols
+
+    def u(self, rows, cols):
+        """(u tile (rows × cols), differences ω_i − ω_j in p = 1 else None); i = j gets u = 1."""
+        (i0, i1), (j0, j1) = rows, cols
+        shape = (i1 - i0, j1 - j0)
+        u = self.ubuf[: shape[0] * shape[1]].view(shape)
+        d = None
+        if self.p == 1:
+            x = self.omega[:, 0]
+            d = self.dbuf[: shape[0] * shape[1]].view(shape)
+            torch.sub(x[i0:i1, None], x[None, j0:j1], out=d)
+            torch.mul(d, d, out=u)
+            if self.eps2:
+                u.add_(self.eps2)
+        else:
+            torch.mm(self.A[i0:i1], self.BT[:, j0:j1], out=u)
+        if i0 == j0:
+            u.diagonal().fill_(1.0)
+        return u, d
+
+    def cbuffer(self, shape):
+        return self.cbuf[: shape[0] * shape[1]].view(shape)
+
+    def new_acc(self):
+        N, p = self.omega.shape
+        return self.omega.new_zeros(p + 1, N) if p > 1 else self.omega.new_zeros(N, 1)
+
+    def accumulate(self, acc, c, d, rows, cols):
+        """accᵀ_i += Σ_j c_ij [ω_j, 1] (p ≥ 2) or acc_i += Σ_j c_ij (ω_i − ω_j) (p = 1), on
+        both sides of the tile pair."""
+        (i0, i1), (j0, j1) = rows, cols
+        if self.p == 1:
+            c.mul_(d)
+            acc[i0:i1, 0] += c.sum(1)
+            if i0 != j0:
+                acc[j0:j1, 0] -= c.sum(0)
+            return
+        acc[:, i0:i1].addmm_(self.WT[:, j0:j1], c.T)
+        if i0 != j0:
+            acc[:, j0:j1].addmm_(self.WT[:, i0:i1], c)
+
+    def gradient(self, acc):
+        """Σ_j c_ij (ω_i − ω_j) from the accumulated products."""
+        if self.p == 1:
+            return acc
+        return acc[self.p][:, None] * self.omega - acc[: self.p].T
+
+    def min_u(self) -> float:
+        """The smallest u over all pairs i ≠ j (the rescaling reference u₀)."""
+        mn = math.inf
+        for rows, cols in self.pairs():
+            u, _ = self.u(rows, cols)
+            if rows[0] == cols[0]:
+                u.diagonal().fill_(math.inf)
+            mn = min(mn, float(u.min()))
+        return mn
+
+
+def _needs_rescale(plan, tiles: _Tiles, dtype) -> bool:
+    """Whether terms u^(−m) can leave 2^(±|floor|) for u in [ε², (2 max|ω|)² + ε²]."""
+    if plan.power is None:
+        return False
+    lim = -_FLOOR_LOG2.get(dtype, -100.0)
+    umax = 4.0 * float(tiles.sq.max()) + plan.eps2
+    if plan.power * math.log2(max(umax, 1e-300)) > lim:
+        return True
+    return plan.eps2 > 0 and -plan.power * math.log2(plan.eps2) > lim
+
+
+def _needs_check(plan, tiles: _Tiles, dtype) -> bool:
+    """Whether a tile can hold u ≤ 0 (coincident points, or round-off of the matrix product
+    beyond the softening), which the specialised Riesz plan must not see."""
+    if not isinstance(plan, _RieszPlan):
+        return False
+    if tiles.p == 1:
+        return plan.eps2 == 0.0
+    eps = torch.finfo(dtype).eps
+    return plan.eps2 <= 4 * (tiles.p + 2) * eps * (4 * float(tiles.sq.max()) + plan.eps2)
+
+
+def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str) -> torch.Tensor:
+    """x · sign · e^log_factor, formed in float64, checked against the range of x's dtype."""
+    info = torch.finfo(x.dtype)
+    if not bool(torch.isfinite(x).all()):
+        return x * (sign * math.exp(min(log_factor, 700.0)))  # inf from coincident points
+    peak = float(x.abs().max()) if x.numel() else 0.0
+    if peak == 0.0:
+        return x.clone()
+    log_peak = math.log(peak) + log_factor
+    if log_peak < math.log(info.tiny) or log_peak > math.log(info.max):
+        side = "below the smallest normal" if log_peak < 0 else "above the largest"
+        raise NumericalError(
+            f"the pair-interaction {what} (|largest entry| ≈ e^{log_peak:.0f}) lies {side} "
+            f"{str(x.dtype).replace('torch.', '')} number: every entry would be rounded to 0 "
+            "or inf; use dtype=float64 (Energy(..., dtype=torch.float64))"
+        )
+    return (x.double() * (sign * math.exp(log_factor))).to(x.dtype)
+
+
+def pair_sums(
+    omega: torch.Tensor,
+    kernel: PairKernel,
+    *,
+    want_value: bool = True,
+    want_grad: bool = True,
+    value_scale: float = 1.0,
+    grad_scale: float = 1.0,
+    tile: int | None = None,
+):
+    """Σ_{i≠j} k(ω_i − ω_j) and, for each i, Σ_{j≠i} 2κ'(|ω_i − ω_j|² + ε²)(ω_i − ω_j).
+
+    Parameters
+    ----------
+    omega : tensor (N, p)
+        Particles (float32 or float64, any device).
+    kernel : PairKernel
+    want_value, want_grad : bool
+        Which of the two sums to form.
+    value_scale, grad_scale : float
+        Constant factors applied to the results (in float64, before rounding to the dtype).
+    tile : int, optional
+        Rows per tile (default :data:`TILE_ROWS`).
+
+    Returns
+    -------
+    value : tensor () or None
+        ``value_scale`` · Σ_{i≠j} k(ω_i − ω_j).
+    grad : tensor (N, p) or None
+        ``grad_scale`` · Σ_{j≠i} c_ij (ω_i − ω_j), c_ij = 2κ'(u_ij) (half the gradient of the
+        ordered pair sum with respect to ω_i).
+    """
+    plan = make_plan(kernel)
+    tiles = _Tiles(omega, plan.eps2, tile or TILE_ROWS)
+    u0, floor = None, _FLOOR_LOG2.get(omega.dtype, -100.0)
+    if _needs_rescale(plan, tiles, omega.dtype):
+        u0 = tiles.min_u()
+        u0 = u0 if 0.0 < u0 < math.inf else None
+    check = _needs_check(plan, tiles, omega.dtype)
+    generic = _Plan(kernel)
+    N, p = omega.shape
+    acc = tiles.new_acc() if want_grad else None
+    total = torch.zeros((), dtype=torch.float64, device=omega.device)
+    for rows, cols in tiles.pairs():
+        u, d = tiles.u(rows, cols)
+        diag = rows[0] == cols[0]
+        cbuf = tiles.cbuffer(u.shape)
+        if check and not bool(u.min() > 0):  # coincident points: the safe generic path
+            c, v = generic.coeff(u.sub_(plan.eps2), cbuf, want_value, diag)
+            c = c / plan.grad_factor
+            v = v / plan.value_factor if v is not None else None
+        else:
+            c, v = plan.coeff(u, cbuf, want_value, diag, u0, floor)
+        if want_value:
+            total += v.double() * (1.0 if diag else 2.0)
+        if want_grad:
+            tiles.accumulate(acc, c, d, rows, cols)
+    log_unit = -plan.power * math.log(u0) if u0 is not None else 0.0
+    value = grad = None
+    if want_value:
+        f = value_scale * plan.value_factor
+        if f:
+            value = _scaled(total, log_unit + math.log(abs(f)), math.copysign(1, f), "value")
+        value = value.to(omega.dtype) if f else omega.new_zeros(())
+    if want_grad:
+        f = grad_scale * plan.grad_factor
+        grad = tiles.gradient(acc)
+        if f:
+            grad = _scaled(grad, log_unit + math.log(abs(f)), math.copysign(1, f), "force")
+        else:
+            grad = torch.zeros_like(grad)
+    return value, grad
