@@ -33,7 +33,7 @@ from ..errors import InputError, InputTypeError
 from .causal import causal_kernel_attention, causal_linear_attention
 from .features import (
     FEATURE_KINDS,
-    FeatureMap,
+    AttentionFeatureMap,
     autocast_off,
     make_feature_map,
 )
@@ -231,7 +231,7 @@ def kernel_attention(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
-    feature_map: FeatureMap,
+    feature_map: AttentionFeatureMap,
     *,
     key_padding_mask: torch.Tensor | None = None,
     causal: bool = False,
@@ -245,7 +245,7 @@ def kernel_attention(
     q : torch.Tensor, shape (batch, L, heads, d_h)
     k : torch.Tensor, shape (batch, S, heads, d_h)
     v : torch.Tensor, shape (batch, S, heads, d_v)
-    feature_map : FeatureMap
+    feature_map : AttentionFeatureMap
         Applied to queries and keys alike (one ``Omega``).
     key_padding_mask, causal, eps, chunk_size
         As in :func:`linear_attention`.
@@ -373,7 +373,7 @@ def is_causal_mask(attn_mask: torch.Tensor) -> bool:
     return bool(torch.where(future, torch.isneginf(attn_mask), attn_mask == 0).all())
 
 
-def _kernel_weights(fm: FeatureMap, q, k, bias, eps):
+def _kernel_weights(fm: AttentionFeatureMap, q, k, bias, eps):
     """Explicit kernel-attention weights, head-major; O(L S) memory (O(L S m) time, log space).
 
     Parameters
@@ -573,7 +573,7 @@ class KernelAttention(nn.Module):
             nn.init.xavier_normal_(self.bias_v)
         else:
             self.bias_k = self.bias_v = None
-        self.feature_map: FeatureMap | None = None
+        self.feature_map: AttentionFeatureMap | None = None
         if feature != "softmax":
             n_features = check_int("n_features", n_features)
             fm = make_feature_map(feature, self.head_dim, n_features, seed=seed)
