@@ -13,6 +13,7 @@ import importlib
 import inspect
 
 import pytest
+import torch
 
 MODULES = [
     "meanfield.domains",
@@ -22,6 +23,7 @@ MODULES = [
     "meanfield.attention.metrics",
     "meanfield.attention.noise",
     "meanfield.attention.model",
+    "meanfield.attention.training",
 ]
 
 
@@ -39,6 +41,15 @@ def _public_definitions(module) -> list[str]:
 @pytest.mark.parametrize("name", MODULES)
 def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: extra threads only add overhead on a shared machine
+    try:
+        _run_examples(name)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_examples(name: str) -> None:
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

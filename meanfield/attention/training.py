@@ -1,4 +1,4 @@
-"""Training a :class:`~meanfield.attention.model.TransformerClassifier`: batches, AdamW with
+r"""Training a :class:`~meanfield.attention.model.TransformerClassifier`: batches, AdamW with
 early stopping on a validation split, prediction.
 
 Kept apart from :mod:`meanfield.attention.phases` (which learns the feature matrices) because
@@ -18,7 +18,21 @@ Conventions
   the accuracy) is the stopping criterion because it is smooth and the study also reports
   calibration.
 * Learning rate: linear warm-up over ``warmup_steps`` steps, then constant (the stopping point
-  is not known in advance, so no decay schedule is tied to it).
+  is not known in advance, so no decay schedule is tied to it):
+
+  .. math::
+
+      \mathrm{lr}(s) = \mathrm{lr} \cdot \min\Big(1, \frac{s + 1}{\text{warmup\_steps} + 1}\Big).
+
+Examples
+--------
+>>> import torch
+>>> from meanfield.attention.training import EncodedData, iterate_batches
+>>> ids = torch.tensor([[2, 5, 3, 0], [2, 6, 7, 3]])
+>>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([3, 4]),
+...                    torch.tensor([0, 1]))
+>>> [b[0].shape for b in iterate_batches(data, 1, shuffle=False)]
+[torch.Size([1, 3]), torch.Size([1, 4])]
 """
 
 from __future__ import annotations
@@ -56,6 +70,16 @@ class EncodedData:
     padding_mask : torch.BoolTensor, shape (n, max_length), True = padding
     lengths : torch.LongTensor, shape (n,)
     labels : torch.LongTensor, shape (n,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.training import EncodedData
+    >>> ids = torch.tensor([[2, 5, 3, 0], [2, 6, 7, 3], [2, 8, 3, 0]])
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([3, 4, 3]),
+    ...                    torch.tensor([0, 1, 0]))
+    >>> len(data), data.subset([2, 0]).labels
+    (3, tensor([0, 0]))
     """
 
     input_ids: torch.Tensor
@@ -68,6 +92,7 @@ class EncodedData:
         return self.labels.shape[0]
 
     def subset(self, index) -> EncodedData:
+        """The examples ``index`` (array_like of int), in that order, as a new EncodedData."""
         idx = torch.as_tensor(np.asarray(index), dtype=torch.long)
         return EncodedData(
             self.input_ids[idx],
@@ -79,7 +104,33 @@ class EncodedData:
 
 
 def encode(tokenizer, data, max_length: int) -> EncodedData:
-    """Tokenise a :class:`~meanfield.attention.data.TextClassificationData`."""
+    """Tokenise a :class:`~meanfield.attention.data.TextClassificationData`.
+
+    Parameters
+    ----------
+    tokenizer : meanfield.attention.tokenizer.TextTokenizer
+        A trained tokenizer.
+    data : meanfield.attention.data.TextClassificationData
+        Texts (``text_a`` and, for pairs, ``text_b``) and labels.
+    max_length : int
+        Width of the id arrays, special tokens included.
+
+    Returns
+    -------
+    EncodedData
+        Padded on the right to ``max_length``.
+
+    Examples
+    --------
+    >>> from meanfield.attention.data import TextClassificationData
+    >>> from meanfield.attention.tokenizer import TextTokenizer
+    >>> from meanfield.attention.training import encode
+    >>> data = TextClassificationData(["a fine film", "a dull film"], None, [1, 0])
+    >>> tok = TextTokenizer.train(data.text_a, vocab_size=40, min_frequency=1)
+    >>> enc = encode(tok, data, max_length=8)
+    >>> enc.input_ids.shape, enc.lengths.tolist()
+    (torch.Size([2, 8]), [5, 5])
+    """
     enc = tokenizer.encode(data.text_a, data.text_b, max_length=max_length)
     return EncodedData(
         torch.as_tensor(enc["input_ids"]),
@@ -96,13 +147,27 @@ def split_validation(data: EncodedData, fraction: float, seed: int):
     Parameters
     ----------
     data : EncodedData
+        The training examples.
     fraction : float
-        Share of each class held out, in (0, 0.5].
+        Share of each class held out, in (0, 0.5] (at least one example per class).
     seed : int
+        Seeds the choice.
 
     Returns
     -------
     train, validation : EncodedData
+        Disjoint; together all of ``data``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.training import EncodedData, split_validation
+    >>> ids = torch.full((10, 4), 5)
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.full((10,), 4),
+    ...                    torch.tensor([0] * 6 + [1] * 4))
+    >>> train, val = split_validation(data, 0.25, seed=0)
+    >>> len(train), len(val), val.labels.tolist()
+    (7, 3, [0, 0, 1])
     """
     held = validation_indices(data.labels.numpy(), fraction, seed)
     keep = np.setdiff1d(np.arange(len(data)), held)
@@ -112,12 +177,33 @@ def split_validation(data: EncodedData, fraction: float, seed: int):
 def validation_indices(labels, fraction: float, seed: int) -> np.ndarray:
     """Sorted indices of the stratified validation split of :func:`split_validation`.
 
+    From each class c with n_c examples, round(fraction · n_c) (at least one) are drawn
+    without replacement.
+
     Parameters
     ----------
     labels : array_like of int, shape (n,)
+        Class of each example.
     fraction : float
         Share of each class held out, in (0, 0.5].
     seed : int
+        Seeds the draw (``numpy.random.default_rng``).
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n_held,)
+        Sorted indices into ``labels``.
+
+    Raises
+    ------
+    ValueError
+        ``fraction`` outside (0, 0.5].
+
+    Examples
+    --------
+    >>> from meanfield.attention.training import validation_indices
+    >>> len(validation_indices([0, 0, 0, 0, 1, 1, 1, 1], 0.5, seed=1))
+    4
     """
     if not 0.0 < float(fraction) <= 0.5:
         raise ValueError(f"fraction must be in (0, 0.5], got {fraction!r}")
@@ -143,10 +229,33 @@ def iterate_batches(
 
     Parameters
     ----------
+    data : EncodedData
+        The examples.
+    batch_size : int
+        Examples per batch (the last batch may be smaller).
     shuffle : bool
         Random order (from ``generator``).
+    generator : torch.Generator, optional
+        Source of the random order when ``shuffle``.
     bucket_batches : int
         With ``shuffle``, sort pools of this many batches by length (0: no bucketing).
+
+    Yields
+    ------
+    input_ids, padding_mask, segment_ids : torch.Tensor, shape (b, width)
+        ``width`` is the longest sequence of the batch.
+    labels : torch.LongTensor, shape (b,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.training import EncodedData, iterate_batches
+    >>> ids = torch.tensor([[2, 5, 3, 0, 0], [2, 6, 7, 8, 3], [2, 9, 3, 0, 0]])
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([3, 5, 3]),
+    ...                    torch.tensor([0, 1, 0]))
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> sorted(b[3].numel() for b in iterate_batches(data, 2, shuffle=True, generator=gen))
+    [1, 2]
     """
     n = len(data)
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
@@ -177,7 +286,35 @@ def _to(batch, device):
 
 @torch.no_grad()
 def predict_proba(model, data: EncodedData, batch_size: int = 256) -> np.ndarray:
-    """Class probabilities (eval mode), numpy array of shape (n, n_classes), float64."""
+    """Class probabilities of ``model`` on ``data`` (eval mode, no gradients).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Called as ``model(input_ids, padding_mask, segment_ids)`` -> logits.
+    data : EncodedData
+        The examples.
+    batch_size : int, default 256
+        Examples per forward pass.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, n_classes)
+        Softmax of the logits; rows sum to 1.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> from meanfield.attention.training import EncodedData, predict_proba
+    >>> ids = torch.tensor([[2, 5, 3, 0], [2, 6, 7, 3]])
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([3, 4]),
+    ...                    torch.tensor([0, 1]))
+    >>> model = TransformerClassifier(10, d_model=8, n_heads=2, n_layers=1, n_features=4)
+    >>> p = predict_proba(model, data)
+    >>> p.shape, bool(abs(p.sum(axis=1) - 1).max() < 1e-12)
+    ((2, 2), True)
+    """
     model.eval()
     device = next(model.parameters()).device
     out = []
@@ -188,7 +325,39 @@ def predict_proba(model, data: EncodedData, batch_size: int = 256) -> np.ndarray
 
 
 def validation_loss(model, data: EncodedData) -> tuple[float, float]:
-    """(mean log loss, accuracy) of ``model`` on ``data`` (eval mode)."""
+    r"""Mean log loss and accuracy of ``model`` on ``data`` (eval mode).
+
+    .. math::
+
+        \ell = -\frac1n \sum_i \log \max(p_{i y_i}, 10^{-15}).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Called as ``model(input_ids, padding_mask, segment_ids)`` -> logits.
+    data : EncodedData
+        The examples.
+
+    Returns
+    -------
+    loss : float
+        Mean log loss (nats).
+    accuracy : float
+        Fraction of ``argmax`` predictions equal to the label.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> from meanfield.attention.training import EncodedData, validation_loss
+    >>> ids = torch.tensor([[2, 5, 3, 0], [2, 6, 7, 3]])
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([3, 4]),
+    ...                    torch.tensor([0, 1]))
+    >>> model = TransformerClassifier(10, d_model=8, n_heads=2, n_layers=1, n_features=4)
+    >>> loss, acc = validation_loss(model, data)
+    >>> loss > 0, acc in (0.0, 0.5, 1.0)
+    (True, True)
+    """
     p = predict_proba(model, data)
     y = data.labels.numpy()
     pt = np.clip(p[np.arange(len(y)), y], 1e-15, 1.0)
@@ -252,6 +421,34 @@ def train(
         ``stopped_early``, ``seconds``, ``final_loss`` (mean training loss of the last 50
         steps), ``history`` (list of ``(epoch, val_loss, val_accuracy)``), ``losses``
         (training loss of every step).
+
+    Raises
+    ------
+    ValueError
+        Neither or both of ``validation`` and ``epochs``; a validation split of fewer than
+        two examples.
+    meanfield.errors.InputError
+        An optimiser setting out of range.
+    FloatingPointError
+        The training loss became non-finite (the message names ``lr``).
+
+    Examples
+    --------
+    A toy task (the label is whether token 5 occurs) learned in a few epochs:
+
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> from meanfield.attention.training import EncodedData, train
+    >>> g = torch.Generator().manual_seed(0)
+    >>> ids = torch.randint(6, 10, (64, 6), generator=g)
+    >>> labels = torch.arange(64) % 2
+    >>> ids[labels == 1, 2] = 5
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.full((64,), 6), labels)
+    >>> model = TransformerClassifier(10, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+    ...                               max_length=6, n_features=8, dropout=0.0)
+    >>> out = train(model, data, epochs=6, batch_size=16, lr=1e-2, warmup_steps=0)
+    >>> out["steps"], out["losses"][0] > 0.5, out["losses"][-1] < 0.05
+    (24, True, True)
     """
     batch_size = check_int("batch_size", batch_size)
     lr = check_positive("lr", lr)
