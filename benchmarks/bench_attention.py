@@ -1,41 +1,50 @@
-"""Inference time of attention against sequence length: SDPA vs linear attention, both modes.
+"""Linear (kernel) attention against SDPA, bidirectional and causal, every feature map.
 
-Times one forward pass (eval mode, no autograd, batch 1) of a whole
-:class:`meanfield.attention.KernelAttention` layer -- input projections, attention, output
-projection -- in the **bidirectional** and the **causal** (``is_causal=True``) form, for
+Times the attention operation alone (issue #13's "linear attention vs SDPA"): head-major
+queries, keys and values ``(B, H, L, d_h)`` in float32, batch 1, 4 heads, ``d_h = 64``, no
+projections (they are the same for both and would only dilute the ratio), for
 
-* ``softmax``: exact attention, ``torch.nn.functional.scaled_dot_product_attention``;
-* every feature map: ``favor``, ``porf``, ``porf-softplus``, ``softmaxfeat``;
-* ``kernel-favor``: FAVOR+ with learned particles installed by ``set_omega`` (a short run of
-  the package's projected Langevin on a Phase-A energy built from synthetic representations;
-  the cost must not depend on the values of Omega, and this checks that it does not, also in
-  the causal form, whose exact fallback depends on the data).
+* ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` (``is_causal`` in the
+  causal mode), the peer every ratio is taken against;
+* every feature map of :func:`meanfield.attention.kernel_attention`: ``favor``, ``porf``,
+  ``porf-softplus``, ``softmaxfeat`` (``2 m`` features), at each ``m``;
+* ``kernel-favor``: FAVOR+ with particles from a short projected-Langevin run (Phase-A
+  energy on synthetic data, :func:`learned_omega`): the cost must not depend on Omega;
+* ``plain-favor`` (causal only): a plain chunked-cumsum causal FAVOR+ written the way a
+  reviewer would (performer-pytorch stabilisers, masked in-chunk block, ``torch.cumsum`` of
+  the per-chunk states; chunks of 64), the second peer of issue #13.
 
-The machine is shared and timings are noisy, so each repeat times every layer once, in turn
-(interleaved), and the ratio to SDPA is taken *within* a repeat; the tables print the median
-time of each layer and the median of those paired ratios. For each mode and layer it prints
-the smallest L from which the layer stays faster than SDPA (the crossover) and the speed-up at
-the largest L, and writes everything to a JSON file.
+The machine is shared and timings are noisy: each repeat times every operation once, in
+turn (interleaved), the ratio to SDPA is taken *within* the repeat, and the tables print the
+median of those paired ratios as a **speed-up** ``t_SDPA / t`` (above 1: faster than SDPA),
+plus the median SDPA time. For each (m, mode, operation) it reports the crossover (smallest L
+from which the speed-up stays >= 1). Results go to ``benchmarks/results/bench_attention.json``
+(and, from the command line, the printed tables to ``bench_attention.txt``), with the
+machine, the thread count, the load average and the wall time.
 
-    python benchmarks/bench_attention.py                        # 128 ... 16384, a few minutes
-    python benchmarks/bench_attention.py --max-len 2048 --repeats 3   # quick run
+    python benchmarks/bench_attention.py                   # m = 64, 256; L = 256 ... 4096
+    python benchmarks/bench_attention.py --long            # ... up to L = 16384 (minutes)
+    python benchmarks/bench_attention.py --device cuda --quick   # GPU check, ~1 minute
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from meanfield.attention import KernelAttention
-from meanfield.attention.features import FEATURE_KINDS
+from meanfield.attention.features import FEATURE_KINDS, make_feature_map
+from meanfield.attention.linear import kernel_attention
 
-DEFAULT_JSON = Path(__file__).parent / "results" / "bench_attention.json"
+RESULTS = Path(__file__).parent / "results"
+HEADS, HEAD_DIM = 4, 64
 
 
 def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
@@ -64,149 +73,220 @@ def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
     return ds["omega"].isel(time=-1).values
 
 
-def time_once(layer, x, causal: bool) -> float:
-    t0 = time.perf_counter()
-    layer(x, x, x, is_causal=causal)
-    return time.perf_counter() - t0
+def plain_chunked_favor(q, k, v, omega, chunk: int = 64, eps: float = 1e-6):
+    """Causal FAVOR+ as a reviewer writes it plainly (the peer; head-major, L % chunk == 0).
+
+    Features ``exp(Omega x~ - |x~|^2/2 - stabiliser)`` with performer-pytorch's stabilisers
+    (per-query max for queries, the global max over all keys -- future ones included -- for
+    keys), the masked ``C x C`` block inside each chunk, and ``torch.cumsum`` over chunks of
+    the per-chunk ``phi(K)^T V`` and ``phi(K)^T 1`` for the rest.
+    """
+    d = q.shape[-1]
+    s = d**-0.25
+    om = omega.to(q)
+
+    def feats(x, query):
+        xs = x * s
+        u = xs @ om.T - 0.5 * (xs * xs).sum(-1, keepdim=True)
+        top = u.amax(-1, keepdim=True) if query else u.amax(dim=(-1, -2), keepdim=True)
+        return torch.exp(u - top)
+
+    qf, kf = feats(q, True), feats(k, False)
+    b, h, L, m = qf.shape
+    n = L // chunk
+    qc, kc = qf.reshape(b, h, n, chunk, m), kf.reshape(b, h, n, chunk, m)
+    vc = v.reshape(b, h, n, chunk, -1)
+    kv = kc.transpose(-1, -2) @ vc
+    ks = kc.sum(3)
+    state, zs = kv.cumsum(2) - kv, ks.cumsum(2) - ks  # exclusive prefix over chunks
+    blk = (qc @ kc.transpose(-1, -2)).tril()
+    num = blk @ vc + qc @ state
+    den = blk.sum(-1) + (qc @ zs[..., None])[..., 0]
+    return (num / (den[..., None] + eps)).reshape(b, h, L, -1)
 
 
-def fit_slope(lengths, times) -> float:
-    """Least-squares slope of log(time) against log(L)."""
-    return float(np.polyfit(np.log(lengths), np.log(times), 1)[0])
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
-def crossover(lengths, linear, softmax):
-    """Smallest L from which linear attention is faster than softmax at every larger L."""
-    faster = [lin < sm for lin, sm in zip(linear, softmax, strict=True)]
+def build_ops(m: int, causal: bool, device, learned, chunk):
+    """name -> callable(q, k, v) on head-major tensors; 'sdpa' first."""
+    ops = {"sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
+    maps = {kind: make_feature_map(kind, HEAD_DIM, m, seed=0).to(device) for kind in FEATURE_KINDS}
+    if learned is not None:
+        fm = make_feature_map("favor", HEAD_DIM, m, seed=0)
+        fm.set_omega(learned)
+        maps["kernel-favor"] = fm.to(device)
+    for name, fm in maps.items():
+
+        def op(q, k, v, fm=fm):
+            t = (x.transpose(1, 2) for x in (q, k, v))  # views: (B, L, H, d) for the public API
+            return kernel_attention(*t, fm, causal=causal, chunk_size=chunk)
+
+        ops[name] = op
+    if causal:
+        om = maps["favor"].omega
+        ops["plain-favor"] = lambda q, k, v: plain_chunked_favor(q, k, v, om)
+    return ops
+
+
+def check_peer(device) -> float:
+    """The plain peer computes causal FAVOR+: max relative deviation from ours (float64)."""
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 128, HEAD_DIM, generator=g, dtype=torch.float64) for _ in "qkv")
+    fm = make_feature_map("favor", HEAD_DIM, 32, seed=0).double()
+    ref = kernel_attention(*(x.transpose(1, 2) for x in (q, k, v)), fm, causal=True, eps=0.0)
+    out = plain_chunked_favor(q, k, v, fm.omega.double(), eps=0.0)
+    return float(((out - ref.transpose(1, 2)).abs().max() / ref.abs().max()).item())
+
+
+def time_config(ops, L, device, repeats, gen):
+    """Interleaved repeats; returns (median time per op, median paired speed-up per op)."""
+    q, k, v = (torch.randn(1, HEADS, L, HEAD_DIM, generator=gen).to(device) for _ in "qkv")
+    raw = {name: [] for name in ops}
+    with torch.inference_mode():
+        for op in ops.values():  # warm-up
+            op(q, k, v)
+        _sync(device)
+        for _ in range(repeats):
+            for name, op in ops.items():
+                t0 = time.perf_counter()
+                op(q, k, v)
+                _sync(device)
+                raw[name].append(time.perf_counter() - t0)
+    base = np.asarray(raw["sdpa"])
+    times = {name: float(np.median(r)) for name, r in raw.items()}
+    speedup = {name: float(np.median(base / np.asarray(r))) for name, r in raw.items()}
+    return times, speedup
+
+
+def crossover(lengths, speedups):
+    """Smallest L from which the speed-up is >= 1 at every larger L measured (None: never)."""
     for i in range(len(lengths)):
-        if all(faster[i:]):
+        if all(s >= 1.0 for s in speedups[i:]):
             return int(lengths[i])
     return None
 
 
-def build_layers(E: int, H: int, m: int, chunk: int, learned: bool) -> dict:
-    layers = {"softmax": KernelAttention(E, H, feature="softmax", seed=0)}
-    for kind in FEATURE_KINDS:
-        layers[kind] = KernelAttention(E, H, feature=kind, n_features=m, seed=0, chunk_size=chunk)
-    if learned:
-        layer = KernelAttention(E, H, feature="favor", n_features=m, seed=0, chunk_size=chunk)
-        layer.load_state_dict(layers["favor"].state_dict())
-        layer.feature_map.set_omega(learned_omega(m, E // H))
-        layers["kernel-favor"] = layer
-    return {k: v.eval() for k, v in layers.items()}
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    ap.add_argument("--features", default="64,256", help="comma-separated m (default 64,256)")
+    ap.add_argument("--min-len", type=int, default=256)
+    ap.add_argument("--max-len", type=int, default=4096)
+    ap.add_argument("--long", action="store_true", help="extend to L = 16384 (minutes on CPU)")
+    ap.add_argument("--quick", action="store_true", help="m = 64, L = 256/1024/4096, 3 repeats")
+    ap.add_argument("--repeats", type=int, default=5, help="timed repeats (halved above 4096)")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+    ap.add_argument("--chunk-size", type=int, default=64, help="causal chunk length")
+    ap.add_argument("--no-learned", action="store_true", help="skip the kernel-favor layer")
+    ap.add_argument("--json", default=None, help="output JSON (default results/bench_attention"
+                    "[_DEVICE][_quick].json from the command line; none from Python)")  # fmt: skip
+    args = ap.parse_args(argv)
+    for name in ("min_len", "max_len", "repeats", "threads", "chunk_size"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
+    try:
+        args.ms = [int(x) for x in args.features.split(",")]
+    except ValueError:
+        raise SystemExit(
+            f"--features must be comma-separated integers, got {args.features!r}"
+        ) from None
+    if min(args.ms) < 1:
+        raise SystemExit("--features must be >= 1")
+    if args.long:
+        args.max_len = max(args.max_len, 16384)
+    if args.max_len < args.min_len:
+        raise SystemExit("--max-len must be >= --min-len")
+    if args.quick:
+        args.ms, args.repeats = args.ms[:1], min(args.repeats, 3)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device is available to torch")
+    return args
+
+
+def lengths_of(args):
+    if args.quick:
+        return [L for L in (256, 1024, 4096) if args.min_len <= L <= args.max_len] or [256]
+    out, L = [], args.min_len
+    while L <= args.max_len:
+        out.append(L)
+        L *= 2
+    return out
+
+
+def run(args, out=print) -> dict:
+    device = torch.device(args.device)
+    torch.set_num_threads(args.threads)
+    t_start = time.perf_counter()
+    lengths = lengths_of(args)
+    gen = torch.Generator().manual_seed(0)
+    deviation = check_peer(torch.device("cpu"))
+    out(
+        f"device={device} threads={args.threads} B=1 H={HEADS} d_h={HEAD_DIM} float32, "
+        f"chunk={args.chunk_size}; speed-up = t_SDPA / t (median over interleaved repeats of "
+        f"the ratio within a repeat; > 1 = faster than SDPA). plain-favor peer vs ours: max "
+        f"relative deviation {deviation:.1e} (float64)"
+    )
+    res = {"lengths": lengths, "tables": {}, "crossover": {}, "peer_deviation": deviation}
+    for m in args.ms:
+        learned = None if args.no_learned else learned_omega(m, HEAD_DIM)
+        for mode in ("bidirectional", "causal"):
+            ops = build_ops(m, mode == "causal", device, learned, args.chunk_size)
+            key = f"m={m} {mode}"
+            table = {"sdpa_seconds": [], "speedup": {n: [] for n in ops if n != "sdpa"}}
+            names = " ".join(f"{n:>13}" for n in ops if n != "sdpa")
+            out(f"\n{key}\n{'L':>6} {'SDPA s':>9} {names}")
+            for L in lengths:
+                reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
+                times, speed = time_config(ops, L, device, reps, gen)
+                table["sdpa_seconds"].append(times["sdpa"])
+                for n in table["speedup"]:
+                    table["speedup"][n].append(speed[n])
+                row = " ".join(f"{speed[n]:13.2f}" for n in table["speedup"])
+                out(f"{L:6d} {times['sdpa']:9.4f} {row}")
+            res["tables"][key] = table
+            res["crossover"][key] = {n: crossover(lengths, s) for n, s in table["speedup"].items()}
+            cross = ", ".join(f"{n} {c}" for n, c in res["crossover"][key].items())
+            out(f"  crossover L (speed-up >= 1 from there on): {cross}")
+    res["wall_seconds"] = time.perf_counter() - t_start
+    res["config"] = {k: v for k, v in vars(args).items()}
+    res["machine"] = {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "load_average_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+    load = res["machine"]["load_average_1_5_15"]
+    out(f"\nwall time {res['wall_seconds']:.0f} s; load average (1, 5, 15 min) {load}")
+    return res
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--min-len", type=int, default=128)
-    ap.add_argument("--max-len", type=int, default=16384)
-    ap.add_argument("--embed-dim", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--features", type=int, default=128, help="random features m per head")
-    ap.add_argument("--chunk-size", type=int, default=64, help="causal chunk length")
-    ap.add_argument("--repeats", type=int, default=5, help="timed repeats (L <= 4096)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--no-learned", action="store_true", help="skip the learned-Omega layer")
-    ap.add_argument(
-        "--json",
-        default=str(DEFAULT_JSON) if argv is None else None,
-        help=f"where to write the numbers (command line default: {DEFAULT_JSON.name} in "
-        "benchmarks/results; calls from Python write only when given)",
-    )
-    args = ap.parse_args(argv)
-    for name in ("min_len", "max_len", "embed_dim", "heads", "features", "repeats", "threads"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
-    if args.chunk_size < 1:
-        raise SystemExit("--chunk-size must be >= 1")
-    if args.max_len < args.min_len:
-        raise SystemExit("--max-len must be >= --min-len")
-    if args.embed_dim % args.heads:
-        raise SystemExit("--embed-dim must be divisible by --heads")
-    torch.set_num_threads(args.threads)
-    lengths = []
-    L = args.min_len
-    while L <= args.max_len:
-        lengths.append(L)
-        L *= 2
-    E, H, m = args.embed_dim, args.heads, args.features
-    layers = build_layers(E, H, m, args.chunk_size, not args.no_learned)
-    names = list(layers)
-    modes = ("bidirectional", "causal")
-    times = {mode: {k: [] for k in names} for mode in modes}
-    ratios = {mode: {k: [] for k in names if k != "softmax"} for mode in modes}
-    print(
-        f"embed_dim={E} heads={H} d_h={E // H} m={m} chunk={args.chunk_size} batch=1 "
-        f"threads={args.threads}; median seconds per forward pass, and the median over "
-        "repeats of (layer time / SDPA time) measured in the same repeat"
-    )
-    gen = torch.Generator().manual_seed(0)
-    header = f"{'L':>6} {'mode':>13} " + " ".join(f"{k:>13}" for k in names)
-    with torch.inference_mode():
-        for L in lengths:
-            x = torch.randn(1, L, E, generator=gen)
-            reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
-            for mode in modes:
-                causal = mode == "causal"
-                for layer in layers.values():  # warm-up
-                    layer(x, x, x, is_causal=causal)
-                raw = {k: [] for k in names}
-                for _ in range(reps):
-                    for k, layer in layers.items():
-                        raw[k].append(time_once(layer, x, causal))
-                for k in names:
-                    times[mode][k].append(float(np.median(raw[k])))
-                    if k != "softmax":
-                        paired = np.asarray(raw[k]) / np.asarray(raw["softmax"])
-                        ratios[mode][k].append(float(np.median(paired)))
-            if L == lengths[0]:
-                print(header)
-            for mode in modes:
-                row = " ".join(f"{times[mode][k][-1]:13.5f}" for k in names)
-                rat = " ".join(
-                    f"{'':>13}" if k == "softmax" else f"{ratios[mode][k][-1]:13.3f}" for k in names
-                )
-                print(f"{L:6d} {mode:>13} {row}", flush=True)
-                print(f"{'':6} {'  ratio':>13} {rat}", flush=True)
-    lengths_np = np.asarray(lengths, dtype=float)
-    result = {
-        "lengths": lengths,
-        "times": times,
-        "ratio_to_sdpa": ratios,
-        "crossover": {mode: {} for mode in modes},
-        "speedup_at_max_len": {mode: {} for mode in modes},
-        "slopes": {mode: {} for mode in modes},
-        "config": vars(args),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "torch": torch.__version__,
-            "threads": args.threads,
-        },
-    }
-    print(
-        "\ncrossover vs SDPA (smallest L from which the layer stays faster), speed-up at "
-        f"L = {lengths[-1]}, log-log slope of time vs L:"
-    )
-    for mode in modes:
-        for k in names:
-            slope = fit_slope(lengths_np, times[mode][k]) if len(lengths) > 1 else None
-            result["slopes"][mode][k] = slope
-            if k == "softmax":
-                continue
-            c = crossover(lengths, ratios[mode][k], [1.0] * len(lengths))
-            speed = 1.0 / ratios[mode][k][-1]
-            result["crossover"][mode][k] = c
-            result["speedup_at_max_len"][mode][k] = speed
-            cs = f"L = {c}" if c else f"not faster at L <= {lengths[-1]}"
-            sl = f"{slope:.2f}" if slope is not None else "-"
-            print(f"  {mode:>13} {k:>13}: {cs:>24}; x{speed:.2f} at {lengths[-1]}; slope {sl}")
-    if args.json:
-        path = Path(args.json)
+    args = parse(argv)
+    lines = []
+
+    def out(s):
+        print(s, flush=True)
+        lines.append(s)
+
+    res = run(args, out)
+    path = args.json
+    if path is None and argv is None:
+        suffix = ("" if args.device == "cpu" else "_" + args.device.split(":")[0])
+        suffix += "_quick" if args.quick else ""
+        path = RESULTS / f"bench_attention{suffix}.json"
+    if path:
+        path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=1))
-        print(f"\nwrote {path}")
-    return result
+        path.write_text(json.dumps(res, indent=1))
+        path.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+        out(f"wrote {path} and {path.with_suffix('.txt').name}")
+    return res
 
 
 if __name__ == "__main__":
