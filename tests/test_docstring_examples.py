@@ -24,6 +24,7 @@ MODULES = [
     "meanfield.attention.noise",
     "meanfield.attention.model",
     "meanfield.attention.training",
+    "meanfield.attention.tokenizer",
 ]
 
 

@@ -9,6 +9,15 @@ Rotten Tomatoes files), BERT pre-tokenisation (whitespace and punctuation), spec
 ``max_length``.
 
 ``tokenizers`` is an optional dependency (``pip install meanfield[nlp]``).
+
+Examples
+--------
+>>> from meanfield.attention.tokenizer import TextTokenizer
+>>> tok = TextTokenizer.train(["a fine film", "a dull film", "fine acting"], vocab_size=40,
+...                           min_frequency=1)
+>>> enc = tok.encode(["a fine film"], ["dull acting"], max_length=8)
+>>> enc["segment_ids"]
+array([[0, 0, 0, 0, 0, 1, 1, 1]])
 """
 
 from __future__ import annotations
@@ -41,13 +50,39 @@ def _tokenizers():
 
 class EncodedBatch(dict):
     """Token ids as arrays: ``input_ids``, ``segment_ids`` (int64, shape (n, max_length)),
-    ``padding_mask`` (bool, True = padding) and ``lengths`` (int64, shape (n,))."""
+    ``padding_mask`` (bool, True = padding) and ``lengths`` (int64, shape (n,)).
+
+    A plain ``dict`` subclass, returned by :meth:`TextTokenizer.encode`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.attention.tokenizer import EncodedBatch
+    >>> batch = EncodedBatch(input_ids=np.array([[2, 7, 3, 0]]), lengths=np.array([3]))
+    >>> sorted(batch)
+    ['input_ids', 'lengths']
+    """
 
 
 class TextTokenizer:
     """WordPiece tokenizer: train on texts, encode single sentences or pairs.
 
     Use :meth:`train` or :meth:`load` to build one.
+
+    Parameters
+    ----------
+    tokenizer : tokenizers.Tokenizer
+        A Hugging Face tokenizer with the BERT conventions of this module (what
+        :meth:`train` and :meth:`load` pass).
+
+    Examples
+    --------
+    >>> from meanfield.attention.tokenizer import TextTokenizer
+    >>> tok = TextTokenizer.train(["a fine film", "a dull film"], vocab_size=40,
+    ...                           min_frequency=1)
+    >>> enc = tok.encode(["A fine film!"], max_length=6)
+    >>> int(enc["input_ids"][0, 0]), enc["lengths"].tolist()  # [CLS] a fine film ! [SEP]
+    (2, [6])
     """
 
     def __init__(self, tokenizer):
@@ -67,6 +102,25 @@ class TextTokenizer:
             Upper bound on the vocabulary size (>= 10, special tokens included).
         min_frequency : int
             Minimum count of a merged piece (>= 1).
+
+        Returns
+        -------
+        TextTokenizer
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``vocab_size`` < 10 or ``min_frequency`` < 1.
+        ValueError
+            ``texts`` is empty.
+        ImportError
+            ``tokenizers`` is not installed.
+
+        Examples
+        --------
+        >>> from meanfield.attention.tokenizer import TextTokenizer
+        >>> TextTokenizer.train(["a fine film"] * 3, vocab_size=30).vocab_size <= 30
+        True
         """
         vocab_size = check_int("vocab_size", vocab_size, minimum=10)
         min_frequency = check_int("min_frequency", min_frequency, minimum=1)
@@ -98,7 +152,33 @@ class TextTokenizer:
 
     @classmethod
     def load(cls, path) -> TextTokenizer:
-        """Load a tokenizer saved by :meth:`save` (a ``tokenizers`` JSON file)."""
+        """Load a tokenizer saved by :meth:`save` (a ``tokenizers`` JSON file).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The JSON file.
+
+        Returns
+        -------
+        TextTokenizer
+
+        Raises
+        ------
+        FileNotFoundError
+            ``path`` is not a file.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meanfield.attention.tokenizer import TextTokenizer
+        >>> tok = TextTokenizer.train(["a fine film"], vocab_size=30, min_frequency=1)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "tok.json")
+        ...     tok.save(path)
+        ...     TextTokenizer.load(path).vocab_size == tok.vocab_size
+        True
+        """
         tk = _tokenizers()
         path = Path(path)
         if not path.is_file():
@@ -106,12 +186,19 @@ class TextTokenizer:
         return cls(tk.Tokenizer.from_file(str(path)))
 
     def save(self, path) -> None:
-        """Write the tokenizer as JSON to ``path``."""
+        """Write the tokenizer as JSON to ``path`` (parent folders are created).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file; see :meth:`load` for an example.
+        """
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._tok.save(str(path))
 
     @property
     def vocab_size(self) -> int:
+        """Number of token ids, special tokens included."""
         return self._tok.get_vocab_size()
 
     def encode(
@@ -132,6 +219,24 @@ class TextTokenizer:
         EncodedBatch
             ``input_ids``, ``segment_ids`` of shape (n, max_length); ``padding_mask`` (True =
             padding) and ``lengths`` (n,).
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``max_length`` below the minimum.
+        ValueError
+            ``text_b`` of another length than ``text_a``.
+
+        Examples
+        --------
+        Pairs are ``[CLS] a [SEP] b [SEP]``, truncated longest-first:
+
+        >>> from meanfield.attention.tokenizer import TextTokenizer
+        >>> tok = TextTokenizer.train(["a fine film", "a dull film"], vocab_size=40,
+        ...                           min_frequency=1)
+        >>> enc = tok.encode(["a fine film", "a film"], ["dull", "fine"], max_length=6)
+        >>> enc["lengths"], enc["padding_mask"][1]
+        (array([6, 6]), array([False, False, False, False, False, False]))
         """
         minimum = 5 if text_b is not None else 3
         max_length = check_int("max_length", max_length, minimum=minimum)
