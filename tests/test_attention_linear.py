@@ -399,3 +399,109 @@ def test_input_dtype_must_match_the_parameters_outside_autocast():
         xb = x.bfloat16()
         out, _ = attn(xb, xb, xb)
     assert torch.isfinite(out).all()
+
+
+# -- the chunked causal path against the direct masked O(L^2) computation ------------------
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_causal_matches_masked_quadratic_for_any_chunk(kind):
+    """float64, several chunks, chunk sizes that do not divide L (and one longer than L),
+    padding inside and at the end: the chunked prefix sums equal the direct masked sum over
+    the L x L kernel to float64 rounding (rtol 1e-10: a few hundred roundings of 1.1e-16)."""
+    q, k, v = _qkv(2, 150, 3, 8, 5, seed=11)
+    mask = torch.zeros(2, 150, dtype=torch.bool)
+    mask[0, 40:47] = True  # padding inside a chunk
+    mask[1, 120:] = True  # right padding
+    fm = make_feature_map(kind, 8, 12, seed=4)
+    ref = _direct(q, k, v, fm, mask, causal=True)
+    for chunk in (1, 7, 13, 64, 149, 400):
+        out = kernel_attention(
+            q, k, v, fm, key_padding_mask=mask, causal=True, eps=0.0, chunk_size=chunk
+        )
+        torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
+        # the same through precomputed features (linear_attention's own chunked path)
+        lin = linear_attention(
+            fm.transform(q), fm.transform(k), v, key_padding_mask=mask, causal=True,
+            log_space=fm.log_space, eps=0.0, chunk_size=chunk,
+        )  # fmt: skip
+        torch.testing.assert_close(lin, ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_causal_float32_close_to_float64(kind):
+    """float32 against the float64 direct computation, L = 300 with chunks of 64: the error is
+    rounding of O(m + C) float32 terms per output (2^-24 each, relative), so rtol 1e-4 with
+    atol 1e-5 on values of order 1 holds with margin."""
+    q, k, v = _qkv(1, 300, 2, 16, 4, seed=12)
+    fm = make_feature_map(kind, 16, 32, seed=1)
+    ref = _direct(q, k, v, fm, causal=True)
+    out = kernel_attention(q.float(), k.float(), v.float(), fm, causal=True, eps=0.0)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, ref.float(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["favor", "porf"])
+def test_causal_eps_is_relative_and_rows_without_keys_are_zero(kind):
+    """For positive features eps is relative to K(q_t, k_t) <= the denominator, so it moves an
+    output by a relative amount <= eps (here 1e-3), and a query that sees no real key (left
+    padding) gets 0 instead of NaN."""
+    q, k, v = _qkv(1, 90, 2, 8, 3, seed=13)
+    mask = torch.zeros(1, 90, dtype=torch.bool)
+    mask[0, :5] = True
+    fm = make_feature_map(kind, 8, 16, seed=2)
+    ref = kernel_attention(q, k, v, fm, key_padding_mask=mask, causal=True, eps=0.0)
+    out = kernel_attention(q, k, v, fm, key_padding_mask=mask, causal=True, eps=1e-3)
+    assert torch.equal(out[:, :5], torch.zeros_like(out[:, :5]))
+    assert ref[:, :5].isnan().all()  # 0 / 0 without eps, as for a fully padded sequence
+    rel = ((out[:, 5:] - ref[:, 5:]).abs() / ref[:, 5:].abs().clamp_min(1e-12)).max()
+    assert 0 < rel <= 1e-3 * (1 + 1e-9)
+    torch.testing.assert_close(out[:, 5:], _direct(q, k, v, fm, mask, True)[:, 5:], rtol=1e-3,
+                               atol=0)  # fmt: skip
+
+
+def test_causal_never_forms_a_length_by_length_tensor():
+    """Record the shape of every tensor the causal path creates (a dispatch-mode hook): none
+    has two dimensions of size >= L, and the largest grows linearly with L."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Shapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.shapes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            res = func(*args, **(kwargs or {}))
+            for t in res if isinstance(res, tuple | list) else (res,):
+                if torch.is_tensor(t):
+                    self.shapes.append(tuple(t.shape))
+            return res
+
+    largest = {}
+    for L in (1024, 2048):
+        q, k, v = _qkv(1, L, 2, 8, 4, seed=14, dtype=torch.float32)
+        for kind in FEATURE_KINDS:
+            fm = make_feature_map(kind, 8, 8, seed=0)
+            with torch.no_grad(), Shapes() as rec:
+                kernel_attention(q, k, v, fm, causal=True, chunk_size=64)
+            assert rec.shapes
+            for shape in rec.shapes:
+                assert sum(s >= L for s in shape) <= 1, (kind, L, shape)
+            largest[kind, L] = max(math.prod(s) for s in rec.shapes)
+    for kind in FEATURE_KINDS:
+        assert largest[kind, 2048] <= 2 * largest[kind, 1024], kind
+
+
+def test_bench_attention_peer_is_causal_favor():
+    """The benchmark's plain chunked-cumsum peer computes the same causal FAVOR+ as ours (so
+    the speed comparison is like for like), and the crossover rule is 'from there on'."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_attention.py"
+    spec = importlib.util.spec_from_file_location("bench_attention", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.check_peer(torch.device("cpu")) < 1e-12
+    assert bench.crossover([256, 512, 1024, 2048], [0.5, 1.2, 0.9, 1.5]) == 2048
+    assert bench.crossover([256, 512], [0.5, 0.9]) is None
