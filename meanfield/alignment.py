@@ -95,6 +95,19 @@ def alignment_parts(phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor):
     return S, P, num, Gn
 
 
+def _check_shapes(phi, U, w) -> None:
+    """phi (..., N, n) floating, U (n, r), w (r,): raise naming what does not fit."""
+    if not (torch.is_tensor(phi) and phi.is_floating_point() and phi.ndim >= 2):
+        raise ValueError(f"phi must be a floating tensor of shape (..., N, n), got {phi!r:.60}")
+    if U.ndim != 2 or U.shape[0] != phi.shape[-1]:
+        raise ValueError(
+            f"U must have shape (n, r) with n = phi.shape[-1] = {phi.shape[-1]}, "
+            f"got {tuple(U.shape)}"
+        )
+    if w.shape != (U.shape[1],):
+        raise ValueError(f"w must have shape (r,) = ({U.shape[1]},), got {tuple(w.shape)}")
+
+
 def cristianini_alignment(
     phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor, *, centred: bool = False
 ) -> torch.Tensor:
@@ -110,6 +123,11 @@ def cristianini_alignment(
     centred : bool
         Centre features and factors over the data points first (Cortes et al. 2012).
 
+    Raises
+    ------
+    ValueError
+        If phi is not a floating tensor of at least 2 dimensions, or U, w do not fit it.
+
     Returns
     -------
     tensor of shape (...)
@@ -122,6 +140,8 @@ def cristianini_alignment(
     >>> float(cristianini_alignment(y.T, y, torch.ones(1)))  # K = T
     1.0
     """
+    _check_shapes(phi, U, w)
+    U, w = U.to(phi.dtype), w.to(phi.dtype)  # the features set the precision
     if centred:
         phi = phi - phi.mean(-1, keepdim=True)
         U = U - U.mean(0, keepdim=True)

@@ -119,3 +119,18 @@ def test_shared_cristianini_alignment_matches_dense(N, centred, rng):
     zero = torch.zeros(N, n, dtype=torch.float64)
     zero = cristianini_alignment(zero, torch.tensor(U), torch.tensor(w))
     assert float(zero) == 0.0  # a zero kernel: 0, not NaN
+
+
+def test_shared_alignment_names_the_misfit_argument():
+    from meanfield.alignment import cristianini_alignment
+
+    phi, U, w = torch.ones(3, 5, dtype=torch.float64), torch.ones(5, 2), torch.ones(2)
+    assert torch.isfinite(cristianini_alignment(phi, U, w))  # float32 factors follow phi
+    for args, match in [
+        ((torch.ones(5, dtype=torch.float64), U, w), "phi must be"),
+        ((torch.ones(3, 5, dtype=torch.long), U, w), "phi must be"),
+        ((phi, torch.ones(4, 2), w), "U must have shape"),
+        ((phi, U, torch.ones(3)), "w must have shape"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            cristianini_alignment(*args)
