@@ -105,6 +105,23 @@ def plain_chunked_favor(q, k, v, omega, chunk: int = 64, eps: float = 1e-6):
     return (num / (den[..., None] + eps)).reshape(b, h, L, -1)
 
 
+def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64) -> float:
+    """Multiply-adds of ours over SDPA's, per head (the arithmetic bound on the speed-up).
+
+    Ours: features ``2 d m`` per token (``d m`` for each of q, k; softmaxfeat computes ``m``
+    products and uses ``2 m`` features), state ``2 m' (d + 1)`` (``phi(K)^T [V, 1]`` and
+    ``phi(Q) S``), causal in-chunk block ``C (m' + d + 1)``. SDPA: ``L^2 d`` causal (lower
+    triangle of ``Q K^T`` and of ``P V``), ``2 L^2 d`` bidirectional.
+    """
+    d = HEAD_DIM
+    if name in ("sdpa",):
+        return 1.0
+    m_eff = 2 * m if name == "softmaxfeat" else m
+    ours = 2 * d * m + 2 * m_eff * (d + 1) + (chunk * (m_eff + d + 1) if causal else 0)
+    sdpa = L * d * (1 if causal else 2)
+    return ours / sdpa
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -248,6 +265,15 @@ def run(args, out=print) -> dict:
                 out(f"{L:6d} {times['sdpa']:9.4f} {row}")
             res["tables"][key] = table
             res["crossover"][key] = {n: crossover(lengths, s) for n, s in table["speedup"].items()}
+            table["flop_ratio"] = {
+                n: [flop_ratio(n, m, L, mode == "causal", args.chunk_size) for L in lengths]
+                for n in ("favor", "porf-softplus", "softmaxfeat")
+            }
+            fr = "; ".join(
+                f"{n} " + " ".join(f"{r:.2f}" for r in table["flop_ratio"][n])
+                for n in table["flop_ratio"]
+            )
+            out(f"  multiply-adds ours / SDPA at each L: {fr}")
             cross = ", ".join(f"{n} {c}" for n, c in res["crossover"][key].items())
             out(f"  crossover L (speed-up >= 1 from there on): {cross}")
     res["wall_seconds"] = time.perf_counter() - t_start
