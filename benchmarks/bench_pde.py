@@ -5,9 +5,15 @@ Three measurements, printed side by side as medians over repeats:
 1. grid steps per second for p = 1 (M = 256 … 4096 cells) and p = 2 (64² … 512²), with and
    without the nonlocal (FFT, log-kernel) term, and the fitted exponent b of
    time per step ∝ (M log M)^b (b ≈ 1 expected once the fixed per-step overhead is amortised);
-2. the Ornstein–Uhlenbeck Fokker–Planck problem solved by py-pde (a benchmark-only
-   dependency: ``pip install py-pde``) and by meanfield to the same L1 accuracy at t = 1,
-   with the time ratio; meanfield also keeps ρ ≥ 0 and the free-energy decay;
+2. time to accuracy on the Ornstein–Uhlenbeck Fokker–Planck problem (L1 error against the
+   exact density at t = 1, targets 1e-3 … 1e-6): meanfield's explicit SG (compiled loop)
+   and second-order implicit ``sg-mprk22`` swept over grids and steps, against py-pde's
+   compiled explicit stepper (a benchmark-only dependency: ``pip install ".[bench]"``) swept
+   over grids, both in this run; the fastest run meeting each target, the ratio, and the
+   ratio interpolated on each solver's error–time Pareto front; plus the cost of one
+   implicit step against a plain ``solve_banded`` (M = 1024 … 16384).  Writes
+   ``benchmarks/results/pde_ou.{json,md}`` (about 15 minutes, most of it py-pde's numba
+   compilation, ≈ 25 s per grid size);
 3. W2 between N particles and a 2D grid density: exact ``ot.emd2`` (time and peak memory, each
    case in a fresh subprocess) and sliced W2, including N = 10⁴ on a 128² grid; this
    measurement sets ``meanfield.diagnostics.EXACT_MAX_PAIRS``;
@@ -73,15 +79,12 @@ def step_rate(dim: int, n: int, nonlocal_term: bool, scheme: str, steps: int, re
     eq = McKeanVlasov(Energy(terms, dom), g, 10.0, scheme=scheme)
     setup = time.perf_counter() - t0
     rho0 = Density.gaussian(g, 0.0, 0.5).data
-    ge, sch = eq.grid_energy, eq.scheme
 
     def run():
         rho = rho0
         for _ in range(steps):
-            U = ge.potential(rho)
-            out, inn, dt = sch.prepare(rho, U, g, eq.beta, ge.pair_stiffness * rho.max())
-            dt *= 0.5
-            rho = sch.advance(rho, U, g, eq.beta, dt, out, inn)
+            plan = eq.prepare_step(rho)  # potential, fluxes, CFL bound
+            rho = eq.advance(rho, 0.5 * plan.dt_stable, plan)
 
     run()  # warm-up (allocations, FFT plans)
     per_step = _median_time(run, repeats) / steps
@@ -105,57 +108,66 @@ def fit_mlogm(rows):
 
 
 # ------------------------------------------------------------------------------------------
-# 2. OU: py-pde vs meanfield at equal accuracy
+# 2. OU: time to accuracy, meanfield vs py-pde's compiled explicit stepper
 # ------------------------------------------------------------------------------------------
 OU = {"L": 5.0, "beta": 1.0, "m0": 1.0, "s0": 0.5, "T": 1.0}
+#: L1 accuracies at which the solvers are compared (issue 13: every accuracy 1e-3 … 1e-6).
+TARGETS = (1e-3, 3e-4, 1e-4, 3e-5, 1e-5, 3e-6, 1e-6)
 
 
-def _ou_exact_point(x, t):
+def _ou_moments(t):
     m = OU["m0"] * math.exp(-t)
     v = 1 / OU["beta"] + (OU["s0"] ** 2 - 1 / OU["beta"]) * math.exp(-2 * t)
-    return np.exp(-((x - m) ** 2) / (2 * v)) / math.sqrt(2 * math.pi * v), m, v
+    return m, v
 
 
-def _call_and_marginal(solve_to, repeats):
-    """Median wall time of a solve to T, and of the same solve to T/1000 (fixed costs)."""
-    full = _median_time(lambda: solve_to(OU["T"]), repeats)
-    tiny = _median_time(lambda: solve_to(OU["T"] / 1000), repeats)
-    return full, max(full - tiny, 0.0)
+def _adaptive_median(fn, first: float, budget: float = 1.5, most: int = 7) -> float:
+    """Median over as many repeats as fit in ``budget`` seconds (at least 1, at most 7)."""
+    return _median_time(fn, max(1, min(most, int(budget / max(first, 1e-6)))))
 
 
-def ou_meanfield(n: int, scheme: str, repeats: int):
+def ou_meanfield(n: int, scheme: str, dt: float | None = None):
+    """One meanfield run on the OU problem: L1 error at T and the time of a whole solve call.
+
+    ``call_s`` is the median wall time of ``eq.solve`` (validation, guard, trackers, result);
+    ``stepping_s`` subtracts the same call to T/1000 (the fixed cost).
+    """
     dom = Box(1, OU["L"])
     g = Grid(dom, n)
     eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], dom), g, OU["beta"], scheme=scheme)
     rho0 = Density.gaussian(g, OU["m0"], OU["s0"])
-    box = {}
-
-    def solve_to(T):
-        # 0.9 of the positivity bound, as py-pde runs at 0.9 of its stability bound
-        box["res"] = eq.solve(rho0, T, safety=0.9)
-
-    solve_to(OU["T"])
-    res = box["res"]
-    _, m, v = _ou_exact_point(0.0, OU["T"])
+    kw = {"safety": 0.9} if dt is None else {"dt": dt}  # py-pde runs at 0.9 of its bound
+    t0 = time.perf_counter()
+    res = eq.solve(rho0, OU["T"], **kw)  # warm-up: compiled loops (disk cache), face rates
+    first = time.perf_counter() - t0
+    m, v = _ou_moments(OU["T"])
     exact = Density.gaussian(g, m, math.sqrt(v), normalise=False).data
     err = float(np.abs(res.state.data - exact).sum() * g.h[0])
-    full, marginal = _call_and_marginal(solve_to, repeats)
+    call = _adaptive_median(lambda: eq.solve(rho0, OU["T"], **kw), first)
+    tiny = _adaptive_median(lambda: eq.solve(rho0, OU["T"] / 1000, **kw), 1e-4)
     return {
         "solver": f"meanfield {scheme}",
         "n": n,
+        "dt": dt if dt is not None else float(res.dt_max),
         "L1": err,
-        "s": full,
-        "s_step": marginal,
+        "call_s": call,
+        "stepping_s": max(call - tiny, 1e-7),
         "steps": res.n_steps,
         "min_rho": float(res.state.data.min()),
     }
 
 
-def ou_pypde(n: int, repeats: int, long: float = 200.0):
-    """py-pde, explicit Euler (numba backend) at 0.45 × its stability limit h²β/2."""
+def ou_pypde(n: int):
+    """py-pde's explicit Euler stepper (numba backend) at 0.9 × its stability limit h²β/2.
+
+    The stepper is py-pde's compiled inner loop (``ExplicitSolver.make_stepper``), timed after
+    its compilation (``compile_s``, paid once per grid size) and without py-pde's per-call
+    set-up; the error is taken against the exact density at the time the stepper stopped.
+    """
     import warnings
 
     import pde
+    from pde.solvers import ExplicitSolver
 
     L = OU["L"]
     h = 2 * L / n
@@ -165,39 +177,210 @@ def ou_pypde(n: int, repeats: int, long: float = 200.0):
     state = pde.ScalarField(grid, c0 / (c0.sum() * h))
     # ∂_t c = β⁻¹ c'' + (x c)' with zero-derivative walls (the tails are < 1e-20 there)
     eq = pde.PDE({"c": f"{1 / OU['beta']} * laplace(c) + c + x * d_dx(c)"}, bc={"derivative": 0})
-    box = {}
+    dt = 0.9 * h * h * OU["beta"] / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        stepper = ExplicitSolver(eq, backend="numba").make_stepper(state, dt=dt)
+        field = state.copy()
+        t_final = stepper(field, 0.0, OU["T"])  # first call: the rest of the compilation
+        compile_s = time.perf_counter() - t0
 
-    def solve_to(T):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            box["res"] = eq.solve(
-                state, t_range=T, tracker=None, solver="explicit", dt=0.9 * h * h * OU["beta"] / 2
-            )
+        def run():
+            stepper(state.copy(), 0.0, OU["T"])
 
-    solve_to(OU["T"])  # numba compilation
-    exact, _, _ = _ou_exact_point(x, OU["T"])
-    data = box["res"].data
-    err = float(np.abs(data - exact).sum() * h)
-    full = _median_time(lambda: solve_to(OU["T"]), repeats)
-    # py-pde pays ~2 s of set-up per solve call, which hides the stepping cost of one time
-    # unit: measure the stepping over ``long`` time units and divide
-    tiny = _median_time(lambda: solve_to(OU["T"] / 1000), repeats)
-    marginal = max(_median_time(lambda: solve_to(long * OU["T"]), 1) - tiny, 0.0) / long
+        call = _adaptive_median(run, compile_s / 10)
+    m, v = _ou_moments(t_final)
+    exact = np.exp(-((x - m) ** 2) / (2 * v)) / math.sqrt(2 * math.pi * v)
     return {
-        "solver": "py-pde euler",
+        "solver": "py-pde explicit (numba)",
         "n": n,
-        "L1": err,
-        "s": full,
-        "s_step": marginal,
-        "steps": int(round(OU["T"] / (0.45 * h * h))),
-        "min_rho": float(data.min()),
+        "dt": dt,
+        "L1": float(np.abs(field.data - exact).sum() * h),
+        "call_s": call,
+        "stepping_s": call,
+        "steps": int(round(t_final / dt)),
+        "min_rho": float(field.data.min()),
+        "compile_s": compile_s,
+        "t_final": float(t_final),
     }
 
 
-def at_accuracy(rows, target, key="s"):
-    """The fastest row (by ``key``) whose L1 error is ≤ target (None if none reaches it)."""
+def pareto(rows, key="call_s") -> list:
+    """Runs no other run beats in both error and time, sorted by error (time decreasing)."""
+    front, best = [], math.inf
+    for r in sorted(rows, key=lambda r: (r["L1"], r[key])):
+        if r[key] < best:
+            front.append(r)
+            best = r[key]
+    return front
+
+
+def time_at_accuracy(rows, target: float, key: str = "call_s"):
+    """(fastest run with L1 ≤ target or None, time interpolated on the Pareto front).
+
+    The interpolation is linear in log(time) against log(L1) between the two front runs
+    that bracket the target: the cost of a run of error exactly ``target``, which removes
+    the bias of a coarse sweep (a run much more accurate than asked for).
+    """
     ok = [r for r in rows if r["L1"] <= target]
-    return min(ok, key=lambda r: r[key]) if ok else None
+    best = min(ok, key=lambda r: r[key]) if ok else None
+    if best is None:
+        return None, math.nan
+    front = pareto(rows, key)
+    for lo, hi in zip(front, front[1:], strict=False):
+        if lo["L1"] <= target < hi["L1"]:
+            slope = math.log(hi[key] / lo[key]) / math.log(hi["L1"] / lo["L1"])
+            return best, lo[key] * (target / lo["L1"]) ** slope
+    return best, best[key]
+
+
+OU_SWEEPS = {
+    "sg": [48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072],
+    "mprk": [64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096],
+    "dts": [0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125, 0.0015625],
+    "pypde": [96, 128, 181, 256, 362, 512, 724, 1024, 1448, 2048, 2896, 4096, 5792],
+    "implicit_step": [1024, 2048, 4096, 8192, 16384],
+}
+OU_SWEEPS_QUICK = {
+    "sg": [64, 128, 256],
+    "mprk": [64, 128, 256],
+    "dts": [0.1, 0.025],
+    "pypde": [96, 181],
+    "implicit_step": [1024, 4096],
+}
+
+
+def _ou_sweeps(sweeps: dict, skip_pypde: bool):
+    rows = [ou_meanfield(n, "sg") for n in sweeps["sg"]]
+    rows += [ou_meanfield(n, "sg-mprk22", dt) for n in sweeps["mprk"] for dt in sweeps["dts"]]
+    pp = [] if skip_pypde else [ou_pypde(n) for n in sweeps["pypde"]]
+    return rows, pp
+
+
+def banded_step_scaling(sizes=(1024, 2048, 4096, 8192, 16384)) -> list:
+    """Seconds per implicit-Euler SG step against a plain ``scipy.linalg.solve_banded`` step
+    with precomputed coefficients (the reference of issue 13), and per MPRK22 step."""
+    return [_implicit_step_times(M) for M in sizes]
+
+
+def _implicit_step_times(M: int) -> dict:
+    from scipy.linalg import solve_banded
+
+    from meanfield.pde.flux import ScharfetterGummel, ScharfetterGummelMPRK
+
+    g = Grid(Box(1, OU["L"]), M)
+    U = 0.5 * g.centers[:, 0] ** 2
+    rho = Density.gaussian(g, OU["m0"], OU["s0"]).data
+    sg, mp, dt = ScharfetterGummel(implicit=True), ScharfetterGummelMPRK(), 0.01
+    ((c_lr, c_rl),) = sg.face_rates(U, g, OU["beta"])
+    ab = np.zeros((3, M))
+    ab[1] = 1.0
+    ab[1, :-1] += dt * c_lr
+    ab[1, 1:] += dt * c_rl
+    ab[0, 1:] = -dt * c_rl
+    ab[2, :-1] = -dt * c_lr
+    reps = 200 if M <= 4096 else 50
+    t_ref = _median_time(lambda: [solve_banded((1, 1), ab, rho) for _ in range(reps)], 5)
+    t_ie = _median_time(lambda: [sg.advance(rho, U, g, 1.0, dt) for _ in range(reps)], 5)
+    t_mp = _median_time(lambda: [mp.advance(rho, U, g, 1.0, dt) for _ in range(reps)], 5)
+    t_frozen = _median_time(lambda: sg.advance_frozen(rho, U, g, 1.0, dt, reps), 5)
+    return {
+        "M": M,
+        "solve_banded_s": t_ref / reps,
+        "implicit_euler_s": t_ie / reps,
+        "implicit_euler_batched_s": t_frozen / reps,
+        "mprk22_s": t_mp / reps,
+    }
+
+
+def ou_markdown(meta, table, scaling) -> str:
+    lines = [
+        "OU Fokker–Planck to t = 1 on [−5, 5] (β = 1, ρ0 = N(1, 0.5²)); L1 error against the "
+        "exact density. meanfield: whole `eq.solve` calls (validation, guard, result); py-pde: "
+        "its compiled explicit stepper alone (numba, 0.9 × its stability limit, after "
+        f"compilation). Medians of repeats; {meta['machine_note']}.",
+        "",
+        "| L1 target | meanfield fastest run | time | py-pde fastest run | time | ratio (runs) "
+        "| ratio (Pareto interp.) | ratio (stepping) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table:
+        lines.append(
+            f"| {r['target']:.0e} | {r['mf_run']} | {r['mf_s']:.3g} s | {r['pp_run']} | "
+            f"{r['pp_s']:.3g} s | {r['ratio_runs']:.1f} | {r['ratio_interp']:.1f} | "
+            f"{r['ratio_stepping']:.1f} |"
+        )
+    lines += [
+        "",
+        "Implicit step cost (1D, one step; plain `solve_banded` with precomputed coefficients "
+        "as the reference):",
+        "",
+        "| M | solve_banded | sg-implicit step | sg-implicit, batched | sg-mprk22 step |",
+        "|---|---|---|---|---|",
+    ]
+    for r in scaling:
+        lines.append(
+            f"| {r['M']} | {r['solve_banded_s'] * 1e6:.1f} µs | "
+            f"{r['implicit_euler_s'] * 1e6:.1f} µs | "
+            f"{r['implicit_euler_batched_s'] * 1e6:.1f} µs | {r['mprk22_s'] * 1e6:.1f} µs |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _label(r) -> str:
+    if r is None:
+        return "not reached"
+    name = r["solver"].replace("meanfield ", "").replace(" (numba)", "")
+    extra = f", dt={r['dt']:.3g}" if "mprk" in name else ""
+    return f"{name} n={r['n']}{extra}"
+
+
+def section_ou(quick: bool, skip_pypde: bool = False, out=None, sweeps=None) -> dict:
+    """Time to accuracy on the OU problem; prints the table, writes ``out``.{json,md}.
+
+    ``sweeps`` overrides :data:`OU_SWEEPS` (grids, steps, py-pde grids, implicit-step sizes).
+    """
+    print("\n== 2. OU Fokker-Planck to t = 1: time to accuracy, meanfield vs py-pde ==")
+    start = time.perf_counter()
+    meta = machine_info()
+    sweeps = sweeps or (OU_SWEEPS_QUICK if quick else OU_SWEEPS)
+    rows, pp = _ou_sweeps(sweeps, skip_pypde)
+    table = []
+    for target in TARGETS:
+        a, ta = time_at_accuracy(rows, target)
+        b, tb = time_at_accuracy(pp, target)
+        a2, _ = time_at_accuracy(rows, target, "stepping_s")
+        row = {
+            "target": target,
+            "mf_run": _label(a),
+            "mf_s": a["call_s"] if a else math.nan,
+            "pp_run": _label(b),
+            "pp_s": b["call_s"] if b else math.nan,
+            "ratio_runs": b["call_s"] / a["call_s"] if a and b else math.nan,
+            "ratio_interp": tb / ta if a and b else math.nan,
+            "ratio_stepping": b["stepping_s"] / a2["stepping_s"] if a2 and b else math.nan,
+        }
+        table.append(row)
+    scaling = banded_step_scaling(sweeps["implicit_step"])
+    meta.update(
+        wall_s=time.perf_counter() - start,
+        loadavg_end=list(os.getloadavg()),
+        machine_note=(
+            f"{meta['cpu_count']} CPUs shared with other jobs (load {os.getloadavg()[0]:.1f}), "
+            f"wall time {time.perf_counter() - start:.0f} s"
+        ),
+    )
+    md = ou_markdown(meta, table, scaling)
+    print(md)
+    payload = {"meta": meta, "table": table, "meanfield": rows, "pypde": pp}
+    payload["implicit_step"] = scaling
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(payload, indent=1))
+        out.with_suffix(".md").write_text(md)
+    return payload
 
 
 # ------------------------------------------------------------------------------------------
@@ -504,38 +687,6 @@ def section_steps(quick: bool, rep: int) -> None:
         )
 
 
-def section_ou(quick: bool, rep: int) -> None:
-    print("\n== 2. OU Fokker-Planck to t = 1 on [-5, 5]: equal L1 accuracy ==")
-    rows = []
-    for n in [64, 128, 256] if quick else [48, 64, 96, 128, 192, 256, 384]:
-        for scheme in ("upwind", "sg", "sg-implicit"):
-            rows.append(ou_meanfield(n, scheme, rep))
-        rows.append(ou_pypde(n, 3))
-    print("time s: one solve call (median); stepping s: minus the same call to T/1000")
-    print(
-        f"{'solver':<22} {'n':>5} {'L1 error':>10} {'time s':>9} {'stepping s':>11} {'min rho':>10}"
-    )
-    for r in sorted(rows, key=lambda r: (r["solver"], r["n"])):
-        print(
-            f"{r['solver']:<22} {r['n']:>5} {r['L1']:>10.2e} {r['s']:>9.4f} "
-            f"{r['s_step']:>11.4f} {r['min_rho']:>10.2e}"
-        )
-    mf = [r for r in rows if r["solver"].startswith("meanfield")]
-    pp = [r for r in rows if r["solver"].startswith("py-pde")]
-    print(
-        f"\n{'target L1':>9} | {'meanfield fastest (call)':>32} | {'py-pde (call)':>16} | "
-        f"{'ratio call':>10} | {'ratio stepping':>14}"
-    )
-    for target in (3e-3, 1e-3, 3e-4, 1e-4):
-        a, b = at_accuracy(mf, target), at_accuracy(pp, target)
-        a2, b2 = at_accuracy(mf, target, "s_step"), at_accuracy(pp, target, "s_step")
-        fa = f"{a['solver']} n={a['n']} {a['s']:.4f}s" if a else "not reached"
-        fb = f"n={b['n']} {b['s']:.3f}s" if b else "not reached"
-        r1 = f"{b['s'] / a['s']:.1f}" if a and b else "-"
-        r2 = f"{b2['s_step'] / max(a2['s_step'], 1e-6):.1f}" if a2 and b2 else "-"
-        print(f"{target:>9.0e} | {fa:>32} | {fb:>16} | {r1:>10} | {r2:>14}")
-
-
 def section_w2(quick: bool, emd_timeout: float) -> None:
     print("\n== 3. W2 particles vs 2D grid density (fresh process per case) ==")
     cases = [(1000, 32), (1000, 64), (2000, 64), (4000, 64)]
@@ -641,8 +792,8 @@ def main(argv=None):
     sections = {int(x) for x in args.sections.split(",")}
     if 1 in sections:
         section_steps(args.quick, rep)
-    if 2 in sections and not args.skip_pypde:
-        section_ou(args.quick, rep)
+    if 2 in sections:
+        section_ou(args.quick, args.skip_pypde, None if args.quick else RESULTS / "pde_ou")
     if 3 in sections:
         section_w2(args.quick, args.emd_timeout)
     if 5 in sections:

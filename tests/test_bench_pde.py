@@ -32,3 +32,28 @@ def test_grid3d_section_measures_and_writes(tmp_path):
     assert saved["rows"][0]["n"] == 8
     md = out.with_suffix(".md").read_text()
     assert "| 8³ | 15×15×15 |" in md and "β = ∞ equilibrium" in md
+
+
+def test_time_to_accuracy_interpolates_on_the_pareto_front():
+    bench = _load(ROOT / "benchmarks" / "bench_pde.py", "bench_pde")
+    # a solver whose time is exactly t = e^(-1.5): the interpolation must recover it
+    rows = [{"L1": e, "call_s": e**-1.5} for e in (1e-2, 1e-3, 1e-4)]
+    rows.append({"L1": 5e-3, "call_s": 1e6})  # dominated: not on the front
+    assert [r["L1"] for r in bench.pareto(rows)] == [1e-4, 1e-3, 1e-2]
+    best, t = bench.time_at_accuracy(rows, 3e-4)
+    assert best["L1"] == 1e-4 and abs(t - 3e-4**-1.5) < 1e-9 * t
+    assert bench.time_at_accuracy(rows, 1e-5)[0] is None  # no run reaches it
+
+
+def test_ou_section_measures_both_solvers(tmp_path):
+    bench = _load(ROOT / "benchmarks" / "bench_pde.py", "bench_pde")
+    sweeps = {"sg": [48, 96], "mprk": [64], "dts": [0.1], "pypde": [], "implicit_step": [256]}
+    res = bench.section_ou(False, skip_pypde=True, out=tmp_path / "ou", sweeps=sweeps)
+    by = {(r["solver"], r["n"]): r for r in res["meanfield"]}
+    # the exact-OU L1 error of SG is second order in h: 48 -> 96 cells gains about 4x
+    ratio = by[("meanfield sg", 48)]["L1"] / by[("meanfield sg", 96)]["L1"]
+    assert 3.0 < ratio < 5.0, ratio
+    assert all(r["min_rho"] >= 0 and r["call_s"] > 0 for r in res["meanfield"])
+    (step,) = res["implicit_step"]
+    assert step["M"] == 256 and step["implicit_euler_batched_s"] > 0
+    assert (tmp_path / "ou.md").read_text().count("| 1e-0") >= 3
