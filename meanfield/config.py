@@ -1,5 +1,23 @@
-"""Plain-parameter description of a particle simulation, shared by the CLI, TOML files and
-sweeps: one place that turns names and numbers into an :class:`~meanfield.energy.Energy`."""
+r"""Plain-parameter description of a particle simulation, shared by the CLI, TOML files and
+sweeps: one place that turns names and numbers into an :class:`~meanfield.energy.Energy`.
+
+The energy built from a configuration is (THEORY §2)
+
+.. math::
+
+    H_N(\Omega) = \frac{c}{2N} \sum_i |\omega_i|^2 \;-\; A(\mu_N)
+    \;+\; \frac{\lambda}{N^2} \sum_{i \ne j} k(\omega_i - \omega_j),
+
+with c = ``confinement``, A the ``alignment`` (linear, risk or normalised) and k the
+``kernel``; each term is left out when its coefficient is zero (or ``alignment = "none"``).
+
+Examples
+--------
+>>> from meanfield.config import SimulationConfig
+>>> cfg = SimulationConfig(n_particles=16, n_data=20, n_steps=5)
+>>> [type(t).__name__ for t in cfg.build_energy().terms]
+['LinearAlignment', 'PairInteraction']
+"""
 
 from __future__ import annotations
 
@@ -49,6 +67,86 @@ class SimulationConfig:
     Data: ``data`` names a synthetic task of :mod:`meanfield.synthetic` (drawn with ``n_data``
     points in ``data_dim`` dimensions and ``seed``), or ``data_file`` points at a ``.npz``
     (arrays ``X``, ``y``) or ``.csv`` (features then label in the last column).
+
+    Every field is also a ``meanfield simulate`` flag and a key of a TOML file
+    (:meth:`from_toml`); all are validated on construction, before any work.
+
+    Parameters
+    ----------
+    data : str, default "two_moons"
+        Synthetic task (:data:`meanfield.synthetic.TASKS`).
+    data_file : str, optional
+        ``.npz`` or ``.csv`` file of training data, instead of ``data``.
+    n_data : int, default 400
+        Training points of the synthetic task (≥ 2).
+    data_dim : int, default 2
+        Input dimension d of the synthetic task.
+    feature : {"positive", "fourier", "softplus"}, default "fourier"
+        Feature map φ(x; ω); fixes the particle dimension p (d + 1 for ``fourier``).
+    alignment : {"linear", "risk", "normalised", "none"}, default "linear"
+        Form of the alignment A (THEORY §2).
+    alpha : float, default 1
+        Scale α of the ideal kernel αT in the risk form.
+    kernel : str, default "coulomb"
+        Pair kernel, one of :data:`meanfield.kernels.KERNEL_NAMES`.
+    s : float, optional
+        Riesz exponent; required with ``kernel = "riesz"`` and refused otherwise.
+    softening : float, default 0.05
+        ε of the softened kernel (|z|² + ε²), ≥ 0.
+    width : float, default 1
+        Width of the Gaussian kernel.
+    lam : float, default 0.05
+        Interaction strength λ ≥ 0 (0 drops the pair term).
+    confinement : float, default 0
+        c ≥ 0 of the potential V = c|ω|²/2.
+    domain : {"box", "ball"}, default "box"
+        Shape of the domain 𝒲.
+    radius : float, default 4
+        R > 0 of the domain.
+    n_particles : int, default 256
+        N.
+    init : {"gaussian", "orthogonal"}, default "gaussian"
+        Sampler of the initial particles.
+    bandwidth : float, default 1
+        σ of the initial law ω ~ N(0, σ⁻² I).
+    method : str, default "langevin"
+        Dynamics, one of :data:`meanfield.particles.METHODS`.
+    regime : {"mean-field", "coulomb-gas"}, default "mean-field"
+        β_N = β or β_N = βN.
+    eta : float, default 0.05
+        Step size η > 0 (time t = η · steps).
+    beta : float, default 1000
+        Inverse temperature β > 0.
+    n_steps : int, default 400
+        Number of steps.
+    record_every : int, optional
+        Steps between records (default: about 100 records).
+    interaction_batch : int, optional
+        Random-batch size B ≥ 2 for the pair force.
+    data_batch : int, optional
+        Mini-batch of data points for the alignment force.
+    dtype : {"float64", "float32"}, default "float64"
+        Floating-point type of the energy and the particles.
+    device : str, default "cpu"
+        Torch device.
+    seed : int, default 0
+        Seeds the data, the initial particles and the noise.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A value out of range or an unknown name; the message names the field.
+
+    Examples
+    --------
+    >>> from meanfield.config import SimulationConfig
+    >>> SimulationConfig(n_particles=0)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: n_particles (N) must be an integer >= 1, got 0
+    >>> ds = SimulationConfig(n_particles=16, n_data=20, n_steps=5, seed=1).run()
+    >>> ds["omega"].dims, ds["omega"].shape
+    (('time', 'particle', 'dim'), (6, 16, 3))
     """
 
     data: str = "two_moons"
@@ -130,10 +228,43 @@ class SimulationConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides) -> SimulationConfig:
-        """Read a TOML file (top-level keys or a ``[simulate]`` table), then apply overrides.
+        r"""Read a TOML file (top-level keys or a ``[simulate]`` table), then apply overrides.
 
         A missing file, a folder, or a file that is not UTF-8 TOML raises a
         :class:`~meanfield.errors.MeanfieldError` naming the file, before any work.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The TOML file.
+        **overrides
+            Field values that replace the file's (``None`` values are ignored, so unset
+            command-line flags do not override the file).
+
+        Returns
+        -------
+        SimulationConfig
+
+        Raises
+        ------
+        meanfield.errors.MissingFileError
+            ``path`` does not exist.
+        meanfield.errors.InputError
+            ``path`` is a folder or not valid TOML, or a value is out of range.
+        ValueError
+            An unknown key (the message lists the allowed ones).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meanfield.config import SimulationConfig
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "run.toml")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write("[simulate]\nbeta = 10.0\nn_particles = 64\n")
+        ...     cfg = SimulationConfig.from_toml(path, n_particles=32, eta=None)
+        >>> cfg.beta, cfg.n_particles, cfg.eta
+        (10.0, 32, 0.05)
         """
         path = Path(path)
         if not path.exists():
@@ -158,12 +289,33 @@ class SimulationConfig:
         return cls(**raw)
 
     def as_dict(self) -> dict:
+        """Every field as a plain dict (what a dataset's ``config_*`` attributes hold).
+
+        Examples
+        --------
+        >>> from meanfield.config import SimulationConfig
+        >>> SimulationConfig().as_dict()["regime"]
+        'mean-field'
+        """
         return dataclasses.asdict(self)
 
     # --- building blocks --------------------------------------------------------------------
     def load_data(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Training inputs X (n, d) and labels y (n,); (None, None) without an alignment term,
-        where the particles live in R^p with p given by ``data_dim`` and the feature."""
+        where the particles live in R^p with p given by ``data_dim`` and the feature.
+
+        Returns
+        -------
+        X : numpy.ndarray, shape (n, d), or None
+        y : numpy.ndarray, shape (n,), or None
+
+        Examples
+        --------
+        >>> from meanfield.config import SimulationConfig
+        >>> X, y = SimulationConfig(n_data=20).load_data()
+        >>> X.shape, y.shape
+        ((20, 2), (20,))
+        """
         if self.alignment == "none":
             return None, None
         if self.data_file:
@@ -174,6 +326,29 @@ class SimulationConfig:
         return split.X_train, split.y_train
 
     def build_energy(self, X=None, y=None) -> Energy:
+        """The :class:`~meanfield.energy.Energy` of this configuration.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (n, d), optional
+            Training inputs (default: :meth:`load_data`).
+        y : numpy.ndarray, shape (n,), optional
+            Labels (±1 or class ids).
+
+        Returns
+        -------
+        meanfield.energy.Energy
+            Terms: the confinement (if c > 0), the alignment (unless ``"none"``), the pair
+            interaction (if λ > 0); on the domain of dimension p = the feature's particle
+            dimension, with this dtype and device.
+
+        Examples
+        --------
+        >>> from meanfield.config import SimulationConfig
+        >>> energy = SimulationConfig(n_data=20, domain="ball", confinement=1.0).build_energy()
+        >>> energy.domain
+        Ball(dim=3, radius=4.0)
+        """
         dtype = torch.float64 if self.dtype == "float64" else torch.float32
         if X is None:
             X, y = self.load_data()
@@ -200,6 +375,23 @@ class SimulationConfig:
         )
 
     def initial_particles(self, data_dim: int) -> torch.Tensor:
+        """N initial particles from ``init`` and ``bandwidth``, seeded by ``seed``.
+
+        Parameters
+        ----------
+        data_dim : int
+            Input dimension d of the data (the particle dimension follows from the feature).
+
+        Returns
+        -------
+        torch.Tensor, shape (n_particles, p)
+
+        Examples
+        --------
+        >>> from meanfield.config import SimulationConfig
+        >>> SimulationConfig(n_particles=16).initial_particles(2).shape  # fourier: p = d + 1
+        torch.Size([16, 3])
+        """
         return sample_initial_particles(
             self.feature,
             self.n_particles,
@@ -210,7 +402,26 @@ class SimulationConfig:
         )
 
     def run(self, *, progress: bool = False):
-        """Build everything and simulate; the dataset's attributes hold this whole config."""
+        """Build everything and simulate; the dataset's attributes hold this whole config.
+
+        Parameters
+        ----------
+        progress : bool, default False
+            Show a progress bar.
+
+        Returns
+        -------
+        xarray.Dataset
+            What :func:`meanfield.particles.simulate` returns, with every field of this
+            configuration as a ``config_<name>`` attribute.
+
+        Examples
+        --------
+        >>> from meanfield.config import SimulationConfig
+        >>> ds = SimulationConfig(n_particles=16, n_data=20, n_steps=5).run()
+        >>> int(ds.attrs["config_n_particles"]), ds.sizes["time"]
+        (16, 6)
+        """
         X, y = self.load_data()
         energy = self.build_energy(X, y)
         omega0 = self.initial_particles(self.data_dim if X is None else X.shape[1])
@@ -232,7 +443,41 @@ class SimulationConfig:
 
 
 def load_xy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Read X, y from ``.npz`` (arrays X and y) or ``.csv`` (label in the last column)."""
+    """Read X, y from ``.npz`` (arrays X and y) or ``.csv`` (label in the last column).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A ``.npz`` archive holding arrays ``X`` (n, d) and ``y`` (n,), or a numeric ``.csv``
+        without header whose last column is the label.
+
+    Returns
+    -------
+    X : numpy.ndarray of float64, shape (n, d)
+    y : numpy.ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    meanfield.errors.DataFileError
+        A ``.npz`` that is not a readable archive.
+    ValueError
+        Another suffix, missing arrays, a non-numeric CSV; non-finite values or mismatched
+        shapes (:class:`~meanfield.errors.InputError`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from meanfield.config import load_xy
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "data.csv")
+    ...     np.savetxt(path, [[0.5, 1.0, 1], [0.0, -1.0, -1]], delimiter=",")
+    ...     X, y = load_xy(path)
+    >>> X.shape, y.tolist()
+    ((2, 2), [1.0, -1.0])
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"data_file {path} does not exist")

@@ -25,6 +25,7 @@ MODULES = [
     "meanfield.attention.model",
     "meanfield.attention.training",
     "meanfield.attention.tokenizer",
+    "meanfield.config",
 ]
 
 
