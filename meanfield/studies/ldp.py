@@ -220,7 +220,13 @@ def tail_probability(
     The tilt by θ adds −(θ/β) f to the energy, i.e. multiplies the law by exp(s θ L_N) with
     the speed s = β_N N/β: s = N in the mean-field regime, s = N² in the Coulomb-gas regime.
     ``rate`` is −log P / s, which tends to the J(a) of :func:`scgf_on_grid` with the same
-    ``regime`` (THEORY §6: speed N and rate β(F_β − min F_β); speed βN² and rate E − E(μ*)).
+    ``regime`` (THEORY §6: speed N and rate β(F_β − min F_β); speed βN² and rate E − E(μ*)):
+
+    .. math::
+
+        P(L_N \\ge a) = \\frac{Z_\\theta}{Z_0}\\,
+        E_\\theta\\big[1\\{L_N \\ge a\\}\\, e^{-\\theta s L_N}\\big], \\qquad
+        \\log\\frac{Z_\\theta}{Z_0} = s \\int_0^\\theta E_{\\theta'}[L_N]\\, d\\theta'.
 
     Parameters
     ----------
@@ -242,17 +248,17 @@ def tail_probability(
         are whole trajectories).
     omega0 : array (N, p), optional
         Starting configuration (default: N points spread on [−1, 1] in every coordinate).
+    regime : {"mean-field", "coulomb-gas"}
+    sampler : {"mala", "hmc"}
+        The exact sampler of the tilted laws (:class:`~meanfield.particles.MALA` or
+        :func:`~meanfield.samplers.sample_hmc`).
 
     Returns
     -------
     xarray.Dataset
         ``log_p``, ``log_p_se`` (statistical, from replica means), ``log_p_quad_err`` (trapezoid
-        vs Simpson on the ladder), ``rate = −log_p / N``, the ladder means ``mean_L``
-        (theta_ladder) and acceptance rates.
-    regime : {"mean-field", "coulomb-gas"}
-    sampler : {"mala", "hmc"}
-        The exact sampler of the tilted laws (:class:`~meanfield.particles.MALA` or
-        :func:`~meanfield.samplers.sample_hmc`).
+        vs Simpson on the ladder), ``rate = −log_p / speed``, ``rate_se``, the ladder means
+        ``mean_L``, ``mean_L_se`` and acceptance rates (theta_ladder).
     """
     N = check_int("N", N)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
@@ -265,58 +271,21 @@ def tail_probability(
     n_replicas = check_int("n_replicas", n_replicas, minimum=4)
     if theta < 0:
         raise ValueError(f"theta must be >= 0 for an upper tail, got {theta}")
-    p = energy.dim
     if omega0 is None:
-        base = torch.linspace(-1, 1, N, dtype=torch.float64)[:, None].repeat(1, p)
-        omega0 = (
-            base[torch.randperm(N, generator=torch.Generator().manual_seed(seed))]
-            if p > 1
-            else base
-        )
-    omega0 = torch.as_tensor(omega0, dtype=torch.float64)
-    state = omega0[None].repeat(n_replicas, 1, 1)
+        omega0 = _spread_start(N, energy.dim, seed)
+    state = torch.as_tensor(omega0, dtype=torch.float64)[None].repeat(n_replicas, 1, 1)
     ladder = np.linspace(0.0, float(theta), n_ladder)
-    means, ses, accs = [], [], []
-    last_L = None
-    for k, th in enumerate(ladder):
-        L, state, acc = _tilted_samples(
-            energy,
-            stat,
-            th,
-            beta,
-            state,
-            eta=eta,
-            n_steps=n_steps,
-            burn_in=burn_in,
-            thin=thin,
-            seed=seed * 1000 + k,
-            regime=regime,
-            sampler=sampler,
-        )
-        rep_means = L.mean(0)
-        means.append(rep_means.mean())
-        ses.append(rep_means.std(ddof=1) / math.sqrt(n_replicas))
-        accs.append(acc)
-        last_L = L
-    means, ses = np.asarray(means), np.asarray(ses)
-    h = ladder[1] - ladder[0]
-    w = np.full(n_ladder, h)
-    w[0] = w[-1] = h / 2
-    log_ratio = speed * float(w @ means)
-    log_ratio_se = speed * float(np.sqrt(((w * ses) ** 2).sum()))
-    quad_err = speed * abs(float(w @ means) - _simpson(ladder, means))
-    # indicator estimate at theta, per replica, then the delta method for the log
-    weights = np.where(last_L >= a, np.exp(-theta * speed * (last_L - a)), 0.0)  # × e^{θsa}
-    rep = weights.mean(0)
-    m = rep.mean()
-    if m <= 0:
-        raise ConvergenceError(
-            f"no tilted sample reached L_N >= {a}: increase theta or the samples"
-        )
-    log_ind = math.log(m) - theta * speed * a
-    log_ind_se = rep.std(ddof=1) / math.sqrt(n_replicas) / m
+    chain = dict(eta=eta, n_steps=n_steps, burn_in=burn_in, thin=thin, regime=regime)
+    means, ses, accs, last_L = _ladder_means(
+        energy, stat, ladder, beta, state, seed=seed, sampler=sampler, **chain
+    )
+    log_ratio, log_ratio_se, quad_err = _log_partition_ratio(ladder, means, ses, speed)
+    log_ind, log_ind_se = _log_tilted_indicator(last_L, a, theta, speed)
     log_p = log_ratio + log_ind
     se = math.hypot(log_ratio_se, log_ind_se)
+    attrs = {"statistic": stat.name, "a": a, "N": N, "beta": beta, "theta": theta}
+    attrs |= {"regime": regime, "sampler": sampler, "speed": speed, "n_ladder": n_ladder}
+    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
     return xr.Dataset(
         {
             "log_p": log_p,
@@ -329,27 +298,63 @@ def tail_probability(
             "acceptance_rate": ("theta_ladder", np.asarray(accs)),
         },
         coords={"theta_ladder": ladder},
-        attrs=provenance(
-            {
-                "statistic": stat.name,
-                "a": a,
-                "N": N,
-                "beta": beta,
-                "theta": theta,
-                "regime": regime,
-                "sampler": sampler,
-                "speed": speed,
-                "n_ladder": n_ladder,
-                "n_replicas": n_replicas,
-                "n_steps": n_steps,
-                "burn_in": burn_in,
-                "thin": thin,
-                "eta": eta,
-                **energy.describe(),
-            },
-            seed=seed,
-        ),
+        attrs=provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed),
     )
+
+
+def _spread_start(N: int, p: int, seed: int) -> torch.Tensor:
+    """N points evenly on [−1, 1] in every coordinate, shape (N, p); for p > 1 the rows are
+    permuted (seeded) so the coordinates are not all equal."""
+    base = torch.linspace(-1, 1, N, dtype=torch.float64)[:, None].repeat(1, p)
+    if p == 1:
+        return base
+    return base[torch.randperm(N, generator=torch.Generator().manual_seed(seed))]
+
+
+def _ladder_means(energy, stat, ladder, beta, state, *, seed, sampler, **chain):
+    """Run the tilted chains up the θ ladder, each starting where the last ended.
+
+    Returns
+    -------
+    (ndarray, ndarray, list, ndarray)
+        Mean of L_N at each θ (n_ladder,), its standard error over replicas, the acceptance
+        rates, and the samples of L_N at the last θ (snapshots, replicas).
+    """
+    means, ses, accs = [], [], []
+    L = None
+    for k, th in enumerate(ladder):
+        L, state, acc = _tilted_samples(
+            energy, stat, th, beta, state, seed=seed * 1000 + k, sampler=sampler, **chain
+        )
+        rep_means = L.mean(0)
+        means.append(rep_means.mean())
+        ses.append(rep_means.std(ddof=1) / math.sqrt(L.shape[1]))
+        accs.append(acc)
+    return np.asarray(means), np.asarray(ses), accs, L
+
+
+def _log_partition_ratio(ladder, means, ses, speed: float) -> tuple[float, float, float]:
+    """log(Z_θ/Z_0) = s ∫_0^θ E_θ'[L_N] dθ' by the trapezoid rule, its statistical error and
+    the quadrature error (trapezoid against Simpson)."""
+    h = ladder[1] - ladder[0]
+    w = np.full(len(ladder), h)
+    w[0] = w[-1] = h / 2
+    integral = float(w @ means)
+    se = speed * float(np.sqrt(((w * ses) ** 2).sum()))
+    return speed * integral, se, speed * abs(integral - _simpson(ladder, means))
+
+
+def _log_tilted_indicator(L, a: float, theta: float, speed: float) -> tuple[float, float]:
+    """log E_θ[1{L_N ≥ a} e^{−θ s L_N}] from the samples L (snapshots, replicas), and its
+    standard error over replicas (delta method)."""
+    weights = np.where(L >= a, np.exp(-theta * speed * (L - a)), 0.0)  # × e^{θsa}
+    rep = weights.mean(0)
+    m = rep.mean()
+    if m <= 0:
+        raise ConvergenceError(
+            f"no tilted sample reached L_N >= {a}: increase theta or the samples"
+        )
+    return math.log(m) - theta * speed * a, rep.std(ddof=1) / math.sqrt(len(rep)) / m
 
 
 def _simpson(x, y):
@@ -386,7 +391,12 @@ def kernel_concentration(
     equilibrium measure μ* on the grid in the Coulomb-gas regime (β_N = βN).  The gap is
     :func:`meanfield.diagnostics.kernel_gap`.
     Each replica contributes the fraction of its post-burn-in snapshots above ε, so the
-    standard error comes from the spread over independent replicas.
+    standard error comes from the spread over independent replicas:
+
+    .. math::
+
+        P\\Big(\\max_{jk}|K_{\\mu_N}(x_j, x_k) - K_{\\mathrm{ref}}(x_j, x_k)| > \\varepsilon
+        \\Big) \\approx e^{-N\\, \\mathrm{rate}(\\varepsilon)}.
 
     With ``eps_w2`` the same samples also give P(W2(μ_N, ref) > ε) (exact 1D quantile W2).
 
@@ -394,110 +404,101 @@ def kernel_concentration(
     -------
     xarray.Dataset over (``N``, ``eps``): ``prob``, ``prob_se``; over ``N``: ``mean_gap``; and
     ``decay_rate`` (eps): the slope of −log P against N (the exponential rate in N); NaN
-    (undetermined) where fewer than 3 sizes have P > 0.
+    (undetermined) where fewer than 3 sizes have P > 0.  With ``eps_w2``: ``prob_w2``,
+    ``prob_w2_se`` (N, eps_w2) and ``mean_w2`` (N).
     """
     from ..diagnostics import kernel_gap, wasserstein_particles_grid
-    from ..pde import Grid, equilibrium_measure, gibbs_state
+    from ..pde import Grid
 
     beta = check_positive("beta", beta)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
     eps = np.atleast_1d(np.asarray(eps, dtype=float))
     Ns = [check_int("N", int(n)) for n in Ns]
     grid = Grid(energy.domain, cells)
-    if regime == "mean-field":
-        rho, report = gibbs_state(energy, grid, beta, method="newton")
-    else:
-        rho, report = equilibrium_measure(energy, grid)
-    if not report.converged:
-        raise ConvergenceError(f"the reference density did not converge: {report}")
+    rho = _reference_density(energy, grid, beta, regime)
     gen = torch.Generator().manual_seed(seed)
-    prob = np.zeros((len(Ns), len(eps)))
-    se = np.zeros_like(prob)
-    mean_gap = np.zeros(len(Ns))
     eps_w2 = None if eps_w2 is None else np.atleast_1d(np.asarray(eps_w2, dtype=float))
-    n_w = 0 if eps_w2 is None else len(eps_w2)
-    prob_w, se_w, mean_w = np.zeros((len(Ns), n_w)), np.zeros((len(Ns), n_w)), np.zeros(len(Ns))
-    lo, hi = energy.domain.bounding_box
-    for i, N in enumerate(Ns):
-        # start from the grid Gibbs state itself (inverse-CDF draws): short burn-in suffices
-        cdf = np.cumsum(rho.masses.ravel())
-        cdf /= cdf[-1]
-        u = torch.rand(n_replicas, N, generator=gen, dtype=torch.float64).numpy()
-        centres = grid.centers[:, 0]
-        omega0 = np.interp(u, cdf, centres)[..., None].clip(lo, hi)
-        ds = simulate(
-            energy,
-            omega0,
-            method="mala",
-            eta=eta,
-            beta=beta,
-            n_steps=n_steps,
-            record_every=thin,
-            seed=seed + N,
-            regime=regime,
-        )
-        keep = ds["step"].values >= burn_in
-        om = ds["omega"].values[keep]  # (time, replica, N, p)
-        gaps = np.array(
-            [
-                [kernel_gap(om[t, r], rho, X, feature) for r in range(n_replicas)]
-                for t in range(om.shape[0])
-            ]
-        )
-        mean_gap[i] = gaps.mean()
-        frac = (gaps[..., None] > eps).mean(0)  # (replica, eps)
-        prob[i] = frac.mean(0)
-        se[i] = frac.std(0, ddof=1) / math.sqrt(n_replicas)
-        if n_w:
-            w2 = np.array(
-                [
-                    [wasserstein_particles_grid(om[t, r], rho, order=2) for r in range(n_replicas)]
-                    for t in range(om.shape[0])
-                ]
-            )
-            mean_w[i] = w2.mean()
-            frac_w = (w2[..., None] > eps_w2).mean(0)
-            prob_w[i] = frac_w.mean(0)
-            se_w[i] = frac_w.std(0, ddof=1) / math.sqrt(n_replicas)
-    rates = []
-    for j in range(len(eps)):
-        ok = prob[:, j] > 0
-        rates.append(
-            -np.polyfit(np.asarray(Ns)[ok], np.log(prob[ok, j]), 1)[0] if ok.sum() >= 3 else np.nan
-        )
+    chain = dict(method="mala", eta=eta, beta=beta, n_steps=n_steps, record_every=thin)
+    gap_rows, w2_rows = [], []
+    for N in Ns:
+        # start from the reference itself (inverse-CDF draws): a short burn-in suffices
+        omega0 = _draw_from_density(rho, grid, energy.domain, n_replicas, N, gen)
+        ds = simulate(energy, omega0, seed=seed + N, regime=regime, **chain)
+        om = ds["omega"].values[ds["step"].values >= burn_in]  # (time, replica, N, p)
+        gaps = _over_snapshots(om, lambda x: kernel_gap(x, rho, X, feature))
+        gap_rows.append((*_tail_fractions(gaps, eps), gaps.mean()))
+        if eps_w2 is not None:
+            w2 = _over_snapshots(om, lambda x: wasserstein_particles_grid(x, rho, order=2))
+            w2_rows.append((*_tail_fractions(w2, eps_w2), w2.mean()))
+    prob, se, mean_gap = (np.asarray(v) for v in zip(*gap_rows, strict=True))
     extra, extra_coords = {}, {}
-    if n_w:
+    if eps_w2 is not None:
+        prob_w, se_w, mean_w = (np.asarray(v) for v in zip(*w2_rows, strict=True))
         extra = {
             "prob_w2": (("N", "eps_w2"), prob_w),
             "prob_w2_se": (("N", "eps_w2"), se_w),
             "mean_w2": ("N", mean_w),
         }
         extra_coords = {"eps_w2": eps_w2}
+    attrs = {"beta": beta, "regime": regime, "feature": feature, "cells": cells}
+    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
     return xr.Dataset(
         {
             "prob": (("N", "eps"), prob),
             "prob_se": (("N", "eps"), se),
             "mean_gap": ("N", mean_gap),
             **extra,
-            "decay_rate": ("eps", np.asarray(rates)),
+            "decay_rate": ("eps", _decay_rates(Ns, prob)),
         },
         coords={"N": Ns, "eps": eps, **extra_coords},
-        attrs=provenance(
-            {
-                "beta": beta,
-                "regime": regime,
-                "feature": feature,
-                "cells": cells,
-                "n_replicas": n_replicas,
-                "n_steps": n_steps,
-                "burn_in": burn_in,
-                "thin": thin,
-                "eta": eta,
-                **energy.describe(),
-            },
-            seed=seed,
-        ),
+        attrs=provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed),
     )
+
+
+def _reference_density(energy: Energy, grid, beta: float, regime: str):
+    """The limit of the Gibbs law on ``grid``: ρ_β (mean-field), μ* (Coulomb-gas)."""
+    from ..pde import equilibrium_measure, gibbs_state
+
+    if regime == "mean-field":
+        rho, report = gibbs_state(energy, grid, beta, method="newton")
+    else:
+        rho, report = equilibrium_measure(energy, grid)
+    if not report.converged:
+        raise ConvergenceError(f"the reference density did not converge: {report}")
+    return rho
+
+
+def _draw_from_density(rho, grid, domain, n_replicas: int, N: int, gen) -> np.ndarray:
+    """``n_replicas`` × N iid draws from a 1D grid density by its inverse CDF at the cell
+    centres, shape (n_replicas, N, 1), clipped to ``domain``."""
+    lo, hi = domain.bounding_box
+    cdf = np.cumsum(rho.masses.ravel())
+    cdf /= cdf[-1]
+    u = torch.rand(n_replicas, N, generator=gen, dtype=torch.float64).numpy()
+    return np.interp(u, cdf, grid.centers[:, 0])[..., None].clip(lo, hi)
+
+
+def _over_snapshots(om: np.ndarray, f) -> np.ndarray:
+    """f applied to each (snapshot, replica) configuration of ``om`` (T, R, N, p): (T, R)."""
+    return np.array([[f(om[t, r]) for r in range(om.shape[1])] for t in range(om.shape[0])])
+
+
+def _tail_fractions(values: np.ndarray, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(value > ε) for each ε, as the mean over replicas of each replica's fraction of
+    snapshots above ε, and its standard error over replicas; ``values`` (T, R)."""
+    frac = (values[..., None] > eps).mean(0)  # (replica, eps)
+    return frac.mean(0), frac.std(0, ddof=1) / math.sqrt(values.shape[1])
+
+
+def _decay_rates(x, prob: np.ndarray) -> np.ndarray:
+    """Slope of −log P against x for each column of ``prob`` (len(x), n_eps); NaN
+    (undetermined) where fewer than 3 points have P > 0."""
+    x = np.asarray(x, dtype=float)
+    rates = []
+    for p in prob.T:
+        ok = p > 0
+        rates.append(-np.polyfit(x[ok], np.log(p[ok]), 1)[0] if ok.sum() >= 3 else np.nan)
+    return np.asarray(rates)
 
 
 def kernel_concentration_in_beta(
@@ -515,13 +516,6 @@ def kernel_concentration_in_beta(
     ]
     ds = xr.concat([r.drop_vars("decay_rate") for r in runs], dim="beta")
     ds = ds.assign_coords(beta=np.asarray(betas, dtype=float))
-    rates = []
-    for j in range(ds.sizes["eps"]):
-        p = ds["prob"].values[:, j]
-        ok = p > 0
-        rates.append(
-            -np.polyfit(ds["beta"].values[ok], np.log(p[ok]), 1)[0] if ok.sum() >= 3 else np.nan
-        )
-    ds["decay_rate"] = ("eps", np.asarray(rates))
+    ds["decay_rate"] = ("eps", _decay_rates(ds["beta"].values, ds["prob"].values))
     ds.attrs = {**runs[0].attrs, "N": int(N), "beta": "swept"}
     return ds
