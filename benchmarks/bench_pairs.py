@@ -1,0 +1,415 @@
+"""Pair forces (value and gradient together) side by side in one run, and the Langevin step's
+scaling in N (issue 13, items 1 and 5).
+
+Section ``pairs`` — Mpairs/s (N² / seconds, median over interleaved repeats) at N = 10⁴, p = 16,
+float32, softened Riesz s = p − 2 (ε = 0.1), for
+
+* ``meanfield``: :class:`meanfield.energy.PairInteraction` (the tiled symmetric sums of
+  :mod:`meanfield.pairsum`);
+* ``previous``: meanfield's implementation before issue 13 (row chunks of 2¹⁸ entries, a
+  verbatim copy below), the reference of the ratio;
+* ``torch_plain``: a plain torch matrix-product form, 256-row chunks, written for the comparison;
+* ``keops``: pykeops LazyTensors (skipped if pykeops is missing or does not compile);
+
+then meanfield against ``previous`` for the other kernels (log, s = 1, s = −1, Gaussian).
+Section ``tiles`` — meanfield's Mpairs/s for several tile sizes.
+Section ``scaling`` — one full projected-Langevin step (the energy of bench_particles.py:
+linear alignment on n = 1000 points + Riesz s = p − 2, ε = 0.1, p = 16, float32) at
+N = 10³, 3·10³, 10⁴, 3·10⁴: median seconds per step and the peak RSS of a process doing only
+that N, with the fitted exponent of time ∝ N^a.
+
+    python benchmarks/bench_pairs.py                     # pairs + tiles + scaling
+    python benchmarks/bench_pairs.py --sections pairs    # just the side-by-side table
+    python benchmarks/bench_pairs.py --device cuda       # on a GPU (pairs, scaling)
+
+Results go to benchmarks/results/pairs.{json,md} (``--out`` to change the stem), with the
+machine, thread count, load average and wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+# ---------------------------------------------------------------------------------------------
+# the peers
+# ---------------------------------------------------------------------------------------------
+def previous_pair_pass(omega, kernel, want_value=True, want_grad=True, chunk_elements=1 << 18):
+    """meanfield's PairInteraction._pair_pass before issue 13 (2-D omega, p ≥ 2), verbatim in
+    its arithmetic: row chunks of 2¹⁸ / N rows, r² by addmm, value_sq then grad_coeff_sq_."""
+    import torch
+
+    N = omega.shape[-2]
+    sq = (omega * omega).sum(-1)
+    total = omega.new_zeros(()) if want_value else None
+    grad = torch.empty_like(omega) if want_grad else None
+    step = max(1, min(N, chunk_elements // N))
+    for s in range(0, N, step):
+        e = min(N, s + step)
+        block = omega[s:e]
+        base = sq[s:e].unsqueeze(-1) + sq.unsqueeze(-2)
+        r2 = torch.addmm(base, block, omega.T, alpha=-2.0).clamp_min(0.0)
+        r2.diagonal(offset=s).fill_(1.0)
+        if want_value:
+            k = kernel.value_sq(r2)
+            total = total + k.sum() - k.diagonal(offset=s).sum()
+        if want_grad:
+            c = kernel.grad_coeff_sq_(r2.clone() if want_value else r2)
+            c.diagonal(offset=s).zero_()
+            grad[s:e] = c.sum(-1, keepdim=True) * block - c @ omega
+    return total, grad
+
+
+def torch_plain(omega, s, eps2, chunk=256):
+    """A plain torch matrix-product form of the Riesz pair sum: value and Σ_j c_ij(ω_i − ω_j)."""
+    import torch
+
+    N = omega.shape[0]
+    sq = (omega * omega).sum(1)
+    grad = torch.empty_like(omega)
+    total = 0.0
+    for i in range(0, N, chunk):
+        blk = omega[i : i + chunk]
+        u = (sq[i : i + chunk, None] + sq[None, :] - 2 * blk @ omega.T).clamp_min_(0) + eps2
+        u.diagonal(offset=i).fill_(1.0)
+        k = u ** (-s / 2)
+        c = (-s) * k / u
+        k.diagonal(offset=i).zero_()
+        c.diagonal(offset=i).zero_()
+        total += float(k.sum())
+        grad[i : i + chunk] = c.sum(1, keepdim=True) * blk - c @ omega
+    return total, grad
+
+
+def keops_pairs(omega, s, eps2):
+    """pykeops LazyTensors: value and Σ_j c_ij (ω_i − ω_j) (the i = j terms: c·0 in the
+    gradient, ε^(−s) each in the value, removed)."""
+    from pykeops.torch import LazyTensor
+
+    x = LazyTensor(omega[:, None, :])
+    y = LazyTensor(omega[None, :, :])
+    diff = x - y
+    u = (diff**2).sum(-1) + eps2
+    k = u ** (-s / 2) if float(s / 2).is_integer() else u.power(-s / 2)
+    value = k.sum(dim=1).sum() - omega.shape[0] * eps2 ** (-s / 2)
+    grad = ((-s) * (k / u) * diff).sum(dim=1)
+    return value, grad
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+# ---------------------------------------------------------------------------------------------
+def _sync(device):
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def interleaved_medians(fns: dict, repeats: int, device="cpu") -> dict:
+    """Median seconds of each function, the repeats interleaved so load changes hit all."""
+    times = {name: [] for name in fns}
+    for f in fns.values():
+        f()
+        _sync(device)
+    for _ in range(repeats):
+        for name, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            _sync(device)
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _particles(N, p, dtype, device, seed=0):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(N, p, generator=g, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def section_pairs(N, p, repeats, device, keops: bool) -> dict:
+    import torch
+
+    from meanfield.energy import PairInteraction
+    from meanfield.kernels import Gaussian, Riesz
+
+    om = _particles(N, p, torch.float32, device)
+    s, eps = p - 2.0, 0.1
+    kern = Riesz(s, eps)
+    term = PairInteraction(kern, 1.0)
+    fns = {
+        "meanfield": lambda: term.value_and_grad(om),
+        "previous": lambda: previous_pair_pass(om, kern),
+        "torch_plain": lambda: torch_plain(om, s, eps**2),
+    }
+    notes = {}
+    if keops:
+        try:
+            keops_pairs(om[:512], s, eps**2)  # compile once outside the timing
+            fns["keops"] = lambda: keops_pairs(om, s, eps**2)
+        except Exception as exc:  # noqa: BLE001  (any build failure: skip the peer, say why)
+            notes["keops"] = f"skipped: {type(exc).__name__}: {str(exc)[:200]}"
+    with torch.no_grad():
+        med = interleaved_medians(fns, repeats, device)
+        main = {
+            name: {"sec": t, "Mpairs_per_s": N * N / t / 1e6, "vs_previous": med["previous"] / t}
+            for name, t in med.items()
+        }
+        others = []
+        for label, k in (
+            ("log (s = 0, ε = 0)", Riesz(0.0)),
+            ("Riesz s = 1, ε = 0.1", Riesz(1.0, 0.1)),
+            ("Riesz s = −1 (−|z|), ε = 0", Riesz(-1.0)),
+            ("Riesz s = 2.5, ε = 0.3", Riesz(2.5, 0.3)),
+            ("Gaussian width 1", Gaussian(1.0)),
+        ):
+            t2 = PairInteraction(k, 1.0)
+            m2 = interleaved_medians(
+                {
+                    "meanfield": lambda t2=t2: t2.value_and_grad(om),
+                    "previous": lambda k=k: previous_pair_pass(om, k),
+                },
+                max(3, repeats // 2),
+                device,
+            )
+            others.append(
+                {
+                    "kernel": label,
+                    "meanfield_Mpairs_per_s": N * N / m2["meanfield"] / 1e6,
+                    "previous_Mpairs_per_s": N * N / m2["previous"] / 1e6,
+                    "ratio": m2["previous"] / m2["meanfield"],
+                }
+            )
+    for name, r in main.items():
+        print(
+            f"pairs N={N} p={p} float32 Riesz s={s:g} eps={eps}: {name:12s} "
+            f"{r['Mpairs_per_s']:8.0f} Mpairs/s  ({r['vs_previous']:.2f}x previous)",
+            flush=True,
+        )
+    for r in others:
+        print(
+            f"pairs {r['kernel']:28s} meanfield {r['meanfield_Mpairs_per_s']:7.0f}  "
+            f"previous {r['previous_Mpairs_per_s']:7.0f} Mpairs/s  ({r['ratio']:.2f}x)",
+            flush=True,
+        )
+    return {"N": N, "p": p, "s": s, "eps": eps, "main": main, "other_kernels": others, **notes}
+
+
+def section_tiles(N, p, repeats, device, tiles) -> list[dict]:
+    import torch
+
+    from meanfield import pairsum
+    from meanfield.kernels import Riesz
+
+    om = _particles(N, p, torch.float32, device)
+    kern = Riesz(p - 2.0, 0.1)
+    fns = {t: (lambda t=t: pairsum.pair_sums(om, kern, tile=t)) for t in tiles}
+    with torch.no_grad():
+        med = interleaved_medians(fns, repeats, device)
+    rows = [{"tile": t, "Mpairs_per_s": N * N / med[t] / 1e6} for t in tiles]
+    for r in rows:
+        print(f"tiles N={N} p={p}: tile {r['tile']:5d}  {r['Mpairs_per_s']:7.0f} Mpairs/s")
+    return rows
+
+
+def scaling_one(N: int, p: int, repeats: int, device: str) -> dict:
+    """One full projected-Langevin step at this N (run in its own process: its peak RSS)."""
+    import numpy as np
+    import torch
+
+    from meanfield.domains import Ball
+    from meanfield.energy import Energy, LinearAlignment, PairInteraction
+    from meanfield.kernels import Riesz
+    from meanfield.particles import ProjectedLangevin
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(scale=1 / np.sqrt(p), size=(1000, p))
+    y = np.sign(X[:, 0] + 1e-12)
+    E = Energy(
+        [LinearAlignment(X, y, "positive"), PairInteraction(Riesz(p - 2.0, 0.1), 0.1)],
+        Ball(p, 3.0),
+        dtype=torch.float32,
+        device=device,
+    )
+    step = ProjectedLangevin(E, eta=1e-3, beta=100.0)
+    state = step.init(_particles(N, p, torch.float64, "cpu"))
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        sec = interleaved_medians({"step": lambda: step.step(state, gen)}, repeats, device)
+    out = {"N": N, "p": p, "sec_per_step": sec["step"], "device": device}
+    out["peak_rss_MiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if device.startswith("cuda"):
+        out["peak_gpu_MiB"] = torch.cuda.max_memory_allocated() / 2**20
+    return out
+
+
+def section_scaling(Ns, p, repeats, device) -> dict:
+    import numpy as np
+
+    rows = []
+    for N in Ns:
+        cfg = json.dumps([N, p, repeats if N < 30000 else max(2, repeats // 2), device])
+        res = subprocess.run(
+            [sys.executable, __file__, "--one", cfg], capture_output=True, text=True, check=True
+        )
+        rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        r = rows[-1]
+        print(
+            f"scaling p={p} float32 N={N:>6}: {r['sec_per_step'] * 1e3:9.1f} ms/step  "
+            f"peak RSS {r['peak_rss_MiB']:7.0f} MiB",
+            flush=True,
+        )
+    logN = np.log([r["N"] for r in rows])
+    logt = np.log([r["sec_per_step"] for r in rows])
+    a_all = float(np.polyfit(logN, logt, 1)[0])
+    a_top = float(np.polyfit(logN[-2:], logt[-2:], 1)[0])
+    print(f"scaling: time ∝ N^{a_all:.2f} over all N, N^{a_top:.2f} over the two largest")
+    return {"rows": rows, "exponent_all": a_all, "exponent_two_largest": a_top}
+
+
+# ---------------------------------------------------------------------------------------------
+# output
+# ---------------------------------------------------------------------------------------------
+def machine() -> dict:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    out = {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+    }
+    if torch.cuda.is_available():
+        out["gpu"] = torch.cuda.get_device_name(0)
+    return out
+
+
+def markdown(res: dict) -> str:
+    m = res["machine"]
+    lines = [
+        f"Generated by `{res['command']}` on {m['cpu']} ({m['cores']} cores, "
+        f"{m['threads']} torch threads, torch {m['torch']}, device {res['device']}), "
+        f"load average {res['load_before']} before / {res['load_after']} after, "
+        f"wall time {res['wall_s']:.0f} s.",
+        "",
+    ]
+    if "pairs" in res:
+        P = res["pairs"]
+        lines += [
+            f"Pair force, value and gradient together: N = {P['N']}, p = {P['p']}, float32, "
+            f"Riesz s = {P['s']:g}, ε = {P['eps']} (median of interleaved repeats):",
+            "",
+            "| implementation | Mpairs/s | × previous |",
+            "| --- | --- | --- |",
+        ]
+        for name, r in P["main"].items():
+            lines.append(f"| {name} | {r['Mpairs_per_s']:.0f} | {r['vs_previous']:.2f} |")
+        if "keops" in P:
+            lines.append(f"| keops | {P['keops']} | |")
+        lines += ["", "| kernel | meanfield Mpairs/s | previous Mpairs/s | × |"]
+        lines += ["| --- | --- | --- | --- |"]
+        for r in P["other_kernels"]:
+            lines.append(
+                f"| {r['kernel']} | {r['meanfield_Mpairs_per_s']:.0f} | "
+                f"{r['previous_Mpairs_per_s']:.0f} | {r['ratio']:.2f} |"
+            )
+        lines.append("")
+    if "tiles" in res:
+        lines += ["| tile rows | Mpairs/s |", "| --- | --- |"]
+        lines += [f"| {r['tile']} | {r['Mpairs_per_s']:.0f} |" for r in res["tiles"]]
+        lines.append("")
+    if "scaling" in res:
+        S = res["scaling"]
+        lines += [
+            "Full projected-Langevin step (alignment n = 1000 + Riesz s = p − 2, ε = 0.1), "
+            "p = 16, float32:",
+            "",
+            "| N | ms / step | peak RSS (MiB) |",
+            "| --- | --- | --- |",
+        ]
+        for r in S["rows"]:
+            lines.append(f"| {r['N']} | {r['sec_per_step'] * 1e3:.1f} | {r['peak_rss_MiB']:.0f} |")
+        lines += [
+            "",
+            f"Fitted exponent: time ∝ N^{S['exponent_all']:.2f} over all four N, "
+            f"N^{S['exponent_two_largest']:.2f} over the two largest.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sections", default="pairs,tiles,scaling")
+    ap.add_argument("--N", type=int, default=10000)
+    ap.add_argument("--p", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--tiles", default="256,512,1024,2048")
+    ap.add_argument("--scaling-N", default="1000,3000,10000,30000")
+    ap.add_argument("--no-keops", action="store_true")
+    ap.add_argument("--out", default=str(HERE / "results" / "pairs"))
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if args.one:
+        N, p, repeats, device = json.loads(args.one)
+        print(json.dumps(scaling_one(N, p, repeats, device)))
+        return
+    sections = args.sections.split(",")
+    bad = set(sections) - {"pairs", "tiles", "scaling"}
+    if bad:
+        ap.error(f"--sections takes pairs, tiles, scaling; got {sorted(bad)}")
+    t0 = time.time()
+    res = {
+        "command": " ".join(["python benchmarks/bench_pairs.py", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": machine(),
+        "device": args.device,
+        "load_before": [round(x, 1) for x in os.getloadavg()],
+    }
+    if "pairs" in sections:
+        res["pairs"] = section_pairs(
+            args.N, args.p, args.repeats, args.device, keops=not args.no_keops
+        )
+    if "tiles" in sections:
+        tiles = [int(t) for t in args.tiles.split(",")]
+        res["tiles"] = section_tiles(args.N, args.p, args.repeats, args.device, tiles)
+    if "scaling" in sections:
+        Ns = [int(n) for n in args.scaling_N.split(",")]
+        res["scaling"] = section_scaling(Ns, args.p, max(3, args.repeats // 2), args.device)
+    res["load_after"] = [round(x, 1) for x in os.getloadavg()]
+    res["wall_s"] = time.time() - t0
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+    out.with_suffix(".md").write_text(markdown(res))
+    print(markdown(res))
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+
+
+if __name__ == "__main__":
+    main()

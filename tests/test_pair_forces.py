@@ -1,0 +1,188 @@
+"""The tiled symmetric pair sums (meanfield.pairsum) against a direct float64 computation with
+explicit differences ω_i − ω_j, for every kernel kind, tile layout and dtype."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from meanfield.domains import Ball
+from meanfield.energy import Energy, PairInteraction
+from meanfield.errors import NumericalError
+from meanfield.kernels import Gaussian, PairKernel, Quadratic, Riesz
+from meanfield.pairsum import pair_sums
+
+
+class _Lorentzian(PairKernel):
+    """A user kernel the module has no special plan for: κ(u) = 1 / (1 + u)."""
+
+    name = "lorentzian"
+
+    def kappa(self, u):
+        return 1.0 / (1.0 + u)
+
+    def dkappa(self, u):
+        return -1.0 / (1.0 + u) ** 2
+
+
+class _Abs(PairKernel):
+    """|κ|, for the scale of a value sum whose terms may cancel."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def value_sq(self, r2):
+        return self.kernel.value_sq(r2).abs()
+
+    def grad_coeff_sq(self, r2):
+        return torch.zeros_like(r2)
+
+
+KERNELS = [
+    Riesz(0.0),  # log, unsoftened
+    Riesz(0.0, 0.1),
+    Riesz(1.0, 0.1),  # half-integer m = 3/2 (rsqrt path)
+    Riesz(2.0, 0.1),  # integer m = 2
+    Riesz(3.0, 0.2),  # m = 5/2
+    Riesz(0.7, 0.2),  # m = 1.35: the general power
+    Riesz(-1.0),  # −|z|, singular at 0
+    Riesz(-3.0),  # m = −1/2: grows with u
+    Riesz(14.0, 0.1),  # the benchmark's s = p − 2 at p = 16
+    Gaussian(0.7),
+    Quadratic(),
+    _Lorentzian(),
+]
+
+
+def _direct(om, kernel):
+    """(Σ_{i≠j} k, Σ_{j≠i} 2κ'(u_ij)(ω_i − ω_j)) in float64 from explicit differences."""
+    om = om.double()
+    diff = om[:, None, :] - om[None, :, :]
+    r2 = (diff * diff).sum(-1)
+    eye = torch.eye(len(om), dtype=torch.bool)
+    r2 = torch.where(eye, torch.ones_like(r2), r2)
+    value = torch.where(eye, 0.0, kernel.value_sq(r2)).sum()
+    c = torch.where(eye, 0.0, kernel.grad_coeff_sq(r2))
+    return value, (c[..., None] * diff).sum(1)
+
+
+def _spread(N, p, seed):
+    """N points in [−2, 2]^p with pairwise distances ≥ 0.02 (rejection), so the round-off
+    bound below stays finite."""
+    rng = np.random.default_rng(seed)
+    pts = []
+    while len(pts) < N:
+        x = rng.uniform(-2, 2, size=p)
+        if all(np.sum((x - q) ** 2) >= 0.02**2 for q in pts):
+            pts.append(x)
+    return torch.tensor(np.array(pts))
+
+
+def _tolerance(om, kernel, dtype):
+    """Relative error bound of the matrix-product form: u carries an absolute error of about
+    (p + 2) · eps · (2 max|ω|² + ε²) (a length-(p + 2) dot product), which a power u^(−m)
+    turns into a relative error m + 1 times the relative error of u at the closest pair; a
+    factor 8 covers the summation and the kernel's own rounding."""
+    eps = torch.finfo(dtype).eps
+    p = om.shape[1]
+    soft2 = getattr(kernel, "softening", 0.0) ** 2
+    d = torch.cdist(om, om) + torch.eye(len(om)) * 1e9
+    u_min = float(d.min()) ** 2 + soft2
+    m = abs(getattr(kernel, "s", 2.0)) / 2 + 1
+    if p == 1:  # exact differences: only the kernel's rounding
+        return 8 * (m + 1) * eps * 16
+    return 8 * (m + 1) * (p + 2) * eps * (2 * float((om * om).sum(1).max()) + soft2) / u_min
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 16])
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+def test_tiled_sums_match_direct(kernel, p):
+    if isinstance(kernel, Riesz) and kernel.softening == 0 and kernel.s >= p:
+        pytest.skip("not integrable")
+    om = _spread(97, p, seed=p)  # 97 = 3 · 32 + 1: ragged last tile
+    want_v, want_g = _direct(om, kernel)
+    scale_g = float(want_g.abs().max())
+    scale_v = float(_direct(om, _Abs(kernel))[0])  # Σ |k_ij|: the value may cancel
+    for dtype in (torch.float64, torch.float32):
+        x = om.to(dtype)
+        tol = _tolerance(om, kernel, dtype)
+        for tile in (32, 4096):  # symmetric tile pairs with a remainder; one diagonal tile
+            v, g = pair_sums(x, kernel, tile=tile)
+            assert v.dtype == g.dtype == dtype
+            assert abs(float(v) - float(want_v)) <= tol * scale_v, (dtype, tile)
+            err = float((g.double() - want_g).abs().max())
+            assert err <= tol * scale_g, (dtype, tile, err / scale_g, tol)
+
+
+def test_value_only_and_grad_only_agree_with_both():
+    om = _spread(50, 3, seed=0)
+    k = Riesz(1.0, 0.1)
+    v, g = pair_sums(om, k, value_scale=0.3, grad_scale=0.7, tile=16)
+    v1, none1 = pair_sums(om, k, want_grad=False, value_scale=0.3, tile=16)
+    none2, g1 = pair_sums(om, k, want_value=False, grad_scale=0.7, tile=16)
+    assert none1 is None and none2 is None
+    assert float(v1) == pytest.approx(float(v), rel=1e-14)
+    assert torch.allclose(g1, g, rtol=1e-14, atol=0)
+
+
+def test_pair_interaction_gradient_is_autograd_of_its_value():
+    """The tiled gradient against autograd through the (row-chunked) differentiable value."""
+    om = _spread(60, 4, seed=1)
+    E = Energy([PairInteraction(Riesz(2.0, 0.1), 0.4)], Ball(4, 10.0))
+    x = om.clone().requires_grad_(True)
+    (auto,) = torch.autograd.grad(E.value(x), x)  # requires_grad: the row-chunk path
+    with torch.no_grad():
+        v, g = E.value_and_grad(om)  # the tiled path
+    assert float(v) == pytest.approx(float(E.value(x).detach()), rel=1e-12)
+    assert torch.allclose(g, auto, rtol=1e-10, atol=1e-14)
+
+
+def test_coincident_points_give_inf_value_and_zero_force():
+    om = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 0.5], [-0.3, 2.0]], dtype=torch.float64)
+    for k in (Riesz(1.0), Riesz(0.0), Riesz(-1.0)):
+        v, g = pair_sums(om, k, tile=2)
+        assert math.isinf(float(v)) or k.s < 0
+        assert torch.isfinite(g).all()
+        assert torch.allclose(g[0], g[1])  # twins feel the same force, their mutual one 0
+
+
+def _sphere(N, p, radius, seed):
+    x = torch.randn(N, p, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return radius * x / x.norm(dim=1, keepdim=True)
+
+
+def test_float32_at_p64_rescales_instead_of_underflowing():
+    """p = 64, s = 62 on the radius-3 sphere: the terms u^(−32) ≈ 18^(−32) ≈ 10^(−40) are
+    float32 denormals (checked below), yet the rescaled sums keep float32 accuracy."""
+    N, p = 300, 64
+    om = _sphere(N, p, 3.0, seed=0)
+    k = Riesz(62.0, 0.1)
+    diff = om[:, None] - om[None]
+    r2 = (diff * diff).sum(-1)[~torch.eye(N, dtype=torch.bool)]
+    naive = k.grad_coeff_sq(r2.float())
+    assert (naive.abs() < torch.finfo(torch.float32).tiny).float().mean() > 0.5  # the hazard
+    want_v, want_g = _direct(om, k)
+    v, g = pair_sums(om.float(), k, tile=128)
+    # float32 rounding of the points moves u by ~ 2·64·eps·9 relative to u ≳ 10 (m = 32):
+    # relative force error ≲ 33 · 1e-5; 1e-3 leaves room for the sums
+    assert abs(float(v) / float(want_v) - 1) < 1e-3
+    rows = want_g.norm(dim=1)
+    assert float(((g.double() - want_g).norm(dim=1) / rows).max()) < 1e-3
+    # through the energy (λ/N² applied in float64): the same, not zeros; entries that land
+    # below float32's smallest normal number keep an absolute error below it (the stated bound)
+    E = Energy([PairInteraction(k, 1.0)], Ball(p, 3.0), dtype=torch.float32)
+    gE = E.grad(om.float()).double()
+    tiny = torch.finfo(torch.float32).tiny
+    assert torch.allclose(gE, want_g * 2 / N**2, rtol=1e-3, atol=tiny)
+    assert float(gE.abs().max()) > 1e4 * tiny
+
+
+def test_float32_force_below_range_raises_naming_float64():
+    """randn particles at p = 64: every force is ~1e-59, not a float32 number at all."""
+    om = torch.randn(200, 64, generator=torch.Generator().manual_seed(0))
+    E = Energy([PairInteraction(Riesz(62.0, 0.1), 0.1)], Ball(64, 100.0), dtype=torch.float32)
+    with pytest.raises(NumericalError, match="float64"):
+        E.grad(om)
+    v64 = Energy([PairInteraction(Riesz(62.0, 0.1), 0.1)], Ball(64, 100.0)).grad(om.double())
+    assert 0 < float(v64.abs().max()) < 1e-50  # float64 holds it
