@@ -43,6 +43,12 @@ def small_gram(phi: torch.Tensor) -> torch.Tensor:
 
     Both have the same Frobenius norm; with n data points >> N particles the particle Gram
     costs O(N² n) instead of O(N n²) time and N² instead of n² memory.
+
+    Examples
+    --------
+    >>> phi = torch.ones(2, 5)
+    >>> tuple(small_gram(phi).shape), tuple(small_gram(phi.T).shape)  # always the 2 x 2 side
+    ((2, 2), (2, 2))
     """
     if phi.shape[-2] <= phi.shape[-1]:
         return phi @ phi.transpose(-1, -2)
@@ -50,7 +56,14 @@ def small_gram(phi: torch.Tensor) -> torch.Tensor:
 
 
 def times_gram(phi: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
-    """Φ Φᵀ Φ from :func:`small_gram`'s result: ``(Φ Φᵀ) Φ`` or ``Φ (Φᵀ Φ)``, shape of phi."""
+    """Φ Φᵀ Φ from :func:`small_gram`'s result: ``(Φ Φᵀ) Φ`` or ``Φ (Φᵀ Φ)``, shape of phi.
+
+    Examples
+    --------
+    >>> phi = torch.arange(6.0).reshape(2, 3)
+    >>> bool(torch.allclose(times_gram(phi, small_gram(phi)), phi @ phi.T @ phi))
+    True
+    """
     if gram.shape[-1] == phi.shape[-2]:
         return gram @ phi
     return phi @ gram
@@ -61,6 +74,12 @@ def target_norm(U: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
     .. math:: \\|T\\|_F^2 = \\operatorname{tr}(M M^\\top)
               = \\sum_{ab} M_{ab} M_{ba}, \\qquad M = (U^\\top U) \\operatorname{diag}(w).
+
+    Examples
+    --------
+    >>> y = torch.tensor([[1.0], [-1.0], [1.0]])  # T = y yᵀ, ‖T‖_F = |y|² = 3
+    >>> float(target_norm(y, torch.ones(1)))
+    3.0
     """
     M = (U.T @ U) * w
     return (M * M.T).sum().sqrt()
@@ -87,6 +106,13 @@ def alignment_parts(phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor):
         ⟨ΦᵀΦ, T⟩_F = Σ_ir w_r S_ir².
     Gn : tensor (...)
         ‖ΦᵀΦ‖_F.
+
+    Examples
+    --------
+    >>> y = torch.tensor([[1.0], [-1.0]])
+    >>> S, P, num, Gn = alignment_parts(y.T, y, torch.ones(1))  # one feature equal to y
+    >>> float(num), float(Gn)  # ⟨yyᵀ, yyᵀ⟩ = |y|⁴ = 4, ‖yyᵀ‖ = 2
+    (4.0, 2.0)
     """
     S = phi @ U
     num = (S * S * w).sum((-1, -2))

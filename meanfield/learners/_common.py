@@ -107,6 +107,11 @@ def median_bandwidth(X, *, max_points: int = 1000, rng=None) -> float:
     -------
     float
         The bandwidth σ (1.0 if all rows coincide).
+
+    Examples
+    --------
+    >>> median_bandwidth([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])  # distances 5, 1 and √18
+    4.242640687119285
     """
     X = np.asarray(X, dtype=float)
     rng = np.random.default_rng(rng)
@@ -146,6 +151,14 @@ def fourier_features(X, omega, weights=None) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n, m)
+
+    Examples
+    --------
+    >>> Phi = fourier_features([[0.0], [1.0]], [[0.0, 0.0], [1.0, 0.0]])  # ω = 0, 1; phase 0
+    >>> Phi.shape
+    (2, 2)
+    >>> bool(np.allclose(Phi, np.cos([[0.0, 0.0], [0.0, 1.0]])))  # √2 cos(ωx) / √m, m = 2
+    True
     """
     omega_t = torch.as_tensor(np.asarray(omega, dtype=float), dtype=torch.float64)
     phi = get_feature_map(FEATURE).evaluate(np.asarray(X, dtype=float), omega_t)  # (m, n)

@@ -142,6 +142,14 @@ class CoulombFeatures(_FeatureLearner):
     fit_time_ : float
         Seconds for building the energy, running the dynamics and (with early stopping)
         scoring the checkpoints.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(40, 2))
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> cf = CoulombFeatures(n_features=8, n_steps=20, random_state=0).fit(X, y)
+    >>> cf.omega_.shape, cf.best_step_, cf.transform(X).shape
+    ((8, 3), 20, (40, 8))
     """
 
     def __init__(
@@ -341,6 +349,13 @@ class FrequencyConfinement(Potential):
     Parameters
     ----------
     strength : float > 0
+
+    Examples
+    --------
+    >>> import torch
+    >>> V = FrequencyConfinement(2.0)
+    >>> float(V.V(torch.tensor([[1.0, 2.0, 3.0]])))  # the phase 3.0 is free: 2 (1 + 4) / 2
+    5.0
     """
 
     def __init__(self, strength: float):

@@ -47,6 +47,19 @@ def evaluate(
         ``fit_time`` (kernel training, s), ``alignment_train``/``alignment_test`` (Cristianini),
         and for each classifier c: ``{c}_train_accuracy``, ``{c}_test_accuracy``,
         ``{c}_test_error``.
+
+    Examples
+    --------
+    >>> from meanfield.learners import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).normal(size=(60, 2))
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> rff = RandomFourierFeatures(32, random_state=0)
+    >>> out = evaluate(rff, X[:40], y[:40], X[40:], y[40:], classifiers=("ridge",))
+    >>> sorted(out)
+    ['alignment_test', 'alignment_train', 'fit_time', 'ridge_alpha',
+     'ridge_test_accuracy', 'ridge_test_error', 'ridge_train_accuracy']
+    >>> out["ridge_test_accuracy"] >= 0.8
+    True
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -95,6 +108,13 @@ def feature_pipeline(learner, *, ridge_alpha="loo", n_train: int = 1000, fit_int
     n_train : int
         Rows the ridge will see (sets the "loo" grid).
     fit_intercept : True, False or "label_mean"
+
+    Examples
+    --------
+    >>> from meanfield.learners import RandomFourierFeatures
+    >>> pipe = feature_pipeline(RandomFourierFeatures(16, random_state=0), n_train=40)
+    >>> [name for name, _ in pipe.steps]
+    ['features', 'ridge']
     """
     from sklearn.pipeline import Pipeline
 
@@ -133,6 +153,16 @@ def select_by_cv(
     dict
         ``best_params`` (learner parameters), ``best_score`` (mean CV accuracy), ``params``
         and ``mean_test_score`` (every candidate, in grid order), ``std_test_score``.
+
+    Examples
+    --------
+    >>> from meanfield.learners import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).normal(size=(60, 2))
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> grid = {"bandwidth": [0.5, 2.0]}
+    >>> res = select_by_cv(RandomFourierFeatures(16, random_state=0), grid, X, y)
+    >>> res["best_params"]["bandwidth"] in (0.5, 2.0), len(res["mean_test_score"])
+    (True, 2)
     """
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 

@@ -46,6 +46,14 @@ def solve_importance_weights(v, rho: float, *, rtol: float = 1e-12, max_iter: in
     -------
     q : ndarray of shape (N,)
         Optimal weights: q >= 0, Σ q = 1, ‖q − 1/N‖² ≤ ρ/N.
+
+    Examples
+    --------
+    >>> q = solve_importance_weights([3.0, 1.0, 1.0, 1.0], rho=0.5)
+    >>> round(float(q.sum()), 12), bool(q[0] > q[1])
+    (1.0, True)
+    >>> bool(((q - 0.25) ** 2).sum() <= 0.5 / 4 + 1e-12)  # the χ² budget holds
+    True
     """
     v = np.asarray(v, dtype=float)
     if v.ndim != 1 or len(v) < 1:

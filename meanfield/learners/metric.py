@@ -32,6 +32,12 @@ def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
     Returns
     -------
     float in [−1, 1]
+
+    Examples
+    --------
+    >>> y = np.array([1, -1, 1, -1])
+    >>> kernel_alignment(y[:, None].astype(float), y)  # one feature equal to the labels: K = T
+    1.0
     """
     Phi = torch.as_tensor(np.asarray(Phi, dtype=float))
     _, t = _encode_labels(y, "kernel_alignment")

@@ -43,6 +43,13 @@ class RandomFourierFeatures(_FeatureLearner):
     n_features_in_ : int
     fit_time_ : float
         Seconds spent drawing the features.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(20, 2))
+    >>> rff = RandomFourierFeatures(n_features=8, random_state=0).fit(X)
+    >>> rff.transform(X).shape, rff.omega_.shape
+    ((20, 8), (8, 3))
     """
 
     _requires_y = False
@@ -126,6 +133,14 @@ class ImportanceSampledFeatures(_FeatureLearner):
     n_features_in_ : int
     fit_time_ : float
         Seconds for candidates, scores, q and the resampling.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(40, 2))
+    >>> y = np.where(X[:, 0] > 0, 1, -1)
+    >>> isf = ImportanceSampledFeatures(n_features=8, random_state=0).fit(X, y)
+    >>> isf.transform(X).shape, round(float(isf.q_.sum()), 12), isf.candidates_.shape
+    ((40, 8), 1.0, (80, 3))
     """
 
     def __init__(

@@ -48,6 +48,13 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
         Mean leave-one-out squared error per candidate (only when ``alpha`` is a sequence).
     classes_ : ndarray of shape (C,)
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> clf = RidgeFeatureClassifier(alpha=1e-6).fit(X, [0, 0, 1, 1])
+    >>> clf.predict(X).tolist(), clf.coef_.shape
+    ([0, 0, 1, 1], (1, 1))
     """
 
     def __init__(self, alpha=1.0, *, fit_intercept=True):
