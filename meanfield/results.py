@@ -1,4 +1,22 @@
-"""Labelled results: provenance attributes and netCDF input/output for xarray datasets."""
+"""Labelled results: provenance attributes and netCDF input/output for xarray datasets.
+
+Every simulation and study returns an :class:`xarray.Dataset` whose attributes hold all
+parameters, the seed, the package version and a timestamp (:func:`provenance`);
+:func:`save_dataset` writes it atomically and :func:`load_dataset` reads it back.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import numpy as np
+>>> import xarray as xr
+>>> from meanfield.results import load_dataset, provenance, save_dataset
+>>> ds = xr.Dataset({"w2": ("N", np.array([0.1, 0.05]))}, coords={"N": [100, 400]},
+...                 attrs=provenance({"beta": 2.0, "regime": "mean-field"}, seed=0))
+>>> with tempfile.TemporaryDirectory() as folder:
+...     back = load_dataset(save_dataset(ds, os.path.join(folder, "run.nc")))
+>>> back["w2"].values.tolist(), float(back.attrs["beta"]), str(back.attrs["regime"])
+([0.1, 0.05], 2.0, 'mean-field')
+"""
 
 from __future__ import annotations
 
@@ -28,7 +46,32 @@ def _attr_value(v):
 
 
 def provenance(params: dict, *, seed: int | None) -> dict:
-    """Dataset attributes: every parameter, the seed, the package version and a timestamp."""
+    """Dataset attributes: every parameter, the seed, the package version and a timestamp.
+
+    Parameters
+    ----------
+    params : dict
+        Parameters by name. Values become netCDF-safe: numbers and strings stay, booleans
+        become 0/1, ``None`` becomes ``"none"``, numeric lists become arrays and anything
+        else its JSON text.
+    seed : int or None
+        The run's seed (``"none"`` when None).
+
+    Returns
+    -------
+    dict
+        The converted parameters plus ``seed``, ``meanfield_version`` and ``created`` (UTC,
+        ISO 8601).
+
+    Examples
+    --------
+    >>> from meanfield.results import provenance
+    >>> attrs = provenance({"N": 100, "exact": True, "batch": None}, seed=3)
+    >>> attrs["N"], attrs["exact"], attrs["batch"], attrs["seed"]
+    (100, 1, 'none', 3)
+    >>> sorted(attrs)
+    ['N', 'batch', 'created', 'exact', 'meanfield_version', 'seed']
+    """
     attrs = {k: _attr_value(v) for k, v in params.items()}
     attrs["seed"] = "none" if seed is None else int(seed)
     attrs["meanfield_version"] = __version__
@@ -41,6 +84,34 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
     An interrupted write therefore never leaves a truncated file that a resumed run would
     mistake for a finished one.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The dataset; its attributes are converted as in :func:`provenance` (the input is
+        not modified).
+    path : str or os.PathLike
+        Destination file (parent folders are created).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    meanfield.errors.OutputPathError
+        ``path`` cannot be written (checked before any work).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import xarray as xr
+    >>> from meanfield.results import save_dataset
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = save_dataset(xr.Dataset(attrs={"ok": True}), os.path.join(folder, "a", "b.nc"))
+    ...     sorted(os.listdir(os.path.join(folder, "a")))  # no .part file left
+    ['b.nc']
     """
     from ._validation import check_output_path
 
@@ -57,6 +128,16 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     """Read a dataset written by :func:`save_dataset` fully into memory.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A netCDF-4 file.
+
+    Returns
+    -------
+    xarray.Dataset
+        Loaded (the file is closed on return).
+
     Raises
     ------
     meanfield.errors.MissingFileError
@@ -64,6 +145,14 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     meanfield.errors.DataFileError
         ``path`` is a directory, or not a complete netCDF-4 file (truncated, corrupt, another
         format); the message names the file.
+
+    Examples
+    --------
+    >>> from meanfield.results import load_dataset
+    >>> load_dataset("no/such/run.nc")
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.MissingFileError: dataset file 'no/such/run.nc' does not exist
     """
     path = Path(path)
     if not path.exists():

@@ -21,6 +21,13 @@ References
 ----------
 A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016 (the radial
 task, section 4.1).
+
+Examples
+--------
+>>> from meanfield.synthetic import make_task
+>>> X_train, y_train, X_test, y_test = make_task("radial", 200, 50, d=10, seed=0)
+>>> X_train.shape, X_test.shape, sorted(set(y_train.tolist()))
+((200, 10), (50, 10), [-1, 1])
 """
 
 from __future__ import annotations
@@ -54,6 +61,13 @@ class Split(NamedTuple):
         In {-1, +1} for binary tasks, in {0, ..., C-1} for C > 2 classes.
     X_test : ndarray of shape (n_test, d)
     y_test : ndarray of shape (n_test,)
+
+    Examples
+    --------
+    >>> from meanfield.synthetic import two_moons
+    >>> split = two_moons(100, 20, seed=0)
+    >>> split.X_train.shape, split.y_test.dtype
+    ((100, 2), dtype('int64'))
     """
 
     X_train: np.ndarray
@@ -93,6 +107,26 @@ def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None
     -------
     ndarray of shape (n,)
         A new array; ``y`` is not modified.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``noise`` < 0 or not finite.
+    ValueError
+        ``noise`` > 1.
+
+    Examples
+    --------
+    With probability 1 every label changes: binary labels flip sign, class ids move to
+    another class.
+
+    >>> import numpy as np
+    >>> from meanfield.synthetic import flip_labels
+    >>> flip_labels(np.array([1, -1, 1, 1]), 1.0, np.random.default_rng(0))
+    array([-1,  1, -1, -1])
+    >>> y = np.array([0, 1, 2, 0])
+    >>> bool(np.all(flip_labels(y, 1.0, np.random.default_rng(0)) != y))
+    True
     """
     y = np.asarray(y)
     noise = check_positive("noise", noise, allow_zero=True)
@@ -134,7 +168,12 @@ def radial(
     seed: int = 0,
     noisy_test: bool = False,
 ) -> Split:
-    """Radial task of Sinha & Duchi (2016): x ~ N(0, I_d), y = sign(||x|| - sqrt(d)).
+    r"""Radial task of Sinha & Duchi (2016): x ~ N(0, I_d), y = sign(||x|| - sqrt(d)).
+
+    .. math::
+
+        x \sim N(0, I_d), \qquad y = \operatorname{sign}\big(|x| - \sqrt d\big),
+        \qquad P(y = +1) = P(\chi^2_d > d).
 
     The decision boundary is the sphere of radius sqrt(d); a Gaussian kernel is poorly suited
     to it, which is what makes learning the feature distribution worthwhile. Classes are
@@ -157,6 +196,21 @@ def radial(
     -------
     Split
         ``X_train`` (n_train, d), ``y_train`` (n_train,) in {-1, +1}, and likewise for test.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A size, ``d`` or ``seed`` out of range.
+    ValueError
+        ``noise`` outside [0, 0.5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.synthetic import radial
+    >>> split = radial(2000, 10, d=10, seed=0)
+    >>> bool(abs((split.y_train == 1).mean() - 0.4405) < 3 * np.sqrt(0.25 / 2000))
+    True
     """
     n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
     d = check_int("d", d, minimum=1)
@@ -188,7 +242,12 @@ def gaussian_mixture(
     center_seed: int = 0,
     noisy_test: bool = False,
 ) -> Split:
-    """Gaussian-mixture task: each class a mixture of isotropic Gaussians.
+    r"""Gaussian-mixture task: each class a mixture of isotropic Gaussians.
+
+    .. math::
+
+        c \sim U\{0, \dots, C-1\}, \quad k \sim U\{1, \dots, K\}, \quad
+        x = m_{c,k} + \sigma \xi, \quad \xi \sim N(0, I_d), \quad |m_{c,k}| = \text{separation}.
 
     Class c (equally likely) draws one of its ``n_components`` centres uniformly and adds
     N(0, scale^2 I_d). The ``n_classes * n_components`` centres lie on the sphere of radius
@@ -220,6 +279,14 @@ def gaussian_mixture(
     Returns
     -------
     Split
+        Labels ±1 for two classes, 0..C−1 for more.
+
+    Examples
+    --------
+    >>> from meanfield.synthetic import gaussian_mixture
+    >>> split = gaussian_mixture(100, 10, n_classes=3, seed=0)
+    >>> split.X_train.shape, sorted(set(split.y_train.tolist()))
+    ((100, 5), [0, 1, 2])
     """
     n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
     d = check_int("d", d, minimum=1)
@@ -248,11 +315,16 @@ def checkerboard(
     seed: int = 0,
     noisy_test: bool = False,
 ) -> Split:
-    """Checkerboard task: x uniform on [-1, 1]^d, label the colour of its cell in (x_1, x_2).
+    r"""Checkerboard task: x uniform on [-1, 1]^d, label the colour of its cell in (x_1, x_2).
 
     The square [-1, 1]^2 of the first two coordinates is cut into ``n_cells`` x ``n_cells``
     cells, labelled +1 and -1 alternately; coordinates 3..d are nuisance dimensions that carry
     no information. ``n_cells = 2`` is the XOR task.
+
+    .. math::
+
+        i_k = \Big\lfloor \frac{(x_k + 1)\, n}{2} \Big\rfloor \ (k = 1, 2), \qquad
+        y = +1 \text{ if } i_1 + i_2 \text{ is even, else } -1.
 
     Parameters
     ----------
@@ -269,6 +341,13 @@ def checkerboard(
     -------
     Split
         Labels in {-1, +1}.
+
+    Examples
+    --------
+    >>> from meanfield.synthetic import checkerboard
+    >>> split = checkerboard(200, 10, n_cells=4, d=3, seed=0)
+    >>> split.X_train.shape, bool(abs(split.X_train).max() <= 1)
+    ((200, 3), True)
     """
     n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
     n_cells = check_int("n_cells", n_cells, minimum=2)
@@ -289,7 +368,34 @@ def xor(
     seed: int = 0,
     noisy_test: bool = False,
 ) -> Split:
-    """XOR task: :func:`checkerboard` with 2 x 2 cells, y = sign(x_1 x_2)."""
+    """XOR task: :func:`checkerboard` with 2 x 2 cells, y = sign(x_1 x_2).
+
+    Parameters
+    ----------
+    n_train, n_test : int >= 1
+        Numbers of training and test points.
+    d : int >= 2
+        Input dimension (2 informative + d − 2 nuisance).
+    noise : float in [0, 0.5)
+        Label-noise level.
+    seed : int >= 0
+        Seed of the generator.
+    noisy_test : bool
+        Also flip test labels.
+
+    Returns
+    -------
+    Split
+        Labels in {-1, +1}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.synthetic import xor
+    >>> X, y, _, _ = xor(200, 10, seed=0)
+    >>> bool(np.all(y == np.sign(X[:, 0] * X[:, 1])))
+    True
+    """
     return checkerboard(
         n_train, n_test, n_cells=2, d=d, noise=noise, seed=seed, noisy_test=noisy_test
     )
@@ -305,10 +411,15 @@ def two_moons(
     seed: int = 0,
     noisy_test: bool = False,
 ) -> Split:
-    """Two interleaved half circles (as scikit-learn's ``make_moons``), labels +-1.
+    r"""Two interleaved half circles (as scikit-learn's ``make_moons``), labels +-1.
 
     Class +1: (cos t, sin t); class -1: (1 - cos t, 1/2 - sin t), t ~ U[0, pi], plus
     N(0, jitter^2) on each coordinate; coordinates 3..d are N(0, jitter^2) nuisance.
+
+    .. math::
+
+        x^{(+1)} = (\cos t, \sin t), \qquad x^{(-1)} = (1 - \cos t, \tfrac12 - \sin t),
+        \qquad t \sim U[0, \pi].
 
     Parameters
     ----------
@@ -326,6 +437,14 @@ def two_moons(
     -------
     Split
         Labels in {-1, +1}.
+
+    Examples
+    --------
+    >>> from meanfield.synthetic import two_moons
+    >>> X, y, _, _ = two_moons(400, 10, jitter=0.0, seed=0)
+    >>> upper = X[y == 1]  # on the unit circle without jitter
+    >>> float(abs(upper[:, 0] ** 2 + upper[:, 1] ** 2 - 1).max()) < 1e-12
+    True
     """
     n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
     jitter = check_positive("jitter", jitter, allow_zero=True)
@@ -352,7 +471,33 @@ TASKS = {
 
 
 def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> Split:
-    """Draw the task called ``name`` (a key of :data:`TASKS`); ``kwargs`` go to its function."""
+    """Draw the task called ``name`` (a key of :data:`TASKS`); ``kwargs`` go to its function.
+
+    Parameters
+    ----------
+    name : str
+        ``"radial"``, ``"gaussian_mixture"``, ``"checkerboard"``, ``"xor"`` or
+        ``"two_moons"``.
+    n_train, n_test : int >= 1
+        Numbers of training and test points.
+    **kwargs
+        Keyword arguments of the task function (``d``, ``noise``, ``seed``…).
+
+    Returns
+    -------
+    Split
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name`` (the message lists the tasks).
+
+    Examples
+    --------
+    >>> from meanfield.synthetic import make_task
+    >>> make_task("checkerboard", 50, 5, n_cells=3, seed=1).X_train.shape
+    (50, 2)
+    """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(map(repr, TASKS))}")
     return TASKS[name](n_train, n_test, **kwargs)

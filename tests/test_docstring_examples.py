@@ -26,6 +26,8 @@ MODULES = [
     "meanfield.attention.training",
     "meanfield.attention.tokenizer",
     "meanfield.config",
+    "meanfield.synthetic",
+    "meanfield.results",
 ]
 
 
