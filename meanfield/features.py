@@ -34,7 +34,16 @@ from ._validation import check_choice, check_int, check_positive
 
 
 class FeatureMap:
-    """A ridge feature map φ(x; ω) = g(ωᵀ x̃ + c(x)). Subclasses set g, g' and the lift."""
+    """A ridge feature map φ(x; ω) = g(ωᵀ x̃ + c(x)). Subclasses set g, g' and the lift.
+
+    Examples
+    --------
+    >>> fmap = get_feature_map("softplus")  # a FeatureMap
+    >>> X, omega = torch.zeros(3, 2, dtype=torch.float64), torch.ones(4, 2, dtype=torch.float64)
+    >>> Phi = fmap.evaluate(X, omega)
+    >>> tuple(Phi.shape), round(float(Phi[0, 0]), 6)  # (N, n); softplus(0) = log 2
+    ((4, 3), 0.693147)
+    """
 
     name: str = ""
 
@@ -77,7 +86,16 @@ class FeatureMap:
 
 
 class PositiveFeatures(FeatureMap):
-    """FAVOR+ positive features φ = exp(ωᵀx − |x|²/2)."""
+    """FAVOR+ positive features φ = exp(ωᵀx − |x|²/2).
+
+    Examples
+    --------
+    >>> x = torch.tensor([[0.3, -0.2]], dtype=torch.float64)
+    >>> om = sample_gaussian(100_000, 2, seed=0)
+    >>> K = PositiveFeatures().empirical_kernel(x, om)  # Monte Carlo of exp(xᵀx)
+    >>> bool(abs(float(K[0, 0]) - math.exp(0.13)) < 0.02)
+    True
+    """
 
     name = "positive"
 
@@ -100,6 +118,15 @@ class FourierFeatures(FeatureMap):
 
     Named ``RandomFourierFeatures`` before (deprecated alias, one version): that name is the
     label-blind learner :class:`meanfield.learners.RandomFourierFeatures`.
+
+    Examples
+    --------
+    >>> fmap = FourierFeatures()
+    >>> fmap.particle_dim(3)  # frequencies and the phase
+    4
+    >>> zero = torch.zeros(1, 2, dtype=torch.float64)
+    >>> float(fmap.evaluate(zero[:, :1], zero)[0, 0])  # √2 cos(0)
+    1.4142135623730951
     """
 
     name = "fourier"
@@ -119,7 +146,14 @@ class FourierFeatures(FeatureMap):
 
 
 class SoftplusFeatures(FeatureMap):
-    """φ = softplus(ωᵀx) = log(1 + exp(ωᵀx))."""
+    """φ = softplus(ωᵀx) = log(1 + exp(ωᵀx)).
+
+    Examples
+    --------
+    >>> z = torch.tensor([0.0], dtype=torch.float64)
+    >>> round(float(SoftplusFeatures().g(z)[0]), 6), float(SoftplusFeatures().dg(z)[0])
+    (0.693147, 0.5)
+    """
 
     name = "softplus"
 
@@ -140,7 +174,15 @@ __getattr__ = deprecated_aliases(
 
 
 def get_feature_map(name: str | FeatureMap) -> FeatureMap:
-    """Return a feature map by name: ``"positive"``, ``"fourier"`` or ``"softplus"``."""
+    """Return a feature map by name: ``"positive"``, ``"fourier"`` or ``"softplus"``.
+
+    Examples
+    --------
+    >>> get_feature_map("fourier")
+    FourierFeatures()
+    >>> sorted(FEATURE_MAPS)
+    ['fourier', 'positive', 'softplus']
+    """
     if isinstance(name, FeatureMap):
         return name
     check_choice("feature", name, FEATURE_MAPS)
@@ -162,6 +204,12 @@ def gaussian_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Te
     n_rows, dim : int >= 1
     generator : torch.Generator
         Source of the draw (advanced by n_rows · dim normals).
+
+    Examples
+    --------
+    >>> w = gaussian_rows(3, 2, torch.Generator().manual_seed(0))
+    >>> tuple(w.shape), w.dtype
+    ((3, 2), torch.float64)
     """
     n_rows = check_int("n_rows (N)", n_rows)
     dim = check_int("dim (p)", dim)
@@ -193,6 +241,13 @@ def orthogonal_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.
     Returns
     -------
     torch.Tensor of shape (n_rows, dim), float64
+
+    Examples
+    --------
+    >>> W = orthogonal_rows(4, 4, torch.Generator().manual_seed(0))
+    >>> D = W / W.norm(dim=1, keepdim=True)
+    >>> bool(torch.allclose(D @ D.T, torch.eye(4, dtype=torch.float64)))  # one orthogonal block
+    True
     """
     n_rows = check_int("n_rows (N)", n_rows)
     dim = check_int("dim (p)", dim)
@@ -230,6 +285,12 @@ def sample_gaussian(
 
     Drawn on the CPU with a seeded generator, so the same seed gives the same bits on every
     device.
+
+    Examples
+    --------
+    >>> a = sample_gaussian(5, 2, scale=0.5, seed=7)
+    >>> bool(torch.equal(a, sample_gaussian(5, 2, scale=0.5, seed=7))), tuple(a.shape)
+    (True, (5, 2))
     """
     return _seeded_rows(gaussian_rows, n_particles, dim, scale, seed, dtype, device)
 
@@ -246,6 +307,12 @@ def sample_orthogonal(
     """Orthogonal blocks of rows, each marginally N(0, scale² I) (:func:`orthogonal_rows`, seeded).
 
     Shape (n_particles, dim).
+
+    Examples
+    --------
+    >>> W = sample_orthogonal(6, 3, seed=1)
+    >>> tuple(W.shape), bool(abs(float(W[0] @ W[1])) < 1e-12)  # rows 0 and 1 share a block
+    ((6, 3), True)
     """
     return _seeded_rows(orthogonal_rows, n_particles, dim, scale, seed, dtype, device)
 
@@ -265,6 +332,12 @@ def sample_initial_particles(
 
     For ``fourier`` the last coordinate is a phase b ~ U[−π, π), so the initial kernel is the
     Gaussian kernel of width ``bandwidth``.  Shape (n_particles, p).
+
+    Examples
+    --------
+    >>> om = sample_initial_particles("fourier", 4, 2, bandwidth=0.5, seed=0)
+    >>> tuple(om.shape), bool((om[:, -1].abs() <= math.pi).all())  # last column: the phase
+    ((4, 3), True)
     """
     fmap = get_feature_map(feature)
     check_choice("method", method, ("gaussian", "orthogonal"))
