@@ -77,7 +77,14 @@ FEATURE_KINDS = ("favor", "porf", "porf-softplus", "softmaxfeat")
 
 
 def autocast_off(device: torch.device):
-    """Context that disables autocast on ``device`` (nothing to disable on e.g. "meta")."""
+    """Context that disables autocast on ``device`` (nothing to disable on e.g. "meta").
+
+    Examples
+    --------
+    >>> with autocast_off(torch.device("cpu")):
+    ...     torch.is_autocast_enabled("cpu")
+    False
+    """
     if device.type in ("cpu", "cuda", "xpu", "mps", "hpu"):
         return torch.autocast(device_type=device.type, enabled=False)
     return contextlib.nullcontext()
@@ -96,6 +103,12 @@ def gaussian_omega(
     Returns
     -------
     omega : torch.Tensor, shape (n_features, head_dim)
+
+    Examples
+    --------
+    >>> om = gaussian_omega(5, 4, torch.Generator().manual_seed(0))
+    >>> tuple(om.shape), om.dtype
+    ((5, 4), torch.float32)
     """
     return gaussian_rows(n_features, head_dim, generator).to(dtype)
 
@@ -111,6 +124,13 @@ def orthogonal_omega(
     Returns
     -------
     omega : torch.Tensor, shape (n_features, head_dim)
+
+    Examples
+    --------
+    >>> om = orthogonal_omega(4, 4, torch.Generator().manual_seed(0), dtype=torch.float64)
+    >>> D = om / om.norm(dim=1, keepdim=True)
+    >>> bool(torch.allclose(D @ D.T, torch.eye(4, dtype=torch.float64)))
+    True
     """
     return orthogonal_rows(n_features, head_dim, generator).to(dtype)
 
@@ -137,6 +157,15 @@ class AttentionFeatureMap(nn.Module):
     omega : torch.Tensor, shape (n_features, head_dim), float32 buffer
     learned : bool
         True once :meth:`set_omega` installed particles (e.g. from Phase A).
+
+    Examples
+    --------
+    >>> fm = make_feature_map("favor", head_dim=4, n_features=8, seed=0)  # an AttentionFeatureMap
+    >>> tuple(fm.omega.shape), fm.learned
+    ((8, 4), False)
+    >>> fm.set_omega(torch.zeros(8, 4))
+    >>> fm.learned
+    True
     """
 
     kind = "base"
@@ -285,6 +314,13 @@ class PositiveFeatures(AttentionFeatureMap):
         See :class:`AttentionFeatureMap`.
     orthogonal : bool, default False
         False: FAVOR+ (iid Gaussian rows); True: PORF (orthogonal blocks, chi norms).
+
+    Examples
+    --------
+    >>> fm = PositiveFeatures(head_dim=4, n_features=16, seed=0)
+    >>> x = torch.randn(3, 4, dtype=torch.float64)
+    >>> bool(torch.allclose(fm.transform(x).exp(), fm.raw_features(x)))  # log-features
+    True
     """
 
     def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool = False, seed=0):
@@ -306,6 +342,13 @@ class SoftplusFeatures(AttentionFeatureMap):
 
     A positive kernel of its own (not an estimate of softmax). No shift is needed: the
     values grow at most linearly in ``|x|``.
+
+    Examples
+    --------
+    >>> fm = SoftplusFeatures(head_dim=4, n_features=8, seed=0)
+    >>> phi = fm.raw_features(torch.randn(3, 4))
+    >>> tuple(phi.shape), bool((phi > 0).all())
+    ((3, 8), True)
     """
 
     def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool = True, seed=0):
@@ -336,6 +379,13 @@ class SoftmaxFeatures(AttentionFeatureMap):
         Orthogonal initial Omega (iid Gaussian when False).
     symmetric : bool, default True
         Use both halves (``2 m`` outputs).
+
+    Examples
+    --------
+    >>> fm = SoftmaxFeatures(head_dim=4, n_features=8, seed=0)
+    >>> phi = fm.raw_features(torch.randn(3, 4))
+    >>> tuple(phi.shape), bool(torch.allclose(phi.sum(-1), torch.full((3,), 2.0)))  # two halves
+    ((3, 16), True)
     """
 
     def __init__(
@@ -380,6 +430,11 @@ def make_feature_map(
         ``d_h >= 1`` and ``m >= 1``.
     seed : int
         Seed of the initial ``omega`` (>= 0).
+
+    Examples
+    --------
+    >>> [type(make_feature_map(k, 4, 8)).__name__ for k in FEATURE_KINDS]
+    ['PositiveFeatures', 'PositiveFeatures', 'SoftplusFeatures', 'SoftmaxFeatures']
     """
     check_choice("feature kind", kind, FEATURE_KINDS)
     if kind == "favor":
@@ -392,7 +447,13 @@ def make_feature_map(
 
 
 def chi_mean(k: int) -> float:
-    """Mean of the chi distribution with ``k`` degrees of freedom (used by tests)."""
+    """Mean of the chi distribution with ``k`` degrees of freedom (used by tests).
+
+    Examples
+    --------
+    >>> round(chi_mean(1), 6)  # E|N(0, 1)| = sqrt(2 / pi)
+    0.797885
+    """
     return math.sqrt(2.0) * math.exp(math.lgamma((k + 1) / 2) - math.lgamma(k / 2))
 
 

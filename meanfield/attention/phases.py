@@ -115,6 +115,10 @@ def phase_b(model: TransformerClassifier, data: EncodedData, **train_kwargs) -> 
 
     Checks that no feature matrix is a trainable parameter, then calls :func:`train`; the
     feature matrices are compared before and after to prove they stayed frozen.
+
+    Examples
+    --------
+    >>> info = phase_b(model, data, epochs=1, batch_size=16)  # doctest: +SKIP
     """
     before = [None if fm is None else fm.omega.clone() for fm in model.feature_maps()]
     trainable = {id(p) for p in model.parameters() if p.requires_grad}
@@ -181,6 +185,11 @@ def token_samples(
         *Unscaled* vectors: the feature maps apply ``d_h^(-1/4)`` themselves.
     y : numpy.ndarray, shape (n_samples,)
         Labels in {-1, +1}.
+
+    Examples
+    --------
+    >>> X, y = token_samples(model, data, layer=0)  # doctest: +SKIP
+    >>> X.shape  # (n_sequences * n_heads, d_h) for the pooled keys  # doctest: +SKIP
     """
     check_choice("representation", representation, REPRESENTATIONS)
     check_choice("sides", sides, ("queries+keys", "keys"))
@@ -225,6 +234,15 @@ def attention_kernel_alignment(feature_map, X, y, *, centred: bool = False) -> f
     y : array_like, shape (n,)
         Labels in {-1, +1}.
     centred : bool
+
+    Examples
+    --------
+    >>> from meanfield.attention.features import make_feature_map
+    >>> fm = make_feature_map("favor", head_dim=4, n_features=64, seed=0)
+    >>> X = np.random.default_rng(0).normal(size=(20, 4))
+    >>> y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    >>> -1.0 <= attention_kernel_alignment(fm, X, y, centred=True) <= 1.0
+    True
     """
     from ..learners import kernel_alignment
 
@@ -254,6 +272,15 @@ def attention_vs_softmax(feature_map, projections, max_sequences: int = 256) -> 
         ``tv_to_softmax``: mean over rows of the total-variation distance (in [0, 1]);
         ``entropy``: mean row entropy of the linear attention (nats); ``entropy_softmax``:
         that of softmax attention.
+
+    Examples
+    --------
+    >>> from meanfield.attention.features import make_feature_map
+    >>> fm = make_feature_map("favor", head_dim=4, n_features=256, seed=0)
+    >>> q = torch.randn(5, 2, 4, dtype=torch.float64)  # one sequence: L = 5, H = 2, d_h = 4
+    >>> out = attention_vs_softmax(fm, [(q, q)])
+    >>> sorted(out), 0.0 <= out["tv_to_softmax"] <= 1.0
+    (['entropy', 'entropy_softmax', 'tv_to_softmax'], True)
     """
     tv, ent, ent_s, rows = 0.0, 0.0, 0.0, 0
     for q, k in projections[:max_sequences]:
@@ -275,7 +302,14 @@ def attention_vs_softmax(feature_map, projections, max_sequences: int = 256) -> 
 # ---------------------------------------------------------------------------------------
 @dataclass
 class PhaseAResult:
-    """What Phase A did; every list is indexed by layer."""
+    """What Phase A did; every list is indexed by layer.
+
+    Examples
+    --------
+    >>> res = PhaseAResult(seconds=1.5, lam=[0.2, 0.4])
+    >>> res.summary()["lam"], res.summary()["layers"]["lam"]
+    (0.30000000000000004, [0.2, 0.4])
+    """
 
     seconds: float = 0.0
     settings: dict = field(default_factory=dict)
@@ -380,6 +414,15 @@ class PhaseASettings:
         Inverse temperature when ``confinement`` is None (> 0).
     seed : int
         Seeds the subsets, the token draws and the Langevin noise.
+
+    Examples
+    --------
+    >>> PhaseASettings(n_steps=50).n_steps
+    50
+    >>> PhaseASettings(tilt=0.0)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: tilt must be a finite number in (0, inf), got 0.0
     """
 
     n_align: int = 2048
