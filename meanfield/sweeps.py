@@ -21,6 +21,19 @@ A *study* is a run function ``f(**params) -> xarray.Dataset`` and a grid ``{name
 
 Runs are independent and seeded through their parameters, so the result does not depend on the
 scheduler or on the order in which runs finish.
+
+Examples
+--------
+>>> import tempfile
+>>> import xarray as xr
+>>> from meanfield.sweeps import run_sweep
+>>> def run(N, seed):  # a study's run function: parameters in, a Dataset out
+...     return xr.Dataset({"x": ((), float(N + seed))})
+>>> with tempfile.TemporaryDirectory() as folder:
+...     ds = run_sweep(run, {"N": [10, 20], "seed": [0, 1]}, folder, scheduler="threads",
+...                    progress=False)
+>>> ds["x"].dims, ds["x"].values.tolist()
+(('N', 'seed'), [[10.0, 11.0], [20.0, 21.0]])
 """
 
 from __future__ import annotations
@@ -54,7 +67,29 @@ MANIFEST = "configurations.json"
 
 
 def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
-    """The Cartesian product of a grid, as a list of parameter dicts (first key slowest)."""
+    """The Cartesian product of a grid, as a list of parameter dicts (first key slowest).
+
+    Parameters
+    ----------
+    grid : mapping of str to sequence
+        Parameter name -> non-empty list of distinct values.
+
+    Returns
+    -------
+    list of dict
+        One dict per grid point, ∏ len(values) in all.
+
+    Raises
+    ------
+    ValueError
+        An empty grid, a value list that is empty, a string, or holds repeats.
+
+    Examples
+    --------
+    >>> from meanfield.sweeps import grid_points
+    >>> grid_points({"N": [10, 20], "seed": [0, 1]})
+    [{'N': 10, 'seed': 0}, {'N': 10, 'seed': 1}, {'N': 20, 'seed': 0}, {'N': 20, 'seed': 1}]
+    """
     if not grid:
         raise ValueError("grid must name at least one parameter with a list of values")
     for k, v in grid.items():
@@ -71,6 +106,27 @@ def run_key(params: Mapping, config: str | None = None) -> str:
 
     The hash covers the grid point and ``config`` (the digest of the whole configuration, see
     :func:`sweep_configuration`), so runs of different configurations never share a key.
+
+    Parameters
+    ----------
+    params : mapping
+        The grid point.
+    config : str, optional
+        :func:`configuration_digest` of the sweep's configuration.
+
+    Returns
+    -------
+    str
+        ``name=value`` pairs joined by ``_`` (characters outside ``[A-Za-z0-9=._+-]``
+        replaced by ``-``, at most 120 of them), then ``-`` and 8 hex digits of SHA-1.
+
+    Examples
+    --------
+    >>> from meanfield.sweeps import run_key
+    >>> run_key({"N": 10, "seed": 3})
+    'N=10_seed=3-aece0b01'
+    >>> run_key({"N": 10, "seed": 3}, config="abc") != run_key({"N": 10, "seed": 3})
+    True
     """
     text = "_".join(f"{k}={v}" for k, v in params.items())
     text = re.sub(r"[^A-Za-z0-9=._+-]", "-", text)[:120]
@@ -103,7 +159,31 @@ def _json_plain(v):
 
 def sweep_configuration(func: Callable, fixed: Mapping) -> dict:
     """Everything besides the grid point that changes a run's result: the run function, the
-    fixed parameters, the function's defaults for the others and the package version."""
+    fixed parameters, the function's defaults for the others and the package version.
+
+    Parameters
+    ----------
+    func : callable
+        The run function.
+    fixed : mapping
+        The parameters passed to every run.
+
+    Returns
+    -------
+    dict
+        ``function`` (qualified name), ``fixed``, ``defaults`` (the function's defaults for
+        the parameters not fixed; an object default by its type name, so the digest is
+        reproducible) and ``meanfield_version``.
+
+    Examples
+    --------
+    >>> from meanfield.sweeps import sweep_configuration
+    >>> def run(N, seed, scale=1.0, method="langevin"):
+    ...     pass
+    >>> config = sweep_configuration(run, {"scale": 2.0})
+    >>> config["fixed"], config["defaults"]
+    ({'scale': 2.0}, {'method': 'langevin'})
+    """
     fixed = {str(k): _plain(v) for k, v in sorted(fixed.items())}
     return {
         "function": f"{func.__module__}.{func.__qualname__}",
@@ -114,12 +194,47 @@ def sweep_configuration(func: Callable, fixed: Mapping) -> dict:
 
 
 def configuration_digest(config: Mapping) -> str:
-    """A short digest of a :func:`sweep_configuration`."""
+    """A short digest of a :func:`sweep_configuration`: 12 hex digits of SHA-1 of its JSON.
+
+    Parameters
+    ----------
+    config : mapping
+        A configuration (JSON-serialisable; other values by their ``str``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from meanfield.sweeps import configuration_digest
+    >>> a = configuration_digest({"fixed": {"beta": 1.0}})
+    >>> len(a), a == configuration_digest({"fixed": {"beta": 2.0}})
+    (12, False)
+    """
     return hashlib.sha1(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def configuration_differences(old: Mapping, new: Mapping) -> list[str]:
-    """``name: old -> new`` for every parameter where two configurations differ."""
+    """``name: old -> new`` for every parameter where two configurations differ.
+
+    Parameters
+    ----------
+    old, new : mapping
+        Two :func:`sweep_configuration` dicts.
+
+    Returns
+    -------
+    list of str
+        The run function and version first, then the fixed parameters, then the defaults
+        (``default name: …``); ``'<unset>'`` marks a parameter one side lacks.
+
+    Examples
+    --------
+    >>> from meanfield.sweeps import configuration_differences
+    >>> configuration_differences({"fixed": {"beta": 1.0}}, {"fixed": {"beta": 2.0, "N": 8}})
+    ["N: '<unset>' -> 8", 'beta: 1.0 -> 2.0']
+    """
     out = []
     for k in ("function", "meanfield_version"):
         if old.get(k) != new.get(k):
@@ -140,8 +255,39 @@ def check_scheduler(scheduler: str, *, timeout: float = 3.0) -> str:
 
     ``"threads"`` needs dask, ``"local"`` needs dask.distributed; an address
     (``tcp://host:port``) needs dask.distributed and a scheduler that accepts a connection
-    within ``timeout`` seconds.  Raises :class:`~meanfield.errors.DependencyError` (with the
-    install command) or :class:`~meanfield.errors.ResourceError`.
+    within ``timeout`` seconds.
+
+    Parameters
+    ----------
+    scheduler : str
+        ``"threads"``, ``"local"`` or an address ``tcp://host:port`` (``tls://`` too; a bare
+        ``host:port`` is read as tcp).
+    timeout : float, default 3
+        Seconds to wait for a connection to an address.
+
+    Returns
+    -------
+    str
+        ``scheduler``, unchanged.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Not one of the names nor an address with host and port.
+    meanfield.errors.DependencyError
+        dask (or dask.distributed) is missing; the message holds the install command.
+    meanfield.errors.ResourceError
+        The address does not accept a connection within ``timeout``.
+
+    Examples
+    --------
+    >>> from meanfield.sweeps import check_scheduler
+    >>> check_scheduler("threads")
+    'threads'
+    >>> check_scheduler("nowhere")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: scheduler must be 'local', 'threads' or an address ...
     """
     if not isinstance(scheduler, str) or not scheduler:
         raise InputError(
@@ -300,6 +446,25 @@ def run_sweep(
         dask is missing or the scheduler is unreachable (before any work).
     meanfield.errors.SweepConflictError
         With ``on_conflict="refuse"`` (before any work).
+
+    Examples
+    --------
+    A second sweep into the same folder with another fixed parameter computes its own runs
+    and reports the difference:
+
+    >>> import tempfile
+    >>> import xarray as xr
+    >>> from meanfield.sweeps import run_sweep
+    >>> def run(N, seed, scale=1.0):
+    ...     return xr.Dataset({"x": ((), scale * (N + seed))})
+    >>> grid = {"N": [10, 20], "seed": [0, 1]}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     first = run_sweep(run, grid, folder, scheduler="threads", progress=False)
+    ...     notes = []
+    ...     second = run_sweep(run, grid, folder, fixed={"scale": 2.0}, scheduler="threads",
+    ...                        progress=False, log=notes.append)
+    >>> second["x"].values.tolist(), notes[0].split("differs in: ")[1]
+    ([[20.0, 22.0], [40.0, 42.0]], "scale: '<unset>' -> 2.0")
     """
     points = grid_points(grid)
     fixed = dict(fixed or {})
@@ -414,7 +579,40 @@ def _common_attrs(ds: xr.Dataset) -> dict:
 
 
 def gather_runs(paths: Sequence, points: Sequence[Mapping], grid: Mapping) -> xr.Dataset:
-    """Combine per-run datasets into one with a dimension per grid parameter."""
+    """Combine per-run datasets into one with a dimension per grid parameter.
+
+    Parameters
+    ----------
+    paths : sequence of path
+        One netCDF file per grid point, in the order of ``points``.
+    points : sequence of mapping
+        The grid points, as :func:`grid_points` gives them for ``grid``.
+    grid : mapping of str to sequence
+        The grid.
+
+    Returns
+    -------
+    xarray.Dataset
+        The runs combined along the grid dimensions (outer join: runs of different sizes,
+        such as the particle axis across N, are padded with NaN); the attributes common to
+        every run (less ``created``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import xarray as xr
+    >>> from meanfield.results import save_dataset
+    >>> from meanfield.sweeps import gather_runs, grid_points
+    >>> grid = {"N": [1, 2]}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     runs = [xr.Dataset({"x": ("particle", [0.0] * p["N"])},
+    ...                        coords={"particle": range(p["N"])}) for p in grid_points(grid)]
+    ...     paths = [save_dataset(run, os.path.join(folder, f"{i}.nc"))
+    ...              for i, run in enumerate(runs)]
+    ...     ds = gather_runs(paths, grid_points(grid), grid)
+    >>> ds["x"].values.tolist()
+    [[0.0, nan], [0.0, 0.0]]
+    """
     runs = []
     for path, p in zip(paths, points, strict=True):
         ds = load_dataset(path)

@@ -28,6 +28,7 @@ MODULES = [
     "meanfield.config",
     "meanfield.synthetic",
     "meanfield.results",
+    "meanfield.sweeps",
 ]
 
 
