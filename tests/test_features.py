@@ -106,3 +106,46 @@ def test_renamed_feature_map_keeps_a_deprecated_alias():
     assert old is not Learner
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         F.Nope  # noqa: B018
+
+
+# modules of issue 12's "one place per concept" work: every public definition has an example
+EXAMPLE_MODULES = [
+    "meanfield.features",
+    "meanfield.simplex",
+    "meanfield.alignment",
+    "meanfield.spacing",
+    "meanfield.learners._common",
+    "meanfield.learners.metric",
+    "meanfield.learners.importance_qp",
+    "meanfield.learners.random_features",
+    "meanfield.learners.coulomb",
+    "meanfield.learners.ridge",
+    "meanfield.learners.evaluation",
+    "meanfield.attention.features",
+    "meanfield.attention.phases",
+]
+
+
+@pytest.mark.parametrize("name", EXAMPLE_MODULES)
+def test_docstring_examples_run_and_cover_every_public_definition(name):
+    import doctest
+    import importlib
+    import inspect
+
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = finder.find(module, name)
+    for test in tests:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0, f"a doctest example failed in {name}"
+    with_examples = {t.name[len(name) + 1 :] for t in tests if t.examples}
+    public = [
+        n
+        for n, obj in vars(module).items()
+        if not n.startswith("_")
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        and obj.__module__ == name
+    ]
+    missing = [n for n in public if n not in with_examples]
+    assert not missing, f"public definitions of {name} without an example: {missing}"
