@@ -385,8 +385,9 @@ def main(argv=None):
     if bad:
         ap.error(f"--sections takes pairs, tiles, scaling; got {sorted(bad)}")
     t0 = time.time()
+    given = sys.argv[1:] if argv is None else argv
     res = {
-        "command": " ".join(["python benchmarks/bench_pairs.py", *(sys.argv[1:] if argv is None else argv)]),
+        "command": " ".join(["python benchmarks/bench_pairs.py", *given]),
         "machine": machine(),
         "device": args.device,
         "load_before": [round(x, 1) for x in os.getloadavg()],

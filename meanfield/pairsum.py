@@ -49,6 +49,8 @@ from .kernels import Gaussian, PairKernel, Riesz
 #: README's Performance section): large enough that the few dozen tiles at N = 10^4 cost few
 #: parallel regions, small enough that a tile (4 MiB in float32) stays near the caches.
 TILE_ROWS = 1024
+#: Rows per tile on a GPU, where one tile product must fill the device (64 MiB in float32).
+TILE_ROWS_GPU = 4096
 
 _FLOOR_LOG2 = {torch.float32: -100.0, torch.float64: -1000.0, torch.float16: -10.0}
 
@@ -316,7 +318,7 @@ def pair_sums(
     value_scale, grad_scale : float
         Constant factors applied to the results (in float64, before rounding to the dtype).
     tile : int, optional
-        Rows per tile (default :data:`TILE_ROWS`).
+        Rows per tile (default :data:`TILE_ROWS` on the CPU, :data:`TILE_ROWS_GPU` else).
 
     Returns
     -------
@@ -327,7 +329,8 @@ def pair_sums(
         ordered pair sum with respect to ω_i).
     """
     plan = make_plan(kernel)
-    tiles = _Tiles(omega, plan.eps2, tile or TILE_ROWS)
+    tile = tile or (TILE_ROWS if omega.device.type == "cpu" else TILE_ROWS_GPU)
+    tiles = _Tiles(omega, plan.eps2, tile)
     u0, floor = None, _FLOOR_LOG2.get(omega.dtype, -100.0)
     if _needs_rescale(plan, tiles, omega.dtype):
         u0 = tiles.min_u()

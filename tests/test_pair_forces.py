@@ -186,3 +186,50 @@ def test_float32_force_below_range_raises_naming_float64():
         E.grad(om)
     v64 = Energy([PairInteraction(Riesz(62.0, 0.1), 0.1)], Ball(64, 100.0)).grad(om.double())
     assert 0 < float(v64.abs().max()) < 1e-50  # float64 holds it
+
+
+# --- CUDA (run by benchmarks/gpu_check.sh on a GPU; skipped here) ---------------------------
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.cuda
+@cuda
+@pytest.mark.parametrize("kernel", [Riesz(14.0, 0.1), Riesz(0.0), Riesz(1.0, 0.1), Gaussian(0.7)])
+def test_cuda_pair_sums_match_cpu(kernel):
+    om = _spread(300, 16, seed=3)
+    for dtype, rtol in ((torch.float64, 1e-12), (torch.float32, 1e-4)):
+        v_cpu, g_cpu = pair_sums(om.to(dtype), kernel, tile=64)
+        v, g = pair_sums(om.to(dtype).cuda(), kernel, tile=64)
+        assert v.device.type == g.device.type == "cuda"
+        assert float(v) == pytest.approx(float(v_cpu), rel=rtol)
+        scale = float(g_cpu.abs().max())
+        assert float((g.cpu() - g_cpu).abs().max()) <= rtol * scale
+
+
+@pytest.mark.cuda
+@cuda
+def test_cuda_langevin_step_matches_cpu():
+    """One projected-Langevin step on the GPU against the same step on the CPU (float64, the
+    same noise drawn on the CPU generator)."""
+    from meanfield.particles import ProjectedLangevin
+
+    p, N = 3, 200
+    om = _sphere(N, p, 1.0, seed=1)
+    outs = []
+    for device in ("cpu", "cuda"):
+        E = Energy([PairInteraction(Riesz(1.0, 0.05), 0.5)], Ball(p, 2.0), device=device)
+        step = ProjectedLangevin(E, eta=1e-3, beta=50.0)
+        state = step.init(om.clone())
+        state = step.step(state, torch.Generator().manual_seed(0))
+        outs.append(state.omega.cpu())
+    assert torch.allclose(outs[0], outs[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.cuda
+@cuda
+def test_cuda_float32_p64_rescales():
+    om = _sphere(300, 64, 3.0, seed=0)
+    k = Riesz(62.0, 0.1)
+    _, want = _direct(om, k)
+    _, g = pair_sums(om.float().cuda(), k)
+    assert float(((g.cpu().double() - want).norm(dim=1) / want.norm(dim=1)).max()) < 1e-3
