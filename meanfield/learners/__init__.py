@@ -22,6 +22,23 @@ scikit-learn's logistic regression, through :func:`evaluate`.
 Labels: two classes are treated as ±1 (the larger class label is +1), C ≥ 3 classes as class
 ids with the target T_jk = 1 if y_j = y_k else −1/(C−1) (THEORY §1).
 
+Modules (one job each; every public name is re-exported here)
+--------------------------------------------------------------
+``_common``
+    Input checks, label encoding, the median bandwidth, the feature matrix Φ.
+``importance_qp``
+    The χ²-constrained programme of the importance weights (simplex projection from
+    :mod:`meanfield.simplex`).
+``metric``
+    :func:`kernel_alignment`, the Cristianini alignment of :mod:`meanfield.alignment`.
+``base``, ``random_features``, ``coulomb``
+    The estimators: shared fit/transform plumbing, the two random-feature learners, the
+    Langevin-learned particles.
+``ridge``
+    :class:`RidgeFeatureClassifier`.
+``evaluation``
+    :func:`evaluate`, :func:`feature_pipeline`, :func:`select_by_cv`.
+
 References
 ----------
 A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
