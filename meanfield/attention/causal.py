@@ -141,21 +141,12 @@ def causal_linear_attention(
     total = n * c
     qf, kf = _padded(q_features, total), _padded(k_features, total)
     if log_space:
-        kf = _mask_log_keys(kf, key_padding_mask, L)
+        pad = _key_padding(key_padding_mask, b, L, total, kf.device)
+        kf = kf if pad is None else kf.masked_fill(pad[:, None, :, None], float("-inf"))
     vv = _values_with_ones(v, None if key_padding_mask is None else ~key_padding_mask, total)
     has = _has_key(key_padding_mask, b, total, v.device)
     out = _chunked(qf, kf, vv, c, n, log_space, eps, has)
     return out[:, :, :L]
-
-
-def _mask_log_keys(ka, mask, L):
-    """Log-features of padding keys (and of the rows past ``L``) set to ``-inf``."""
-    total = ka.shape[2]
-    if mask is None and total == L:
-        return ka
-    full = torch.ones(ka.shape[0], total, dtype=torch.bool, device=ka.device)
-    full[:, :L] = False if mask is None else mask
-    return ka.masked_fill(full[:, None, :, None], float("-inf"))
 
 
 def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chunk_size):
@@ -194,12 +185,18 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
     qp, kp = _padded(q, total), _padded(k, total)
     om = fm.omega.to(q.dtype) * d ** (-0.25)  # x~ = x / d^(1/4) folded into Omega
     log_space = kind is PositiveFeatures
+    relog = None
     if log_space:
-        qf = qp @ om.T
-        ka = kp @ om.T
-        half_sq = (kp * kp).sum(-1, keepdim=True) * (0.5 / math.sqrt(d))
-        kf = ka.sub_(half_sq) if not _grad_needed(k, om) else ka - half_sq
-        kf = _mask_log_keys(kf, key_padding_mask, L)
+        pad = _key_padding(key_padding_mask, b, L, total, q.device)
+        qf, kf = _log_features(qp, kp, om, pad)
+        if not _grad_needed(q, k, v, om):  # the fast path may then overwrite qf, kf
+
+            def relog(idx):  # log-features of chunks idx, for the exact fallback
+                qc, kc = (x.reshape(b * h, n, c, d)[idx] for x in (qp, kp))
+                padc = None if pad is None else pad[:, None].expand(b, h, total)
+                padc = None if padc is None else padc.reshape(b * h, n, c)[idx]
+                return _log_features(qc, kc, om, padc)
+
     elif kind is SoftplusFeatures:
         qf, kf = F.softplus(qp @ om.T), F.softplus(kp @ om.T)
         eps = eps * fm.n_features  # phi = m^(-1/2) softplus: the m^(-1/2)s cancel, eps does not
@@ -208,7 +205,33 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
         kf = _softmax_features(kp @ om.T, fm.symmetric)
     vv = _values_with_ones(v, None if key_padding_mask is None else ~key_padding_mask, total)
     has = _has_key(key_padding_mask, b, total, v.device)
-    return _chunked(qf, kf, vv, c, n, log_space, eps, has)[:, :, :L]
+    return _chunked(qf, kf, vv, c, n, log_space, eps, has, relog)[:, :, :L]
+
+
+def _key_padding(mask, b, L, total, device):
+    """bool (b, total), True for padding keys and the rows past ``L``; None if there are none."""
+    if mask is None and total == L:
+        return None
+    full = torch.ones(b, total, dtype=torch.bool, device=device)
+    full[:, :L] = False if mask is None else mask
+    return full
+
+
+def _log_features(qx, kx, om, pad):
+    """``u = Omega x~`` of queries, ``a = u - |x~|^2 / 2`` of keys (``-inf`` where ``pad``).
+
+    ``om`` is Omega already divided by ``d^(1/4)``; ``qx``/``kx`` (..., L, d), ``pad``
+    broadcastable to (..., L) without the feature axis, or None.
+    """
+    d = qx.shape[-1]
+    uq = qx @ om.T
+    half_sq = torch.linalg.vector_norm(kx, dim=-1, keepdim=True).square() * (0.5 / math.sqrt(d))
+    ka = kx @ om.T
+    ka = ka - half_sq if _grad_needed(kx, om) else ka.sub_(half_sq)
+    if pad is not None:
+        pad = pad[..., None] if pad.ndim == ka.ndim - 1 else pad[:, None, :, None]
+        ka = ka.masked_fill(pad, float("-inf"))
+    return uq, ka
 
 
 def _softmax_features(u, symmetric):
@@ -219,21 +242,24 @@ def _softmax_features(u, symmetric):
     return torch.stack([u, -u], dim=-2).softmax(-1).flatten(-2)
 
 
-def _chunked(qf, kf, vv, c, n, log_space, eps, has):
-    """The chunked prefix sums on padded ``(b, h, n c, .)`` tensors -> ``(b, h, n c, d_v)``."""
+def _chunked(qf, kf, vv, c, n, log_space, eps, has, relog=None):
+    """The chunked prefix sums on padded ``(b, h, n c, .)`` tensors -> ``(b, h, n c, d_v)``.
+
+    ``relog``: for log-features that this module made (see :class:`_LogFactors`), or None.
+    """
     b, h, total, m = qf.shape
     e = vv.shape[-1]
     B = b * h
     qf, kf, vv = (t.reshape(B, n, c, t.shape[-1]) for t in (qf, kf, vv))
     grad = _grad_needed(qf, kf, vv)
-    fac = _LogFactors(qf, kf, grad) if log_space else None
+    fac = _LogFactors(qf, kf, grad, relog) if log_space else None
     if fac is not None:
         qf, kf = fac.q, fac.k
     q3, k3, v3 = qf.reshape(B * n, c, m), kf.reshape(B * n, c, m), vv.reshape(B * n, c, e)
     block = torch.bmm(q3, k3.transpose(1, 2))
     block = block.tril() if grad else block.tril_()
     kv = torch.bmm(k3.transpose(1, 2), v3).reshape(B, n, m, e)  # per-chunk phi(K)^T [V, 1]
-    state = _prefix_states(kv, grad) if fac is None else fac.states(kv, grad)
+    state = _prefix_states(kv, grad, None if fac is None else fac.decay[..., None])
     nd = torch.bmm(q3, state.reshape(B * n, m, e))
     nd = nd.baddbmm(block, v3) if grad else nd.baddbmm_(block, v3)
     nd = nd.reshape(B, n, c, e)
@@ -243,36 +269,35 @@ def _chunked(qf, kf, vv, c, n, log_space, eps, has):
     else:
         # eps relative to K(q_t, k_t); 1 where no key is visible (the output is then 0)
         self_k = torch.diagonal(block, dim1=-2, dim2=-1).reshape(B, n, c)
-        nd, self_k = fac.fix_underflow(nd, self_k, vv, has)
+        nd, self_k = fac.fix_underflow(nd, self_k, vv, has, kv, state)
         unit = self_k if has is None else torch.where(has, self_k, 1.0)
         den = nd[..., -1] + eps * unit
-    out = nd[..., :-1] / den[..., None]
+    num = nd[..., :-1]
+    out = num / den[..., None] if grad else num.div_(den[..., None])
     return out.reshape(b, h, total, e - 1)
 
 
 def _prefix_states(kv, grad, decay=None):
-    """Exclusive prefix sums over chunks, ``S_i = S_(i-1) decay_(i-1) + kv_(i-1)``, ``S_0 = 0``.
+    """State before each chunk: ``S_0 = 0``, ``S_i = (S_(i-1) + kv_(i-1)) decay_i``.
 
-    ``kv`` (B, n, m, e); ``decay`` (B, n, m, 1) or None (1). A loop of one fused operation
-    per chunk: ``torch.cumsum`` along a middle dimension is 10-15 times slower on the CPU,
-    and an inclusive sum minus each chunk's own would cancel catastrophically.
+    ``kv`` (B, n, m, e); ``decay`` (B, n, m, 1) or None (1). A loop of one or two small
+    operations per chunk: ``torch.cumsum`` along a middle dimension is 10-15 times slower on
+    the CPU, and an inclusive sum minus each chunk's own would cancel catastrophically.
     """
     n = kv.shape[1]
     if grad:  # out= is not differentiable
         s = torch.zeros_like(kv[:, 0])
         out = [s]
         for i in range(1, n):
-            prev = kv[:, i - 1]
-            s = s + prev if decay is None else torch.addcmul(prev, s, decay[:, i - 1])
+            s = s + kv[:, i - 1] if decay is None else (s + kv[:, i - 1]) * decay[:, i]
             out.append(s)
         return torch.stack(out, dim=1)
     out = torch.empty_like(kv)
     out[:, 0] = 0.0
     for i in range(1, n):
-        if decay is None:
-            torch.add(out[:, i - 1], kv[:, i - 1], out=out[:, i])
-        else:
-            torch.addcmul(kv[:, i - 1], out[:, i - 1], decay[:, i - 1], out=out[:, i])
+        torch.add(out[:, i - 1], kv[:, i - 1], out=out[:, i])
+        if decay is not None:
+            out[:, i].mul_(decay[:, i])
     return out
 
 
@@ -280,34 +305,46 @@ class _LogFactors:
     """Shifted query/key factors of positive features (module notes); shifts are detached.
 
     ``qa`` (B, n, c, m): query log-features without per-query constants; ``ka``: key
-    log-features, ``-inf`` for padding keys.
+    log-features, ``-inf`` for padding keys. With ``relog`` (a function of chunk indices
+    returning their ``qa``, ``ka``) and no gradient to record, ``qa`` and ``ka`` are turned
+    into the factors in place (two fewer ``(L, m)`` buffers to allocate) and the rare exact
+    fallback recomputes its chunks' log-features; otherwise the shifted logs are kept.
     """
 
-    def __init__(self, qa, ka, grad):
+    def __init__(self, qa, ka, grad, relog=None):
         with torch.no_grad():
             P = torch.cummax(ka.amax(2), dim=1).values  # (B, n, m): maxima over chunks 0..n
-            self.seen = torch.isfinite(P)  # a real key in chunks 0..n
-            P0 = torch.where(self.seen, P, 0.0)
-            prev = F.pad(P0[:, :-1], (0, 0, 1, 0))
-            prev_seen = F.pad(self.seen[:, :-1], (0, 0, 1, 0), value=False)
+            seen = torch.isfinite(P)  # a real key in chunks 0..n
+            self.P0 = torch.where(seen, P, 0.0)
+            prev = F.pad(self.P0[:, :-1], (0, 0, 1, 0))
+            prev_seen = F.pad(seen[:, :-1], (0, 0, 1, 0), value=False)
             # exp(P_(n-1) - P_n) <= 1, 0 before the first real key
-            self.decay = torch.where(prev_seen, torch.exp(prev - P0), 0.0)
-            self.log_decay = torch.where(prev_seen, prev - P0, float("-inf"))
-        zq = qa + P0[:, :, None]
-        shift = zq.detach().amax(-1, keepdim=True)
-        self.zq = zq - shift if grad else zq.sub_(shift)  # exact: c_t cancels in the ratio
-        self.zk = ka - P0[:, :, None]
+            self.decay = torch.where(prev_seen, torch.exp(prev - self.P0), 0.0)
+            self.log_decay = torch.where(prev_seen, prev - self.P0, float("-inf"))
+        P0 = self.P0[:, :, None]
+        self.relog = relog if not grad else None
+        if self.relog is not None:
+            zq = qa.add_(P0)
+            self.shift = zq.amax(-1, keepdim=True)
+            self.q = zq.sub_(self.shift).exp_()  # <= 1
+            self.k = ka.sub_(P0).exp_()  # <= 1
+            return
+        zq = qa + P0
+        self.shift = zq.detach().amax(-1, keepdim=True)
+        self.zq = zq - self.shift if grad else zq.sub_(self.shift)  # c_t cancels in the ratio
+        self.zk = ka - P0
         self.q = torch.exp(self.zq)  # <= 1
         self.k = torch.exp(self.zk)  # <= 1
 
-    def states(self, kv, grad):
-        """State before each chunk, in units of ``exp(-P_n)``: (B, n, m, e)."""
-        dec = self.decay[..., None]  # (B, n, m, 1)
-        # S'_i, the state before chunk i in units of exp(-P_(i-1)), kept for the fallback
-        self.before = _prefix_states(kv, grad, dec)
-        return self.before * dec
+    def _shifted_logs(self, idx):
+        """``u + P_n - c_t`` and ``a - P_n`` of the chunks ``idx``: (k, c, m) each."""
+        if self.relog is None:
+            return self.zq[idx], self.zk[idx]
+        qa, ka = self.relog(idx)
+        P0 = self.P0[idx][:, None]
+        return qa + P0 - self.shift[idx], ka - P0
 
-    def fix_underflow(self, nd, self_k, vv, has):
+    def fix_underflow(self, nd, self_k, vv, has, kv, state):
         """Recompute exactly the chunks where a query's denominator fell below the floor."""
         with torch.no_grad():
             low = nd[..., -1].detach() < math.exp(LOG_DEN_FLOOR)
@@ -317,9 +354,12 @@ class _LogFactors:
         if not bool(bad.any()):
             return nd, self_k
         idx = bad.nonzero(as_tuple=True)
-        new_nd, new_self = _exact_chunks(
-            self.zq[idx], self.zk[idx], vv[idx], self.before[idx], self.log_decay[idx]
-        )
+        # the state before chunk i in units of exp(-P_(i-1)): S_(i-1) + kv_(i-1), 0 for i = 0
+        first = idx[1] == 0
+        prev = (idx[0], (idx[1] - 1).clamp_min(0))
+        before = (state[prev] + kv[prev]).masked_fill(first[:, None, None], 0.0)
+        zq, zk = self._shifted_logs(idx)
+        new_nd, new_self = _exact_chunks(zq, zk, vv[idx], before, self.log_decay[idx])
         nd, self_k = nd.clone(), self_k.clone()
         nd[idx] = new_nd
         self_k[idx] = new_self
@@ -347,6 +387,9 @@ def _exact_chunks(zq, zk, vv, before, log_decay):
         own key, both in the units of the query's largest visible term.
     """
     c = zq.shape[1]
+    # padding keys are -inf; a finite stand-in keeps logsumexp's gradient finite (its zero
+    # [v, 1] rows keep them out of the sums)
+    zk = zk.clamp_min(-1e30)
     per = max(1, _FALLBACK_ELEMENTS // (c * c * zq.shape[2]))
     tril = torch.ones(c, c, dtype=torch.bool, device=zq.device).tril()
     logits = torch.cat(
