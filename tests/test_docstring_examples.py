@@ -11,6 +11,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import inspect
+import tempfile
 
 import pytest
 import torch
@@ -29,6 +30,7 @@ MODULES = [
     "meanfield.synthetic",
     "meanfield.results",
     "meanfield.sweeps",
+    "meanfield.attention.data",
 ]
 
 
@@ -46,6 +48,7 @@ def _public_definitions(module) -> list[str]:
 @pytest.mark.parametrize("name", MODULES)
 def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # and their temporary folders
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny models: extra threads only add overhead on a shared machine
     try:

@@ -1,4 +1,4 @@
-"""Loaders for the sentence(-pair) classification data sets: SST-2, Rotten Tomatoes, QQP.
+r"""Loaders for the sentence(-pair) classification data sets: SST-2, Rotten Tomatoes, QQP.
 
 Data are never shipped with the package: every loader reads from a directory the user names,
 either the ``data_dir`` argument (``--data-dir`` on the command line) or the environment
@@ -33,6 +33,19 @@ Every problem in a file raises :class:`DataFormatError` naming the file and the 
 a wrong number of fields, a bad label, an empty text, bytes that are not valid in the file's
 encoding, invalid JSON. Missing files raise :class:`FileNotFoundError` naming the path and how
 to point the loader elsewhere.
+
+Examples
+--------
+>>> import tempfile
+>>> from pathlib import Path
+>>> from meanfield.attention.data import load_split
+>>> root = Path(tempfile.mkdtemp())
+>>> (root / "sst2" / "glue").mkdir(parents=True)
+>>> _ = (root / "sst2" / "glue" / "dev.tsv").write_text(
+...     "sentence\tlabel\na gripping film\t1\nflat and dull\t0\n")
+>>> data = load_split("sst2", "validation", root)
+>>> data.text_a, data.labels.tolist(), data.is_pair
+(['a gripping film', 'flat and dull'], [1, 0], False)
 """
 
 from __future__ import annotations
@@ -76,7 +89,21 @@ _SOURCES = {
 
 
 class DataFormatError(ValueError):
-    """A data file is malformed; the message names the file and the line."""
+    r"""A data file is malformed; the message names the file and the line.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import DataFormatError, read_stsa_binary
+    >>> path = Path(tempfile.mkdtemp()) / "stsa.binary.dev"
+    >>> _ = path.write_text("1 a fine film\n2 a label out of range\n")
+    >>> try:
+    ...     read_stsa_binary(path)
+    ... except DataFormatError as err:
+    ...     print(str(err).split(", ")[1][:6])
+    line 2
+    """
 
 
 @dataclass
@@ -90,6 +117,18 @@ class TextClassificationData:
     labels : numpy.ndarray of int64, shape (n,)
     source : str
         The file(s) the examples came from.
+
+    Raises
+    ------
+    ValueError
+        ``labels`` or ``text_b`` of another length than ``text_a``.
+
+    Examples
+    --------
+    >>> from meanfield.attention.data import TextClassificationData
+    >>> data = TextClassificationData(["q1", "q2", "q3"], ["p1", "p2", "p3"], [0, 1, 1])
+    >>> len(data), data.is_pair, data.subset([2, 0]).text_b
+    (3, True, ['p3', 'p1'])
     """
 
     text_a: list[str]
@@ -110,6 +149,7 @@ class TextClassificationData:
 
     @property
     def is_pair(self) -> bool:
+        """True for sentence-pair tasks (``text_b`` is set)."""
         return self.text_b is not None
 
     def subset(self, index) -> TextClassificationData:
@@ -182,7 +222,32 @@ def _finish(path, texts_a, texts_b, labels) -> TextClassificationData:
 # one reader per file format
 # ---------------------------------------------------------------------------------------
 def read_glue_sst2(path) -> TextClassificationData:
-    """GLUE SST-2 TSV: header ``sentence<TAB>label``, then one sentence and 0/1 label a line."""
+    r"""GLUE SST-2 TSV: header ``sentence<TAB>label``, then one sentence and 0/1 label a line.
+
+    Parameters
+    ----------
+    path : path-like
+        A UTF-8 file (``train.tsv`` or ``dev.tsv``).
+
+    Returns
+    -------
+    TextClassificationData
+
+    Raises
+    ------
+    DataFormatError
+        A wrong header, field count, label or empty sentence (file and line named).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import read_glue_sst2
+    >>> path = Path(tempfile.mkdtemp()) / "dev.tsv"
+    >>> _ = path.write_text("sentence\tlabel\nwarm and funny\t1\n")
+    >>> read_glue_sst2(path).labels.tolist()
+    [1]
+    """
     texts, labels = [], []
     for lineno, line in _lines(path, "utf-8", "GLUE files are UTF-8"):
         if lineno == 1:
@@ -198,7 +263,32 @@ def read_glue_sst2(path) -> TextClassificationData:
 
 
 def read_stsa_binary(path) -> TextClassificationData:
-    """``stsa.binary.*``: ``<label> <sentence>`` a line, label 0/1, UTF-8, no header."""
+    r"""``stsa.binary.*``: ``<label> <sentence>`` a line, label 0/1, UTF-8, no header.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+
+    Returns
+    -------
+    TextClassificationData
+
+    Raises
+    ------
+    DataFormatError
+        A line without a space, a label other than 0/1, an empty sentence.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import read_stsa_binary
+    >>> path = Path(tempfile.mkdtemp()) / "stsa.binary.test"
+    >>> _ = path.write_text("0 tedious\n1 a small gem\n")
+    >>> read_stsa_binary(path).text_a
+    ['tedious', 'a small gem']
+    """
     texts, labels = [], []
     for lineno, line in _lines(path, "utf-8"):
         lab, sep, sent = line.partition(" ")
@@ -210,7 +300,32 @@ def read_stsa_binary(path) -> TextClassificationData:
 
 
 def read_rt_jsonl(path) -> TextClassificationData:
-    """Rotten Tomatoes Hugging Face split as JSON lines ``{"text": str, "label": 0|1}``."""
+    r"""Rotten Tomatoes Hugging Face split as JSON lines ``{"text": str, "label": 0|1}``.
+
+    Parameters
+    ----------
+    path : path-like
+        A ``.jsonl`` file.
+
+    Returns
+    -------
+    TextClassificationData
+
+    Raises
+    ------
+    DataFormatError
+        Invalid JSON, missing keys, a non-string text, a label other than 0/1.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import read_rt_jsonl
+    >>> path = Path(tempfile.mkdtemp()) / "test.jsonl"
+    >>> _ = path.write_text('{"text": "smart", "label": 1}\n{"text": "inert", "label": 0}\n')
+    >>> read_rt_jsonl(path).labels.tolist()
+    [1, 0]
+    """
     texts, labels = [], []
     for lineno, line in _lines(path, "utf-8", "the hf_split_derived files are ASCII JSON"):
         try:
@@ -233,7 +348,7 @@ def read_rt_jsonl(path) -> TextClassificationData:
 
 
 def read_rt_polarity(pos_path, neg_path, split: str, encoding: str = "latin-1"):
-    """Original ``rt-polarity.pos``/``.neg`` files, split by the Hugging Face rule.
+    r"""Original ``rt-polarity.pos``/``.neg`` files, split by the Hugging Face rule.
 
     Parameters
     ----------
@@ -242,6 +357,25 @@ def read_rt_polarity(pos_path, neg_path, split: str, encoding: str = "latin-1"):
     split : {"train", "validation", "test"}
     encoding : str
         Text encoding; a byte invalid in it raises :class:`DataFormatError`.
+
+    Returns
+    -------
+    TextClassificationData
+        The split's positive snippets (label 1) then its negative ones (label 0). With
+        n = the smaller file's line count, i₁ = ⌊0.8n + 0.5⌋ and i₂ = ⌊0.9n + 0.5⌋, train is
+        lines [0, i₁), validation [i₁, i₂) and test [i₂, n) of each file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import read_rt_polarity
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "rt-polarity.pos").write_text("".join(f"good {i}\n" for i in range(10)))
+    >>> _ = (folder / "rt-polarity.neg").write_text("".join(f"bad {i}\n" for i in range(10)))
+    >>> test = read_rt_polarity(folder / "rt-polarity.pos", folder / "rt-polarity.neg", "test")
+    >>> test.text_a, test.labels.tolist()
+    (['good 9', 'bad 9'], [1, 0])
     """
     check_choice("split", split, SPLITS)
     per_class = []
@@ -260,7 +394,34 @@ def read_rt_polarity(pos_path, neg_path, split: str, encoding: str = "latin-1"):
 
 
 def read_qqp_bimpm(path) -> TextClassificationData:
-    """BiMPM Quora partition: ``label<TAB>question1<TAB>question2<TAB>pair_id``, no header."""
+    r"""BiMPM Quora partition: ``label<TAB>question1<TAB>question2<TAB>pair_id``, no header.
+
+    Parameters
+    ----------
+    path : path-like
+        A UTF-8 TSV file.
+
+    Returns
+    -------
+    TextClassificationData
+        Question pairs (``text_b`` set); label 1 = duplicate.
+
+    Raises
+    ------
+    DataFormatError
+        A wrong field count, a label other than 0/1, a non-integer pair id.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import read_qqp_bimpm
+    >>> path = Path(tempfile.mkdtemp()) / "dev.tsv"
+    >>> _ = path.write_text("1\tHow old is it?\tWhat is its age?\t7\n")
+    >>> pair = read_qqp_bimpm(path)
+    >>> pair.text_a, pair.text_b, pair.labels.tolist()
+    (['How old is it?'], ['What is its age?'], [1])
+    """
     a, b, labels = [], [], []
     for lineno, line in _lines(path, "utf-8"):
         lab, q1, q2, pid = _fields(path, lineno, line, 4, "label, question1, question2, pair_id")
@@ -273,7 +434,7 @@ def read_qqp_bimpm(path) -> TextClassificationData:
 
 
 def read_glue_qqp(path, *, skip_malformed: bool = False) -> TextClassificationData:
-    """GLUE QQP TSV: header ``id qid1 qid2 question1 question2 is_duplicate``.
+    r"""GLUE QQP TSV: header ``id qid1 qid2 question1 question2 is_duplicate``.
 
     Parameters
     ----------
@@ -281,6 +442,30 @@ def read_glue_qqp(path, *, skip_malformed: bool = False) -> TextClassificationDa
         GLUE's ``train.tsv`` is known to hold a few rows with missing fields. By default they
         raise :class:`DataFormatError`; with True they are skipped with a warning that counts
         them and names the first.
+
+    Parameters
+    ----------
+    path : path-like
+        A UTF-8 TSV file with the GLUE header.
+
+    Returns
+    -------
+    TextClassificationData
+        Question pairs (``text_b`` set); label 1 = duplicate.
+
+    Examples
+    --------
+    >>> import tempfile, warnings
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import read_glue_qqp
+    >>> path = Path(tempfile.mkdtemp()) / "dev.tsv"
+    >>> _ = path.write_text("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+    ...                     "0\t1\t2\tWhy?\tHow come?\t1\n3\t4\t5\ttruncated row\n")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     data = read_glue_qqp(path, skip_malformed=True)
+    >>> len(data), len(caught)
+    (1, 1)
     """
     header = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
     a, b, labels, skipped = [], [], [], []
@@ -316,10 +501,27 @@ def read_glue_qqp(path, *, skip_malformed: bool = False) -> TextClassificationDa
 def resolve_data_dir(data_dir=None) -> Path:
     """The data directory: ``data_dir`` if given, else ``$MEANFIELD_DATA_DIR``.
 
+    Parameters
+    ----------
+    data_dir : path-like, optional
+        The directory (``~`` is expanded).
+
+    Returns
+    -------
+    pathlib.Path
+
     Raises
     ------
     FileNotFoundError
         If neither is set, or the directory does not exist.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.data import resolve_data_dir
+    >>> folder = tempfile.mkdtemp()
+    >>> str(resolve_data_dir(folder)) == folder
+    True
     """
     if data_dir is None:
         env = os.environ.get(DATA_DIR_ENV)
@@ -360,7 +562,7 @@ def _candidates(task: str, source: str, split: str, root: Path):
 def load_split(
     task: str, split: str, data_dir=None, *, source: str = "auto"
 ) -> TextClassificationData:
-    """Load one split of one task from the user's data directory.
+    r"""Load one split of one task from the user's data directory.
 
     Parameters
     ----------
@@ -376,6 +578,29 @@ def load_split(
     -------
     TextClassificationData
         ``text_b`` is set for qqp (question pairs).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An unknown task, split or source.
+    FileNotFoundError
+        No data directory, or none of the sources has the split's files (the message lists
+        what is missing).
+    DataFormatError
+        A malformed file.
+
+    Examples
+    --------
+    The GLUE test splits carry no labels, so ``"auto"`` falls back to the next source:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.data import load_split
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "sst2" / "stsa_binary").mkdir(parents=True)
+    >>> _ = (root / "sst2" / "stsa_binary" / "stsa.binary.test").write_text("1 superb\n")
+    >>> load_split("sst2", "test", root).source.endswith("stsa.binary.test")
+    True
     """
     check_choice("task", task, TASKS)
     check_choice("split", split, SPLITS)
