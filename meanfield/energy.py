@@ -85,13 +85,62 @@ def target_matrix(y) -> np.ndarray:
 # ----------------------------------------------------------------------------------------
 # terms
 # ----------------------------------------------------------------------------------------
+#: The kinds of term, by how the first variation δE/δμ depends on the measure μ.
+TERM_KINDS = ("one-body", "pair", "measure")
+
+
+class UnboundTermError(AttributeError):
+    """A term's data was used before :meth:`Term.bind` (an :class:`Energy` binds its terms)."""
+
+
 class Term:
-    """One additive piece of the energy.  Subclasses implement the three views."""
+    """One additive piece of the energy.  Subclasses implement the three views.
+
+    Every term declares its ``kind`` (one of :data:`TERM_KINDS`): what a solver on densities
+    (:class:`meanfield.pde.GridEnergy`) needs to evaluate it, without knowing its class.
+
+    * ``"one-body"``: E(μ) = ∫ f dμ, so δE/δμ = f does not depend on μ (potentials, the
+      linear alignment): ``first_variation(at)`` is evaluated once;
+    * ``"pair"``: E(μ) = λ ∬ k(ω − ω') μ(dω) μ(dω'); :meth:`pair_kernel` gives (k, λ), and
+      δE/δμ = 2λ k ∗ μ can be computed by a convolution;
+    * ``"measure"``: any other dependence; ``first_variation(at, points, weights)`` is
+      evaluated at each μ and :meth:`measure_value` gives E(μ) of a weighted measure.
+    """
 
     name = "term"
+    kind = "measure"
+    #: Attributes set by :meth:`bind`; reading one before binding raises UnboundTermError.
+    _bound_attributes: tuple = ()
+
+    def __getattr__(self, name):
+        # reached only when the normal lookup fails
+        if name in type(self)._bound_attributes:
+            raise UnboundTermError(
+                f"{type(self).__name__}.{name} is set when the term is bound: use the term "
+                "inside an Energy (Energy([term], domain)) or call term.bind(dim, dtype, "
+                "device) first"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def bind(self, dim: int, dtype, device) -> None:
         """Check the particle dimension and move data to ``dtype``/``device``."""
+
+    def pair_kernel(self):
+        """(kernel, λ) of a ``"pair"`` term: E(μ) = λ ∬ k(ω − ω') μ(dω) μ(dω')."""
+        raise TypeError(f"{type(self).__name__} is a {self.kind!r} term, not a pair term")
+
+    def measure_value(self, points, weights) -> torch.Tensor:
+        """E(μ) for the weighted measure μ = Σ_k w_k δ_{points_k} (mean-field value), shape ().
+
+        Parameters
+        ----------
+        points : tensor (K, p)
+        weights : tensor (K,)
+            Non-negative masses w_k.
+        """
+        if self.kind == "one-body":
+            return (self.first_variation(points, points, weights) * weights).sum()
+        raise NotImplementedError(f"{type(self).__name__} does not give its value on a measure")
 
     def value(self, omega: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -118,6 +167,7 @@ class Potential(Term):
     """Confining potential: H = (1/N) Σ_i V(ω_i), δE/δμ = V."""
 
     name = "confinement"
+    kind = "one-body"
 
     def V(self, omega):
         raise NotImplementedError
@@ -193,6 +243,7 @@ class AlignmentTerm(Term):
     """Base of the alignment terms: the data, the targets T = U diag(w) Uᵀ and the feature map."""
 
     name = "alignment"
+    _bound_attributes = ("Xt", "offset", "U", "w")
 
     def __init__(self, X, y, feature: str | FeatureMap = "positive"):
         X = check_array("X", X, ndim=2)
@@ -268,6 +319,8 @@ class LinearAlignment(AlignmentTerm):
     feature : {"positive", "fourier", "softplus"}
     """
 
+    kind = "one-body"  # a(ω) does not depend on μ
+
     def _particle_chunks(self, N):
         # a(ω) is one-body: particles are processed in blocks of ~PAIR_CHUNK_ELEMENTS features,
         # so memory is O(chunk · n) and each block's passes stay in cache
@@ -310,9 +363,20 @@ class RiskAlignment(AlignmentTerm):
     Finite N: K_Ω² has its particle diagonal (i = i') left out, as every pair sum.
     """
 
+    kind = "measure"
+
     def __init__(self, X, y, feature="positive", alpha: float = 1.0):
         super().__init__(X, y, feature)
         self.alpha = check_positive("alpha", alpha)
+
+    def measure_value(self, points, weights):
+        """R(μ) = ‖αT − K_μ‖²_F / (2n²) with K_μ = Σ_k w_k φ_k φ_kᵀ (diagonal included)."""
+        phi, _ = self.features(points)
+        S = phi @ self.U
+        KT = (weights * (S * S * self.w).sum(-1)).sum()  # ⟨K_μ, T⟩
+        Kmu = phi.T @ (weights[:, None] * phi)
+        al = self.alpha
+        return (al**2 * self._T_norm_sq() - 2 * al * KT + (Kmu * Kmu).sum()) / (2 * self.n**2)
 
     def _T_norm_sq(self):
         M = (self.U.T @ self.U) * self.w
@@ -357,6 +421,16 @@ class NormalisedAlignment(AlignmentTerm):
 
     A ratio, so the finite-N kernel keeps its diagonal: H_N = −A(μ_N) exactly.
     """
+
+    kind = "measure"
+
+    def measure_value(self, points, weights):
+        """−A(μ) = −⟨K_μ, T⟩_F / (‖K_μ‖_F ‖T‖_F) with K_μ = Σ_k w_k φ_k φ_kᵀ."""
+        phi, _ = self.features(points)
+        S = phi @ self.U
+        KT = (weights * (S * S * self.w).sum(-1)).sum()
+        Kmu = phi.T @ (weights[:, None] * phi)
+        return -KT / ((Kmu * Kmu).sum().sqrt() * self._T_norm())
 
     def _T_norm(self):
         return target_norm(self.U, self.w)
@@ -439,6 +513,7 @@ class PairInteraction(Term):
     """
 
     name = "interaction"
+    kind = "pair"
 
     def __init__(self, kernel: PairKernel, lam: float = 1.0):
         if not isinstance(kernel, PairKernel):
@@ -560,6 +635,9 @@ class PairInteraction(Term):
             out[s : s + step] = (self.kernel(z) * weights).sum(-1)
         return 2 * self.lam * out
 
+    def pair_kernel(self):
+        return self.kernel, self.lam
+
     def describe(self):
         return {**self.kernel.describe(), "lam": self.lam}
 
@@ -628,17 +706,23 @@ class Energy:
         omega = self.as_tensor(omega)
         return sum(t.value(omega) for t in self.terms)
 
+    @property
+    def term_names(self) -> list[str]:
+        """Unique term names in the order of ``terms``: the name, then ``name_2``, ``name_3``…
+        for repeats (the keys of :meth:`term_values` and of the grid's term energies)."""
+        names: list[str] = []
+        for t in self.terms:
+            key, i = t.name, 1
+            while key in names:
+                i += 1
+                key = f"{t.name}_{i}"
+            names.append(key)
+        return names
+
     def term_values(self, omega) -> dict[str, torch.Tensor]:
         """Each term's contribution, keyed by a unique name (``alignment``, ``interaction``…)."""
         omega = self.as_tensor(omega)
-        out: dict[str, torch.Tensor] = {}
-        for t in self.terms:
-            key, i = t.name, 1
-            while key in out:
-                i += 1
-                key = f"{t.name}_{i}"
-            out[key] = t.value(omega)
-        return out
+        return {k: t.value(omega) for k, t in zip(self.term_names, self.terms, strict=True)}
 
     def value_and_grad(self, omega) -> tuple[torch.Tensor, torch.Tensor]:
         """(H_N, ∇H_N) with one pass over the pairs."""
@@ -666,18 +750,31 @@ class Energy:
 
         Parameters
         ----------
+        omega : tensor or array (..., N, p)
+            Particles; converted like :meth:`value` (numpy in, this energy's dtype/device).
         interaction_batch : int, optional
             Random-batch size B for the pair terms (O(N B) instead of O(N²)).
         generator : torch.Generator
-            Source of the random batches.
+            Source of the random batches; required with ``interaction_batch``.
         data_index : array of int, optional
             Mini-batch of data rows for the alignment terms.
+
+        Returns
+        -------
+        tensor (..., N, p)
+            +N ∇H_N; the SDE drift is its negative (dω = −N∇H_N dt + √(2/β_N) dW).
         """
+        omega = self.as_tensor(omega)
+        if interaction_batch is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                "drift(interaction_batch=...) needs generator=torch.Generator (seeded) for the "
+                f"random batches, got {generator!r}"
+            )
         N = omega.shape[-2]
         total = torch.zeros_like(omega)
         for t in self.terms:
             term = t.subset_data(data_index) if data_index is not None else t
-            if interaction_batch is not None and isinstance(t, PairInteraction):
+            if interaction_batch is not None and t.kind == "pair":
                 total = total + term.grad_random_batch(omega, interaction_batch, generator)
             else:
                 total = total + term.grad(omega)

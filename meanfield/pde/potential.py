@@ -2,25 +2,25 @@
 
 :class:`GridEnergy` reads an :class:`~meanfield.energy.Energy` (the one definition of the model)
 and evaluates it for a density ρ on a :class:`~meanfield.pde.grid.Grid`, the density being
-the weighted measure μ = Σ_i w_i δ_{x_i}, w_i = ρ_i |C| (x_i the cell centres):
+the weighted measure μ = Σ_i w_i δ_{x_i}, w_i = ρ_i |C| (x_i the cell centres).  It reads
+each term through the kind the term declares (:attr:`meanfield.energy.Term.kind`), never
+through its class:
 
-* one-body terms (confining potentials, the linear alignment): their first variation does not
-  depend on ρ, so ``term.first_variation`` is evaluated once at the cell centres and stored;
-* pair terms λ ∬ k dμ dμ: the kernel and λ are read from the term, and 2λ (k ∗ ρ) is computed by
-  the zero-padded FFT with the cell-integrated kernel (:mod:`meanfield.pde.convolution`),
+* ``"one-body"`` (confining potentials, the linear alignment): δE/δμ does not depend on ρ,
+  so ``term.first_variation`` is evaluated once at the cell centres and stored;
+* ``"pair"`` λ ∬ k dμ dμ: (k, λ) come from ``term.pair_kernel()``, and 2λ (k ∗ ρ) is computed
+  by the zero-padded FFT with the cell-integrated kernel (:mod:`meanfield.pde.convolution`),
   never by the O(M²) ``first_variation``;
-* the risk alignment: its first variation depends on ρ; ``term.first_variation`` is called
-  at every evaluation (cost O(M² n) for n data points: fine in 1D, slow on large 2D grids).
+* ``"measure"`` (the risk and normalised alignments): ``term.first_variation`` is called at
+  every evaluation (cost O(M n²) for n data points: fine in 1D, slow on large 2D grids), and
+  ``term.measure_value`` gives the term's energy.
 
 The discrete free energy, the quantity whose decay the schemes guarantee, is
 
     F_h(ρ) = β⁻¹ Σ_i w_i log ρ_i  +  E_h(ρ),
 
-with E_h = Σ_i w_i U^loc_i + λ Σ_i w_i (Σ_j W_{i−j} ρ_j) + R_h(ρ), and
+with E_h = Σ_i w_i U^loc_i + λ Σ_i w_i (Σ_j W_{i−j} ρ_j) + Σ_measure E_k(μ), and
 U_i = ∂F_h/∂w_i − β⁻¹(log ρ_i + 1) the potential returned by :meth:`GridEnergy.potential`.
-The risk term is quadratic in μ, so R(μ) = R(0) + ½ ∫ (δR/δμ[0] + δR/δμ[μ]) dμ exactly;
-R(0) = α²‖T‖²_F/(2n²) is read from the term as H_1(ω) − δR/δμ[0](ω) for any single particle ω
-(H_1 the N = 1 value, which has no pair sum).
 """
 
 from __future__ import annotations
@@ -30,26 +30,18 @@ import math
 import numpy as np
 import torch
 
-from ..energy import Energy, LinearAlignment, PairInteraction, Potential, RiskAlignment
+from ..energy import TERM_KINDS, Energy
 from .convolution import FFTConvolution
 from .grid import Grid
 
-SUPPORTED_TERMS = (Potential, LinearAlignment, PairInteraction, RiskAlignment)
 #: Evaluation points per call of ``term.first_variation`` × (data points or cells): bounds the
 #: memory of the (chunk × n) feature and (chunk × M) kernel matrices the terms build.
 CHUNK_ELEMENTS = 1 << 22
 
 
 def term_names(energy: Energy) -> list:
-    """Unique term names in the order of ``energy.terms`` (as ``Energy.term_values``)."""
-    names: list = []
-    for t in energy.terms:
-        key, i = t.name, 1
-        while key in names:
-            i += 1
-            key = f"{t.name}_{i}"
-        names.append(key)
-    return names
+    """Unique term names in the order of ``energy.terms`` (:attr:`Energy.term_names`)."""
+    return list(energy.term_names)
 
 
 def check_same_domain(energy: Energy, grid: Grid) -> None:
@@ -74,8 +66,8 @@ class GridEnergy:
     Parameters
     ----------
     energy : Energy
-        Must live on the grid's box; terms: potentials, linear and risk alignment, pair
-        interactions.
+        Must live on the grid's box; every term must declare a ``kind`` in
+        :data:`~meanfield.energy.TERM_KINDS` (one-body, pair, measure).
     grid : Grid
     workers : int, optional
         Threads for the FFTs.
@@ -88,11 +80,11 @@ class GridEnergy:
             raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
         check_same_domain(energy, grid)
         for t in energy.terms:
-            if not isinstance(t, SUPPORTED_TERMS):
+            if getattr(t, "kind", None) not in TERM_KINDS:
                 raise NotImplementedError(
-                    f"the grid solver does not handle the term {type(t).__name__}: its "
-                    "mean-field value on a weighted measure is not available; supported terms "
-                    "are potentials, LinearAlignment, RiskAlignment and PairInteraction"
+                    f"the grid solver does not handle the term {type(t).__name__}: it declares "
+                    f"kind={getattr(t, 'kind', None)!r}, not one of {TERM_KINDS} (see "
+                    "meanfield.energy.Term)"
                 )
         self.energy, self.grid = energy, grid
         self.names = term_names(energy)
@@ -101,19 +93,22 @@ class GridEnergy:
         self._zero_w = torch.zeros(1, dtype=energy.dtype, device=energy.device)
         self.local: dict = {}
         self.pair: dict = {}
-        self.risk: dict = {}
+        self.measure: dict = {}
         for name, t in zip(self.names, energy.terms, strict=True):
-            if isinstance(t, PairInteraction):
-                self.pair[name] = (t.lam, FFTConvolution(t.kernel, grid, workers=workers))
-            elif isinstance(t, RiskAlignment):
-                u0 = self._eval(t, self._one, self._zero_w)
-                h1 = float(t.value(self._one).item())  # N = 1: no pair sum
-                self.risk[name] = (t, u0, h1 - float(u0.ravel()[0]))
-            else:
-                # one-body: δE/δμ does not depend on μ (points/weights are ignored)
+            if t.kind == "pair":
+                kernel, lam = t.pair_kernel()
+                self.pair[name] = (lam, FFTConvolution(kernel, grid, workers=workers))
+            elif t.kind == "measure":
+                self.measure[name] = t
+            else:  # one-body: δE/δμ does not depend on μ (points/weights are ignored)
                 self.local[name] = self._eval(t, self._one, self._zero_w)
         self.external = sum(self.local.values()) if self.local else np.zeros(grid.shape)
         self._pair_stiffness = None
+
+    @property
+    def risk(self) -> dict:
+        """Deprecated name of :attr:`measure` (the measure-dependent terms by name)."""
+        return self.measure
 
     @property
     def pair_stiffness(self) -> float:
@@ -133,7 +128,7 @@ class GridEnergy:
     def depends_on_density(self) -> bool:
         """False when δE/δρ is the same for every ρ (one-body terms only): U is then computed
         once per solve."""
-        return bool(self.pair or self.risk)
+        return bool(self.pair or self.measure)
 
     def _np(self, x: torch.Tensor) -> np.ndarray:
         return x.detach().cpu().numpy().astype(float).reshape(self.grid.shape)
@@ -163,9 +158,9 @@ class GridEnergy:
         out = dict(self.local)
         for name, (lam, conv) in self.pair.items():
             out[name] = 2.0 * lam * conv(rho)
-        if self.risk:
+        if self.measure:
             w = self._weights(rho)
-            for name, (t, _, _) in self.risk.items():
+            for name, t in self.measure.items():
                 out[name] = self._eval(t, self._centers, w)
         return {k: out[k] for k in self.names}
 
@@ -175,26 +170,31 @@ class GridEnergy:
         U = self.external.copy()
         for lam, conv in self.pair.values():
             U += 2.0 * lam * conv(rho)
-        if self.risk:
+        if self.measure:
             w = self._weights(rho)
-            for t, _, _ in self.risk.values():
+            for t in self.measure.values():
                 U += self._eval(t, self._centers, w)
         return U
 
     def term_values(self, rho, potentials: dict | None = None) -> dict:
         """Each energy term E_k(ρ) (no entropy), keyed like ``Energy.term_values``."""
         rho = np.asarray(rho, dtype=float)
-        pots = self.potentials(rho) if potentials is None else potentials
         w = rho * self.grid.cell_volume
         out = {}
         for name in self.names:
-            if name in self.local:
-                out[name] = float((w * pots[name]).sum())
-            elif name in self.pair:
-                out[name] = 0.5 * float((w * pots[name]).sum())  # λ Σ w (W ∗ ρ)
+            if name in self.measure:
+                tw = self._weights(rho)
+                out[name] = float(self.measure[name].measure_value(self._centers, tw).item())
+                continue
+            if potentials is not None:
+                U = potentials[name]
+            elif name in self.local:
+                U = self.local[name]
             else:
-                _, u0, c = self.risk[name]
-                out[name] = c + 0.5 * float((w * (u0 + pots[name])).sum())
+                lam, conv = self.pair[name]
+                U = 2.0 * lam * conv(rho)
+            # one-body: Σ w U; pair: λ Σ w (W ∗ ρ) = ½ Σ w U
+            out[name] = float((w * U).sum()) * (1.0 if name in self.local else 0.5)
         return out
 
     def value(self, rho) -> float:
