@@ -22,7 +22,7 @@ from 0.0016 to 0.0113 and bring attention *closer* to softmax (mean TV 0.29 -> 0
 the default.
 
 Keeping the particles at the prior's scale (``confinement="prior"``)
----------------------------------------------------------------------
+--------------------------------------------------------------------
 The energy is ``E(mu) = int |w|^2/2 dmu - gamma A(mu) + lam int int k_s dmu dmu`` in the
 mean-field regime at ``beta = 1``. Without data its Gibbs law is ``N(0, I)^m``: exactly the
 FAVOR+ prior, so vanilla ``Omega`` is a sample of the ``gamma = 0`` law, and the alignment

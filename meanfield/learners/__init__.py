@@ -22,8 +22,8 @@ scikit-learn's logistic regression, through :func:`evaluate`.
 Labels: two classes are treated as ±1 (the larger class label is +1), C ≥ 3 classes as class
 ids with the target T_jk = 1 if y_j = y_k else −1/(C−1) (THEORY §1).
 
-Modules (one job each; every public name is re-exported here)
---------------------------------------------------------------
+The package's modules, one job each (every public name is re-exported here):
+
 ``_common``
     Input checks, label encoding, the median bandwidth, the feature matrix Φ.
 ``importance_qp``
