@@ -291,6 +291,11 @@ class SimulationConfig:
     def as_dict(self) -> dict:
         """Every field as a plain dict (what a dataset's ``config_*`` attributes hold).
 
+        Returns
+        -------
+        dict
+            Field name -> value.
+
         Examples
         --------
         >>> from meanfield.config import SimulationConfig

@@ -421,6 +421,8 @@ def run_sweep(
         (default: one per core); ``"threads"``: dask's threaded scheduler in this process; any
         other string is the address of a running dask scheduler.
     n_workers : int, optional
+        Worker processes of the local cluster, or threads of ``"threads"`` (default: one per
+        core).
     progress : bool
         A progress bar of runs done and left (with an ETA).
     on_conflict : {"keep", "refuse"}

@@ -54,13 +54,16 @@ __all__ = [
 class Split(NamedTuple):
     """Train and test data of one task draw.
 
-    Attributes
+    Parameters
     ----------
     X_train : ndarray of shape (n_train, d)
+        Training inputs.
     y_train : ndarray of shape (n_train,)
         In {-1, +1} for binary tasks, in {0, ..., C-1} for C > 2 classes.
     X_test : ndarray of shape (n_test, d)
+        Test inputs.
     y_test : ndarray of shape (n_test,)
+        Test labels (clean unless ``noisy_test``).
 
     Examples
     --------
@@ -100,6 +103,7 @@ def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None
     noise : float in [0, 1]
         Probability that a label is changed.
     rng : numpy.random.Generator
+        Source of the flips.
     n_classes : int, optional
         Number of classes C; inferred as 2 when the labels are +-1, else ``max(y) + 1``.
 
@@ -257,6 +261,7 @@ def gaussian_mixture(
     Parameters
     ----------
     n_train, n_test : int >= 1
+        Numbers of training and test points.
     d : int >= 1
         Input dimension.
     n_classes : int >= 2
@@ -329,13 +334,17 @@ def checkerboard(
     Parameters
     ----------
     n_train, n_test : int >= 1
+        Numbers of training and test points.
     n_cells : int >= 2
         Cells per side.
     d : int >= 2
         Input dimension (2 informative + d - 2 nuisance).
     noise : float in [0, 0.5)
+        Label-noise level.
     seed : int >= 0
+        Seed of the generator.
     noisy_test : bool
+        Also flip test labels.
 
     Returns
     -------
@@ -424,6 +433,7 @@ def two_moons(
     Parameters
     ----------
     n_train, n_test : int >= 1
+        Numbers of training and test points.
     jitter : float >= 0
         Standard deviation of the input noise (not the label noise).
     d : int >= 2
@@ -431,7 +441,9 @@ def two_moons(
     noise : float in [0, 0.5)
         Label-noise level.
     seed : int >= 0
+        Seed of the generator.
     noisy_test : bool
+        Also flip test labels.
 
     Returns
     -------

@@ -110,11 +110,14 @@ class DataFormatError(ValueError):
 class TextClassificationData:
     """Texts (single sentences or pairs) with integer labels.
 
-    Attributes
+    Parameters
     ----------
     text_a : list of str, length n
+        First (or only) sentence of each example.
     text_b : list of str of length n, or None for single-sentence tasks
-    labels : numpy.ndarray of int64, shape (n,)
+        Second sentence of each pair.
+    labels : array_like of int, shape (n,)
+        Class ids (stored as int64).
     source : str
         The file(s) the examples came from.
 
@@ -153,7 +156,18 @@ class TextClassificationData:
         return self.text_b is not None
 
     def subset(self, index) -> TextClassificationData:
-        """The examples at ``index`` (an integer array or slice), in that order."""
+        """The examples at ``index``, in that order.
+
+        Parameters
+        ----------
+        index : array_like of int or slice
+            Positions of the examples.
+
+        Returns
+        -------
+        TextClassificationData
+            A new object with the same ``source``.
+        """
         idx = np.arange(len(self))[index]
         return TextClassificationData(
             [self.text_a[i] for i in idx],
@@ -438,15 +452,12 @@ def read_glue_qqp(path, *, skip_malformed: bool = False) -> TextClassificationDa
 
     Parameters
     ----------
+    path : path-like
+        A UTF-8 TSV file with the GLUE header.
     skip_malformed : bool
         GLUE's ``train.tsv`` is known to hold a few rows with missing fields. By default they
         raise :class:`DataFormatError`; with True they are skipped with a warning that counts
         them and names the first.
-
-    Parameters
-    ----------
-    path : path-like
-        A UTF-8 TSV file with the GLUE header.
 
     Returns
     -------

@@ -281,6 +281,7 @@ class TransformerClassifier(nn.Module):
         Parameters
         ----------
         input_ids : torch.LongTensor, shape (batch, L)
+            Token ids, L ≤ ``max_length``.
         padding_mask : torch.BoolTensor, shape (batch, L), optional
             True = padding (default: ``input_ids == 0``).
         segment_ids : torch.LongTensor, shape (batch, L), optional

@@ -209,6 +209,7 @@ class TextTokenizer:
         Parameters
         ----------
         text_a : sequence of str, length n
+            First (or only) sentences.
         text_b : sequence of str of length n, optional
             Second sentences of pairs.
         max_length : int

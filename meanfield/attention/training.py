@@ -64,12 +64,16 @@ __all__ = [
 class EncodedData:
     """Token ids and labels as tensors (row ``i`` is example ``i``).
 
-    Attributes
+    Parameters
     ----------
     input_ids, segment_ids : torch.LongTensor, shape (n, max_length)
-    padding_mask : torch.BoolTensor, shape (n, max_length), True = padding
+        Token ids (padded on the right with 0) and the 0/1 sentence of each token.
+    padding_mask : torch.BoolTensor, shape (n, max_length)
+        True = padding.
     lengths : torch.LongTensor, shape (n,)
+        Number of real tokens of each example.
     labels : torch.LongTensor, shape (n,)
+        Class ids.
 
     Examples
     --------
@@ -92,7 +96,18 @@ class EncodedData:
         return self.labels.shape[0]
 
     def subset(self, index) -> EncodedData:
-        """The examples ``index`` (array_like of int), in that order, as a new EncodedData."""
+        """The examples at ``index``, in that order.
+
+        Parameters
+        ----------
+        index : array_like of int
+            Positions of the examples.
+
+        Returns
+        -------
+        EncodedData
+            New tensors (indexing copies).
+        """
         idx = torch.as_tensor(np.asarray(index), dtype=torch.long)
         return EncodedData(
             self.input_ids[idx],
