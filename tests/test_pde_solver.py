@@ -128,6 +128,8 @@ def test_progress_tracker_runs(capsys):
     eq = McKeanVlasov(Energy([QuadraticPotential()], dom), g, 1.0)
     res = eq.solve(Density.uniform(g), 0.05, progress=True)
     assert res.t == pytest.approx(0.05)
+    err = capsys.readouterr().err  # tqdm writes the bar to stderr
+    assert "solve" in err and "0.05/0.05" in err, err
 
 
 class _BrokenScheme(UpwindScheme):

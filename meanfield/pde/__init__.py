@@ -9,9 +9,14 @@ Pieces, each in its own module, in the manner of py-pde:
 * :mod:`~meanfield.pde.potential`: :class:`GridEnergy`, δE/δρ and the discrete free energy
   read from the one :class:`~meanfield.energy.Energy`;
 * :mod:`~meanfield.pde.flux`: positivity-preserving, free-energy-dissipating fluxes
-  (Carrillo–Chertock–Huang upwind; Scharfetter–Gummel / Chang–Cooper, explicit or implicit);
-* :mod:`~meanfield.pde.equation`: :class:`McKeanVlasov`, the equation object;
-* :mod:`~meanfield.pde.solver`: :func:`solve`, adaptive steps under the CFL positivity bound;
+  (Carrillo–Chertock–Huang upwind; Scharfetter–Gummel / Chang–Cooper, explicit, implicit
+  Euler, or the second-order positive implicit MPRK22 step ``sg-mprk22``), with compiled 1D
+  loops in :mod:`~meanfield.pde._kernels`;
+* :mod:`~meanfield.pde.equation`: :class:`McKeanVlasov`, the equation: its evolution step
+  (``prepare_step``: potential, fluxes, stable step; ``advance``: one explicit or implicit step);
+* :mod:`~meanfield.pde.stepper`: :class:`Stepper`, the step size under the CFL positivity
+  bound, and the interface an equation needs (:class:`EquationProtocol`);
+* :mod:`~meanfield.pde.solver`: :func:`solve`, the controller: the time loop and the trackers;
 * :mod:`~meanfield.pde.trackers`: progress, storage, free energy, mass, steady state, guard;
 * :mod:`~meanfield.pde.stationary`: the Gibbs state ρ_β and the β = ∞ equilibrium measure.
 """
@@ -19,11 +24,12 @@ Pieces, each in its own module, in the manner of py-pde:
 from .convolution import FFTConvolution, cell_integrated_kernel
 from .equation import McKeanVlasov
 from .field import Density
-from .flux import ScharfetterGummel, UpwindScheme, make_scheme
+from .flux import ScharfetterGummel, ScharfetterGummelMPRK, UpwindScheme, make_scheme
 from .grid import Grid
 from .potential import GridEnergy
 from .solver import SolveResult, solve
 from .stationary import StationaryReport, equilibrium_measure, gibbs_state
+from .stepper import EquationProtocol, Stepper, StepPlan
 from .trackers import (
     DensityError,
     FinishedSimulation,
@@ -44,10 +50,14 @@ __all__ = [
     "GridEnergy",
     "UpwindScheme",
     "ScharfetterGummel",
+    "ScharfetterGummelMPRK",
     "make_scheme",
     "McKeanVlasov",
     "solve",
     "SolveResult",
+    "Stepper",
+    "StepPlan",
+    "EquationProtocol",
     "Tracker",
     "ProgressTracker",
     "StorageTracker",
