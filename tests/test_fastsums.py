@@ -1,0 +1,199 @@
+"""Fast Coulomb pair sums (meanfield.fastsums) against the direct pair sum of PairInteraction.
+
+Tolerances:
+* p = 1 is exact up to float64 round-off: the ordered sum of N terms of size N·|x| and the
+  direct sum of N² terms each carry a relative error ≲ N · 2⁻⁵³ ≈ 1e-12 at N ≤ 5000; the force
+  is an integer count in the rank formula and ±1 · (1 ± 2⁻⁵²) per pair in the direct sum.
+* p = 2, 3 are asked for a relative accuracy eps: FMM3D's contract and the spectral-Ewald
+  truncations (each e^{−log(1/eps)} = eps times an O(1) factor, fastsums._EwaldPlan2D) bound the
+  relative ℓ² error over the particles of the potentials and forces by eps; the measured errors
+  are 0.01–0.3 eps, so the tests assert ≤ eps itself.
+"""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("finufft")
+pytest.importorskip("fmm3dpy")
+
+from meanfield.domains import Ball, Box  # noqa: E402
+from meanfield.energy import Energy, PairInteraction, QuadraticPotential  # noqa: E402
+from meanfield.fastsums import (  # noqa: E402
+    FastCoulombInteraction,
+    coulomb1d_sums,
+    fast_pair_interaction,
+)
+from meanfield.kernels import Coulomb, Gaussian, Riesz  # noqa: E402
+
+
+def rel(a, b):
+    return float((a - b).norm() / b.norm())
+
+
+def cloud(p, N, seed, kind="gauss"):
+    g = torch.Generator().manual_seed(seed)
+    if kind == "gauss":
+        return torch.randn(N, p, generator=g, dtype=torch.float64)
+    return torch.rand(N, p, generator=g, dtype=torch.float64) * 4 - 2
+
+
+def test_1d_rank_sums_match_direct_with_ties_offset_and_replicas():
+    g = torch.Generator().manual_seed(0)
+    # integer positions give many ties (zero subgradient pairs); a large offset tests that the
+    # common translation is removed before the ordered sum; leading axis = replicas
+    om = torch.randint(-40, 40, (3, 2000, 1), generator=g).double() + 1e4
+    om[1] = torch.randn(2000, 1, generator=g, dtype=torch.float64) * 3 + 1e4
+    direct = PairInteraction(Coulomb(1), 0.7)
+    fast = FastCoulombInteraction(Coulomb(1), 0.7)
+    vd, gd = direct.value_and_grad(om)
+    vf, gf = fast.value_and_grad(om)
+    assert torch.allclose(vf, vd, rtol=1e-12, atol=0)
+    assert torch.allclose(gf, gd, rtol=0, atol=1e-12 * float(gd.abs().max()))
+    assert torch.equal(fast.value(om), vf) and torch.equal(fast.grad(om), gf)
+
+
+def test_1d_counts_by_hand():
+    x = torch.tensor([0.0, 2.0, 2.0, 5.0], dtype=torch.float64)
+    total, g = coulomb1d_sums(x)
+    # Σ_{i≠j} −|x_i − x_j| = −2 (2 + 2 + 5 + 0 + 3 + 3) = −30
+    assert float(total) == -30.0
+    # each force = #right − #left, ties excluded
+    assert g.tolist() == [3.0, 0.0, 0.0, -3.0]
+
+
+def test_1d_first_variation_matches_direct():
+    g = torch.Generator().manual_seed(1)
+    pts = torch.randn(700, 1, generator=g, dtype=torch.float64)
+    w = torch.rand(700, generator=g, dtype=torch.float64)
+    at = torch.cat([torch.linspace(-4, 4, 301, dtype=torch.float64)[:, None], pts[:5]])
+    d = PairInteraction(Coulomb(1), 1.3).first_variation(at, pts, w)
+    f = FastCoulombInteraction(Coulomb(1), 1.3).first_variation(at, pts, w)
+    assert rel(f, d) < 1e-12
+
+
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("eps", [1e-4, 1e-8])
+@pytest.mark.parametrize("kind", ["gauss", "uniform"])
+def test_fast_sums_match_direct_at_eps(p, eps, kind):
+    om = cloud(p, 1500, seed=p, kind=kind)
+    lam = 0.8
+    vd, gd = PairInteraction(Coulomb(p), lam).value_and_grad(om)
+    vf, gf = FastCoulombInteraction(Coulomb(p), lam, eps=eps).value_and_grad(om)
+    assert abs(float(vf - vd)) <= eps * abs(float(vd))
+    assert rel(gf, gd) <= eps
+    # the potentials themselves (what the FMM contract is about): N/(2λ) grad is not them,
+    # so check the first variation at the particles' own mean field, off the particles
+    at = cloud(p, 300, seed=10 + p, kind=kind) * 1.1 + 0.01
+    w = torch.rand(1500, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    fd = PairInteraction(Coulomb(p), lam).first_variation(at, om, w)
+    ff = FastCoulombInteraction(Coulomb(p), lam, eps=eps).first_variation(at, om, w)
+    assert rel(ff, fd) <= eps
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_nearly_collinear_and_batched_clouds(p):
+    g = torch.Generator().manual_seed(5)
+    om = torch.rand(2, 800, p, generator=g, dtype=torch.float64)
+    om[..., 1:] *= 1e-3  # a thin sliver: the 2D Ewald plan floors the area it assumes
+    vd, gd = PairInteraction(Coulomb(p)).value_and_grad(om)
+    vf, gf = FastCoulombInteraction(Coulomb(p), eps=1e-6).value_and_grad(om)
+    assert vf.shape == (2,) and gf.shape == om.shape
+    assert torch.allclose(vf, vd, rtol=1e-6, atol=0)
+    assert rel(gf, gd) <= 1e-6
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_coincident_particles_as_the_direct_sum(p):
+    om = cloud(p, 300, seed=7)
+    om[10] = om[20]
+    direct = PairInteraction(Coulomb(p))
+    fast = FastCoulombInteraction(Coulomb(p), eps=1e-8)
+    vd, gd = direct.value_and_grad(om)
+    vf, gf = fast.value_and_grad(om)
+    if p == 1:  # −|0| = 0: the value stays finite
+        assert torch.isfinite(vf) and torch.allclose(vf, vd, rtol=1e-12)
+    else:  # 1/0 and −log 0: +inf, as the direct sum
+        assert math.isinf(float(vf)) and float(vf) > 0 and math.isinf(float(vd))
+    assert torch.isfinite(gf).all()  # the twin pair takes the zero subgradient
+    assert rel(gf, gd) <= 1e-8
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_energy_drift_same_as_direct(p):
+    om = cloud(p, 1000, seed=11)
+    dom = Box(p, 4.0) if p == 1 else Ball(p, 4.0)
+    E_d = Energy([QuadraticPotential(), PairInteraction(Coulomb(p), 0.5)], dom)
+    E_f = Energy([QuadraticPotential(), fast_pair_interaction(Coulomb(p), 0.5, eps=1e-8)], dom)
+    tol = 1e-12 if p == 1 else 1e-8  # the drift is dominated by the pair force here
+    assert rel(E_f.drift(om), E_d.drift(om)) <= tol
+    v_f, g_f = E_f.value_and_grad(om)
+    v_d, g_d = E_d.value_and_grad(om)
+    assert abs(float(v_f - v_d)) <= tol * abs(float(v_d))
+    assert rel(g_f, g_d) <= tol
+    # the random-batch drift stays available (direct within each batch)
+    gen = torch.Generator().manual_seed(0)
+    assert E_f.drift(om, interaction_batch=50, generator=gen).shape == om.shape
+
+
+def test_float32_energy_computes_in_float64_and_returns_float32():
+    om = cloud(2, 600, seed=12)
+    dom = Ball(2, 5.0)
+    E32 = Energy([FastCoulombInteraction(Coulomb(2), eps=1e-8)], dom, dtype=torch.float32)
+    E64 = Energy([PairInteraction(Coulomb(2))], dom)
+    v, g = E32.value_and_grad(om.float())
+    assert v.dtype == torch.float32 and g.dtype == torch.float32
+    # inputs rounded to float32 (relative 6e-8 of |ω| ~ 3, distances ~ 1e-2 at the closest pairs)
+    # then a float64 sum: the force, ~ Σ 1/r, moves by ≲ 1e-4 relative
+    assert rel(g.double(), E64.grad(om.float().double())) < 1e-6
+    assert rel(g.double(), E64.grad(om)) < 1e-4
+
+
+def test_min_n_falls_back_to_the_direct_sum():
+    om = cloud(3, 200, seed=13)
+    fast = FastCoulombInteraction(Coulomb(3), min_n=500)
+    direct = PairInteraction(Coulomb(3))
+    assert torch.equal(fast.grad(om), direct.grad(om))
+    assert torch.equal(fast.value(om), direct.value(om))
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="softening"):
+        FastCoulombInteraction(Coulomb(2, softening=0.1))
+    with pytest.raises(ValueError, match="kernel"):
+        FastCoulombInteraction(Riesz(0.5))
+    with pytest.raises(TypeError, match="kernel"):
+        FastCoulombInteraction("coulomb")
+    with pytest.raises(ValueError, match="kernel"):
+        FastCoulombInteraction(Gaussian(1.0))
+    with pytest.raises(ValueError, match="eps"):
+        FastCoulombInteraction(Coulomb(3), eps=0.5)
+    with pytest.raises(ValueError, match="lam"):
+        FastCoulombInteraction(Coulomb(3), lam=-1.0)
+    with pytest.raises(ValueError, match="min_n"):
+        FastCoulombInteraction(Coulomb(3), min_n=-1)
+    # the Coulomb kernel of R^2 (log) on particles of dimension 3
+    with pytest.raises(ValueError, match="p=3"):
+        Energy([FastCoulombInteraction(Coulomb(2))], Ball(3, 1.0))
+    with pytest.raises(ValueError, match="p=2"):
+        FastCoulombInteraction(Coulomb(1)).grad(torch.zeros(5, 2, dtype=torch.float64))
+
+
+def test_missing_library_names_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "finufft", None)  # import finufft now raises ImportError
+    with pytest.raises(ImportError, match="finufft"):
+        FastCoulombInteraction(Coulomb(2)).grad(torch.randn(10, 2, dtype=torch.float64))
+
+
+def test_ewald_self_term_and_far_part_by_hand():
+    # two charges at distance r: each potential is −log r, the gradient ±(x_i − x_j)/r² · (−1)
+    from meanfield.fastsums import coulomb2d_sums
+
+    x = np.array([[0.0, 0.0], [0.3, 0.4]])
+    pot, grad = coulomb2d_sums(x, 1e-10)
+    assert np.allclose(pot, -np.log(0.5), rtol=1e-9, atol=0)
+    assert np.allclose(grad[0], -(x[0] - x[1]) / 0.25, rtol=1e-9, atol=0)
+    assert np.allclose(grad[1], -grad[0], rtol=1e-9, atol=0)
