@@ -37,7 +37,7 @@ from .alignment import alignment_parts, small_gram, target_norm, times_gram
 from .domains import Domain
 from .features import FeatureMap, get_feature_map
 from .kernels import PairKernel
-from .pairsum import pair_sums
+from .pairsum import cast_checked, out_of_range, pair_sums
 
 #: Elements per chunk of the pair sums (rows × columns [× dim]); bounds the memory.
 #: 2^18 float32 entries is 1 MiB: each block's elementwise passes stay in the CPU cache.
@@ -500,10 +500,14 @@ class CentredAlignment(NormalisedAlignment):
 class PairInteraction(Term):
     """λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
 
-    Pair sums run over row chunks of at most :data:`PAIR_CHUNK_ELEMENTS` entries.  In p = 1 the
-    differences ω_i − ω_j are formed directly (exact, which the stiff 1D singular kernels
-    need); in p ≥ 2 the squared distances come from |a|² + |b|² − 2aᵀb, a matrix product, so no
-    (chunk × N × p) tensor is built (relative error ~ machine epsilon × |ω|²/|z|²).
+    One set of particles (N, p) without an autograd graph goes through the tiled symmetric
+    sums of :func:`meanfield.pairsum.pair_sums` (each pair once, two matrix products per
+    tile, float32 rescaled where its range is too short).  Replicas (..., N, p) and
+    differentiable values run over row chunks of at most :data:`PAIR_CHUNK_ELEMENTS` entries
+    (in float64 when float32 would leave its range).  In p = 1 the differences ω_i − ω_j are
+    formed directly (exact, which the stiff 1D singular kernels need); in p ≥ 2 the squared
+    distances come from |a|² + |b|² − 2aᵀb, a matrix product, so no (chunk × N × p) tensor is
+    built (relative error ~ machine epsilon × |ω|²/|z|²).
 
     Parameters
     ----------
@@ -581,6 +585,9 @@ class PairInteraction(Term):
                 value_scale=self.lam / N**2,
                 grad_scale=2 * self.lam / N**2,
             )
+        if omega.dtype != torch.float64 and out_of_range(self.kernel, omega):
+            v, g = self._scaled_pass(omega.double(), want_value, want_grad)
+            return cast_checked(v, omega.dtype, "value"), cast_checked(g, omega.dtype, "force")
         total, g = self._pair_pass(omega, want_value, want_grad)
         return (
             self.lam * total / N**2 if want_value else None,
@@ -606,6 +613,9 @@ class PairInteraction(Term):
         N = omega.shape[-2]
         if batch_size >= N:
             return self.grad(omega)
+        if omega.dtype != torch.float64 and out_of_range(self.kernel, omega):
+            g = self.grad_random_batch(omega.double(), batch_size, generator)
+            return cast_checked(g, omega.dtype, "force")
         perm = torch.randperm(N, generator=generator).to(omega.device)
         nb = N // batch_size
         sizes = [batch_size] * nb

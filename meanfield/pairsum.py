@@ -255,12 +255,12 @@ class _Tiles:
         return mn
 
 
-def _needs_rescale(plan, tiles: _Tiles, dtype) -> bool:
+def _needs_rescale(plan, sq_max: float, dtype) -> bool:
     """Whether terms u^(−m) can leave 2^(±|floor|) for u in [ε², (2 max|ω|)² + ε²]."""
     if plan.power is None:
         return False
     lim = -_FLOOR_LOG2.get(dtype, -100.0)
-    umax = 4.0 * float(tiles.sq.max()) + plan.eps2
+    umax = 4.0 * sq_max + plan.eps2
     if plan.power * math.log2(max(umax, 1e-300)) > lim:
         return True
     return plan.eps2 > 0 and -plan.power * math.log2(plan.eps2) > lim
@@ -277,23 +277,45 @@ def _needs_check(plan, tiles: _Tiles, dtype) -> bool:
     return plan.eps2 <= 4 * (tiles.p + 2) * eps * (4 * float(tiles.sq.max()) + plan.eps2)
 
 
-def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str) -> torch.Tensor:
-    """x · sign · e^log_factor, formed in float64, checked against the range of x's dtype."""
-    info = torch.finfo(x.dtype)
+def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=None):
+    """x · sign · e^log_factor formed in float64 and rounded to ``dtype`` (default x's),
+    raising if the largest entry is nonzero but outside the normal range of ``dtype``."""
+    dtype = dtype or x.dtype
+    info = torch.finfo(dtype)
+    # applied as two halves, so e^log_factor itself may be outside the float64 range
+    half = math.exp(max(min(log_factor, 1400.0), -1400.0) / 2)
     if not bool(torch.isfinite(x).all()):
-        return x * (sign * math.exp(min(log_factor, 700.0)))  # inf from coincident points
+        return (x.double() * (sign * half) * half).to(dtype)  # inf from coincident points
     peak = float(x.abs().max()) if x.numel() else 0.0
     if peak == 0.0:
-        return x.clone()
+        return x.to(dtype, copy=True)
     log_peak = math.log(peak) + log_factor
     if log_peak < math.log(info.tiny) or log_peak > math.log(info.max):
         side = "below the smallest normal" if log_peak < 0 else "above the largest"
         raise NumericalError(
             f"the pair-interaction {what} (|largest entry| ≈ e^{log_peak:.0f}) lies {side} "
-            f"{str(x.dtype).replace('torch.', '')} number: every entry would be rounded to 0 "
+            f"{str(dtype).replace('torch.', '')} number: every entry would be rounded to 0 "
             "or inf; use dtype=float64 (Energy(..., dtype=torch.float64))"
         )
-    return (x.double() * (sign * math.exp(log_factor))).to(x.dtype)
+    return (x.double() * (sign * half) * half).to(dtype)
+
+
+def out_of_range(kernel: PairKernel, omega: torch.Tensor) -> bool:
+    """Whether the pair terms of ``kernel`` on ``omega`` (shape (..., N, p)) may leave the
+    safe range of its dtype (see the module docstring); the row-chunk path of
+    :class:`~meanfield.energy.PairInteraction` then computes in float64."""
+    if omega.numel() == 0:
+        return False
+    sq_max = float((omega.detach() * omega.detach()).sum(-1).max())
+    return _needs_rescale(make_plan(kernel), sq_max, omega.dtype)
+
+
+def cast_checked(x: torch.Tensor | None, dtype, what: str) -> torch.Tensor | None:
+    """``x`` (float64) rounded to ``dtype``, raising :class:`NumericalError` when its largest
+    entry is nonzero but outside the normal range of ``dtype`` (all would round to 0 or inf)."""
+    if x is None or x.dtype == dtype:
+        return x
+    return _scaled(x, 0.0, 1.0, what, dtype)
 
 
 def pair_sums(
@@ -332,7 +354,7 @@ def pair_sums(
     tile = tile or (TILE_ROWS if omega.device.type == "cpu" else TILE_ROWS_GPU)
     tiles = _Tiles(omega, plan.eps2, tile)
     u0, floor = None, _FLOOR_LOG2.get(omega.dtype, -100.0)
-    if _needs_rescale(plan, tiles, omega.dtype):
+    if _needs_rescale(plan, float(tiles.sq.max()), omega.dtype):
         u0 = tiles.min_u()
         u0 = u0 if 0.0 < u0 < math.inf else None
     check = _needs_check(plan, tiles, omega.dtype)
@@ -359,8 +381,10 @@ def pair_sums(
     if want_value:
         f = value_scale * plan.value_factor
         if f:
-            value = _scaled(total, log_unit + math.log(abs(f)), math.copysign(1, f), "value")
-        value = value.to(omega.dtype) if f else omega.new_zeros(())
+            sign = math.copysign(1, f)
+            value = _scaled(total, log_unit + math.log(abs(f)), sign, "value", omega.dtype)
+        else:
+            value = omega.new_zeros(())
     if want_grad:
         f = grad_scale * plan.grad_factor
         grad = tiles.gradient(acc)

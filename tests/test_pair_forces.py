@@ -178,6 +178,26 @@ def test_float32_at_p64_rescales_instead_of_underflowing():
     assert float(gE.abs().max()) > 1e4 * tiny
 
 
+def test_float32_replicas_and_random_batches_at_p64_are_not_zero():
+    """The row-chunk paths (replicas, random batches) compute in float64 when float32 would
+    leave its range, and round the result: the same numbers as a float64 run.  On the
+    radius-4 sphere the terms 62 u^(−32) ≈ 10^(−46) are 0 in float32, while λ = 10^12 brings
+    the forces (≈ 10^(−33)) back into its range."""
+    N, p = 120, 64
+    om = _sphere(N, p, 4.0, seed=2)
+    terms = [PairInteraction(Riesz(62.0, 0.1), 1e12)]
+    E32 = Energy(terms, Ball(p, 4.0), dtype=torch.float32)
+    E64 = Energy(terms, Ball(p, 4.0))
+    tiny = torch.finfo(torch.float32).tiny
+    reps = torch.stack([om, om.flip(0)])
+    g32, g64 = E32.grad(reps.float()).double(), E64.grad(reps)
+    assert float(g64.abs().max()) > 1e4 * tiny
+    assert torch.allclose(g32, g64, rtol=1e-3, atol=tiny)
+    b32 = E32.terms[0].grad_random_batch(om.float(), 20, torch.Generator().manual_seed(5))
+    b64 = E64.terms[0].grad_random_batch(om, 20, torch.Generator().manual_seed(5))
+    assert torch.allclose(b32.double(), b64, rtol=1e-3, atol=tiny)
+
+
 def test_float32_force_below_range_raises_naming_float64():
     """randn particles at p = 64: every force is ~1e-59, not a float32 number at all."""
     om = torch.randn(200, 64, generator=torch.Generator().manual_seed(0))
