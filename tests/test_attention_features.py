@@ -269,3 +269,12 @@ def test_attention_feature_map_renamed_with_a_deprecated_alias():
             old = module.FeatureMap
         assert old is AF.AttentionFeatureMap and old is not RidgeMap
     assert isinstance(make_feature_map("favor", 4, 8), AF.AttentionFeatureMap)
+
+
+def test_phase_a_alignment_names_map_through_the_learners_mapping():
+    """Phase A's alignment forms are a subset of the one name -> energy-term mapping."""
+    from meanfield.attention.phases import ALIGNMENTS
+    from meanfield.energy import CentredAlignment
+    from meanfield.learners import ALIGNMENTS as TERMS
+
+    assert set(ALIGNMENTS) <= set(TERMS) and TERMS["centred"] is CentredAlignment

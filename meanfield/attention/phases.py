@@ -547,14 +547,10 @@ def _align_layer(Xa, ya, omega0, layer: int, st: PhaseASettings, feature: str, r
     Returns the learned particles (float64, shape of ``omega0``).
     """
     from ..domains import Ball
-    from ..energy import CentredAlignment, LinearAlignment, NormalisedAlignment
+    from ..learners import ALIGNMENTS as ALIGNMENT_TERMS  # name -> energy term, one mapping
     from ..particles import simulate
 
-    align_cls = {
-        "normalised": NormalisedAlignment,
-        "centred": CentredAlignment,
-        "linear": LinearAlignment,
-    }[st.alignment]
+    align_cls = ALIGNMENT_TERMS[st.alignment]
     d_h = omega0.shape[1]
     domain = Ball(d_h, st.radius)
     align = align_cls(Xa * d_h**-0.25, ya, feature=feature)  # the energy sees x~ = x d_h^-1/4
