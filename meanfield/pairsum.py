@@ -45,10 +45,12 @@ import torch
 from .errors import NumericalError
 from .kernels import Gaussian, PairKernel, Riesz
 
-#: Rows (and columns) per tile, chosen with ``benchmarks/bench_pairs.py --tiles`` (see the
-#: README's Performance section): large enough that the few dozen tiles at N = 10^4 cost few
-#: parallel regions, small enough that a tile (4 MiB in float32) stays near the caches.
-TILE_ROWS = 1024
+#: Rows (and columns) per tile, chosen with ``benchmarks/bench_pairs.py --sections tiles``
+#: (README, Performance): on this 2-core machine under load (load average 11) 2048-row tiles
+#: ran 1.4× faster than 1024 and 3.3× faster than 512, because each tile costs ~7 parallel
+#: regions and an oversubscribed OpenMP region waits for its slowest thread; on one quiet
+#: thread 512 was 1.2× faster than 1024.  A float32 tile is 16 MiB (inside the 32 MiB L3).
+TILE_ROWS = 2048
 #: Rows per tile on a GPU, where one tile product must fill the device (64 MiB in float32).
 TILE_ROWS_GPU = 4096
 
