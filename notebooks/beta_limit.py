@@ -54,6 +54,24 @@ for case in ds["case"].values:
     print(f"{case:>10s}: W2 ~ beta^{fit['slope']:.3f}; decreasing in beta: {monotone}")
 
 # %% [markdown]
+# **Checks** (asserted: the notebook stops here if one fails).  On the grid W₂(ρ_β, μ*)
+# decreases at every doubling of β, close to β⁻¹ for the semicircle (exponent in
+# [−1.1, −0.75]; small size −0.87, full −0.92) and more slowly for the uniform law with its
+# jumps (in [−1, −0.5]; small −0.70, full −0.72).  At β = 1 the Coulomb-gas particles
+# (temperature 1/(βN)) are at least twice closer to μ* than the mean-field ones.
+
+# %%
+slopes = {}
+for case in ds["case"].values:
+    w = ds["w2_grid"].sel(case=case).values
+    assert np.all(np.diff(w) < 0), (case, w)
+    slopes[case] = fit_power_law(ds["beta_grid"].values, w, n_boot=10)["slope"]
+assert -1.1 <= slopes["semicircle"] <= -0.75, slopes
+assert -1.0 <= slopes["uniform"] <= -0.5 and slopes["uniform"] > slopes["semicircle"], slopes
+p = ds["w2_particles"].isel(beta_particles=0).mean("seed")
+assert float(p.sel(regime="coulomb-gas")) < 0.5 * float(p.sel(regime="mean-field")), p.values
+
+# %% [markdown]
 # **What it shows.** On the grid W₂(ρ_β, μ*) decreases monotonically, close to β⁻¹ for the
 # semicircle: the entropic smoothing of the edge √(2 − x²) has width O(1/β).  For the uniform
 # case the law has jumps at ±1 and the decay is a little slower than β⁻¹.  Particles in the
