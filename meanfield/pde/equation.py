@@ -158,6 +158,7 @@ class McKeanVlasov:
         return solve(self, state, t_range, **kwargs)
 
     def describe(self) -> dict:
+        """Every parameter as plain types (for dataset attributes)."""
         out = {"beta": self.beta, **self.scheme.describe(), **self.grid.describe()}
         out.update(self.energy.describe())
         return out

@@ -324,7 +324,10 @@ class ScharfetterGummel(Scheme):
         positive for any Δt; the drift bound keeps the lagged potential U[ρⁿ] accurate (a
         Courant number ≤ 1 for the velocity −∇U).
         """
-        r = float(np.max(self._exit_rates(U, grid, beta, drift_only=self.implicit)))
+        if self.implicit:
+            r = float(np.max(self._exit_rates(U, grid, beta, drift_only=True)))
+        else:
+            r = self._face_data(U, grid, beta)[1]  # cached with the face rates
         r = max(r, nonlocal_rate)
         return math.inf if r == 0 else 1.0 / r
 
