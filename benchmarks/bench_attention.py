@@ -44,7 +44,9 @@ from meanfield.attention.features import FEATURE_KINDS, make_feature_map
 from meanfield.attention.linear import kernel_attention
 
 RESULTS = Path(__file__).parent / "results"
-HEADS, HEAD_DIM = 4, 64
+
+
+PEER = "plain-favor"
 
 
 def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
@@ -105,7 +107,7 @@ def plain_chunked_favor(q, k, v, omega, chunk: int = 64, eps: float = 1e-6):
     return (num / (den[..., None] + eps)).reshape(b, h, L, -1)
 
 
-def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64) -> float:
+def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64, d: int = 64) -> float:
     """Multiply-adds of ours over SDPA's, per head (the arithmetic bound on the speed-up).
 
     Ours: features ``2 d m`` per token (``d m`` for each of q, k; softmaxfeat computes ``m``
@@ -113,8 +115,7 @@ def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64) -> floa
     ``phi(Q) S``), causal in-chunk block ``C (m' + d + 1)``. SDPA: ``L^2 d`` causal (lower
     triangle of ``Q K^T`` and of ``P V``), ``2 L^2 d`` bidirectional.
     """
-    d = HEAD_DIM
-    if name in ("sdpa",):
+    if name == "softmax":
         return 1.0
     m_eff = 2 * m if name == "softmaxfeat" else m
     ours = 2 * d * m + 2 * m_eff * (d + 1) + (chunk * (m_eff + d + 1) if causal else 0)
@@ -122,17 +123,17 @@ def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64) -> floa
     return ours / sdpa
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def build_ops(m: int, causal: bool, device, learned, chunk):
-    """name -> callable(q, k, v) on head-major tensors; 'sdpa' first."""
-    ops = {"sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
-    maps = {kind: make_feature_map(kind, HEAD_DIM, m, seed=0).to(device) for kind in FEATURE_KINDS}
+def build_ops(m: int, d: int, causal: bool, device, learned, chunk):
+    """name -> callable(q, k, v) on head-major tensors: 'softmax' (SDPA) first, the peer last."""
+    ops = {"softmax": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
+    maps = {kind: make_feature_map(kind, d, m, seed=0).to(device) for kind in FEATURE_KINDS}
     if learned is not None:
-        fm = make_feature_map("favor", HEAD_DIM, m, seed=0)
+        fm = make_feature_map("favor", d, m, seed=0)
         fm.set_omega(learned)
         maps["kernel-favor"] = fm.to(device)
     for name, fm in maps.items():
@@ -144,23 +145,24 @@ def build_ops(m: int, causal: bool, device, learned, chunk):
         ops[name] = op
     if causal:
         om = maps["favor"].omega
-        ops["plain-favor"] = lambda q, k, v: plain_chunked_favor(q, k, v, om)
+        ops[PEER] = lambda q, k, v: plain_chunked_favor(q, k, v, om)
     return ops
 
 
-def check_peer(device) -> float:
+def check_peer(device, d: int = 64) -> float:
     """The plain peer computes causal FAVOR+: max relative deviation from ours (float64)."""
     g = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(1, 2, 128, HEAD_DIM, generator=g, dtype=torch.float64) for _ in "qkv")
-    fm = make_feature_map("favor", HEAD_DIM, 32, seed=0).double()
+    q, k, v = (torch.randn(1, 2, 128, d, generator=g, dtype=torch.float64) for _ in "qkv")
+    fm = make_feature_map("favor", d, 32, seed=0).double()
     ref = kernel_attention(*(x.transpose(1, 2) for x in (q, k, v)), fm, causal=True, eps=0.0)
     out = plain_chunked_favor(q, k, v, fm.omega.double(), eps=0.0)
     return float(((out - ref.transpose(1, 2)).abs().max() / ref.abs().max()).item())
 
 
-def time_config(ops, L, device, repeats, gen):
-    """Interleaved repeats; returns (median time per op, median paired speed-up per op)."""
-    q, k, v = (torch.randn(1, HEADS, L, HEAD_DIM, generator=gen).to(device) for _ in "qkv")
+def time_config(ops, L, H, d, device, repeats, gen):
+    """Interleaved repeats; returns per op the median time, the median paired speed-up
+    ``t_SDPA / t`` and the best-of speed-up ``min t_SDPA / min t`` (robust to preemption)."""
+    q, k, v = (torch.randn(1, H, L, d, generator=gen).to(device) for _ in "qkv")
     raw = {name: [] for name in ops}
     with torch.inference_mode():
         for op in ops.values():  # warm-up
@@ -172,25 +174,34 @@ def time_config(ops, L, device, repeats, gen):
                 op(q, k, v)
                 _sync(device)
                 raw[name].append(time.perf_counter() - t0)
-    base = np.asarray(raw["sdpa"])
+    base = np.asarray(raw["softmax"])
     times = {name: float(np.median(r)) for name, r in raw.items()}
     speedup = {name: float(np.median(base / np.asarray(r))) for name, r in raw.items()}
-    return times, speedup
+    best = {name: float(base.min() / min(r)) for name, r in raw.items()}
+    return times, speedup, best
 
 
-def crossover(lengths, speedups):
-    """Smallest L from which the speed-up is >= 1 at every larger L measured (None: never)."""
+def crossover(lengths, linear, softmax):
+    """Smallest L from which ``linear < softmax`` at every larger L measured (None: never)."""
+    faster = [a < b for a, b in zip(linear, softmax, strict=True)]
     for i in range(len(lengths)):
-        if all(s >= 1.0 for s in speedups[i:]):
+        if all(faster[i:]):
             return int(lengths[i])
     return None
+
+
+def fit_slope(lengths, times) -> float:
+    """Least-squares slope of log(time) against log(L)."""
+    return float(np.polyfit(np.log(lengths), np.log(times), 1)[0])
 
 
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     ap.add_argument("--features", default="64,256", help="comma-separated m (default 64,256)")
-    ap.add_argument("--min-len", type=int, default=256)
+    ap.add_argument("--min-len", type=int, default=128)
+    ap.add_argument("--embed-dim", type=int, default=256, help="E; d_h = E / heads (64)")
+    ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--max-len", type=int, default=4096)
     ap.add_argument("--long", action="store_true", help="extend to L = 16384 (minutes on CPU)")
     ap.add_argument("--quick", action="store_true", help="m = 64, L = 256/1024/4096, 3 repeats")
@@ -201,7 +212,7 @@ def parse(argv):
     ap.add_argument("--json", default=None, help="output JSON (default results/bench_attention"
                     "[_DEVICE][_quick].json from the command line; none from Python)")  # fmt: skip
     args = ap.parse_args(argv)
-    for name in ("min_len", "max_len", "repeats", "threads", "chunk_size"):
+    for name in ("min_len", "max_len", "repeats", "threads", "chunk_size", "embed_dim", "heads"):
         if getattr(args, name) < 1:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
     try:
@@ -212,6 +223,8 @@ def parse(argv):
         ) from None
     if min(args.ms) < 1:
         raise SystemExit("--features must be >= 1")
+    if args.embed_dim % args.heads:
+        raise SystemExit("--embed-dim must be divisible by --heads")
     if args.long:
         args.max_len = max(args.max_len, 16384)
     if args.max_len < args.min_len:
@@ -234,50 +247,44 @@ def lengths_of(args):
 
 
 def run(args, out=print) -> dict:
+    """Time every configuration; the result's ``times`` / ``ratio_to_sdpa`` / ``crossover``
+    / ``slopes`` are those of the first m (the peer's numbers are under ``peer``), and
+    ``tables`` holds every m."""
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     lengths = lengths_of(args)
+    H, d = args.heads, args.embed_dim // args.heads
     gen = torch.Generator().manual_seed(0)
-    deviation = check_peer(torch.device("cpu"))
+    deviation = check_peer(torch.device("cpu"), d)
     out(
-        f"device={device} threads={args.threads} B=1 H={HEADS} d_h={HEAD_DIM} float32, "
-        f"chunk={args.chunk_size}; speed-up = t_SDPA / t (median over interleaved repeats of "
-        f"the ratio within a repeat; > 1 = faster than SDPA). plain-favor peer vs ours: max "
-        f"relative deviation {deviation:.1e} (float64)"
+        f"device={device} threads={args.threads} B=1 H={H} d_h={d} float32, chunk="
+        f"{args.chunk_size}, attention alone (no projections). Speed-up = t_SDPA / t, median "
+        f"over interleaved repeats of the ratio within a repeat (> 1: faster than SDPA); in "
+        f"brackets the best-of ratio min t_SDPA / min t. Peer {PEER} vs ours: max relative "
+        f"deviation {deviation:.1e} (float64)"
     )
-    res = {"lengths": lengths, "tables": {}, "crossover": {}, "peer_deviation": deviation}
+    res = {"lengths": lengths, "tables": {}, "peer_deviation": deviation}
     for m in args.ms:
-        learned = None if args.no_learned else learned_omega(m, HEAD_DIM)
+        learned = None if args.no_learned else learned_omega(m, d)
         for mode in ("bidirectional", "causal"):
-            ops = build_ops(m, mode == "causal", device, learned, args.chunk_size)
             key = f"m={m} {mode}"
-            table = {"sdpa_seconds": [], "speedup": {n: [] for n in ops if n != "sdpa"}}
-            names = " ".join(f"{n:>13}" for n in ops if n != "sdpa")
-            out(f"\n{key}\n{'L':>6} {'SDPA s':>9} {names}")
-            for L in lengths:
-                reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
-                times, speed = time_config(ops, L, device, reps, gen)
-                table["sdpa_seconds"].append(times["sdpa"])
-                for n in table["speedup"]:
-                    table["speedup"][n].append(speed[n])
-                row = " ".join(f"{speed[n]:13.2f}" for n in table["speedup"])
-                out(f"{L:6d} {times['sdpa']:9.4f} {row}")
-            res["tables"][key] = table
-            res["crossover"][key] = {n: crossover(lengths, s) for n, s in table["speedup"].items()}
-            table["flop_ratio"] = {
-                n: [flop_ratio(n, m, L, mode == "causal", args.chunk_size) for L in lengths]
-                for n in ("favor", "porf-softplus", "softmaxfeat")
-            }
-            fr = "; ".join(
-                f"{n} " + " ".join(f"{r:.2f}" for r in table["flop_ratio"][n])
-                for n in table["flop_ratio"]
-            )
-            out(f"  multiply-adds ours / SDPA at each L: {fr}")
-            cross = ", ".join(f"{n} {c}" for n, c in res["crossover"][key].items())
-            out(f"  crossover L (speed-up >= 1 from there on): {cross}")
+            res["tables"][key] = _run_table(args, m, d, H, mode, learned, lengths, gen, out)
+    first = {mo: res["tables"][f"m={args.ms[0]} {mo}"] for mo in ("bidirectional", "causal")}
+
+    def without_peer(field):
+        return {mo: {n: x for n, x in tb[field].items() if n != PEER} for mo, tb in first.items()}
+
+    res["times"] = without_peer("times")
+    res["ratio_to_sdpa"] = {
+        mo: {n: [1 / x for x in sp] for n, sp in per.items()}
+        for mo, per in without_peer("speedup").items()
+    }
+    res["crossover"] = without_peer("crossover")
+    res["slopes"] = without_peer("slopes")
+    res["peer"] = {f: first["causal"][f][PEER] for f in ("times", "speedup", "speedup_best")}
     res["wall_seconds"] = time.perf_counter() - t_start
-    res["config"] = {k: v for k, v in vars(args).items()}
+    res["config"] = dict(vars(args))
     res["machine"] = {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
@@ -290,6 +297,46 @@ def run(args, out=print) -> dict:
     load = res["machine"]["load_average_1_5_15"]
     out(f"\nwall time {res['wall_seconds']:.0f} s; load average (1, 5, 15 min) {load}")
     return res
+
+
+def _run_table(args, m, d, H, mode, learned, lengths, gen, out) -> dict:
+    """One (m, mode): times, speed-ups, crossovers, slopes and multiply-add ratios per L."""
+    causal = mode == "causal"
+    ops = build_ops(m, d, causal, torch.device(args.device), learned, args.chunk_size)
+    names = [n for n in ops if n != "softmax"]
+    tb = {
+        "times": {n: [] for n in ops},
+        "speedup": {n: [] for n in names},
+        "speedup_best": {n: [] for n in names},
+    }
+    cols = " ".join(f"{n:>16}" for n in names)
+    out(f"\nm={m} {mode}\n{'L':>6} {'SDPA s':>9} {cols}")
+    for L in lengths:
+        reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
+        times, speed, best = time_config(ops, L, H, d, args.device, reps, gen)
+        for n in ops:
+            tb["times"][n].append(times[n])
+        for n in names:
+            tb["speedup"][n].append(speed[n])
+            tb["speedup_best"][n].append(best[n])
+        row = " ".join(f"{speed[n]:8.2f} ({best[n]:5.2f})" for n in names)
+        out(f"{L:6d} {times['softmax']:9.4f} {row}")
+    ones = [1.0] * len(lengths)
+    tb["crossover"] = {
+        n: crossover(lengths, [1 / x for x in tb["speedup"][n]], ones) for n in names
+    }
+    tb["slopes"] = {
+        n: fit_slope(lengths, t) if len(lengths) > 1 else None for n, t in tb["times"].items()
+    }
+    tb["flop_ratio"] = {
+        n: [flop_ratio(n, m, L, causal, args.chunk_size, d) for L in lengths]
+        for n in ("favor", "porf-softplus", "softmaxfeat")
+    }
+    fr = "; ".join(f"{n} " + " ".join(f"{r:.2f}" for r in v) for n, v in tb["flop_ratio"].items())
+    out(f"  multiply-adds ours / SDPA at each L: {fr}")
+    cross = ", ".join(f"{n} {c}" for n, c in tb["crossover"].items())
+    out(f"  crossover L (faster than SDPA from there on, medians): {cross}")
+    return tb
 
 
 def main(argv=None) -> dict:

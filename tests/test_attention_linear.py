@@ -514,5 +514,8 @@ def test_bench_attention_peer_is_causal_favor():
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.check_peer(torch.device("cpu")) < 1e-12
-    assert bench.crossover([256, 512, 1024, 2048], [0.5, 1.2, 0.9, 1.5]) == 2048
-    assert bench.crossover([256, 512], [0.5, 0.9]) is None
+    assert bench.crossover([256, 512, 1024, 2048], [2.0, 0.8, 1.1, 0.7], [1] * 4) == 2048
+    assert bench.crossover([256, 512], [2.0, 1.1], [1, 1]) is None
+    assert bench.flop_ratio("favor", 64, 1024, causal=True) == pytest.approx(
+        (2 * 64 * 64 + 2 * 64 * 65 + 64 * (64 + 65)) / (1024 * 64)
+    )
