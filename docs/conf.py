@@ -80,9 +80,6 @@ numpydoc_validation_checks: set[str] = set()
 nb_execution_mode = "off"
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
-# Notebooks use one markdown heading per section; relative file links in them point into the
-# repository, which the site does not contain.
-suppress_warnings = ["myst.header", "myst.xref_missing", "mystnb.unknown_mime_type"]
 
 # --- gallery: redraw the committed figure data ------------------------------------------
 sphinx_gallery_conf = {
