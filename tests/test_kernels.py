@@ -72,3 +72,11 @@ def test_inplace_power_matches_pow(e):
 def test_inplace_grad_coefficients_match(kernel):
     r2 = torch.rand(300, dtype=torch.float64) + 0.01
     assert torch.allclose(kernel.grad_coeff_sq_(r2.clone()), kernel.grad_coeff_sq(r2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8, 13, 64])
+def test_pairsum_repeated_squaring_matches_pow(k):
+    from meanfield.pairsum import _power_
+
+    w = torch.rand(300, dtype=torch.float64) + 0.5
+    assert torch.allclose(_power_(w.clone(), k), w**k, rtol=1e-13)
