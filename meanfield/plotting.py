@@ -18,6 +18,78 @@ def _save(fig: Figure, path) -> None:
         fig.savefig(path, dpi=130, bbox_inches="tight")
 
 
+def _panel_histograms(ax, ds: xr.Dataset, n_snapshots: int) -> None:
+    """(a), p = 1: the grid density at a few times over the particle histograms."""
+    t, x = ds["time"].values, ds["x"].values
+    h = x[1] - x[0]
+    edges = np.concatenate([x - h / 2, [x[-1] + h / 2]])
+    picks = np.unique(np.linspace(0, len(t) - 1, n_snapshots).round().astype(int))
+    for i, k in enumerate(picks):
+        ax.hist(
+            ds["omega"].values[k, :, 0],
+            bins=edges[:: max(1, len(x) // 48)],
+            density=True,
+            color=f"C{i}",
+            alpha=0.25,
+        )
+        ax.plot(x, ds["rho"].values[k], color=f"C{i}", label=f"t = {t[k]:.2g}")
+    ax.set_xlabel("ω")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8)
+    N = ds.sizes["particle"]
+    ax.set_title(f"(a) grid ρ_t (lines), N = {N} particles (bars)", fontsize=9)
+
+
+def _panel_density_2d(fig: Figure, ax, ds: xr.Dataset) -> None:
+    """(a), p = 2: the final grid density with (at most 2000 of) the particles on top."""
+    x, y = ds["x"].values, ds["y"].values
+    im = ax.pcolormesh(x, y, ds["rho"].values[-1].T, shading="nearest", cmap="viridis")
+    pts = ds["omega"].values[-1]
+    sub = pts[:: max(1, len(pts) // 2000)]
+    ax.scatter(sub[:, 0], sub[:, 1], s=2, c="w", alpha=0.6)
+    ax.set_aspect("equal")
+    ax.set_xlabel("ω₁")
+    ax.set_ylabel("ω₂")
+    fig.colorbar(im, ax=ax, shrink=0.8, label="grid density ρ (cell average)")
+    N, t = ds.sizes["particle"], ds["time"].values
+    ax.set_title(f"(a) ρ and N = {N} particles at t = {t[-1]:.2g}", fontsize=9)
+
+
+def _panel_distances(ax, ds: xr.Dataset) -> None:
+    """(b): W2 (and W1) between particles and grid over time, with the N^(-1/2) level."""
+    t = ds["time"].values
+    ax.plot(t, ds["w2"].values, "o-", ms=3, label=ds["w2"].attrs.get("long_name", "W2"))
+    if "w1" in ds and np.isfinite(ds["w1"].values).any():
+        ax.plot(t, ds["w1"].values, "s--", ms=3, label="W1")
+    ax.axhline(1 / np.sqrt(ds.sizes["particle"]), color="0.6", lw=0.8, ls=":", label="N^(-1/2)")
+    ax.set_xlabel("t")
+    ax.set_ylabel("Wasserstein distance (unit of ω)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.set_title("(b) distance particles vs grid", fontsize=9)
+
+
+def _panel_energies(ax, ds: xr.Dataset) -> None:
+    """(c): grid energy and free energy, particle energy H_N, over time."""
+    t = ds["time"].values
+    ax.plot(t, ds["energy_grid"].values, "-", label="E(ρ_t) grid")
+    ax.plot(t, ds["energy_particles"].values, "--", label="H_N(Ω_t) particles")
+    ax.plot(t, ds["free_energy_grid"].values, "-", label="F_β(ρ_t) grid")
+    ax.set_xlabel("t")
+    ax.set_ylabel("energy / free energy")
+    ax.legend(fontsize=8)
+    ax.set_title("(c) energies", fontsize=9)
+
+
+def _panel_kernel_gap(ax, ds: xr.Dataset) -> None:
+    """(d): the kernel gap max |K_μN − K_ρ| on the data over time."""
+    ax.plot(ds["time"].values, ds["kernel_gap"].values, "o-", ms=3)
+    ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel("max |K_μN − K_ρ| on the data")
+    ax.set_title("(d) kernel gap max |K_μN − K_ρ| on data", fontsize=9)
+
+
 def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figure:
     """Particles vs grid from a :func:`meanfield.compare.compare` dataset.
 
@@ -47,64 +119,14 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     ncol = 4 if has_gap else 3
     fig = Figure(figsize=(4.2 * ncol, 3.6), layout="constrained")
     axes = fig.subplots(1, ncol)
-    t = ds["time"].values
-    N = ds.sizes["particle"]
-    ax = axes[0]
     if p == 1:
-        x = ds["x"].values
-        h = x[1] - x[0]
-        edges = np.concatenate([x - h / 2, [x[-1] + h / 2]])
-        picks = np.unique(np.linspace(0, len(t) - 1, n_snapshots).round().astype(int))
-        colors = [f"C{i}" for i in range(len(picks))]
-        for c, k in zip(colors, picks, strict=True):
-            ax.hist(
-                ds["omega"].values[k, :, 0],
-                bins=edges[:: max(1, len(x) // 48)],
-                density=True,
-                color=c,
-                alpha=0.25,
-            )
-            ax.plot(x, ds["rho"].values[k], color=c, label=f"t = {t[k]:.2g}")
-        ax.set_xlabel("ω")
-        ax.set_ylabel("density")
-        ax.legend(fontsize=8)
-        ax.set_title(f"(a) grid ρ_t (lines), N = {N} particles (bars)", fontsize=9)
+        _panel_histograms(axes[0], ds, n_snapshots)
     else:
-        x, y = ds["x"].values, ds["y"].values
-        im = ax.pcolormesh(x, y, ds["rho"].values[-1].T, shading="nearest", cmap="viridis")
-        pts = ds["omega"].values[-1]
-        sub = pts[:: max(1, len(pts) // 2000)]
-        ax.scatter(sub[:, 0], sub[:, 1], s=2, c="w", alpha=0.6)
-        ax.set_aspect("equal")
-        ax.set_xlabel("ω₁")
-        ax.set_ylabel("ω₂")
-        fig.colorbar(im, ax=ax, shrink=0.8, label="grid density ρ (cell average)")
-        ax.set_title(f"(a) ρ and N = {N} particles at t = {t[-1]:.2g}", fontsize=9)
-    ax = axes[1]
-    ax.plot(t, ds["w2"].values, "o-", ms=3, label=ds["w2"].attrs.get("long_name", "W2"))
-    if "w1" in ds and np.isfinite(ds["w1"].values).any():
-        ax.plot(t, ds["w1"].values, "s--", ms=3, label="W1")
-    ax.axhline(1 / np.sqrt(N), color="0.6", lw=0.8, ls=":", label="N^(-1/2)")
-    ax.set_xlabel("t")
-    ax.set_ylabel("Wasserstein distance (unit of ω)")
-    ax.set_yscale("log")
-    ax.legend(fontsize=8)
-    ax.set_title("(b) distance particles vs grid", fontsize=9)
-    ax = axes[2]
-    ax.plot(t, ds["energy_grid"].values, "-", label="E(ρ_t) grid")
-    ax.plot(t, ds["energy_particles"].values, "--", label="H_N(Ω_t) particles")
-    ax.plot(t, ds["free_energy_grid"].values, "-", label="F_β(ρ_t) grid")
-    ax.set_xlabel("t")
-    ax.set_ylabel("energy / free energy")
-    ax.legend(fontsize=8)
-    ax.set_title("(c) energies", fontsize=9)
+        _panel_density_2d(fig, axes[0], ds)
+    _panel_distances(axes[1], ds)
+    _panel_energies(axes[2], ds)
     if has_gap:
-        ax = axes[3]
-        ax.plot(t, ds["kernel_gap"].values, "o-", ms=3)
-        ax.set_yscale("log")
-        ax.set_xlabel("t")
-        ax.set_ylabel("max |K_μN − K_ρ| on the data")
-        ax.set_title("(d) kernel gap max |K_μN − K_ρ| on data", fontsize=9)
+        _panel_kernel_gap(axes[3], ds)
     beta = ds.attrs.get("beta", "?")
     fig.suptitle(f"particles vs McKean–Vlasov grid (p = {p}, β = {beta})", fontsize=10)
     _save(fig, path)
@@ -351,8 +373,8 @@ def plot_coulomb3d(ds: xr.Dataset) -> Figure:
     fig = _new_figure((15, 4.2))
     ax = fig.subplots(1, 3)
     r = ds["r"].values
-    n_grid = ds.attrs["n_grid"]
-    ax[0].step(r, ds["profile_grid"], where="mid", label=f"grid μ*_h ({n_grid}³, β = ∞)")
+    cells = ds.attrs.get("cells", ds.attrs.get("n_grid"))  # n_grid: datasets saved before
+    ax[0].step(r, ds["profile_grid"], where="mid", label=f"grid μ*_h ({cells}³, β = ∞)")
     ax[0].step(
         r,
         ds["profile_particles"],

@@ -210,3 +210,17 @@ def test_make_figures_refuses_bad_names_before_work(tmp_path, bad):
 def test_experiments_refuse_an_unknown_size(name):
     with pytest.raises(ValueError, match="size"):
         DATA[name](size="tiny")
+
+
+def test_coulomb3d_former_names_warn_and_give_the_same_result():
+    """n / box_radius (before cells / half_width) and BOX_RADIUS still work for one version,
+    with a FutureWarning, and compute the same thing."""
+    from meanfield.studies import coulomb3d
+
+    with pytest.warns(FutureWarning, match="n=...") as record:
+        old = coulomb3d.grid_equilibrium(n=6, box_radius=1.25)[2]
+    assert len(record) == 2  # one warning per renamed keyword
+    new = coulomb3d.grid_equilibrium(6, half_width=1.25)[2]
+    assert old["energy"] == new["energy"] and old["h"] == new["h"]
+    with pytest.warns(FutureWarning, match="BOX_HALF_WIDTH"):
+        assert coulomb3d.BOX_RADIUS == coulomb3d.BOX_HALF_WIDTH

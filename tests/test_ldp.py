@@ -138,3 +138,23 @@ def test_coulomb_gas_regime_tail_and_rate():
                       regime="coulomb-gas")
     np.testing.assert_allclose(sc["Lambda"].values, sc["theta"].values ** 2 / 2, atol=1e-6)
     assert rate_at(sc, 0.5) == pytest.approx(0.125, abs=1e-6)
+
+
+def test_former_keyword_names_warn_and_still_work():
+    """N= / Ns= (before n_particles) are accepted for one version with a FutureWarning; both
+    spellings at once are refused; the error names the new parameter."""
+    from meanfield.errors import InputError
+    from meanfield.studies.kernel_figure import kernel_model
+    from meanfield.studies.ldp import kernel_concentration, kernel_concentration_in_beta
+
+    E = _model(0.0)
+    with pytest.warns(FutureWarning, match=r"tail_probability\(N=...\) is deprecated"):
+        with pytest.raises(ValueError, match="n_particles"):
+            tail_probability(E, statistic("mean"), 1.0, beta=1.0, theta=0.5, N=0)
+    with pytest.raises(InputError, match="not both"):
+        tail_probability(E, statistic("mean"), 1.0, beta=1.0, theta=0.5, N=4, n_particles=4)
+    Ek, X = kernel_model()
+    with pytest.warns(FutureWarning, match="Ns="), pytest.raises(ValueError, match="n_particles"):
+        kernel_concentration(Ek, X, "softplus", 1.0, eps=[0.5], Ns=[0])
+    with pytest.warns(FutureWarning, match="N="), pytest.raises(ValueError, match="n_particles"):
+        kernel_concentration_in_beta(Ek, X, "softplus", betas=[1.0], eps=[0.5], N=0)

@@ -40,33 +40,56 @@ from ..energy import Energy, PairInteraction, QuadraticPotential
 from ..kernels import Coulomb
 from ..pde import Density, Grid, equilibrium_measure
 from ..results import provenance
+from ._deprecation import renamed_keywords
 
 #: E(μ*) of the uniform unit ball: 3/10 (confinement) + 3/5 (half the Coulomb self-energy 6/5).
 BALL_ENERGY = 0.9
 #: Density of the uniform unit ball, 3/(4π).
 BALL_DENSITY = 3.0 / (4.0 * math.pi)
-#: Box half-width of the study (the ball of radius 1 fits with a margin of 0.25).
-BOX_RADIUS = 1.25
+#: Box half-width R of the study, box [−R, R]³ (the unit ball fits with a margin of 0.25).
+BOX_HALF_WIDTH = 1.25
 
 
-def ball_energy(box_radius: float = BOX_RADIUS, softening: float = 0.0) -> Energy:
+def __getattr__(name):
+    # BOX_RADIUS: the former name of BOX_HALF_WIDTH (a box has a half-width, not a radius)
+    if name == "BOX_RADIUS":
+        import warnings
+
+        warnings.warn(
+            "BOX_RADIUS is deprecated and will be removed in the next version; use "
+            "BOX_HALF_WIDTH",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return BOX_HALF_WIDTH
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@renamed_keywords(box_radius="half_width")
+def ball_energy(half_width: float = BOX_HALF_WIDTH, softening: float = 0.0) -> Energy:
     """E = ∫|ω|²/2 dμ + ½ ∬ k dμ dμ with k = 1/|z| (Coulomb in R³), on [−R, R]³.
+
+    .. math::
+
+        E(\\mu) = \\int \\frac{|\\omega|^2}{2} d\\mu
+        + \\frac{1}{2}\\iint \\frac{d\\mu(\\omega)\\, d\\mu(\\omega')}
+        {\\sqrt{|\\omega - \\omega'|^2 + \\varepsilon^2}}.
 
     Parameters
     ----------
-    box_radius : float
-        R > 1 (the support, the unit ball, must fit inside the box).
+    half_width : float
+        R > 1 (the support, the unit ball, must fit inside the box); formerly ``box_radius``.
     softening : float
         ε ≥ 0 of the kernel (|z|² + ε²)^(−1/2); 0 for the exact Coulomb kernel.
     """
-    box_radius = check_positive("box_radius", box_radius)
-    if box_radius <= 1.0:
+    half_width = check_positive("half_width", half_width)
+    if half_width <= 1.0:
         raise ValueError(
-            f"box_radius must be > 1 (the equilibrium is the unit ball), got {box_radius}"
+            f"half_width must be > 1 (the equilibrium is the unit ball), got {half_width}"
         )
     return Energy(
         [QuadraticPotential(), PairInteraction(Coulomb(3, softening=softening), 0.5)],
-        Box(3, box_radius),
+        Box(3, half_width),
     )
 
 
@@ -110,18 +133,30 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
     }
 
 
-def grid_equilibrium(n: int, box_radius: float = BOX_RADIUS, tol: float = 1e-8) -> tuple:
-    """μ*_h on an n³ grid, its report, diagnostics and wall time.
+@renamed_keywords(n="cells", box_radius="half_width")
+def grid_equilibrium(
+    cells: int, half_width: float = BOX_HALF_WIDTH, tol: float = 1e-8
+) -> tuple:
+    """μ*_h on a grid of ``cells``³ cells, its report, diagnostics and wall time.
+
+    Parameters
+    ----------
+    cells : int
+        Cells per axis (≥ 4); formerly ``n``.
+    half_width : float
+        R of the box [−R, R]³ (> 1); formerly ``box_radius``.
+    tol : float
+        Tolerance of :func:`meanfield.pde.equilibrium_measure`.
 
     Returns
     -------
     (Density, StationaryReport, dict)
         The dict holds :func:`ball_diagnostics`, ``energy`` E_h(μ*_h), ``h`` and ``wall_s``.
     """
-    n = check_int("n (cells per axis)", n, minimum=4)
-    grid = Grid(Box(3, box_radius), n)
+    cells = check_int("cells (per axis)", cells, minimum=4)
+    grid = Grid(Box(3, half_width), cells)
     t0 = time.perf_counter()
-    rho, report = equilibrium_measure(ball_energy(box_radius), grid, tol=tol, warm_tol=1e-2)
+    rho, report = equilibrium_measure(ball_energy(half_width), grid, tol=tol, warm_tol=1e-2)
     wall = time.perf_counter() - t0
     info = {
         **ball_diagnostics(rho),
@@ -145,8 +180,9 @@ def machine() -> dict:
     }
 
 
+@renamed_keywords(N="n_particles")
 def particle_run(
-    N: int,
+    n_particles: int,
     grid_rho: Density,
     *,
     beta: float = 2.0,
@@ -160,8 +196,8 @@ def particle_run(
 
     Parameters
     ----------
-    N : int
-        Number of particles (≥ 2).
+    n_particles : int
+        Number of particles N (≥ 2); formerly ``N``.
     grid_rho : Density
         The grid equilibrium μ*_h (p = 3); its box is the particles' domain.
     beta : float
@@ -186,21 +222,19 @@ def particle_run(
         (``w2_grid_iid``, ``w2_radial_iid``), the HMC ``step_size``, ``n_leapfrog``,
         ``acceptance``, the positions of the last state (``omega``, (N, 3)) and ``wall_s``.
     """
-    from ..diagnostics import wasserstein_particles_grid
     from ..particles import sample_hmc
 
-    N = check_int("N (particles)", N, minimum=2)
+    N = check_int("n_particles (N)", n_particles, minimum=2)
     n_keep = check_int("n_keep", n_keep)
     n_samples = check_int("n_samples", n_samples, minimum=n_keep)
     if grid_rho.grid.dim != 3:
         raise ValueError(f"grid_rho must live on a p = 3 grid, got p={grid_rho.grid.dim}")
     R = grid_rho.grid.half_width
-    energy = ball_energy(R)
     rng = np.random.default_rng(seed)
     omega0 = np.clip(0.4 * rng.standard_normal((N, 3)), -R, R)
     t0 = time.perf_counter()
     ds = sample_hmc(
-        energy,
+        ball_energy(R),
         omega0,
         beta=beta,
         regime="coulomb-gas",
@@ -213,19 +247,8 @@ def particle_run(
     )
     t_hmc = time.perf_counter() - t0
     states = ds["omega"].values[-n_keep:]
-    law = BallRadius(3)
-
-    def distances(x):
-        return (
-            wasserstein_particles_grid(x, grid_rho, order=2, method="exact"),
-            wasserstein_to_law_1d(np.linalg.norm(x, axis=1), law, order=2, n_quad=16),
-        )
-
-    d = np.array([distances(x) for x in states])
-    # N iid uniform points in the unit ball: direction × radius U^(1/3)
-    g = rng.standard_normal((N, 3))
-    iid = g / np.linalg.norm(g, axis=1, keepdims=True) * rng.random((N, 1)) ** (1 / 3)
-    d_iid = distances(iid)
+    d = np.array([_ball_distances(x, grid_rho) for x in states])
+    d_iid = _ball_distances(_uniform_ball(N, rng), grid_rho)
     r2 = (states**2).sum(-1).mean()
     return {
         "w2_grid": float(d[:, 0].mean()),
@@ -243,6 +266,22 @@ def particle_run(
     }
 
 
+def _ball_distances(x: np.ndarray, grid_rho: Density) -> tuple[float, float]:
+    """Exact W2 of the points x (N, 3) to μ*_h, and of their radii to the ball's radial law."""
+    from ..diagnostics import wasserstein_particles_grid
+
+    return (
+        wasserstein_particles_grid(x, grid_rho, order=2, method="exact"),
+        wasserstein_to_law_1d(np.linalg.norm(x, axis=1), BallRadius(3), order=2, n_quad=16),
+    )
+
+
+def _uniform_ball(N: int, rng: np.random.Generator) -> np.ndarray:
+    """N iid uniform points in the unit ball (N, 3): direction × radius U^(1/3)."""
+    g = rng.standard_normal((N, 3))
+    return g / np.linalg.norm(g, axis=1, keepdims=True) * rng.random((N, 1)) ** (1 / 3)
+
+
 def _radial_profile(r, masses, edges):
     """Mass per shell / (shell volume × 3/(4π)): 1 inside a uniform unit ball."""
     m, _ = np.histogram(r, bins=edges, weights=masses)
@@ -250,11 +289,12 @@ def _radial_profile(r, masses, edges):
     return m / (vol * BALL_DENSITY)
 
 
+@renamed_keywords(Ns="n_particles", n_grid="cells", n_grids="cells_sweep")
 def coulomb3d_study(
-    Ns,
+    n_particles,
     *,
-    n_grid: int = 32,
-    n_grids=(8, 12, 16, 24, 32),
+    cells: int = 32,
+    cells_sweep=(8, 12, 16, 24, 32),
     beta: float = 2.0,
     seed: int = 0,
     n_warmup: int = 200,
@@ -266,12 +306,12 @@ def coulomb3d_study(
 
     Parameters
     ----------
-    Ns : sequence of int
-        Particle numbers.
-    n_grid : int
-        Cells per axis of the grid μ*_h the particles are compared with.
-    n_grids : sequence of int
-        Grids of the convergence-in-h record (``n_grid`` is added).
+    n_particles : sequence of int
+        Particle numbers N (formerly ``Ns``).
+    cells : int
+        Cells per axis of the grid μ*_h the particles are compared with (formerly ``n_grid``).
+    cells_sweep : sequence of int
+        Grids of the convergence-in-h record, ``cells`` added (formerly ``n_grids``).
     beta, seed, n_warmup, n_samples :
         As :func:`particle_run` (seed + N seeds each N).
     cache_dir : path, optional
@@ -284,63 +324,30 @@ def coulomb3d_study(
     -------
     xarray.Dataset
         Over ``N``: ``w2_grid``, ``w2_radial``, their iid references, ``radius``, ``energy``,
-        ``step_size``, ``n_leapfrog``, ``acceptance``, ``wall_s``; over ``n``: the grid
-        diagnostics (``grid_radius_error``, ``grid_flatness``, ``grid_energy_error``,
-        ``grid_wall_s``, ``grid_h``); over ``r``: radial profiles of μ*_h and of the largest
-        N's last state.  Attributes: parameters, machine, seed, version.
+        ``step_size``, ``n_leapfrog``, ``acceptance``, ``wall_s``; over ``n`` (cells per
+        axis): the grid diagnostics (``grid_radius_error``, ``grid_flatness``,
+        ``grid_energy_error``, ``grid_wall_s``, ``grid_h``); over ``r``: radial profiles of
+        μ*_h and of the largest N's last state.  Attributes: parameters (``cells``,
+        ``box_half_width``, ...), machine, seed, version.
     """
-    from tqdm.auto import tqdm
-
-    Ns = [check_int("N (particles)", N, minimum=2) for N in Ns]
-    n_grids = sorted({check_int("n_grids", n, minimum=4) for n in n_grids} | {int(n_grid)})
-    grids = {}
-    for n in n_grids:
-        rho, _, info = grid_equilibrium(n)
-        grids[n] = (rho, info)
-    rho = grids[n_grid][0]
-    params = {"beta": beta, "n_warmup": n_warmup, "n_samples": n_samples, "n_grid": n_grid}
-    rows = {}
-    for N in tqdm(Ns, desc="coulomb3d, particles", unit="N", disable=not progress):
-        path = Path(cache_dir) / f"N{N}.nc" if cache_dir is not None else None
-        if path is not None and path.exists():
-            old = xr.open_dataset(path).load()
-            if all(old.attrs.get(k) == v for k, v in {**params, "seed": seed + N}.items()):
-                rows[N] = old
-                continue
-        res = particle_run(N, rho, beta=beta, seed=seed + N, n_warmup=n_warmup, n_samples=n_samples)
-        omega = res.pop("omega")
-        row = xr.Dataset(
-            {k: v for k, v in res.items()},
-            attrs={**params, "seed": seed + N, **machine()},
-        )
-        row["omega"] = (("particle", "dim"), omega)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            row.to_netcdf(path)
-        rows[N] = row
+    Ns = [check_int("n_particles (N)", N, minimum=2) for N in n_particles]
+    sweep = sorted({check_int("cells_sweep", n, minimum=4) for n in cells_sweep} | {int(cells)})
+    grids = {n: grid_equilibrium(n)[::2] for n in sweep}  # (rho, info)
+    rho = grids[cells][0]
+    params = {"beta": beta, "n_warmup": n_warmup, "n_samples": n_samples, "cells": cells}
+    rows = _particle_rows(Ns, rho, params, seed, cache_dir, progress)
     keys = [k for k in rows[Ns[0]].data_vars if k != "omega"]
     data = {k: ("N", np.array([float(rows[N][k]) for N in Ns])) for k in keys}
     edges = np.linspace(0, 1.2, 25)
-    centres_r = np.linalg.norm(rho.grid.centers, axis=1)
-    last = rows[Ns[-1]]["omega"].values
-    data["profile_grid"] = ("r", _radial_profile(centres_r, rho.masses.ravel(), edges))
-    data["profile_particles"] = (
-        "r",
-        _radial_profile(np.linalg.norm(last, axis=1), np.full(len(last), 1 / len(last)), edges),
-    )
-    info = [grids[n][1] for n in n_grids]
-    data["grid_h"] = ("n", np.array([i["h"] for i in info]))
-    data["grid_radius_error"] = ("n", np.array([i["radius_error"] for i in info]))
-    data["grid_flatness"] = ("n", np.array([i["flatness"] for i in info]))
-    data["grid_energy_error"] = ("n", np.array([abs(i["energy"] - BALL_ENERGY) for i in info]))
-    data["grid_wall_s"] = ("n", np.array([i["wall_s"] for i in info]))
+    data |= _profiles(rho, rows[Ns[-1]]["omega"].values, edges)
+    data |= _grid_records([grids[n][1] for n in sweep])
     ds = xr.Dataset(
         data,
-        coords={"N": Ns, "n": n_grids, "r": 0.5 * (edges[1:] + edges[:-1])},
+        coords={"N": Ns, "n": sweep, "r": 0.5 * (edges[1:] + edges[:-1])},
         attrs=provenance(
             {
                 **params,
-                "box_radius": rho.grid.half_width,
+                "box_half_width": rho.grid.half_width,
                 "regime": "coulomb-gas",
                 "sampler": "hmc",
                 "model": "V=|w|^2/2, k=1/|z| (Coulomb, p=3), lambda=1/2",
@@ -357,12 +364,67 @@ def coulomb3d_study(
     return ds
 
 
+def _particle_rows(Ns, rho, params: dict, seed: int, cache_dir, progress: bool) -> dict:
+    """:func:`particle_run` at each N (seed + N) as a one-row dataset, read from
+    ``cache_dir/N<N>.nc`` when one with the same parameters is there, written there when not."""
+    from tqdm.auto import tqdm
+
+    rows = {}
+    for N in tqdm(Ns, desc="coulomb3d, particles", unit="N", disable=not progress):
+        path = Path(cache_dir) / f"N{N}.nc" if cache_dir is not None else None
+        if path is not None and path.exists():
+            old = xr.open_dataset(path).load()
+            if all(old.attrs.get(k) == v for k, v in {**params, "seed": seed + N}.items()):
+                rows[N] = old
+                continue
+        res = particle_run(
+            N,
+            rho,
+            beta=params["beta"],
+            seed=seed + N,
+            n_warmup=params["n_warmup"],
+            n_samples=params["n_samples"],
+        )
+        omega = res.pop("omega")
+        row = xr.Dataset(dict(res), attrs={**params, "seed": seed + N, **machine()})
+        row["omega"] = (("particle", "dim"), omega)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            row.to_netcdf(path)
+        rows[N] = row
+    return rows
+
+
+def _profiles(rho: Density, last: np.ndarray, edges: np.ndarray) -> dict:
+    """Radial profiles (over ``r``) of μ*_h and of the particles ``last`` (N, 3)."""
+    centres_r = np.linalg.norm(rho.grid.centers, axis=1)
+    weights = np.full(len(last), 1 / len(last))
+    return {
+        "profile_grid": ("r", _radial_profile(centres_r, rho.masses.ravel(), edges)),
+        "profile_particles": (
+            "r",
+            _radial_profile(np.linalg.norm(last, axis=1), weights, edges),
+        ),
+    }
+
+
+def _grid_records(info: list) -> dict:
+    """The convergence-in-h record (over ``n``) from :func:`grid_equilibrium`'s diagnostics."""
+    return {
+        "grid_h": ("n", np.array([i["h"] for i in info])),
+        "grid_radius_error": ("n", np.array([i["radius_error"] for i in info])),
+        "grid_flatness": ("n", np.array([i["flatness"] for i in info])),
+        "grid_energy_error": ("n", np.array([abs(i["energy"] - BALL_ENERGY) for i in info])),
+        "grid_wall_s": ("n", np.array([i["wall_s"] for i in info])),
+    }
+
+
 #: Configuration of the figure at each size (keyword arguments of :func:`coulomb3d_study`).
 FIGURE_CONFIG = {
-    "small": dict(Ns=[40, 80], n_grid=10, n_grids=(8, 10), n_warmup=25, n_samples=3),
+    "small": dict(n_particles=[40, 80], cells=10, cells_sweep=(8, 10), n_warmup=25, n_samples=3),
     "full": dict(
-        Ns=[100, 300, 1000, 3000], n_grid=32, n_grids=(8, 12, 16, 24, 32), n_warmup=200,
-        n_samples=60,
+        n_particles=[100, 300, 1000, 3000], cells=32, cells_sweep=(8, 12, 16, 24, 32),
+        n_warmup=200, n_samples=60,
     ),
 }
 

@@ -34,6 +34,7 @@ from ..energy import Energy, Potential
 from ..errors import ConvergenceError
 from ..particles import sample_hmc, simulate
 from ..results import provenance
+from ._deprecation import renamed_keywords
 
 
 @dataclass(frozen=True)
@@ -196,11 +197,12 @@ def _tilted_samples(
     return L[keep], om[-1], acc
 
 
+@renamed_keywords(N="n_particles")
 def tail_probability(
     energy: Energy,
     stat: Statistic,
     a: float,
-    N: int,
+    n_particles: int,
     beta: float,
     *,
     theta: float,
@@ -233,8 +235,8 @@ def tail_probability(
     energy, stat : the model and the linear statistic.
     a : float
         Threshold.
-    N : int
-        Number of particles.
+    n_particles : int
+        Number of particles N (formerly ``N``).
     beta : float
         Inverse temperature.
     theta : float
@@ -260,7 +262,7 @@ def tail_probability(
         vs Simpson on the ladder), ``rate = −log_p / speed``, ``rate_se``, the ladder means
         ``mean_L``, ``mean_L_se`` and acceptance rates (theta_ladder).
     """
-    N = check_int("N", N)
+    N = check_int("n_particles (N)", n_particles)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
     check_choice("sampler", sampler, ("mala", "hmc"))
     if sampler == "hmc" and not 0 <= burn_in < n_steps:
@@ -366,12 +368,13 @@ def _simpson(x, y):
 # ----------------------------------------------------------------------------------------
 # concentration of the learned kernel
 # ----------------------------------------------------------------------------------------
+@renamed_keywords(Ns="n_particles")
 def kernel_concentration(
     energy: Energy,
     X,
     feature: str,
     beta: float,
-    Ns,
+    n_particles,
     eps,
     *,
     cells: int = 512,
@@ -400,6 +403,29 @@ def kernel_concentration(
 
     With ``eps_w2`` the same samples also give P(W2(μ_N, ref) > ε) (exact 1D quantile W2).
 
+    Parameters
+    ----------
+    energy : Energy
+        The model (p = 1), with its data term.
+    X : array (n, d)
+        Data inputs on which the kernels are compared.
+    feature : str
+        Feature map of the kernel (as the alignment's).
+    beta : float
+        Inverse temperature β > 0.
+    n_particles : sequence of int
+        Particle numbers N (formerly ``Ns``).
+    eps : float or sequence of float
+        Thresholds ε of the kernel gap.
+    cells : int
+        Grid cells of the reference density.
+    n_replicas, n_steps, burn_in, thin, eta :
+        MALA chains per N, steps, discarded steps, recording stride, step size.
+    regime : {"mean-field", "coulomb-gas"}
+    eps_w2 : sequence of float, optional
+        Thresholds of the W2 tail.
+    seed : int
+
     Returns
     -------
     xarray.Dataset over (``N``, ``eps``): ``prob``, ``prob_se``; over ``N``: ``mean_gap``; and
@@ -413,7 +439,7 @@ def kernel_concentration(
     beta = check_positive("beta", beta)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
     eps = np.atleast_1d(np.asarray(eps, dtype=float))
-    Ns = [check_int("N", int(n)) for n in Ns]
+    Ns = [check_int("n_particles (N)", int(n)) for n in n_particles]
     grid = Grid(energy.domain, cells)
     rho = _reference_density(energy, grid, beta, regime)
     gen = torch.Generator().manual_seed(seed)
@@ -501,13 +527,38 @@ def _decay_rates(x, prob: np.ndarray) -> np.ndarray:
     return np.asarray(rates)
 
 
+@renamed_keywords(N="n_particles")
 def kernel_concentration_in_beta(
-    energy: Energy, X, feature: str, N: int, betas, eps, **kwargs
+    energy: Energy, X, feature: str, n_particles: int, betas, eps, **kwargs
 ) -> xr.Dataset:
-    """Coulomb-gas regime at fixed N: P(max|K_{μ_N} − K_{μ*}| > ε) against β (THEORY §6: speed
-    βN², so the decay is exponential in β).  Keyword arguments as
-    :func:`kernel_concentration`; ``decay_rate`` (eps) is the slope of −log P against β
-    (NaN, undetermined, where fewer than 3 β have P > 0)."""
+    """Coulomb-gas regime at fixed N: P(max|K_{μ_N} − K_{μ*}| > ε) against β.
+
+    THEORY §6: the speed is βN², so at fixed N the decay is exponential in β:
+
+    .. math::
+
+        P\\big(\\max_{jk}|K_{\\mu_N} - K_{\\mu^*}| > \\varepsilon\\big)
+        \\approx e^{-\\beta\\, \\mathrm{rate}(\\varepsilon)}.
+
+    Parameters
+    ----------
+    energy, X, feature, eps :
+        As :func:`kernel_concentration`.
+    n_particles : int
+        The fixed number of particles N (formerly ``N``).
+    betas : sequence of float
+        Inverse temperatures β > 0.
+    **kwargs :
+        Further keyword arguments of :func:`kernel_concentration`.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``beta``, ``eps``): ``prob``, ``prob_se``; over ``beta``: ``mean_gap``;
+        ``decay_rate`` (eps): the slope of −log P against β (NaN, undetermined, where fewer
+        than 3 β have P > 0).
+    """
+    N = check_int("n_particles (N)", n_particles)
     runs = [
         kernel_concentration(
             energy, X, feature, float(b), [N], eps, regime="coulomb-gas", **kwargs
