@@ -53,10 +53,9 @@ from .kernels import PairKernel, Riesz
 #: particle dimension -> Riesz exponent s of its Coulomb kernel, the kernels with a fast sum
 COULOMB_S = {1: -1.0, 2: 0.0, 3: 1.0}
 
-#: default number of neighbours inside the p = 2 short-range cutoff (balances the neighbour
-#: pairs against the Fourier modes; measured best of 32/64/128/256 on Gaussian clouds,
-#: N = 1e3 and 1e4)
-NEAR_NEIGHBOURS = 64
+#: default median number of neighbours inside the p = 2 short-range cutoff (balances the
+#: neighbour pairs against the Fourier modes)
+NEAR_NEIGHBOURS = 32
 
 _INSTALL_HINT = "install it with `pip install meanfield[fast]` (or `pip install {pkg}`)"
 
@@ -208,16 +207,16 @@ class _EwaldPlan2D:
     round-off sets a floor.
     """
 
-    def __init__(self, lo: np.ndarray, hi: np.ndarray, n_points: int, eps: float, near: int):
+    def __init__(self, lo: np.ndarray, hi: np.ndarray, r_c: float, eps: float):
         side = np.maximum(hi - lo, 0.0)
         s = max(float(side.max()), 1e-300)
         self.centre = (lo + hi) / 2
         diam = float(np.hypot(*side)) or s
-        # neighbour cutoff from the mean density; the floor on the area keeps the number of
-        # modes bounded when the cloud is (nearly) a line
-        area = max(float(side.prod()), s * s * 1e-4)
-        self.r_c = min(math.sqrt(near * area / (math.pi * n_points)), s)
-        self.L = math.log(1 / eps)
+        # M ≈ L P/(π r_c) modes per axis: the floor on r_c keeps M ≤ MAX_MODES however
+        # concentrated the cloud (the price is more neighbour pairs in its dense part)
+        L = math.log(1 / eps)
+        self.r_c = min(max(r_c, L * (2.5 * s) / (math.pi * MAX_MODES)), s)
+        self.L = L
         self.sigma = self.r_c / math.sqrt(self.L)
         self.R = diam + self.r_c
         self.period = s + self.R + self.r_c
@@ -254,6 +253,20 @@ class _EwaldPlan2D:
     def self_energy(self) -> float:
         """The smooth part at r = 0, γ/2 − log σ: each point's own term in the Fourier sum."""
         return np.euler_gamma / 2 - math.log(self.sigma)
+
+
+#: cap on the p = 2 Fourier modes per axis and sign ((2M + 1)² modes, 4× that FFT grid)
+MAX_MODES = 768
+
+
+def _cutoff(tree: cKDTree, x: np.ndarray, near: int) -> float:
+    """Short-range cutoff: the median distance to the ``near``-th neighbour (≤ 256 samples)."""
+    k = min(near, len(x) - 1)
+    if k < 1:
+        return 0.0
+    sample = x[:: max(1, len(x) // 256)]
+    dist, _ = tree.query(sample, k=k + 1)  # the first neighbour is the point itself
+    return float(np.median(dist[:, -1]))
 
 
 #: FINUFFT threads: one, because its OpenMP regions stall on a loaded machine (measured 40×
@@ -312,9 +325,10 @@ def coulomb2d_sums(
         −Σ_j (x_i − x_j)/|x_i − x_j|²; coincident pairs excluded (zero subgradient).
     """
     N = len(x)
-    plan = _EwaldPlan2D(x.min(0), x.max(0), N, eps, near)
+    tree = cKDTree(x)
+    plan = _EwaldPlan2D(x.min(0), x.max(0), _cutoff(tree, x, near), eps)
     pot, grad = _ewald_far(plan, x, np.ones(N), x, eps, want_value, want_grad)
-    pairs = cKDTree(x).query_pairs(plan.r_c, output_type="ndarray")
+    pairs = tree.query_pairs(plan.r_c, output_type="ndarray")
     i, j = pairs[:, 0], pairs[:, 1]
     d = x[i] - x[j]
     r2 = (d * d).sum(1) / plan.sigma**2
@@ -335,9 +349,10 @@ def coulomb2d_sums(
 def coulomb2d_field(at, points, weights, eps: float, near: int = NEAR_NEIGHBOURS):
     """Σ_k w_k (−log|a − y_k|) at targets ``at`` (M, 2); +inf on a charged point."""
     both = np.concatenate([at, points])
-    plan = _EwaldPlan2D(both.min(0), both.max(0), len(both), eps, near)
+    tree = cKDTree(points)
+    plan = _EwaldPlan2D(both.min(0), both.max(0), _cutoff(tree, points, near), eps)
     pot, _ = _ewald_far(plan, points, weights, at, eps)
-    a, b, dist = _near_records(at, points, plan.r_c)
+    a, b, dist = _near_records(at, tree, plan.r_c)
     with np.errstate(divide="ignore", invalid="ignore"):
         # a target on a charged point gets E₁(0) = +inf, as the direct sum; uncharged
         # points contribute nothing (not inf · 0)
@@ -346,8 +361,9 @@ def coulomb2d_field(at, points, weights, eps: float, near: int = NEAR_NEIGHBOURS
     return pot
 
 
-def _near_records(at, points, r_c):
-    rec = cKDTree(at).sparse_distance_matrix(cKDTree(points), r_c, output_type="ndarray")
+def _near_records(at, tree, r_c):
+    """(target index, point index, distance) of every pair closer than r_c."""
+    rec = cKDTree(at).sparse_distance_matrix(tree, r_c, output_type="ndarray")
     return rec["i"].astype(np.intp), rec["j"].astype(np.intp), rec["v"]
 
 
