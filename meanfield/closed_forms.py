@@ -71,6 +71,12 @@ class Law1D:
         -------
         numpy.ndarray
             The density, same shape as ``x``, zero outside [lo, hi].
+
+        Examples
+        --------
+        >>> from meanfield.closed_forms import UniformInterval
+        >>> UniformInterval().pdf([0.0, 2.0])
+        array([0.5, 0. ])
         """
         raise NotImplementedError
 
@@ -86,6 +92,12 @@ class Law1D:
         -------
         numpy.ndarray
             F(x) in [0, 1], same shape as ``x``.
+
+        Examples
+        --------
+        >>> from meanfield.closed_forms import BallRadius
+        >>> BallRadius(2).cdf([0.5, 2.0])
+        array([0.25, 1.  ])
         """
         raise NotImplementedError
 

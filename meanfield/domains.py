@@ -73,6 +73,14 @@ class Domain:
         ------
         ValueError
             The last dimension of ``omega`` is not ``dim``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Ball
+        >>> Ball(2, 2.0).project(np.array([[0.0, 4.0], [1.0, 0.0]]))
+        array([[0., 2.],
+               [1., 0.]])
         """
         raise NotImplementedError
 
@@ -90,17 +98,39 @@ class Domain:
         -------
         torch.Tensor or numpy.ndarray of bool, shape (...)
             True where the point lies in the (enlarged) domain.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> Box(1, 1.0).contains(torch.tensor([[0.5], [1.05]]), atol=0.1)
+        tensor([True, True])
         """
         raise NotImplementedError
 
     @property
     def volume(self) -> float:
-        """Lebesgue measure of the domain in R^dim (units of ω^dim)."""
+        """Lebesgue measure of the domain in R^dim (units of ω^dim).
+
+        Examples
+        --------
+        >>> import math
+        >>> from meanfield.domains import Ball
+        >>> math.isclose(Ball(2, 1.0).volume, math.pi)
+        True
+        """
         raise NotImplementedError
 
     @property
     def bounding_box(self) -> tuple[float, float]:
-        """``(low, high)`` such that the domain lies in [low, high]^dim (units of ω)."""
+        """``(low, high)`` such that the domain lies in [low, high]^dim (units of ω).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Ball
+        >>> Ball(3, 2.0).bounding_box
+        (-2.0, 2.0)
+        """
         raise NotImplementedError
 
     def describe(self) -> dict:
@@ -111,6 +141,12 @@ class Domain:
         dict
             ``{"domain": "box" | "ball", "dim": int, "radius": float}``; the box's
             half-width is stored under ``"radius"``.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Box(2, 3.0).describe()
+        {'domain': 'box', 'dim': 2, 'radius': 3.0}
         """
         raise NotImplementedError
 

@@ -152,7 +152,14 @@ class TextClassificationData:
 
     @property
     def is_pair(self) -> bool:
-        """True for sentence-pair tasks (``text_b`` is set)."""
+        """True for sentence-pair tasks (``text_b`` is set).
+
+        Examples
+        --------
+        >>> from meanfield.attention.data import TextClassificationData
+        >>> TextClassificationData(["a film"], None, [1]).is_pair
+        False
+        """
         return self.text_b is not None
 
     def subset(self, index) -> TextClassificationData:
@@ -167,6 +174,13 @@ class TextClassificationData:
         -------
         TextClassificationData
             A new object with the same ``source``.
+
+        Examples
+        --------
+        >>> from meanfield.attention.data import TextClassificationData
+        >>> data = TextClassificationData(["a", "b", "c"], None, [0, 1, 0], "toy.tsv")
+        >>> data.subset(slice(1, None)).text_a, data.subset([0]).source
+        (['b', 'c'], 'toy.tsv')
         """
         idx = np.arange(len(self))[index]
         return TextClassificationData(

@@ -198,7 +198,15 @@ class TextTokenizer:
 
     @property
     def vocab_size(self) -> int:
-        """Number of token ids, special tokens included."""
+        """Number of token ids, special tokens included.
+
+        Examples
+        --------
+        >>> from meanfield.attention.tokenizer import SPECIAL_TOKENS, TextTokenizer
+        >>> tok = TextTokenizer.train(["a b c"], vocab_size=30, min_frequency=1)
+        >>> tok.vocab_size >= len(SPECIAL_TOKENS) + 3
+        True
+        """
         return self._tok.get_vocab_size()
 
     def encode(

@@ -107,6 +107,16 @@ class EncodedData:
         -------
         EncodedData
             New tensors (indexing copies).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.training import EncodedData
+        >>> ids = torch.tensor([[2, 5, 3], [2, 6, 3]])
+        >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.tensor([3, 3]),
+        ...                    torch.tensor([0, 1]))
+        >>> data.subset([1]).input_ids
+        tensor([[2, 6, 3]])
         """
         idx = torch.as_tensor(np.asarray(index), dtype=torch.long)
         return EncodedData(
