@@ -159,7 +159,7 @@ def check_peer(device, d: int = 64) -> float:
     return float(((out - ref.transpose(1, 2)).abs().max() / ref.abs().max()).item())
 
 
-def time_config(ops, L, H, d, device, repeats, gen):
+def time_config(ops, L, H, d, device, repeats, gen, clock=time.perf_counter):
     """Interleaved repeats; returns per op the median time, the median paired speed-up
     ``t_SDPA / t`` and the best-of speed-up ``min t_SDPA / min t`` (robust to preemption)."""
     q, k, v = (torch.randn(1, H, L, d, generator=gen).to(device) for _ in "qkv")
@@ -170,10 +170,10 @@ def time_config(ops, L, H, d, device, repeats, gen):
         _sync(device)
         for _ in range(repeats):
             for name, op in ops.items():
-                t0 = time.perf_counter()
+                t0 = clock()
                 op(q, k, v)
                 _sync(device)
-                raw[name].append(time.perf_counter() - t0)
+                raw[name].append(clock() - t0)
     base = np.asarray(raw["softmax"])
     times = {name: float(np.median(r)) for name, r in raw.items()}
     speedup = {name: float(np.median(base / np.asarray(r))) for name, r in raw.items()}
@@ -208,6 +208,13 @@ def parse(argv):
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats (halved above 4096)")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
     ap.add_argument("--chunk-size", type=int, default=64, help="causal chunk length")
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time (default), or this process's CPU time (CPU only: with --threads 1 "
+        "it counts the arithmetic alone, not the waits of a loaded, shared machine)",
+    )
     ap.add_argument("--no-learned", action="store_true", help="skip the kernel-favor layer")
     ap.add_argument("--json", default=None, help="output JSON (default results/bench_attention"
                     "[_DEVICE][_quick].json from the command line; none from Python)")  # fmt: skip
@@ -231,6 +238,8 @@ def parse(argv):
         raise SystemExit("--max-len must be >= --min-len")
     if args.quick:
         args.ms, args.repeats = args.ms[:1], min(args.repeats, 3)
+    if args.clock == "cpu" and args.device != "cpu":
+        raise SystemExit("--clock cpu times the CPU only; use --clock wall with --device cuda")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is available to torch")
     return args
@@ -258,7 +267,8 @@ def run(args, out=print) -> dict:
     gen = torch.Generator().manual_seed(0)
     deviation = check_peer(torch.device("cpu"), d)
     out(
-        f"device={device} threads={args.threads} B=1 H={H} d_h={d} float32, chunk="
+        f"device={device} threads={args.threads} clock={args.clock} B=1 H={H} d_h={d} "
+        f"float32, chunk="
         f"{args.chunk_size}, attention alone (no projections). Speed-up = t_SDPA / t, median "
         f"over interleaved repeats of the ratio within a repeat (> 1: faster than SDPA); in "
         f"brackets the best-of ratio min t_SDPA / min t. Peer {PEER} vs ours: max relative "
@@ -313,7 +323,8 @@ def _run_table(args, m, d, H, mode, learned, lengths, gen, out) -> dict:
     out(f"\nm={m} {mode}\n{'L':>6} {'SDPA s':>9} {cols}")
     for L in lengths:
         reps = args.repeats if L <= 4096 else max(2, args.repeats // 2)
-        times, speed, best = time_config(ops, L, H, d, args.device, reps, gen)
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        times, speed, best = time_config(ops, L, H, d, args.device, reps, gen, clock)
         for n in ops:
             tb["times"][n].append(times[n])
         for n in names:
