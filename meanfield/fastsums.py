@@ -57,6 +57,10 @@ COULOMB_S = {1: -1.0, 2: 0.0, 3: 1.0}
 #: neighbour pairs against the Fourier modes)
 NEAR_NEIGHBOURS = 32
 
+#: particle dimension -> N below which the direct sum is faster (min_n=None): the crossover of
+#: benchmarks/results/fastsums.md, force only, float64, one thread, rounded down
+DIRECT_BELOW = {1: 0, 2: 3000, 3: 2000}
+
 _INSTALL_HINT = "install it with `pip install meanfield[fast]` (or `pip install {pkg}`)"
 
 
@@ -393,13 +397,16 @@ class FastCoulombInteraction(PairInteraction):
         Interaction strength λ ≥ 0.
     eps : float, default 1e-10
         Requested relative accuracy of the p = 2, 3 sums, in [1e-14, 1e-2]; p = 1 is exact.
-    min_n : int, default 0
+    min_n : int or None, default None
         Below this many particles (per replica) the direct sum of the base class is used.
-        The benchmark ``benchmarks/bench_fastsums.py`` measures where each fast sum overtakes
-        the direct one on a given machine.
+        None: :data:`DIRECT_BELOW` for the particle dimension, the crossover measured by
+        ``benchmarks/bench_fastsums.py`` on a 2-core machine (force, float64, eps = 1e-8);
+        0 always uses the fast sum.
     """
 
-    def __init__(self, kernel: PairKernel, lam: float = 1.0, *, eps: float = 1e-10, min_n=0):
+    def __init__(
+        self, kernel: PairKernel, lam: float = 1.0, *, eps: float = 1e-10, min_n: int | None = None
+    ):
         super().__init__(kernel, lam)
         if not isinstance(kernel, Riesz) or kernel.s not in COULOMB_S.values():
             raise ValueError(
@@ -415,7 +422,7 @@ class FastCoulombInteraction(PairInteraction):
         self.eps = check_positive("eps", eps)
         if not 1e-14 <= self.eps <= 1e-2:
             raise ValueError(f"eps must lie in [1e-14, 1e-2], got {eps}")
-        self.min_n = check_int("min_n", min_n, minimum=0)
+        self.min_n = None if min_n is None else check_int("min_n", min_n, minimum=0)
 
     def bind(self, dim, dtype, device):
         super().bind(dim, dtype, device)
@@ -457,7 +464,10 @@ class FastCoulombInteraction(PairInteraction):
         return total, grad
 
     def _direct(self, omega) -> bool:
-        return omega.shape[-2] < self.min_n
+        p = omega.shape[-1]
+        self._check_dim(p)  # also on the direct path: a wrong kernel/dimension pair is an error
+        min_n = DIRECT_BELOW.get(p, 0) if self.min_n is None else self.min_n
+        return omega.shape[-2] < min_n
 
     def value_and_grad(self, omega):
         if self._direct(omega):
@@ -517,4 +527,5 @@ __all__ = [
     "coulomb3d_field",
     "COULOMB_S",
     "NEAR_NEIGHBOURS",
+    "DIRECT_BELOW",
 ]

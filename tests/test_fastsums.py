@@ -82,7 +82,7 @@ def test_fast_sums_match_direct_at_eps(p, eps, kind):
     om = cloud(p, 1500, seed=p, kind=kind)
     lam = 0.8
     vd, gd = PairInteraction(Coulomb(p), lam).value_and_grad(om)
-    vf, gf = FastCoulombInteraction(Coulomb(p), lam, eps=eps).value_and_grad(om)
+    vf, gf = FastCoulombInteraction(Coulomb(p), lam, eps=eps, min_n=0).value_and_grad(om)
     assert abs(float(vf - vd)) <= eps * abs(float(vd))
     assert rel(gf, gd) <= eps
     # the potentials themselves (what the FMM contract is about): N/(2λ) grad is not them,
@@ -90,7 +90,7 @@ def test_fast_sums_match_direct_at_eps(p, eps, kind):
     at = cloud(p, 300, seed=10 + p, kind=kind) * 1.1 + 0.01
     w = torch.rand(1500, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     fd = PairInteraction(Coulomb(p), lam).first_variation(at, om, w)
-    ff = FastCoulombInteraction(Coulomb(p), lam, eps=eps).first_variation(at, om, w)
+    ff = FastCoulombInteraction(Coulomb(p), lam, eps=eps, min_n=0).first_variation(at, om, w)
     assert rel(ff, fd) <= eps
 
 
@@ -100,7 +100,7 @@ def test_nearly_collinear_and_batched_clouds(p):
     om = torch.rand(2, 800, p, generator=g, dtype=torch.float64)
     om[..., 1:] *= 1e-3  # a thin sliver: the 2D Ewald plan floors the area it assumes
     vd, gd = PairInteraction(Coulomb(p)).value_and_grad(om)
-    vf, gf = FastCoulombInteraction(Coulomb(p), eps=1e-6).value_and_grad(om)
+    vf, gf = FastCoulombInteraction(Coulomb(p), eps=1e-6, min_n=0).value_and_grad(om)
     assert vf.shape == (2,) and gf.shape == om.shape
     assert torch.allclose(vf, vd, rtol=1e-6, atol=0)
     assert rel(gf, gd) <= 1e-6
@@ -111,7 +111,7 @@ def test_coincident_particles_as_the_direct_sum(p):
     om = cloud(p, 300, seed=7)
     om[10] = om[20]
     direct = PairInteraction(Coulomb(p))
-    fast = FastCoulombInteraction(Coulomb(p), eps=1e-8)
+    fast = FastCoulombInteraction(Coulomb(p), eps=1e-8, min_n=0)
     vd, gd = direct.value_and_grad(om)
     vf, gf = fast.value_and_grad(om)
     if p == 1:  # −|0| = 0: the value stays finite
@@ -127,7 +127,8 @@ def test_energy_drift_same_as_direct(p):
     om = cloud(p, 1000, seed=11)
     dom = Box(p, 4.0) if p == 1 else Ball(p, 4.0)
     E_d = Energy([QuadraticPotential(), PairInteraction(Coulomb(p), 0.5)], dom)
-    E_f = Energy([QuadraticPotential(), fast_pair_interaction(Coulomb(p), 0.5, eps=1e-8)], dom)
+    fast = fast_pair_interaction(Coulomb(p), 0.5, eps=1e-8, min_n=0)
+    E_f = Energy([QuadraticPotential(), fast], dom)
     tol = 1e-12 if p == 1 else 1e-8  # the drift is dominated by the pair force here
     assert rel(E_f.drift(om), E_d.drift(om)) <= tol
     v_f, g_f = E_f.value_and_grad(om)
@@ -142,7 +143,7 @@ def test_energy_drift_same_as_direct(p):
 def test_float32_energy_computes_in_float64_and_returns_float32():
     om = cloud(2, 600, seed=12)
     dom = Ball(2, 5.0)
-    E32 = Energy([FastCoulombInteraction(Coulomb(2), eps=1e-8)], dom, dtype=torch.float32)
+    E32 = Energy([FastCoulombInteraction(Coulomb(2), eps=1e-8, min_n=0)], dom, dtype=torch.float32)
     E64 = Energy([PairInteraction(Coulomb(2))], dom)
     v, g = E32.value_and_grad(om.float())
     assert v.dtype == torch.float32 and g.dtype == torch.float32
@@ -152,12 +153,18 @@ def test_float32_energy_computes_in_float64_and_returns_float32():
     assert rel(g.double(), E64.grad(om)) < 1e-4
 
 
-def test_min_n_falls_back_to_the_direct_sum():
+def test_min_n_falls_back_to_the_direct_sum(monkeypatch):
+    import meanfield.fastsums as fs
+
     om = cloud(3, 200, seed=13)
-    fast = FastCoulombInteraction(Coulomb(3), min_n=500)
     direct = PairInteraction(Coulomb(3))
-    assert torch.equal(fast.grad(om), direct.grad(om))
-    assert torch.equal(fast.value(om), direct.value(om))
+    for fast in (FastCoulombInteraction(Coulomb(3), min_n=500), FastCoulombInteraction(Coulomb(3))):
+        assert torch.equal(fast.grad(om), direct.grad(om))
+        assert torch.equal(fast.value(om), direct.value(om))
+    # the default threshold is read per dimension: with it lowered the FMM runs (not bitwise)
+    monkeypatch.setitem(fs.DIRECT_BELOW, 3, 100)
+    g = FastCoulombInteraction(Coulomb(3), eps=1e-8).grad(om)
+    assert not torch.equal(g, direct.grad(om)) and rel(g, direct.grad(om)) <= 1e-8
 
 
 def test_bad_inputs_are_named():
