@@ -196,3 +196,20 @@ def test_mprk22_needs_no_stable_step_for_positivity():
     res = eq.solve(rho0, 10 * big, dt=big)
     assert res.state.data.min() >= 0 and abs(res.state.mass - 1.0) < 1e-13
     assert isinstance(eq.scheme, ScharfetterGummelMPRK) and eq.scheme.time_order == 2
+
+
+@pytest.mark.parametrize("scheme", ["sg-implicit", "sg-mprk22"])
+def test_frozen_2d_steps_reuse_the_factorisation(scheme, rng):
+    # 2D: one sparse LU for all the steps must give the step-by-step result
+    dom = Box(2, 2.0)
+    g = Grid(dom, 12)
+    eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], dom), g, 2.0, scheme=scheme)
+    rho = Density.gaussian(g, 0.3, 0.5).data * (0.5 + rng.random(g.shape))
+    U, sch = eq.potential(rho), eq.scheme
+    one_by_one = rho
+    for _ in range(6):
+        one_by_one = sch.advance(one_by_one, U, g, 2.0, 0.05)
+    # the same factorisation algorithm on the same matrix: agreement to round-off
+    np.testing.assert_allclose(
+        sch.advance_frozen(rho, U, g, 2.0, 0.05, 6), one_by_one, rtol=1e-13, atol=1e-300
+    )

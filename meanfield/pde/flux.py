@@ -344,13 +344,19 @@ class ScharfetterGummel(Scheme):
         """``n_steps`` equal steps of size ``dt`` with U fixed (U independent of ρ).
 
         In 1D the steps run in one compiled loop (:mod:`meanfield.pde._kernels`) that does
-        the arithmetic of :meth:`advance` in the same order; elsewhere :meth:`advance` is
-        called ``n_steps`` times.
+        the arithmetic of :meth:`advance` in the same order; in 2D/3D the implicit matrix is
+        factored once for all the steps; explicit 2D/3D steps call :meth:`advance`.
         """
         if grid.dim == 1 and n_steps > 0:
             ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
             kernel = _kernels.implicit_euler_steps if self.implicit else _kernels.explicit_steps
             return kernel(rho, c_lr, c_rl, float(dt), int(n_steps))
+        if self.implicit and n_steps > 0:  # 2D/3D: one factorisation for every step
+            coeffs = self._face_data(U, grid, beta)[0]
+            lu = sparse_factor(coeffs, grid, dt)
+            for _ in range(n_steps):
+                rho = implicit_solve(coeffs, grid, dt, rho, lu)
+            return rho
         for _ in range(n_steps):
             rho = self.advance(rho, U, grid, beta, dt)
         return rho
@@ -413,8 +419,11 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         if grid.dim == 1 and n_steps > 0:
             ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
             return _kernels.mprk22_steps(rho, c_lr, c_rl, float(dt), int(n_steps))
+        coeffs = self._face_data(U, grid, beta)[0]
+        lu = sparse_factor(coeffs, grid, dt) if n_steps > 0 else None  # stage 1: same matrix
         for _ in range(n_steps):
-            rho = self.advance(rho, U, grid, beta, dt)
+            stage = implicit_solve(coeffs, grid, dt, rho, lu)
+            rho = implicit_solve(self.patankar_rates(coeffs, coeffs, rho, stage), grid, dt, rho)
         return rho
 
 
@@ -438,19 +447,27 @@ def generator_matrix(coeffs, grid: Grid):
     return A.tocsc()
 
 
-def solve_raw(coeffs, grid: Grid, dt: float, rhs: np.ndarray) -> np.ndarray:
-    """The solve of :func:`implicit_solve` alone: no check, no mass correction."""
+def sparse_factor(coeffs, grid: Grid, dt: float):
+    """SuperLU factors of I − Δt A (2D/3D): symmetric fill-reducing ordering, no pivoting."""
+    lhs = (sp.identity(grid.size, format="csc") - dt * generator_matrix(coeffs, grid)).tocsc()
+    return splu(
+        lhs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+    )
+
+
+def solve_raw(coeffs, grid: Grid, dt: float, rhs: np.ndarray, lu=None) -> np.ndarray:
+    """The solve of :func:`implicit_solve` alone: no check, no mass correction.
+
+    ``lu`` (2D/3D): factors from :func:`sparse_factor` for these rates and Δt, reused.
+    """
     if grid.dim == 1:
         c_lr, c_rl = coeffs[0]
         return _kernels.mmatrix_solve(c_lr, c_rl, float(dt), rhs, np.empty_like(rhs))
-    lhs = (sp.identity(grid.size, format="csc") - dt * generator_matrix(coeffs, grid)).tocsc()
-    lu = splu(
-        lhs, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
-    )
+    lu = sparse_factor(coeffs, grid, dt) if lu is None else lu
     return lu.solve(rhs.ravel()).reshape(grid.shape)
 
 
-def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray) -> np.ndarray:
+def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray, lu=None) -> np.ndarray:
     """Solve (I − Δt A) x = rhs for the generator A of the face rates ``coeffs``.
 
     I − Δt A is an M-matrix whose columns sum to 1, so x ≥ 0 and Σ x = Σ rhs in exact
@@ -468,7 +485,7 @@ def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray) -> np.ndarray
     NumericalError
         A negative entry (impossible for finite rates; a NaN or inf potential produces it).
     """
-    out = solve_raw(coeffs, grid, dt, rhs)
+    out = solve_raw(coeffs, grid, dt, rhs, lu)
     if not (np.all(np.isfinite(out)) and out.min() >= 0.0):
         bad = int(np.sum(~(out >= 0.0)))
         raise NumericalError(
