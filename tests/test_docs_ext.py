@@ -35,7 +35,7 @@ DOC = """Energy |z|^(-s) of the pair, and |ω|² / 2 for the potential.
 
     k(z) = |z|^{-s}
 
-A role :math:`|x|` and a literal ``a|b`` keep their bars.
+A role :math:`|x|` and a literal ``a|b`` keep their bars; a grid of ``cells``³ cells.
 
 ========  ==================  =========
 name      φ                   c(x)
@@ -64,6 +64,7 @@ def test_escaped_docstring_parses_cleanly_and_keeps_the_bars():
     assert "k(z) = |z|^{-s}" in text  # the math block, raw
     assert "exp(ωᵀx − |x|²/2)" in text  # the table cell, after re-alignment
     assert "# |x| in a doctest" in text
+    assert "cells³ cells" in text  # the literal closed before the superscript
     assert "\\|" not in text  # every escape was consumed by docutils
 
 

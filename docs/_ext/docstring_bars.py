@@ -18,10 +18,25 @@ _BLOCK_START = re.compile(
 )
 
 
+_CLOSING_OK = set(" \t-.,:;!?\\/'\")]}>")
+
+
+def _may_follow_markup(ch: str) -> bool:
+    """Whether docutils accepts ``ch`` right after an inline end-string (``x``, `y`)."""
+    return ch in _CLOSING_OK or unicodedata.category(ch) in ("Pd", "Po", "Pe", "Pf", "Pi")
+
+
 def _escape_bars_in_line(line: str) -> str:
+    """Escape prose bars; glue a literal or role to a following letter (``n``³, ``x``ᵢ).
+
+    docutils ends inline markup only before whitespace or punctuation, so ``cells``³ would
+    leave the literal open; an escaped space (which renders as nothing) closes it.
+    """
     parts = _PROTECTED.split(line)
     for i in range(0, len(parts), 2):  # even indices are outside the protected spans
         parts[i] = re.sub(r"(?<!\\)\|", r"\\|", parts[i])
+        if i > 0 and parts[i] and not _may_follow_markup(parts[i][0]):
+            parts[i] = "\\ " + parts[i]
     return "".join(parts)
 
 
