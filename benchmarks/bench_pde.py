@@ -121,9 +121,13 @@ def _ou_moments(t):
     return m, v
 
 
-def _adaptive_median(fn, first: float, budget: float = 1.5, most: int = 7) -> float:
-    """Median over as many repeats as fit in ``budget`` seconds (at least 1, at most 7)."""
-    return _median_time(fn, max(1, min(most, int(budget / max(first, 1e-6)))))
+def _adaptive_median(fn, budget: float = 2.0, least: int = 3, most: int = 9) -> float:
+    """Median over as many repeats as fit in ``budget`` seconds (``least`` to ``most``),
+    after one timed call that sizes them (and warms caches)."""
+    t0 = time.perf_counter()
+    fn()
+    one = time.perf_counter() - t0
+    return _median_time(fn, max(least, min(most, int(budget / max(one, 1e-6)))))
 
 
 def ou_meanfield(n: int, scheme: str, dt: float | None = None):
@@ -137,14 +141,12 @@ def ou_meanfield(n: int, scheme: str, dt: float | None = None):
     eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], dom), g, OU["beta"], scheme=scheme)
     rho0 = Density.gaussian(g, OU["m0"], OU["s0"])
     kw = {"safety": 0.9} if dt is None else {"dt": dt}  # py-pde runs at 0.9 of its bound
-    t0 = time.perf_counter()
     res = eq.solve(rho0, OU["T"], **kw)  # warm-up: compiled loops (disk cache), face rates
-    first = time.perf_counter() - t0
     m, v = _ou_moments(OU["T"])
     exact = Density.gaussian(g, m, math.sqrt(v), normalise=False).data
     err = float(np.abs(res.state.data - exact).sum() * g.h[0])
-    call = _adaptive_median(lambda: eq.solve(rho0, OU["T"], **kw), first)
-    tiny = _adaptive_median(lambda: eq.solve(rho0, OU["T"] / 1000, **kw), 1e-4)
+    call = _adaptive_median(lambda: eq.solve(rho0, OU["T"], **kw))
+    tiny = _adaptive_median(lambda: eq.solve(rho0, OU["T"] / 1000, **kw))
     return {
         "solver": f"meanfield {scheme}",
         "n": n,
@@ -194,7 +196,7 @@ def ou_pypde(n: int):
         def run():
             stepper(state.copy(), 0.0, OU["T"])
 
-        call = _adaptive_median(run, compile_s / 10)
+        call = _adaptive_median(run)
     m, v = _ou_moments(t_final)
     exact = np.exp(-((x - m) ** 2) / (2 * v)) / math.sqrt(2 * math.pi * v)
     return {

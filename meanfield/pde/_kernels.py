@@ -27,8 +27,9 @@ from numba import njit
 
 
 @njit(cache=True)
-def explicit_steps(rho, c_lr, c_rl, dt, n_steps):
-    """``n_steps`` forward-Euler SG steps ρ ← (ρ − Δt out) + Δt in, shape (M,) -> (M,).
+def explicit_steps(rho, c_lr, c_rl, dt, n_steps, last_dt=0.0):
+    """``n_steps`` forward-Euler SG steps ρ ← (ρ − Δt out) + Δt in, shape (M,) -> (M,),
+    then one step of ``last_dt`` if it is > 0 (the step shortened to reach a target time).
 
     out_i = c_lr[i] ρ_i + c_rl[i−1] ρ_i and in_i = c_lr[i−1] ρ_{i−1} + c_rl[i] ρ_{i+1}
     (missing faces at the walls carry nothing), accumulated in the order of the numpy
@@ -37,7 +38,9 @@ def explicit_steps(rho, c_lr, c_rl, dt, n_steps):
     M = rho.shape[0]
     cur = rho.copy()
     nxt = np.empty_like(cur)
-    for _ in range(n_steps):
+    for k in range(n_steps + (last_dt > 0.0)):
+        if k == n_steps:
+            dt = last_dt
         for i in range(M):
             out = 0.0
             inn = 0.0
@@ -105,9 +108,9 @@ def mmatrix_solve(a_lr, a_rl, dt, rhs, out):
 
 
 @njit(cache=True)
-def implicit_euler_steps(rho, c_lr, c_rl, dt, n_steps):
-    """``n_steps`` implicit-Euler SG steps (I − Δt A) ρ^{n+1} = ρ^n, shape (M,) -> (M,);
-    the matrix is factored once."""
+def implicit_euler_steps(rho, c_lr, c_rl, dt, n_steps, last_dt=0.0):
+    """``n_steps`` implicit-Euler SG steps (I − Δt A) ρ^{n+1} = ρ^n, shape (M,) -> (M,),
+    then one of ``last_dt`` if > 0; the matrix is factored once per step size."""
     M = rho.shape[0]
     mult = np.empty(max(M - 1, 0))
     inv_b = np.empty(M)
@@ -117,6 +120,9 @@ def implicit_euler_steps(rho, c_lr, c_rl, dt, n_steps):
     for _ in range(n_steps):
         mmatrix_apply(mult, inv_b, c_rl, dt, cur, nxt)
         cur, nxt = nxt, cur
+    if last_dt > 0.0:
+        mmatrix_solve(c_lr, c_rl, last_dt, cur, nxt)
+        cur = nxt
     return cur
 
 
@@ -140,8 +146,9 @@ def mprk22_weights(c_lr, c_rl, c1_lr, c1_rl, rho, rho1, w_lr, w_rl):
 
 
 @njit(cache=True)
-def mprk22_steps(rho, c_lr, c_rl, dt, n_steps):
-    """``n_steps`` MPRK22 steps of dρ/dt = A ρ with fixed face rates, shape (M,) -> (M,).
+def mprk22_steps(rho, c_lr, c_rl, dt, n_steps, last_dt=0.0):
+    """``n_steps`` MPRK22 steps of dρ/dt = A ρ with fixed face rates, shape (M,) -> (M,),
+    then one of ``last_dt`` if > 0.
 
     Stage 1 is implicit Euler, ρ⁽¹⁾ = (I − Δt A)⁻¹ ρⁿ; stage 2 solves
     (I − Δt B) ρ^{n+1} = ρⁿ with B = ½ A (I + diag(ρⁿ/ρ⁽¹⁾)), a generator again (columns of
@@ -156,7 +163,10 @@ def mprk22_steps(rho, c_lr, c_rl, dt, n_steps):
     nxt = np.empty(M)
     w_lr = np.empty(max(M - 1, 0))
     w_rl = np.empty(max(M - 1, 0))
-    for _ in range(n_steps):
+    for k in range(n_steps + (last_dt > 0.0)):
+        if k == n_steps:  # the shortened last step: its own stage-1 factors
+            dt = last_dt
+            mmatrix_factor(c_lr, c_rl, dt, mult1, inv_b1)
         mmatrix_apply(mult1, inv_b1, c_rl, dt, cur, stage)
         mprk22_weights(c_lr, c_rl, c_lr, c_rl, cur, stage, w_lr, w_rl)
         mmatrix_factor(w_lr, w_rl, dt, mult, inv_b)

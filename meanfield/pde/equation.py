@@ -120,7 +120,8 @@ class McKeanVlasov:
         """
         rho = self._values(rho)
         U = self.potential(rho)
-        if not np.all(np.isfinite(U)):
+        # one sum answers "all finite?" unless it overflowed: then look cell by cell
+        if not math.isfinite(float(U.sum())) and not np.all(np.isfinite(U)):
             raise NumericalError("the potential dE/drho became non-finite")
         if self.linear:  # no pair term (stiffness 0); the flows are recomputed per step
             return StepPlan(U, None, None, self.scheme.stable_dt(rho, U, self.grid, self.beta))
@@ -136,11 +137,14 @@ class McKeanVlasov:
             )
         return self.scheme.advance(rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn)
 
-    def advance_frozen(self, rho, dt: float, n_steps: int, plan: StepPlan) -> np.ndarray:
-        """``n_steps`` steps of size ``dt`` of a :attr:`linear` equation (one call)."""
+    def advance_frozen(
+        self, rho, dt: float, n_steps: int, plan: StepPlan, last: float = 0.0
+    ) -> np.ndarray:
+        """``n_steps`` steps of size ``dt`` of a :attr:`linear` equation, then one of size
+        ``last`` if > 0 (one call)."""
         if not self.linear:
             raise ValueError("advance_frozen needs a linear equation (see McKeanVlasov.linear)")
-        return self.scheme.advance_frozen(rho, plan.U, self.grid, self.beta, dt, n_steps)
+        return self.scheme.advance_frozen(rho, plan.U, self.grid, self.beta, dt, n_steps, last)
 
     def stable_dt(self, state) -> float:
         """The largest time step the scheme allows at this state (before the safety factor)."""

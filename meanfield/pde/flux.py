@@ -340,26 +340,27 @@ class ScharfetterGummel(Scheme):
             return super().advance(rho, U, grid, beta, dt, out, inn)
         return implicit_solve(self._face_data(U, grid, beta)[0], grid, dt, rho)
 
-    def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int):
-        """``n_steps`` equal steps of size ``dt`` with U fixed (U independent of ρ).
+    def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int, last: float = 0.0):
+        """``n_steps`` equal steps of size ``dt`` with U fixed (U independent of ρ), then one
+        step of size ``last`` if it is > 0.
 
         In 1D the steps run in one compiled loop (:mod:`meanfield.pde._kernels`) that does
         the arithmetic of :meth:`advance` in the same order; in 2D/3D the implicit matrix is
         factored once for all the steps; explicit 2D/3D steps call :meth:`advance`.
         """
-        if grid.dim == 1 and n_steps > 0:
+        if grid.dim == 1:
             ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
             kernel = _kernels.implicit_euler_steps if self.implicit else _kernels.explicit_steps
-            return kernel(rho, c_lr, c_rl, float(dt), int(n_steps))
+            return kernel(rho, c_lr, c_rl, float(dt), int(n_steps), float(last))
         if self.implicit and n_steps > 0:  # 2D/3D: one factorisation for every step
             coeffs = self._face_data(U, grid, beta)[0]
             lu = sparse_factor(coeffs, grid, dt)
             for _ in range(n_steps):
                 rho = implicit_solve(coeffs, grid, dt, rho, lu)
-            return rho
-        for _ in range(n_steps):
-            rho = self.advance(rho, U, grid, beta, dt)
-        return rho
+        else:
+            for _ in range(n_steps):
+                rho = self.advance(rho, U, grid, beta, dt)
+        return self.advance(rho, U, grid, beta, last) if last > 0 else rho
 
     def describe(self):
         return {"scheme": self.name}
@@ -415,16 +416,16 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         coeffs1 = coeffs if potential is None else self.face_rates(potential(stage), grid, beta)
         return implicit_solve(self.patankar_rates(coeffs, coeffs1, rho, stage), grid, dt, rho)
 
-    def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int):
-        if grid.dim == 1 and n_steps > 0:
+    def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int, last: float = 0.0):
+        if grid.dim == 1:
             ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
-            return _kernels.mprk22_steps(rho, c_lr, c_rl, float(dt), int(n_steps))
+            return _kernels.mprk22_steps(rho, c_lr, c_rl, float(dt), int(n_steps), float(last))
         coeffs = self._face_data(U, grid, beta)[0]
         lu = sparse_factor(coeffs, grid, dt) if n_steps > 0 else None  # stage 1: same matrix
         for _ in range(n_steps):
             stage = implicit_solve(coeffs, grid, dt, rho, lu)
             rho = implicit_solve(self.patankar_rates(coeffs, coeffs, rho, stage), grid, dt, rho)
-        return rho
+        return self.advance(rho, U, grid, beta, last) if last > 0 else rho
 
 
 def generator_matrix(coeffs, grid: Grid):

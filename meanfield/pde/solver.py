@@ -256,8 +256,9 @@ def solve(
     for tr in trackers:
         tr.finalize(final, t, equation)
     taken = stepper.dt_min_taken <= stepper.dt_max_taken
+    guarded = any(isinstance(tr, GuardTracker) for tr in trackers)  # it checked this state
     return SolveResult(
-        state=Density(equation.grid, rho),
+        state=Density(equation.grid, rho, check=not guarded),
         t=t,
         n_steps=n_steps,
         stop_reason=stop,

@@ -10,7 +10,8 @@ The three parts of a solve, as in py-pde:
 * the **controller** (:func:`meanfield.pde.solver.solve`) runs the loop and the trackers.
 
 A *linear* equation (the step map is the same linear map at every step: SG fluxes of a
-potential that does not depend on ρ) may also offer ``advance_frozen(rho, dt, n, plan)``;
+potential that does not depend on ρ) may also offer
+``advance_frozen(rho, dt, n, plan, last)`` (n steps of dt, then one of ``last`` if > 0);
 the stepper then takes all the equal steps up to the next tracker time in one call (a
 compiled loop in 1D).
 """
@@ -52,7 +53,7 @@ class EquationProtocol(Protocol):
     Attributes ``grid`` (a :class:`~meanfield.pde.grid.Grid`), ``implicit`` and ``linear``
     (bools); methods ``prepare_step(rho) -> StepPlan``, ``advance(rho, dt, plan) -> rho``
     and ``describe() -> dict``.  A linear equation may add
-    ``advance_frozen(rho, dt, n_steps, plan) -> rho``.
+    ``advance_frozen(rho, dt, n_steps, plan, last=0.0) -> rho``.
     """
 
     grid: Any
@@ -155,10 +156,9 @@ class Stepper:
             if n_full + 1 > budget:
                 raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
             if n_full:
-                rho = eq.advance_frozen(rho, step, n_full, plan)
                 self._record(step)
-            last = target - (t + n_full * step)
-            rho = eq.advance_frozen(rho, last, 1, plan) if last > 0 else rho
+            last = max(target - (t + n_full * step), 0.0)
+            rho = eq.advance_frozen(rho, step, n_full, plan, last)
             return rho, target, n_full + (last > 0)
         if budget < 1:
             raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
