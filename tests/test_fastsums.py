@@ -204,3 +204,50 @@ def test_ewald_self_term_and_far_part_by_hand():
     assert np.allclose(pot, -np.log(0.5), rtol=1e-9, atol=0)
     assert np.allclose(grad[0], -(x[0] - x[1]) / 0.25, rtol=1e-9, atol=0)
     assert np.allclose(grad[1], -grad[0], rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_first_variation_on_a_charged_point_as_the_direct_sum(p):
+    pts = cloud(p, 200, seed=20)
+    w = torch.rand(200, generator=torch.Generator().manual_seed(21), dtype=torch.float64)
+    w[3] = 0.0  # an uncharged point contributes nothing, not inf · 0
+    at = torch.cat([pts[:5], cloud(p, 20, seed=22) + 0.05])
+    d = PairInteraction(Coulomb(p)).first_variation(at, pts, w)
+    f = FastCoulombInteraction(Coulomb(p), eps=1e-8).first_variation(at, pts, w)
+    charged = torch.tensor([True, True, True, False, True] + [False] * 20)
+    if p == 1:
+        assert rel(f, d) < 1e-12
+    else:
+        assert torch.isinf(f[charged]).all() and (f[charged] > 0).all()
+        assert torch.isinf(d[charged]).all()
+        assert rel(f[~charged][1:], d[~charged][1:]) <= 1e-8
+        assert torch.isfinite(f[3])  # the direct sum gives inf · 0 = nan there
+
+
+def test_benchmark_smoke(tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import meanfield.fastsums as fs
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_fastsums.py"
+    spec = importlib.util.spec_from_file_location("bench_fastsums", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # the script pins threads for the whole process: undo that after the run
+    threads = torch.get_num_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", str(threads))
+    monkeypatch.setattr(fs, "FINUFFT_THREADS", fs.FINUFFT_THREADS)
+    try:
+        assert bench.main(["--max-n", "300", "--max-direct", "100", "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    res = json.loads((tmp_path / "fastsums.json").read_text())
+    assert {r["p"] for r in res["rows"]} == {1, 2, 3} and len(res["rows"]) == 6
+    extrapolated = [r for r in res["rows"] if r["direct_extrapolated"]]
+    assert [r["N"] for r in extrapolated] == [300, 300, 300]
+    assert all(r["grad_rel_err"] < 1e-7 for r in res["rows"] if not r["direct_extrapolated"])
+    assert "Crossover" in (tmp_path / "fastsums.md").read_text()
+    with pytest.raises(SystemExit):
+        bench.main(["--eps", "1"])
