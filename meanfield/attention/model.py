@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int
-from .features import FeatureMap
+from .features import AttentionFeatureMap
 from .linear import ATTENTION_KINDS, KernelAttention
 from .tokenizer import PAD_ID
 
@@ -231,12 +231,12 @@ class TransformerClassifier(nn.Module):
         """Width d_h = d_model / n_heads of one attention head."""
         return self.config["d_model"] // self.config["n_heads"]
 
-    def feature_maps(self) -> list[FeatureMap | None]:
+    def feature_maps(self) -> list[AttentionFeatureMap | None]:
         """Each layer's feature map (None for softmax layers).
 
         Returns
         -------
-        list of (FeatureMap or None), one per layer
+        list of (AttentionFeatureMap or None), one per layer
             The modules holding each layer's feature matrix ``Omega`` (m × d_h).
 
         Examples
