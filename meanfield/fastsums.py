@@ -54,8 +54,9 @@ from .kernels import PairKernel, Riesz
 COULOMB_S = {1: -1.0, 2: 0.0, 3: 1.0}
 
 #: default median number of neighbours inside the p = 2 short-range cutoff (balances the
-#: neighbour pairs against the Fourier modes)
-NEAR_NEIGHBOURS = 32
+#: neighbour pairs against the Fourier modes; of 16/32/64/128 with the cap below, 64 was
+#: fastest or within noise of it for the force at N = 3e3, 1e4, 1e5 on a uniform disc)
+NEAR_NEIGHBOURS = 64
 
 #: particle dimension -> N below which the direct sum is faster (min_n=None): the crossover of
 #: benchmarks/results/fastsums.md, force only, float64, one thread, rounded down
@@ -259,8 +260,9 @@ class _EwaldPlan2D:
         return np.euler_gamma / 2 - math.log(self.sigma)
 
 
-#: cap on the p = 2 Fourier modes per axis and sign ((2M + 1)² modes, 4× that FFT grid)
-MAX_MODES = 768
+#: cap on the p = 2 Fourier modes per axis and sign ((2M + 1)² modes, 4× that FFT grid:
+#: ≈ 270 MB of complex128 at the cap, reached near N = 1e5; 768 was 2× slower there)
+MAX_MODES = 1024
 
 
 def _cutoff(tree: cKDTree, x: np.ndarray, near: int) -> float:
