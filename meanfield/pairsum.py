@@ -45,12 +45,15 @@ import torch
 from .errors import NumericalError
 from .kernels import Gaussian, PairKernel, Riesz
 
-#: Rows (and columns) per tile, chosen with ``benchmarks/bench_pairs.py --sections tiles``
-#: (README, Performance): on this 2-core machine under load (load average 11) 2048-row tiles
-#: ran 1.4× faster than 1024 and 3.3× faster than 512, because each tile costs ~7 parallel
-#: regions and an oversubscribed OpenMP region waits for its slowest thread; on one quiet
-#: thread 512 was 1.2× faster than 1024.  A float32 tile is 16 MiB (inside the 32 MiB L3).
+#: Rows (and columns) per tile with several CPU threads, chosen with ``benchmarks/
+#: bench_pairs.py --sections tiles`` (README, Performance): on this 2-core machine under load
+#: (load average 11, 2 threads) 2048-row tiles ran 1.7× faster than 1024 and 6× faster than
+#: 512, because each tile costs ~7 parallel regions and an oversubscribed OpenMP region waits
+#: for its slowest thread.  A float32 tile is 16 MiB (inside the 32 MiB L3).
 TILE_ROWS = 2048
+#: Rows per tile with one CPU thread (no barriers to amortise, the tile stays in L2): at
+#: N = 10^4 512 rows ran 287 Mpairs/s against 247 (1024) and 172 (2048) on this machine.
+TILE_ROWS_ONE_THREAD = 512
 #: Rows per tile on a GPU, where one tile product must fill the device (64 MiB in float32).
 TILE_ROWS_GPU = 4096
 
@@ -320,6 +323,14 @@ def cast_checked(x: torch.Tensor | None, dtype, what: str) -> torch.Tensor | Non
     return _scaled(x, 0.0, 1.0, what, dtype)
 
 
+def default_tile(device) -> int:
+    """Rows per tile: :data:`TILE_ROWS_GPU` off the CPU, else :data:`TILE_ROWS` or, with one
+    torch thread, :data:`TILE_ROWS_ONE_THREAD`."""
+    if torch.device(device).type != "cpu":
+        return TILE_ROWS_GPU
+    return TILE_ROWS if torch.get_num_threads() > 1 else TILE_ROWS_ONE_THREAD
+
+
 def pair_sums(
     omega: torch.Tensor,
     kernel: PairKernel,
@@ -342,7 +353,7 @@ def pair_sums(
     value_scale, grad_scale : float
         Constant factors applied to the results (in float64, before rounding to the dtype).
     tile : int, optional
-        Rows per tile (default :data:`TILE_ROWS` on the CPU, :data:`TILE_ROWS_GPU` else).
+        Rows per tile (default :func:`default_tile`).
 
     Returns
     -------
@@ -353,7 +364,7 @@ def pair_sums(
         ordered pair sum with respect to ω_i).
     """
     plan = make_plan(kernel)
-    tile = tile or (TILE_ROWS if omega.device.type == "cpu" else TILE_ROWS_GPU)
+    tile = tile or default_tile(omega.device)
     tiles = _Tiles(omega, plan.eps2, tile)
     u0, floor = None, _FLOOR_LOG2.get(omega.dtype, -100.0)
     if _needs_rescale(plan, float(tiles.sq.max()), omega.dtype):
