@@ -96,19 +96,23 @@ class McKeanVlasov:
         return self._linear
 
     def potential(self, state) -> np.ndarray:
-        """U = δE/δρ at the cell centres, shape ``grid.shape``."""
-        rho = self._values(state)
+        """U = δE/δρ at the cell centres, shape ``grid.shape`` (a new array)."""
+        U = self._potential(self._values(state))
+        return U.copy() if U is self._fixed_potential else U
+
+    def _potential(self, rho) -> np.ndarray:
         if not self.grid_energy.depends_on_density:
-            # one object for the whole run: the schemes cache their face rates per U object
+            # one read-only object for every step: the schemes cache their face rates per U
             if self._fixed_potential is None:
                 self._fixed_potential = self.grid_energy.potential(rho)
+                self._fixed_potential.flags.writeable = False
             return self._fixed_potential
         return self.grid_energy.potential(rho)
 
     def evolution_rate(self, state) -> np.ndarray:
         """dρ/dt of the semi-discrete scheme, shape ``grid.shape``."""
         rho = self._values(state)
-        return self.scheme.rate(rho, self.potential(rho), self.grid, self.beta)
+        return self.scheme.rate(rho, self._potential(rho), self.grid, self.beta)
 
     def prepare_step(self, rho) -> StepPlan:
         """U, the explicit fluxes and the stable step at ρ (what one step needs).
@@ -119,7 +123,7 @@ class McKeanVlasov:
             U is NaN or infinite somewhere.
         """
         rho = self._values(rho)
-        U = self.potential(rho)
+        U = self._potential(rho)
         # one sum answers "all finite?" unless it overflowed: then look cell by cell
         if not math.isfinite(float(U.sum())) and not np.all(np.isfinite(U)):
             raise NumericalError("the potential dE/drho became non-finite")
@@ -133,7 +137,7 @@ class McKeanVlasov:
         """One step of size ``dt`` from ρ with the plan of :meth:`prepare_step` at ρ."""
         if self.scheme.needs_potential and self.grid_energy.depends_on_density:
             return self.scheme.advance(
-                rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn, potential=self.potential
+                rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn, potential=self._potential
             )
         return self.scheme.advance(rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn)
 
