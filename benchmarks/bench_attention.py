@@ -350,6 +350,27 @@ def _run_table(args, m, d, H, mode, learned, lengths, gen, out) -> dict:
     return tb
 
 
+def markdown(res) -> str:
+    """Speed-up tables (median paired t_SDPA / t) per (m, mode), with the multiply-add ratio."""
+    lengths = res["lengths"]
+    cfg, mach = res["config"], res["machine"]
+    lines = [
+        f"Speed-up t_SDPA / t (median of paired ratios), {cfg['device']}, {cfg['threads']} "
+        f"thread(s), clock {cfg.get('clock', 'wall')}, B = 1, H = {cfg['heads']}, d_h = "
+        f"{cfg['embed_dim'] // cfg['heads']}, float32, chunk {cfg['chunk_size']}; load average "
+        f"{mach['load_average_1_5_15']}; wall time {res['wall_seconds']:.0f} s.",
+    ]
+    for key, tb in res["tables"].items():
+        lines += ["", f"**{key}**", "", "| L | " + " | ".join(str(L) for L in lengths) + " |"]
+        lines.append("|---" * (len(lengths) + 1) + "|")
+        for n, sp in tb["speedup"].items():
+            lines.append(f"| {n} | " + " | ".join(f"{x:.2f}" for x in sp) + " |")
+        for n in ("favor", "softmaxfeat"):
+            fr = " | ".join(f"{x:.2f}" for x in tb["flop_ratio"][n])
+            lines.append(f"| multiply-adds {n} / SDPA | {fr} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> dict:
     args = parse(argv)
     lines = []
@@ -369,7 +390,8 @@ def main(argv=None) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(res, indent=1))
         path.with_suffix(".txt").write_text("\n".join(lines) + "\n")
-        out(f"wrote {path} and {path.with_suffix('.txt').name}")
+        path.with_suffix(".md").write_text(markdown(res))
+        out(f"wrote {path} and its .txt and .md")
     return res
 
 
