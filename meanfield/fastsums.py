@@ -59,8 +59,9 @@ COULOMB_S = {1: -1.0, 2: 0.0, 3: 1.0}
 NEAR_NEIGHBOURS = 64
 
 #: particle dimension -> N below which the direct sum is faster (min_n=None): the crossover of
-#: benchmarks/results/fastsums.md, force only, float64, one thread, rounded down
-DIRECT_BELOW = {1: 0, 2: 3000, 3: 2000}
+#: benchmarks/results/fastsums.md (force only, float64, one thread; 2200-3000 in p = 2 and
+#: 2200-2400 in p = 3 over two runs on a loaded machine), rounded down
+DIRECT_BELOW = {1: 0, 2: 2000, 3: 2000}
 
 _INSTALL_HINT = "install it with `pip install meanfield[fast]` (or `pip install {pkg}`)"
 
@@ -74,6 +75,12 @@ def _import(pkg: str):
             + _INSTALL_HINT.format(pkg=pkg)
             + f" ({exc})"
         ) from exc
+
+
+def _check_finite(name: str, t: torch.Tensor) -> None:
+    # a tree or FMM over an infinite coordinate does not end well (and NaN would not warn)
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} must be finite for a fast pair sum (found NaN or inf)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -445,6 +452,7 @@ class FastCoulombInteraction(PairInteraction):
         """Σ_{i≠j} k (...) or None and Σ_j ∇k(ω_i − ω_j) (..., N, p) or None, unscaled."""
         p = omega.shape[-1]
         self._check_dim(p)
+        _check_finite("omega (particles)", omega)
         if p == 1:
             total, g = coulomb1d_sums(omega[..., 0])
             return total, g.unsqueeze(-1)
@@ -494,6 +502,8 @@ class FastCoulombInteraction(PairInteraction):
         """2λ (k ∗ μ)(ω) = 2λ Σ_k w_k k(ω − ω_k) at ``at`` (M, p), by the same fast sum."""
         p = at.shape[-1]
         self._check_dim(p)
+        for name, t in (("at", at), ("points", points), ("weights", weights)):
+            _check_finite(name, t)
         if p == 1:
             return 2 * self.lam * coulomb1d_field(at[:, 0], points[:, 0], weights)
         args = [t.detach().to("cpu", torch.float64).numpy() for t in (at, points, weights)]

@@ -187,6 +187,12 @@ def test_bad_inputs_are_named():
         Energy([FastCoulombInteraction(Coulomb(2))], Ball(3, 1.0))
     with pytest.raises(ValueError, match="p=2"):
         FastCoulombInteraction(Coulomb(1)).grad(torch.zeros(5, 2, dtype=torch.float64))
+    bad = torch.randn(50, 3, dtype=torch.float64)
+    bad[7, 1] = float("nan")
+    with pytest.raises(ValueError, match="omega"):
+        FastCoulombInteraction(Coulomb(3), min_n=0).grad(bad)
+    with pytest.raises(ValueError, match="points"):
+        FastCoulombInteraction(Coulomb(3)).first_variation(bad[:3] * 0, bad, torch.ones(50))
 
 
 def test_missing_library_names_the_package(monkeypatch):
