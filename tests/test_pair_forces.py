@@ -253,3 +253,37 @@ def test_cuda_float32_p64_rescales():
     _, want = _direct(om, k)
     _, g = pair_sums(om.float().cuda(), k)
     assert float(((g.cpu().double() - want).norm(dim=1) / want.norm(dim=1)).max()) < 1e-3
+
+
+def test_bench_pairs_smoke(tmp_path):
+    """benchmarks/bench_pairs.py at toy sizes: every implementation agrees with meanfield,
+    and the result files are written."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_pairs.py"
+    spec = importlib.util.spec_from_file_location("bench_pairs", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    threads = torch.get_num_threads()
+    try:
+        om = _spread(40, 3, seed=4).float()
+        k = Riesz(1.0, 0.1)
+        v, g = pair_sums(om, k)
+        for got_v, got_g in (
+            bench.previous_pair_pass(om, k),
+            bench.torch_plain(om, 1.0, 0.01, chunk=16),
+        ):
+            assert float(got_v) == pytest.approx(float(v), rel=1e-5)
+            assert torch.allclose(got_g, g, rtol=1e-4, atol=1e-6 * float(g.abs().max()))
+        out = tmp_path / "pairs"
+        args = ["--sections", "pairs,tiles", "--N", "60", "--N-other", "30", "--repeats", "1"]
+        bench.main([*args, "--tiles", "16,64", "--no-keops", "--out", str(out)])
+        res = json.loads(out.with_suffix(".json").read_text())
+        assert set(res["pairs"]["main"]) == {"meanfield", "previous", "torch_plain"}
+        assert "| meanfield |" in out.with_suffix(".md").read_text()
+        step = bench.scaling_one(50, 3, 1, "cpu")
+        assert step["sec_per_step"] > 0 and step["peak_rss_MiB"] > 0
+    finally:
+        torch.set_num_threads(threads)
