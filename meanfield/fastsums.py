@@ -3,19 +3,19 @@
 The direct pair sum costs O(N²).  For the Coulomb kernel of the particle dimension (THEORY §2,
 Riesz s = p − 2, unsoftened) the structure allows much less:
 
-* **p = 1, k(z) = −|z|** (s = −1).  After sorting, Σ_{i≠j} |x_i − x_j| = 2 Σ_r (2r − N + 1) x_(r)
-  (0-based rank r) and the force is ∇_{x_i} Σ_j −|x_i − x_j| = −(#{x_j < x_i} − #{x_j > x_i}):
+* **p = 1, k(z) = −‖z‖** (s = −1).  After sorting, Σ_{i≠j} ‖x_i − x_j‖ = 2 Σ_r (2r − N + 1) x_(r)
+  (0-based rank r) and the force is ∇_{x_i} Σ_j −‖x_i − x_j‖ = −(#{x_j < x_i} − #{x_j > x_i}):
   a function of the rank.  O(N log N), exact (integer counts, one ordered sum).
-* **p = 2, k(z) = −log|z|** (s = 0).  Spectral Ewald summation with the non-uniform FFT
+* **p = 2, k(z) = −log‖z‖** (s = 0).  Spectral Ewald summation with the non-uniform FFT
   (``finufft``): a Gaussian split into a short-range part ½E₁(r²/σ²) summed over neighbour
   pairs (``scipy.spatial.cKDTree``) and a smooth part summed in Fourier space with the free-space
   kernel truncated at radius R (Vico–Greengard–Ferrando 2016), so no periodic images enter.
   O(N log N) at fixed tolerance.  (``fmm2dpy``, the 2D FMM, was the first choice; its only
   wheel, 0.0.5 of 2022, is built against NumPy 1 and does not import under NumPy 2.)
-* **p = 3, k(z) = 1/|z|** (s = 1).  The fast multipole method of ``fmm3dpy`` (FMM3D, Flatiron
+* **p = 3, k(z) = 1/‖z‖** (s = 1).  The fast multipole method of ``fmm3dpy`` (FMM3D, Flatiron
   Institute), O(N) at fixed tolerance; it computes Σ q/(4π r), rescaled here by 4π.
 
-Softening: all three structures belong to the *unsoftened* kernel (|z|² + ε² has no rank
+Softening: all three structures belong to the *unsoftened* kernel (‖z‖² + ε² has no rank
 formula, no multipole expansion and no compact split), so a softened kernel is refused with a
 named error rather than silently computed with ε = 0.  Coincident particles behave as in the
 direct sum: the value is +inf for the singular p = 2, 3 kernels and the gradient takes the zero
@@ -87,7 +87,7 @@ def _check_finite(name: str, t: torch.Tensor) -> None:
 # p = 1: ranks
 # ----------------------------------------------------------------------------------------
 def coulomb1d_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pair sums of k(z) = −|z| on the line from the ranks, O(N log N), exact.
+    """Pair sums of k(z) = −‖z‖ on the line from the ranks, O(N log N), exact.
 
     .. math::
 
@@ -122,19 +122,22 @@ def coulomb1d_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def coulomb1d_field(at: torch.Tensor, points: torch.Tensor, weights: torch.Tensor):
-    """Σ_k w_k (−|a − y_k|) at each a, O((M + K) log K), from weighted prefix sums.
+    """Σ_k w_k (−‖a − y_k‖) at each a, O((M + K) log K), from weighted prefix sums.
 
     Parameters
     ----------
     at : tensor (M,)
+        Evaluation points.
     points : tensor (K,)
+        Atoms y_k of the measure.
     weights : tensor (K,)
+        Their masses w_k ≥ 0.
 
     Returns
     -------
     tensor (M,)
         With W_≤, S_≤ the sums of w_k and w_k y_k over y_k ≤ a:
-        Σ_k w_k |a − y_k| = a (2 W_≤ − W) − (2 S_≤ − S).
+        Σ_k w_k ‖a − y_k‖ = a (2 W_≤ − W) − (2 S_≤ − S).
     """
     ref = (weights * points).sum() / weights.sum().clamp_min(torch.finfo(points.dtype).tiny)
     y, order = torch.sort(points - ref)
@@ -160,11 +163,12 @@ def _coincident(targets: np.ndarray, sources: np.ndarray | None = None) -> np.nd
 
 
 def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value: bool = True):
-    """Σ_{j≠i} 1/|x_i − x_j| and its gradient in x_i by the FMM (``fmm3dpy.lfmm3d``).
+    """Σ_{j≠i} 1/‖x_i − x_j‖ and its gradient in x_i by the FMM (``fmm3dpy.lfmm3d``).
 
     Parameters
     ----------
     x : array (N, 3), float64
+        Particle positions.
     eps : float
         FMM relative precision.
     want_grad, want_value : bool
@@ -173,9 +177,9 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     Returns
     -------
     pot : array (N,)
-        Σ_{j≠i} 1/|x_i − x_j|; +inf at a particle with an exact twin (as the direct sum).
+        Σ_{j≠i} 1/‖x_i − x_j‖; +inf at a particle with an exact twin (as the direct sum).
     grad : array (N, 3) or None
-        Σ_{j≠i} ∇k(x_i − x_j) = −Σ_j (x_i − x_j)/|x_i − x_j|³ (coincident pairs excluded).
+        Σ_{j≠i} ∇k(x_i − x_j) = −Σ_j (x_i − x_j)/‖x_i − x_j‖³ (coincident pairs excluded).
     """
     fmm3dpy = _import("fmm3dpy")
     out = fmm3dpy.lfmm3d(
@@ -187,7 +191,24 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
 
 
 def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps: float):
-    """Σ_k w_k / |a − y_k| at targets ``at`` (M, 3) by the FMM; +inf on a charged point."""
+    """Σ_k w_k / ‖a − y_k‖ at the targets by the FMM (``fmm3dpy.lfmm3d``).
+
+    Parameters
+    ----------
+    at : array (M, 3), float64
+        Targets a.
+    points : array (K, 3), float64
+        Atoms y_k of the measure.
+    weights : array (K,), float64
+        Their masses w_k ≥ 0.
+    eps : float
+        FMM relative precision.
+
+    Returns
+    -------
+    array (M,)
+        The potential; +inf at a target on a charged atom, as the direct sum.
+    """
     fmm3dpy = _import("fmm3dpy")
     out = fmm3dpy.lfmm3d(
         eps=eps,
@@ -210,7 +231,7 @@ class _EwaldPlan2D:
     With L = log(1/eps): the short-range part is cut at r_c = σ √L, where ½E₁ ≤ e^{−L}/(2L);
     the smooth part's Fourier integral, 2π e^{−σ²k²/4}/k², is cut at k_max = 2√L/σ, an error
     ½E₁(L) of the same size; the kernel is truncated at R = D + r_c (D the diameter of the box
-    holding every point), whose Gaussian tail at |x| ≤ D is again e^{−L}; and the Fourier modes
+    holding every point), whose Gaussian tail at ‖x‖ ≤ D is again e^{−L}; and the Fourier modes
     are spaced Δk = 2π/P with period P = s + R + r_c (s the box side), so periodic images of the
     truncated kernel (support R + r_c) never reach a difference of two points.  Each term is
     e^{−L} = eps times an O(1) factor (the force tails carry 1/r_c, the sums N); measured
@@ -318,11 +339,12 @@ def coulomb2d_sums(
     near: int = NEAR_NEIGHBOURS,
     want_value: bool = True,
 ):
-    """Σ_{j≠i} −log|x_i − x_j| and its gradient in x_i by spectral Ewald summation.
+    """Σ_{j≠i} −log‖x_i − x_j‖ and its gradient in x_i by spectral Ewald summation.
 
     Parameters
     ----------
     x : array (N, 2), float64
+        Particle positions.
     eps : float
         Relative accuracy (see :class:`_EwaldPlan2D` for how each error term is bounded).
     want_grad, want_value : bool
@@ -335,7 +357,7 @@ def coulomb2d_sums(
     pot : array (N,) or None
         +inf at a particle with an exact twin (E₁(0), as the direct sum).
     grad : array (N, 2) or None
-        −Σ_j (x_i − x_j)/|x_i − x_j|²; coincident pairs excluded (zero subgradient).
+        −Σ_j (x_i − x_j)/‖x_i − x_j‖²; coincident pairs excluded (zero subgradient).
     """
     N = len(x)
     tree = cKDTree(x)
@@ -360,7 +382,26 @@ def coulomb2d_sums(
 
 
 def coulomb2d_field(at, points, weights, eps: float, near: int = NEAR_NEIGHBOURS):
-    """Σ_k w_k (−log|a − y_k|) at targets ``at`` (M, 2); +inf on a charged point."""
+    """Σ_k w_k (−log‖a − y_k‖) at the targets by spectral Ewald summation.
+
+    Parameters
+    ----------
+    at : array (M, 2), float64
+        Targets a.
+    points : array (K, 2), float64
+        Atoms y_k of the measure.
+    weights : array (K,), float64
+        Their masses w_k ≥ 0.
+    eps : float
+        Relative accuracy, as in :func:`coulomb2d_sums`.
+    near : int
+        Median number of atoms inside the short-range cutoff (a speed knob only).
+
+    Returns
+    -------
+    array (M,)
+        The potential; +inf at a target on a charged atom, as the direct sum.
+    """
     both = np.concatenate([at, points])
     tree = cKDTree(points)
     plan = _EwaldPlan2D(both.min(0), both.max(0), _cutoff(tree, points, near), eps)
@@ -395,7 +436,7 @@ class FastCoulombInteraction(PairInteraction):
         \\nabla_{\\omega_i} H_N
         = \\frac{2\\lambda}{N^2} \\sum_{j \\ne i} \\nabla k(\\omega_i - \\omega_j),
 
-    with k = −|z| (p = 1, ranks, exact), −log|z| (p = 2, NUFFT spectral Ewald), 1/|z| (p = 3,
+    with k = −‖z‖ (p = 1, ranks, exact), −log‖z‖ (p = 2, NUFFT spectral Ewald), 1/‖z‖ (p = 3,
     FMM) — see the module docstring.
 
     Parameters
@@ -499,7 +540,22 @@ class FastCoulombInteraction(PairInteraction):
         return (2 * self.lam / N**2) * self._sums(omega, False, True)[1]
 
     def first_variation(self, at, points, weights):
-        """2λ (k ∗ μ)(ω) = 2λ Σ_k w_k k(ω − ω_k) at ``at`` (M, p), by the same fast sum."""
+        """2λ (k ∗ μ)(ω) = 2λ Σ_k w_k k(ω − ω_k), by the same fast sum as the pair sums.
+
+        Parameters
+        ----------
+        at : tensor (M, p)
+            Evaluation points ω.
+        points : tensor (K, p)
+            Atoms ω_k of the measure μ.
+        weights : tensor (K,)
+            Their masses w_k ≥ 0.
+
+        Returns
+        -------
+        tensor (M,)
+            δE/δμ of this term at ``at``, in the dtype and on the device of ``at``.
+        """
         p = at.shape[-1]
         self._check_dim(p)
         for name, t in (("at", at), ("points", points), ("weights", weights)):
@@ -519,6 +575,21 @@ class FastCoulombInteraction(PairInteraction):
 
 def fast_pair_interaction(kernel: PairKernel, lam: float = 1.0, **options) -> PairInteraction:
     """A :class:`FastCoulombInteraction` for ``kernel`` (see there for ``eps`` and ``min_n``).
+
+    Parameters
+    ----------
+    kernel : Riesz
+        The unsoftened Coulomb kernel of the particle dimension, e.g. ``Coulomb(2)``.
+    lam : float
+        Interaction strength λ ≥ 0.
+    **options
+        ``eps`` and ``min_n`` of :class:`FastCoulombInteraction`.
+
+    Returns
+    -------
+    FastCoulombInteraction
+        A drop-in :class:`~meanfield.energy.PairInteraction` term of an
+        :class:`~meanfield.energy.Energy`.
 
     Examples
     --------
