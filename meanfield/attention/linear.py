@@ -8,9 +8,9 @@ Linear attention (THEORY.md §7) with feature maps ``phi`` from
 Padding is masked by zeroing rows of ``phi(K)``. The bidirectional form costs
 ``O(L m d_h)`` time and ``O(L m)`` memory. The causal form replaces the two sums over keys by
 chunked prefix sums (:mod:`meanfield.attention.causal`: inside a chunk of ``C`` tokens the
-masked ``C x C`` kernel block, across chunks a running ``(m, d_h)`` state; per-chunk feature
-maxima keep positive features exact and overflow-free without any future leakage), so it
-costs ``O(L m (d_h + C))`` time and ``O(L (m + C + m d_h / C))`` memory.
+masked ``C x C`` kernel block, across chunks a running ``(m, d_h)`` state; chunk-wide feature
+maxima keep positive features exact and overflow-free, a later token changing an output only
+by rounding), so it costs ``O(L m (d_h + C))`` time and ``O(L (m + C + m d_h / C))`` memory.
 
 Public functions use the ``(batch, length, heads, dim)`` layout (fast-transformers); the
 module works head-major internally. All sums are accumulated in float32 (float64 for float64
@@ -126,9 +126,11 @@ def linear_attention(
         The features are logarithms (positive random features). They are exponentiated with
         per-feature key shifts moved to the query side and a per-query shift; the shifts
         cancel exactly, every term is at most 1 and the dominant visible one is 1 (see
-        :mod:`meanfield.attention.features`; causal: no shift depends on a later token).
+        :mod:`meanfield.attention.features`; causal: chunk-wide shifts, see
+        :mod:`meanfield.attention.causal`).
     eps : float
-        Added to the denominator (>= 0), in the units of the (shifted) features.
+        Added to the denominator (>= 0), in the units of the (shifted) features; in the
+        causal form of log-features, relative to the query's kernel with its own key.
     chunk_size : int
         Chunk length of the causal prefix sums (>= 1).
 
