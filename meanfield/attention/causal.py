@@ -25,8 +25,8 @@ large inputs, so they are exponentiated with shifts that cancel exactly:
   P_nj)`` subtracted: ``exp(u_j(q_t) + P_nj - c_t) <= 1`` (``u`` is ``a`` without the
   per-query constant ``-|q~|^2/2 - log(m)/2``, which cancels like ``c_t``);
 * the state before chunk ``n`` in units of ``exp(-P_nj)``, rescaled per feature as the
-  maxima grow, ``S'_(n+1) = S'_n exp(P_(n-1) - P_n) + phi(K_n)^T [V_n, 1]`` (online softmax,
-  per feature; a loop of one fused operation per chunk).
+  maxima grow, ``S_n = (S_(n-1) + phi(K_(n-1))^T [V_(n-1), 1]) exp(P_(n-1) - P_n)`` (online
+  softmax, per feature; a loop of two small operations per chunk).
 
 *Exactness (the shifts cancel).* Every term of query ``t`` is ``exp(u_j(q_t) + a_j(k_s) -
 c_t)`` times ``v_s``: ``P_nj`` enters once with each sign, and the per-query ``c_t`` multiplies
