@@ -182,8 +182,11 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
         Σ_{j≠i} ∇k(x_i − x_j) = −Σ_j (x_i − x_j)/‖x_i − x_j‖³ (coincident pairs excluded).
     """
     fmm3dpy = _import("fmm3dpy")
+    N = len(x)
+    if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones: no tree
+        return np.full(N, np.inf if N > 1 else 0.0), (np.zeros((N, 3)) if want_grad else None)
     out = fmm3dpy.lfmm3d(
-        eps=eps, sources=np.asfortranarray(x.T), charges=np.ones(len(x)), pg=2 if want_grad else 1
+        eps=eps, sources=np.asfortranarray(x.T), charges=np.ones(N), pg=2 if want_grad else 1
     )
     pot = 4 * np.pi * out.pot  # FMM3D's kernel is 1/(4π r)
     pot[_coincident(x)] = np.inf
@@ -242,7 +245,10 @@ class _EwaldPlan2D:
 
     def __init__(self, lo: np.ndarray, hi: np.ndarray, r_c: float, eps: float):
         side = np.maximum(hi - lo, 0.0)
-        s = max(float(side.max()), 1e-300)
+        # a cloud of coincident points has no extent: give it a tiny one (the log kernel is
+        # scale-covariant, so any box works; coincident pairs are +inf in the near part)
+        scale = max(1.0, float(np.abs(lo).max()), float(np.abs(hi).max()))
+        s = max(float(side.max()), 1e-9 * scale)
         self.centre = (lo + hi) / 2
         diam = float(np.hypot(*side)) or s
         # M ≈ L P/(π r_c) modes per axis: the floor on r_c keeps M ≤ MAX_MODES however
@@ -360,6 +366,9 @@ def coulomb2d_sums(
         −Σ_j (x_i − x_j)/‖x_i − x_j‖²; coincident pairs excluded (zero subgradient).
     """
     N = len(x)
+    if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones
+        pot = np.full(N, np.inf if N > 1 else 0.0)
+        return (pot if want_value else None), (np.zeros((N, 2)) if want_grad else None)
     tree = cKDTree(x)
     plan = _EwaldPlan2D(x.min(0), x.max(0), _cutoff(tree, x, near), eps)
     pot, grad = _ewald_far(plan, x, np.ones(N), x, eps, want_value, want_grad)

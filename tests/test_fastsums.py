@@ -265,3 +265,18 @@ def test_benchmark_smoke(tmp_path, monkeypatch):
     assert "Crossover" in (tmp_path / "fastsums.md").read_text()
     with pytest.raises(SystemExit):
         bench.main(["--eps", "1"])
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_degenerate_clouds_as_the_direct_sum(p):
+    fast = FastCoulombInteraction(Coulomb(p), min_n=0)
+    direct = PairInteraction(Coulomb(p))
+    for om in (torch.randn(1, p, dtype=torch.float64), torch.ones(5, p, dtype=torch.float64)):
+        vf, gf = fast.value_and_grad(om)
+        vd, gd = direct.value_and_grad(om)
+        # one particle: no pairs (0); all coincident: +inf except −|0| = 0 in p = 1; no force
+        assert float(vf) == float(vd) and torch.equal(gf, gd)
+    pts, w = torch.ones(4, p, dtype=torch.float64), torch.ones(4, dtype=torch.float64)
+    at = torch.full((3, p), 1.5, dtype=torch.float64)
+    f, d = fast.first_variation(at, pts, w), direct.first_variation(at, pts, w)
+    assert rel(f, d) <= 1e-8
