@@ -8,7 +8,8 @@ with β_N = β (``regime="mean-field"``, stationary law ∝ exp(−β N H_N)) or
 (``regime="coulomb-gas"``, stationary law ∝ exp(−β N² H_N)).  Time is t = η · steps.
 
 The integrators are small objects in the JAX-MD manner: ``init(Ω)`` gives a state and
-``step(state, generator)`` advances it; :func:`simulate` runs one and records an
+``step(state, generator)`` returns the next one (:class:`LangevinState` is immutable: a step
+never changes the state it is given); :func:`simulate` runs one and records an
 ``xarray.Dataset``.  Particles may carry leading replica axes, shape (..., N, p): replicas are
 independent chains that share the step (how ensembles and Monte Carlo studies batch).
 
@@ -493,15 +494,8 @@ def simulate(
         boundary (pinned by the projection rather than sampled).
     """
     n_steps = check_int("n_steps", n_steps)
-    integrator = make_integrator(
-        energy,
-        method=method,
-        eta=eta,
-        beta=beta,
-        regime=regime,
-        interaction_batch=interaction_batch,
-        data_batch=data_batch,
-    )
+    kw = dict(method=method, eta=eta, beta=beta, regime=regime, interaction_batch=interaction_batch)
+    integrator = make_integrator(energy, data_batch=data_batch, **kw)
     omega0, record_every, seed, generator = chain_setup(energy, omega0, n_steps, record_every, seed)
     beta_N = effective_beta(integrator.beta, omega0.shape[-2], regime)
     if method == "langevin":

@@ -398,6 +398,31 @@ def sample_hmc(
         parameter, the frozen ``step_size``, ``n_leapfrog``, the warm-up's mean acceptance
         probability, the number of divergent trajectories, the seed and the version.
     """
+    beta, n_samples, n_warmup, target = _check_hmc_args(
+        beta, n_samples, n_warmup, target_accept, step_size
+    )
+    integrator = HMC(energy, beta, step_size, trajectory_length, regime, jitter, max_leapfrog)
+    omega0, record_every, seed, gen = chain_setup(energy, omega0, n_samples, record_every, seed)
+    with torch.no_grad():
+        integrator, state, step_size0, probs = warm_up(integrator, omega0, gen, n_warmup, target)
+    recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
+    state = recorder.run(integrator, state, gen, n_samples, record_every, progress, "hmc")
+    params = _hmc_params(integrator, omega0.shape[-2], step_size0)
+    params |= {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
+    params |= {"warmup_accept_prob": float(np.mean(probs)) if probs else "none"}
+    params |= {"n_divergent": int(state.cache["divergent"]), "record_every": record_every}
+    params |= {**energy.describe(), **(extra_attrs or {})}
+    dt = integrator.n_leapfrog * integrator.step_size
+    return recorder.dataset(state, time_per_step=dt, params=params, seed=seed, time_name=_HMC_TIME)
+
+
+#: How the ``time`` coordinate of an HMC dataset is defined.
+_HMC_TIME = "n_leapfrog * step_size * step (Hamiltonian time)"
+
+
+def _check_hmc_args(beta, n_samples, n_warmup, target_accept, step_size):
+    """:func:`sample_hmc`'s run arguments checked before any work; returns β, the numbers of
+    samples and warm-up trajectories and the target acceptance as checked."""
     beta = check_positive("beta (inverse temperature)", beta)
     n_samples = check_int("n_samples", n_samples)
     n_warmup = check_int("n_warmup", n_warmup, minimum=0)
@@ -405,49 +430,13 @@ def sample_hmc(
         raise InputError(f"target_accept must be in (0, 1), got {target_accept!r}")
     if n_warmup == 0 and step_size is None:
         raise InputError("n_warmup = 0 needs a step_size (nothing would adapt it)")
-    integrator = HMC(
-        energy,
-        beta,
-        step_size=step_size,
-        trajectory_length=trajectory_length,
-        regime=regime,
-        jitter=jitter,
-        max_leapfrog=max_leapfrog,
-    )
-    omega0, record_every, seed, generator = chain_setup(
-        energy, omega0, n_samples, record_every, seed
-    )
-    with torch.no_grad():
-        integrator, state, step_size0, warm_probs = warm_up(
-            integrator, integrator.init(omega0), generator, n_warmup, float(target_accept)
-        )
-    recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
-    state = recorder.run(integrator, state, generator, n_samples, record_every, progress, "hmc")
-    params = {
-        **_hmc_params(integrator, omega0.shape[-2], step_size0),
-        "n_warmup": n_warmup,
-        "n_samples": n_samples,
-        "target_accept": float(target_accept),
-        "warmup_accept_prob": float(np.mean(warm_probs)) if warm_probs else "none",
-        "n_divergent": int(state.cache["divergent"]),
-        "record_every": record_every,
-        **energy.describe(),
-        **(extra_attrs or {}),
-    }
-    time_per_step = integrator.n_leapfrog * integrator.step_size
-    return recorder.dataset(
-        state,
-        time_per_step=time_per_step,
-        params=params,
-        seed=seed,
-        time_name="n_leapfrog * step_size * step (Hamiltonian time)",
-    )
+    return beta, n_samples, n_warmup, float(target_accept)
 
 
-def warm_up(integrator: HMC, state: LangevinState, generator, n_warmup: int, target: float):
-    """HMC's warm-up: the first ε (given, or Hoffman–Gelman's heuristic), then ``n_warmup``
-    trajectories adapting ε by dual averaging towards acceptance ``target``; ε frozen at the
-    averaged value.
+def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
+    """HMC's warm-up from the particles ``omega0`` (..., N, p): the first ε (given, or
+    Hoffman–Gelman's heuristic), then ``n_warmup`` trajectories adapting ε by dual averaging
+    towards acceptance ``target``; ε frozen at the averaged value.
 
     Returns
     -------
@@ -456,6 +445,7 @@ def warm_up(integrator: HMC, state: LangevinState, generator, n_warmup: int, tar
         and divergence counters reset (the recorded chain counts its own), the initial ε and
         the replica-mean acceptance probability of each warm-up trajectory.
     """
+    state = integrator.init(omega0)
     if integrator.step_size is None:
         step = find_reasonable_step_size(integrator, state, generator)
         integrator = replace(integrator, step_size=step)

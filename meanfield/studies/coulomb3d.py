@@ -233,18 +233,9 @@ def particle_run(
     rng = np.random.default_rng(seed)
     omega0 = np.clip(0.4 * rng.standard_normal((N, 3)), -R, R)
     t0 = time.perf_counter()
-    ds = sample_hmc(
-        ball_energy(R),
-        omega0,
-        beta=beta,
-        regime="coulomb-gas",
-        n_warmup=n_warmup,
-        n_samples=n_samples,
-        trajectory_length=trajectory_length,
-        target_accept=0.65,
-        record_every=max(1, n_samples // n_keep),
-        seed=seed,
-    )
+    chain = dict(n_warmup=n_warmup, n_samples=n_samples, trajectory_length=trajectory_length)
+    chain |= dict(target_accept=0.65, record_every=max(1, n_samples // n_keep), seed=seed)
+    ds = sample_hmc(ball_energy(R), omega0, beta=beta, regime="coulomb-gas", **chain)
     t_hmc = time.perf_counter() - t0
     states = ds["omega"].values[-n_keep:]
     d = np.array([_ball_distances(x, grid_rho) for x in states])

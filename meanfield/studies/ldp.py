@@ -234,7 +234,7 @@ def tail_probability(
     ----------
     energy, stat : the model and the linear statistic.
     a : float
-        Threshold.
+        Threshold of the upper tail.
     n_particles : int
         Number of particles N (formerly ``N``).
     beta : float
@@ -258,50 +258,57 @@ def tail_probability(
     Returns
     -------
     xarray.Dataset
-        ``log_p``, ``log_p_se`` (statistical, from replica means), ``log_p_quad_err`` (trapezoid
-        vs Simpson on the ladder), ``rate = −log_p / speed``, ``rate_se``, the ladder means
-        ``mean_L``, ``mean_L_se`` and acceptance rates (theta_ladder).
+        ``log_p``, ``log_p_se`` (statistical, from replica means), ``log_p_quad_err``
+        (trapezoid vs Simpson), ``rate`` = −log_p / speed, ``rate_se``; over theta_ladder:
+        ``mean_L``, ``mean_L_se``, ``acceptance_rate``.
     """
-    N = check_int("n_particles (N)", n_particles)
-    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
-    check_choice("sampler", sampler, ("mala", "hmc"))
-    if sampler == "hmc" and not 0 <= burn_in < n_steps:
-        raise ValueError(f"burn_in must be in [0, n_steps={n_steps}) for HMC, got {burn_in}")
+    N, beta, n_ladder, n_replicas = _check_tail_args(
+        n_particles, beta, theta, n_ladder, n_replicas, n_steps, burn_in, regime, sampler
+    )
     speed = N if regime == "mean-field" else N * N  # β_N N / β
-    beta = check_positive("beta", beta)
-    n_ladder = check_int("n_ladder", n_ladder, minimum=3)
-    n_replicas = check_int("n_replicas", n_replicas, minimum=4)
-    if theta < 0:
-        raise ValueError(f"theta must be >= 0 for an upper tail, got {theta}")
     if omega0 is None:
         omega0 = _spread_start(N, energy.dim, seed)
     state = torch.as_tensor(omega0, dtype=torch.float64)[None].repeat(n_replicas, 1, 1)
     ladder = np.linspace(0.0, float(theta), n_ladder)
     chain = dict(eta=eta, n_steps=n_steps, burn_in=burn_in, thin=thin, regime=regime)
+    data = _tail_estimate(energy, stat, a, beta, state, ladder, speed, seed, sampler, chain)
+    attrs = {"statistic": stat.name, "a": a, "N": N, "beta": beta, "theta": theta}
+    attrs |= {"regime": regime, "sampler": sampler, "speed": speed, "n_ladder": n_ladder}
+    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
+    attrs = provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed)
+    return xr.Dataset(data, coords={"theta_ladder": ladder}, attrs=attrs)
+
+
+def _tail_estimate(energy, stat, a, beta, state, ladder, speed, seed, sampler, chain) -> dict:
+    """The estimate of :func:`tail_probability` from chains up the θ ladder (the last θ is
+    the tilt of the indicator), as its dataset's variables."""
     means, ses, accs, last_L = _ladder_means(
         energy, stat, ladder, beta, state, seed=seed, sampler=sampler, **chain
     )
     log_ratio, log_ratio_se, quad_err = _log_partition_ratio(ladder, means, ses, speed)
-    log_ind, log_ind_se = _log_tilted_indicator(last_L, a, theta, speed)
-    log_p = log_ratio + log_ind
-    se = math.hypot(log_ratio_se, log_ind_se)
-    attrs = {"statistic": stat.name, "a": a, "N": N, "beta": beta, "theta": theta}
-    attrs |= {"regime": regime, "sampler": sampler, "speed": speed, "n_ladder": n_ladder}
-    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
-    return xr.Dataset(
-        {
-            "log_p": log_p,
-            "log_p_se": se,
-            "log_p_quad_err": quad_err,
-            "rate": -log_p / speed,
-            "rate_se": se / speed,
-            "mean_L": ("theta_ladder", means),
-            "mean_L_se": ("theta_ladder", ses),
-            "acceptance_rate": ("theta_ladder", np.asarray(accs)),
-        },
-        coords={"theta_ladder": ladder},
-        attrs=provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed),
-    )
+    log_ind, log_ind_se = _log_tilted_indicator(last_L, a, float(ladder[-1]), speed)
+    log_p, se = log_ratio + log_ind, math.hypot(log_ratio_se, log_ind_se)
+    data = {"log_p": log_p, "log_p_se": se, "log_p_quad_err": quad_err}
+    data |= {"rate": -log_p / speed, "rate_se": se / speed}
+    data |= {"mean_L": ("theta_ladder", means), "mean_L_se": ("theta_ladder", ses)}
+    data["acceptance_rate"] = ("theta_ladder", np.asarray(accs))
+    return data
+
+
+def _check_tail_args(N, beta, theta, n_ladder, n_replicas, n_steps, burn_in, regime, sampler):
+    """:func:`tail_probability`'s arguments checked before any work; returns N, β, the
+    ladder size and the number of replicas as checked."""
+    N = check_int("n_particles (N)", N)
+    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
+    check_choice("sampler", sampler, ("mala", "hmc"))
+    if sampler == "hmc" and not 0 <= burn_in < n_steps:
+        raise ValueError(f"burn_in must be in [0, n_steps={n_steps}) for HMC, got {burn_in}")
+    beta = check_positive("beta", beta)
+    n_ladder = check_int("n_ladder", n_ladder, minimum=3)
+    n_replicas = check_int("n_replicas", n_replicas, minimum=4)
+    if theta < 0:
+        raise ValueError(f"theta must be >= 0 for an upper tail, got {theta}")
+    return N, beta, n_ladder, n_replicas
 
 
 def _spread_start(N: int, p: int, seed: int) -> torch.Tensor:
@@ -390,11 +397,10 @@ def kernel_concentration(
     """P(max_jk |K_{μ_N}(x_j, x_k) − K_ref(x_j, x_k)| > ε) against N.
 
     μ_N is drawn from the exact Gibbs law ∝ exp(−β_N N H_N) (MALA, independent replicas).  The
-    reference is that law's limit: the grid Gibbs state ρ_β in the mean-field regime, the β = ∞
-    equilibrium measure μ* on the grid in the Coulomb-gas regime (β_N = βN).  The gap is
-    :func:`meanfield.diagnostics.kernel_gap`.
-    Each replica contributes the fraction of its post-burn-in snapshots above ε, so the
-    standard error comes from the spread over independent replicas:
+    reference is that law's limit: the grid Gibbs state ρ_β (mean-field regime) or the β = ∞
+    equilibrium measure μ* (Coulomb-gas regime, β_N = βN); the gap is
+    :func:`meanfield.diagnostics.kernel_gap`.  Each replica contributes the fraction of its
+    post-burn-in snapshots above ε (standard errors from the spread over replicas):
 
     .. math::
 
@@ -405,85 +411,90 @@ def kernel_concentration(
 
     Parameters
     ----------
-    energy : Energy
-        The model (p = 1), with its data term.
-    X : array (n, d)
-        Data inputs on which the kernels are compared.
-    feature : str
-        Feature map of the kernel (as the alignment's).
+    energy, X, feature : Energy (p = 1), array (n, d), str
+        The model, the data inputs where the kernels are compared, the kernel's feature map.
     beta : float
         Inverse temperature β > 0.
     n_particles : sequence of int
         Particle numbers N (formerly ``Ns``).
-    eps : float or sequence of float
-        Thresholds ε of the kernel gap.
-    cells : int
-        Grid cells of the reference density.
-    n_replicas, n_steps, burn_in, thin, eta :
-        MALA chains per N, steps, discarded steps, recording stride, step size.
+    eps, eps_w2 : sequence of float
+        Thresholds ε of the kernel gap and (optional) of W2.
+    cells, n_replicas, n_steps, burn_in, thin, eta, seed :
+        Grid cells of the reference; MALA chains per N, steps, discarded steps, recording
+        stride, step size; seed.
     regime : {"mean-field", "coulomb-gas"}
-    eps_w2 : sequence of float, optional
-        Thresholds of the W2 tail.
-    seed : int
 
     Returns
     -------
-    xarray.Dataset over (``N``, ``eps``): ``prob``, ``prob_se``; over ``N``: ``mean_gap``; and
-    ``decay_rate`` (eps): the slope of −log P against N (the exponential rate in N); NaN
-    (undetermined) where fewer than 3 sizes have P > 0.  With ``eps_w2``: ``prob_w2``,
-    ``prob_w2_se`` (N, eps_w2) and ``mean_w2`` (N).
+    xarray.Dataset
+        ``prob``, ``prob_se`` (N, eps); ``mean_gap`` (N); ``decay_rate`` (eps): the slope of
+        −log P against N, NaN (undetermined) where fewer than 3 sizes have P > 0.  With
+        ``eps_w2``: ``prob_w2``, ``prob_w2_se`` (N, eps_w2) and ``mean_w2`` (N).
     """
-    from ..diagnostics import kernel_gap, wasserstein_particles_grid
-    from ..pde import Grid
-
     beta = check_positive("beta", beta)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
-    eps = np.atleast_1d(np.asarray(eps, dtype=float))
+    eps, eps_w2 = _thresholds(eps), _thresholds(eps_w2)
     Ns = [check_int("n_particles (N)", int(n)) for n in n_particles]
-    grid = Grid(energy.domain, cells)
-    rho = _reference_density(energy, grid, beta, regime)
+    grid, rho = _reference_density(energy, beta, regime, cells)
     gen = torch.Generator().manual_seed(seed)
-    eps_w2 = None if eps_w2 is None else np.atleast_1d(np.asarray(eps_w2, dtype=float))
-    chain = dict(method="mala", eta=eta, beta=beta, n_steps=n_steps, record_every=thin)
-    gap_rows, w2_rows = [], []
+    chain = dict(eta=eta, beta=beta, n_steps=n_steps, record_every=thin, regime=regime)
+    rows = []
     for N in Ns:
-        # start from the reference itself (inverse-CDF draws): a short burn-in suffices
-        omega0 = _draw_from_density(rho, grid, energy.domain, n_replicas, N, gen)
-        ds = simulate(energy, omega0, seed=seed + N, regime=regime, **chain)
-        om = ds["omega"].values[ds["step"].values >= burn_in]  # (time, replica, N, p)
-        gaps = _over_snapshots(om, lambda x: kernel_gap(x, rho, X, feature))
-        gap_rows.append((*_tail_fractions(gaps, eps), gaps.mean()))
-        if eps_w2 is not None:
-            w2 = _over_snapshots(om, lambda x: wasserstein_particles_grid(x, rho, order=2))
-            w2_rows.append((*_tail_fractions(w2, eps_w2), w2.mean()))
-    prob, se, mean_gap = (np.asarray(v) for v in zip(*gap_rows, strict=True))
-    extra, extra_coords = {}, {}
+        om = _mala_snapshots(energy, rho, grid, N, n_replicas, gen, burn_in, seed + N, chain)
+        rows.append(_gap_and_w2(om, rho, X, feature, with_w2=eps_w2 is not None))
+    data = _tail_table([r[0] for r in rows], eps, "eps", "prob", "mean_gap")
+    coords = {"N": Ns, "eps": eps}
     if eps_w2 is not None:
-        prob_w, se_w, mean_w = (np.asarray(v) for v in zip(*w2_rows, strict=True))
-        extra = {
-            "prob_w2": (("N", "eps_w2"), prob_w),
-            "prob_w2_se": (("N", "eps_w2"), se_w),
-            "mean_w2": ("N", mean_w),
-        }
-        extra_coords = {"eps_w2": eps_w2}
+        data |= _tail_table([r[1] for r in rows], eps_w2, "eps_w2", "prob_w2", "mean_w2")
+        coords["eps_w2"] = eps_w2
+    data["decay_rate"] = ("eps", _decay_rates(Ns, data["prob"][1]))
     attrs = {"beta": beta, "regime": regime, "feature": feature, "cells": cells}
     attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
-    return xr.Dataset(
-        {
-            "prob": (("N", "eps"), prob),
-            "prob_se": (("N", "eps"), se),
-            "mean_gap": ("N", mean_gap),
-            **extra,
-            "decay_rate": ("eps", _decay_rates(Ns, prob)),
-        },
-        coords={"N": Ns, "eps": eps, **extra_coords},
-        attrs=provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed),
-    )
+    attrs = provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _reference_density(energy: Energy, grid, beta: float, regime: str):
-    """The limit of the Gibbs law on ``grid``: ρ_β (mean-field), μ* (Coulomb-gas)."""
-    from ..pde import equilibrium_measure, gibbs_state
+def _thresholds(eps):
+    """Thresholds as a 1D float array (None stays None)."""
+    return None if eps is None else np.atleast_1d(np.asarray(eps, dtype=float))
+
+
+def _gap_and_w2(om: np.ndarray, rho, X, feature: str, *, with_w2: bool):
+    """The kernel gap and (or None) W2(μ_N, ρ) of each snapshot of ``om`` (T, R, N, p),
+    each of shape (T, R)."""
+    from ..diagnostics import kernel_gap, wasserstein_particles_grid
+
+    gaps = _over_snapshots(om, lambda x: kernel_gap(x, rho, X, feature))
+    if not with_w2:
+        return gaps, None
+    return gaps, _over_snapshots(om, lambda x: wasserstein_particles_grid(x, rho, order=2))
+
+
+def _mala_snapshots(energy, rho, grid, N, n_replicas, gen, burn_in, seed, chain) -> np.ndarray:
+    """Post-burn-in snapshots (T, n_replicas, N, p) of exact MALA chains started from the
+    reference itself (inverse-CDF draws), so a short burn-in suffices."""
+    omega0 = _draw_from_density(rho, grid, energy.domain, n_replicas, N, gen)
+    ds = simulate(energy, omega0, method="mala", seed=seed, **chain)
+    return ds["omega"].values[ds["step"].values >= burn_in]
+
+
+def _tail_table(values, eps, dim: str, prob: str, mean: str) -> dict:
+    """Dataset variables from per-N samples ``values`` (list of (T, R) arrays): ``prob`` and
+    ``prob`` + ``_se`` over (N, ``dim``) (:func:`_tail_fractions`), ``mean`` over N."""
+    fractions = [_tail_fractions(v, eps) for v in values]
+    return {
+        prob: (("N", dim), np.array([f[0] for f in fractions])),
+        f"{prob}_se": (("N", dim), np.array([f[1] for f in fractions])),
+        mean: ("N", np.array([v.mean() for v in values])),
+    }
+
+
+def _reference_density(energy: Energy, beta: float, regime: str, cells: int):
+    """The grid on the energy's domain and the limit of the Gibbs law on it: ρ_β
+    (mean-field regime) or μ* (Coulomb-gas regime)."""
+    from ..pde import Grid, equilibrium_measure, gibbs_state
+
+    grid = Grid(energy.domain, cells)
 
     if regime == "mean-field":
         rho, report = gibbs_state(energy, grid, beta, method="newton")
@@ -491,7 +502,7 @@ def _reference_density(energy: Energy, grid, beta: float, regime: str):
         rho, report = equilibrium_measure(energy, grid)
     if not report.converged:
         raise ConvergenceError(f"the reference density did not converge: {report}")
-    return rho
+    return grid, rho
 
 
 def _draw_from_density(rho, grid, domain, n_replicas: int, N: int, gen) -> np.ndarray:
