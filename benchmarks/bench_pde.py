@@ -556,7 +556,7 @@ def machine_info() -> dict:
 def grid3d_markdown(meta: dict, rows: list, stationary: list) -> str:
     lines = [
         "Grid in p = 3, Coulomb gas of R³ (V = |ω|²/2, cell-integrated k = 1/|z|, λ = 1/2, "
-        f"box [−{meta['box_radius']}, {meta['box_radius']}]³); one torch thread, each size "
+        f"box [−{meta['box_half_width']}, {meta['box_half_width']}]³); one torch thread, each size "
         f"in a fresh process; medians of {meta['repeats']} repeats; {meta['machine_note']}.",
         "",
         "| cells | FFT shape | set-up s | stiffness s (once) | δE/δρ s | explicit step s "
@@ -600,7 +600,7 @@ def section_grid3d(
 ) -> dict:
     """Time and memory of the 3D grid; writes ``out``.json and ``out``.md (None: no files)."""
     print("\n== 5. grid in p = 3: Coulomb gas of R^3 (one thread, fresh process per size) ==")
-    from meanfield.studies.coulomb3d import BOX_RADIUS
+    from meanfield.studies.coulomb3d import BOX_HALF_WIDTH
 
     if sizes is None:
         sizes = [16, 32] if quick else [32, 48, 64, 96, 128]
@@ -609,7 +609,7 @@ def section_grid3d(
     t_start = time.perf_counter()
     meta = {
         **machine_info(),
-        "box_radius": BOX_RADIUS,
+        "box_half_width": BOX_HALF_WIDTH,
         "beta_steps": 10.0,
         "scheme": "upwind, order 2",
         "machine_note": "2-core shared CPU, other jobs running",

@@ -83,7 +83,7 @@ def test_uniform_ball_radius_and_flatness_converge_with_h():
     """μ* of V = |ω|²/2, k = 1/|z|, λ = 1/2 is uniform on the unit ball (THEORY §5)."""
     rows = []
     for n in (8, 16, 24):
-        rho, report, d = grid_equilibrium(n, box_radius=1.25, tol=1e-8)
+        rho, report, d = grid_equilibrium(n, half_width=1.25, tol=1e-8)
         assert report.converged, str(report)
         # the mass constraint is met to the MINRES residual of the KKT solve (~1e-12)
         assert d["mass"] == pytest.approx(1.0, abs=1e-9) and rho.data.min() >= 0
