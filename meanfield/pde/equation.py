@@ -114,6 +114,23 @@ class McKeanVlasov:
         rho = self._values(state)
         return self.scheme.rate(rho, self._potential(rho), self.grid, self.beta)
 
+    def operator(self, state):
+        """The generator A at ρ (sparse CSC, M × M; C-order cells): dρ/dt = A ρ with U frozen
+        at ρ, and the implicit schemes solve (I − Δt A) ρⁿ⁺¹ = ρⁿ.
+
+        Raises
+        ------
+        TypeError
+            The upwind scheme, whose flux depends on log ρ, has no such linear operator.
+        """
+        if not hasattr(self.scheme, "matrix"):
+            raise TypeError(
+                f"the {self.scheme.name!r} scheme has no linear operator (its flux depends on "
+                "log rho); use scheme='sg', 'sg-implicit' or 'sg-mprk22'"
+            )
+        rho = self._values(state)
+        return self.scheme.matrix(self._potential(rho), self.grid, self.beta)
+
     def prepare_step(self, rho) -> StepPlan:
         """U, the explicit fluxes and the stable step at ρ (what one step needs).
 
