@@ -569,14 +569,29 @@ class PairInteraction(Term):
                     grad[..., s:e, :] = c.sum(-1, keepdim=True) * block - c @ omega
         return total, grad
 
+    #: Replicas (..., N, p) with at least this many particles take the tiled sums one replica
+    #: at a time; below it one batched row-chunk pass over all replicas costs fewer calls.
+    tiled_replica_min_n = 256
+
     def _uses_tiles(self, omega) -> bool:
-        """One set of particles and no autograd graph: the tiled symmetric sums of
-        :mod:`meanfield.pairsum` (replicas and differentiable values take the row chunks)."""
-        return omega.ndim == 2 and not (torch.is_grad_enabled() and omega.requires_grad)
+        """No autograd graph, and one set of particles or large replicas: the tiled symmetric
+        sums of :mod:`meanfield.pairsum` (the rest takes the row chunks)."""
+        if torch.is_grad_enabled() and omega.requires_grad:
+            return False
+        return omega.ndim == 2 or omega.shape[-2] >= self.tiled_replica_min_n
+
+    def _replica_pass(self, omega, want_value: bool, want_grad: bool):
+        """The tiled sums of each replica of omega (..., N, p), stacked."""
+        outs = [self._scaled_pass(x, want_value, want_grad) for x in omega.flatten(0, -3)]
+        v = torch.stack([o[0] for o in outs]).reshape(omega.shape[:-2]) if want_value else None
+        g = torch.stack([o[1] for o in outs]).reshape(omega.shape) if want_grad else None
+        return v, g
 
     def _scaled_pass(self, omega, want_value: bool, want_grad: bool):
         N = omega.shape[-2]
         if self._uses_tiles(omega):
+            if omega.ndim > 2:
+                return self._replica_pass(omega, want_value, want_grad)
             return pair_sums(
                 omega,
                 self.kernel,

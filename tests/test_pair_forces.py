@@ -287,3 +287,16 @@ def test_bench_pairs_smoke(tmp_path):
         assert step["sec_per_step"] > 0 and step["peak_rss_MiB"] > 0
     finally:
         torch.set_num_threads(threads)
+
+
+def test_large_replicas_take_the_tiles_and_agree_with_the_row_chunks():
+    rng = np.random.default_rng(7)
+    om = torch.tensor(rng.normal(size=(2, 300, 3)))
+    term = Energy([PairInteraction(Riesz(1.0, 0.1), 0.7)], Ball(3, 10.0)).terms[0]
+    assert term._uses_tiles(om) and not term._uses_tiles(om[:, :50])
+    v, g = term.value_and_grad(om)
+    assert v.shape == (2,) and g.shape == om.shape
+    total, g_rows = term._pair_pass(om, True, True)  # the batched row chunks
+    assert torch.allclose(v, 0.7 * total / 300**2, rtol=1e-12)
+    assert torch.allclose(g, 2 * 0.7 / 300**2 * g_rows, rtol=1e-10, atol=1e-15)
+    assert torch.allclose(term.grad(om)[1], term.grad(om[1]), rtol=1e-14, atol=0)
