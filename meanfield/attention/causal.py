@@ -161,7 +161,7 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
     q, k : torch.Tensor, shape (batch, heads, L, d_h)
     v : torch.Tensor, shape (batch, heads, L, d_v)
         In the compute dtype (float32 or float64).
-    feature_map : meanfield.attention.features.FeatureMap
+    feature_map : meanfield.attention.features.AttentionFeatureMap
     key_padding_mask : torch.Tensor of bool, shape (batch, L), or None
     eps, chunk_size
         As in :func:`causal_linear_attention`.

@@ -33,8 +33,10 @@ query side, which is then shifted by its own per-token maximum
 ``exp(a_j(q) + a_j(k) - c(t))``: exact, at most 1, and equal to 1 for the dominant
 (feature, key) pair, so the denominator is at least 1 and nothing overflows or underflows
 except terms negligible next to that one (the "online softmax" trick, per feature). In the
-causal form no shift depends on a later token, so there is no future leakage through the
-shift (not even through rounding). The epsilon of the denominator is applied in these units.
+causal form (:mod:`meanfield.attention.causal`) the shifts are chunk-wide: they cancel exactly
+in the ratio, so a later key of the same chunk can change an output only through rounding (and
+a chunk whose denominator underflows is recomputed exactly in log space); no shift depends on a
+later chunk. The epsilon of the denominator is applied in these units.
 
 softmaxfeat (Hedgehog-style). ``phi(x) = [softmax(Omega x~), softmax(-Omega x~)]``: the two
 halves ("+" and "-") each have their *own* softmax over the ``m`` features, and are
