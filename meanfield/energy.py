@@ -500,14 +500,15 @@ class CentredAlignment(NormalisedAlignment):
 class PairInteraction(Term):
     """λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
 
-    One set of particles (N, p) without an autograd graph goes through the tiled symmetric
-    sums of :func:`meanfield.pairsum.pair_sums` (each pair once, two matrix products per
-    tile, float32 rescaled where its range is too short).  Replicas (..., N, p) and
-    differentiable values run over row chunks of at most :data:`PAIR_CHUNK_ELEMENTS` entries
-    (in float64 when float32 would leave its range).  In p = 1 the differences ω_i − ω_j are
-    formed directly (exact, which the stiff 1D singular kernels need); in p ≥ 2 the squared
-    distances come from |a|² + |b|² − 2aᵀb, a matrix product, so no (chunk × N × p) tensor is
-    built (relative error ~ machine epsilon × |ω|²/|z|²).
+    Particles without an autograd graph go through the tiled symmetric sums of
+    :func:`meanfield.pairsum.pair_sums` (each pair once, two matrix products per tile, float32
+    rescaled where its range is too short), replica by replica.  Replicas of fewer than
+    :attr:`tiled_replica_min_n` particles and differentiable values run over row chunks of at
+    most :data:`PAIR_CHUNK_ELEMENTS` entries (in float64 when float32 would leave its range).
+    In p = 1 the differences ω_i − ω_j are formed directly (exact, which the stiff 1D
+    singular kernels need); in p ≥ 2 the squared distances come from |a|² + |b|² − 2aᵀb, a
+    matrix product, so no (chunk × N × p) tensor is built (relative error ~ machine epsilon ×
+    |ω|²/|z|²).
 
     Parameters
     ----------
