@@ -19,7 +19,14 @@ from meanfield.pde import (
 )
 from meanfield.pde.flux import ScharfetterGummelMPRK, bernoulli, minmod3, reconstruct, solve_raw
 
-SCHEMES = [("upwind", 1), ("upwind", 2), ("sg", 2), ("sg-implicit", 2), ("sg-mprk22", 2)]
+SCHEMES = [
+    ("upwind", 1),
+    ("upwind", 2),
+    ("sg", 2),
+    ("sg-implicit", 2),
+    ("sg-mprk22", 2),
+    ("sg-mprk22-split", 2),
+]
 
 
 def test_bernoulli_function():
