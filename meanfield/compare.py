@@ -25,7 +25,7 @@ from scipy import stats
 from tqdm.auto import tqdm
 
 from ._validation import check_fit_sizes, check_int, check_output_path, check_positive
-from .diagnostics import kernel_gap, resolve_w_method, wasserstein_particles_grid
+from .diagnostics import kernel_gap, resolve_w_method, w_name, wasserstein_particles_grid
 from .domains import Box
 from .energy import (
     AlignmentTerm,
@@ -89,8 +89,9 @@ def compare(
     scheme, order, safety :
         Grid scheme (see :class:`~meanfield.pde.McKeanVlasov` and
         :func:`~meanfield.pde.solver.solve`).
-    w_method : {"auto", "exact", "sliced"}
-        How W2 is computed (:func:`~meanfield.diagnostics.wasserstein_particles_grid`).
+    w_method : {"auto", "exact", "sparse_exact", "sliced"}
+        How W2 is computed (:func:`~meanfield.diagnostics.wasserstein_particles_grid`;
+        "auto" is exact or sparse_exact, never sliced).
     progress : bool
     extra_attrs : dict, optional
         More attributes for the dataset.
@@ -102,8 +103,9 @@ def compare(
 
         * ``omega`` (time, particle, dim): particle positions;
         * ``rho`` (time, x[, y]): grid density;
-        * ``w2``, ``w1`` (time): W2 and W1 between μ_N(t) and ρ_t (``w1`` exact in p = 1 or
-          when W2 is exact; NaN when W2 is sliced);
+        * ``w2``, ``w1`` (time): W2 and W1 between μ_N(t) and ρ_t (``w1`` when the dense
+          exact solver runs, else NaN); with ``w_method="sliced"`` the variable is
+          ``sliced_w2`` instead of ``w2`` (SW2 ≤ W2 is a different quantity);
         * ``energy_particles`` and ``energy_particles_<term>`` (time): H_N(Ω_t);
         * ``energy_grid``, ``energy_grid_<term>``, ``entropy_grid``, ``free_energy_grid``
           (time): E(ρ_t), its terms, β⁻¹∫ρ log ρ and F_β(ρ_t);
@@ -189,7 +191,7 @@ def compare(
     )
     out["omega"] = (("time", "particle", "dim"), omega)
     out["rho"] = grid_ds["rho"]
-    out["w2"] = ("time", w2)
+    out[w_name(method)] = ("time", w2)
     out["w1"] = ("time", w1)
     for name in ds_p.data_vars:
         if name.startswith("energy"):
@@ -208,9 +210,10 @@ def compare(
     if gap is not None:
         out["kernel_gap"] = ("time", gap)
         out["kernel_gap"].attrs["long_name"] = "max_jk |K_muN(x_j, x_k) - K_rho(x_j, x_k)|"
-    out["w2"].attrs["long_name"] = (
-        "W2(mu_N(t), rho_t)" if method == "exact" else "sliced W2(mu_N(t), rho_t)"
+    out[w_name(method)].attrs["long_name"] = (
+        "sliced W2(mu_N(t), rho_t)" if method == "sliced" else "W2(mu_N(t), rho_t)"
     )
+    out[w_name(method)].attrs["method"] = method
     out["w1"].attrs["long_name"] = "W1(mu_N(t), rho_t)"
     out["rho"].attrs["long_name"] = "grid density rho_t (cell average)"
     out["omega"].attrs["long_name"] = "particle positions"
@@ -368,7 +371,8 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
     out_dir.mkdir(parents=True, exist_ok=True)
     nc = save_dataset(ds, out_dir / "comparison.nc")
     png = out_dir / "comparison.png"
-    plot_comparison(ds, png)
+    # the figure reads "w2"; a sliced run keeps its own name and long_name in the dataset
+    plot_comparison(ds.rename({"sliced_w2": "w2"}) if "sliced_w2" in ds else ds, png)
     ds.attrs["dataset_path"] = str(nc)
     ds.attrs["figure_path"] = str(png)
     return ds

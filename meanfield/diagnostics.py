@@ -14,11 +14,13 @@ Conventions
   (``density_model="centres"``), and W_q is the exact optimal-transport cost from
   ``ot.emd2`` (network simplex, float64 weights, cells of zero mass dropped).  Moving each
   cell's mass to its centre costs at most h √(p/12) in W2, a bias of that size.
-* For large problems (N × M_support > :data:`EXACT_MAX_PAIRS`, chosen from the timing in
-  ``benchmarks/bench_pde.py``) ``method="auto"`` switches to the sliced distance
-  SW_2 (``ot.sliced_wasserstein_distance``), a different quantity with SW_2 ≤ W_2.  Whoever
-  records a distance computed under ``auto`` names it with :func:`resolve_w_method` (the
-  same rule): a sliced value is labelled "sliced W2", never "W2".
+* For large problems (N × M_support > :data:`EXACT_MAX_PAIRS`) ``method="auto"`` switches to
+  :func:`meanfield.transport.w2_sparse` ("sparse_exact"): the same exact W2, solved as a
+  min-cost flow on a sparse support and certified by a dual check over every pair (order 2
+  only; W1 stays on the dense simplex).  The sliced distance SW_2
+  (``ot.sliced_wasserstein_distance``, SW_2 ≤ W_2, a different quantity) is computed only when
+  asked for with ``method="sliced"``, and whoever records it names it "sliced_w2", never
+  "w2".  :func:`resolve_w_method` is the one place where "auto" is decided.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from .errors import ConvergenceError, InputError
 from .features import FeatureMap, get_feature_map
 from .pde.field import Density
 from .pde.potential import GridEnergy
+from .transport import w2_sparse
 
 #: Largest N × M (number of cost-matrix entries) for which ``method="auto"`` runs the exact
 #: network simplex in p = 2.  Measured with benchmarks/bench_pde.py on a shared 2-core CPU:
 #: 2.3 s at 4.1e6 entries (N = 1000, 64²), 9.8 s at 1.6e7, and 221 s with 5.6 GB extra
 #: memory at 1.6e8 (N = 1e4 on 128²): time ∝ (N M)^1.34.  At 5e6 one exact W2 costs about
-#: 3 s, affordable at every record of a comparison; above it ``auto`` uses sliced W2 (4 s for
-#: N = 1e4 on 128² with 200 directions).
+#: 3 s, affordable at every record of a comparison; above it ``auto`` uses the sparse exact
+#: solver (:func:`meanfield.transport.w2_sparse`, the same value; benchmarks/bench_w2.py).
 EXACT_MAX_PAIRS = 5_000_000
 #: Iteration cap of the network simplex (POT's default, 1e5, is too small for 1e4 × 1e4).
 EMD_MAX_ITER = 100_000_000
@@ -50,8 +53,11 @@ EMD_MAX_ITER = 100_000_000
 # ----------------------------------------------------------------------------------------
 # inputs
 # ----------------------------------------------------------------------------------------
-def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto") -> str:
-    """The distance ``method="auto"`` computes: "exact" or "sliced".
+W2_METHODS = ("auto", "exact", "sparse_exact", "sliced")
+
+
+def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto", order: int = 2) -> str:
+    """The distance ``method="auto"`` computes: "exact" or "sparse_exact", never "sliced".
 
     Parameters
     ----------
@@ -59,18 +65,40 @@ def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto") -> str:
         Dimension.
     n_a, n_b : int
         Support sizes of the two measures (particles, cells of non-zero mass).
-    method : {"auto", "exact", "sliced"}
+    method : {"auto", "exact", "sparse_exact", "sliced"}
+    order : {1, 2}
+        W1 has no sparse solver: "auto" keeps it on the dense simplex.
 
     Returns
     -------
     str
-        ``method`` itself unless "auto"; then "exact" in p = 1 or while
-        n_a × n_b ≤ :data:`EXACT_MAX_PAIRS`, else "sliced".
+        ``method`` itself unless "auto"; then "exact" in p = 1, for W1, or while
+        n_a × n_b ≤ :data:`EXACT_MAX_PAIRS`, else "sparse_exact" (the same value, exact, on
+        a sparse support: :func:`meanfield.transport.w2_sparse`).
     """
-    check_choice("method", method, ("auto", "exact", "sliced"))
+    check_choice("method", method, W2_METHODS)
     if method != "auto":
         return method
-    return "exact" if p == 1 or int(n_a) * int(n_b) <= EXACT_MAX_PAIRS else "sliced"
+    small = p == 1 or order == 1 or int(n_a) * int(n_b) <= EXACT_MAX_PAIRS
+    return "exact" if small else "sparse_exact"
+
+
+def w_name(method: str) -> str:
+    """The name a recorded distance carries: "sliced_w2" for the sliced one, else "w2"."""
+    return "sliced_w2" if method == "sliced" else "w2"
+
+
+def _point_distance(xa, wa, xb, wb, order: int, method: str, n_projections: int, seed: int):
+    """W_order between two weighted point clouds by an already resolved method (p ≥ 2)."""
+    if method == "sliced":
+        if order != 2:
+            raise ValueError("method='sliced' gives the sliced W2 only (order=2)")
+        return sliced_w2(xa, wa, xb, wb, n_projections=n_projections, seed=seed)
+    if method == "sparse_exact":
+        if order != 2:
+            raise ValueError("method='sparse_exact' gives W2 only (order=2); use 'exact'")
+        return w2_sparse(xa, wa, xb, wb)["w2"]
+    return _emd(xa, wa, xb, wb, order)
 
 
 def _particles(omega, p: int, weights=None):
@@ -240,10 +268,12 @@ def wasserstein_particles_grid(
         Grid density on p ∈ {1, 2, 3}; normalised to mass 1 here.
     order : {1, 2}
         q.
-    method : {"auto", "exact", "sliced"}
-        ``exact``: quantile functions in p = 1, ``ot.emd2`` in p = 2, 3.  ``sliced``: SW2
-        (order 2 only).  ``auto``: exact in p = 1, and in p ≥ 2 while N × M ≤
-        :data:`EXACT_MAX_PAIRS`, else sliced (:func:`resolve_w_method` says which).
+    method : {"auto", "exact", "sparse_exact", "sliced"}
+        ``exact``: quantile functions in p = 1, ``ot.emd2`` in p = 2, 3.  ``sparse_exact``:
+        the same W2 by :func:`meanfield.transport.w2_sparse` (order 2).  ``sliced``: SW2, a
+        different, smaller quantity (order 2 only; record it as "sliced_w2").  ``auto``:
+        exact, or sparse_exact when N × M > :data:`EXACT_MAX_PAIRS`, never sliced
+        (:func:`resolve_w_method` says which).
     weights : array (N,), optional
         Particle weights (default uniform).
     density_model : {"cells", "centres"}, optional
@@ -260,26 +290,22 @@ def wasserstein_particles_grid(
     rho = _density(density)
     p = rho.grid.dim
     order = _check_order(order)
-    check_choice("method", method, ("auto", "exact", "sliced"))
+    check_choice("method", method, W2_METHODS)
     model = density_model or ("cells" if p == 1 else "centres")
     check_choice("density_model", model, ("cells", "centres"))
     if model == "cells" and p != 1:
         raise ValueError(f"density_model='cells' is exact only in p = 1; use 'centres' in p = {p}")
     x, w = _particles(omega, p, weights)
     cells = rho.masses.ravel()
-    method = resolve_w_method(p, len(x), np.count_nonzero(cells), method)
-    if method == "sliced":
-        if order != 2:
-            raise ValueError("method='sliced' gives the sliced W2 only (order=2)")
-        return sliced_w2(x, w, rho.grid.centers, cells, n_projections=n_projections, seed=seed)
-    if p == 1:
+    method = resolve_w_method(p, len(x), np.count_nonzero(cells), method, order)
+    if p == 1 and method != "sliced":  # the quantile formula is exact and cheapest in p = 1
         seg_b = (
             _segments_cells(rho)
             if model == "cells"
             else _segments_atoms(rho.grid.centers[:, 0], cells)
         )
         return _quantile_distance(_segments_atoms(x[:, 0], w), seg_b, order)
-    return _emd(x, w, rho.grid.centers, cells, order)
+    return _point_distance(x, w, rho.grid.centers, cells, order, method, n_projections, seed)
 
 
 def w1_particles_grid(omega, density: Density, **kwargs) -> float:
@@ -305,14 +331,15 @@ def wasserstein_grids(
 
     p = 1: exact, both densities piecewise constant (the grids may differ but must be 1D).
     p = 2, 3: ``ot.emd2`` between the cell-centre atoms (cost matrix M_a × M_b, zero cells
-    dropped), or the sliced W2 when ``method="sliced"`` or the product exceeds
-    :data:`EXACT_MAX_PAIRS` under ``method="auto"``.
+    dropped), the same value on a sparse support (:func:`meanfield.transport.w2_sparse`)
+    when ``method="sparse_exact"`` or the product exceeds :data:`EXACT_MAX_PAIRS` under
+    ``method="auto"``, or the sliced W2 only when ``method="sliced"``.
     """
     a, b = _density(rho_a, "rho_a"), _density(rho_b, "rho_b")
     if a.grid.dim != b.grid.dim:
         raise ValueError(f"incompatible densities: p={a.grid.dim} and p={b.grid.dim}")
     order = _check_order(order)
-    check_choice("method", method, ("auto", "exact", "sliced"))
+    check_choice("method", method, W2_METHODS)
     if a.grid.dim == 1:
         if method == "sliced":
             raise ValueError(
@@ -320,14 +347,12 @@ def wasserstein_grids(
             )
         return _quantile_distance(_segments_cells(a), _segments_cells(b), order)
     ma, mb = a.masses.ravel(), b.masses.ravel()
-    method = resolve_w_method(a.grid.dim, np.count_nonzero(ma), np.count_nonzero(mb), method)
-    if method == "sliced":
-        if order != 2:
-            raise ValueError("method='sliced' gives the sliced W2 only (order=2)")
-        return sliced_w2(
-            a.grid.centers, ma, b.grid.centers, mb, n_projections=n_projections, seed=seed
-        )
-    return _emd(a.grid.centers, ma, b.grid.centers, mb, order)
+    method = resolve_w_method(
+        a.grid.dim, np.count_nonzero(ma), np.count_nonzero(mb), method, order
+    )
+    return _point_distance(
+        a.grid.centers, ma, b.grid.centers, mb, order, method, n_projections, seed
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -412,4 +437,7 @@ __all__ = [
     "kernel_gap",
     "free_energy",
     "EXACT_MAX_PAIRS",
+    "W2_METHODS",
+    "resolve_w_method",
+    "w_name",
 ]
