@@ -248,6 +248,7 @@ OU_SWEEPS = {
     "dts": [0.2, 0.1, 0.05, 0.025, 0.0125, 0.00625, 0.003125, 0.0015625],
     "pypde": [96, 128, 181, 256, 362, 512, 724, 1024, 1448, 2048, 2896, 4096, 5792],
     "implicit_step": [1024, 2048, 4096, 8192, 16384],
+    "implicit_step_2d": [64, 128, 256],
 }
 OU_SWEEPS_QUICK = {
     "sg": [64, 128, 256],
@@ -255,6 +256,7 @@ OU_SWEEPS_QUICK = {
     "dts": [0.1, 0.025],
     "pypde": [96, 181],
     "implicit_step": [1024, 4096],
+    "implicit_step_2d": [64],
 }
 
 
@@ -301,7 +303,22 @@ def _implicit_step_times(M: int) -> dict:
     }
 
 
-def ou_markdown(meta, table, scaling) -> str:
+def implicit_step_2d(n: int) -> dict:
+    """Seconds per MPRK22 step on an n² grid: the sparse LU solve against the Strang split
+    into tridiagonal lines (``sg-mprk22-split``), OU potential, Δt = 0.01."""
+    from meanfield.pde.flux import ScharfetterGummelMPRK
+
+    g = Grid(Box(2, OU["L"]), n)
+    U = 0.5 * (g.centers**2).sum(1).reshape(g.shape)
+    rho = Density.gaussian(g, OU["m0"], OU["s0"]).data
+    out = {"n": n, "M": g.size}
+    for key, split in (("sparse_lu_s", False), ("split_s", True)):
+        sch = ScharfetterGummelMPRK(split=split)
+        out[key] = _adaptive_median(lambda sch=sch: sch.advance(rho, U, g, OU["beta"], 0.01))
+    return out
+
+
+def ou_markdown(meta, table, scaling, scaling_2d=()) -> str:
     lines = [
         "OU Fokker–Planck to t = 1 on [−5, 5] (β = 1, ρ0 = N(1, 0.5²)); L1 error against the "
         "exact density. meanfield: whole `eq.solve` calls (validation, guard, result); py-pde: "
@@ -332,6 +349,19 @@ def ou_markdown(meta, table, scaling) -> str:
             f"{r['implicit_euler_s'] * 1e6:.1f} µs | "
             f"{r['implicit_euler_batched_s'] * 1e6:.1f} µs | {r['mprk22_s'] * 1e6:.1f} µs |"
         )
+    if scaling_2d:
+        lines += [
+            "",
+            "One `sg-mprk22` step in 2D: sparse LU against the Strang split into lines:",
+            "",
+            "| grid | sparse LU | split (`sg-mprk22-split`) | ratio |",
+            "|---|---|---|---|",
+        ]
+        for r in scaling_2d:
+            lines.append(
+                f"| {r['n']}² | {r['sparse_lu_s'] * 1e3:.2f} ms | {r['split_s'] * 1e3:.2f} ms | "
+                f"{r['sparse_lu_s'] / r['split_s']:.0f}× |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -370,6 +400,7 @@ def section_ou(quick: bool, skip_pypde: bool = False, out=None, sweeps=None) -> 
         }
         table.append(row)
     scaling = banded_step_scaling(sweeps["implicit_step"])
+    scaling_2d = [implicit_step_2d(n) for n in sweeps.get("implicit_step_2d", ())]
     meta.update(
         wall_s=time.perf_counter() - start,
         loadavg_end=list(os.getloadavg()),
@@ -378,10 +409,11 @@ def section_ou(quick: bool, skip_pypde: bool = False, out=None, sweeps=None) -> 
             f"wall time {time.perf_counter() - start:.0f} s"
         ),
     )
-    md = ou_markdown(meta, table, scaling)
+    md = ou_markdown(meta, table, scaling, scaling_2d)
     print(md)
     payload = {"meta": meta, "table": table, "meanfield": rows, "pypde": pp}
     payload["implicit_step"] = scaling
+    payload["implicit_step_2d"] = scaling_2d
     if out is not None:
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
