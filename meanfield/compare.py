@@ -16,12 +16,10 @@ over seeds.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 import xarray as xr
-from scipy import stats
 from tqdm.auto import tqdm
 
 from ._validation import check_fit_sizes, check_int, check_output_path, check_positive
@@ -382,18 +380,17 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
 # the rate in N
 # ----------------------------------------------------------------------------------------
 def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
-    """Fit W ≈ C N^slope per seed and summarise the slope over seeds.
+    """Fit W ≈ C N^slope per seed and summarise the slope over seeds (Student-t interval).
 
-    A Student-t interval on per-seed slopes (each seed is one full curve here).  The limit
-    studies use :func:`meanfield.studies.limits.fit_power_law`, a bootstrap over seeds of the
-    fit to the seed means, which also serves when a single replicate per point is available.
+    A thin alias of :func:`meanfield.studies.limits.fit_power_law` with ``interval="t"``
+    (the package's one power-law fit).
 
     Parameters
     ----------
     n_values : array (K,)
         Particle numbers.
     w : array (K, S)
-        Distances for each N and seed.
+        Distances for each N and seed (S ≥ 2).
     confidence : float
         Level of the Student-t interval on the mean slope over the S seeds.
 
@@ -401,30 +398,21 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     -------
     dict
         ``slope`` (mean over seeds), ``ci_low``, ``ci_high``, ``slopes`` (per seed),
-        ``pooled_slope`` (least squares on all points).
+        ``pooled_slope`` (least squares on all points), ``confidence``, ``prefactor``.
 
     Raises
     ------
     meanfield.errors.InputError
         Fewer than 3 distinct N (the rate is undetermined) or fewer than 2 seeds.
     """
-    logn = np.log(check_fit_sizes("n_values (N)", n_values))
-    logw = np.log(np.asarray(w, dtype=float))
-    if logw.ndim != 2 or logw.shape[0] != len(logn) or logw.shape[1] < 2:
+    from .studies.limits import fit_power_law
+
+    w = np.asarray(w, dtype=float)
+    if w.ndim != 2 or w.shape[1] < 2:
         raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
-    slopes = np.array([np.polyfit(logn, logw[:, s], 1)[0] for s in range(logw.shape[1])])
-    S = len(slopes)
-    half = stats.t.ppf(0.5 + confidence / 2, S - 1) * slopes.std(ddof=1) / math.sqrt(S)
-    pooled = np.polyfit(np.repeat(logn, logw.shape[1]), logw.ravel(), 1)[0]
-    m = float(slopes.mean())
-    return {
-        "slope": m,
-        "ci_low": m - half,
-        "ci_high": m + half,
-        "slopes": slopes,
-        "pooled_slope": float(pooled),
-        "confidence": confidence,
-    }
+    out = fit_power_law(check_fit_sizes("n_values (N)", n_values), w, level=confidence,
+                        interval="t")
+    return {**out, "confidence": confidence}
 
 
 def convergence_in_n(

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import ot
 import pytest
+import torch
 from scipy.linalg import sqrtm
 from scipy.optimize import linear_sum_assignment
 
@@ -162,7 +163,9 @@ def test_kernel_gap_matches_direct_computation_and_closed_form(rng):
     phi = np.exp(omega @ X.T - 0.5 * (X**2).sum(1))  # (N, n), written out independently
     KN = phi.T @ phi / len(omega)
     assert kernel_gap(omega, rho, X, "positive") == pytest.approx(np.abs(KN - K).max(), rel=1e-12)
-    assert fmap.name == "positive"
+    # the feature map's own empirical kernel is the written-out one
+    KN_map = fmap.empirical_kernel(torch.as_tensor(X), torch.as_tensor(omega)).numpy()
+    np.testing.assert_allclose(KN_map, KN, rtol=1e-12)
 
 
 def test_free_energy_of_gaussian_closed_form():

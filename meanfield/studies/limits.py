@@ -167,23 +167,37 @@ def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = Fals
     )
 
 
-def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> dict:
-    """Fit y ≈ C x^slope by least squares in log-log, with a bootstrap CI over replicates.
+def fit_power_law(
+    x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, interval: str = "bootstrap"
+) -> dict:
+    """Fit y ≈ C x^slope by least squares in log-log, with a CI over replicates.
 
-    (:func:`meanfield.compare.fit_rate` is the Student-t variant on per-seed slopes used by the
-    side-by-side comparison; both fit the same log-log line to balanced data.)
+    The one power-law fit of the package (:func:`meanfield.compare.fit_rate` is this with
+    ``interval="t"``).
+
+    .. math::
+
+        \\log y = \\log C + \\text{slope} \\cdot \\log x .
 
     Parameters
     ----------
     x : array (K,)
         Positive abscissae (N, β, …).
     y : array (K, S)
-        S independent replicates (seeds) at each x; the bootstrap resamples seeds within
-        each x.
+        S independent replicates (seeds) at each x.
+    n_boot, seed : int
+        Bootstrap resamples and their seed (``interval="bootstrap"``).
+    level : float
+        Confidence level of the interval.
+    interval : {"bootstrap", "t"}
+        "bootstrap": the line through the seed means, CI by resampling seeds within each x
+        (serves with a single replicate too).  "t": one line per seed (each seed a full
+        curve), slope = their mean, Student-t CI on it (S ≥ 2); also returns ``slopes``
+        and ``pooled_slope`` (least squares on all points).
 
     Returns
     -------
-    dict with ``slope``, ``ci_low``, ``ci_high``, ``prefactor``.
+    dict with ``slope``, ``ci_low``, ``ci_high``, ``prefactor``, ``level``.
 
     Raises
     ------
@@ -191,6 +205,8 @@ def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.9
         Fewer than 3 distinct x (a line through two points has no error to estimate: the rate
         is undetermined), x not positive, or y not positive and finite.
     """
+    if interval not in ("bootstrap", "t"):
+        raise ValueError(f"interval must be 'bootstrap' or 't', got {interval!r}")
     x = check_fit_sizes("x (sizes of the fit)", x)
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
@@ -199,6 +215,8 @@ def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.9
         raise ValueError(f"y must have one row per x ({len(x)}), got shape {y.shape}")
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
         raise ValueError("fit_power_law needs positive, finite y")
+    if interval == "t":
+        return _fit_per_seed(np.log(x), np.log(y), level)
     lx = np.log(x)
 
     def slope_of(ym):
@@ -220,6 +238,29 @@ def fit_power_law(x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.9
         "ci_high": float(hi),
         "prefactor": float(np.exp(a)),
         "level": level,
+    }
+
+
+def _fit_per_seed(lx, ly, level: float) -> dict:
+    """One log-log line per seed (column of ly); Student-t CI on the mean slope."""
+    from scipy import stats
+
+    S = ly.shape[1]
+    if S < 2:
+        raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
+    fits = np.array([np.polyfit(lx, ly[:, s], 1) for s in range(S)])
+    slopes = fits[:, 0]
+    m = float(slopes.mean())
+    half = stats.t.ppf(0.5 + level / 2, S - 1) * slopes.std(ddof=1) / np.sqrt(S)
+    pooled = np.polyfit(np.repeat(lx, S), ly.ravel(), 1)[0]
+    return {
+        "slope": m,
+        "ci_low": m - half,
+        "ci_high": m + half,
+        "prefactor": float(np.exp(fits[:, 1].mean())),
+        "level": level,
+        "slopes": slopes,
+        "pooled_slope": float(pooled),
     }
 
 
