@@ -116,7 +116,7 @@ def test_3d_solve_keeps_mass_and_positivity_and_dissipates_free_energy():
     assert r2(init) + 0.1 < r2(res.state) < 0.7
 
 
-def test_3d_w2_is_exact_on_small_grids_and_named_sliced_otherwise():
+def test_3d_w2_is_exact_on_small_grids_and_sparse_exact_otherwise():
     grid = Grid(Box(3, 1.0), 6)
     rho = Density.gaussian(grid, std=0.4)
     # the cell-centre atoms with the cell masses are the grid measure: exact W2 = 0
@@ -128,8 +128,10 @@ def test_3d_w2_is_exact_on_small_grids_and_named_sliced_otherwise():
     sw2 = wasserstein_grids(rho, shifted, method="sliced", n_projections=500)
     assert 0 < sw2 < w2 <= 1 / 3 + 1e-12
     assert resolve_w_method(3, 10, 10) == "exact"
-    assert resolve_w_method(3, 10_000, 10_000) == "sliced"
+    # above EXACT_MAX_PAIRS "auto" stays exact on a sparse support, never sliced (issue 13)
+    assert resolve_w_method(3, 10_000, 10_000) == "sparse_exact"
     assert resolve_w_method(1, 10_000, 10_000) == "exact"
+    assert resolve_w_method(3, 10_000, 10_000, method="sliced") == "sliced"  # only on request
 
 
 def test_coulomb3d_figure_small(tmp_path):
