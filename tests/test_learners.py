@@ -278,8 +278,14 @@ def test_repulsion_prevents_collapse(seed):
     assert free.min_distance_ < 0.05 * free.min_distance_init_
     assert rep.min_distance_ > 0.5 * rep.min_distance_init_
     assert rep.min_distance_ > 20 * free.min_distance_
-    # both still learn: the alignment rises in each
-    assert free.alignment_ > free.alignment_init_ and rep.alignment_ > rep.alignment_init_
+    # both still learn. The free run maximises the alignment alone, so it rises; the repulsive
+    # run lowers its energy (alignment traded against repulsion; measured 16-42 % of |E_0|
+    # across seeds and summation orders, asserted >= 5 %: a gradient flow must descend). Its
+    # alignment alone is not a property at this temperature: at seed 1 it ends at 0.039 or 0.035
+    # (start 0.037) under two summation orders of the same pair force (agreeing to 1e-13), as
+    # the nearly deterministic flow amplifies round-off over 800 steps.
+    assert free.alignment_ > free.alignment_init_
+    assert rep.energy_ < rep.energy_init_ - 0.05 * abs(rep.energy_init_)
 
 
 # ----------------------------------------------------------------------------- bad input
