@@ -7,9 +7,8 @@ mean-field regime β_N = β) and the grid density by the McKean–Vlasov solver
 particles are an exact iid sample of the initial grid density (piecewise constant), so at
 t = 0 the only gap is the sampling error.
 
-:func:`default_problem` is the embedded problem of the README: a synthetic two-class data set,
-so the particles are the model's random features and the energy contains the alignment term.
-:func:`run_default_comparison` writes the dataset (netCDF) and a figure.
+:func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem and
+its one-call run with I/O) live in :mod:`meanfield.problems` and are re-exported here.
 :func:`convergence_in_n` measures the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval
 over seeds.
 """
@@ -22,22 +21,16 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ._validation import check_fit_sizes, check_int, check_output_path, check_positive
+from ._validation import check_fit_sizes, check_int, check_positive
 from .diagnostics import kernel_gap, resolve_w_method, w_name, wasserstein_particles_grid
-from .domains import Box
 from .energy import (
     AlignmentTerm,
     Energy,
-    LinearAlignment,
-    PairInteraction,
-    QuadraticPotential,
 )
-from .kernels import Coulomb
 from .particles import simulate
-from .pde import Density, FreeEnergyTracker, Grid, MassTracker, McKeanVlasov, StorageTracker
+from .pde import Density, FreeEnergyTracker, MassTracker, McKeanVlasov, StorageTracker
 from .pde.potential import check_same_domain
-from .results import provenance, save_dataset
-from .synthetic import radial
+from .results import provenance
 
 
 def _data_term(energy: Energy):
@@ -113,28 +106,18 @@ def compare(
 
         Attributes: every parameter, the seed, solver statistics and the package version.
     """
-    if not isinstance(initial, Density):
-        raise TypeError(f"initial must be a meanfield.pde.Density, got {initial!r}")
-    check_same_domain(energy, initial.grid)
-    n_particles = check_int("n_particles (N)", n_particles)
-    beta = check_positive("beta", beta)
-    t_final = check_positive("t_final", t_final)
-    eta = check_positive("eta (step size)", eta)
-    n_records = check_int("n_records", n_records)
-    n_steps = int(round(t_final / eta))
-    if n_steps < 1:
-        raise ValueError(f"t_final/eta must give at least one step, got {t_final}/{eta}")
-    record_every = max(1, n_steps // n_records)
+    n_steps, record_every = _check_run(
+        energy, initial, n_particles, beta, t_final, eta, n_records
+    )
+    n_particles, beta, eta = int(n_particles), float(beta), float(eta)
     grid = initial.grid
-    p = grid.dim
     initial = initial.normalised()
     eq = McKeanVlasov(energy, grid, beta, scheme=scheme, order=order)  # validates first
 
     start = time.perf_counter()
-    omega0 = initial.sample(n_particles, seed)
     ds_p = simulate(
         energy,
-        omega0,
+        initial.sample(n_particles, seed),
         eta=eta,
         beta=beta,
         n_steps=n_steps,
@@ -144,86 +127,31 @@ def compare(
         progress=progress,
     )
     t_particles = time.perf_counter() - start
-
     times = ds_p["time"].values
-    storage = StorageTracker(eta * record_every)
-    fe = FreeEnergyTracker(eta * record_every)
-    mt = MassTracker(eta * record_every)
-    res = eq.solve(
-        initial, float(times[-1]), trackers=[storage, fe, mt], safety=safety, progress=progress
+    res, grid_ds = _grid_run(eq, initial, times, eta * record_every, safety, progress)
+    method = resolve_w_method(
+        grid.dim, n_particles, int(np.count_nonzero(initial.data)), w_method
     )
-    grid_ds = res.dataset().sel(time=times, method="nearest")
-    lag = float(np.max(np.abs(grid_ds["time"].values - times)))
-    if lag > 1e-9 * max(1.0, times[-1]):
-        raise RuntimeError(f"grid records do not line up with particle records (lag {lag:g})")
-    grid_ds = grid_ds.assign_coords(time=times)
+    diag = _diagnostics(energy, grid, ds_p["omega"].values, grid_ds, method, seed, progress)
+    out = _assemble(ds_p, grid_ds, grid, method, diag)
+    run = {"N": n_particles, "eta": eta, "t_final": float(times[-1]), "n_steps": n_steps,
+           "record_every": record_every}
+    out.attrs = _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
+    return out
 
-    method = resolve_w_method(p, n_particles, int(np.count_nonzero(initial.data)), w_method)
-    omega = ds_p["omega"].values
-    w2 = np.empty(len(times))
-    w1 = np.full(len(times), np.nan)
-    data = _data_term(energy)
-    gap = np.empty(len(times)) if data is not None else None
-    records = tqdm(
-        range(len(times)),
-        desc=f"W{'2' if method != 'exact' else '1, W2'} per record",
-        unit="record",
-        disable=not progress,
-    )
-    for k in records:
-        rho_k = Density(grid, grid_ds["rho"].values[k])
-        w2[k] = wasserstein_particles_grid(omega[k], rho_k, order=2, method=method, seed=seed)
-        if method == "exact":
-            w1[k] = wasserstein_particles_grid(omega[k], rho_k, order=1, method="exact")
-        if data is not None:
-            gap[k] = kernel_gap(omega[k], rho_k, data.X_np, data.feature)
 
-    out = xr.Dataset(
-        coords={
-            "time": times,
-            "step": ("time", ds_p["step"].values),
-            "particle": ds_p["particle"].values,
-            "dim": ds_p["dim"].values,
-            **grid.coords,
-        }
-    )
-    out["omega"] = (("time", "particle", "dim"), omega)
-    out["rho"] = grid_ds["rho"]
-    out[w_name(method)] = ("time", w2)
-    out["w1"] = ("time", w1)
-    for name in ds_p.data_vars:
-        if name.startswith("energy"):
-            out[name.replace("energy", "energy_particles", 1)] = ("time", ds_p[name].values)
-    for name in grid_ds.data_vars:
-        if name == "rho":
-            continue
-        new = {
-            "mass": "mass_grid",
-            "min_density": "min_density_grid",
-            "free_energy": "free_energy_grid",
-            "entropy": "entropy_grid",
-            "energy": "energy_grid",
-        }.get(name, name.replace("energy", "energy_grid", 1))
-        out[new] = ("time", grid_ds[name].values)
-    if gap is not None:
-        out["kernel_gap"] = ("time", gap)
-        out["kernel_gap"].attrs["long_name"] = "max_jk |K_muN(x_j, x_k) - K_rho(x_j, x_k)|"
-    out[w_name(method)].attrs["long_name"] = (
-        "sliced W2(mu_N(t), rho_t)" if method == "sliced" else "W2(mu_N(t), rho_t)"
-    )
-    out[w_name(method)].attrs["method"] = method
-    out["w1"].attrs["long_name"] = "W1(mu_N(t), rho_t)"
-    out["rho"].attrs["long_name"] = "grid density rho_t (cell average)"
-    out["omega"].attrs["long_name"] = "particle positions"
+def _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed) -> dict:
+    """The dataset's attributes: every parameter, solver statistics, provenance."""
+    grid = eq.grid
     params = {
-        "N": n_particles,
-        "p": p,
-        "beta": beta,
+        "N": run["N"],
+        "p": grid.dim,
+        "beta": eq.beta,
         "regime": "mean-field",
-        "eta": eta,
-        "t_final": float(times[-1]),
-        "n_steps": n_steps,
-        "record_every": record_every,
+        "eta": run["eta"],
+        "t_final": run["t_final"],
+        "n_steps": run["n_steps"],
+        "record_every": run["record_every"],
         "w_method": method,
         "grid_scheme": eq.scheme.name,
         "grid_safety": safety,
@@ -238,142 +166,101 @@ def compare(
         **(extra_attrs or {}),
     }
     params.pop("scheme", None)
-    out.attrs = provenance(params, seed=seed)
-    return out
+    return provenance(params, seed=seed)
 
 
-# ----------------------------------------------------------------------------------------
-# the embedded default problem
-# ----------------------------------------------------------------------------------------
-DEFAULTS = {
-    1: {
-        "radius": 2.0,
-        "grid_n": 128,
-        "n_data": 200,
-        "lam": 0.5,
-        "beta": 10.0,
-        "n_particles": 500,
-        "eta": 0.005,
-        "t_final": 2.0,
-        "init_mean": 0.0,
-        "init_std": 0.3,
-    },
-    2: {
-        "radius": 2.0,
-        "grid_n": 48,
-        "n_data": 200,
-        "lam": 0.5,
-        "beta": 10.0,
-        "n_particles": 1000,
-        "eta": 0.005,
-        "t_final": 1.0,
-        "init_mean": 0.0,
-        "init_std": 0.4,
-    },
+def _check_run(energy, initial, n_particles, beta, t_final, eta, n_records):
+    """Every argument of :func:`compare` checked before work; (n_steps, record_every)."""
+    if not isinstance(initial, Density):
+        raise TypeError(f"initial must be a meanfield.pde.Density, got {initial!r}")
+    check_same_domain(energy, initial.grid)
+    check_int("n_particles (N)", n_particles)
+    check_positive("beta", beta)
+    t_final = check_positive("t_final", t_final)
+    eta = check_positive("eta (step size)", eta)
+    n_records = check_int("n_records", n_records)
+    n_steps = int(round(t_final / eta))
+    if n_steps < 1:
+        raise ValueError(f"t_final/eta must give at least one step, got {t_final}/{eta}")
+    return n_steps, max(1, n_steps // n_records)
+
+
+def _grid_run(eq, initial, times, interval, safety, progress):
+    """The grid solve recorded at the particles' record times: (result, dataset)."""
+    trackers = [StorageTracker(interval), FreeEnergyTracker(interval), MassTracker(interval)]
+    res = eq.solve(initial, float(times[-1]), trackers=trackers, safety=safety, progress=progress)
+    grid_ds = res.dataset().sel(time=times, method="nearest")
+    lag = float(np.max(np.abs(grid_ds["time"].values - times)))
+    if lag > 1e-9 * max(1.0, times[-1]):
+        raise RuntimeError(f"grid records do not line up with particle records (lag {lag:g})")
+    return res, grid_ds.assign_coords(time=times)
+
+
+def _diagnostics(energy, grid, omega, grid_ds, method, seed, progress) -> dict:
+    """W2 (or sliced W2), W1 when the dense solver runs, and the kernel gap, per record."""
+    n = len(omega)
+    w2, w1 = np.empty(n), np.full(n, np.nan)
+    data = _data_term(energy)
+    gap = np.empty(n) if data is not None else None
+    records = tqdm(
+        range(n),
+        desc=f"W{'2' if method != 'exact' else '1, W2'} per record",
+        unit="record",
+        disable=not progress,
+    )
+    for k in records:
+        rho_k = Density(grid, grid_ds["rho"].values[k])
+        w2[k] = wasserstein_particles_grid(omega[k], rho_k, order=2, method=method, seed=seed)
+        if method == "exact":
+            w1[k] = wasserstein_particles_grid(omega[k], rho_k, order=1, method="exact")
+        if data is not None:
+            gap[k] = kernel_gap(omega[k], rho_k, data.X_np, data.feature)
+    return {"w2": w2, "w1": w1, "gap": gap}
+
+
+_GRID_NAMES = {
+    "mass": "mass_grid",
+    "min_density": "min_density_grid",
+    "free_energy": "free_energy_grid",
+    "entropy": "entropy_grid",
+    "energy": "energy_grid",
 }
 
 
-def default_problem(dim: int = 1, **overrides) -> dict:
-    """The README's problem: random features on a synthetic two-class data set.
-
-    Data: the radial task of Sinha & Duchi in d = ``dim`` (x ~ N(0, I_d), y = sign(|x| − √d),
-    ``n_data`` points, seed 0).  Particles: positive (FAVOR+) features ω ∈ R^d, so p = d.
-    Energy on the box [−R, R]^p:
-
-        E(μ) = ∫ |ω|²/2 dμ − ∫ a dμ + λ ∬ k(ω − ω') dμ dμ,
-
-    with the linear (U-statistic) alignment a and the Coulomb kernel of R^p (k = −|z| in
-    p = 1, −log|z| in p = 2).  Initial law: N(init_mean, init_std² I) on the grid.
-
-    Parameters
-    ----------
-    dim : {1, 2}
-    **overrides
-        Any key of :data:`DEFAULTS` (``radius``, ``grid_n``, ``n_data``, ``lam``, ``beta``,
-        ``n_particles``, ``eta``, ``t_final``, ``init_mean``, ``init_std``).
-
-    Returns
-    -------
-    dict
-        Keyword arguments for :func:`compare` (``energy``, ``initial``, ``n_particles``,
-        ``beta``, ``t_final``, ``eta``) and ``data`` = (X, y).
-    """
-    if dim not in DEFAULTS:
-        raise ValueError(f"dim must be 1 or 2 for the default problem, got {dim!r}")
-    cfg = dict(DEFAULTS[dim])
-    unknown = set(overrides) - set(cfg)
-    if unknown:
-        raise ValueError(
-            f"unknown default-problem parameter(s) {sorted(unknown)}; choose from {sorted(cfg)}"
-        )
-    cfg.update(overrides)
-    split = radial(check_int("n_data", cfg["n_data"], minimum=2), 1, d=dim, seed=0)
-    X, y = split.X_train, split.y_train
-    domain = Box(dim, cfg["radius"])
-    energy = Energy(
-        [
-            QuadraticPotential(1.0),
-            LinearAlignment(X, y, "positive"),
-            PairInteraction(Coulomb(dim), cfg["lam"]),
-        ],
-        domain,
+def _assemble(ds_p, grid_ds, grid, method, diag) -> xr.Dataset:
+    """One dataset: both trajectories, their energies and the diagnostics, with long names."""
+    out = xr.Dataset(
+        coords={
+            "time": ds_p["time"].values,
+            "step": ("time", ds_p["step"].values),
+            "particle": ds_p["particle"].values,
+            "dim": ds_p["dim"].values,
+            **grid.coords,
+        }
     )
-    grid = Grid(domain, cfg["grid_n"])
-    initial = Density.gaussian(grid, cfg["init_mean"], cfg["init_std"])
-    return {
-        "energy": energy,
-        "initial": initial,
-        "n_particles": cfg["n_particles"],
-        "beta": cfg["beta"],
-        "t_final": cfg["t_final"],
-        "eta": cfg["eta"],
-        "data": (X, y),
-        "config": cfg,
-    }
-
-
-_COMPARE_KEYS = {"n_records", "seed", "scheme", "order", "safety", "w_method", "progress"}
-
-
-def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
-    """Run the default problem, write ``comparison.nc`` and ``comparison.png`` to ``out_dir``.
-
-    Parameters
-    ----------
-    out_dir : path
-        Created if missing.
-    dim : {1, 2}
-        Particle dimension of the default problem.
-    **overrides
-        Default-problem parameters (:func:`default_problem`) and :func:`compare` options
-        (``n_records``, ``seed``, ``scheme``, ``order``, ``safety``, ``w_method``,
-        ``progress``).
-
-    Returns
-    -------
-    xarray.Dataset
-        As :func:`compare`; ``attrs["dataset_path"]`` and ``attrs["figure_path"]`` say where
-        the files went.
-    """
-    from .plotting import plot_comparison
-
-    out_dir = check_output_path("out (folder)", out_dir, kind="dir")
-    for name in ("comparison.nc", "comparison.png"):
-        check_output_path("out (folder)", out_dir / name, kind="file")
-    cmp_kw = {k: overrides.pop(k) for k in list(overrides) if k in _COMPARE_KEYS}
-    prob = default_problem(dim, **overrides)
-    cfg = prob.pop("config")
-    prob.pop("data")
-    extra = {"problem": "default", "task": "radial", **{f"problem_{k}": v for k, v in cfg.items()}}
-    ds = compare(**prob, **cmp_kw, extra_attrs=extra)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    nc = save_dataset(ds, out_dir / "comparison.nc")
-    png = out_dir / "comparison.png"
-    # the figure reads "w2"; a sliced run keeps its own name and long_name in the dataset
-    plot_comparison(ds.rename({"sliced_w2": "w2"}) if "sliced_w2" in ds else ds, png)
-    ds.attrs["dataset_path"] = str(nc)
-    ds.attrs["figure_path"] = str(png)
-    return ds
+    out["omega"] = (("time", "particle", "dim"), ds_p["omega"].values)
+    out["rho"] = grid_ds["rho"]
+    name = w_name(method)
+    out[name] = ("time", diag["w2"])
+    out["w1"] = ("time", diag["w1"])
+    for v in ds_p.data_vars:
+        if v.startswith("energy"):
+            out[v.replace("energy", "energy_particles", 1)] = ("time", ds_p[v].values)
+    for v in grid_ds.data_vars:
+        if v != "rho":
+            new = _GRID_NAMES.get(v, v.replace("energy", "energy_grid", 1))
+            out[new] = ("time", grid_ds[v].values)
+    if diag["gap"] is not None:
+        out["kernel_gap"] = ("time", diag["gap"])
+        out["kernel_gap"].attrs["long_name"] = "max_jk |K_muN(x_j, x_k) - K_rho(x_j, x_k)|"
+    out[name].attrs["long_name"] = (
+        "sliced W2(mu_N(t), rho_t)" if method == "sliced" else "W2(mu_N(t), rho_t)"
+    )
+    out[name].attrs["method"] = method
+    out["w1"].attrs["long_name"] = "W1(mu_N(t), rho_t)"
+    out["rho"].attrs["long_name"] = "grid density rho_t (cell average)"
+    out["omega"].attrs["long_name"] = "particle positions"
+    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -491,3 +378,16 @@ def convergence_in_n(
         seed=None,
     )
     return out
+
+
+# the default problem and its run moved to meanfield.problems; kept importable from here
+from .problems import DEFAULTS, default_problem, run_default_comparison  # noqa: E402
+
+__all__ = [
+    "compare",
+    "convergence_in_n",
+    "fit_rate",
+    "DEFAULTS",
+    "default_problem",
+    "run_default_comparison",
+]
