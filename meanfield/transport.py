@@ -21,7 +21,7 @@ and proves afterwards that no other pair could lower the cost (column generation
 
        r_{ij} = |x_i - y_j|^2 - u_i - v_j \\ge -\\tau \\quad \\text{for all } i, j .
 
-   If some r_ij < −τ, those pairs (the 8 most negative per point) join the candidates and
+   If some r_ij < −τ, those pairs (the ``per_row`` most negative per point) join the support and
    the flow is solved again; otherwise the flow is optimal for the full problem.
 
 At the end, weak duality bounds the result from below with the original (un-rounded) masses,
@@ -142,7 +142,7 @@ def _check_cloud(name: str, x, w):
     return x[keep], w[keep] / w[keep].sum()
 
 
-def w2_sparse(xa, wa, xb, wb, *, k: int = 8, per_row: int = 8, max_rounds: int = 100) -> dict:
+def w2_sparse(xa, wa, xb, wb, *, k: int = 16, per_row: int = 32, max_rounds: int = 100) -> dict:
     """Exact W2 between Σ a_i δ_{x_i} and Σ b_j δ_{y_j}, solved on a sparse support.
 
     Parameters
