@@ -9,8 +9,8 @@ t = 0 the only gap is the sampling error.
 
 :func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem and
 its one-call run with I/O) live in :mod:`meanfield.problems` and are re-exported here.
-:func:`convergence_in_n` measures the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval
-over seeds.
+:func:`convergence_in_n` (the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over
+seeds) lives in :mod:`meanfield.studies.convergence` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -302,92 +302,22 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     return {**out, "confidence": confidence}
 
 
-def convergence_in_n(
-    energy: Energy,
-    initial: Density,
-    *,
-    n_values,
-    seeds,
-    beta: float,
-    t_final: float,
-    eta: float,
-    scheme: str = "upwind",
-    safety: float = 0.5,
-    confidence: float = 0.95,
-) -> xr.Dataset:
-    """W2(μ_N(t), ρ_t) at t = t_final for several N and seeds, and the fitted rate.
-
-    The grid solution is computed once; each (N, seed) runs the particles from an iid sample
-    of ``initial``.  Expected rate about N^(−1/2) in p = 1 (THEORY §6) until the Langevin bias
-    O(η) and the grid error take over.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``w2`` (N, seed), ``w2_initial`` (N, seed) (the t = 0 sampling error); attributes
-        ``rate``, ``rate_ci_low``, ``rate_ci_high``, ``rate_confidence``, ``rate_pooled`` and
-        all parameters.
-    """
-    n_values = [check_int("N", n) for n in n_values]
-    check_fit_sizes("n_values (N)", n_values)
-    seeds = [int(s) for s in seeds]
-    if len(seeds) < 2:
-        raise ValueError(f"seeds: need at least 2 seeds to fit a rate with a CI, got {len(seeds)}")
-    check_same_domain(energy, initial.grid)
-    initial = initial.normalised()
-    eq = McKeanVlasov(energy, initial.grid, beta, scheme=scheme)
-    n_steps = int(round(t_final / eta))
-    res = eq.solve(initial, eta * n_steps, safety=safety)
-    rho_t = res.state
-    w2 = np.empty((len(n_values), len(seeds)))
-    w2_0 = np.empty_like(w2)
-    for i, N in enumerate(n_values):
-        for j, s in enumerate(seeds):
-            omega0 = initial.sample(N, s)
-            ds = simulate(
-                energy,
-                omega0,
-                eta=eta,
-                beta=beta,
-                n_steps=n_steps,
-                regime="mean-field",
-                record_every=n_steps,
-                seed=s,
-            )
-            w2[i, j] = wasserstein_particles_grid(ds["omega"].values[-1], rho_t, order=2)
-            w2_0[i, j] = wasserstein_particles_grid(omega0, initial, order=2)
-    fit = fit_rate(n_values, w2, confidence)
-    out = xr.Dataset(
-        {"w2": (("N", "seed"), w2), "w2_initial": (("N", "seed"), w2_0)},
-        coords={"N": n_values, "seed": seeds},
-    )
-    out.attrs = provenance(
-        {
-            "beta": beta,
-            "t_final": eta * n_steps,
-            "eta": eta,
-            "grid_scheme": eq.scheme.name,
-            "rate": fit["slope"],
-            "rate_ci_low": fit["ci_low"],
-            "rate_ci_high": fit["ci_high"],
-            "rate_confidence": confidence,
-            "rate_pooled": fit["pooled_slope"],
-            **initial.grid.describe(),
-            **energy.describe(),
-        },
-        seed=None,
-    )
-    return out
+# the default problem and its run moved to meanfield.problems, the rate study in N to
+# meanfield.studies.convergence; both stay importable from here, resolved on first use so
+# that neither module imports the other at load time (no import cycle)
+_MOVED = {
+    "DEFAULTS": "meanfield.problems",
+    "default_problem": "meanfield.problems",
+    "run_default_comparison": "meanfield.problems",
+    "convergence_in_n": "meanfield.studies.convergence",
+}
 
 
-# the default problem and its run moved to meanfield.problems; kept importable from here
-from .problems import DEFAULTS, default_problem, run_default_comparison  # noqa: E402
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
 
-__all__ = [
-    "compare",
-    "convergence_in_n",
-    "fit_rate",
-    "DEFAULTS",
-    "default_problem",
-    "run_default_comparison",
-]
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'meanfield.compare' has no attribute {name!r}")
+
+__all__ = ["compare", "fit_rate", *_MOVED]  # noqa: F822 (moved names resolve lazily)
