@@ -87,3 +87,16 @@ def test_w2_sparse_bad_input_named(kw, match):
     xa, wa, xb, wb = args.pop("xa"), args.pop("wa"), args.pop("xb"), args.pop("wb")
     with pytest.raises(InputError, match=match):
         w2_sparse(xa, wa, xb, wb, **args)
+
+
+def test_w2_sparse_in_3d_equals_dense_emd():
+    """p = 3 (the grid of issue 14): same optimum as ot.emd2 (tolerance as above)."""
+    rng = np.random.default_rng(11)
+    g = Grid(Box(3, 1.0), 8)
+    rho = Density.gaussian(g, [0.2, 0.0, -0.1], 0.4)
+    x = rng.normal(scale=0.4, size=(300, 3)).clip(-1, 1)
+    cells = rho.masses.ravel()
+    got = w2_sparse(x, np.ones(len(x)), g.centers, cells)
+    want = _exact(x, np.ones(len(x)), g.centers[cells > 0], cells[cells > 0])
+    assert got["w2"] == pytest.approx(want, rel=1e-5)
+    assert got["w2_lower"] <= want * (1 + 1e-9)
