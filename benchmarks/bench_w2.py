@@ -34,9 +34,13 @@ from meanfield.pde import Density, Grid
 from meanfield.transport import w2_sparse
 
 OUT = Path(__file__).parent / "results"
-#: The dense exact value at N = 1e4, 128² (issue 13: ``ot.emd2``, 258 s, 6.8 GB on the 2-core
-#: machine of the issue); the issue's independent sparse network simplex gave 0.04633807.
-EXACT_LARGE = {"w2": 0.04634, "how": "ot.emd2 dense network simplex, issue 13 (258 s, 6.8 GB)"}
+#: The dense exact value at N = 1e4, 128²: ``ot.emd2`` (numItermax 1e8) in the
+#: ``--exact-large`` run of 2026-12-01 on this 2-core machine, 135.6 s (issue 13: 0.04634,
+#: 258 s, 6.8 GB; its independent sparse network simplex gave 0.04633807).
+EXACT_LARGE = {
+    "w2": 0.04633805822336043,
+    "how": "ot.emd2 dense network simplex, bench_w2.py --exact-large, 135.6 s (2026-12-01)",
+}
 
 
 def case(N: int, n: int):
