@@ -482,37 +482,10 @@ def run_sweep(
     check_scheduler(scheduler)
     config = sweep_configuration(func, fixed)
     digest = configuration_digest(config)
+    notes = _register_configuration(out_dir, config, digest, on_conflict)
     runs_dir = out_dir / "runs"
-    manifest_path = out_dir / MANIFEST
-    manifest = _read_manifest(manifest_path)
-    others = {d: c for d, c in manifest.items() if d != digest}
-    notes = []
-    diffs = {d: "; ".join(configuration_differences(c, config)) for d, c in others.items()}
-    if diffs and on_conflict == "refuse":
-        raise SweepConflictError(
-            f"{out_dir} holds runs of {len(diffs)} other configuration(s), differing in: "
-            + " | ".join(f"({d}) {text}" for d, text in diffs.items())
-            + ". Use another output folder, or on_conflict='keep' to add this one."
-        )
-    for d, text in diffs.items():
-        notes.append(
-            f"{out_dir} also holds runs of another configuration ({d}), kept and not reused; "
-            f"it differs in: {text}"
-        )
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    manifest[digest] = config
-    _write_manifest(manifest_path, manifest)
     paths = [str(runs_dir / f"{run_key(p, digest)}.nc") for p in points]
-    for part in sorted(runs_dir.glob("*.part")):
-        _set_aside(part, "a partial write (the run was interrupted)", notes)
-    todo = []
-    for p, path in zip(points, paths, strict=True):
-        if Path(path).exists():
-            why = _check_run_file(Path(path), digest)
-            if why is None:
-                continue
-            _set_aside(Path(path), why, notes)
-        todo.append((p, path))
+    todo = _pending_runs(runs_dir, points, paths, digest, notes)
     for note in notes:
         if log is None:
             warnings.warn(note, stacklevel=2)
@@ -526,34 +499,7 @@ def run_sweep(
         unit="run",
     )
     if todo:
-        if scheduler == "threads":
-            import dask
-            from dask.callbacks import Callback
-
-            class _Bar(Callback):
-                def _posttask(self, key, result, dsk, state, id):
-                    if isinstance(result, str) and result.endswith(".nc"):
-                        bar.update(1)
-
-            tasks = [dask.delayed(_run_and_save)(func, p, fixed, path, digest) for p, path in todo]
-            with _Bar():
-                dask.compute(*tasks, scheduler="threads", num_workers=n_workers)
-        else:
-            from distributed import as_completed
-
-            client, cluster = _client_for(scheduler, n_workers)
-            try:
-                futures = [
-                    client.submit(_run_and_save, func, p, fixed, path, digest, pure=False)
-                    for p, path in todo
-                ]
-                for fut in as_completed(futures):
-                    fut.result()  # re-raise a failed run here, with its traceback
-                    bar.update(1)
-            finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+        _compute_runs(func, todo, fixed, digest, scheduler, n_workers, bar)
     bar.close()
     result = gather_runs(paths, points, grid)
     result.attrs = provenance(
@@ -570,6 +516,84 @@ def run_sweep(
     save_dataset(result, out_dir / "sweep.nc")
     result.attrs["sweep_notes"] = notes
     return result
+
+
+def _register_configuration(out_dir: Path, config: dict, digest: str, on_conflict: str) -> list:
+    """Record this configuration in the folder's manifest; notes on the others there.
+
+    Refuses (before any work) with ``on_conflict="refuse"`` when other configurations are
+    present; otherwise returns one note per other configuration, naming how it differs.
+    """
+    manifest_path = out_dir / MANIFEST
+    manifest = _read_manifest(manifest_path)
+    others = {d: c for d, c in manifest.items() if d != digest}
+    diffs = {d: "; ".join(configuration_differences(c, config)) for d, c in others.items()}
+    if diffs and on_conflict == "refuse":
+        raise SweepConflictError(
+            f"{out_dir} holds runs of {len(diffs)} other configuration(s), differing in: "
+            + " | ".join(f"({d}) {text}" for d, text in diffs.items())
+            + ". Use another output folder, or on_conflict='keep' to add this one."
+        )
+    notes = [
+        f"{out_dir} also holds runs of another configuration ({d}), kept and not reused; "
+        f"it differs in: {text}"
+        for d, text in diffs.items()
+    ]
+    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+    manifest[digest] = config
+    _write_manifest(manifest_path, manifest)
+    return notes
+
+
+def _pending_runs(runs_dir: Path, points: list, paths: list, digest: str, notes: list) -> list:
+    """The (point, path) pairs still to compute: absent, partial or foreign run files.
+
+    Partial writes and files of another configuration are set aside (and noted in ``notes``),
+    never overwritten, so an interrupted sweep resumes without losing finished work.
+    """
+    for part in sorted(runs_dir.glob("*.part")):
+        _set_aside(part, "a partial write (the run was interrupted)", notes)
+    todo = []
+    for p, path in zip(points, paths, strict=True):
+        if Path(path).exists():
+            why = _check_run_file(Path(path), digest)
+            if why is None:
+                continue
+            _set_aside(Path(path), why, notes)
+        todo.append((p, path))
+    return todo
+
+
+def _compute_runs(func, todo: list, fixed: dict, digest: str, scheduler: str, n_workers, bar):
+    """Compute and write each pending run on the chosen dask scheduler, ticking ``bar``."""
+    if scheduler == "threads":
+        import dask
+        from dask.callbacks import Callback
+
+        class _Bar(Callback):
+            def _posttask(self, key, result, dsk, state, id):
+                if isinstance(result, str) and result.endswith(".nc"):
+                    bar.update(1)
+
+        tasks = [dask.delayed(_run_and_save)(func, p, fixed, path, digest) for p, path in todo]
+        with _Bar():
+            dask.compute(*tasks, scheduler="threads", num_workers=n_workers)
+        return
+    from distributed import as_completed
+
+    client, cluster = _client_for(scheduler, n_workers)
+    try:
+        futures = [
+            client.submit(_run_and_save, func, p, fixed, path, digest, pure=False)
+            for p, path in todo
+        ]
+        for fut in as_completed(futures):
+            fut.result()  # re-raise a failed run here, with its traceback
+            bar.update(1)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _plain(v):
