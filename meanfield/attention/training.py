@@ -389,6 +389,44 @@ def validation_loss(model, data: EncodedData) -> tuple[float, float]:
     return float(-np.log(pt).mean()), float((p.argmax(1) == y).mean())
 
 
+def _epoch_budget(validation, epochs, max_epochs, patience, eval_every, min_delta) -> float:
+    """Passes over the data to allow: ``epochs`` (fixed) or ``max_epochs`` (early stopping).
+
+    Checks that exactly one of ``validation`` and ``epochs`` is given, and the early-stopping
+    settings, before any work.
+    """
+    if validation is None:
+        if epochs is None:
+            raise ValueError("train needs either a validation split or a fixed number of epochs")
+        return check_positive("epochs", epochs)
+    if epochs is not None:
+        raise ValueError("pass either epochs (fixed) or validation (early stopping), not both")
+    if len(validation) < 2:
+        raise ValueError(f"validation needs >= 2 examples, got {len(validation)}")
+    budget = check_positive("max_epochs", max_epochs)
+    check_int("patience", patience)
+    check_positive("eval_every", eval_every)
+    check_positive("min_delta", min_delta, allow_zero=True)
+    return budget
+
+
+def _optimiser_step(model, batch, opt, sched, params, clip_norm: float) -> float:
+    """One AdamW step on the cross-entropy of ``batch``; the loss before the step.
+
+    A non-finite loss is returned without stepping, so the caller can name ``lr``.
+    """
+    ids, mask, seg, y = batch
+    loss = F.cross_entropy(model(ids, mask, seg), y)
+    if not torch.isfinite(loss):
+        return float(loss)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    opt.step()
+    sched.step()
+    return float(loss.detach())
+
+
 def train(
     model,
     data: EncodedData,
@@ -480,20 +518,7 @@ def train(
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_int("warmup_steps", warmup_steps, minimum=0)
     check_positive("clip_norm", clip_norm)
-    if validation is None:
-        if epochs is None:
-            raise ValueError("train needs either a validation split or a fixed number of epochs")
-        epochs = check_positive("epochs", epochs)
-        budget = epochs
-    else:
-        if epochs is not None:
-            raise ValueError("pass either epochs (fixed) or validation (early stopping), not both")
-        if len(validation) < 2:
-            raise ValueError(f"validation needs >= 2 examples, got {len(validation)}")
-        budget = check_positive("max_epochs", max_epochs)
-        check_int("patience", patience)
-        check_positive("eval_every", eval_every)
-        check_positive("min_delta", min_delta, allow_zero=True)
+    budget = _epoch_budget(validation, epochs, max_epochs, patience, eval_every, min_delta)
     device = next(model.parameters()).device
     steps_per_epoch = math.ceil(len(data) / batch_size)
     total = max(1, int(round(budget * steps_per_epoch)))
@@ -515,29 +540,25 @@ def train(
             for batch in iterate_batches(
                 data, batch_size, shuffle=True, generator=gen, bucket_batches=bucket_batches
             ):
-                ids, mask, seg, y = _to(batch, device)
-                loss = F.cross_entropy(model(ids, mask, seg), y)
-                if not torch.isfinite(loss):
+                loss = _optimiser_step(model, _to(batch, device), opt, sched, params, clip_norm)
+                if not math.isfinite(loss):
                     raise FloatingPointError(
-                        f"training loss became {float(loss)} at step {step}; lower lr "
+                        f"training loss became {loss} at step {step}; lower lr "
                         f"(now {lr}) or check the inputs"
                     )
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, clip_norm)
-                opt.step()
-                sched.step()
-                losses.append(float(loss.detach()))
+                losses.append(loss)
                 step += 1
                 if eval_steps and (step % eval_steps == 0 or step == total):
-                    vl, va = validation_loss(model, validation)
-                    model.train()
                     ep = step / steps_per_epoch
-                    history.append((ep, vl, va))
+                    history.append((ep, *validation_loss(model, validation)))
+                    model.train()
                     if log is not None:
-                        log(f"  epoch {ep:.2f}: val loss {vl:.4f} acc {va:.4f}")
-                    if vl < best[0] - min_delta:
-                        best = (vl, copy.deepcopy(model.state_dict()), ep)
+                        log(
+                            f"  epoch {ep:.2f}: val loss {history[-1][1]:.4f} "
+                            f"acc {history[-1][2]:.4f}"
+                        )
+                    if history[-1][1] < best[0] - min_delta:
+                        best = (history[-1][1], copy.deepcopy(model.state_dict()), ep)
                         bad = 0
                     else:
                         bad += 1
