@@ -93,6 +93,66 @@ def _gibbs(ge: GridEnergy, U: np.ndarray, beta: float, mass: float) -> np.ndarra
     return g * (mass / (g.sum() * ge.grid.cell_volume))
 
 
+def _picard_gibbs(ge, rho, beta, mass, damping, tol, max_iter, history):
+    """Damped fixed point ρ ← (1 − α)ρ + α G(ρ) with adaptive α; appends residuals to history.
+
+    Returns ``(G(ρ) at the last iterate, iterations, converged, message)``.
+    """
+    alpha, converged, best, since = damping, False, math.inf, 0
+    G = _gibbs(ge, ge.potential(rho), beta, mass)
+    for _ in range(max_iter):
+        res = float(np.max(np.abs(G - rho)) / np.max(G))
+        history.append(res)
+        if res <= tol:
+            converged = True
+            break
+        if res < best:
+            best, since = res, 0
+        else:
+            since += 1
+        if (len(history) > 1 and res > 1.2 * history[-2]) or since >= 20:
+            # growth or stagnation: the damped map has a mode of |multiplier| ≥ 1
+            alpha, since = max(alpha * 0.5, 1e-6), 0
+        rho = (1 - alpha) * rho + alpha * G
+        G = _gibbs(ge, ge.potential(rho), beta, mass)
+    return G, len(history), converged, f"final damping {alpha:g}"
+
+
+def _newton_gibbs(ge, rho, beta, mass, damping, tol, max_iter, history):
+    """Newton–Krylov on φ = log ρ for φ − log G(e^φ) = 0; appends residuals to history.
+
+    Returns ``(G(ρ) at the solution, iterations, converged, message)``; the final residual is
+    appended after the iteration count is taken. ``damping`` is unused (Picard only).
+    """
+    h_vol = ge.grid.cell_volume
+
+    def residual(phi):
+        r = np.exp(phi - phi.max())
+        r *= mass / (r.sum() * h_vol)
+        U = ge.potential(r)
+        logG = -beta * U
+        logG -= logG.max()
+        logG -= math.log(np.exp(logG).sum() * h_vol / mass)
+        return phi - logG
+
+    def callback(x, f):
+        history.append(float(np.max(np.abs(f))))
+
+    phi0 = np.log(np.maximum(rho, np.finfo(float).tiny))
+    try:
+        phi = newton_krylov(
+            residual, phi0, f_tol=tol, maxiter=max_iter, method="lgmres", callback=callback
+        )
+        converged, msg = True, "newton_krylov converged"
+    except NoConvergence as exc:
+        phi, converged, msg = exc.args[0], False, "newton_krylov did not converge"
+    r = np.exp(phi - phi.max())
+    r *= mass / (r.sum() * h_vol)
+    out, iters = _gibbs(ge, ge.potential(r), beta, mass), len(history)
+    history.append(float(np.max(np.abs(residual(phi)))))
+    return out, iters, converged, msg
+
+
 def gibbs_state(
     energy,
     grid: Grid | None,
@@ -146,54 +206,8 @@ def gibbs_state(
     max_iter = check_int("max_iter", max_iter)
     rho = _initial(ge, rho0, mass)
     history = []
-    if method == "picard":
-        alpha, converged, best, since = damping, False, math.inf, 0
-        G = _gibbs(ge, ge.potential(rho), beta, mass)
-        for _ in range(max_iter):
-            res = float(np.max(np.abs(G - rho)) / np.max(G))
-            history.append(res)
-            if res <= tol:
-                converged = True
-                break
-            if res < best:
-                best, since = res, 0
-            else:
-                since += 1
-            if (len(history) > 1 and res > 1.2 * history[-2]) or since >= 20:
-                # growth or stagnation: the damped map has a mode of |multiplier| ≥ 1
-                alpha, since = max(alpha * 0.5, 1e-6), 0
-            rho = (1 - alpha) * rho + alpha * G
-            G = _gibbs(ge, ge.potential(rho), beta, mass)
-        out, iters = G, len(history)
-        msg = f"final damping {alpha:g}"
-    else:
-        h_vol = ge.grid.cell_volume
-
-        def residual(phi):
-            r = np.exp(phi - phi.max())
-            r *= mass / (r.sum() * h_vol)
-            U = ge.potential(r)
-            logG = -beta * U
-            logG -= logG.max()
-            logG -= math.log(np.exp(logG).sum() * h_vol / mass)
-            return phi - logG
-
-        def callback(x, f):
-            history.append(float(np.max(np.abs(f))))
-
-        phi0 = np.log(np.maximum(rho, np.finfo(float).tiny))
-        try:
-            phi = newton_krylov(
-                residual, phi0, f_tol=tol, maxiter=max_iter, method="lgmres", callback=callback
-            )
-            converged, msg = True, "newton_krylov converged"
-        except NoConvergence as exc:
-            phi, converged, msg = exc.args[0], False, "newton_krylov did not converge"
-        r = np.exp(phi - phi.max())
-        r *= mass / (r.sum() * h_vol)
-        out, iters = _gibbs(ge, ge.potential(r), beta, mass), len(history)
-        res = float(np.max(np.abs(residual(phi))))
-        history.append(res)
+    solver = _picard_gibbs if method == "picard" else _newton_gibbs
+    out, iters, converged, msg = solver(ge, rho, beta, mass, damping, tol, max_iter, history)
     report = StationaryReport(
         method=method,
         converged=converged,
