@@ -273,6 +273,36 @@ def _fista(energy_and_grad, w, mass, L, tol, max_iter, history):
     return w, E_w, L, False
 
 
+def _active_set_polish(
+    grad, energy_and_grad, w, E_w, mass, tol, max_active_set, minres_maxiter, history, phases
+):
+    """Primal active-set refinement of a FISTA iterate (exact on a settled support).
+
+    Solves the KKT system on the support, adds cells whose multiplier is negative and drops
+    cells that turn negative, until the support settles; accepts the candidate when its
+    Frank–Wolfe gap is <= ``tol``. Appends the gap to ``history`` and a note to ``phases``.
+    Returns ``(w, E(w), converged)``.
+    """
+    b = grad(np.zeros_like(w))
+    S = w > 0
+    for it in range(1, max_active_set + 1):
+        cand, c = _kkt_on_support(grad, b, S, mass, minres_maxiter)
+        g = grad(cand)
+        mu = g - c
+        thresh = 1e-13 * (1.0 + float(np.abs(g).max()))
+        newS = (S & (cand >= 0)) | (~S & (mu < -thresh))
+        if np.array_equal(newS, S) and cand.min() >= 0:
+            gap = float(cand @ g - mass * g.min())
+            history.append(gap)
+            phases.append(f"active set {it} it")
+            if gap <= tol:
+                return cand, energy_and_grad(cand)[0], True
+            return w, E_w, False
+        S = newS
+    phases.append(f"active set did not settle in {max_active_set} it")
+    return w, E_w, False
+
+
 def equilibrium_measure(
     energy,
     grid: Grid | None = None,
@@ -351,25 +381,18 @@ def equilibrium_measure(
     phases = [f"fista {len(history)} it"]
     converged = done and warm_tol <= tol
     if not converged and max_active_set > 0:
-        b = grad(np.zeros_like(w))
-        S = w > 0
-        for it in range(1, max_active_set + 1):
-            cand, c = _kkt_on_support(grad, b, S, mass, minres_maxiter)
-            g = grad(cand)
-            mu = g - c
-            thresh = 1e-13 * (1.0 + float(np.abs(g).max()))
-            newS = (S & (cand >= 0)) | (~S & (mu < -thresh))
-            if np.array_equal(newS, S) and cand.min() >= 0:
-                gap = float(cand @ g - mass * g.min())
-                history.append(gap)
-                if gap <= tol:
-                    w, converged = cand, True
-                    E_w = energy_and_grad(w)[0]
-                phases.append(f"active set {it} it")
-                break
-            S = newS
-        else:
-            phases.append(f"active set did not settle in {max_active_set} it")
+        w, E_w, converged = _active_set_polish(
+            grad,
+            energy_and_grad,
+            w,
+            E_w,
+            mass,
+            tol,
+            max_active_set,
+            minres_maxiter,
+            history,
+            phases,
+        )
     if not converged:
         left = max(max_iter - len(history), 1)
         w, E_w, L, converged = _fista(energy_and_grad, w, mass, L, tol, left, history)
