@@ -109,6 +109,25 @@ def test_compare_2d_uses_exact_emd(capsys):
     assert "density" in cbar.get_ylabel()
 
 
+def test_compare_names_each_distance_by_its_method():
+    """Issue 13: the sliced distance is recorded as sliced_w2 (never w2); sparse_exact is W2,
+    the same value as the dense simplex (tolerance: the sparse solver's integer rounding,
+    ≤ 1e-5 relative, see tests/test_transport.py)."""
+    prob = _small(2, n_particles=60, t_final=0.04, grid_n=16)
+    prob.pop("config")
+    prob.pop("data")
+    sliced = compare(**prob, n_records=1, w_method="sliced")
+    assert "w2" not in sliced and "sliced_w2" in sliced
+    assert sliced["sliced_w2"].attrs["long_name"].startswith("sliced")
+    exact = compare(**prob, n_records=1, w_method="exact")
+    sparse = compare(**prob, n_records=1, w_method="sparse_exact")
+    assert sparse.attrs["w_method"] == sparse["w2"].attrs["method"] == "sparse_exact"
+    np.testing.assert_allclose(sparse["w2"].values, exact["w2"].values, rtol=1e-5)
+    # SW2 ≤ W2 for every set of directions (each projection is 1-Lipschitz): a different,
+    # smaller quantity
+    assert np.all(sliced["sliced_w2"].values <= exact["w2"].values + 1e-12)
+
+
 def test_run_default_comparison_writes_dataset_and_figure(tmp_path):
     ds = run_default_comparison(
         tmp_path / "out", n_particles=60, t_final=0.1, eta=0.02, grid_n=32, n_data=30, n_records=2
