@@ -11,6 +11,21 @@ t = 0 the only gap is the sampling error.
 its one-call run with I/O) live in :mod:`meanfield.problems` and are re-exported here.
 :func:`convergence_in_n` (the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over
 seeds) lives in :mod:`meanfield.studies.convergence` and is re-exported here.
+
+The dataset
+-----------
+Coordinates ``time``, ``particle``, ``dim``, ``x`` [, ``y``]; variables
+
+* ``omega`` (time, particle, dim): particle positions;
+* ``rho`` (time, x[, y]): grid density;
+* ``w2``, ``w1`` (time): W2 and W1 between μ_N(t) and ρ_t (``w1`` when the dense exact
+  solver runs, else NaN); with ``w_method="sliced"`` the variable is ``sliced_w2`` instead
+  of ``w2`` (SW2 ≤ W2 is a different quantity);
+* ``energy_particles`` and ``energy_particles_<term>`` (time): H_N(Ω_t);
+* ``energy_grid``, ``energy_grid_<term>``, ``entropy_grid``, ``free_energy_grid`` (time):
+  E(ρ_t), its terms, β⁻¹∫ρ log ρ and F_β(ρ_t);
+* ``mass_grid``, ``min_density_grid`` (time);
+* ``kernel_gap`` (time), when the energy has a data term: max_jk |K_{μ_N} − K_ρ| on its data.
 """
 
 from __future__ import annotations
@@ -90,20 +105,8 @@ def compare(
     Returns
     -------
     xarray.Dataset
-        Coordinates ``time``, ``particle``, ``dim``, ``x`` [, ``y``]; variables
-
-        * ``omega`` (time, particle, dim): particle positions;
-        * ``rho`` (time, x[, y]): grid density;
-        * ``w2``, ``w1`` (time): W2 and W1 between μ_N(t) and ρ_t (``w1`` when the dense
-          exact solver runs, else NaN); with ``w_method="sliced"`` the variable is
-          ``sliced_w2`` instead of ``w2`` (SW2 ≤ W2 is a different quantity);
-        * ``energy_particles`` and ``energy_particles_<term>`` (time): H_N(Ω_t);
-        * ``energy_grid``, ``energy_grid_<term>``, ``entropy_grid``, ``free_energy_grid``
-          (time): E(ρ_t), its terms, β⁻¹∫ρ log ρ and F_β(ρ_t);
-        * ``mass_grid``, ``min_density_grid`` (time);
-        * ``kernel_gap`` (time), when the energy has a data term: max_jk |K_{μ_N} − K_ρ| on
-          its data.
-
+        Coordinates ``time``, ``particle``, ``dim``, ``x`` [, ``y``]; the variables listed in
+        the module docstring ("The dataset").
         Attributes: every parameter, the seed, solver statistics and the package version.
     """
     n_steps, record_every = _check_run(
@@ -114,19 +117,8 @@ def compare(
     initial = initial.normalised()
     eq = McKeanVlasov(energy, grid, beta, scheme=scheme, order=order)  # validates first
 
-    start = time.perf_counter()
-    ds_p = simulate(
-        energy,
-        initial.sample(n_particles, seed),
-        eta=eta,
-        beta=beta,
-        n_steps=n_steps,
-        regime="mean-field",
-        record_every=record_every,
-        seed=seed,
-        progress=progress,
-    )
-    t_particles = time.perf_counter() - start
+    run = {"N": n_particles, "eta": eta, "n_steps": n_steps, "record_every": record_every}
+    ds_p, t_particles = _particle_run(energy, initial, beta, run, seed, progress)
     times = ds_p["time"].values
     res, grid_ds = _grid_run(eq, initial, times, eta * record_every, safety, progress)
     method = resolve_w_method(
@@ -134,8 +126,7 @@ def compare(
     )
     diag = _diagnostics(energy, grid, ds_p["omega"].values, grid_ds, method, seed, progress)
     out = _assemble(ds_p, grid_ds, grid, method, diag)
-    run = {"N": n_particles, "eta": eta, "t_final": float(times[-1]), "n_steps": n_steps,
-           "record_every": record_every}
+    run["t_final"] = float(times[-1])
     out.attrs = _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
     return out
 
@@ -167,6 +158,23 @@ def _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
     }
     params.pop("scheme", None)
     return provenance(params, seed=seed)
+
+
+def _particle_run(energy, initial, beta, run, seed, progress):
+    """Projected Langevin from an iid sample of ``initial``: (dataset, wall seconds)."""
+    start = time.perf_counter()
+    ds = simulate(
+        energy,
+        initial.sample(run["N"], seed),
+        eta=run["eta"],
+        beta=beta,
+        n_steps=run["n_steps"],
+        regime="mean-field",
+        record_every=run["record_every"],
+        seed=seed,
+        progress=progress,
+    )
+    return ds, time.perf_counter() - start
 
 
 def _check_run(energy, initial, n_particles, beta, t_final, eta, n_records):
