@@ -46,11 +46,13 @@ from .errors import NumericalError
 from .kernels import Gaussian, PairKernel, Riesz
 
 #: Rows (and columns) per tile with several CPU threads, chosen with ``benchmarks/
-#: bench_pairs.py --sections tiles`` (README, Performance): on this 2-core machine under load
-#: (load average 11, 2 threads) 2048-row tiles ran 1.7× faster than 1024 and 6× faster than
-#: 512, because each tile costs ~7 parallel regions and an oversubscribed OpenMP region waits
-#: for its slowest thread.  A float32 tile is 16 MiB (inside the 32 MiB L3).
-TILE_ROWS = 2048
+#: bench_pairs.py --sections tiles`` (README, Performance).  On this 2-core machine, quiet
+#: (load average 1, 2 threads, N = 10^4, p = 16): 512 / 1024 / 2048 / 4096 rows ran 1387 /
+#: 1371 / 818 / 541 Mpairs/s (``results/pairs_tiles_quiet.md``); under load (load average 11)
+#: 39 / 77 / 93 / 97, because each tile costs ~7 parallel regions and an oversubscribed
+#: OpenMP region waits for its slowest thread.  1024 is within 1 % of the best quiet and 17 %
+#: below the best loaded; a float32 tile is 4 MiB.
+TILE_ROWS = 1024
 #: Rows per tile with one CPU thread (no barriers to amortise, the tile stays in L2): at
 #: N = 10^4 512 rows ran 287 Mpairs/s against 247 (1024) and 172 (2048) on this machine.
 TILE_ROWS_ONE_THREAD = 512
