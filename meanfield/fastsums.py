@@ -59,9 +59,10 @@ COULOMB_S = {1: -1.0, 2: 0.0, 3: 1.0}
 NEAR_NEIGHBOURS = 64
 
 #: particle dimension -> N below which the direct sum is faster (min_n=None): the crossover of
-#: benchmarks/results/fastsums.md (force only, float64, one thread; 2200-3000 in p = 2 and
-#: 2200-2400 in p = 3 over two runs on a loaded machine), rounded down
-DIRECT_BELOW = {1: 0, 2: 2000, 3: 2000}
+#: benchmarks/results/fastsums.md (force only, float64, one thread, quiet machine, against the
+#: tiled direct sum of meanfield.pairsum: N ≈ 14 000 in p = 2 and ≈ 35 000 in p = 3; the
+#: earlier 2200-2400 were measured against the slower row-chunk direct sum), rounded down
+DIRECT_BELOW = {1: 0, 2: 14_000, 3: 35_000}
 
 _INSTALL_HINT = "install it with `pip install meanfield[fast]` (or `pip install {pkg}`)"
 
