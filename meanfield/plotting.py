@@ -58,7 +58,9 @@ def _panel_density_2d(fig: Figure, ax, ds: xr.Dataset) -> None:
 def _panel_distances(ax, ds: xr.Dataset) -> None:
     """(b): W2 (and W1) between particles and grid over time, with the N^(-1/2) level."""
     t = ds["time"].values
-    ax.plot(t, ds["w2"].values, "o-", ms=3, label=ds["w2"].attrs.get("long_name", "W2"))
+    name = "w2" if "w2" in ds else "sliced_w2"  # sliced W2 keeps its own name and label
+    default = "W2" if name == "w2" else "sliced W2"
+    ax.plot(t, ds[name].values, "o-", ms=3, label=ds[name].attrs.get("long_name", default))
     if "w1" in ds and np.isfinite(ds["w1"].values).any():
         ax.plot(t, ds["w1"].values, "s--", ms=3, label="W1")
     ax.axhline(1 / np.sqrt(ds.sizes["particle"]), color="0.6", lw=0.8, ls=":", label="N^(-1/2)")
@@ -111,7 +113,7 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     -------
     matplotlib.figure.Figure
     """
-    for v in ("omega", "rho", "w2"):
+    for v in ("omega", "rho", "w2" if "sliced_w2" not in ds else "sliced_w2"):
         if v not in ds:
             raise ValueError(f"dataset lacks {v!r}: pass the output of meanfield.compare.compare")
     p = ds.sizes["dim"]

@@ -144,7 +144,7 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
     nc = save_dataset(ds, out_dir / "comparison.nc")
     png = out_dir / "comparison.png"
     # the figure reads "w2"; a sliced run keeps its own name and long_name in the dataset
-    plot_comparison(ds.rename({"sliced_w2": "w2"}) if "sliced_w2" in ds else ds, png)
+    plot_comparison(ds, png)
     ds.attrs["dataset_path"] = str(nc)
     ds.attrs["figure_path"] = str(png)
     return ds

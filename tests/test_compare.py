@@ -126,6 +126,13 @@ def test_compare_names_each_distance_by_its_method():
     # SW2 ≤ W2 for every set of directions (each projection is 1-Lipschitz): a different,
     # smaller quantity
     assert np.all(sliced["sliced_w2"].values <= exact["w2"].values + 1e-12)
+    # the figure shows the sliced distance under its own label, not as W2
+    from meanfield.plotting import plot_comparison
+
+    fig = plot_comparison(sliced)
+    labels = [t.get_text() for a in fig.axes if a.get_legend() for t in a.get_legend().texts]
+    assert any(lab.startswith("sliced") for lab in labels)
+    assert "W2" not in labels
 
 
 def test_run_default_comparison_writes_dataset_and_figure(tmp_path):
