@@ -382,7 +382,7 @@ def main(argv=None) -> dict:
     res = run(args, out)
     path = args.json
     if path is None and argv is None:
-        suffix = ("" if args.device == "cpu" else "_" + args.device.split(":")[0])
+        suffix = "" if args.device == "cpu" else "_" + args.device.split(":")[0]
         suffix += "_quick" if args.quick else ""
         path = RESULTS / f"bench_attention{suffix}.json"
     if path:

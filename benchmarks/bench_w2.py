@@ -69,16 +69,27 @@ def timed(fn, repeats: int):
 def run(N: int, n: int, repeats: int, with_dense: bool) -> dict:
     x, y, b = case(N, n)
     res, t_sparse = timed(lambda: w2_sparse(x, np.ones(N), y, b), repeats)
-    row = {"N": N, "grid": f"{n}^2", "pairs_dense": N * len(y), "w2_sparse": res["w2"],
-           "w2_lower": res["w2_lower"], "rounds": res["rounds"], "support": res["pairs"],
-           "s_sparse": t_sparse}
+    row = {
+        "N": N,
+        "grid": f"{n}^2",
+        "pairs_dense": N * len(y),
+        "w2_sparse": res["w2"],
+        "w2_lower": res["w2_lower"],
+        "rounds": res["rounds"],
+        "support": res["pairs"],
+        "s_sparse": t_sparse,
+    }
     if with_dense:
         w, t_dense = timed(lambda: dense(x, y, b), repeats)
-        row.update(w2_dense=w, s_dense=t_dense, speedup=t_dense / t_sparse,
-                   rel_err=abs(res["w2"] - w) / w)
+        row.update(
+            w2_dense=w, s_dense=t_dense, speedup=t_dense / t_sparse, rel_err=abs(res["w2"] - w) / w
+        )
     else:
-        row.update(w2_dense=EXACT_LARGE["w2"], dense_how=EXACT_LARGE["how"],
-                   rel_err=abs(res["w2"] - EXACT_LARGE["w2"]) / EXACT_LARGE["w2"])
+        row.update(
+            w2_dense=EXACT_LARGE["w2"],
+            dense_how=EXACT_LARGE["how"],
+            rel_err=abs(res["w2"] - EXACT_LARGE["w2"]) / EXACT_LARGE["w2"],
+        )
     print(json.dumps(row), flush=True)
     return row
 
@@ -95,18 +106,26 @@ def main(argv=None):
     rows = [run(N, n, args.repeats, True) for N, n in [(1000, 32), (2000, 48), (3000, 64)]]
     if not args.skip_large:
         rows.append(run(10_000, 128, 1, args.exact_large))
-    meta = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
-            "load_average_at_end": os.getloadavg(), "torch_threads": args.threads,
-            "wall_s": time.perf_counter() - t0, "repeats": args.repeats}
+    meta = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "load_average_at_end": os.getloadavg(),
+        "torch_threads": args.threads,
+        "wall_s": time.perf_counter() - t0,
+        "repeats": args.repeats,
+    }
     OUT.mkdir(exist_ok=True)
     (OUT / "w2.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    lines = ["| N | grid | W2 sparse | W2 dense (ot.emd2) | rel. err | sparse s | dense s | "
-             "dense / sparse | rounds |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| N | grid | W2 sparse | W2 dense (ot.emd2) | rel. err | sparse s | dense s | "
+        "dense / sparse | rounds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(
             f"| {r['N']} | {r['grid']} | {r['w2_sparse']:.8f} | {r['w2_dense']:.8g} | "
             f"{r['rel_err']:.1e} | {r['s_sparse']:.1f} | {r.get('s_dense', float('nan')):.1f} | "
-            f"{r.get('speedup', float('nan')):.1f} | {r['rounds']} |")
+            f"{r.get('speedup', float('nan')):.1f} | {r['rounds']} |"
+        )
     lines.append(f"\n{meta}")
     (OUT / "w2.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

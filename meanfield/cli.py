@@ -198,8 +198,13 @@ class _DeprecatedFlag(argparse.Action):
 def _add_deprecated(parser, old: str, new: str, dest: str, **kwargs) -> None:
     """``old`` as a hidden deprecated alias of ``new`` (same ``dest``, type and nargs)."""
     parser.add_argument(
-        old, dest=dest, action=_DeprecatedFlag, new=new, help=argparse.SUPPRESS,
-        default=argparse.SUPPRESS, **kwargs,
+        old,
+        dest=dest,
+        action=_DeprecatedFlag,
+        new=new,
+        help=argparse.SUPPRESS,
+        default=argparse.SUPPRESS,
+        **kwargs,
     )
 
 

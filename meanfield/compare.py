@@ -109,9 +109,7 @@ def compare(
         the module docstring ("The dataset").
         Attributes: every parameter, the seed, solver statistics and the package version.
     """
-    n_steps, record_every = _check_run(
-        energy, initial, n_particles, beta, t_final, eta, n_records
-    )
+    n_steps, record_every = _check_run(energy, initial, n_particles, beta, t_final, eta, n_records)
     n_particles, beta, eta = int(n_particles), float(beta), float(eta)
     grid = initial.grid
     initial = initial.normalised()
@@ -121,9 +119,7 @@ def compare(
     ds_p, t_particles = _particle_run(energy, initial, beta, run, seed, progress)
     times = ds_p["time"].values
     res, grid_ds = _grid_run(eq, initial, times, eta * record_every, safety, progress)
-    method = resolve_w_method(
-        grid.dim, n_particles, int(np.count_nonzero(initial.data)), w_method
-    )
+    method = resolve_w_method(grid.dim, n_particles, int(np.count_nonzero(initial.data)), w_method)
     diag = _diagnostics(energy, grid, ds_p["omega"].values, grid_ds, method, seed, progress)
     out = _assemble(ds_p, grid_ds, grid, method, diag)
     run["t_final"] = float(times[-1])
@@ -305,8 +301,9 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     w = np.asarray(w, dtype=float)
     if w.ndim != 2 or w.shape[1] < 2:
         raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
-    out = fit_power_law(check_fit_sizes("n_values (N)", n_values), w, level=confidence,
-                        interval="t")
+    out = fit_power_law(
+        check_fit_sizes("n_values (N)", n_values), w, level=confidence, interval="t"
+    )
     return {**out, "confidence": confidence}
 
 
@@ -327,5 +324,6 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module 'meanfield.compare' has no attribute {name!r}")
+
 
 __all__ = ["compare", "fit_rate", *_MOVED]  # noqa: F822 (moved names resolve lazily)

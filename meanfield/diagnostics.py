@@ -347,9 +347,7 @@ def wasserstein_grids(
             )
         return _quantile_distance(_segments_cells(a), _segments_cells(b), order)
     ma, mb = a.masses.ravel(), b.masses.ravel()
-    method = resolve_w_method(
-        a.grid.dim, np.count_nonzero(ma), np.count_nonzero(mb), method, order
-    )
+    method = resolve_w_method(a.grid.dim, np.count_nonzero(ma), np.count_nonzero(mb), method, order)
     return _point_distance(
         a.grid.centers, ma, b.grid.centers, mb, order, method, n_projections, seed
     )

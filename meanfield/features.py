@@ -164,9 +164,7 @@ class SoftplusFeatures(FeatureMap):
         return torch.sigmoid(z)
 
 
-FEATURE_MAPS = {
-    cls.name: cls for cls in (PositiveFeatures, FourierFeatures, SoftplusFeatures)
-}
+FEATURE_MAPS = {cls.name: cls for cls in (PositiveFeatures, FourierFeatures, SoftplusFeatures)}
 
 __getattr__ = deprecated_aliases(
     __name__, {"RandomFourierFeatures": ("FourierFeatures", lambda: FourierFeatures)}

@@ -106,8 +106,9 @@ def test_ldp_rate_grid_scgf_matches_closed_forms(small):
     inside = th <= 0.4  # beyond, the support 1/c exceeds the box [-8, 8]
     c = 1 - 2 * th[inside]
     np.testing.assert_allclose(ds["tilted_mean_cg"].values[inside], 1 / (3 * c**2), rtol=1e-2)
-    np.testing.assert_allclose(ds["Lambda_cg"].values[inside], (1 / c - 1) / 6, rtol=1e-2,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        ds["Lambda_cg"].values[inside], (1 / c - 1) / 6, rtol=1e-2, atol=1e-4
+    )
     a = ds.attrs["a_cg"]
     c_star = 1 / np.sqrt(3 * a)
     theta_star = (1 - c_star) / 2

@@ -94,8 +94,19 @@ def test_learned_kernel_concentrates_exponentially_in_N():
     from meanfield.studies.ldp import kernel_concentration
 
     E, X = kernel_model()
-    ds = kernel_concentration(E, X, "softplus", 2.0, [8, 32], [0.75, 1.5], n_replicas=60,
-                              n_steps=200, burn_in=100, seed=0, eps_w2=[0.5])
+    ds = kernel_concentration(
+        E,
+        X,
+        "softplus",
+        2.0,
+        [8, 32],
+        [0.75, 1.5],
+        n_replicas=60,
+        n_steps=200,
+        burn_in=100,
+        seed=0,
+        eps_w2=[0.5],
+    )
     p, se = ds["prob"].values, ds["prob_se"].values
     # from N = 8 to 32 the tail probability drops by more than 4 standard errors
     assert np.all(p[0] - p[1] > 4 * np.hypot(se[0], se[1]))
@@ -115,8 +126,9 @@ def test_learned_kernel_concentrates_exponentially_in_beta():
     from meanfield.studies.ldp import kernel_concentration_in_beta
 
     E, X = kernel_model()
-    ds = kernel_concentration_in_beta(E, X, "softplus", 16, [0.1, 0.8], [0.5], n_replicas=60,
-                                      n_steps=200, burn_in=100, seed=0)
+    ds = kernel_concentration_in_beta(
+        E, X, "softplus", 16, [0.1, 0.8], [0.5], n_replicas=60, n_steps=200, burn_in=100, seed=0
+    )
     p, se = ds["prob"].values[:, 0], ds["prob_se"].values[:, 0]
     assert p[0] - p[1] > 4 * np.hypot(se[0], se[1])
     assert np.isnan(ds["decay_rate"].values[0])  # two betas: the fitted rate is undetermined
@@ -128,14 +140,27 @@ def test_coulomb_gas_regime_tail_and_rate():
     P(L_N ≥ a) = Φ̄(aN√β) (here 2.9e-7 at N = 10) and, on the grid with the β = ∞ solver,
     Λ(θ) = θ²/(2β), J(a) = βa²/2.  Same 4-error-bar criterion as the mean-field test."""
     E = _model(0.5)
-    r = tail_probability(E, statistic("mean"), 0.5, 10, 1.0, theta=0.5, eta=0.3, n_replicas=64,
-                         n_steps=400, burn_in=100, seed=1, regime="coulomb-gas")
+    r = tail_probability(
+        E,
+        statistic("mean"),
+        0.5,
+        10,
+        1.0,
+        theta=0.5,
+        eta=0.3,
+        n_replicas=64,
+        n_steps=400,
+        burn_in=100,
+        seed=1,
+        regime="coulomb-gas",
+    )
     exact = stats.norm.logsf(0.5 * 10)
     err = math.hypot(float(r["log_p_se"]), float(r["log_p_quad_err"]))
     assert abs(float(r["log_p"]) - exact) < 4 * err and err < 0.1
     assert r.attrs["speed"] == 100
-    sc = scgf_on_grid(E, statistic("mean"), 1.0, np.linspace(-1, 1, 5), cells=256,
-                      regime="coulomb-gas")
+    sc = scgf_on_grid(
+        E, statistic("mean"), 1.0, np.linspace(-1, 1, 5), cells=256, regime="coulomb-gas"
+    )
     np.testing.assert_allclose(sc["Lambda"].values, sc["theta"].values ** 2 / 2, atol=1e-6)
     assert rate_at(sc, 0.5) == pytest.approx(0.125, abs=1e-6)
 

@@ -79,9 +79,13 @@ def test_shared_simplex_projection_matches_slsqp_at_any_mass(mass):
 
 @pytest.mark.parametrize(
     "z, mass, match",
-    [([], 1.0, "z must be a non-empty 1-d"), ([[1.0]], 1.0, "z must be a non-empty 1-d"),
-     ([1.0, np.nan], 1.0, "NaN or inf"), ([1.0], 0.0, "mass must be"),
-     ([1.0], math.inf, "mass must be")],
+    [
+        ([], 1.0, "z must be a non-empty 1-d"),
+        ([[1.0]], 1.0, "z must be a non-empty 1-d"),
+        ([1.0, np.nan], 1.0, "NaN or inf"),
+        ([1.0], 0.0, "mass must be"),
+        ([1.0], math.inf, "mass must be"),
+    ],
 )
 def test_simplex_projection_bad_input(z, mass, match):
     from meanfield.simplex import project_simplex

@@ -30,11 +30,16 @@ ax[0].legend(fontsize=8)
 for regime in ds["regime"].values:
     w = ds["w2_particles"].sel(regime=regime)
     se = w.std("seed", ddof=1) / np.sqrt(w.sizes["seed"])
-    ax[1].errorbar(ds["beta_particles"], w.mean("seed"), yerr=2 * se, fmt="o-", capsize=3,
-                   label=regime)
-ax[1].set(xscale="log", yscale="log", xlabel=r"$\beta$",
-          ylabel=r"$W_2(\mu_N, \mu^*)$ (mean ± 2 s.e.)",
-          title=f"particles, N = {ds.attrs['N_particles']}, uniform case")
+    ax[1].errorbar(
+        ds["beta_particles"], w.mean("seed"), yerr=2 * se, fmt="o-", capsize=3, label=regime
+    )
+ax[1].set(
+    xscale="log",
+    yscale="log",
+    xlabel=r"$\beta$",
+    ylabel=r"$W_2(\mu_N, \mu^*)$ (mean ± 2 s.e.)",
+    title=f"particles, N = {ds.attrs['N_particles']}, uniform case",
+)
 ax[1].legend(fontsize=8)
 fig.tight_layout()
 plt.show()

@@ -19,19 +19,30 @@ ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "coulomb3d.nc")
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
 r = ds["r"].values
 ax[0].step(r, ds["profile_grid"], where="mid", label=f"grid ({ds.attrs['n_grid']}³, β = ∞)")
-ax[0].step(r, ds["profile_particles"], where="mid",
-           label=f"HMC, N = {ds.attrs['N_profile']}, β = {ds.attrs['beta']:g}")
+ax[0].step(
+    r,
+    ds["profile_particles"],
+    where="mid",
+    label=f"HMC, N = {ds.attrs['N_profile']}, β = {ds.attrs['beta']:g}",
+)
 ax[0].plot([0, 1, 1, r[-1]], [1, 1, 0, 0], "k--", label="uniform unit ball")
 ax[0].set(xlabel="|ω|", ylabel="shell density / (3/4π)", title="radial profile")
 ax[0].legend(fontsize=8)
 
 h = ds["grid_h"].values
-for key, label in (("grid_radius_error", "|radius − 1|"),
-                   ("grid_energy_error", "|E_h(μ*_h) − 9/10|")):
+for key, label in (
+    ("grid_radius_error", "|radius − 1|"),
+    ("grid_energy_error", "|E_h(μ*_h) − 9/10|"),
+):
     ax[1].plot(h, ds[key], "o-", label=label)
 ax[1].plot(h, float(ds["grid_energy_error"][-1]) * (h / h[-1]) ** 2, "k:", label="h²")
-ax[1].set(xscale="log", yscale="log", xlabel="cell width h", ylabel="error",
-          title="grid equilibrium vs the ball")
+ax[1].set(
+    xscale="log",
+    yscale="log",
+    xlabel="cell width h",
+    ylabel="error",
+    title="grid equilibrium vs the ball",
+)
 ax[1].legend(fontsize=8)
 fig.tight_layout()
 plt.show()

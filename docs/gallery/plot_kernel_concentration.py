@@ -23,8 +23,14 @@ for axis, x, unit in ((ax[0], "N", "/N"), (ax[1], "beta", "/β")):
         se = ds[f"prob_se_{x}"].sel({f"eps_{x}": eps}).values
         ok = p > 0  # a log axis cannot show the zero estimates
         rate = float(ds[f"decay_rate_{x}"].sel({f"eps_{x}": eps}))
-        axis.errorbar(ds[x].values[ok], p[ok], yerr=2 * se[ok], fmt="o-", capsize=3,
-                      label=f"ε = {eps:g}: rate {rate:.3f}{unit}")
+        axis.errorbar(
+            ds[x].values[ok],
+            p[ok],
+            yerr=2 * se[ok],
+            fmt="o-",
+            capsize=3,
+            label=f"ε = {eps:g}: rate {rate:.3f}{unit}",
+        )
     axis.set(yscale="log", ylabel="P(max gap > ε)")
     axis.legend(fontsize=8)
 ax[0].set(xlabel="number of particles N", title="mean-field regime, β = 2")

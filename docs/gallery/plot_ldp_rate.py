@@ -22,11 +22,16 @@ fig, ax = plt.subplots(1, 2, figsize=(10, 4))
 titles = ("mean-field: speed N", "Coulomb gas: speed βN²")
 for axis, tag, title in zip(ax, ("mf", "cg"), titles, strict=True):
     err = np.hypot(ds[f"rate_se_{tag}"], ds[f"rate_quad_err_{tag}"])
-    axis.errorbar(ds[f"N_{tag}"], ds[f"rate_{tag}"], yerr=2 * err, fmt="o-", capsize=3,
-                  label="Monte Carlo")
+    axis.errorbar(
+        ds[f"N_{tag}"], ds[f"rate_{tag}"], yerr=2 * err, fmt="o-", capsize=3, label="Monte Carlo"
+    )
     axis.axhline(float(ds[f"J_{tag}"]), color="k", ls="--", label="grid rate J(a)")
-    axis.set(xscale="log", xlabel="number of particles N", ylabel="rate",
-             title=f"{title}; a = {ds.attrs[f'a_{tag}']:.3g}")
+    axis.set(
+        xscale="log",
+        xlabel="number of particles N",
+        ylabel="rate",
+        title=f"{title}; a = {ds.attrs[f'a_{tag}']:.3g}",
+    )
     axis.legend(fontsize=8)
 fig.tight_layout()
 plt.show()

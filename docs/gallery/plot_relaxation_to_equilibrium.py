@@ -36,8 +36,9 @@ energy = Energy(
 )
 generator = torch.Generator().manual_seed(0)
 omega0 = 0.3 * torch.randn(200, 1, generator=generator, dtype=torch.float64)
-ds = simulate(energy, omega0, eta=0.01, beta=50.0, n_steps=600, regime="coulomb-gas",
-              record_every=20, seed=0)
+ds = simulate(
+    energy, omega0, eta=0.01, beta=50.0, n_steps=600, regime="coulomb-gas", record_every=20, seed=0
+)
 
 law = UniformInterval()
 w2 = [wasserstein_to_law_1d(ds["omega"].isel(time=i).values, law) for i in range(ds.sizes["time"])]
@@ -50,7 +51,10 @@ ax[0].plot(x, law.pdf(x), "k--", label=r"$\mu^*$: uniform on [−1, 1]")
 ax[0].set(xlabel="ω", ylabel="density", title="final empirical measure")
 ax[0].legend(fontsize=8)
 ax[1].semilogy(ds["time"], w2, "o-", ms=3)
-ax[1].set(xlabel="time t = η · steps", ylabel=r"$W_2(\mu_N(t), \mu^*)$",
-          title="distance to the equilibrium measure")
+ax[1].set(
+    xlabel="time t = η · steps",
+    ylabel=r"$W_2(\mu_N(t), \mu^*)$",
+    title="distance to the equilibrium measure",
+)
 fig.tight_layout()
 plt.show()

@@ -60,9 +60,7 @@ class Density:
         self.grid = grid
         if check:
             self.data = check_density_values(grid, data)
-        elif (
-            isinstance(data, np.ndarray) and data.dtype == np.float64 and data.shape == grid.shape
-        ):
+        elif isinstance(data, np.ndarray) and data.dtype == np.float64 and data.shape == grid.shape:
             # a view for solvers whose steps keep ρ finite and ≥ 0 (the guard checks them)
             self.data = data
         else:

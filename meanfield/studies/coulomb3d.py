@@ -56,8 +56,7 @@ def __getattr__(name):
         import warnings
 
         warnings.warn(
-            "BOX_RADIUS is deprecated and will be removed in the next version; use "
-            "BOX_HALF_WIDTH",
+            "BOX_RADIUS is deprecated and will be removed in the next version; use BOX_HALF_WIDTH",
             FutureWarning,
             stacklevel=2,
         )
@@ -134,9 +133,7 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
 
 
 @renamed_keywords(n="cells", box_radius="half_width")
-def grid_equilibrium(
-    cells: int, half_width: float = BOX_HALF_WIDTH, tol: float = 1e-8
-) -> tuple:
+def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float = 1e-8) -> tuple:
     """μ*_h on a grid of ``cells``³ cells, its report, diagnostics and wall time.
 
     Parameters
@@ -414,8 +411,11 @@ def _grid_records(info: list) -> dict:
 FIGURE_CONFIG = {
     "small": dict(n_particles=[40, 80], cells=10, cells_sweep=(8, 10), n_warmup=25, n_samples=3),
     "full": dict(
-        n_particles=[100, 300, 1000, 3000], cells=32, cells_sweep=(8, 12, 16, 24, 32),
-        n_warmup=200, n_samples=60,
+        n_particles=[100, 300, 1000, 3000],
+        cells=32,
+        cells_sweep=(8, 12, 16, 24, 32),
+        n_warmup=200,
+        n_samples=60,
     ),
 }
 

@@ -132,8 +132,15 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     cfg = CONFIG[size]
     res = {
         tag: rate_in_n(
-            energy, stat, REGIME[tag], FACTOR[tag], LADDER[tag], cfg[tag], cfg["reps"],
-            cfg["steps"], seed,
+            energy,
+            stat,
+            REGIME[tag],
+            FACTOR[tag],
+            LADDER[tag],
+            cfg[tag],
+            cfg["reps"],
+            cfg["steps"],
+            seed,
         )
         for tag in ("mf", "cg")
     }

@@ -26,8 +26,13 @@ N_LIMIT = {
 }
 BETA_LIMIT = {
     "small": {"n_doublings": 5, "cells": 256, "N": 16, "betas": [1.0, 8.0], "n_seeds": 2},
-    "full": {"n_doublings": 9, "cells": 512, "N": 64, "betas": [1.0, 4.0, 16.0, 64.0],
-             "n_seeds": 4},
+    "full": {
+        "n_doublings": 9,
+        "cells": 512,
+        "N": 64,
+        "betas": [1.0, 4.0, 16.0, 64.0],
+        "n_seeds": 4,
+    },
 }
 T_LIMIT_CELLS = {"small": 128, "full": 512}
 REGIMES = ("mean-field", "coulomb-gas")
