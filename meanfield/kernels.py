@@ -51,7 +51,28 @@ def _pow_(u: torch.Tensor, e: float) -> torch.Tensor:
 
 
 class PairKernel:
-    """A radial pair kernel k(z) = κ(|z|² + ε²)."""
+    r"""A radial pair kernel k(z) = κ(|z|² + ε²).
+
+    Subclasses give κ and κ'; values and gradients in z follow from
+
+    .. math::
+
+        k(z) = \kappa(|z|^2 + \varepsilon^2), \qquad
+        \nabla k(z) = 2\,\kappa'(|z|^2 + \varepsilon^2)\, z .
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.kernels import PairKernel
+    >>> class Half(PairKernel):  # k(z) = |z|²/2
+    ...     def kappa(self, u):
+    ...         return 0.5 * u
+    ...     def dkappa(self, u):
+    ...         return 0.5 + 0.0 * u
+    >>> z = torch.tensor([[3.0, 4.0]])
+    >>> float(Half()(z)[0]), Half().gradient(z).tolist()
+    (12.5, [[3.0, 4.0]])
+    """
 
     name = ""
     softening = 0.0
@@ -112,7 +133,16 @@ class PairKernel:
 
 
 class Riesz(PairKernel):
-    """Riesz kernel k_s (log at s = 0), optionally softened: κ(u) = sgn(s) u^(−s/2), −½ log u.
+    r"""Riesz kernel k_s (log at s = 0), optionally softened: κ(u) = sgn(s) u^(−s/2), −½ log u.
+
+    .. math::
+
+        k_s(z) = \begin{cases}
+            \operatorname{sgn}(s)\,(|z|^2 + \varepsilon^2)^{-s/2}, & s \ne 0, \\
+            -\tfrac12 \log(|z|^2 + \varepsilon^2), & s = 0,
+        \end{cases}
+
+    repulsive for every s; coincident points (z = 0, ε = 0) get the zero subgradient.
 
     Parameters
     ----------
@@ -120,6 +150,19 @@ class Riesz(PairKernel):
         Riesz exponent, any real number.  s = p − 2 is Coulomb.
     softening : float, default 0
         Softening length ε ≥ 0; with ε > 0 the kernel is smooth and every s is allowed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from meanfield.kernels import Riesz
+    >>> k = Riesz(s=1.0)
+    >>> k.radial(np.array([0.5, 2.0]))  # 1/r
+    array([2. , 0.5])
+    >>> k.gradient(torch.tensor([[2.0, 0.0], [0.0, 0.0]])).tolist()  # −z/|z|³; 0 at z = 0
+    [[-0.25, -0.0], [0.0, 0.0]]
+    >>> round(float(Riesz(s=0.0).radial(np.e)), 12)  # −log r
+    -1.0
     """
 
     name = "riesz"
@@ -171,12 +214,50 @@ class Riesz(PairKernel):
 
 
 def Coulomb(dim: int, softening: float = 0.0) -> Riesz:
-    """The Coulomb kernel of R^dim: Riesz with s = dim − 2 (−|z| in 1D, −log|z| in 2D)."""
+    r"""The Coulomb kernel of R^dim: Riesz with s = dim − 2 (−|z| in 1D, −log|z| in 2D).
+
+    .. math::
+
+        k(z) = -|z| \ (p = 1), \qquad -\log|z| \ (p = 2), \qquad |z|^{2-p} \ (p \ge 3).
+
+    Parameters
+    ----------
+    dim : int
+        Dimension p of the space.
+    softening : float, default 0
+        Softening length ε ≥ 0.
+
+    Returns
+    -------
+    Riesz
+        The Riesz kernel with s = p − 2.
+
+    Examples
+    --------
+    >>> from meanfield.kernels import Coulomb
+    >>> Coulomb(3)
+    Riesz(s=1.0, softening=0.0)
+    >>> float(Coulomb(1).radial(2.0))  # −|z| in 1D
+    -2.0
+    """
     return Riesz(s=float(dim) - 2.0, softening=softening)
 
 
 class Quadratic(PairKernel):
-    """k(z) = |z|²/2 (attractive for λ > 0; used for closed-form Gaussian tests)."""
+    r"""k(z) = |z|²/2 (attractive for λ > 0; used for closed-form Gaussian tests).
+
+    .. math::
+
+        k(z) = \tfrac12 |z|^2, \qquad \nabla k(z) = z .
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.kernels import Quadratic
+    >>> z = torch.tensor([[1.0, 2.0]])
+    >>> float(Quadratic()(z)[0]), Quadratic().gradient(z).tolist()
+    (2.5, [[1.0, 2.0]])
+    """
 
     name = "quadratic"
 
@@ -191,7 +272,26 @@ class Quadratic(PairKernel):
 
 
 class Gaussian(PairKernel):
-    """k(z) = exp(−|z|²/(2 width²)): a smooth, bounded repulsion (for λ > 0)."""
+    r"""k(z) = exp(−|z|²/(2 width²)): a smooth, bounded repulsion (for λ > 0).
+
+    .. math::
+
+        k(z) = \exp\!\Big(-\frac{|z|^2}{2 w^2}\Big), \qquad
+        \nabla k(z) = -\frac{z}{w^2}\, k(z).
+
+    Parameters
+    ----------
+    width : float, default 1
+        Width w > 0 (units of ω).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.kernels import Gaussian
+    >>> k = Gaussian(width=2.0)
+    >>> k.radial(np.array([0.0, 2.0])).round(6)  # 1 and exp(−1/2)
+    array([1.      , 0.606531])
+    """
 
     name = "gaussian"
 
@@ -223,7 +323,36 @@ def make_kernel(
     softening: float = 0.0,
     width: float = 1.0,
 ) -> PairKernel:
-    """Build a kernel by name: riesz (needs s), coulomb (needs dim), log, quadratic, gaussian."""
+    """Build a kernel by name: riesz (needs s), coulomb (needs dim), log, quadratic, gaussian.
+
+    Parameters
+    ----------
+    name : {"riesz", "coulomb", "log", "quadratic", "gaussian"}
+        Kernel family.
+    dim : int, optional
+        Dimension p (needed by "coulomb": s = p − 2).
+    s : float, optional
+        Riesz exponent (needed by "riesz").
+    softening : float, default 0
+        Softening length ε ≥ 0 (Riesz family).
+    width : float, default 1
+        Width of the Gaussian kernel.
+
+    Returns
+    -------
+    PairKernel
+        The kernel.
+
+    Examples
+    --------
+    >>> from meanfield.kernels import make_kernel
+    >>> make_kernel("coulomb", dim=2)
+    Riesz(s=0.0, softening=0.0)
+    >>> make_kernel("riesz", s=0.5, softening=0.1)
+    Riesz(s=0.5, softening=0.1)
+    >>> make_kernel("gaussian", width=0.3)
+    Gaussian(width=0.3)
+    """
     check_choice("kernel", name, KERNEL_NAMES)
     if name == "riesz":
         if s is None:
