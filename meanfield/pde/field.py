@@ -20,7 +20,35 @@ from .grid import Grid
 
 
 def check_density_values(grid: Grid, data, name: str = "density") -> np.ndarray:
-    """Return ``data`` as a float64 array of the grid's shape if finite and ≥ 0, else raise."""
+    """Return ``data`` as a float64 array of the grid's shape if finite and ≥ 0, else raise.
+
+    Parameters
+    ----------
+    grid : Grid
+        The grid whose :attr:`~meanfield.pde.grid.Grid.shape` ``data`` must have.
+    data : array_like
+        Cell values.
+    name : str
+        Name used in the error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A float64 copy of ``data``, shape ``grid.shape``.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.field import check_density_values
+    >>> from meanfield.pde.grid import Grid
+    >>> g = Grid(Box(1, 1.0), 4)
+    >>> check_density_values(g, [0, 1, 2, 3])
+    array([0., 1., 2., 3.])
+    >>> check_density_values(g, [0, -1, 2, 3])
+    Traceback (most recent call last):
+        ...
+    ValueError: density has 1 negative value(s) (min -1 at cell ...
+    """
     a = np.array(data, dtype=float, copy=True)
     if a.shape != grid.shape:
         raise ValueError(f"{name} must have the grid's shape {grid.shape}, got {a.shape}")
@@ -40,7 +68,7 @@ def check_density_values(grid: Grid, data, name: str = "density") -> np.ndarray:
 
 
 class Density:
-    """A non-negative density ρ on a grid (cell averages).
+    r"""A non-negative density ρ on a grid (cell averages).
 
     Parameters
     ----------
@@ -50,6 +78,34 @@ class Density:
     check : bool, default True
         False: keep ``data`` (a float64 array of the grid's shape) as it is, without a copy
         or the value checks: a cheap view for solvers that check positivity themselves.
+
+    Notes
+    -----
+    The mass and the moments are those of the piecewise-constant function, exact per cell:
+
+    .. math::
+
+        m = \sum_i \rho_i |C|, \qquad
+        \mathrm{Cov} = \sum_i \frac{\rho_i |C|}{m} (x_i - \bar x)(x_i - \bar x)^\top
+        + \operatorname{diag}\left(\frac{h_a^2}{12}\right).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.field import Density
+    >>> from meanfield.pde.grid import Grid
+    >>> g = Grid(Box(2, 1.0), 4)
+    >>> u = Density.uniform(g)
+    >>> round(u.mass, 12), float(u.data[0, 0])  # 1 / area of [-1, 1]^2
+    (1.0, 0.25)
+    >>> np.allclose(u.covariance(), np.eye(2) / 3)  # Var U(-1, 1) = 1/3
+    True
+    >>> rho = Density.gaussian(Grid(Box(1, 6.0), 64), mean=0.5, std=1.0)
+    >>> round(float(rho.mean()[0]), 3), round(float(rho.covariance()[0, 0]), 1)
+    (0.5, 1.0)
+    >>> rho.sample(5, seed=0).shape
+    (5, 1)
     """
 
     __slots__ = ("grid", "data")

@@ -27,7 +27,34 @@ AXIS_NAMES = ("x", "y", "z")
 
 
 def check_grid_domain(domain: Domain) -> Box:
-    """Return ``domain`` if the grid solver can discretise it, else raise a clear error."""
+    """Return ``domain`` if the grid solver can discretise it, else raise a clear error.
+
+    Parameters
+    ----------
+    domain : Domain
+        Must be a :class:`~meanfield.domains.Box` of dimension p ∈ {1, 2, 3}.
+
+    Returns
+    -------
+    Box
+        ``domain`` itself.
+
+    Raises
+    ------
+    TypeError
+        If ``domain`` is not a domain; ``ValueError`` if it is a ball or p > 3.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Ball, Box
+    >>> from meanfield.pde.grid import check_grid_domain
+    >>> check_grid_domain(Box(2, 1.0))
+    Box(dim=2, half_width=1.0)
+    >>> check_grid_domain(Ball(2, 1.0))
+    Traceback (most recent call last):
+        ...
+    ValueError: incompatible domain ...
+    """
     if not isinstance(domain, Domain):
         raise TypeError(f"domain must be a meanfield.domains.Box, got {domain!r}")
     if not isinstance(domain, Box):
@@ -45,7 +72,7 @@ def check_grid_domain(domain: Domain) -> Box:
 
 @dataclass(frozen=True, eq=False)
 class Grid:
-    """A uniform cell-centred grid on a box ``[−R, R]^p``, p ∈ {1, 2, 3}.
+    r"""A uniform cell-centred grid on a box ``[−R, R]^p``, p ∈ {1, 2, 3}.
 
     Parameters
     ----------
@@ -60,6 +87,32 @@ class Grid:
         ``(n_x,)``, ``(n_x, n_y)`` or ``(n_x, n_y, n_z)``.
     h : tuple of float
         Cell widths ``2R / n_a`` (same unit as the particles ω).
+
+    Notes
+    -----
+    Cell ``i = (i_1, …, i_p)`` is the product of intervals with centres and volume
+
+    .. math::
+
+        x_{i_a} = -R + \left(i_a + \tfrac12\right) h_a, \qquad
+        h_a = \frac{2R}{n_a}, \qquad |C| = \prod_a h_a,
+
+    and a grid function f is integrated by the midpoint rule
+    :math:`\int f \approx \sum_i f_i |C|`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.grid import Grid
+    >>> g = Grid(Box(1, 1.0), 4)
+    >>> g.h, g.axes[0]
+    ((0.5,), array([-0.75, -0.25,  0.25,  0.75]))
+    >>> g2 = Grid(Box(2, 1.0), (4, 8))
+    >>> g2.shape, g2.size, g2.cell_volume
+    ((4, 8), 32, 0.125)
+    >>> g2.integrate(np.ones(g2.shape))  # the area of [-1, 1]^2
+    4.0
     """
 
     domain: Box
