@@ -40,7 +40,31 @@ METHODS = ("langevin", "mala")
 
 
 def effective_beta(beta: float, n_particles: int, regime: str) -> float:
-    """β_N: β in the mean-field regime, β N in the Coulomb-gas regime."""
+    r"""β_N: β in the mean-field regime, β N in the Coulomb-gas regime.
+
+    .. math::
+
+        \beta_N = \begin{cases} \beta & \text{mean-field} \\
+        \beta N & \text{Coulomb gas} \end{cases}
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature β > 0.
+    n_particles : int
+        Number of particles N.
+    regime : {"mean-field", "coulomb-gas"}
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from meanfield.particles import effective_beta
+    >>> effective_beta(2.0, 10, "mean-field"), effective_beta(2.0, 10, "coulomb-gas")
+    (2.0, 20.0)
+    """
     check_choice("regime", regime, REGIMES)
     return beta if regime == "mean-field" else beta * n_particles
 
@@ -78,6 +102,15 @@ class LangevinState:
     cache : mapping
         Read-only values carried between steps (U and ∇U for the Metropolis samplers);
         replaced, never mutated, through :meth:`evolve`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.particles import LangevinState
+    >>> s = LangevinState(torch.zeros(3, 1))
+    >>> s2 = s.evolve(step=1, cache={"U": 0.0})
+    >>> s.step, s2.step, dict(s2.cache), dict(s.cache)
+    (0, 1, {'U': 0.0}, {})
     """
 
     omega: torch.Tensor
@@ -99,8 +132,40 @@ class LangevinState:
 
 
 def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
-    """U = β_N N H_N(Ω), shape (...), and ∇U = β_N N ∇H_N, shape (..., N, p): the potential of
-    the Gibbs law ∝ exp(−U) that the Metropolis samplers target (one pass over the pairs)."""
+    r"""U = β_N N H_N(Ω), shape (...), and ∇U = β_N N ∇H_N, shape (..., N, p): the potential of
+    the Gibbs law ∝ exp(−U) that the Metropolis samplers target (one pass over the pairs).
+
+    .. math::
+
+        U(\Omega) = \beta_N\, N\, H_N(\Omega), \qquad
+        \nabla U(\Omega) = \beta_N\, N\, \nabla H_N(\Omega)
+
+    Parameters
+    ----------
+    energy : Energy
+    omega : tensor (..., N, p)
+    beta_N : float
+        The effective inverse temperature (:func:`effective_beta`).
+
+    Returns
+    -------
+    U : tensor (...)
+    gradU : tensor (..., N, p)
+
+    Examples
+    --------
+    With V(ω) = ω²/2, Ω = (1, 0): H_N = (1/2 + 0)/2 = 1/4, so U = 2 · 2 · 1/4 = 1 and
+    ∇U = 2 · 2 · Ω/N = (2, 0).
+
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import gibbs_potential
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> U, gradU = gibbs_potential(E, torch.tensor([[1.0], [0.0]], dtype=torch.float64), 2.0)
+    >>> float(U), gradU.flatten().tolist()
+    (1.0, [2.0, 0.0])
+    """
     N = omega.shape[-2]
     H, gradH = energy.value_and_grad(omega)
     return beta_N * N * H, beta_N * N * gradH
@@ -108,7 +173,32 @@ def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
 
 def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> LangevinState:
     """Initial state of a Metropolis sampler: Ω projected onto 𝒲, U and ∇U cached, no
-    accepted moves yet (one counter per replica)."""
+    accepted moves yet (one counter per replica).
+
+    Parameters
+    ----------
+    energy : Energy
+    omega : array (..., N, p)
+        Initial particles (projected onto the domain).
+    beta : float
+    regime : {"mean-field", "coulomb-gas"}
+
+    Returns
+    -------
+    LangevinState
+
+    Examples
+    --------
+    The particle at 3 is projected to the wall of the box [−2, 2]; then U = 1 · 2 · (4/2)/2 = 2.
+
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import metropolis_init
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> s = metropolis_init(E, [[3.0], [0.0]], 1.0, "mean-field")
+    >>> s.omega.flatten().tolist(), float(s.cache["U"]), float(s.accepted)
+    ([2.0, 0.0], 2.0, 0.0)
+    """
     omega = energy.domain.project(energy.as_tensor(omega, name="omega0"))
     beta_N = effective_beta(beta, omega.shape[-2], regime)
     U, gradU = gibbs_potential(energy, omega, beta_N)
@@ -118,7 +208,11 @@ def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> Langevin
 
 
 def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) -> torch.Tensor:
-    """Metropolis decisions, one per replica: accept with probability min(1, exp(log_alpha)).
+    r"""Metropolis decisions, one per replica: accept with probability min(1, exp(log_alpha)).
+
+    .. math::
+
+        \text{accept} \iff \log u < \log\alpha, \qquad u \sim \mathcal U(0, 1)
 
     Parameters
     ----------
@@ -132,6 +226,18 @@ def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) 
     Returns
     -------
     bool tensor (...)
+
+    Examples
+    --------
+    log α = 0 is always accepted, log α = −∞ never; an invalid proposal is rejected.
+
+    >>> import torch
+    >>> from meanfield.particles import metropolis
+    >>> g = torch.Generator().manual_seed(0)
+    >>> metropolis(torch.tensor([0.0, -float("inf")]), g).tolist()
+    [True, False]
+    >>> metropolis(torch.zeros(2), g, valid=torch.tensor([True, False])).tolist()
+    [True, False]
     """
     u = torch.rand(log_alpha.shape, generator=generator, dtype=torch.float64).to(log_alpha)
     accept = torch.log(u) < log_alpha
@@ -144,6 +250,19 @@ def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinSta
 
     ``accept`` has shape (...) (one decision per replica); Ω', ∇U' have shape (..., N, p) and U'
     shape (...).  ``state`` is left as it was: a new state is returned.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import accept_or_keep, metropolis_init
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> s = metropolis_init(E, torch.zeros(2, 3, 1), 1.0, "mean-field")  # 2 replicas
+    >>> ones = torch.ones(2, 3, 1, dtype=torch.float64)
+    >>> new = accept_or_keep(s, torch.tensor([True, False]), ones, torch.ones(2), ones)
+    >>> new.omega[:, 0, 0].tolist(), new.accepted.tolist(), new.proposed, new.step, s.step
+    ([1.0, 0.0], [1.0, 0.0], 1, 1, 0)
     """
     a = accept[..., None, None]
     return state.evolve(
@@ -160,7 +279,12 @@ def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinSta
 
 @dataclass
 class ProjectedLangevin:
-    """Unadjusted projected Langevin (Algorithm 1), with random-batch and data mini-batches.
+    r"""Unadjusted projected Langevin (Algorithm 1), with random-batch and data mini-batches.
+
+    .. math::
+
+        \omega_i \leftarrow \Pi_{\mathcal W}\Big(\omega_i - \eta N \nabla_{\omega_i} H_N(\Omega)
+        + \sqrt{2\eta/\beta_N}\, \xi_i\Big), \qquad \xi_i \sim \mathcal N(0, I_p)
 
     Parameters
     ----------
@@ -174,6 +298,18 @@ class ProjectedLangevin:
         Random-batch size B ≥ 2 for the pair interaction (Jin–Li–Liu 2020).
     data_batch : int, optional
         Mini-batch size (≥ 2) of data rows for the alignment terms.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import ProjectedLangevin
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> lang = ProjectedLangevin(E, eta=0.01, beta=1.0)
+    >>> s = lang.step(lang.init(torch.zeros(4, 1)), torch.Generator().manual_seed(0))
+    >>> s.step, tuple(s.omega.shape), bool((s.omega.abs() <= 2).all())
+    (1, (4, 1), True)
     """
 
     energy: Energy
@@ -227,13 +363,41 @@ class ProjectedLangevin:
 
 @dataclass
 class MALA:
-    """Metropolis-adjusted Langevin: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
+    r"""Metropolis-adjusted Langevin: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
 
     The proposal is the unprojected Langevin move Ω' = Ω − η N∇H_N + √(2η/β_N) ξ, i.e. MALA for
     U = β_N N H_N with step h = η/β_N; proposals leaving the domain are rejected (the target
     vanishes there), so the chain is reversible for the Gibbs law restricted to 𝒲^N.  The full
     configuration (all N particles) moves at once; each replica accepts or rejects on its own.
     Exact pair sums and the full data are used: stochastic gradients would break exactness.
+
+    .. math::
+
+        \Omega' = \Omega - h \nabla U(\Omega) + \sqrt{2h}\, \xi, \qquad
+        \alpha = \frac{e^{-U(\Omega')}\, q(\Omega \mid \Omega')}
+        {e^{-U(\Omega)}\, q(\Omega' \mid \Omega)}, \qquad
+        q(y \mid x) \propto e^{-|y - x + h\nabla U(x)|^2 / 4h}
+
+    Parameters
+    ----------
+    energy : Energy
+    eta : float
+        Step size η > 0.
+    beta : float
+        Inverse temperature β > 0.
+    regime : {"mean-field", "coulomb-gas"}
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import MALA
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> mala = MALA(E, eta=0.01, beta=1.0)
+    >>> s = mala.step(mala.init(torch.zeros(4, 1)), torch.Generator().manual_seed(0))
+    >>> s.step, s.proposed, float(s.accepted) in (0.0, 1.0)
+    (1, 1, True)
     """
 
     energy: Energy
@@ -273,7 +437,22 @@ class MALA:
 
 def initial_particles(energy: Energy, omega0) -> torch.Tensor:
     """``omega0`` as a tensor of the energy's dtype, checked: shape (N, p) or (R, N, p), N ≥ 1,
-    finite.  Raises before any work with the allowed shapes in the message."""
+    finite.  Raises before any work with the allowed shapes in the message.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import initial_particles
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> x = initial_particles(E, [[0.5], [1.0]])
+    >>> tuple(x.shape), x.dtype
+    ((2, 1), torch.float64)
+    >>> initial_particles(E, [[[[0.5]]]])
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: omega0 must have shape (N, p) or (R, N, p), got (1, 1, 1, 1)
+    """
     omega0 = energy.as_tensor(omega0, name="omega0")
     if omega0.ndim not in (2, 3):
         raise InputError(f"omega0 must have shape (N, p) or (R, N, p), got {tuple(omega0.shape)}")
@@ -287,7 +466,25 @@ def initial_particles(energy: Energy, omega0) -> torch.Tensor:
 
 def chain_setup(energy: Energy, omega0, n_steps: int, record_every, seed):
     """What every chain runner needs first: the checked initial particles, the recording stride
-    (default: about 100 records over ``n_steps``) and a CPU generator seeded with ``seed``."""
+    (default: about 100 records over ``n_steps``) and a CPU generator seeded with ``seed``.
+
+    Returns
+    -------
+    omega0 : tensor (N, p) or (R, N, p)
+    record_every : int
+    seed : int
+    generator : torch.Generator
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import chain_setup
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> omega0, record_every, seed, gen = chain_setup(E, [[0.5]], 1000, None, 3)
+    >>> record_every, seed, gen.initial_seed()
+    (10, 3, 3)
+    """
     omega0 = initial_particles(energy, omega0)
     if record_every is None:
         record_every = max(1, n_steps // 100)
@@ -379,7 +576,19 @@ def make_integrator(
     interaction_batch: int | None = None,
     data_batch: int | None = None,
 ):
-    """Build :class:`ProjectedLangevin` or :class:`MALA` from plain parameters."""
+    """Build :class:`ProjectedLangevin` or :class:`MALA` from plain parameters.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import make_integrator
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> type(make_integrator(E, eta=0.1, beta=1.0)).__name__
+    'ProjectedLangevin'
+    >>> type(make_integrator(E, method="mala", eta=0.1, beta=1.0)).__name__
+    'MALA'
+    """
     check_choice("method", method, METHODS)
     if method == "mala":
         if interaction_batch is not None or data_batch is not None:
@@ -393,7 +602,17 @@ def make_integrator(
 
 def boundary_fraction(omega, domain) -> float:
     """Fraction of the points ``omega`` (..., N, p) on the boundary of ``domain`` (a box or a
-    ball, to a relative 1e-9): particles the projection has pinned there."""
+    ball, to a relative 1e-9): particles the projection has pinned there.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Ball, Box
+    >>> from meanfield.particles import boundary_fraction
+    >>> boundary_fraction([[2.0], [0.0], [-2.0], [1.0]], Box(1, 2.0))
+    0.5
+    >>> boundary_fraction([[0.6, 0.8], [0.0, 0.0]], Ball(2, 1.0))
+    0.5
+    """
     x = np.asarray(omega, dtype=float)
     lo, hi = domain.bounding_box
     R = (hi - lo) / 2
@@ -406,9 +625,23 @@ def boundary_fraction(omega, domain) -> float:
 
 
 def pinning_step_warning(domain, eta: float, beta: float, beta_N: float) -> str | None:
-    """The warning, before a projected-Langevin run, when one noise step sqrt(2 eta / beta_N)
+    r"""The warning, before a projected-Langevin run, when one noise step sqrt(2 eta / beta_N)
     is at least the width of ``domain``: the projection would pin particles to the boundary
-    instead of sampling.  None when the step is narrower."""
+    instead of sampling.  None when the step is narrower.
+
+    .. math::
+
+        \sqrt{2\eta/\beta_N} \ge \operatorname{width}(\mathcal W)
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.particles import pinning_step_warning
+    >>> pinning_step_warning(Box(1, 2.0), 0.01, 1.0, 1.0) is None
+    True
+    >>> pinning_step_warning(Box(1, 1.0), 8.0, 1.0, 1.0)
+    'one noise step sqrt(2 eta / beta_N) = 4 is wider than the domain (2R = 2): ...'
+    """
     lo, hi = domain.bounding_box
     noise = math.sqrt(2 * eta / beta_N) if beta_N > 0 else math.inf
     if noise < hi - lo:
@@ -492,6 +725,21 @@ def simulate(
         Projected Langevin only: before the run when one noise step sqrt(2 η / β_N) is at
         least the domain's width, after it when half the particles or more ended on the
         boundary (pinned by the projection rather than sampled).
+
+    Examples
+    --------
+    Five particles in V(ω) = ω²/2 on [−2, 2], ten steps recorded every five:
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import simulate
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> ds = simulate(E, np.zeros((5, 1)), eta=0.01, beta=1.0, n_steps=10, record_every=5)
+    >>> dict(ds["omega"].sizes), ds["step"].values.tolist(), ds["time"].values.round(2).tolist()
+    ({'time': 3, 'particle': 5, 'dim': 1}, [0, 5, 10], [0.0, 0.05, 0.1])
+    >>> float(ds["energy"][0]), bool((ds["energy"] >= 0).all()), ds.attrs["method"]
+    (0.0, True, 'langevin')
     """
     n_steps = check_int("n_steps", n_steps)
     kw = dict(method=method, eta=eta, beta=beta, regime=regime, interaction_batch=interaction_batch)
