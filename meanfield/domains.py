@@ -139,14 +139,15 @@ class Domain:
         Returns
         -------
         dict
-            ``{"domain": "box" | "ball", "dim": int, "radius": float}``; the box's
-            half-width is stored under ``"radius"``.
+            ``{"domain": "box", "dim": int, "half_width": float}`` or
+            ``{"domain": "ball", "dim": int, "radius": float}``: each domain's size under its
+            own name.
 
         Examples
         --------
         >>> from meanfield.domains import Box
         >>> Box(2, 3.0).describe()
-        {'domain': 'box', 'dim': 2, 'radius': 3.0}
+        {'domain': 'box', 'dim': 2, 'half_width': 3.0}
         """
         raise NotImplementedError
 
@@ -220,7 +221,7 @@ class Box(Domain):
         return (-self.half_width, self.half_width)
 
     def describe(self) -> dict:
-        return {"domain": "box", "dim": self.dim, "radius": self.half_width}
+        return {"domain": "box", "dim": self.dim, "half_width": self.half_width}
 
 
 @dataclass(frozen=True)
