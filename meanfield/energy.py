@@ -48,7 +48,7 @@ PAIR_CHUNK_ELEMENTS = 1 << 18
 # targets
 # ----------------------------------------------------------------------------------------
 def target_factors(y) -> tuple[np.ndarray, np.ndarray]:
-    """Low-rank factors of the target matrix, T = U diag(w) Uᵀ.
+    r"""Low-rank factors of the target matrix, T = U diag(w) Uᵀ.
 
     Parameters
     ----------
@@ -60,6 +60,23 @@ def target_factors(y) -> tuple[np.ndarray, np.ndarray]:
     U : (n, r) array, w : (r,) array
         Binary: U = y, w = 1.  C classes: U = [one-hot, 1], w = [C/(C−1), …, −1/(C−1)],
         which gives T_jk = 1 for equal classes and −1/(C−1) otherwise.
+
+    Notes
+    -----
+    .. math::
+
+        T = U \operatorname{diag}(w)\, U^\top, \qquad
+        T_{jk} = \begin{cases} 1, & y_j = y_k, \\ -1/(C - 1), & y_j \ne y_k. \end{cases}
+
+    Examples
+    --------
+    >>> from meanfield.energy import target_factors
+    >>> U, w = target_factors([1.0, -1.0, 1.0])  # binary: U = y, w = 1
+    >>> U.ravel().tolist(), w.tolist()
+    ([1.0, -1.0, 1.0], [1.0])
+    >>> U, w = target_factors([0, 1, 2])  # three classes: one-hot and a column of ones
+    >>> U.shape, w.tolist()
+    ((3, 4), [1.5, 1.5, 1.5, -0.5])
     """
     y = check_array("y", y, ndim=1)
     values = np.unique(y)
@@ -77,7 +94,29 @@ def target_factors(y) -> tuple[np.ndarray, np.ndarray]:
 
 
 def target_matrix(y) -> np.ndarray:
-    """The dense target matrix T (n, n) (for tests and small problems)."""
+    """The dense target matrix T (n, n) (for tests and small problems).
+
+    Parameters
+    ----------
+    y : array (n,)
+        Binary labels ±1 or integer class ids (see :func:`target_factors`).
+
+    Returns
+    -------
+    numpy.ndarray (n, n)
+        T = U diag(w) Uᵀ: 1 for equal labels, −1/(C − 1) (−1 for binary labels) otherwise.
+
+    Examples
+    --------
+    >>> from meanfield.energy import target_matrix
+    >>> target_matrix([1.0, -1.0])
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    >>> target_matrix([0, 1, 2])
+    array([[ 1. , -0.5, -0.5],
+           [-0.5,  1. , -0.5],
+           [-0.5, -0.5,  1. ]])
+    """
     U, w = target_factors(y)
     return (U * w) @ U.T
 
@@ -90,7 +129,19 @@ TERM_KINDS = ("one-body", "pair", "measure")
 
 
 class UnboundTermError(AttributeError):
-    """A term's data was used before :meth:`Term.bind` (an :class:`Energy` binds its terms)."""
+    """A term's data was used before :meth:`Term.bind` (an :class:`Energy` binds its terms).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.energy import LinearAlignment, UnboundTermError
+    >>> term = LinearAlignment(np.eye(2), np.array([1.0, -1.0]))
+    >>> try:
+    ...     term.U
+    ... except UnboundTermError as err:
+    ...     print(str(err)[:40])
+    LinearAlignment.U is set when the term i
+    """
 
 
 class Term:
@@ -105,6 +156,22 @@ class Term:
       δE/δμ = 2λ k ∗ μ can be computed by a convolution;
     * ``"measure"``: any other dependence; ``first_variation(at, points, weights)`` is
       evaluated at each μ and :meth:`measure_value` gives E(μ) of a weighted measure.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.energy import Term
+    >>> class Mean(Term):  # E(μ) = ∫ ω_1 dμ: one-body, δE/δμ = ω_1
+    ...     kind = "one-body"
+    ...     def value(self, omega):
+    ...         return omega[..., 0].mean(-1)
+    ...     def grad(self, omega):
+    ...         return torch.full_like(omega, 1.0 / omega.shape[-2])
+    ...     def first_variation(self, at, points=None, weights=None):
+    ...         return at[:, 0]
+    >>> pts = torch.tensor([[1.0], [3.0]])
+    >>> float(Mean().measure_value(pts, torch.tensor([0.25, 0.75])))
+    2.5
     """
 
     name = "term"
@@ -164,7 +231,28 @@ class Term:
 
 
 class Potential(Term):
-    """Confining potential: H = (1/N) Σ_i V(ω_i), δE/δμ = V."""
+    r"""Confining potential: H = (1/N) Σ_i V(ω_i), δE/δμ = V.
+
+    Subclasses give ``V`` (..., p) -> (...) and ``gradV`` (..., p) -> (..., p).
+
+    .. math::
+
+        E(\mu) = \int V \, d\mu, \qquad H_N(\Omega) = \frac1N \sum_{i=1}^N V(\omega_i),
+        \qquad \frac{\delta E}{\delta \mu} = V.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.energy import Potential
+    >>> class Linear(Potential):  # V(ω) = Σ_d ω_d
+    ...     def V(self, omega):
+    ...         return omega.sum(-1)
+    ...     def gradV(self, omega):
+    ...         return torch.ones_like(omega)
+    >>> omega = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> float(Linear().value(omega)), Linear().grad(omega).tolist()
+    (5.0, [[0.5, 0.5], [0.5, 0.5]])
+    """
 
     name = "confinement"
     kind = "one-body"
@@ -186,7 +274,28 @@ class Potential(Term):
 
 
 class QuadraticPotential(Potential):
-    """V(ω) = strength · |ω − center|²/2."""
+    r"""V(ω) = strength · |ω − center|²/2.
+
+    .. math::
+
+        V(\omega) = \frac{a}{2} |\omega - c|^2, \qquad \nabla V(\omega) = a (\omega - c).
+
+    Parameters
+    ----------
+    strength : float, default 1
+        a > 0.
+    center : float, default 0
+        c, the same in every coordinate.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.energy import QuadraticPotential
+    >>> V = QuadraticPotential(strength=2.0)
+    >>> omega = torch.tensor([[1.0, 2.0]])
+    >>> float(V.V(omega)[0]), V.gradV(omega).tolist()
+    (5.0, [[2.0, 4.0]])
+    """
 
     def __init__(self, strength: float = 1.0, center: float = 0.0):
         self.strength = check_positive("strength", strength)
@@ -203,7 +312,27 @@ class QuadraticPotential(Potential):
 
 
 class DoubleWellPotential(Potential):
-    """V(ω) = strength · Σ_d (ω_d⁴/4 − ω_d²/2): wells at ±1 in every coordinate."""
+    r"""V(ω) = strength · Σ_d (ω_d⁴/4 − ω_d²/2): wells at ±1 in every coordinate.
+
+    .. math::
+
+        V(\omega) = a \sum_{d=1}^p \Big(\frac{\omega_d^4}{4} - \frac{\omega_d^2}{2}\Big),
+        \qquad \partial_d V(\omega) = a (\omega_d^3 - \omega_d).
+
+    Parameters
+    ----------
+    strength : float, default 1
+        a > 0.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.energy import DoubleWellPotential
+    >>> V = DoubleWellPotential()
+    >>> wells = torch.tensor([[1.0], [-1.0], [0.0]])
+    >>> V.V(wells).tolist(), V.gradV(wells).ravel().tolist()  # minima at ±1, zero force
+    ([-0.25, -0.25, 0.0], [0.0, 0.0, 0.0])
+    """
 
     def __init__(self, strength: float = 1.0):
         self.strength = check_positive("strength", strength)
@@ -219,7 +348,25 @@ class DoubleWellPotential(Potential):
 
 
 class CallablePotential(Potential):
-    """A user potential V: (..., p) -> (...) written in torch; its gradient comes from autograd."""
+    """A user potential V: (..., p) -> (...) written in torch; its gradient comes from autograd.
+
+    Parameters
+    ----------
+    fn : callable
+        V, mapping a tensor (..., p) to (...).
+    label : str, default "custom"
+        Name recorded by :meth:`describe`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.energy import CallablePotential
+    >>> V = CallablePotential(lambda w: (w**2).sum(-1) / 2, label="harmonic")
+    >>> V.gradV(torch.tensor([[1.0, -3.0]])).tolist()  # ∇(|ω|²/2) = ω
+    [[1.0, -3.0]]
+    >>> V.describe()
+    {'potential': 'harmonic'}
+    """
 
     def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], label: str = "custom"):
         if not callable(fn):
@@ -240,7 +387,25 @@ class CallablePotential(Potential):
 
 
 class AlignmentTerm(Term):
-    """Base of the alignment terms: the data, the targets T = U diag(w) Uᵀ and the feature map."""
+    """Base of the alignment terms: the data, the targets T = U diag(w) Uᵀ and the feature map.
+
+    Parameters
+    ----------
+    X : array (n, d)
+        Data points.
+    y : array (n,)
+        Binary labels ±1 or class ids (see :func:`target_factors`).
+    feature : str or FeatureMap, default "positive"
+        Feature map φ(x; ω); it fixes the particle dimension p.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.energy import AlignmentTerm
+    >>> term = AlignmentTerm(np.zeros((3, 2)), np.array([0, 1, 2]))
+    >>> term.n, term.w_np.tolist(), term.describe()
+    (3, [1.5, 1.5, 1.5, -0.5], {'feature': 'positive', 'n_data': 3})
+    """
 
     name = "alignment"
     _bound_attributes = ("Xt", "offset", "U", "w")
@@ -305,10 +470,15 @@ class AlignmentTerm(Term):
 
 
 class LinearAlignment(AlignmentTerm):
-    """Linear (U-statistic) alignment, energy term −∫a dμ (THEORY §2, form 1).
+    r"""Linear (U-statistic) alignment, energy term −∫a dμ (THEORY §2, form 1).
 
     a(ω) = (1/(n(n−1))) Σ_{j≠k} T_jk φ(x_j; ω) φ(x_k; ω): a one-body data potential, so the
     model is a Riesz gas in the external field −a.
+
+    .. math::
+
+        a(\omega) = \frac{1}{n(n-1)} \sum_{j \ne k} T_{jk}\, \varphi(x_j; \omega)\,
+        \varphi(x_k; \omega), \qquad E(\mu) \ni -\int a \, d\mu .
 
     Parameters
     ----------
@@ -317,6 +487,21 @@ class LinearAlignment(AlignmentTerm):
     y : array (n,)
         Binary labels ±1 or class ids.
     feature : {"positive", "fourier", "softplus"}
+
+    Examples
+    --------
+    The analytic gradient agrees with autograd:
+
+    >>> import numpy as np
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, LinearAlignment
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> E = Energy([LinearAlignment(X, np.array([1.0, 1.0, -1.0, -1.0]))], Box(2, 3.0))
+    >>> omega = torch.tensor(np.random.default_rng(0).normal(size=(5, 2)), requires_grad=True)
+    >>> E.value(omega).backward()
+    >>> bool(torch.allclose(E.grad(omega.detach()), omega.grad))
+    True
     """
 
     kind = "one-body"  # a(ω) does not depend on μ
@@ -358,9 +543,35 @@ _small_gram, _times_gram = small_gram, times_gram
 
 
 class RiskAlignment(AlignmentTerm):
-    """Risk form: R(μ) = (1/(2n²)) Σ_{j,k} (α T_jk − K_μ(x_j, x_k))² (THEORY §2, form 2).
+    r"""Risk form: R(μ) = (1/(2n²)) Σ_{j,k} (α T_jk − K_μ(x_j, x_k))² (THEORY §2, form 2).
 
     Finite N: K_Ω² has its particle diagonal (i = i') left out, as every pair sum.
+
+    .. math::
+
+        R(\mu) = \frac{1}{2n^2} \sum_{j,k=1}^n \big(\alpha T_{jk} - K_\mu(x_j, x_k)\big)^2,
+        \qquad K_\mu(x, x') = \int \varphi(x; \omega)\, \varphi(x'; \omega)\, d\mu(\omega).
+
+    Parameters
+    ----------
+    X : array (n, d)
+    y : array (n,)
+    feature : {"positive", "fourier", "softplus"}
+    alpha : float, default 1
+        Scale α > 0 of the target.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, RiskAlignment
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> E = Energy([RiskAlignment(X, np.array([1.0, 1.0, -1.0, -1.0]))], Box(2, 3.0))
+    >>> omega = torch.tensor(np.random.default_rng(0).normal(size=(5, 2)), requires_grad=True)
+    >>> E.value(omega).backward()
+    >>> bool(E.value(omega) >= 0), bool(torch.allclose(E.grad(omega.detach()), omega.grad))
+    (True, True)
     """
 
     kind = "measure"
@@ -417,9 +628,26 @@ class RiskAlignment(AlignmentTerm):
 
 
 class NormalisedAlignment(AlignmentTerm):
-    """Cristianini alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F); energy term −A (form 3).
+    r"""Cristianini alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F); energy term −A (form 3).
 
     A ratio, so the finite-N kernel keeps its diagonal: H_N = −A(μ_N) exactly.
+
+    .. math::
+
+        A(\mu) = \frac{\langle K_\mu, T \rangle_F}{\|K_\mu\|_F \, \|T\|_F} \in [-1, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, NormalisedAlignment
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> E = Energy([NormalisedAlignment(X, np.array([1.0, 1.0, -1.0, -1.0]))], Box(2, 3.0))
+    >>> omega = torch.tensor(np.random.default_rng(0).normal(size=(5, 2)), requires_grad=True)
+    >>> E.value(omega).backward()
+    >>> bool(abs(E.value(omega)) <= 1), bool(torch.allclose(E.grad(omega.detach()), omega.grad))
+    (True, True)
     """
 
     kind = "measure"
@@ -466,7 +694,7 @@ class NormalisedAlignment(AlignmentTerm):
 
 
 class CentredAlignment(NormalisedAlignment):
-    """Centred alignment (Cortes, Mohri & Rostamizadeh 2012); energy term −A_c.
+    r"""Centred alignment (Cortes, Mohri & Rostamizadeh 2012); energy term −A_c.
 
     A_c = ⟨K_c, T_c⟩_F / (‖K_c‖_F ‖T_c‖_F) with K_c = H K H, T_c = H T H and H = I − 11ᵀ/n:
     the Cristianini alignment of the *centred* kernel and target, so a feature that is nearly
@@ -476,6 +704,24 @@ class CentredAlignment(NormalisedAlignment):
     and first variation are the normalised ones, the gradient's data coefficients centred by the
     chain rule).  Like the normalised form, a ratio: the finite-N kernel keeps its diagonal.
     On a data mini-batch (``subset_data``) the centring is over the batch.
+
+    .. math::
+
+        A_c(\mu) = \frac{\langle H K_\mu H, H T H \rangle_F}
+        {\|H K_\mu H\|_F \, \|H T H\|_F}, \qquad H = I - \tfrac1n \mathbf{1}\mathbf{1}^\top.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import CentredAlignment, Energy
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> E = Energy([CentredAlignment(X, np.array([1.0, 1.0, -1.0, -1.0]))], Box(2, 3.0))
+    >>> omega = torch.tensor(np.random.default_rng(0).normal(size=(5, 2)), requires_grad=True)
+    >>> E.value(omega).backward()
+    >>> bool(abs(E.value(omega)) <= 1), bool(torch.allclose(E.grad(omega.detach()), omega.grad))
+    (True, True)
 
     References
     ----------
@@ -498,7 +744,7 @@ class CentredAlignment(NormalisedAlignment):
 
 
 class PairInteraction(Term):
-    """λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
+    r"""λ ∬ k(ω − ω') μ(dω) μ(dω'); finite N: (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
 
     Particles without an autograd graph go through the tiled symmetric sums of
     :func:`meanfield.pairsum.pair_sums` (each pair once, two matrix products per tile, float32
@@ -515,6 +761,30 @@ class PairInteraction(Term):
     kernel : PairKernel
     lam : float
         Interaction strength λ ≥ 0.
+
+    Notes
+    -----
+    .. math::
+
+        E(\mu) = \lambda \iint k(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega'), \qquad
+        H_N(\Omega) = \frac{\lambda}{N^2} \sum_{i \ne j} k(\omega_i - \omega_j),
+
+    and δE/δμ = 2λ k ∗ μ.
+
+    Examples
+    --------
+    Two particles at distance 2 with the log kernel: H_N = (λ/4) · 2 · (−log 2).
+
+    >>> import math
+    >>> import torch
+    >>> from meanfield.energy import PairInteraction
+    >>> from meanfield.kernels import Riesz
+    >>> term = PairInteraction(Riesz(0.0), lam=0.5)
+    >>> omega = torch.tensor([[-1.0], [1.0]], dtype=torch.float64)
+    >>> math.isclose(float(term.value(omega)), -0.25 * math.log(2))
+    True
+    >>> term.grad(omega).ravel().tolist()  # repulsion: the force −∇H pushes them apart
+    [0.125, -0.125]
     """
 
     name = "interaction"
@@ -683,7 +953,12 @@ def _runs(sizes):
 # the energy
 # ----------------------------------------------------------------------------------------
 class Energy:
-    """E = Σ terms on a domain: the one definition of the model that every view consumes.
+    r"""E = Σ terms on a domain: the one definition of the model that every view consumes.
+
+    .. math::
+
+        E(\mu) = \int V \, d\mu - A(\mu)
+        + \lambda \iint k(\omega - \omega')\, \mu(d\omega)\, \mu(d\omega').
 
     Parameters
     ----------
@@ -693,6 +968,24 @@ class Energy:
         The particle domain 𝒲 (its ``dim`` is the particle dimension p).
     dtype : torch.dtype, default float64
     device : str or torch.device, default "cpu"
+
+    Examples
+    --------
+    Confinement |ω|²/2 and the log interaction with λ = 1/2, two particles at ±1:
+    H_N = (1 + 1)/(2 · 2) − (1/2)(2/4) log 2.
+
+    >>> import math
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    >>> from meanfield.kernels import Riesz
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(1, 3.0))
+    >>> omega = [[-1.0], [1.0]]
+    >>> math.isclose(float(E.value(omega)), 0.5 - 0.25 * math.log(2))
+    True
+    >>> {k: round(float(v), 4) for k, v in E.term_values(omega).items()}
+    {'confinement': 0.5, 'interaction': -0.1733}
+    >>> E.drift(omega).ravel().tolist()  # N ∇H_N: ω_i from V, ±1/4 from the pair
+    [-0.75, 0.75]
     """
 
     def __init__(self, terms: Sequence[Term], domain: Domain, *, dtype=torch.float64, device="cpu"):
@@ -836,6 +1129,24 @@ class Energy:
 
 
 def check_n_particles(N) -> int:
+    """The number of particles N as an int, checked (an integer ≥ 1).
+
+    Parameters
+    ----------
+    N : int
+        Number of particles.
+
+    Returns
+    -------
+    int
+        ``N``; a ValueError or TypeError names the argument when it is not a positive integer.
+
+    Examples
+    --------
+    >>> from meanfield.energy import check_n_particles
+    >>> check_n_particles(64)
+    64
+    """
     return check_int("N (number of particles)", N)
 
 
