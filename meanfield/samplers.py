@@ -73,7 +73,14 @@ from .particles import (
 # free flight with specular reflection at the boundary
 # ----------------------------------------------------------------------------------------
 def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bounces=100_000):
-    """Free flight Ω + t v, t ∈ [0, dt], reflected specularly at ∂𝒲 (each particle alone).
+    r"""Free flight Ω + t v, t ∈ [0, dt], reflected specularly at ∂𝒲 (each particle alone).
+
+    In a box each coordinate folds back at ±R (position mirrored, that velocity component
+    negated); in a ball the velocity is mirrored about the normal n at the hitting point:
+
+    .. math::
+
+        v \leftarrow v - 2 (v \cdot n)\, n
 
     Parameters
     ----------
@@ -88,6 +95,21 @@ def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bo
     Returns
     -------
     (omega, v) : the positions and velocities after the flight, shape (..., N, p).
+
+    Examples
+    --------
+    From 0.5 at speed 1 for time 1 in [−1, 1]: the wall at 1 is hit at t = 0.5 and the particle
+    flies back to 0.5; the same in the unit disc from the centre for time 1.5.
+
+    >>> import torch
+    >>> from meanfield.domains import Ball, Box
+    >>> from meanfield.samplers import billiard
+    >>> omega, v = billiard(Box(1, 1.0), torch.tensor([[0.5]]), torch.tensor([[1.0]]), 1.0)
+    >>> omega.tolist(), v.tolist()
+    ([[0.5]], [[-1.0]])
+    >>> omega, v = billiard(Ball(2, 1.0), torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), 1.5)
+    >>> omega.tolist(), v.tolist()
+    ([[0.5, 0.0]], [[-1.0, 0.0]])
     """
     if isinstance(domain, Box):
         return _fold_box(omega, v, dt, domain.half_width)
@@ -137,16 +159,42 @@ def _reflect_ball(omega, v, dt, R, max_bounces):
 # ----------------------------------------------------------------------------------------
 @dataclass
 class DualAveraging:
-    """Nesterov dual averaging of log ε towards a target acceptance (Hoffman & Gelman 2014,
+    r"""Nesterov dual averaging of log ε towards a target acceptance (Hoffman & Gelman 2014,
     Alg. 5, with their constants γ = 0.05, t₀ = 10, κ = 0.75 and μ = log(10 ε₀)).
 
     After m updates with acceptance statistics α_1 … α_m:
 
-        H̄_m = (1 − 1/(m + t₀)) H̄_{m−1} + (δ − α_m)/(m + t₀),
-        log ε_m = μ − √m H̄_m / γ,
-        log ε̄_m = m^(−κ) log ε_m + (1 − m^(−κ)) log ε̄_{m−1}.
+    .. math::
+
+        \bar H_m = \Big(1 - \frac{1}{m + t_0}\Big) \bar H_{m-1} + \frac{\delta - \alpha_m}{m + t_0},
+        \qquad \log \varepsilon_m = \mu - \frac{\sqrt m}{\gamma} \bar H_m,
+
+        \log \bar\varepsilon_m = m^{-\kappa} \log \varepsilon_m
+        + (1 - m^{-\kappa}) \log \bar\varepsilon_{m-1}.
 
     ``step_size`` is ε_m (used during warm-up), ``final_step_size`` is ε̄_m (frozen afterwards).
+
+    Parameters
+    ----------
+    step_size0 : float
+        The initial step ε₀ > 0.
+    target : float
+        Target acceptance δ ∈ (0, 1).
+    gamma, t0, kappa : float
+        The constants γ, t₀, κ.
+
+    Examples
+    --------
+    Acceptances above the target lengthen the step:
+
+    >>> from meanfield.samplers import DualAveraging
+    >>> adapt = DualAveraging(0.1)
+    >>> adapt.final_step_size  # before any update: ε₀
+    0.1
+    >>> for _ in range(3):
+    ...     eps = adapt.update(1.0)
+    >>> eps > 0.1, adapt.final_step_size > 0.1
+    (True, True)
     """
 
     step_size0: float
@@ -183,13 +231,18 @@ class DualAveraging:
 # ----------------------------------------------------------------------------------------
 @dataclass
 class HMC:
-    """Hybrid Monte Carlo with reflection: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
+    r"""Hybrid Monte Carlo with reflection: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
 
     One :meth:`step` is one trajectory of L = ⌈T/ε⌉ leapfrog steps (mass β_N, reflection at
     ∂𝒲, see the module docstring) followed by a Metropolis decision per replica.  The state is
     a :class:`~meanfield.particles.LangevinState` as for MALA; ``state.cache["accept_prob"]``
     holds each replica's min(1, exp(−ΔĤ)) of the last step and ``state.cache["divergent"]``
     counts trajectories rejected for a non-finite energy or force.
+
+    .. math::
+
+        \hat H(\Omega, v) = U(\Omega) + \frac{\beta_N |v|^2}{2}, \qquad
+        \text{accept with probability } \min\big(1, e^{-\Delta \hat H}\big)
 
     Parameters
     ----------
@@ -206,6 +259,20 @@ class HMC:
         j ∈ [0, 1): each replica's step is ε(1 + j(2u − 1)), u ~ U(0, 1), per trajectory.
     max_leapfrog : int
         Upper bound on L (guards the cost when ε is tiny early in the warm-up).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.samplers import HMC
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> hmc = HMC(E, beta=1.0, step_size=0.25)
+    >>> hmc.n_leapfrog  # ⌈1 / 0.25⌉
+    4
+    >>> s = hmc.step(hmc.init(torch.zeros(2, 3, 1)), torch.Generator().manual_seed(0))
+    >>> s.step, tuple(s.cache["accept_prob"].shape), s.cache["divergent"]
+    (1, (2,), 0)
     """
 
     energy: Energy
@@ -311,7 +378,21 @@ def find_reasonable_step_size(
     integrator: HMC, state: LangevinState, generator: torch.Generator, *, max_doublings=60
 ) -> float:
     """A first ε (Hoffman & Gelman 2014, Alg. 4): from ε = 0.1, double (or halve) until the
-    replica-mean acceptance probability of one leapfrog step crosses 1/2."""
+    replica-mean acceptance probability of one leapfrog step crosses 1/2.
+
+    Examples
+    --------
+    >>> import math
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.samplers import HMC, find_reasonable_step_size
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> hmc = HMC(E, beta=1.0)
+    >>> eps = find_reasonable_step_size(hmc, hmc.init(torch.zeros(4, 1)), torch.Generator())
+    >>> eps > 0, math.log2(eps / 0.1).is_integer()  # 0.1 times a power of two
+    (True, True)
+    """
     omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
     beta_N = effective_beta(integrator.beta, omega.shape[-2], integrator.regime)
 
@@ -397,6 +478,21 @@ def sample_hmc(
         start at ``n_warmup``) and ``time`` = L ε · step is Hamiltonian time.  Attributes: every
         parameter, the frozen ``step_size``, ``n_leapfrog``, the warm-up's mean acceptance
         probability, the number of divergent trajectories, the seed and the version.
+
+    Examples
+    --------
+    Four particles in V(ω) = ω²/2 on [−2, 2]; five warm-up trajectories, five recorded:
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.samplers import sample_hmc
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> ds = sample_hmc(E, np.zeros((4, 1)), beta=1.0, n_samples=5, n_warmup=5, seed=0)
+    >>> ds["step"].values.tolist(), dict(ds["omega"].sizes), ds.attrs["method"]
+    ([5, 6, 7, 8, 9, 10], {'time': 6, 'particle': 4, 'dim': 1}, 'hmc')
+    >>> bool(((ds["acceptance_rate"] >= 0) & (ds["acceptance_rate"] <= 1)).all())
+    True
     """
     beta, n_samples, n_warmup, target = _check_hmc_args(
         beta, n_samples, n_warmup, target_accept, step_size
@@ -444,6 +540,19 @@ def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
         A new integrator with the frozen ε, the state after the warm-up with its acceptance
         and divergence counters reset (the recorded chain counts its own), the initial ε and
         the replica-mean acceptance probability of each warm-up trajectory.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.samplers import HMC, warm_up
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> hmc0 = HMC(E, 1.0, step_size=0.5)
+    >>> hmc, state, eps0, probs = warm_up(hmc0, torch.zeros(4, 1), gen, 5, 0.8)
+    >>> eps0, len(probs), state.step, state.proposed, hmc.step_size > 0
+    (0.5, 5, 5, 0, True)
     """
     state = integrator.init(omega0)
     if integrator.step_size is None:
@@ -486,7 +595,7 @@ def _hmc_params(integrator: HMC, N: int, step_size0: float) -> dict:
 # chain statistics
 # ----------------------------------------------------------------------------------------
 def integrated_autocorr_time(x) -> float:
-    """Integrated autocorrelation time τ = 1 + 2 Σ_{t≥1} ρ_t of chains, pooled.
+    r"""Integrated autocorrelation time τ = 1 + 2 Σ_{t≥1} ρ_t of chains, pooled.
 
     Geyer's initial monotone sequence estimator on the multi-chain autocorrelation of Stan and
     ArviZ (without rank normalisation or chain splitting): ρ_t = 1 − (W − ⟨γ_t⟩)/V̂, with γ_t
@@ -494,6 +603,11 @@ def integrated_autocorr_time(x) -> float:
     V̂ = (n − 1)/n W + B/n (B/n the variance of the chain means), so chains that disagree
     inflate τ.  Pairs Γ_k = ρ_{2k} + ρ_{2k+1} are summed while positive and made
     non-increasing; τ = −1 + 2 Σ_k Γ_k.
+
+    .. math::
+
+        \tau = 1 + 2 \sum_{t \ge 1} \rho_t = -1 + 2 \sum_{k} \Gamma_k, \qquad
+        \Gamma_k = \rho_{2k} + \rho_{2k+1}
 
     Parameters
     ----------
@@ -504,6 +618,19 @@ def integrated_autocorr_time(x) -> float:
     -------
     float
         τ (in draws); the effective sample size is n m / τ (:func:`effective_sample_size`).
+
+    Examples
+    --------
+    Independent draws have τ ≈ 1; each draw repeated 4 times gives τ ≈ 4.
+
+    >>> import numpy as np
+    >>> from meanfield.samplers import integrated_autocorr_time
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal(1000)
+    >>> 0.9 < integrated_autocorr_time(x) < 1.1
+    True
+    >>> 3.5 < integrated_autocorr_time(np.repeat(x[:250], 4)) < 5.0
+    True
     """
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
@@ -531,7 +658,22 @@ def integrated_autocorr_time(x) -> float:
 
 
 def effective_sample_size(x) -> float:
-    """n m / τ for chains x of shape (n,) or (n, m) (see :func:`integrated_autocorr_time`)."""
+    r"""n m / τ for chains x of shape (n,) or (n, m) (see :func:`integrated_autocorr_time`).
+
+    .. math::
+
+        \mathrm{ESS} = \frac{n m}{\tau}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.samplers import effective_sample_size
+    >>> x = np.random.default_rng(0).standard_normal(1000)
+    >>> 900 < effective_sample_size(x) < 1100
+    True
+    >>> 200 < effective_sample_size(np.repeat(x[:250], 4)) < 300  # 1000 draws, 250 independent
+    True
+    """
     x = np.asarray(x, dtype=float)
     size = x.shape[0] * (x.shape[1] if x.ndim == 2 else 1)
     return size / integrated_autocorr_time(x)
