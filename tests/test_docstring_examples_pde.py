@@ -15,6 +15,7 @@ from test_docstring_examples import _run_examples
 MODULES = [
     "meanfield.pde.grid",
     "meanfield.pde.field",
+    "meanfield.pde.flux",
 ]
 
 
