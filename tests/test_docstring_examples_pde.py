@@ -16,6 +16,7 @@ MODULES = [
     "meanfield.pde.grid",
     "meanfield.pde.field",
     "meanfield.pde.flux",
+    "meanfield.pde.convolution",
 ]
 
 

@@ -77,11 +77,43 @@ def _substitution_exponent(kernel: PairKernel, p: int) -> float:
 
 
 def radial_moment(kernel: PairKernel, R, p: int) -> np.ndarray:
-    """∫_0^R k(r) r^(p−1) dr for an array of radii R > 0.
+    r"""∫_0^R k(r) r^(p−1) dr for an array of radii R > 0.
 
     Exact for an unsoftened Riesz kernel (s < p):  sgn(s) R^(p−s)/(p−s), and for the log
     kernel −R^p (log R / p − 1/p²).  Every other kernel by tanh-sinh quadrature after the
     substitution r = R x^(1/δ) (see :func:`_substitution_exponent`).
+
+    .. math::
+
+        M(R) = \int_0^R k(r)\, r^{p-1}\, dr, \qquad
+        M(R) = \operatorname{sgn}(s) \frac{R^{p-s}}{p-s}
+        \quad \text{for } k(r) = \operatorname{sgn}(s)\, r^{-s}.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+        Radial kernel, ``kernel.radial(r)`` = k(r).
+    R : array_like
+        Radii > 0 (length unit).
+    p : int
+        Dimension.
+
+    Returns
+    -------
+    numpy.ndarray
+        M(R), shape of ``R``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.kernels import Gaussian, Riesz
+    >>> from meanfield.pde.convolution import radial_moment
+    >>> radial_moment(Riesz(1.0), np.array([1.0, 4.0]), 3)  # R^2 / 2 (Coulomb in p = 3)
+    array([0.5, 8. ])
+    >>> exact = radial_moment(Riesz(1.0), np.array([2.0]), 3)
+    >>> soft = radial_moment(Riesz(1.0, softening=1e-9), np.array([2.0]), 3)  # by quadrature
+    >>> bool(np.allclose(soft, exact, rtol=1e-8))
+    True
     """
     R = np.asarray(R, dtype=float)
     if isinstance(kernel, Riesz) and kernel.softening == 0.0:
@@ -177,7 +209,7 @@ def _gl_nodes(offsets: np.ndarray, h: tuple) -> np.ndarray:
 
 
 def cell_integrated_kernel(kernel: PairKernel, h, n) -> np.ndarray:
-    """Weights W_m = ∫_{C_m} k(z) dz for offsets |m_a| ≤ n_a − 1.
+    r"""Weights W_m = ∫_{C_m} k(z) dz for offsets |m_a| ≤ n_a − 1.
 
     Parameters
     ----------
@@ -192,6 +224,25 @@ def cell_integrated_kernel(kernel: PairKernel, h, n) -> np.ndarray:
     -------
     ndarray of shape (2 n_1 − 1, …)
         ``W[n_1 − 1 + m_1, …]`` = W_m; unit: kernel unit × volume.
+
+    Notes
+    -----
+    With C_m the cell centred at (m_1 h_1, …, m_p h_p),
+
+    .. math::
+
+        W_m = \int_{C_m} k(z)\, dz, \qquad (k * \rho)(x_i) \approx \sum_j W_{i-j} \rho_j.
+
+    Examples
+    --------
+    For k(z) = −|z| in p = 1 with h = 1/2: W_0 = −2 ∫_0^{1/4} z dz = −1/16 and
+    W_1 = −∫_{1/4}^{3/4} z dz = −1/4.
+
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pde.convolution import cell_integrated_kernel
+    >>> W = cell_integrated_kernel(Riesz(-1.0), (0.5,), (4,))
+    >>> W
+    array([-0.75  , -0.5   , -0.25  , -0.0625, -0.25  , -0.5   , -0.75  ])
     """
     h = tuple(float(v) for v in h)
     n = tuple(int(v) for v in n)
@@ -220,6 +271,18 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
 
     * Gaussian kernel of width w: the cell width must satisfy h ≤ w.
     * Softened Riesz kernel with s ≥ p (integrable only through its softening ε): h ≤ ε.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.kernels import Gaussian
+    >>> from meanfield.pde.convolution import check_kernel_resolution
+    >>> from meanfield.pde.grid import Grid
+    >>> check_kernel_resolution(Gaussian(1.0), Grid(Box(1, 1.0), 4))  # h = 0.5 <= 1: fine
+    >>> check_kernel_resolution(Gaussian(0.1), Grid(Box(1, 1.0), 4))
+    Traceback (most recent call last):
+        ...
+    ValueError: grid too coarse for the kernel: cell width h=0.5 exceeds ...; use n >= 20 ...
     """
     hmax = max(grid.h)
     need = None
@@ -242,7 +305,37 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
 
 
 def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
-    """−Δ_h v with no-flux walls on a cell-centred grid (the finite-volume Laplacian)."""
+    r"""−Δ_h v with no-flux walls on a cell-centred grid (the finite-volume Laplacian).
+
+    .. math::
+
+        (-\Delta_h v)_i = -\sum_a \frac{v_{i+e_a} - 2 v_i + v_{i-e_a}}{h_a^2},
+
+    with the wall faces carrying no flux (a missing neighbour contributes nothing).
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+        Grid function, shape (n_1, …, n_p).
+    h : sequence of p floats
+        Cell widths.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape as ``v``; it sums to zero (the walls are no-flux).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.pde.convolution import neg_laplacian
+    >>> neg_laplacian(np.array([0.0, 1.0, 4.0, 9.0]), (0.5,))  # x^2 at h = 1/2
+    array([-4., -8., -8., 20.])
+    >>> neg_laplacian(np.ones((3, 3)), (1.0, 1.0))  # constants are in the kernel
+    array([[0., 0., 0.],
+           [0., 0., 0.],
+           [0., 0., 0.]])
+    """
     out = np.zeros_like(v)
     for a, ha in enumerate(h):
         d = np.diff(v, axis=a) / ha**2
@@ -255,7 +348,7 @@ def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
 
 
 class FFTConvolution:
-    """The linear map ρ ↦ (Σ_j W_{i−j} ρ_j)_i on a grid, by zero-padded real FFT.
+    r"""The linear map ρ ↦ (Σ_j W_{i−j} ρ_j)_i on a grid, by zero-padded real FFT.
 
     Parameters
     ----------
@@ -268,6 +361,29 @@ class FFTConvolution:
     ----------
     weights : ndarray (2 n_1 − 1, …)
         The cell-integrated kernel W (see :func:`cell_integrated_kernel`).
+
+    Notes
+    -----
+    .. math::
+
+        (W * \rho)_i = \sum_j W_{i-j}\, \rho_j,
+
+    an aperiodic (Toeplitz) sum, computed exactly by FFT on a grid padded to at least
+    2 n_a − 1 points per axis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pde.convolution import FFTConvolution
+    >>> from meanfield.pde.grid import Grid
+    >>> conv = FFTConvolution(Riesz(-1.0), Grid(Box(1, 1.0), 4))
+    >>> rho = np.array([1.0, 2.0, 0.0, 3.0])
+    >>> conv(rho)
+    array([-2.8125, -1.875 , -1.75  , -1.9375])
+    >>> bool(np.allclose(conv(rho), conv.direct(rho)))  # the FFT equals the direct sum
+    True
     """
 
     def __init__(self, kernel: PairKernel, grid: Grid, *, workers: int | None = None):
