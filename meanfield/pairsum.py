@@ -170,7 +170,28 @@ class _RieszPlan(_Plan):
 
 def make_plan(kernel: PairKernel) -> _Plan:
     """The specialised evaluation plan of ``kernel`` (exact type match: a subclass that
-    changes κ gets the generic plan)."""
+    changes κ gets the generic plan).
+
+    Parameters
+    ----------
+    kernel : PairKernel
+
+    Returns
+    -------
+    _Plan
+        A Riesz plan (κ' as a power u^(−m), m = s/2 + 1), a Gaussian plan, or the generic
+        plan calling the kernel's own κ and κ'.
+
+    Examples
+    --------
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pairsum import make_plan
+    >>> class MyRiesz(Riesz):
+    ...     pass
+    >>> plan = make_plan(Riesz(1.0))
+    >>> type(plan).__name__, plan.m, type(make_plan(MyRiesz(1.0))).__name__
+    ('_RieszPlan', 1.5, '_Plan')
+    """
     if type(kernel) is Riesz:
         return _RieszPlan(kernel)
     if type(kernel) is Gaussian:
@@ -310,7 +331,29 @@ def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=No
 def out_of_range(kernel: PairKernel, omega: torch.Tensor) -> bool:
     """Whether the pair terms of ``kernel`` on ``omega`` (shape (..., N, p)) may leave the
     safe range of its dtype (see the module docstring); the row-chunk path of
-    :class:`~meanfield.energy.PairInteraction` then computes in float64."""
+    :class:`~meanfield.energy.PairInteraction` then computes in float64.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+    omega : tensor (..., N, p)
+        Particles; their dtype sets the range (float32: terms within 2^(±100)).
+
+    Returns
+    -------
+    bool
+        True when some term u^(−m) with ε² ≤ u ≤ (2 max|ω|)² + ε² may leave that range.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pairsum import out_of_range
+    >>> out_of_range(Riesz(62.0), torch.full((2, 64), 3.0))  # u^(−32), u up to (2 · 24)²
+    True
+    >>> out_of_range(Riesz(1.0), torch.ones(2, 3))
+    False
+    """
     if omega.numel() == 0:
         return False
     sq_max = float((omega.detach() * omega.detach()).sum(-1).max())
@@ -319,7 +362,35 @@ def out_of_range(kernel: PairKernel, omega: torch.Tensor) -> bool:
 
 def cast_checked(x: torch.Tensor | None, dtype, what: str) -> torch.Tensor | None:
     """``x`` (float64) rounded to ``dtype``, raising :class:`NumericalError` when its largest
-    entry is nonzero but outside the normal range of ``dtype`` (all would round to 0 or inf)."""
+    entry is nonzero but outside the normal range of ``dtype`` (all would round to 0 or inf).
+
+    Parameters
+    ----------
+    x : tensor or None
+        A float64 result (None passes through).
+    dtype : torch.dtype
+        The dtype to round to.
+    what : str
+        Name of the quantity in the error message ("value", "force").
+
+    Returns
+    -------
+    tensor or None
+        ``x`` in ``dtype``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.errors import NumericalError
+    >>> from meanfield.pairsum import cast_checked
+    >>> cast_checked(torch.tensor([1.5], dtype=torch.float64), torch.float32, "value")
+    tensor([1.5000])
+    >>> try:
+    ...     cast_checked(torch.tensor([1e-50], dtype=torch.float64), torch.float32, "value")
+    ... except NumericalError:
+    ...     print("below float32's smallest normal number")
+    below float32's smallest normal number
+    """
     if x is None or x.dtype == dtype:
         return x
     return _scaled(x, 0.0, 1.0, what, dtype)
@@ -327,7 +398,23 @@ def cast_checked(x: torch.Tensor | None, dtype, what: str) -> torch.Tensor | Non
 
 def default_tile(device) -> int:
     """Rows per tile: :data:`TILE_ROWS_GPU` off the CPU, else :data:`TILE_ROWS` or, with one
-    torch thread, :data:`TILE_ROWS_ONE_THREAD`."""
+    torch thread, :data:`TILE_ROWS_ONE_THREAD`.
+
+    Parameters
+    ----------
+    device : str or torch.device
+
+    Returns
+    -------
+    int
+        Rows (and columns) per tile.
+
+    Examples
+    --------
+    >>> from meanfield.pairsum import default_tile
+    >>> default_tile("cuda"), default_tile("cpu") in (512, 1024)
+    (4096, True)
+    """
     if torch.device(device).type != "cpu":
         return TILE_ROWS_GPU
     return TILE_ROWS if torch.get_num_threads() > 1 else TILE_ROWS_ONE_THREAD
@@ -343,7 +430,13 @@ def pair_sums(
     grad_scale: float = 1.0,
     tile: int | None = None,
 ):
-    """Σ_{i≠j} k(ω_i − ω_j) and, for each i, Σ_{j≠i} 2κ'(|ω_i − ω_j|² + ε²)(ω_i − ω_j).
+    r"""Σ_{i≠j} k(ω_i − ω_j) and, for each i, Σ_{j≠i} 2κ'(|ω_i − ω_j|² + ε²)(ω_i − ω_j).
+
+    .. math::
+
+        S = \sum_{i \ne j} \kappa(u_{ij}), \qquad
+        G_i = \sum_{j \ne i} 2\kappa'(u_{ij})\, (\omega_i - \omega_j), \qquad
+        u_{ij} = |\omega_i - \omega_j|^2 + \varepsilon^2 .
 
     Parameters
     ----------
@@ -364,6 +457,31 @@ def pair_sums(
     grad : tensor (N, p) or None
         ``grad_scale`` · Σ_{j≠i} c_ij (ω_i − ω_j), c_ij = 2κ'(u_ij) (half the gradient of the
         ordered pair sum with respect to ω_i).
+
+    Examples
+    --------
+    k(z) = −|z| (Riesz s = −1) on the points 0, 1, 3: S = −2 (1 + 3 + 2) = −12 and
+    G_i = −Σ_j sign(ω_i − ω_j).
+
+    >>> import torch
+    >>> from meanfield.kernels import Gaussian, Riesz
+    >>> from meanfield.pairsum import pair_sums
+    >>> x = torch.tensor([[0.0], [1.0], [3.0]], dtype=torch.float64)
+    >>> value, grad = pair_sums(x, Riesz(-1.0))
+    >>> float(value), grad.ravel().tolist()
+    (-12.0, [2.0, -0.0, -2.0])
+
+    Several tiles in p = 2 give the dense sums:
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> w = torch.randn(7, 2, generator=g, dtype=torch.float64)
+    >>> k = Gaussian(0.7)
+    >>> value, grad = pair_sums(w, k, tile=3)
+    >>> z = w[:, None] - w[None]
+    >>> K = k(z).fill_diagonal_(0.0)
+    >>> G = (k.grad_coeff_sq((z * z).sum(-1))[..., None] * z).sum(1)
+    >>> bool(torch.allclose(value, K.sum())), bool(torch.allclose(grad, G))
+    (True, True)
     """
     plan = make_plan(kernel)
     tile = tile or default_tile(omega.device)

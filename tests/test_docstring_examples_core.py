@@ -17,6 +17,7 @@ MODULES = [
     "meanfield.kernels",
     "meanfield.energy",
     "meanfield.diagnostics",
+    "meanfield.pairsum",
 ]
 
 
