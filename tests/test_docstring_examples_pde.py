@@ -17,6 +17,7 @@ MODULES = [
     "meanfield.pde.field",
     "meanfield.pde.flux",
     "meanfield.pde.convolution",
+    "meanfield.pde.potential",
 ]
 
 

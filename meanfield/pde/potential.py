@@ -40,12 +40,36 @@ CHUNK_ELEMENTS = 1 << 22
 
 
 def term_names(energy: Energy) -> list:
-    """Unique term names in the order of ``energy.terms`` (:attr:`Energy.term_names`)."""
+    """Unique term names in the order of ``energy.terms`` (:attr:`Energy.term_names`).
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pde.potential import term_names
+    >>> term_names(Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(1, 3.0)))
+    ['confinement', 'interaction']
+    """
     return list(energy.term_names)
 
 
 def check_same_domain(energy: Energy, grid: Grid) -> None:
-    """Raise if the energy's domain is not the grid's box."""
+    """Raise if the energy's domain is not the grid's box.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde.grid import Grid
+    >>> from meanfield.pde.potential import check_same_domain
+    >>> E = Energy([QuadraticPotential()], Box(1, 3.0))
+    >>> check_same_domain(E, Grid(Box(1, 3.0), 8))  # same box: no error
+    >>> check_same_domain(E, Grid(Box(1, 2.0), 8))
+    Traceback (most recent call last):
+        ...
+    ValueError: incompatible domains: ...
+    """
     if energy.domain != grid.domain:
         raise ValueError(
             f"incompatible domains: the grid covers {grid.domain!r} but the energy lives on "
@@ -55,13 +79,40 @@ def check_same_domain(energy: Energy, grid: Grid) -> None:
 
 
 def entropy(rho: np.ndarray, cell_volume: float) -> float:
-    """Σ_i |C| ρ_i log ρ_i with 0 log 0 = 0 (dimensionless for a probability density)."""
+    r"""Σ_i |C| ρ_i log ρ_i with 0 log 0 = 0 (dimensionless for a probability density).
+
+    .. math::
+
+        H_h(\rho) = \sum_i |C|\, \rho_i \log \rho_i.
+
+    Parameters
+    ----------
+    rho : numpy.ndarray
+        Cell averages ≥ 0, any shape.
+    cell_volume : float
+        |C|.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    The uniform law on a box of volume V has H = −log V:
+
+    >>> import numpy as np
+    >>> from meanfield.pde.potential import entropy
+    >>> bool(np.isclose(entropy(np.full(8, 1 / 6), 6 / 8), -np.log(6.0)))
+    True
+    >>> entropy(np.array([0.0, 2.0]), 0.5)  # 0 log 0 = 0; log 2
+    0.6931471805599453
+    """
     pos = rho > 0
     return float((rho[pos] * np.log(rho[pos])).sum() * cell_volume)
 
 
 class GridEnergy:
-    """δE/δρ and E on a grid for an :class:`~meanfield.energy.Energy`.
+    r"""δE/δρ and E on a grid for an :class:`~meanfield.energy.Energy`.
 
     Parameters
     ----------
@@ -71,6 +122,39 @@ class GridEnergy:
     grid : Grid
     workers : int, optional
         Threads for the FFTs.
+
+    Notes
+    -----
+    With w_i = ρ_i |C| and U^loc the one-body potentials,
+
+    .. math::
+
+        U_i = U^{\mathrm{loc}}_i + \sum_{\text{pairs}} 2\lambda\, (W * \rho)_i
+        + \sum_{\text{measure}} \frac{\delta E_k}{\delta \mu}(x_i), \qquad
+        F_h(\rho) = E_h(\rho) + \beta^{-1} \sum_i w_i \log \rho_i.
+
+    Examples
+    --------
+    On [−3, 3] with V = x²/2 and λ = 1/2, k = −|x|, the uniform law has
+    ∫ V dμ = 3/2, λ ∬ k = −E|X − Y|/2 = −1 and entropy −log 6:
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pde.field import Density
+    >>> from meanfield.pde.grid import Grid
+    >>> from meanfield.pde.potential import GridEnergy
+    >>> box = Box(1, 3.0)
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], box)
+    >>> g = Grid(box, 64)
+    >>> ge = GridEnergy(E, g)
+    >>> rho = Density.uniform(g).data
+    >>> {k: round(v, 3) for k, v in ge.free_energy_terms(rho, beta=1.0).items()}
+    {'confinement': 1.5, 'interaction': -1.0, 'entropy': -1.792, 'energy': 0.5,
+     'free_energy': -1.292}
+    >>> ge.potential(rho).shape, ge.depends_on_density
+    ((64,), True)
     """
 
     def __init__(self, energy: Energy, grid: Grid, *, workers: int | None = None):
