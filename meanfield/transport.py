@@ -143,7 +143,14 @@ def _check_cloud(name: str, x, w):
 
 
 def w2_sparse(xa, wa, xb, wb, *, k: int = 16, per_row: int = 32, max_rounds: int = 100) -> dict:
-    """Exact W2 between Σ a_i δ_{x_i} and Σ b_j δ_{y_j}, solved on a sparse support.
+    r"""Exact W2 between Σ a_i δ_{x_i} and Σ b_j δ_{y_j}, solved on a sparse support.
+
+    .. math::
+
+        W_2^2 = \min_{\pi \ge 0,\ \pi \mathbf 1 = a,\ \pi^\top \mathbf 1 = b}
+        \sum_{i,j} \pi_{ij} |x_i - y_j|^2
+        \ \ge\ \sum_i a_i u_i + \sum_j b_j v_j - \tau
+        \quad \text{when } |x_i - y_j|^2 - u_i - v_j \ge -\tau \text{ for all } i, j.
 
     Parameters
     ----------
@@ -175,6 +182,29 @@ def w2_sparse(xa, wa, xb, wb, *, k: int = 16, per_row: int = 32, max_rounds: int
     -----
     The integer masses differ from a and b by at most one unit in N·10⁶ per point, and the
     integer costs from C by 1/(2·COST_SCALE); ``w2 − w2_lower`` bounds the total effect.
+
+    Examples
+    --------
+    A cloud against its translate by v = (0.3, 0.4): W2 = |v| = 0.5, here from a support of
+    2 neighbours per point grown by column generation.
+
+    >>> import numpy as np
+    >>> from meanfield.transport import w2_sparse
+    >>> x = np.random.default_rng(0).normal(size=(30, 2))
+    >>> w = np.ones(30)
+    >>> r = w2_sparse(x, w, x + np.array([0.3, 0.4]), w, k=2)
+    >>> round(r["w2"], 6), bool(0.4999 < r["w2_lower"] <= r["w2"]), r["method"]
+    (0.5, True, 'sparse_exact')
+
+    The same value as the dense network simplex (``ot.emd2``) for unequal weights:
+
+    >>> import math
+    >>> import ot
+    >>> rng = np.random.default_rng(1)
+    >>> z, wz = rng.normal(size=(40, 2)), rng.random(40)
+    >>> dense = math.sqrt(ot.emd2(w / 30, wz / wz.sum(), ot.dist(x, z)))
+    >>> math.isclose(w2_sparse(x, w, z, wz, k=2)["w2"], dense, rel_tol=1e-6)
+    True
     """
     t0 = time.perf_counter()
     for name, val in (("k", k), ("per_row", per_row), ("max_rounds", max_rounds)):

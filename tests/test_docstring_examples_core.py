@@ -18,6 +18,7 @@ MODULES = [
     "meanfield.energy",
     "meanfield.diagnostics",
     "meanfield.pairsum",
+    "meanfield.transport",
 ]
 
 
