@@ -112,6 +112,31 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    A hand-made dataset with the variables of :func:`~meanfield.compare.compare` (p = 1,
+    two records, 8 particles, a 4-cell grid), without a kernel gap: three panels.
+
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_comparison
+    >>> t, x = [0.0, 1.0], np.linspace(-0.75, 0.75, 4)
+    >>> omega = np.linspace(-0.9, 0.9, 8).reshape(1, 8, 1).repeat(2, 0)
+    >>> ds = xr.Dataset(
+    ...     {
+    ...         "omega": (("time", "particle", "dim"), omega),
+    ...         "rho": (("time", "x"), np.full((2, 4), 0.5)),
+    ...         "w2": ("time", [0.3, 0.1]),
+    ...         "energy_grid": ("time", [1.0, 0.5]),
+    ...         "energy_particles": ("time", [1.1, 0.6]),
+    ...         "free_energy_grid": ("time", [0.8, 0.3]),
+    ...     },
+    ...     coords={"time": t, "x": x},
+    ... )
+    >>> fig = plot_comparison(ds)
+    >>> len(fig.axes), fig.axes[1].get_ylabel()
+    (3, 'Wasserstein distance (unit of ω)')
     """
     for v in ("omega", "rho", "w2" if "sliced_w2" not in ds else "sliced_w2"):
         if v not in ds:
@@ -157,6 +182,23 @@ def plot_ldp_rate(ds: xr.Dataset) -> Figure:
     -------
     matplotlib.figure.Figure
         Two panels (mean-field, Coulomb-gas), rates with ±2 s.e. and J(a) dashed.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_ldp_rate
+    >>> tag = {}
+    >>> for r in ("mf", "cg"):
+    ...     tag |= {
+    ...         f"N_{r}": (f"N_{r}", [4, 8]),
+    ...         f"rate_{r}": (f"N_{r}", [0.30, 0.25]),
+    ...         f"rate_se_{r}": (f"N_{r}", [0.01, 0.01]),
+    ...         f"rate_quad_err_{r}": (f"N_{r}", [0.0, 0.0]),
+    ...         f"J_{r}": 0.2,
+    ...     }
+    >>> fig = plot_ldp_rate(xr.Dataset(tag, attrs={"a_mf": 1.5, "a_cg": 1.2}))
+    >>> len(fig.axes), [float(y) for y in fig.axes[0].lines[-1].get_ydata()]  # J(a), dashed
+    (2, [0.2, 0.2])
     """
     fig = _new_figure((10, 4))
     ax = fig.subplots(1, 2)
@@ -196,6 +238,29 @@ def plot_beta_limit(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         Two log-log panels: the grid Gibbs state (with a β⁻¹ guide) and the particles
         (mean ± 2 s.e. over seeds) in both regimes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_beta_limit
+    >>> beta = np.array([1.0, 2.0, 4.0])
+    >>> ds = xr.Dataset(
+    ...     {
+    ...         "w2_grid": (("case", "beta_grid"), [0.5 / beta]),
+    ...         "w2_particles": (("regime", "beta_particles", "seed"), np.full((2, 3, 2), 0.1)),
+    ...     },
+    ...     coords={
+    ...         "case": ["uniform"],
+    ...         "beta_grid": beta,
+    ...         "regime": ["mean-field", "coulomb-gas"],
+    ...         "beta_particles": beta,
+    ...     },
+    ...     attrs={"N_particles": 8},
+    ... )
+    >>> fig = plot_beta_limit(ds)
+    >>> len(fig.axes), fig.axes[0].get_xscale()
+    (2, 'log')
     """
     fig = _new_figure((10, 4))
     ax = fig.subplots(1, 2)
@@ -233,6 +298,27 @@ def plot_t_limit(ds: xr.Dataset) -> Figure:
     -------
     matplotlib.figure.Figure
         One panel; non-positive gaps (round-off at equilibrium) are left out.
+
+    Examples
+    --------
+    A gap e^(−2t) with its rate 2:
+
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_t_limit
+    >>> t = np.linspace(0.0, 2.0, 5)
+    >>> ds = xr.Dataset(
+    ...     {
+    ...         "gap": (("model", "time"), [np.exp(-2 * t)]),
+    ...         "rate": ("model", [2.0]),
+    ...         "rate_ci_low": ("model", [1.9]),
+    ...         "rate_ci_high": ("model", [2.1]),
+    ...     },
+    ...     coords={"model": ["OU"], "time": t},
+    ... )
+    >>> fig = plot_t_limit(ds)
+    >>> len(fig.axes), fig.axes[0].get_legend().get_texts()[0].get_text()
+    (1, 'OU: rate 2.000 [1.900, 2.100]')
     """
     fig = _new_figure((6, 4))
     ax = fig.subplots()
@@ -266,6 +352,32 @@ def plot_kernel_concentration(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         Three log-scale panels (kernel gap against N, against β; W2 against N); zero
         probabilities are left out.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_kernel_concentration
+    >>> p = [[0.5, 0.1]]  # one threshold ε, two values of N (or β)
+    >>> ds = xr.Dataset(
+    ...     {
+    ...         "prob_w2": (("eps_w2", "N"), p),
+    ...         "prob_w2_se": (("eps_w2", "N"), [[0.05, 0.02]]),
+    ...         "prob_N": (("eps_N", "N"), p),
+    ...         "prob_se_N": (("eps_N", "N"), [[0.05, 0.02]]),
+    ...         "decay_rate_N": ("eps_N", [0.2]),
+    ...         "prob_beta": (("eps_beta", "beta"), p),
+    ...         "prob_se_beta": (("eps_beta", "beta"), [[0.05, 0.02]]),
+    ...         "decay_rate_beta": ("eps_beta", [float("nan")]),
+    ...     },
+    ...     coords={
+    ...         "N": [4, 8],
+    ...         "beta": [1.0, 2.0],
+    ...         **dict.fromkeys(["eps_w2", "eps_N", "eps_beta"], [0.1]),
+    ...     },
+    ... )
+    >>> fig = plot_kernel_concentration(ds)
+    >>> [ax.get_legend().get_texts()[0].get_text() for ax in fig.axes]
+    ['ε = 0.1: rate 0.200/N', 'ε = 0.1: rate undetermined', 'ε = 0.1']
     """
     fig = _new_figure((16, 4))
     ax = fig.subplots(1, 3)
@@ -324,6 +436,25 @@ def plot_n_limit(ds: xr.Dataset) -> Figure:
     -------
     matplotlib.figure.Figure
         Two log-log panels with an N^(-1/2) guide and the fitted rates in the legend.
+
+    Examples
+    --------
+    Distances N^(−1/2) over two seeds, at times 0 (not drawn: the initial draw) and 1:
+
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_n_limit
+    >>> N = np.array([4, 16, 64])
+    >>> d = np.broadcast_to((N ** -0.5)[None, :, None], (2, 3, 2)) * [1.0, 1.1]
+    >>> rates = {f"rate_{k}{x}": ("time", [np.nan, r]) for k in ("w2", "kernel_gap")
+    ...          for x, r in (("", -0.5), ("_low", -0.6), ("_high", -0.4))}
+    >>> ds = xr.Dataset(
+    ...     {"w2": (("time", "N", "seed"), d), "kernel_gap": (("time", "N", "seed"), d), **rates},
+    ...     coords={"time": [0.0, 1.0], "N": N},
+    ... )
+    >>> fig = plot_n_limit(ds)
+    >>> [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    ['$N^{-1/2}$', 't = 1: N^-0.50 [-0.60, -0.40]']
     """
     fig = _new_figure((10, 4))
     ax = fig.subplots(1, 2)
@@ -371,6 +502,31 @@ def plot_coulomb3d(ds: xr.Dataset) -> Figure:
     -------
     matplotlib.figure.Figure
         Three panels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from meanfield.plotting import plot_coulomb3d
+    >>> r, N, h = np.linspace(0.1, 1.3, 4), np.array([8, 64]), np.array([0.2, 0.1])
+    >>> dist = ("N", N ** (-1 / 3))
+    >>> errors = ("grid_h", h**2)
+    >>> ds = xr.Dataset(
+    ...     {
+    ...         "profile_grid": ("r", [1.0, 1.0, 0.9, 0.0]),
+    ...         "profile_particles": ("r", [1.1, 0.9, 1.0, 0.0]),
+    ...         **dict.fromkeys(["w2_grid", "w2_grid_iid", "w2_radial", "w2_radial_iid"], dist),
+    ...         "radius": ("N", [1.1, 1.05]),
+    ...         "grid_radius_error": errors,
+    ...         "grid_flatness": errors,
+    ...         "grid_energy_error": errors,
+    ...     },
+    ...     coords={"r": r, "N": N, "grid_h": h},
+    ...     attrs={"cells": 16, "N_profile": 64, "beta": 100.0},
+    ... )
+    >>> fig = plot_coulomb3d(ds)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['Radial profile', 'Particles vs grid and ball (exact W2)', 'Grid μ*_h vs the uniform ball']
     """
     fig = _new_figure((15, 4.2))
     ax = fig.subplots(1, 3)

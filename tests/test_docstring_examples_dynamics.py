@@ -16,6 +16,7 @@ from test_docstring_examples import _run_examples
 MODULES = [
     "meanfield.particles",
     "meanfield.samplers",
+    "meanfield.plotting",
 ]
 
 
