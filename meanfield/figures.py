@@ -82,6 +82,30 @@ def make_figures(
     log : callable
         Receives a stage message before each figure (with its expected time) and one line
         after it; ``None`` for silence.
+
+    Returns
+    -------
+    dict
+        Figure name → [PNG, PDF, netCDF] paths.
+
+    Examples
+    --------
+    Names and sizes are checked before any work (nothing is computed or written):
+
+    >>> from pathlib import Path
+    >>> from meanfield.figures import make_figures
+    >>> make_figures("out", size="small", only=["nope"], log=None)
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown figure 'nope'; choose one of 'n_limit', 'ldp_rate', ...
+    >>> Path("out").exists()
+    False
+
+    The quickest figure at its small size takes a few seconds:
+
+    >>> paths = make_figures("out", size="small", only=["t_limit"], log=None)  # doctest: +SKIP
+    >>> [p.name for p in paths["t_limit"]]  # doctest: +SKIP
+    ['t_limit.png', 't_limit.pdf', 't_limit.nc']
     """
     check_choice("size", size, SIZES)
     names = list(FIGURES) if not only else list(only)

@@ -17,6 +17,8 @@ MODULES = [
     "meanfield.particles",
     "meanfield.samplers",
     "meanfield.plotting",
+    "meanfield.figures",
+    "meanfield.studies._sizes",
 ]
 
 

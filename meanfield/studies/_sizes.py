@@ -10,5 +10,16 @@ SIZES = ("small", "full")
 
 
 def check_size(size: str) -> str:
-    """``size`` checked against :data:`SIZES` (ValueError naming the allowed values)."""
+    """``size`` checked against :data:`SIZES` (ValueError naming the allowed values).
+
+    Examples
+    --------
+    >>> from meanfield.studies._sizes import check_size
+    >>> check_size("small")
+    'small'
+    >>> check_size("tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+    """
     return check_choice("size", size, SIZES)
