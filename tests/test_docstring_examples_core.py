@@ -19,6 +19,7 @@ MODULES = [
     "meanfield.diagnostics",
     "meanfield.pairsum",
     "meanfield.transport",
+    "meanfield.fastsums",
 ]
 
 
