@@ -18,6 +18,9 @@ MODULES = [
     "meanfield.pde.flux",
     "meanfield.pde.convolution",
     "meanfield.pde.potential",
+    "meanfield.pde.equation",
+    "meanfield.pde.solver",
+    "meanfield.pde.stepper",
 ]
 
 

@@ -54,6 +54,22 @@ class SolveResult:
     trackers : list of Tracker
     attrs : dict
         Parameters of the run (for dataset attributes).
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> from meanfield.pde.solver import SolveResult, solve
+    >>> from meanfield.pde.trackers import MassTracker
+    >>> g = Grid(Box(1, 3.0), 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 3.0)), g, 1.0, scheme="sg")
+    >>> res = solve(eq, Density.uniform(g), 0.5, trackers=[MassTracker(0.25)])
+    >>> isinstance(res, SolveResult), res.t, res.stop_reason
+    (True, 0.5, 't_end')
+    >>> ds = res.dataset()
+    >>> ds["time"].values.tolist()
+    [0.0, 0.25, 0.5]
     """
 
     state: Density

@@ -38,6 +38,13 @@ class StepPlan(NamedTuple):
         Out- and inflow of every cell (density / time) for an explicit step.
     dt_stable : float
         The largest step the scheme allows at this state, before the safety factor (time).
+
+    Examples
+    --------
+    >>> from meanfield.pde.stepper import StepPlan
+    >>> plan = StepPlan(U=None, out=None, inn=None, dt_stable=0.1)
+    >>> plan.dt_stable, plan._replace(dt_stable=0.2).dt_stable
+    (0.1, 0.2)
     """
 
     U: Any
@@ -54,6 +61,28 @@ class EquationProtocol(Protocol):
     (bools); methods ``prepare_step(rho) -> StepPlan``, ``advance(rho, dt, plan) -> rho``
     and ``describe() -> dict``.  A linear equation may add
     ``advance_frozen(rho, dt, n_steps, plan, last=0.0) -> rho``.
+
+    Examples
+    --------
+    A minimal equation, dρ/dt = −ρ by explicit Euler with Δt_* = 1, satisfies the protocol:
+
+    >>> import numpy as np
+    >>> from meanfield.pde.stepper import EquationProtocol, StepPlan, Stepper
+    >>> class Decay:
+    ...     grid, implicit, linear = None, False, False
+    ...     def prepare_step(self, rho):
+    ...         return StepPlan(None, rho, 0 * rho, 1.0)
+    ...     def advance(self, rho, dt, plan):
+    ...         return rho - dt * plan.out
+    ...     def describe(self):
+    ...         return {}
+    >>> isinstance(Decay(), EquationProtocol)
+    True
+    >>> rho, t, n = Stepper(Decay(), safety=0.5).advance(
+    ...     np.ones(2), 0.0, 1.0, 1e-12, batch=False, budget=10
+    ... )
+    >>> rho, t, n  # one step of 0.5
+    (array([0.5, 0.5]), 0.5, 1)
     """
 
     grid: Any
@@ -88,6 +117,28 @@ class Stepper:
     dt : float, optional
         Fixed step of an implicit equation; for an explicit one an upper bound like
         ``dt_max``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> from meanfield.pde.stepper import Stepper
+    >>> box = Box(1, 5.0)
+    >>> g = Grid(box, 64)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, beta=2.0, scheme="sg")
+    >>> rho = Density.uniform(g).data
+    >>> stepper = Stepper(eq, safety=0.5)
+    >>> plan = eq.prepare_step(rho)
+    >>> bool(np.isclose(stepper.step_size(plan), 0.5 * plan.dt_stable))
+    True
+    >>> new, t, n = stepper.advance(rho, 0.0, 1.0, 1e-12, batch=False, budget=10)
+    >>> n, bool(np.isclose(t, stepper.step_size(plan))), round(g.integrate(new), 12)
+    (1, True, 1.0)
+    >>> implicit = McKeanVlasov(Energy([QuadraticPotential()], box), g, 2.0, scheme="sg-implicit")
+    >>> Stepper(implicit, dt=0.1).estimate_steps(rho, 1.0)  # a fixed step of 0.1
+    10
     """
 
     def __init__(self, equation, *, safety: float = 0.5, dt_max: float = math.inf, dt=None):
