@@ -21,6 +21,7 @@ MODULES = [
     "meanfield.pde.equation",
     "meanfield.pde.solver",
     "meanfield.pde.stepper",
+    "meanfield.pde.stationary",
 ]
 
 

@@ -47,6 +47,14 @@ class StationaryReport:
     free_energy : float
         F_β of the result (E for β = inf).
     message : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.pde.stationary import StationaryReport
+    >>> r = StationaryReport("picard", True, 3, 1e-13, np.array([1e-2, 1e-7, 1e-13]), -0.5)
+    >>> print(r)
+    picard: converged after 3 iterations, residual 1.000e-13, free energy -0.5.
     """
 
     method: str
@@ -165,7 +173,7 @@ def gibbs_state(
     tol: float = 1e-12,
     max_iter: int = 5000,
 ) -> tuple:
-    """The self-consistent Gibbs state ρ = Z⁻¹ exp(−β δE/δρ[ρ]) on a grid.
+    r"""The self-consistent Gibbs state ρ = Z⁻¹ exp(−β δE/δρ[ρ]) on a grid.
 
     Parameters
     ----------
@@ -194,6 +202,38 @@ def gibbs_state(
     -------
     (Density, StationaryReport)
         The returned density is G(ρ) at the last iterate: exactly of Gibbs form.
+
+    Notes
+    -----
+    The Gibbs state is a critical point of the free energy F_β = E + β⁻¹ ∫ ρ log ρ:
+
+    .. math::
+
+        \rho = G(\rho) = \frac{m}{Z} \exp\left(-\beta \frac{\delta E}{\delta \rho}[\rho]\right),
+        \qquad Z = \sum_i |C| \exp\left(-\beta \frac{\delta E}{\delta \rho}[\rho]_i\right).
+
+    Examples
+    --------
+    V = x²/2 with the repulsion λ = 1/2, k = −|x| at β = 2: the two methods agree, and the
+    state is symmetric and wider than the Gibbs state N(0, 1/β) of V alone:
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pde import Grid
+    >>> from meanfield.pde.stationary import gibbs_state
+    >>> box = Box(1, 5.0)
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], box)
+    >>> g = Grid(box, 64)
+    >>> rho, report = gibbs_state(E, g, beta=2.0)
+    >>> report.converged, report.residual <= 1e-12
+    (True, True)
+    >>> newton, _ = gibbs_state(E, g, beta=2.0, method="newton")
+    >>> bool(np.allclose(newton.data, rho.data, atol=1e-10))
+    True
+    >>> abs(float(rho.mean()[0])) < 1e-12, round(float(rho.covariance()[0, 0]), 2)
+    (True, 1.1)
     """
     ge = _grid_energy(energy, grid)
     beta = check_positive("beta (inverse temperature)", beta)
@@ -315,7 +355,7 @@ def equilibrium_measure(
     max_active_set: int = 50,
     minres_maxiter: int = 20_000,
 ) -> tuple:
-    """μ* = argmin E(ρ) over densities on the grid with Σ ρ|C| = mass (β = ∞).
+    r"""μ* = argmin E(ρ) over densities on the grid with Σ ρ|C| = mass (β = ∞).
 
     Every supported energy is at most quadratic, E(w) = bᵀw + ½ wᵀHw in the cell masses w, so
     this is a quadratic programme on the simplex.  Two phases:
@@ -355,6 +395,37 @@ def equilibrium_measure(
     -------
     (Density, StationaryReport)
         ``residual`` is the final Frank–Wolfe gap; ``free_energy`` is E(μ*).
+
+    Notes
+    -----
+    In the cell masses w_i = ρ_i |C|, with g = ∂E/∂w = δE/δρ,
+
+    .. math::
+
+        \min_{w \ge 0,\ \sum_i w_i = m} E(w), \qquad
+        G(w) = \sum_i w_i g_i - m \min_i g_i \ge E(w) - E(\mu^*).
+
+    Examples
+    --------
+    V = x²/2, λ = 1/2, k = −|x| in p = 1: μ* is uniform on [−1, 1] (density 1/2,
+    variance 1/3) with E(μ*) = 1/6 − 1/3 = −1/6 (THEORY §5, :mod:`meanfield.closed_forms`):
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.pde import Grid
+    >>> from meanfield.pde.stationary import equilibrium_measure
+    >>> box = Box(1, 2.0)
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], box)
+    >>> g = Grid(box, 40)
+    >>> mu, report = equilibrium_measure(E, g)
+    >>> report.converged, report.residual <= 1e-10
+    (True, True)
+    >>> mu.data[8:12].round(6), mu.data[18:22].round(6)  # support [-1, 1]: cells 10 to 29
+    (array([0. , 0. , 0.5, 0.5]), array([0.5, 0.5, 0.5, 0.5]))
+    >>> round(float(mu.covariance()[0, 0]), 6), round(report.free_energy, 3)
+    (0.333333, -0.167)
     """
     ge = _grid_energy(energy, grid)
     mass = check_positive("mass", mass)
