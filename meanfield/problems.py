@@ -48,13 +48,16 @@ DEFAULTS = {
 
 
 def default_problem(dim: int = 1, **overrides) -> dict:
-    """The README's problem: random features on a synthetic two-class data set.
+    r"""The README's problem: random features on a synthetic two-class data set.
 
     Data: the radial task of Sinha & Duchi in d = ``dim`` (x ~ N(0, I_d), y = sign(|x| − √d),
     ``n_data`` points, seed 0).  Particles: positive (FAVOR+) features ω ∈ R^d, so p = d.
     Energy on the box [−R, R]^p:
 
-        E(μ) = ∫ |ω|²/2 dμ − ∫ a dμ + λ ∬ k(ω − ω') dμ dμ,
+    .. math::
+
+        E(\mu) = \int \frac{|\omega|^2}{2}\, d\mu - \int a\, d\mu
+        + \lambda \iint k(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega'),
 
     with the linear (U-statistic) alignment a and the Coulomb kernel of R^p (k = −|z| in
     p = 1, −log|z| in p = 2).  Initial law: N(init_mean, init_std² I) on the grid.
@@ -71,6 +74,15 @@ def default_problem(dim: int = 1, **overrides) -> dict:
     dict
         Keyword arguments for :func:`compare` (``energy``, ``initial``, ``n_particles``,
         ``beta``, ``t_final``, ``eta``) and ``data`` = (X, y).
+
+    Examples
+    --------
+    >>> from meanfield.problems import default_problem
+    >>> prob = default_problem(1, n_data=20, grid_n=32)
+    >>> prob["energy"].term_names, prob["n_particles"], prob["data"][0].shape
+    (['confinement', 'alignment', 'interaction'], 500, (20, 1))
+    >>> prob["energy"].terms[2].kernel  # the Coulomb kernel of R^1: k(z) = −|z|
+    Riesz(s=-1.0, softening=0.0)
     """
     if dim not in DEFAULTS:
         raise ValueError(f"dim must be 1 or 2 for the default problem, got {dim!r}")
@@ -128,6 +140,17 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
     xarray.Dataset
         As :func:`compare`; ``attrs["dataset_path"]`` and ``attrs["figure_path"]`` say where
         the files went.
+
+    Examples
+    --------
+    A very short run (writes into ``out/``; the figure takes most of the second it needs):
+
+    >>> from meanfield.problems import run_default_comparison
+    >>> ds = run_default_comparison(
+    ...     "out", n_data=10, grid_n=16, n_particles=20, t_final=0.02, n_records=1
+    ... )
+    >>> dict(ds.sizes), ds.attrs["figure_path"]
+    ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, 'out/comparison.png')
     """
     from .plotting import plot_comparison
 

@@ -20,6 +20,8 @@ MODULES = [
     "meanfield.pairsum",
     "meanfield.transport",
     "meanfield.fastsums",
+    "meanfield.compare",
+    "meanfield.problems",
 ]
 
 
