@@ -19,6 +19,7 @@ MODULES = [
     "meanfield.plotting",
     "meanfield.figures",
     "meanfield.studies._sizes",
+    "meanfield.studies.limits",
 ]
 
 

@@ -22,14 +22,50 @@ from ..results import provenance
 
 
 def closed_form_energy(case: str) -> Energy:
-    """E = ∫|ω|²/2 dμ + ½∬k_s dμdμ on a domain wide enough never to bind (THEORY §5)."""
+    r"""E = ∫|ω|²/2 dμ + ½∬k_s dμdμ on a domain wide enough never to bind (THEORY §5).
+
+    .. math::
+
+        E(\mu) = \int \frac{|\omega|^2}{2}\, d\mu(\omega)
+        + \frac12 \iint k_s(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega')
+
+    Parameters
+    ----------
+    case : {"semicircle", "uniform", "disk"}
+
+    Returns
+    -------
+    Energy
+        On the box [−4, 4] (p = 1) or the ball of radius 3 (p = 2).
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import closed_form_energy
+    >>> E = closed_form_energy("uniform")  # k = −|z| (Riesz s = −1) in p = 1
+    >>> E.domain, E.describe()["term1_s"], E.describe()["term1_lam"]
+    (Box(dim=1, half_width=4.0), -1.0, 0.5)
+    >>> closed_form_energy("disk").domain
+    Ball(dim=2, radius=3.0)
+    """
     s, p, _ = equilibrium_case(case)
     domain = Box(1, 4.0) if p == 1 else Ball(p, 3.0)
     return Energy([QuadraticPotential(), PairInteraction(Riesz(s), 0.5)], domain)
 
 
 def default_step(case: str, N: int) -> float:
-    """A stable step: in 1D η must resolve the neighbour gap ~1/N (stiff singular kernels)."""
+    r"""A stable step: in 1D η must resolve the neighbour gap ~1/N (stiff singular kernels).
+
+    .. math::
+
+        \eta = \begin{cases} 0.05 / N & p = 1,\ s = 0 \text{ (log gas)} \\
+        0.5 / N & p = 1,\ s \ne 0 \\ 0.02 & p = 2 \end{cases}
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import default_step
+    >>> default_step("semicircle", 10), default_step("uniform", 10), default_step("disk", 10)
+    (0.005, 0.05, 0.02)
+    """
     s, p, _ = equilibrium_case(case)
     if p == 1:
         return (0.05 if s == 0 else 0.5) / N
@@ -71,6 +107,17 @@ def particle_equilibrium_run(
         ``omega_final`` (replica, particle, dim); ``w1``, ``w2`` (replica): distance of the
         empirical measure to μ* (in p = 2, of the radii to the radial law), by exact quantile
         integrals.
+
+    Examples
+    --------
+    Eight particles of the uniform case (k = −|z|) at β = 4, a short run:
+
+    >>> from meanfield.studies.limits import particle_equilibrium_run
+    >>> ds = particle_equilibrium_run(8, 4.0, 0, case="uniform", t_end=0.5)
+    >>> dict(ds["omega_final"].sizes), ds.attrs["eta"], ds.attrs["n_steps"]
+    ({'replica': 1, 'particle': 8, 'dim': 1}, 0.0625, 8)
+    >>> bool((ds["w1"] <= ds["w2"]).all())  # W1 ≤ W2
+    True
     """
     N = check_int("N", N)
     beta = check_positive("beta", beta)
@@ -131,7 +178,23 @@ def particle_equilibrium_run(
 
 
 def exact_cell_density(case: str, grid):
-    """μ* of a closed-form case as cell averages on ``grid`` (exact CDF differences; p = 1)."""
+    r"""μ* of a closed-form case as cell averages on ``grid`` (exact CDF differences; p = 1).
+
+    .. math::
+
+        \rho_j = \frac{F(x_{j+1/2}) - F(x_{j-1/2})}{h}
+
+    Examples
+    --------
+    The uniform law on [−1, 1] has density 1/2, on 16 cells of width 1/2 of [−4, 4]:
+
+    >>> from meanfield.pde import Grid
+    >>> from meanfield.studies.limits import closed_form_energy, exact_cell_density
+    >>> grid = Grid(closed_form_energy("uniform").domain, 16)
+    >>> rho = exact_cell_density("uniform", grid)
+    >>> rho.data.round(3).tolist(), float(rho.mass)
+    ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 1.0)
+    """
     from ..pde.field import Density
 
     _, p, law = equilibrium_case(case)
@@ -142,10 +205,27 @@ def exact_cell_density(case: str, grid):
 
 
 def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = False) -> xr.Dataset:
-    """W2(ρ_β, μ*) on a grid: the mean-field Gibbs state against the exact β = ∞ law.
+    r"""W2(ρ_β, μ*) on a grid: the mean-field Gibbs state against the exact β = ∞ law.
 
     ρ_β solves ρ = Z⁻¹ exp(−β δE/δρ[ρ]) (Newton–Krylov, warm-started along increasing β);
     μ* is the closed form of THEORY §5 averaged over the same cells.
+
+    .. math::
+
+        \rho_\beta = Z^{-1} \exp\Big(-\beta \frac{\delta E}{\delta \rho}[\rho_\beta]\Big),
+        \qquad W_2(\rho_\beta, \mu^*) \to 0 \quad (\beta \to \infty)
+
+    Returns
+    -------
+    xarray.Dataset
+        ``w2_grid`` over ``beta`` (sorted).
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import beta_limit_grid
+    >>> ds = beta_limit_grid("uniform", [8.0, 2.0], cells=16)
+    >>> ds["beta"].values.tolist(), bool(ds["w2_grid"][1] < ds["w2_grid"][0])
+    ([2.0, 8.0], True)
     """
     from ..diagnostics import wasserstein_grids
     from ..pde import Grid, gibbs_state
@@ -204,6 +284,17 @@ def fit_power_law(
     meanfield.errors.InputError
         Fewer than 3 distinct x (a line through two points has no error to estimate: the rate
         is undetermined), x not positive, or y not positive and finite.
+
+    Examples
+    --------
+    Exact data y = 3 x^(−1/2) give the slope and prefactor back:
+
+    >>> import numpy as np
+    >>> from meanfield.studies.limits import fit_power_law
+    >>> x = np.array([1.0, 2.0, 4.0, 8.0])
+    >>> fit = fit_power_law(x, 3 * x**-0.5, n_boot=100)
+    >>> round(fit["slope"], 9), round(fit["prefactor"], 9), fit["level"]
+    (-0.5, 3.0, 0.95)
     """
     if interval not in ("bootstrap", "t"):
         raise ValueError(f"interval must be 'bootstrap' or 't', got {interval!r}")
@@ -267,7 +358,17 @@ def _fit_per_seed(lx, ly, level: float) -> dict:
 def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
     """:func:`fit_power_law`, or NaN entries with ``status="undetermined"`` when x holds fewer
     than 3 distinct values (sweeps gather whatever sizes were asked for; the rate is then
-    reported as undetermined, never as a number with an interval)."""
+    reported as undetermined, never as a number with an interval).
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import fit_power_law_or_undetermined
+    >>> fit_power_law_or_undetermined([1, 2, 4], [1.0, 0.5, 0.25], n_boot=10)["status"]
+    'fitted'
+    >>> fit = fit_power_law_or_undetermined([1, 2], [1.0, 0.5])
+    >>> fit["slope"], fit["status"]
+    (nan, 'undetermined: fewer than 3 distinct sizes')
+    """
     if len(np.unique(np.asarray(x, dtype=float))) < 3:
         nan = float("nan")
         return {
@@ -282,7 +383,16 @@ def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
 
 
 def format_rate(fit: dict, digits: int = 3) -> str:
-    """``-0.485 [-0.492, -0.478]``, or ``undetermined (fewer than 3 sizes)``."""
+    """``-0.485 [-0.492, -0.478]``, or ``undetermined (fewer than 3 sizes)``.
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import format_rate
+    >>> format_rate({"slope": -0.485, "ci_low": -0.492, "ci_high": -0.478})
+    '-0.485 [-0.492, -0.478]'
+    >>> format_rate({"slope": float("nan")})
+    'undetermined (fewer than 3 sizes)'
+    """
     if not np.isfinite(fit["slope"]):
         return "undetermined (fewer than 3 sizes)"
     f = f"{{:+.{digits}f}}"
@@ -317,6 +427,20 @@ def free_energy_decay(
     xarray.Dataset over ``time``: ``free_energy``, ``gap``; attributes ``rate``,
     ``rate_ci_low``, ``rate_ci_high``, ``rate_status`` (``"fitted"`` or why not),
     ``F_beta_min``.
+
+    .. math::
+
+        F_\\beta(\\rho_t) - F_\\beta(\\rho_\\beta) \\approx C e^{-\\text{rate} \\cdot t}
+
+    Examples
+    --------
+    V = ω²/2 with k = −|z|: the mean relaxes at rate 1, so the gap (∝ m_t²) decays at rate 2.
+
+    >>> from meanfield.studies.limits import closed_form_energy, free_energy_decay
+    >>> E = closed_form_energy("uniform")
+    >>> ds = free_energy_decay(E, 1.0, cells=16, t_end=6.0, n_records=30, n_boot=20)
+    >>> ds.attrs["rate_status"], round(float(ds.attrs["rate"]), 1)
+    ('fitted', 2.0)
     """
     from ..pde import FreeEnergyTracker, Grid, McKeanVlasov, gibbs_state, solve
     from ..pde.field import Density
@@ -385,7 +509,17 @@ def particles_vs_grid_run(
     n_data: int = 200,
 ) -> xr.Dataset:
     """One (N, seed) run of the default side-by-side problem (:mod:`meanfield.compare`),
-    reduced to its diagnostics over time: ``w2``, ``w1`` and ``kernel_gap`` (time)."""
+    reduced to its diagnostics over time: ``w2``, ``w1`` and ``kernel_gap`` (time).
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import particles_vs_grid_run
+    >>> ds = particles_vs_grid_run(8, 0, t_final=0.05, n_records=1, grid_n=16, n_data=10)
+    >>> sorted(ds.data_vars), ds["time"].values.tolist()
+    (['kernel_gap', 'w1', 'w2'], [0.0, 0.05])
+    >>> bool((ds["w1"] <= ds["w2"] + 1e-12).all())  # W1 ≤ W2
+    True
+    """
     from ..compare import compare, default_problem
 
     prob = default_problem(1, grid_n=grid_n, n_data=n_data, n_particles=N, t_final=t_final)
@@ -406,10 +540,23 @@ def particles_vs_grid_in_n(
     n_workers: int | None = None,
     progress: bool = False,
 ) -> xr.Dataset:
-    """N → ∞ at several times: W2(μ_N(t), ρ_t) and the kernel gap against N, as a resumable
+    r"""N → ∞ at several times: W2(μ_N(t), ρ_t) and the kernel gap against N, as a resumable
     sweep over (N, seed), with the fitted power-law rate and its bootstrap 95 % interval at
     every recorded time (variables ``rate_<metric>``, ``rate_<metric>_low/high`` over time;
     NaN, with ``attrs["rate_status"]`` "undetermined…", for fewer than 3 distinct N).
+
+    .. math::
+
+        W_2(\mu_N(t), \rho_t) \approx C(t)\, N^{\text{rate}(t)}
+
+    Examples
+    --------
+    Two sizes only (the rate is then undetermined), into ``sweep_n/`` in the current folder:
+
+    >>> from meanfield.studies.limits import particles_vs_grid_in_n
+    >>> ds = particles_vs_grid_in_n([4, 8], [0], "sweep_n", t_final=0.05, n_records=1, n_workers=1)
+    >>> dict(ds["w2"].sizes), ds.attrs["rate_status"]
+    ({'N': 2, 'seed': 1, 'time': 2}, 'undetermined: fewer than 3 distinct sizes')
     """
     from ..sweeps import run_sweep
 
@@ -447,9 +594,24 @@ def beta_limit_particles(
     n_workers: int | None = None,
     progress: bool = False,
 ) -> xr.Dataset:
-    """β → ∞ for particles: W2(μ_N, μ*) over a (β, seed) sweep, with the fitted power law in β
+    r"""β → ∞ for particles: W2(μ_N, μ*) over a (β, seed) sweep, with the fitted power law in β
     and its bootstrap 95 % interval over seeds (attributes ``rate``, ``rate_ci_low/high``;
-    NaN with ``rate_status`` "undetermined…" for fewer than 3 distinct β)."""
+    NaN with ``rate_status`` "undetermined…" for fewer than 3 distinct β).
+
+    .. math::
+
+        W_2(\mu_N, \mu^*) \approx C \beta^{\text{rate}}
+
+    Examples
+    --------
+    Four particles, two β, one seed, a short run, into ``sweep_beta/`` in the current folder:
+
+    >>> from meanfield.studies.limits import beta_limit_particles
+    >>> betas, N, seeds = [1.0, 2.0], 4, [0]
+    >>> ds = beta_limit_particles("uniform", betas, N, seeds, "sweep_beta", t_end=0.1, n_workers=1)
+    >>> ds["w2"].dims, ds.attrs["rate_status"]
+    (('beta', 'seed', 'replica'), 'undetermined: fewer than 3 distinct sizes')
+    """
     from ..sweeps import run_sweep
 
     ds = run_sweep(
