@@ -22,6 +22,7 @@ MODULES = [
     "meanfield.pde.solver",
     "meanfield.pde.stepper",
     "meanfield.pde.stationary",
+    "meanfield.pde.trackers",
 ]
 
 

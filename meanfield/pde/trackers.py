@@ -22,11 +22,47 @@ from ..errors import MeanfieldError
 
 
 class FinishedSimulation(Exception):
-    """Raised by a tracker to end the run early (not an error)."""
+    """Raised by a tracker to end the run early (not an error).
+
+    Examples
+    --------
+    The solver catches it and reports its message as the stop reason:
+
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> box = Box(1, 3.0)
+    >>> g = Grid(box, 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, 1.0, scheme="sg-implicit")
+    >>> from meanfield.pde.trackers import FinishedSimulation, Tracker
+    >>> class StopAtOne(Tracker):
+    ...     def handle(self, state, t, equation):
+    ...         if t >= 1.0:
+    ...             raise FinishedSimulation(f"stopped at t={t:g}")
+    >>> res = eq.solve(Density.uniform(g), 5.0, trackers=[StopAtOne(0.5)], dt=0.25)
+    >>> res.stop_reason, res.t
+    ('stopped at t=1', 1.0)
+    """
 
 
 class DensityError(MeanfieldError, FloatingPointError):
-    """The density became non-finite, negative or lost mass: the run stops before storing it."""
+    """The density became non-finite, negative or lost mass: the run stops before storing it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.errors import MeanfieldError
+    >>> from meanfield.pde import Density, Grid
+    >>> from meanfield.pde.trackers import DensityError, GuardTracker
+    >>> g = Grid(Box(1, 1.0), 4)
+    >>> bad = Density(g, np.array([1.0, -0.5, 1.0, 1.0]), check=False)
+    >>> try:
+    ...     GuardTracker().initialize(bad, 0.0, None)
+    ... except DensityError as err:
+    ...     print(isinstance(err, MeanfieldError), str(err).split(" at ")[0])
+    True the density became negative (-0.5)
+    """
 
 
 class Tracker:
@@ -36,6 +72,31 @@ class Tracker:
     ----------
     interval : float or None
         Model time between calls (> 0), 0 for every step, None for the start and end only.
+
+    Notes
+    -----
+    An interval tracker started at t₀ is called at the times t₀ + k · interval, k = 0, 1, …
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde import Density, Grid
+    >>> from meanfield.pde.trackers import Tracker
+    >>> class Times(Tracker):
+    ...     def __init__(self, interval):
+    ...         super().__init__(interval)
+    ...         self.seen = []
+    ...     def handle(self, state, t, equation):
+    ...         self.seen.append(t)
+    >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+    >>> tr = Times(0.25)
+    >>> tr.initialize(rho, 0.0, None)
+    >>> tr.next_time
+    0.25
+    >>> for t in (0.1, 0.25, 0.3, 0.6):
+    ...     tr.step(rho, t, None)
+    >>> tr.seen, tr.next_time  # called when a scheduled time is reached or passed
+    ([0.0, 0.25, 0.6], 0.75)
     """
 
     def __init__(self, interval: float | None = None):
@@ -97,7 +158,31 @@ class _Recorder(Tracker):
 
 
 class ProgressTracker(Tracker):
-    """A tqdm progress bar over model time."""
+    """A tqdm progress bar over model time.
+
+    Parameters
+    ----------
+    desc : str
+        Label of the bar.
+
+    Examples
+    --------
+    ``solve(..., progress=True)`` appends one; it is called every step (``interval`` 0) and
+    writes the bar to standard error:
+
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> box = Box(1, 3.0)
+    >>> g = Grid(box, 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, 1.0, scheme="sg-implicit")
+    >>> from meanfield.pde.trackers import ProgressTracker
+    >>> ProgressTracker(desc="relax").interval
+    0.0
+    >>> res = eq.solve(Density.uniform(g), 1.0, dt=0.5, progress=True)
+    >>> type(res.trackers[-1]).__name__
+    'ProgressTracker'
+    """
 
     def __init__(self, desc: str = "solve"):
         super().__init__(0)
@@ -126,7 +211,28 @@ class ProgressTracker(Tracker):
 
 
 class StorageTracker(_Recorder):
-    """Stores copies of the density every ``interval`` (and the first and last state)."""
+    """Stores copies of the density every ``interval`` (and the first and last state).
+
+    Parameters
+    ----------
+    interval : float or None
+        Model time between stored states.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> box = Box(1, 3.0)
+    >>> g = Grid(box, 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, 1.0, scheme="sg-implicit")
+    >>> from meanfield.pde.trackers import StorageTracker
+    >>> store = StorageTracker(0.5)
+    >>> res = eq.solve(Density.gaussian(g, 1.0, 0.5), 1.2, trackers=[store], dt=0.1)
+    >>> ds = store.to_dataset()
+    >>> ds["rho"].dims, ds["time"].values.round(6).tolist()  # the last state is kept too
+    (('time', 'x'), [0.0, 0.5, 1.0, 1.2])
+    """
 
     def __init__(self, interval: float | None = None):
         super().__init__(interval)
@@ -150,7 +256,40 @@ class StorageTracker(_Recorder):
 
 
 class FreeEnergyTracker(_Recorder):
-    """Records F_β = E + β⁻¹ ∫ρ log ρ, the entropy term and every energy term."""
+    r"""Records F_β = E + β⁻¹ ∫ρ log ρ, the entropy term and every energy term.
+
+    .. math::
+
+        F_\beta(\rho) = E_h(\rho) + \beta^{-1} \sum_i |C|\, \rho_i \log \rho_i.
+
+    Parameters
+    ----------
+    interval : float or None
+        Model time between records.
+
+    Examples
+    --------
+    F_β decreases along the flow to its Gibbs value −log Z, Z = ∫ e^(−βV)
+    (V = x²/2, β = 1 on [−3, 3]: Z = √(2π) erf(3/√2)):
+
+    >>> import math
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> box = Box(1, 3.0)
+    >>> g = Grid(box, 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, 1.0, scheme="sg-implicit")
+    >>> from meanfield.pde.trackers import FreeEnergyTracker
+    >>> fe = FreeEnergyTracker(1.0)
+    >>> res = eq.solve(Density.gaussian(g, 1.0, 0.5), 20.0, trackers=[fe], dt=0.1)
+    >>> F = fe.to_dataset()["free_energy"].values
+    >>> bool(np.all(np.diff(F) <= 1e-12))
+    True
+    >>> Z = math.sqrt(2 * math.pi) * math.erf(3 / math.sqrt(2))
+    >>> round(float(F[-1]), 3), round(-math.log(Z), 3)
+    (-0.916, -0.916)
+    """
 
     def __init__(self, interval: float | None = None):
         super().__init__(interval)
@@ -173,7 +312,28 @@ class FreeEnergyTracker(_Recorder):
 
 
 class MassTracker(_Recorder):
-    """Records the mass Σ ρ |C| and the minimum density."""
+    """Records the mass Σ ρ |C| and the minimum density.
+
+    Parameters
+    ----------
+    interval : float or None
+        Model time between records.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> box = Box(1, 3.0)
+    >>> g = Grid(box, 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, 1.0, scheme="sg-implicit")
+    >>> from meanfield.pde.trackers import MassTracker
+    >>> mt = MassTracker(0.5)
+    >>> res = eq.solve(Density.gaussian(g, 1.0, 0.5), 1.0, trackers=[mt], dt=0.1)
+    >>> ds = mt.to_dataset()
+    >>> ds["mass"].values.round(12).tolist(), bool((ds["min_density"] > 0).all())
+    ([1.0, 1.0, 1.0], True)
+    """
 
     def __init__(self, interval: float | None = None):
         super().__init__(interval)
@@ -204,6 +364,22 @@ class SteadyStateTracker(Tracker):
         Time between comparisons (> 0).
     atol, rtol : float
         Absolute (density / time) and relative (1 / time) tolerances on the rate of change.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> box = Box(1, 3.0)
+    >>> g = Grid(box, 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], box), g, 1.0, scheme="sg-implicit")
+    >>> from meanfield.pde.trackers import SteadyStateTracker
+    >>> ss = SteadyStateTracker(1.0, atol=1e-6, rtol=0.0)
+    >>> res = eq.solve(Density.gaussian(g, 1.0, 0.5), 50.0, trackers=[ss], dt=0.05)
+    >>> res.stop_reason.startswith("steady state"), res.t == ss.reached_at < 50.0
+    (True, True)
+    >>> ss.last_rate <= 1e-6
+    True
     """
 
     def __init__(self, interval: float = 1.0, atol: float = 1e-10, rtol: float = 1e-10):
@@ -234,6 +410,24 @@ class GuardTracker(Tracker):
     mass_rtol : float
         Allowed relative drift of the mass from its initial value (the schemes conserve it to
         round-off, about 1e-15 per step).
+
+    Examples
+    --------
+    :func:`~meanfield.pde.solver.solve` prepends one unless told not to (``guard=False``):
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde import Density, Grid
+    >>> from meanfield.pde.trackers import DensityError, GuardTracker
+    >>> g = Grid(Box(1, 1.0), 4)
+    >>> guard = GuardTracker(mass_rtol=1e-9)
+    >>> guard.initialize(Density.uniform(g), 0.0, None)  # mass 1 recorded
+    >>> half = Density(g, np.full(4, 0.25))
+    >>> try:
+    ...     guard.step(half, 0.1, None)
+    ... except DensityError as err:
+    ...     print(str(err)[:36])
+    the mass drifted from 1 to 0.5 at t=
     """
 
     def __init__(self, mass_rtol: float = 1e-9):
