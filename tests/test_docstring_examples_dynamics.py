@@ -20,6 +20,7 @@ MODULES = [
     "meanfield.figures",
     "meanfield.studies._sizes",
     "meanfield.studies.limits",
+    "meanfield.studies.ldp",
 ]
 
 

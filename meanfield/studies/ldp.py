@@ -39,7 +39,27 @@ from ._deprecation import renamed_keywords
 
 @dataclass(frozen=True)
 class Statistic:
-    """A one-body observable f(ω) with its gradient; L_N = (1/N) Σ_i f(ω_i)."""
+    r"""A one-body observable f(ω) with its gradient; L_N = (1/N) Σ_i f(ω_i).
+
+    .. math::
+
+        L_N = \frac1N \sum_{i=1}^N f(\omega_i), \qquad
+        f(\omega) = \omega_1 \ (\text{"mean"}) \ \text{or}\ |\omega|^2
+        \ (\text{"second_moment"})
+
+    Parameters
+    ----------
+    name : {"mean", "second_moment"}
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.studies.ldp import Statistic
+    >>> omega = torch.tensor([[1.0, 2.0]])
+    >>> stat = Statistic("second_moment")
+    >>> stat.f(omega).tolist(), stat.grad(omega).tolist()
+    ([5.0], [[2.0, 4.0]])
+    """
 
     name: str
 
@@ -57,13 +77,40 @@ class Statistic:
 
 
 def statistic(name: str) -> Statistic:
-    """``"mean"`` (f = ω₁, the first coordinate) or ``"second_moment"`` (f = |ω|²)."""
+    """``"mean"`` (f = ω₁, the first coordinate) or ``"second_moment"`` (f = |ω|²).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.studies.ldp import statistic
+    >>> statistic("mean"), statistic("mean").f(torch.tensor([[1.0, 2.0]])).tolist()
+    (Statistic(name='mean'), [1.0])
+    """
     check_choice("statistic", name, ("mean", "second_moment"))
     return Statistic(name)
 
 
 class TiltPotential(Potential):
-    """V(ω) = −c f(ω): the exponential tilt by θ = cβ of a linear statistic."""
+    r"""V(ω) = −c f(ω): the exponential tilt by θ = cβ of a linear statistic.
+
+    .. math::
+
+        V(\omega) = -c\, f(\omega), \qquad c = \theta / \beta
+
+    Parameters
+    ----------
+    stat : Statistic
+    coeff : float
+        The coefficient c.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.studies.ldp import TiltPotential, statistic
+    >>> tilt = TiltPotential(statistic("mean"), 0.5)
+    >>> tilt.V(torch.tensor([[2.0]])).tolist(), tilt.describe()
+    ([-1.0], {'tilt_statistic': 'mean', 'tilt_coeff': 0.5})
+    """
 
     name = "tilt"
 
@@ -81,7 +128,25 @@ class TiltPotential(Potential):
 
 
 def tilted_energy(energy: Energy, stat: Statistic, theta: float, beta: float) -> Energy:
-    """E − (θ/β) ∫ f dμ on the same domain: its Gibbs law is π_θ."""
+    r"""E − (θ/β) ∫ f dμ on the same domain: its Gibbs law is π_θ.
+
+    .. math::
+
+        E^\theta(\mu) = E(\mu) - \frac{\theta}{\beta} \int f\, d\mu
+
+    Examples
+    --------
+    V = ω²/2 tilted by θ/β = 1/2 with f = ω: at ω = 1, 1/2 − 1/2 = 0.
+
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.studies.ldp import statistic, tilted_energy
+    >>> E = Energy([QuadraticPotential()], Box(1, 4.0))
+    >>> Et = tilted_energy(E, statistic("mean"), 1.0, 2.0)
+    >>> Et.term_names, float(Et.value(torch.tensor([[1.0]], dtype=torch.float64)))
+    (['confinement', 'tilt'], 0.0)
+    """
     return Energy(
         [*energy.terms, TiltPotential(stat, theta / beta)],
         energy.domain,
@@ -103,11 +168,30 @@ def scgf_on_grid(
     method: str = "newton",
     regime: str = "mean-field",
 ) -> xr.Dataset:
-    """Λ(θ), a(θ) = ∫ f dρ_θ and J(a(θ)) on a θ grid (must contain 0).
+    r"""Λ(θ), a(θ) = ∫ f dρ_θ and J(a(θ)) on a θ grid (must contain 0).
+
+    .. math::
+
+        \Lambda(\theta) = \beta\big(\min F_\beta - \min F_\beta^\theta\big), \qquad
+        a(\theta) = \int f\, d\rho_\theta, \qquad
+        J(a(\theta)) = \theta\, a(\theta) - \Lambda(\theta)
 
     Returns
     -------
     xarray.Dataset over ``theta`` with ``Lambda``, ``a`` and ``J``.
+
+    Examples
+    --------
+    Without interaction (V = ω²/2, β = 1) and f = ω, ρ_θ = N(θ, 1): Λ(θ) = θ²/2, a(θ) = θ and
+    J(a) = a²/2.
+
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.studies.ldp import scgf_on_grid, statistic
+    >>> E = Energy([QuadraticPotential()], Box(1, 4.0))
+    >>> ds = scgf_on_grid(E, statistic("mean"), 1.0, [0.0, 0.5, 1.0], cells=64)
+    >>> ds["Lambda"].values.round(2).tolist(), ds["a"].values.round(2).tolist()
+    ([0.0, 0.12, 0.5], [0.0, 0.5, 1.0])
     """
     from ..pde import Grid, equilibrium_measure, gibbs_state
     from ..pde.field import Density
@@ -145,7 +229,20 @@ def scgf_on_grid(
 
 
 def rate_at(scgf: xr.Dataset, a: float) -> float:
-    """J(a) by interpolating the parametric curve (a(θ), J(θ)) (a(θ) is increasing)."""
+    """J(a) by interpolating the parametric curve (a(θ), J(θ)) (a(θ) is increasing).
+
+    Examples
+    --------
+    The Gaussian case of :func:`scgf_on_grid`, J(a) = a²/2:
+
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.studies.ldp import rate_at, scgf_on_grid, statistic
+    >>> E = Energy([QuadraticPotential()], Box(1, 4.0))
+    >>> ds = scgf_on_grid(E, statistic("mean"), 1.0, [0.0, 0.25, 0.5, 0.75, 1.0], cells=64)
+    >>> round(rate_at(ds, 0.75), 2), 0.75**2 / 2
+    (0.28, 0.28125)
+    """
     av, Jv = scgf["a"].values, scgf["J"].values
     order = np.argsort(av)
     if not av.min() <= a <= av.max():
@@ -261,6 +358,25 @@ def tail_probability(
         ``log_p``, ``log_p_se`` (statistical, from replica means), ``log_p_quad_err``
         (trapezoid vs Simpson), ``rate`` = −log_p / speed, ``rate_se``; over theta_ladder:
         ``mean_L``, ``mean_L_se``, ``acceptance_rate``.
+
+    Examples
+    --------
+    Without interaction, L_N (the mean of N = 4 standard normals at β = 1) is N(0, 1/4), so
+    P(L_N ≥ 1) = P(Z ≥ 2) ≈ 0.0228 (log ≈ −3.78); a short run estimates it:
+
+    >>> import math
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.studies.ldp import statistic, tail_probability
+    >>> E = Energy([QuadraticPotential()], Box(1, 4.0))
+    >>> ds = tail_probability(
+    ...     E, statistic("mean"), 1.0, 4, 1.0, theta=1.0, n_ladder=3, n_replicas=4,
+    ...     n_steps=40, burn_in=10, thin=5, eta=0.1,
+    ... )
+    >>> round(float(ds["log_p"]), 1), round(math.log(0.5 * math.erfc(2 / math.sqrt(2))), 1)
+    (-3.8, -3.8)
+    >>> round(float(ds["rate"]), 2) == round(-float(ds["log_p"]) / 4, 2)  # speed N = 4
+    True
     """
     N, beta, n_ladder, n_replicas = _check_tail_args(
         n_particles, beta, theta, n_ladder, n_replicas, n_steps, burn_in, regime, sampler
@@ -430,6 +546,25 @@ def kernel_concentration(
         ``prob``, ``prob_se`` (N, eps); ``mean_gap`` (N); ``decay_rate`` (eps): the slope of
         −log P against N, NaN (undetermined) where fewer than 3 sizes have P > 0.  With
         ``eps_w2``: ``prob_w2``, ``prob_w2_se`` (N, eps_w2) and ``mean_w2`` (N).
+
+    Examples
+    --------
+    The model of the kernel figure, two N, four short chains each (the decay rate needs at
+    least 3 sizes, so it is undetermined here):
+
+    >>> from meanfield.studies.kernel_figure import kernel_model
+    >>> from meanfield.studies.ldp import kernel_concentration
+    >>> E, X = kernel_model()
+    >>> ds = kernel_concentration(
+    ...     E, X, "softplus", 2.0, [4, 8], [0.1, 1.0], cells=32, n_replicas=4, n_steps=20,
+    ...     burn_in=10, thin=5,
+    ... )
+    >>> dict(ds["prob"].sizes), bool(((ds["prob"] >= 0) & (ds["prob"] <= 1)).all())
+    ({'N': 2, 'eps': 2}, True)
+    >>> bool((ds["prob"].sel(eps=0.1) >= ds["prob"].sel(eps=1.0)).all())  # P falls with ε
+    True
+    >>> bool(ds["decay_rate"].isnull().all())
+    True
     """
     beta = check_positive("beta", beta)
     check_choice("regime", regime, ("mean-field", "coulomb-gas"))
@@ -568,6 +703,18 @@ def kernel_concentration_in_beta(
         Over (``beta``, ``eps``): ``prob``, ``prob_se``; over ``beta``: ``mean_gap``;
         ``decay_rate`` (eps): the slope of −log P against β (NaN, undetermined, where fewer
         than 3 β have P > 0).
+
+    Examples
+    --------
+    >>> from meanfield.studies.kernel_figure import kernel_model
+    >>> from meanfield.studies.ldp import kernel_concentration_in_beta
+    >>> E, X = kernel_model()
+    >>> ds = kernel_concentration_in_beta(
+    ...     E, X, "softplus", 4, [0.5, 1.0], [0.1], cells=32, n_replicas=4, n_steps=20,
+    ...     burn_in=10, thin=5,
+    ... )
+    >>> dict(ds["prob"].sizes), ds.attrs["regime"], ds.attrs["N"]
+    ({'beta': 2, 'eps': 1}, 'coulomb-gas', 4)
     """
     N = check_int("n_particles (N)", n_particles)
     runs = [
