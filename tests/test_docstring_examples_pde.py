@@ -23,6 +23,7 @@ MODULES = [
     "meanfield.pde.stepper",
     "meanfield.pde.stationary",
     "meanfield.pde.trackers",
+    "meanfield.attention.linear",
 ]
 
 

@@ -108,7 +108,7 @@ def linear_attention(
     eps: float = 1e-6,
     chunk_size: int = 64,
 ) -> torch.Tensor:
-    """Normalised linear attention from precomputed (log-)features.
+    r"""Normalised linear attention from precomputed (log-)features.
 
     Parameters
     ----------
@@ -137,6 +137,36 @@ def linear_attention(
     Returns
     -------
     torch.Tensor, shape (batch, L, heads, d_v), dtype of ``v``
+
+    Notes
+    -----
+    With φ_t = ``q_features[t]``, ψ_s = ``k_features[s]`` (padding rows zeroed) and s ranging
+    over all keys (causal: s ≤ t),
+
+    .. math::
+
+        \mathrm{out}_t = \frac{\sum_s (\varphi_t \cdot \psi_s)\, v_s}
+        {\sum_s \varphi_t \cdot \psi_s + \varepsilon}.
+
+    Examples
+    --------
+    Constant features weight every visible key alike, so the output is the mean of the
+    visible values (causal: the running mean):
+
+    >>> import torch
+    >>> from meanfield.attention.linear import linear_attention
+    >>> v = torch.arange(4.0).reshape(1, 4, 1, 1)  # values 0, 1, 2, 3
+    >>> phi = torch.ones(1, 4, 1, 2)
+    >>> linear_attention(phi, phi, v, eps=0.0).flatten()
+    tensor([1.5000, 1.5000, 1.5000, 1.5000])
+    >>> linear_attention(phi, phi, v, causal=True, eps=0.0).flatten()
+    tensor([0.0000, 0.5000, 1.0000, 1.5000])
+    >>> pad = torch.tensor([[False, False, True, True]])  # the last two keys are padding
+    >>> linear_attention(phi, phi, v, key_padding_mask=pad, eps=0.0).flatten()
+    tensor([0.5000, 0.5000, 0.5000, 0.5000])
+    >>> log_phi = torch.zeros(1, 4, 1, 2)  # log-features: exp(0) = 1
+    >>> linear_attention(log_phi, log_phi, v, log_space=True, eps=0.0).flatten()
+    tensor([1.5000, 1.5000, 1.5000, 1.5000])
     """
     eps = check_positive("eps", eps, allow_zero=True)
     chunk_size = check_int("chunk_size", chunk_size)
@@ -240,7 +270,7 @@ def kernel_attention(
     eps: float = 1e-6,
     chunk_size: int = 64,
 ) -> torch.Tensor:
-    """Linear attention with a feature map: ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1 + eps)``.
+    r"""Linear attention with a feature map: ``phi(Q) (phi(K)^T V) / (phi(Q) phi(K)^T 1 + eps)``.
 
     Parameters
     ----------
@@ -255,6 +285,32 @@ def kernel_attention(
     Returns
     -------
     torch.Tensor, shape (batch, L, heads, d_v), dtype of ``v``
+
+    Notes
+    -----
+    For positive random features E[φ(q) · φ(k)] = exp(q · k / √d_h), so
+
+    .. math::
+
+        \mathrm{out}_t = \frac{\sum_s \varphi(q_t) \cdot \varphi(k_s)\, v_s}
+        {\sum_s \varphi(q_t) \cdot \varphi(k_s) + \varepsilon}
+        \approx \sum_s \operatorname{softmax}_s\left(\frac{q_t \cdot k_s}{\sqrt{d_h}}\right) v_s.
+
+    Examples
+    --------
+    With 256 orthogonal positive features the output is close to exact softmax attention:
+
+    >>> import torch
+    >>> from meanfield.attention.features import make_feature_map
+    >>> from meanfield.attention.linear import kernel_attention, softmax_attention
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = (0.5 * torch.randn(1, 16, 1, 4) for _ in range(3))
+    >>> fm = make_feature_map("porf", 4, 256, seed=0)
+    >>> out = kernel_attention(q, k, v, fm)
+    >>> out.shape
+    torch.Size([1, 16, 1, 4])
+    >>> bool((out - softmax_attention(q, k, v)).abs().max() < 0.05)
+    True
     """
     eps = check_positive("eps", eps, allow_zero=True)
     chunk_size = check_int("chunk_size", chunk_size)
@@ -296,7 +352,7 @@ def softmax_attention(
     causal: bool = False,
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
-    """Exact softmax attention ``softmax(Q K^T / sqrt(d_h)) V`` via PyTorch's SDPA.
+    r"""Exact softmax attention ``softmax(Q K^T / sqrt(d_h)) V`` via PyTorch's SDPA.
 
     Parameters
     ----------
@@ -313,6 +369,27 @@ def softmax_attention(
     Returns
     -------
     torch.Tensor, shape (batch, L, heads, d_v)
+
+    Notes
+    -----
+    .. math::
+
+        \mathrm{out}_t = \sum_s \frac{\exp(q_t \cdot k_s / \sqrt{d_h})}
+        {\sum_{s'} \exp(q_t \cdot k_{s'} / \sqrt{d_h})}\, v_s.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.linear import softmax_attention
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = (torch.randn(1, 5, 1, 4) for _ in range(3))
+    >>> out = softmax_attention(q, k, v)
+    >>> w = torch.softmax(q[0, :, 0] @ k[0, :, 0].T / 2.0, dim=-1)  # sqrt(d_h) = 2
+    >>> torch.allclose(out[0, :, 0], w @ v[0, :, 0], atol=1e-6)
+    True
+    >>> causal = softmax_attention(q, k, v, causal=True)
+    >>> torch.allclose(causal[0, 0], v[0, 0])  # the first query sees only the first key
+    True
     """
     if not 0.0 <= float(dropout_p) < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
@@ -365,6 +442,17 @@ def is_causal_mask(attn_mask: torch.Tensor) -> bool:
     diagonal (True = not allowed), or float with ``-inf`` above the diagonal and 0 on and
     below it (:meth:`torch.nn.Transformer.generate_square_subsequent_mask`); a 3-d mask must
     have every slice causal.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.linear import is_causal_mask
+    >>> is_causal_mask(torch.nn.Transformer.generate_square_subsequent_mask(3))
+    True
+    >>> is_causal_mask(torch.ones(3, 3, dtype=torch.bool).triu(1))
+    True
+    >>> is_causal_mask(torch.zeros(3, 3))  # no masking at all
+    False
     """
     L, S = attn_mask.shape[-2:]
     if L != S:
@@ -496,6 +584,25 @@ class KernelAttention(nn.Module):
         Performer trick). Never in eval mode, never once ``omega`` is learned.
     chunk_size : int
         Chunk length of the causal prefix sums (default 64).
+
+    Examples
+    --------
+    With ``feature="softmax"`` and the weights of an ``nn.MultiheadAttention`` it gives the
+    same output; with kernel features the weights are not formed:
+
+    >>> import torch
+    >>> from meanfield.attention.linear import KernelAttention
+    >>> _ = torch.manual_seed(0)
+    >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    >>> x = torch.randn(2, 5, 8)
+    >>> ref, _ = mha(x, x, x, need_weights=False)
+    >>> out, _ = KernelAttention.from_mha(mha, "softmax")(x, x, x)
+    >>> torch.allclose(out, ref, atol=1e-6)
+    True
+    >>> attn = KernelAttention(8, 2, feature="favor", n_features=16, seed=0)
+    >>> out, weights = attn(x, x, x, is_causal=True)
+    >>> out.shape, weights
+    (torch.Size([2, 5, 8]), None)
     """
 
     # torch's fused encoder fast paths (nn.TransformerEncoderLayer in eval mode, and the
