@@ -218,7 +218,7 @@ def test_coulomb3d_former_names_warn_and_give_the_same_result():
     with a FutureWarning, and compute the same thing."""
     from meanfield.studies import coulomb3d
 
-    with pytest.warns(FutureWarning, match="n=...") as record:
+    with pytest.warns(FutureWarning, match="is deprecated") as record:
         old = coulomb3d.grid_equilibrium(n=6, box_radius=1.25)[2]
     assert len(record) == 2  # one warning per renamed keyword
     new = coulomb3d.grid_equilibrium(6, half_width=1.25)[2]
