@@ -24,6 +24,7 @@ MODULES = [
     "meanfield.pde.stationary",
     "meanfield.pde.trackers",
     "meanfield.attention.linear",
+    "meanfield.attention.causal",
 ]
 
 

@@ -113,7 +113,7 @@ def causal_linear_attention(
     chunk_size: int,
     key_padding_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Causal normalised linear attention from (log-)features, head-major.
+    r"""Causal normalised linear attention from (log-)features, head-major.
 
     Inputs are validated by the caller.
 
@@ -135,6 +135,30 @@ def causal_linear_attention(
     Returns
     -------
     torch.Tensor, shape (batch, heads, L, d_v)
+
+    Notes
+    -----
+    .. math::
+
+        \mathrm{out}_t = \frac{\varphi(q_t)^\top \sum_{s \le t} \varphi(k_s) v_s^\top}
+        {\varphi(q_t)^\top \sum_{s \le t} \varphi(k_s) + \varepsilon}.
+
+    Examples
+    --------
+    The chunked prefix sums equal the masked quadratic form, for every chunk length:
+
+    >>> import torch
+    >>> from meanfield.attention.causal import causal_linear_attention
+    >>> _ = torch.manual_seed(0)
+    >>> qf, kf = torch.rand(1, 1, 6, 3), torch.rand(1, 1, 6, 3)
+    >>> v = torch.randn(1, 1, 6, 2)
+    >>> out = causal_linear_attention(qf, kf, v, log_space=False, eps=0.0, chunk_size=4)
+    >>> A = (qf[0, 0] @ kf[0, 0].T).tril()  # kernel of query t with keys s <= t
+    >>> torch.allclose(out[0, 0], (A @ v[0, 0]) / A.sum(-1, keepdim=True), atol=1e-6)
+    True
+    >>> one = causal_linear_attention(qf, kf, v, log_space=False, eps=0.0, chunk_size=1)
+    >>> torch.allclose(out, one, atol=1e-6)
+    True
     """
     b, h, L, m = q_features.shape
     c, n = _chunking(L, chunk_size)
@@ -169,6 +193,28 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
     Returns
     -------
     torch.Tensor, shape (batch, heads, L, d_v)
+
+    Examples
+    --------
+    The same as :func:`~meanfield.attention.linear.kernel_attention` with ``causal=True``
+    (which uses the ``(batch, L, heads, d)`` layout), and no future leakage:
+
+    >>> import torch
+    >>> from meanfield.attention.causal import causal_kernel_attention
+    >>> from meanfield.attention.features import make_feature_map
+    >>> from meanfield.attention.linear import kernel_attention
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = (torch.randn(1, 1, 8, 4) for _ in range(3))
+    >>> fm = make_feature_map("porf", 4, 16, seed=0)
+    >>> out = causal_kernel_attention(q, k, v, fm, key_padding_mask=None, eps=1e-6, chunk_size=4)
+    >>> ref = kernel_attention(*(x.transpose(1, 2) for x in (q, k, v)), fm, causal=True)
+    >>> torch.allclose(out, ref.transpose(1, 2), atol=1e-6)
+    True
+    >>> v2 = v.clone()
+    >>> v2[..., 5:, :] += 100.0  # change the values of tokens 5, 6, 7
+    >>> out2 = causal_kernel_attention(q, k, v2, fm, key_padding_mask=None, eps=1e-6, chunk_size=4)
+    >>> torch.allclose(out2[..., :5, :], out[..., :5, :])  # outputs 0-4 do not see them
+    True
     """
     from .features import PositiveFeatures, SoftmaxFeatures, SoftplusFeatures
 
