@@ -21,6 +21,8 @@ MODULES = [
     "meanfield.studies._sizes",
     "meanfield.studies.limits",
     "meanfield.studies.ldp",
+    "meanfield.studies.convergence",
+    "meanfield.studies.limit_sweeps",
 ]
 
 

@@ -59,6 +59,17 @@ def equilibrium_in_n(
     (xarray.Dataset, dict)
         The sweep (``w1``, ``w2`` over N, seed, replica) and the power-law fits in N of
         ``w1`` and ``w2`` (:func:`~meanfield.studies.limits.fit_power_law_or_undetermined`).
+
+    Examples
+    --------
+    Two N (too few for a rate), one seed, a short run, into ``eq/`` in the current folder:
+
+    >>> from meanfield.studies.limit_sweeps import equilibrium_in_n
+    >>> ds, fits = equilibrium_in_n(
+    ...     "uniform", [4, 8], [0], "eq", beta=1.0, regime="coulomb-gas", t_final=0.1, n_workers=1
+    ... )
+    >>> ds["w2"].dims, fits["w2"]["status"]
+    (('N', 'seed', 'replica'), 'undetermined: fewer than 3 distinct sizes')
     """
     from ..sweeps import run_sweep
 
@@ -91,6 +102,18 @@ def beta_limit_on_grid(case: str, betas, out_dir, *, progress: bool = False):
     -------
     (xarray.Dataset, dict)
         :func:`~meanfield.studies.limits.beta_limit_grid`'s dataset and the fit.
+
+    .. math::
+
+        W_2(\\rho_\\beta, \\mu^*) \\approx C \\beta^{\\text{rate}}
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from meanfield.studies.limit_sweeps import beta_limit_on_grid
+    >>> g, fit = beta_limit_on_grid("uniform", [2.0, 4.0, 8.0], "grid_sweep")
+    >>> fit["status"], bool(fit["slope"] < 0), Path("grid_sweep/grid.nc").exists()
+    ('fitted', True, True)
     """
     g = limits.beta_limit_grid(case, betas, progress=progress)
     save_dataset(g, Path(out_dir) / "grid.nc")
@@ -111,6 +134,18 @@ def t_decay(case: str, beta: float, t_final: float, out_dir, *, progress: bool =
     xarray.Dataset
         :func:`~meanfield.studies.limits.free_energy_decay`'s dataset (``rate``,
         ``rate_ci_low``, ``rate_ci_high``, ``rate_status`` in its attributes).
+
+    Examples
+    --------
+    V = ω²/2, k = −|z| at β = 1: the gap decays at rate 2 (the mean relaxes at rate 1).
+
+    >>> from pathlib import Path
+    >>> from meanfield.studies.limit_sweeps import t_decay
+    >>> ds = t_decay("uniform", 1.0, 6.0, "decay")
+    >>> ds.attrs["rate_status"], round(float(ds.attrs["rate"]), 1)
+    ('fitted', 2.0)
+    >>> Path("decay/t_decay.nc").exists()
+    True
     """
     energy = limits.closed_form_energy(case)
     ds = limits.free_energy_decay(energy, beta, t_end=t_final, progress=progress)
