@@ -23,6 +23,7 @@ MODULES = [
     "meanfield.studies.ldp",
     "meanfield.studies.convergence",
     "meanfield.studies.limit_sweeps",
+    "meanfield.studies.coulomb3d",
 ]
 
 

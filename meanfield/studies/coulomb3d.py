@@ -80,6 +80,15 @@ def ball_energy(half_width: float = BOX_HALF_WIDTH, softening: float = 0.0) -> E
         R > 1 (the support, the unit ball, must fit inside the box); formerly ``box_radius``.
     softening : float
         ε ≥ 0 of the kernel (|z|² + ε²)^(−1/2); 0 for the exact Coulomb kernel.
+
+    Examples
+    --------
+    >>> from meanfield.studies.coulomb3d import BALL_ENERGY, ball_energy
+    >>> E = ball_energy()
+    >>> E.domain, E.term_names
+    (Box(dim=3, half_width=1.25), ['confinement', 'interaction'])
+    >>> BALL_ENERGY  # E(μ*) of the uniform unit ball: 3/10 + 3/5
+    0.9
     """
     half_width = check_positive("half_width", half_width)
     if half_width <= 1.0:
@@ -110,6 +119,16 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
         ``flatness`` = max |ρ_i / (3/(4π)) − 1| over cells lying inside the ball of radius
         ``inner``; ``mass_outside``: the mass of cells whose centre lies farther than
         1 + h√3/2 from 0 (cells the unit ball does not reach).
+
+    Examples
+    --------
+    The grid equilibrium on 6³ cells is already close to the unit ball:
+
+    >>> from meanfield.studies.coulomb3d import ball_diagnostics, grid_equilibrium
+    >>> rho = grid_equilibrium(6)[0]
+    >>> d = ball_diagnostics(rho)
+    >>> round(d["mass"], 9), d["radius_error"] < 0.05, d["mass_outside"]
+    (1.0, True, 0.0)
     """
     g = rho.grid
     if g.dim != 3:
@@ -149,6 +168,15 @@ def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float 
     -------
     (Density, StationaryReport, dict)
         The dict holds :func:`ball_diagnostics`, ``energy`` E_h(μ*_h), ``h`` and ``wall_s``.
+
+    Examples
+    --------
+    On 6³ cells, E_h(μ*_h) is within 0.01 of E(μ*) = 9/10:
+
+    >>> from meanfield.studies.coulomb3d import BALL_ENERGY, grid_equilibrium
+    >>> rho, report, info = grid_equilibrium(6)
+    >>> report.converged, abs(info["energy"] - BALL_ENERGY) < 0.01, round(info["h"], 4)
+    (True, True, 0.4167)
     """
     cells = check_int("cells (per axis)", cells, minimum=4)
     grid = Grid(Box(3, half_width), cells)
@@ -166,7 +194,19 @@ def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float 
 
 
 def machine() -> dict:
-    """The machine a timing was taken on (for dataset attributes)."""
+    """The machine a timing was taken on (for dataset attributes).
+
+    Returns
+    -------
+    dict
+        ``machine`` (host name), ``processor``, ``cpu_count``, ``torch_threads``.
+
+    Examples
+    --------
+    >>> from meanfield.studies.coulomb3d import machine
+    >>> sorted(machine())
+    ['cpu_count', 'machine', 'processor', 'torch_threads']
+    """
     import torch
 
     return {
@@ -218,6 +258,16 @@ def particle_run(
         over the kept states), the same two distances for N iid uniform points in the ball
         (``w2_grid_iid``, ``w2_radial_iid``), the HMC ``step_size``, ``n_leapfrog``,
         ``acceptance``, the positions of the last state (``omega``, (N, 3)) and ``wall_s``.
+
+    Examples
+    --------
+    Four particles, a few HMC trajectories, against the 6³ grid equilibrium:
+
+    >>> from meanfield.studies.coulomb3d import grid_equilibrium, particle_run
+    >>> rho = grid_equilibrium(6)[0]
+    >>> out = particle_run(4, rho, n_warmup=3, n_samples=3, n_keep=1)
+    >>> out["omega"].shape, 0 <= out["acceptance"] <= 1, out["w2_grid"] > 0
+    ((4, 3), True, True)
     """
     from ..particles import sample_hmc
 
@@ -317,6 +367,17 @@ def coulomb3d_study(
         ``grid_energy_error``, ``grid_wall_s``, ``grid_h``); over ``r``: radial profiles of
         μ*_h and of the largest N's last state.  Attributes: parameters (``cells``,
         ``box_half_width``, ...), machine, seed, version.
+
+    Examples
+    --------
+    Two tiny N and two tiny grids:
+
+    >>> from meanfield.studies.coulomb3d import coulomb3d_study
+    >>> ds = coulomb3d_study([4, 6], cells=6, cells_sweep=(4, 6), n_warmup=3, n_samples=3)
+    >>> ds["N"].values.tolist(), ds["n"].values.tolist(), ds.attrs["cells"]
+    ([4, 6], [4, 6], 6)
+    >>> bool(ds["grid_h"][1] < ds["grid_h"][0])
+    True
     """
     Ns = [check_int("n_particles (N)", N, minimum=2) for N in n_particles]
     sweep = sorted({check_int("cells_sweep", n, minimum=4) for n in cells_sweep} | {int(cells)})
@@ -439,6 +500,22 @@ def coulomb3d_data(size: str = "full", seed: int = 0, cache_dir=None) -> xr.Data
     -------
     xarray.Dataset
         That of :func:`coulomb3d_study`, with ``figure`` and ``size`` attributes.
+
+    Examples
+    --------
+    The size is checked before any work:
+
+    >>> from meanfield.studies.coulomb3d import coulomb3d_data
+    >>> coulomb3d_data(size="tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+
+    The small size takes seconds (N = 40, 80 on a 10³ grid):
+
+    >>> ds = coulomb3d_data(size="small")  # doctest: +SKIP
+    >>> ds["N"].values.tolist(), ds.attrs["size"]  # doctest: +SKIP
+    ([40, 80], 'small')
     """
     import torch
 
