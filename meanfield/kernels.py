@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from ._validation import check_choice, check_finite_real, check_positive
+from ._validation import check_choice, check_finite_real, check_int, check_positive
 
 
 def _pow_(u: torch.Tensor, e: float) -> torch.Tensor:
@@ -213,34 +213,40 @@ class Riesz(PairKernel):
         return f"Riesz(s={self.s}, softening={self.softening})"
 
 
-def Coulomb(dim: int, softening: float = 0.0) -> Riesz:
+class Coulomb(Riesz):
     r"""The Coulomb kernel of R^dim: Riesz with s = dim − 2 (−|z| in 1D, −log|z| in 2D).
 
     .. math::
 
         k(z) = -|z| \ (p = 1), \qquad -\log|z| \ (p = 2), \qquad |z|^{2-p} \ (p \ge 3).
 
+    A :class:`Riesz` kernel in every respect (the same values, forces, fast paths and
+    ``describe()``, so saved attributes read ``kernel = "riesz"``, ``s = p − 2``); the class
+    only records the dimension it was built for.
+
     Parameters
     ----------
     dim : int
-        Dimension p of the space.
+        Dimension p ≥ 1 of the space.
     softening : float, default 0
         Softening length ε ≥ 0.
 
-    Returns
-    -------
-    Riesz
-        The Riesz kernel with s = p − 2.
-
     Examples
     --------
-    >>> from meanfield.kernels import Coulomb
-    >>> Coulomb(3)
-    Riesz(s=1.0, softening=0.0)
+    >>> from meanfield.kernels import Coulomb, Riesz
+    >>> k = Coulomb(3)
+    >>> k, k.s, isinstance(k, Riesz)
+    (Coulomb(dim=3, softening=0.0), 1.0, True)
     >>> float(Coulomb(1).radial(2.0))  # −|z| in 1D
     -2.0
     """
-    return Riesz(s=float(dim) - 2.0, softening=softening)
+
+    def __init__(self, dim: int, softening: float = 0.0):
+        self.dim = check_int("dim", dim)
+        super().__init__(s=float(self.dim) - 2.0, softening=softening)
+
+    def __repr__(self) -> str:
+        return f"Coulomb(dim={self.dim}, softening={self.softening})"
 
 
 class Quadratic(PairKernel):
@@ -347,7 +353,7 @@ def make_kernel(
     --------
     >>> from meanfield.kernels import make_kernel
     >>> make_kernel("coulomb", dim=2)
-    Riesz(s=0.0, softening=0.0)
+    Coulomb(dim=2, softening=0.0)
     >>> make_kernel("riesz", s=0.5, softening=0.1)
     Riesz(s=0.5, softening=0.1)
     >>> make_kernel("gaussian", width=0.3)

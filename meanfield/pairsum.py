@@ -43,7 +43,7 @@ import math
 import torch
 
 from .errors import NumericalError
-from .kernels import Gaussian, PairKernel, Riesz
+from .kernels import Coulomb, Gaussian, PairKernel, Riesz
 
 #: Rows (and columns) per tile with several CPU threads, chosen with ``benchmarks/
 #: bench_pairs.py --sections tiles`` (README, Performance).  On this 2-core machine, quiet
@@ -192,7 +192,7 @@ def make_plan(kernel: PairKernel) -> _Plan:
     >>> type(plan).__name__, plan.m, type(make_plan(MyRiesz(1.0))).__name__
     ('_RieszPlan', 1.5, '_Plan')
     """
-    if type(kernel) is Riesz:
+    if type(kernel) in (Riesz, Coulomb):  # exact types: a subclass may redefine the kernel
         return _RieszPlan(kernel)
     if type(kernel) is Gaussian:
         return _GaussianPlan(kernel)

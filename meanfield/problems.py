@@ -82,7 +82,7 @@ def default_problem(dim: int = 1, **overrides) -> dict:
     >>> prob["energy"].term_names, prob["n_particles"], prob["data"][0].shape
     (['confinement', 'alignment', 'interaction'], 500, (20, 1))
     >>> prob["energy"].terms[2].kernel  # the Coulomb kernel of R^1: k(z) = −|z|
-    Riesz(s=-1.0, softening=0.0)
+    Coulomb(dim=1, softening=0.0)
     """
     if dim not in DEFAULTS:
         raise ValueError(f"dim must be 1 or 2 for the default problem, got {dim!r}")
