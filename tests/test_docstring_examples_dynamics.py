@@ -24,6 +24,9 @@ MODULES = [
     "meanfield.studies.convergence",
     "meanfield.studies.limit_sweeps",
     "meanfield.studies.coulomb3d",
+    "meanfield.studies.ldp_rate",
+    "meanfield.studies.kernel_figure",
+    "meanfield.studies.limit_curves",
 ]
 
 

@@ -41,6 +41,13 @@ def kernel_model(seed: int = 0):
     -------
     (Energy, ndarray (30, 1))
         The energy and the data inputs X.
+
+    Examples
+    --------
+    >>> from meanfield.studies.kernel_figure import kernel_model
+    >>> energy, X = kernel_model(seed=0)
+    >>> X.shape, energy.term_names, energy.domain
+    ((30, 1), ['confinement', 'alignment', 'interaction'], Box(dim=1, half_width=4.0))
     """
     from ..domains import Box
     from ..energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
@@ -83,6 +90,22 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
         ``prob_N``, ``prob_se_N`` (N, eps_N), ``mean_gap_N`` (N), ``decay_rate_N`` (eps_N);
         the same with ``_beta`` over (beta, eps_beta); ``prob_w2``, ``prob_w2_se``
         (N, eps_w2) and ``mean_w2`` (N).
+
+    Examples
+    --------
+    The size is checked before any work:
+
+    >>> from meanfield.studies.kernel_figure import kernel_concentration_data
+    >>> kernel_concentration_data(size="tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+
+    The small size takes seconds:
+
+    >>> ds = kernel_concentration_data(size="small")  # doctest: +SKIP
+    >>> dict(ds["prob_N"].sizes)  # doctest: +SKIP
+    {'N': 2, 'eps_N': 3}
     """
     import torch
 

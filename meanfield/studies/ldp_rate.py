@@ -35,6 +35,16 @@ def ldp_model():
     Returns
     -------
     (Energy, Statistic)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.studies.ldp_rate import ldp_model
+    >>> energy, stat = ldp_model()
+    >>> energy.domain, energy.term_names, stat.name
+    (Box(dim=1, half_width=8.0), ['confinement', 'interaction'], 'second_moment')
+    >>> stat.f(torch.tensor([[3.0]])).tolist()  # f(ω) = ω²
+    [9.0]
     """
     from ..domains import Box
     from ..energy import Energy, PairInteraction, QuadraticPotential
@@ -72,6 +82,16 @@ def rate_in_n(energy, stat, regime, factor, thetas, Ns, reps, steps, seed) -> di
     dict
         ``rate``, ``rate_se``, ``rate_quad_err``, ``log_p`` (len(Ns),); ``J``, ``a``,
         ``theta_star`` (floats); ``Lambda``, ``tilted_mean``, ``theta`` (n_theta,).
+
+    Examples
+    --------
+    One N = 4, four replicas of 20 steps, a three-point θ ladder (a rough estimate):
+
+    >>> from meanfield.studies.ldp_rate import ldp_model, rate_in_n
+    >>> energy, stat = ldp_model()
+    >>> r = rate_in_n(energy, stat, "mean-field", 1.6, [0.0, 0.5, 1.0], [4], 4, 20, seed=0)
+    >>> r["rate"].shape, round(float(r["a"] / r["tilted_mean"][0]), 6), r["J"] > 0
+    ((1,), 1.6, True)
     """
     from .ldp import rate_at, scgf_on_grid, tail_probability
 
@@ -123,6 +143,22 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
         Suffix ``_mf`` / ``_cg`` for the two regimes: ``rate``, ``rate_se``,
         ``rate_quad_err``, ``log_p`` over ``N_mf`` / ``N_cg``; ``Lambda``, ``tilted_mean``
         over ``theta_mf`` / ``theta_cg``; scalar ``J``; attributes ``a_*``, ``theta_star_*``.
+
+    Examples
+    --------
+    The size is checked before any work:
+
+    >>> from meanfield.studies.ldp_rate import ldp_rate_data
+    >>> ldp_rate_data(size="tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+
+    The small size takes seconds:
+
+    >>> ds = ldp_rate_data(size="small")  # doctest: +SKIP
+    >>> sorted(k for k in ds.data_vars if k.startswith("J"))  # doctest: +SKIP
+    ['J_cg', 'J_mf']
     """
     import torch
 

@@ -58,6 +58,22 @@ def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     xarray.Dataset
         Output of :func:`meanfield.studies.limits.particles_vs_grid_in_n`: ``w2``,
         ``kernel_gap`` (N, seed, time), ``rate_*`` (time).
+
+    Examples
+    --------
+    The size is checked before any work:
+
+    >>> from meanfield.studies.limit_curves import n_limit_data
+    >>> n_limit_data(size="tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+
+    The small size takes seconds:
+
+    >>> ds = n_limit_data(size="small")  # doctest: +SKIP
+    >>> sorted(k for k in ds.data_vars if not k.startswith('rate'))  # doctest: +SKIP
+    ['kernel_gap', 'w1', 'w2']
     """
     import tempfile
 
@@ -122,6 +138,22 @@ def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     -------
     xarray.Dataset
         ``w2_grid`` (case, beta_grid) and ``w2_particles`` (regime, beta_particles, seed).
+
+    Examples
+    --------
+    The size is checked before any work:
+
+    >>> from meanfield.studies.limit_curves import beta_limit_data
+    >>> beta_limit_data(size="tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+
+    The small size takes seconds:
+
+    >>> ds = beta_limit_data(size="small")  # doctest: +SKIP
+    >>> ds['w2_grid'].dims, ds['w2_particles'].dims  # doctest: +SKIP
+    (('case', 'beta_grid'), ('regime', 'beta_particles', 'seed'))
     """
     import torch
 
@@ -179,6 +211,22 @@ def t_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     -------
     xarray.Dataset
         ``gap`` (model, time), ``rate``, ``rate_ci_low``, ``rate_ci_high`` (model).
+
+    Examples
+    --------
+    The size is checked before any work:
+
+    >>> from meanfield.studies.limit_curves import t_limit_data
+    >>> t_limit_data(size="tiny")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
+
+    The small size takes seconds:
+
+    >>> ds = t_limit_data(size="small")  # doctest: +SKIP
+    >>> ds['rate'].values.round(1).tolist()  # doctest: +SKIP
+    [2.0, 2.0]
     """
     from ..domains import Box
     from ..energy import Energy, QuadraticPotential
