@@ -104,6 +104,14 @@ def ball_energy(half_width: float = BOX_HALF_WIDTH, softening: float = 0.0) -> E
 def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
     """How far a 3D grid density is from the uniform unit ball.
 
+    The uniform ball of radius r has ∫|ω|² dμ = 3r²/5, hence the radius estimate
+
+    .. math::
+
+        r(\\rho) = \\sqrt{\\tfrac{5}{3} \\int |\\omega|^2\\, d\\rho}, \\qquad
+        \\text{flatness} = \\max_{|\\omega_i| < r_{\\mathrm{inner}}}
+        \\Big|\\frac{\\rho_i}{3/(4\\pi)} - 1\\Big|.
+
     Parameters
     ----------
     rho : Density

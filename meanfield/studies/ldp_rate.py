@@ -59,7 +59,12 @@ def rate_in_n(energy, stat, regime, factor, thetas, Ns, reps, steps, seed) -> di
     """Monte Carlo rates against N and the grid rate J(a) for one temperature regime.
 
     The threshold is a = ``factor`` × the untilted mean a(0) of the grid state, and the tilt
-    θ* of the Monte Carlo indicator is where the grid's tilted mean a(θ) equals a.
+    θ* of the Monte Carlo indicator is where the grid's tilted mean a(θ) equals a:
+
+    .. math::
+
+        a = \\text{factor} \\cdot a(0), \\qquad a(\\theta^*) = a, \\qquad
+        \\text{rate}_N = -\\frac{1}{s_N} \\log P(L_N \\ge a) \\to J(a).
 
     Parameters
     ----------

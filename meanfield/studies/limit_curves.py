@@ -125,7 +125,12 @@ def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     Grid: the semicircle and uniform cases of THEORY §5 at β = 1, 2, 4, ...  Particles: the
     uniform case (whose force has no singularity) in both temperature regimes, relaxed by
-    Langevin to t = 6.
+    Langevin to t = 6.  Both distances vanish as β → ∞, the grid one like β⁻¹:
+
+    .. math::
+
+        W_2(\\rho_\\beta, \\mu^*) = O(\\beta^{-1}), \\qquad
+        W_2(\\mu_N, \\mu^*) \\to 0 \\quad (\\beta \\to \\infty).
 
     Parameters
     ----------
