@@ -86,7 +86,28 @@ def _config_from_args(args) -> SimulationConfig:
 
 def coincidence_warnings(ds) -> list[str]:
     """After a run: warn when particles ended on top of each other (minimum pair distance 0).
-    Pinned particles are warned about by :func:`meanfield.particles.simulate` itself."""
+
+    Pinned particles are warned about by :func:`meanfield.particles.simulate` itself.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run of :func:`meanfield.particles.simulate` (``omega`` of shape (time, particle,
+        dim)); replica runs (4-d ``omega``) and runs without positions give no warning.
+
+    Returns
+    -------
+    list of str
+        One line per warning (empty when the last positions are pairwise distinct).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from meanfield.cli import coincidence_warnings
+    >>> omega = np.array([[[0.0], [1.0]], [[0.5], [0.5]]])  # two particles meet at t = 1
+    >>> coincidence_warnings(xr.Dataset({"omega": (("time", "particle", "dim"), omega)}))
+    ['some particles coincide (minimum pair distance 0)']
+    """
     if "omega" not in ds or ds["omega"].ndim != 3:
         return []
     last = ds["omega"].isel(time=-1).values
@@ -96,7 +117,31 @@ def coincidence_warnings(ds) -> list[str]:
 
 
 def summarise_run(ds) -> str:
-    """A short human-readable summary of a simulation dataset."""
+    """A short human-readable summary of a simulation dataset.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A run of :func:`meanfield.particles.simulate` (its provenance attributes and energies).
+
+    Returns
+    -------
+    str
+        A header line (method, regime, N, p, β, η, steps, seed), each energy at the first and
+        last record, and (with positions) the minimum pair distance and mean |ω|.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.cli import summarise_run
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.particles import simulate
+    >>> E = Energy([QuadraticPotential()], Box(1, 3.0))
+    >>> ds = simulate(E, torch.zeros(4, 1), eta=0.01, beta=10.0, n_steps=3, seed=0)
+    >>> summarise_run(ds).splitlines()[0].split(": ")[1]
+    'langevin (mean-field), N=4, p=1, beta=10, eta=0.01, 3 steps (t = 0.03), seed=0'
+    """
     a = ds.attrs
     lines = [
         f"meanfield {a['meanfield_version']}: {a['method']} ({a['regime']}), N={a['N']}, "
@@ -154,6 +199,31 @@ def _package_warnings_as_lines():
 
 
 def cmd_simulate(args) -> int:
+    """``meanfield simulate``: run the configured particle dynamics, save and summarise it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``simulate`` and its flags or ``--config`` file).
+
+    Returns
+    -------
+    int
+        0; the dataset is written to ``--out`` and its summary printed.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> from meanfield.cli import build_parser, cmd_simulate
+    >>> args = build_parser().parse_args(
+    ...     ["simulate", "--n-particles", "8", "--n-steps", "5", "--no-progress", "--out", "run.nc"]
+    ... )
+    >>> printed = io.StringIO()
+    >>> with contextlib.redirect_stdout(printed):
+    ...     status = cmd_simulate(args)
+    >>> status, printed.getvalue().splitlines()[-1]
+    (0, 'wrote run.nc')
+    """
     from .results import save_dataset
 
     cfg = _config_from_args(args)
@@ -425,6 +495,18 @@ def build_parser() -> argparse.ArgumentParser:
     the N sweeps), ``--t-final`` for a final time, ``--cells`` for grid cells per axis.  The
     former spellings ``--n``, ``--t-end`` and ``--grid-n`` still work for one version: hidden
     from the help, they warn (FutureWarning) and errors name them as typed.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        With one sub-command per ``cmd_*`` function (``args.func``).
+
+    Examples
+    --------
+    >>> from meanfield.cli import build_parser
+    >>> args = build_parser().parse_args(["simulate", "--n-particles", "50", "--beta", "2"])
+    >>> args.command, args.n_particles, args.beta
+    ('simulate', 50, 2.0)
     """
     parser = argparse.ArgumentParser(
         prog="meanfield",
@@ -446,6 +528,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_compare(args) -> int:
+    """``meanfield compare``: particles vs the McKean–Vlasov grid on the default problem.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``compare``: ``--dim``, overrides of the default
+        problem, ``--out``).
+
+    Returns
+    -------
+    int
+        0; ``comparison.nc`` and ``comparison.png`` are written to ``--out`` and the
+        diagnostics printed. Flags are checked before any work.
+
+    Examples
+    --------
+    A refusal comes before any work (here a grid of one cell):
+
+    >>> from meanfield.cli import build_parser, cmd_compare
+    >>> cmd_compare(build_parser().parse_args(["compare", "--cells", "1", "--out", "cmp"]))
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: --cells ...
+    """
     from .compare import DEFAULTS, run_default_comparison
 
     keys = [name for name, _, _ in COMPARE_FLAGS]
@@ -490,8 +596,29 @@ def _check_compare_flags(overrides: dict, args=None) -> None:
 
 
 def summarise_comparison(ds) -> str:
-    """Summary of a side-by-side run: a header (N, p, beta, regime, grid, times) and each
-    diagnostic at the first and the last time, as an aligned table."""
+    """Summary of a side-by-side run: a header and each diagnostic at the first and last time.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The output of :func:`meanfield.compare.compare` (provenance attributes and the
+        diagnostics over ``time``).
+
+    Returns
+    -------
+    str
+        A header (N, p, β, regime, grid, times, W method, seed) and an aligned table.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from meanfield.cli import summarise_comparison
+    >>> ds = xr.Dataset({"w2": ("time", [0.3, 0.1])}, coords={"time": [0.0, 2.0]},
+    ...                 attrs={"meanfield_version": "0", "N": 10, "p": 1, "beta": 10.0,
+    ...                        "eta": 0.05, "seed": 0})
+    >>> print(summarise_comparison(ds).splitlines()[-1])
+      w2                 +0.3           +0.1
+    """
     a = ds.attrs
     t_end = float(ds["time"][-1])
     grid = "x".join(str(ds.sizes[d]) for d in ("x", "y") if d in ds.sizes)
@@ -543,7 +670,27 @@ _RATE_KEYS = (("slope", ""), ("ci_low", "_low"), ("ci_high", "_high"))
 
 
 def format_rate(fit: dict) -> str:
-    """A fitted rate with its 95 % interval, or the reason it is undetermined (one string)."""
+    """A fitted rate with its 95 % interval, or the reason it is undetermined (one string).
+
+    Parameters
+    ----------
+    fit : dict
+        The output of :func:`meanfield.studies.limits.fit_power_law`.
+
+    Returns
+    -------
+    str
+        ``"rate [low, high]"`` to three decimals.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.cli import format_rate
+    >>> from meanfield.studies.limits import fit_power_law
+    >>> n = np.array([100, 400, 1600])
+    >>> format_rate(fit_power_law(n, 3 * n**-0.5))  # exact N^(-1/2) data
+    '-0.500 [-0.500, -0.500]'
+    """
     from .studies.limits import format_rate as _fmt
 
     return _fmt(fit)
@@ -640,6 +787,29 @@ def _study_t_decay(args) -> int:
 
 
 def cmd_figures(args) -> int:
+    """``meanfield figures``: compute and draw the theory figures (:mod:`meanfield.figures`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``figures``: ``--size``, ``--only``, ``--seed``,
+        ``--out``).
+
+    Returns
+    -------
+    int
+        0; each figure's data (.nc) and drawing (.png, .pdf) are written to ``--out``.
+
+    Examples
+    --------
+    An unknown figure is refused before any work:
+
+    >>> from meanfield.cli import build_parser, cmd_figures
+    >>> cmd_figures(build_parser().parse_args(["figures", "--only", "nope", "--out", "f"]))
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown figure 'nope'; ...
+    """
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no window, whatever the user's default backend
@@ -689,6 +859,32 @@ def _study_equilibrium(args) -> int:
 
 
 def cmd_study(args) -> int:
+    """``meanfield study KIND``: the limit studies (equilibrium, particles-vs-grid, beta, t-decay).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``study`` with its kind and flags).
+
+    Returns
+    -------
+    int
+        0; the study's runs and gathered dataset are written to ``--out`` (resumable) and its
+        fitted rates printed.
+
+    Examples
+    --------
+    Bad input is refused before any run starts:
+
+    >>> from meanfield.cli import build_parser, cmd_study
+    >>> args = build_parser().parse_args(
+    ...     ["study", "t-decay", "--no-progress", "--t-final", "0", "--out", "td"]
+    ... )
+    >>> cmd_study(args)
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: ...t-final...
+    """
     return {
         "equilibrium": _study_equilibrium,
         "particles-vs-grid": _study_particles_vs_grid,
@@ -707,6 +903,22 @@ def main(argv: list[str] | None = None) -> int:
     Every user error (a :class:`~meanfield.errors.MeanfieldError`, a bad value, a missing
     file or dependency) prints one line on stderr and returns 2; ``--debug`` raises it with
     its traceback instead.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Examples
+    --------
+    >>> from meanfield.cli import main
+    >>> main(["simulate", "--n-particles", "0", "--out", "x.nc", "--no-progress"])
+    2
     """
     parser = build_parser()
     args = parser.parse_args(argv)
