@@ -103,8 +103,8 @@ def make_figures(
 
     The quickest figure at its small size takes a few seconds:
 
-    >>> paths = make_figures("out", size="small", only=["t_limit"], log=None)  # doctest: +SKIP
-    >>> [p.name for p in paths["t_limit"]]  # doctest: +SKIP
+    >>> paths = make_figures("out", size="small", only=["t_limit"], log=None)
+    >>> [p.name for p in paths["t_limit"]]
     ['t_limit.png', 't_limit.pdf', 't_limit.nc']
     """
     check_choice("size", size, SIZES)

@@ -521,8 +521,8 @@ def coulomb3d_data(size: str = "full", seed: int = 0, cache_dir=None) -> xr.Data
 
     The small size takes seconds (N = 40, 80 on a 10³ grid):
 
-    >>> ds = coulomb3d_data(size="small")  # doctest: +SKIP
-    >>> ds["N"].values.tolist(), ds.attrs["size"]  # doctest: +SKIP
+    >>> ds = coulomb3d_data(size="small")
+    >>> ds["N"].values.tolist(), ds.attrs["size"]
     ([40, 80], 'small')
     """
     import torch

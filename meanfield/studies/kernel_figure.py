@@ -103,8 +103,8 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     The small size takes seconds:
 
-    >>> ds = kernel_concentration_data(size="small")  # doctest: +SKIP
-    >>> dict(ds["prob_N"].sizes)  # doctest: +SKIP
+    >>> ds = kernel_concentration_data(size="small")
+    >>> dict(ds["prob_N"].sizes)
     {'N': 2, 'eps_N': 3}
     """
     import torch

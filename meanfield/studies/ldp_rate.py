@@ -161,8 +161,8 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     The small size takes seconds:
 
-    >>> ds = ldp_rate_data(size="small")  # doctest: +SKIP
-    >>> sorted(k for k in ds.data_vars if k.startswith("J"))  # doctest: +SKIP
+    >>> ds = ldp_rate_data(size="small")
+    >>> sorted(k for k in ds.data_vars if k.startswith("J"))
     ['J_cg', 'J_mf']
     """
     import torch

@@ -71,8 +71,8 @@ def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     The small size takes seconds:
 
-    >>> ds = n_limit_data(size="small")  # doctest: +SKIP
-    >>> sorted(k for k in ds.data_vars if not k.startswith('rate'))  # doctest: +SKIP
+    >>> ds = n_limit_data(size="small")
+    >>> sorted(k for k in ds.data_vars if not k.startswith('rate'))
     ['kernel_gap', 'w1', 'w2']
     """
     import tempfile
@@ -156,8 +156,8 @@ def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     The small size takes seconds:
 
-    >>> ds = beta_limit_data(size="small")  # doctest: +SKIP
-    >>> ds['w2_grid'].dims, ds['w2_particles'].dims  # doctest: +SKIP
+    >>> ds = beta_limit_data(size="small")
+    >>> ds['w2_grid'].dims, ds['w2_particles'].dims
     (('case', 'beta_grid'), ('regime', 'beta_particles', 'seed'))
     """
     import torch
@@ -229,8 +229,8 @@ def t_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     The small size takes seconds:
 
-    >>> ds = t_limit_data(size="small")  # doctest: +SKIP
-    >>> ds['rate'].values.round(1).tolist()  # doctest: +SKIP
+    >>> ds = t_limit_data(size="small")
+    >>> ds['rate'].values.round(1).tolist()
     [2.0, 2.0]
     """
     from ..domains import Box
