@@ -118,7 +118,21 @@ def phase_b(model: TransformerClassifier, data: EncodedData, **train_kwargs) -> 
 
     Examples
     --------
-    >>> info = phase_b(model, data, epochs=1, batch_size=16)  # doctest: +SKIP
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> from meanfield.attention.training import EncodedData
+    >>> g = torch.Generator().manual_seed(0)
+    >>> ids = torch.randint(6, 10, (64, 6), generator=g)
+    >>> labels = torch.arange(64) % 2
+    >>> ids[labels == 1, 2] = 5  # the label: does token 5 occur
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.full((64,), 6), labels)
+    >>> _ = torch.manual_seed(0)
+    >>> model = TransformerClassifier(10, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+    ...                               max_length=6, n_features=8, dropout=0.0)
+    >>> omega = model.feature_maps()[0].omega.clone()
+    >>> info = phase_b(model, data, epochs=1, batch_size=16, warmup_steps=0)
+    >>> info["steps"], bool(torch.equal(model.feature_maps()[0].omega, omega))
+    (4, True)
     """
     before = [None if fm is None else fm.omega.clone() for fm in model.feature_maps()]
     trainable = {id(p) for p in model.parameters() if p.requires_grad}
@@ -188,8 +202,20 @@ def token_samples(
 
     Examples
     --------
-    >>> X, y = token_samples(model, data, layer=0)  # doctest: +SKIP
-    >>> X.shape  # (n_sequences * n_heads, d_h) for the pooled keys  # doctest: +SKIP
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> from meanfield.attention.training import EncodedData
+    >>> g = torch.Generator().manual_seed(0)
+    >>> ids = torch.randint(6, 10, (64, 6), generator=g)
+    >>> labels = torch.arange(64) % 2
+    >>> ids[labels == 1, 2] = 5  # the label: does token 5 occur
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.full((64,), 6), labels)
+    >>> _ = torch.manual_seed(0)
+    >>> model = TransformerClassifier(10, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+    ...                               max_length=6, n_features=8, dropout=0.0)
+    >>> X, y = token_samples(model, data, layer=0)
+    >>> X.shape, sorted(set(y.tolist()))  # (n_sequences * n_heads, d_h): the pooled keys
+    ((128, 8), [-1.0, 1.0])
     """
     check_choice("representation", representation, REPRESENTATIONS)
     check_choice("sides", sides, ("queries+keys", "keys"))
@@ -656,8 +682,21 @@ def phase_a(model: TransformerClassifier, train_data: EncodedData, **settings) -
 
     Examples
     --------
-    >>> res = phase_a(model, data, n_align=24, n_heldout=16, n_steps=40)  # doctest: +SKIP
-    >>> res.summary()["align_heldout_after"]  # doctest: +SKIP
+    >>> import torch
+    >>> from meanfield.attention.model import TransformerClassifier
+    >>> from meanfield.attention.training import EncodedData
+    >>> g = torch.Generator().manual_seed(0)
+    >>> ids = torch.randint(6, 10, (64, 6), generator=g)
+    >>> labels = torch.arange(64) % 2
+    >>> ids[labels == 1, 2] = 5  # the label: does token 5 occur
+    >>> data = EncodedData(ids, torch.zeros_like(ids), ids == 0, torch.full((64,), 6), labels)
+    >>> _ = torch.manual_seed(0)
+    >>> model = TransformerClassifier(10, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+    ...                               max_length=6, n_features=8, dropout=0.0)
+    >>> res = phase_a(model, data, n_align=24, n_heldout=16, n_steps=40)
+    >>> s = res.summary()
+    >>> s["frac_on_boundary"], abs(s["row_norm_after"] / s["prior_row_norm"] - 1) < 0.2
+    (0.0, True)
     """
     st, record = _phase_a_settings(model, train_data, settings)
     t0 = time.perf_counter()
