@@ -80,3 +80,18 @@ def test_pairsum_repeated_squaring_matches_pow(k):
 
     w = torch.rand(300, dtype=torch.float64) + 0.5
     assert torch.allclose(_power_(w.clone(), k), w**k, rtol=1e-13)
+
+
+@pytest.mark.parametrize("dim", [0, -1, 2.5, "3"])
+def test_coulomb_refuses_a_bad_dimension_naming_it(dim):
+    from meanfield.errors import InputError
+
+    with pytest.raises((InputError, TypeError), match="dim must be an integer >= 1"):
+        Coulomb(dim)
+
+
+def test_coulomb_is_the_riesz_kernel_of_its_dimension():
+    for p in (1, 2, 3, 5):
+        k = Coulomb(p, softening=0.1)
+        assert isinstance(k, Riesz) and k.s == p - 2 and k.dim == p
+        assert k.describe() == Riesz(p - 2.0, softening=0.1).describe()
