@@ -143,80 +143,225 @@ class Grid:
     # --- geometry ---------------------------------------------------------------------------
     @property
     def dim(self) -> int:
-        """Dimension p."""
+        """Dimension p of the box.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), 4).dim
+        2
+        """
         return self.domain.dim
 
     @property
     def shape(self) -> tuple:
+        """Shape of a grid function, ``(n_1, …, n_p)`` (the same as :attr:`n`).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), (4, 6)).shape
+        (4, 6)
+        """
         return self.n
 
     @property
     def size(self) -> int:
-        """Number of cells M."""
+        """Number of cells M = Π_a n_a.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), (4, 6)).size
+        24
+        """
         return int(np.prod(self.n))
 
     @property
     def half_width(self) -> float:
+        """Half-width R of the box ``[−R, R]^p``.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 2.5), 4).half_width
+        2.5
+        """
         return self.domain.half_width
 
     @property
     def h(self) -> tuple:
-        """Cell widths per axis."""
+        """Cell widths ``h_a = 2R / n_a`` per axis.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), (4, 8)).h
+        (0.5, 0.25)
+        """
         return self._h
 
     @property
     def cell_volume(self) -> float:
-        """|C| = Π_a h_a."""
+        """Cell volume |C| = Π_a h_a.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), (4, 8)).cell_volume
+        0.125
+        """
         return self._cell_volume
 
     @property
     def edges(self) -> tuple:
-        """Cell edges per axis, arrays of shape (n_a + 1,)."""
+        """Cell edges per axis, arrays of shape (n_a + 1,).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 1.0), 4).edges[0]
+        array([-1. , -0.5,  0. ,  0.5,  1. ])
+        """
         R = self.half_width
         return tuple(np.linspace(-R, R, k + 1) for k in self.n)
 
     @property
     def axes(self) -> tuple:
-        """Cell centres per axis, arrays of shape (n_a,)."""
+        """Cell centres per axis, arrays of shape (n_a,).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 1.0), 4).axes[0]
+        array([-0.75, -0.25,  0.25,  0.75])
+        """
         R = self.half_width
         return tuple(-R + (np.arange(k) + 0.5) * hk for k, hk in zip(self.n, self.h, strict=True))
 
     @property
     def mesh(self) -> tuple:
-        """Centre coordinates as arrays of shape :attr:`shape` (``indexing='ij'``)."""
+        """Centre coordinates as p arrays of shape :attr:`shape` (``indexing='ij'``).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> x, y = Grid(Box(2, 1.0), (4, 6)).mesh
+        >>> x.shape, float(x[0, 0]), float(y[0, 0])
+        ((4, 6), -0.75, -0.8333333333333334)
+        """
         return tuple(np.meshgrid(*self.axes, indexing="ij"))
 
     @property
     def centers(self) -> np.ndarray:
-        """Cell centres flattened in C order, shape (M, p)."""
+        """Cell centres flattened in C order, shape (M, p).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), 4).centers[:2]
+        array([[-0.75, -0.75],
+               [-0.75, -0.25]])
+        """
         return np.stack([m.ravel() for m in self.mesh], axis=-1)
 
     @property
     def axis_names(self) -> tuple:
+        """Names of the p coordinate axes in xarray output (``x``, ``y``, ``z``).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(2, 1.0), 4).axis_names
+        ('x', 'y')
+        """
         return AXIS_NAMES[: self.dim]
 
     @property
     def coords(self) -> dict:
-        """xarray coordinates of the cell centres."""
+        """xarray coordinates of the cell centres, ``{axis name: centres}``.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 1.0), 4).coords
+        {'x': array([-0.75, -0.25,  0.25,  0.75])}
+        """
         return {name: ax for name, ax in zip(self.axis_names, self.axes, strict=True)}
 
     # --- grid functions ---------------------------------------------------------------------
     def integrate(self, values) -> float:
-        """∫ f ≈ Σ_i f_i |C_i| for a grid function of shape :attr:`shape`."""
+        r"""Midpoint-rule integral of a grid function.
+
+        .. math::
+
+            \int f \approx \sum_i f_i\,|C_i|
+
+        Parameters
+        ----------
+        values : array_like, shape :attr:`shape`
+            The grid function f.
+
+        Returns
+        -------
+        float
+            The integral.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> g.integrate(g.mesh[0] ** 2)  # exact value 2/3; midpoint rule
+        0.625
+        """
         values = np.asarray(values, dtype=float)
         if values.shape != self.shape:
             raise ValueError(f"grid function must have shape {self.shape}, got {values.shape}")
         return float(values.sum() * self.cell_volume)
 
     def evaluate(self, fn) -> np.ndarray:
-        """``fn(points)`` at the cell centres, points (M, p) -> values of shape :attr:`shape`."""
+        """Evaluate a function at the cell centres.
+
+        Parameters
+        ----------
+        fn : callable
+            Maps points of shape (M, p) to M values.
+
+        Returns
+        -------
+        numpy.ndarray, shape :attr:`shape`
+            ``fn`` at the centres, as a grid function.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 1.0), 4).evaluate(lambda x: x[:, 0] ** 2)
+        array([0.5625, 0.0625, 0.0625, 0.5625])
+        """
         vals = np.asarray(fn(self.centers), dtype=float)
         return vals.reshape(self.shape)
 
     def cell_index(self, points) -> np.ndarray:
-        """Index of the cell holding each point, shape (N, p) -> (N,) flat C-order indices.
+        """Flat C-order index of the cell holding each point.
 
         Points on the boundary belong to the boundary cell; points outside raise.
+
+        Parameters
+        ----------
+        points : array_like, shape (N, p)
+            Points in the box.
+
+        Returns
+        -------
+        numpy.ndarray, shape (N,)
+            Flat cell indices (into :attr:`centers`).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 1.0), 4).cell_index([[-1.0], [0.1], [1.0]])
+        array([0, 2, 3])
         """
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != self.dim:
@@ -231,7 +376,14 @@ class Grid:
         return np.ravel_multi_index(idx, self.shape)
 
     def describe(self) -> dict:
-        """Parameters as plain types, for dataset attributes."""
+        """Parameters as plain types, for dataset attributes.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> Grid(Box(1, 1.0), 4).describe()
+        {'grid_dim': 1, 'grid_n': [4], 'grid_radius': 1.0, 'grid_h': [0.5]}
+        """
         return {
             "grid_dim": self.dim,
             "grid_n": list(self.n),
