@@ -128,25 +128,74 @@ class Density:
     # --- constructors -----------------------------------------------------------------------
     @classmethod
     def from_function(cls, grid: Grid, fn, *, normalise: bool = True) -> Density:
-        """ρ_i = fn(centre_i) (fn: (M, p) -> (M,)), normalised to mass 1 by default."""
+        """The density ρ_i = fn(x_i) at the cell centres x_i.
+
+        Parameters
+        ----------
+        grid : Grid
+        fn : callable
+            Maps points of shape (M, p) to M values ≥ 0.
+        normalise : bool, default True
+            Rescale to mass 1.
+
+        Returns
+        -------
+        Density
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> rho = Density.from_function(Grid(Box(1, 1.0), 4), lambda x: 1 + x[:, 0])
+        >>> rho.data, round(rho.mass, 12)
+        (array([0.125, 0.375, 0.625, 0.875]), 1.0)
+        """
         out = cls(grid, grid.evaluate(fn))
         return out.normalised() if normalise else out
 
     @classmethod
     def uniform(cls, grid: Grid) -> Density:
-        """The uniform probability density on the box."""
+        """The uniform probability density on the box, ρ_i = 1 / (2R)^p.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> Density.uniform(Grid(Box(1, 2.0), 4)).data
+        array([0.25, 0.25, 0.25, 0.25])
+        """
         return cls(grid, np.full(grid.shape, 1.0 / (grid.cell_volume * grid.size)))
 
     @classmethod
     def gaussian(cls, grid: Grid, mean=0.0, std=1.0, *, normalise: bool = True) -> Density:
-        """Cell averages of N(mean, diag(std²)) computed exactly with erf (a product of 1D laws).
+        r"""Cell averages of N(mean, diag(std²)), computed exactly with erf.
+
+        The law is a product of 1D laws, so each cell average is a product of
+
+        .. math::
+
+            \frac{1}{h_a}\left[\Phi\left(\frac{x - m_a}{s_a}\right)\right]
+            _{x_{i_a - 1/2}}^{x_{i_a + 1/2}}.
 
         Parameters
         ----------
+        grid : Grid
         mean, std : float or sequence of p floats
             Mean and per-axis standard deviation (> 0).
         normalise : bool
             Rescale to mass 1 on the box (removes the mass truncated outside it).
+
+        Returns
+        -------
+        Density
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> rho = Density.gaussian(Grid(Box(1, 1.0), 4), std=10.0, normalise=False)
+        >>> rho.data.round(3)  # nearly flat: the N(0, 100) density near 0 is 1/(10 sqrt(2 pi))
+        array([0.04, 0.04, 0.04, 0.04])
         """
         p = grid.dim
         mean = np.broadcast_to(np.asarray(mean, dtype=float), (p,))
@@ -162,10 +211,30 @@ class Density:
         return out.normalised() if normalise else out
 
     def sample(self, n: int, seed: int) -> np.ndarray:
-        """Draw n iid points from the piecewise-constant density, shape (n, p).
+        """Draw n iid points from the piecewise-constant density.
 
         A cell is drawn with probability ρ_i |C| / mass, then a uniform point in it: an exact
         sample of the piecewise-constant law.
+
+        Parameters
+        ----------
+        n : int
+            Number of points.
+        seed : int
+            Seed of the numpy generator.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, p)
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> rho = Density(Grid(Box(1, 1.0), 4), [0, 0, 0, 1.0])  # all mass in [0.5, 1]
+        >>> x = rho.sample(100, seed=0)
+        >>> x.shape, bool((x >= 0.5).all())
+        ((100, 1), True)
         """
         if not self.mass > 0:
             raise InputError("cannot sample from a density of zero mass")
@@ -182,30 +251,78 @@ class Density:
     # --- moments ----------------------------------------------------------------------------
     @property
     def mass(self) -> float:
-        """Σ ρ_i |C| (dimensionless: a probability density has mass 1)."""
+        """Mass Σ ρ_i |C| (dimensionless: a probability density has mass 1).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> Density(Grid(Box(1, 1.0), 4), [1.0, 1.0, 0, 0]).mass
+        1.0
+        """
         return float(self.data.sum() * self.grid.cell_volume)
 
     @property
     def masses(self) -> np.ndarray:
-        """Cell masses ρ_i |C|, shape ``grid.shape``."""
+        """Cell masses ρ_i |C|, shape ``grid.shape``.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> Density(Grid(Box(1, 1.0), 4), [1.0, 1.0, 0, 0]).masses
+        array([0.5, 0.5, 0. , 0. ])
+        """
         return self.data * self.grid.cell_volume
 
     def normalised(self) -> Density:
+        """A new density rescaled to mass 1 (raises for zero mass).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> Density(Grid(Box(1, 1.0), 4), [2.0, 2.0, 0, 0]).normalised().data
+        array([1., 1., 0., 0.])
+        """
         m = self.mass
         if not m > 0:
             raise InputError("cannot normalise a density of zero mass")
         return Density(self.grid, self.data / m)
 
     def mean(self) -> np.ndarray:
-        """First moment of the piecewise-constant density, shape (p,) (exact per cell)."""
+        """First moment of the piecewise-constant density (exact per cell).
+
+        Returns
+        -------
+        numpy.ndarray, shape (p,)
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> Density(Grid(Box(1, 1.0), 4), [0, 0, 1.0, 1.0]).mean()
+        array([0.5])
+        """
         w = self.masses.ravel() / self.mass
         return w @ self.grid.centers
 
     def covariance(self) -> np.ndarray:
-        """Covariance of the piecewise-constant density, shape (p, p).
+        """Covariance of the piecewise-constant density.
 
         Exact for piecewise-constant cells: the centre-point covariance plus h_a²/12 on the
         diagonal (the variance of a uniform law on a cell).
+
+        Returns
+        -------
+        numpy.ndarray, shape (p, p)
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> Density(Grid(Box(1, 1.0), 4), [0, 0, 0, 1.0]).covariance()  # U(0.5, 1): 0.5²/12
+        array([[0.02083333]])
         """
         w = self.masses.ravel() / self.mass
         c = self.grid.centers - self.mean()
@@ -213,10 +330,39 @@ class Density:
         return cov + np.diag(np.square(self.grid.h)) / 12.0
 
     def copy(self) -> Density:
+        """An independent copy (the data are copied and checked again).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+        >>> rho.copy().data is rho.data
+        False
+        """
         return Density(self.grid, self.data)
 
     def to_xarray(self, name: str = "rho") -> xr.DataArray:
-        """The density as a labelled array over the cell-centre coordinates."""
+        """The density as a labelled array over the cell-centre coordinates.
+
+        Parameters
+        ----------
+        name : str, default "rho"
+            Name of the array.
+
+        Returns
+        -------
+        xarray.DataArray
+            Dims :attr:`Grid.axis_names <meanfield.pde.grid.Grid.axis_names>`.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> da = Density.uniform(Grid(Box(2, 1.0), 4)).to_xarray()
+        >>> da.dims, da.shape
+        (('x', 'y'), (4, 4))
+        """
         return xr.DataArray(
             self.data,
             coords=self.grid.coords,
