@@ -78,28 +78,124 @@ class PairKernel:
     softening = 0.0
 
     def kappa(self, u):
-        """κ(u), elementwise, for u = |z|² + ε² (torch or numpy)."""
+        """κ(u), elementwise, for u = |z|² + ε² (torch or numpy).
+
+        Parameters
+        ----------
+        u : tensor or ndarray, any shape
+            Squared distances with the softening added, u ≥ 0.
+
+        Returns
+        -------
+        tensor or ndarray
+            κ(u), same shape and library as ``u``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=1.0).kappa(np.array([4.0]))  # u^(−1/2)
+        array([0.5])
+        """
         raise NotImplementedError
 
     def dkappa(self, u):
-        """κ'(u), elementwise."""
+        """κ'(u), elementwise (torch or numpy).
+
+        Parameters
+        ----------
+        u : tensor or ndarray, any shape
+            Squared distances with the softening added, u > 0 for a singular kernel.
+
+        Returns
+        -------
+        tensor or ndarray
+            dκ/du at ``u``, same shape and library as ``u``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=1.0).dkappa(np.array([4.0]))  # −½ u^(−3/2)
+        array([-0.0625])
+        """
         raise NotImplementedError
 
     def check_dimension(self, dim: int) -> None:
-        """Raise if the kernel is not locally integrable in R^dim (nothing to check by default)."""
+        """Raise if the kernel is not locally integrable in R^dim (nothing to check by default).
+
+        Parameters
+        ----------
+        dim : int
+            Dimension p of the particles.
+
+        Raises
+        ------
+        ValueError
+            The kernel is too singular at 0 for R^dim (see :meth:`Riesz.check_dimension`).
+
+        Examples
+        --------
+        >>> from meanfield.kernels import Gaussian
+        >>> Gaussian().check_dimension(5) is None  # bounded: integrable in every dimension
+        True
+        """
 
     @property
     def is_singular(self) -> bool:
-        """Whether κ'(u) blows up at u = 0 (so coincident points need the zero subgradient)."""
+        """Whether κ'(u) blows up at u = 0 (so coincident points need the zero subgradient).
+
+        Examples
+        --------
+        >>> from meanfield.kernels import Gaussian, Riesz
+        >>> Gaussian().is_singular, Riesz(s=0.0).is_singular, Riesz(1.0, 0.1).is_singular
+        (False, True, False)
+        """
         return False
 
     # --- values as functions of z or r, for users, plots and the grid solver -----------------
     def value_sq(self, r2):
-        """k as a function of the squared distance r² (softening applied here)."""
+        """k as a function of the squared distance r² (softening applied here).
+
+        Parameters
+        ----------
+        r2 : tensor or ndarray, any shape
+            Squared distances |z|² ≥ 0.
+
+        Returns
+        -------
+        tensor or ndarray
+            κ(r² + ε²), same shape as ``r2``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=1.0, softening=3.0).value_sq(np.array([16.0]))  # 1/√(16 + 9)
+        array([0.2])
+        """
         return self.kappa(r2 + self.softening**2)
 
     def grad_coeff_sq(self, r2):
-        """2 κ'(r² + ε²): ∇k(z) = grad_coeff_sq(|z|²) · z; 0 where z = 0 and κ' blows up."""
+        """2 κ'(r² + ε²): ∇k(z) = grad_coeff_sq(|z|²) · z; 0 where z = 0 and κ' blows up.
+
+        Parameters
+        ----------
+        r2 : tensor or array_like, any shape
+            Squared distances |z|² ≥ 0.
+
+        Returns
+        -------
+        tensor or ndarray
+            The radial gradient coefficient, same shape as ``r2`` (a tensor for a tensor).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=0.0).grad_coeff_sq(np.array([0.0, 4.0]))  # −1/r², zero subgradient at 0
+        array([ 0.  , -0.25])
+        """
         u = r2 + self.softening**2
         if isinstance(u, torch.Tensor):
             if not self.is_singular or bool(u.min() > 0):  # the common case: no coincidences
@@ -111,7 +207,25 @@ class PairKernel:
         return np.where(u > 0, 2.0 * self.dkappa(safe), 0.0)
 
     def grad_coeff_sq_(self, r2: torch.Tensor) -> torch.Tensor:
-        """:meth:`grad_coeff_sq` that may overwrite ``r2`` (the hot loop of the pair sums)."""
+        """:meth:`grad_coeff_sq` that may overwrite ``r2`` (the hot loop of the pair sums).
+
+        Parameters
+        ----------
+        r2 : tensor, any shape
+            Squared distances; its contents are undefined afterwards.
+
+        Returns
+        -------
+        tensor
+            The same values as :meth:`grad_coeff_sq`, possibly in the storage of ``r2``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=1.0).grad_coeff_sq_(torch.tensor([4.0, 1.0])).tolist()  # −r^(−3)
+        [-0.125, -1.0]
+        """
         return self.grad_coeff_sq(r2)
 
     def __call__(self, z):
@@ -119,16 +233,66 @@ class PairKernel:
         return self.value_sq((z * z).sum(-1))
 
     def radial(self, r):
-        """k as a function of the distance r >= 0 (numpy), for grids and plots."""
+        """k as a function of the distance r >= 0 (numpy), for grids and plots.
+
+        Parameters
+        ----------
+        r : array_like, any shape
+            Distances r ≥ 0.
+
+        Returns
+        -------
+        ndarray
+            κ(r² + ε²), same shape as ``r`` (+inf at r = 0 for a singular kernel).
+
+        Examples
+        --------
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=2.0).radial([0.0, 0.5])  # 1/r²
+        array([inf,  4.])
+        """
         r = np.asarray(r, dtype=float)
         with np.errstate(divide="ignore"):
             return self.kappa(r * r + self.softening**2)
 
     def gradient(self, z):
-        """∇k(z) for z of shape (..., p) -> (..., p)."""
+        """∇k(z) for z of shape (..., p) -> (..., p).
+
+        Parameters
+        ----------
+        z : tensor or ndarray of shape (..., p)
+            Differences ω − ω'.
+
+        Returns
+        -------
+        tensor or ndarray of shape (..., p)
+            2 κ'(|z|² + ε²) z; 0 at z = 0 for a singular kernel.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.kernels import Gaussian
+        >>> Gaussian(width=1.0).gradient(torch.tensor([[0.0, 0.0], [1.0, 0.0]])).tolist()
+        [[-0.0, -0.0], [-0.6065306663513184, -0.0]]
+        """
         return self.grad_coeff_sq((z * z).sum(-1))[..., None] * z
 
     def describe(self) -> dict:
+        """Name and parameters of the kernel, as saved in dataset attributes.
+
+        Returns
+        -------
+        dict
+            ``{"kernel": name, ...parameters}``.
+
+        Examples
+        --------
+        >>> from meanfield.kernels import Gaussian, Riesz
+        >>> Riesz(s=0.5).describe()
+        {'kernel': 'riesz', 's': 0.5, 'softening': 0.0}
+        >>> Gaussian(width=2.0).describe()
+        {'kernel': 'gaussian', 'width': 2.0, 'softening': 0.0}
+        """
         return {"kernel": self.name, "softening": self.softening}
 
 
@@ -195,6 +359,28 @@ class Riesz(PairKernel):
         return _pow_(u, -self.s / 2 - 1).mul_(-abs(self.s))
 
     def check_dimension(self, dim: int) -> None:
+        """Raise unless s < dim or the kernel is softened (the mean-field range of Riesz).
+
+        Parameters
+        ----------
+        dim : int
+            Dimension p of the particles.
+
+        Raises
+        ------
+        ValueError
+            ε = 0 and s ≥ p: |z|^(−s) is not locally integrable in R^p.
+
+        Examples
+        --------
+        >>> from meanfield.kernels import Riesz
+        >>> Riesz(s=1.0).check_dimension(3)  # Coulomb in R^3: fine
+        >>> Riesz(s=3.0, softening=0.1).check_dimension(3)  # softened: fine
+        >>> Riesz(s=3.0).check_dimension(3)
+        Traceback (most recent call last):
+        ...
+        ValueError: Riesz exponent s=3.0 is not integrable in dimension p=3: ...
+        """
         if self.softening == 0.0 and self.s >= dim:
             raise ValueError(
                 f"Riesz exponent s={self.s} is not integrable in dimension p={dim}: the "
