@@ -484,17 +484,42 @@ def pair_sums(
     (True, True)
     """
     plan = make_plan(kernel)
-    tile = tile or default_tile(omega.device)
-    tiles = _Tiles(omega, plan.eps2, tile)
-    u0, floor = None, _FLOOR_LOG2.get(omega.dtype, -100.0)
-    if _needs_rescale(plan, float(tiles.sq.max()), omega.dtype):
-        u0 = tiles.min_u()
-        u0 = u0 if 0.0 < u0 < math.inf else None
-    check = _needs_check(plan, tiles, omega.dtype)
-    generic = _Plan(kernel)
-    N, p = omega.shape
+    tiles = _Tiles(omega, plan.eps2, tile or default_tile(omega.device))
+    u0 = _rescale_reference(plan, tiles)
+    total, acc = _sum_tiles(plan, tiles, u0, want_value, want_grad)
+    # the constant u₀^(−m) of rescaled terms, applied once with the scales, in float64
+    log_unit = -plan.power * math.log(u0) if u0 is not None else 0.0
+    value = grad = None
+    if want_value:
+        value = _apply_factor(total, value_scale * plan.value_factor, log_unit, "value", omega)
+    if want_grad:
+        grad = _apply_factor(
+            tiles.gradient(acc), grad_scale * plan.grad_factor, log_unit, "force", omega
+        )
+    return value, grad
+
+
+def _rescale_reference(plan: _Plan, tiles: _Tiles) -> float | None:
+    """The rescaling reference u₀, the smallest u of the call, when the terms u^(−m) may leave
+    the range of the particles' dtype (see the module docstring); else None (no rescaling)."""
+    if not _needs_rescale(plan, float(tiles.sq.max()), tiles.omega.dtype):
+        return None
+    u0 = tiles.min_u()
+    return u0 if 0.0 < u0 < math.inf else None
+
+
+def _sum_tiles(plan: _Plan, tiles: _Tiles, u0, want_value: bool, want_grad: bool):
+    """Visit each unordered tile pair once: the float64 sum of the bare values (an off-diagonal
+    tile stands for both orders, so it counts twice) and the accumulated gradient products
+    (``_Tiles.accumulate``; None unless ``want_grad``).  A tile where u ≤ 0 can occur
+    (``_needs_check``) and does is evaluated by the kernel's own κ and κ', in the bare
+    units of ``plan``."""
+    dtype = tiles.omega.dtype
+    floor = _FLOOR_LOG2.get(dtype, -100.0)
+    check = _needs_check(plan, tiles, dtype)
+    generic = _Plan(plan.kernel)
     acc = tiles.new_acc() if want_grad else None
-    total = torch.zeros((), dtype=torch.float64, device=omega.device)
+    total = torch.zeros((), dtype=torch.float64, device=tiles.omega.device)
     for rows, cols in tiles.pairs():
         u, d = tiles.u(rows, cols)
         diag = rows[0] == cols[0]
@@ -509,20 +534,13 @@ def pair_sums(
             total += v.double() * (1.0 if diag else 2.0)
         if want_grad:
             tiles.accumulate(acc, c, d, rows, cols)
-    log_unit = -plan.power * math.log(u0) if u0 is not None else 0.0
-    value = grad = None
-    if want_value:
-        f = value_scale * plan.value_factor
-        if f:
-            sign = math.copysign(1, f)
-            value = _scaled(total, log_unit + math.log(abs(f)), sign, "value", omega.dtype)
-        else:
-            value = omega.new_zeros(())
-    if want_grad:
-        f = grad_scale * plan.grad_factor
-        grad = tiles.gradient(acc)
-        if f:
-            grad = _scaled(grad, log_unit + math.log(abs(f)), math.copysign(1, f), "force")
-        else:
-            grad = torch.zeros_like(grad)
-    return value, grad
+    return total, acc
+
+
+def _apply_factor(x: torch.Tensor, factor: float, log_unit: float, what: str, like):
+    """``factor`` · e^log_unit · ``x`` rounded to the dtype of ``like`` (``_scaled``, which
+    raises when the result leaves its normal range); zeros of that dtype when ``factor`` is 0."""
+    if not factor:
+        return torch.zeros(x.shape, dtype=like.dtype, device=x.device)
+    sign = math.copysign(1, factor)
+    return _scaled(x, log_unit + math.log(abs(factor)), sign, what, like.dtype)
