@@ -108,12 +108,34 @@ class Tracker:
 
     # the solver's interface -------------------------------------------------------------------
     def initialize(self, state, t: float, equation) -> None:
+        """Called once by the solver at the start: schedule the first call and handle ``state``.
+
+        Parameters
+        ----------
+        state : Density
+            The initial density.
+        t : float
+            The initial time t₀.
+        equation : McKeanVlasov or None
+            The equation being solved (trackers that do not read it accept None).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+        >>> mt = MassTracker(0.5)
+        >>> mt.initialize(rho, 0.0, None)  # records t = 0 and schedules t = 0.5
+        >>> mt.times, mt.next_time
+        ([0.0], 0.5)
+        """
         self._t0 = t
         self._k = 0
         self._schedule(t)
         self.handle(state, t, equation)
 
     def _schedule(self, t):
+        """Advance :attr:`next_time` to the next multiple of ``interval`` (inf without one)."""
         if self.interval is None or self.interval == 0:
             self._next = math.inf
         else:
@@ -122,14 +144,67 @@ class Tracker:
 
     @property
     def next_time(self) -> float:
-        """The next model time at which the tracker wants a call (inf: no fixed time)."""
+        """The next model time at which the tracker wants a call (inf: no fixed time).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+        >>> tr, every_step = Tracker(0.25), Tracker(0)
+        >>> tr.initialize(rho, 1.0, None)
+        >>> every_step.initialize(rho, 1.0, None)
+        >>> tr.next_time, every_step.next_time
+        (1.25, inf)
+        """
         return self._next
 
     def due(self, t: float, tol: float) -> bool:
+        """Whether the tracker wants a call at time ``t``.
+
+        Parameters
+        ----------
+        t : float
+            The current time.
+        tol : float
+            Time tolerance: a call scheduled at most ``tol`` after ``t`` is due.
+
+        Returns
+        -------
+        bool
+            True every step for ``interval`` 0, else when ``t`` reached :attr:`next_time`.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> tr = Tracker(0.5)
+        >>> tr.initialize(Density.uniform(Grid(Box(1, 1.0), 4)), 0.0, None)
+        >>> tr.due(0.4, 1e-9), tr.due(0.5 - 1e-12, 1e-9)
+        (False, True)
+        """
         return self.interval == 0 or t >= self._next - tol
 
     def step(self, state, t: float, equation) -> None:
-        """Called by the solver after every step; dispatches to ``handle`` when due."""
+        """Called by the solver after every step; calls :meth:`handle` when due.
+
+        Parameters
+        ----------
+        state, t, equation
+            As in :meth:`initialize`, at the end of the step.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+        >>> mt = MassTracker(0.5)
+        >>> mt.initialize(rho, 0.0, None)
+        >>> for t in (0.2, 0.5, 0.7):
+        ...     mt.step(rho, t, None)
+        >>> mt.times
+        [0.0, 0.5]
+        """
         tol = 1e-9 * max(1.0, abs(t))
         if self.due(t, tol):
             while self._next <= t + tol:
@@ -137,16 +212,68 @@ class Tracker:
             self.handle(state, t, equation)
 
     def handle(self, state, t: float, equation) -> None:
-        """Record or check the state ``state`` (a Density) at time ``t``."""
+        """Record or check ``state`` at time ``t`` (the base class does nothing).
+
+        Parameters
+        ----------
+        state, t, equation
+            As in :meth:`initialize`.
+
+        Raises
+        ------
+        FinishedSimulation
+            To end the run early (a steady state).
+        DensityError
+            When the state is invalid (the guard).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> mt = MassTracker()
+        >>> mt.handle(Density.uniform(Grid(Box(1, 1.0), 4)), 0.3, None)
+        >>> mt.times, mt.mass
+        ([0.3], [1.0])
+        """
 
     def finalize(self, state, t: float, equation) -> None:
-        """Called once at the end (also after an early stop)."""
+        """Called once at the end (also after an early stop); recorders record the last state.
+
+        Parameters
+        ----------
+        state, t, equation
+            As in :meth:`initialize`, at the final time.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+        >>> mt = MassTracker(1.0)
+        >>> mt.initialize(rho, 0.0, None)
+        >>> mt.finalize(rho, 0.4, None)
+        >>> mt.times
+        [0.0, 0.4]
+        """
 
     def to_dataset(self) -> xr.Dataset | None:
+        """The records as a dataset over ``time`` (None for a tracker that records nothing).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> mt = MassTracker()
+        >>> mt.handle(Density.uniform(Grid(Box(1, 1.0), 4)), 0.0, None)
+        >>> Tracker().to_dataset() is None, mt.to_dataset()["mass"].values
+        (True, array([1.]))
+        """
         return None
 
 
 class _Recorder(Tracker):
+    """A tracker that records at its times and always records the last state."""
+
     def __init__(self, interval=None):
         super().__init__(interval)
         self.times: list = []
