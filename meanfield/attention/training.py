@@ -54,6 +54,7 @@ __all__ = [
     "iterate_batches",
     "split_validation",
     "validation_indices",
+    "TrainSettings",
     "train",
     "predict_proba",
     "validation_loss",
@@ -389,25 +390,133 @@ def validation_loss(model, data: EncodedData) -> tuple[float, float]:
     return float(-np.log(pt).mean()), float((p.argmax(1) == y).mean())
 
 
-def _epoch_budget(validation, epochs, max_epochs, patience, eval_every, min_delta) -> float:
+@dataclass(frozen=True)
+class TrainSettings:
+    """The keyword settings of :func:`train`; the optimiser's are checked when created.
+
+    The early-stopping settings are checked by :func:`train`, and only when a validation
+    split is given (without one they are not used).
+
+    Parameters
+    ----------
+    max_epochs : float
+        Upper bound on passes over the data (> 0) when early stopping.
+    epochs : float, optional
+        Fixed number of passes (no early stopping); required when ``train`` gets no
+        ``validation``.
+    patience : int
+        Evaluations without improvement before stopping (>= 1).
+    eval_every : float
+        Epochs between validation evaluations (> 0).
+    min_delta : float
+        Improvement of the validation log loss that counts (>= 0).
+    batch_size, lr, weight_decay, warmup_steps, clip_norm
+        Optimiser settings (AdamW, linear warm-up then constant, gradient-norm clipping).
+    bucket_batches : int
+        Length bucketing, see :func:`iterate_batches`.
+    seed : int
+        Seeds the data order and dropout.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An optimiser setting out of range.
+
+    Examples
+    --------
+    >>> from meanfield.attention.training import TrainSettings
+    >>> TrainSettings(epochs=2, lr=5e-3).batch_size
+    32
+    >>> TrainSettings(lr=0.0)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: lr must be a finite number in (0, inf), got 0.0
+    """
+
+    max_epochs: float = 10.0
+    epochs: float | None = None
+    patience: int = 3
+    eval_every: float = 0.5
+    min_delta: float = 1e-4
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    clip_norm: float = 1.0
+    bucket_batches: int = 50
+    seed: int = 0
+
+    def __post_init__(self):
+        # frozen: the checked (converted) values replace the given ones
+        object.__setattr__(self, "batch_size", check_int("batch_size", self.batch_size))
+        object.__setattr__(self, "lr", check_positive("lr", self.lr))
+        check_positive("weight_decay", self.weight_decay, allow_zero=True)
+        check_int("warmup_steps", self.warmup_steps, minimum=0)
+        check_positive("clip_norm", self.clip_norm)
+
+
+def _epoch_budget(validation, st: TrainSettings) -> float:
     """Passes over the data to allow: ``epochs`` (fixed) or ``max_epochs`` (early stopping).
 
     Checks that exactly one of ``validation`` and ``epochs`` is given, and the early-stopping
     settings, before any work.
     """
     if validation is None:
-        if epochs is None:
+        if st.epochs is None:
             raise ValueError("train needs either a validation split or a fixed number of epochs")
-        return check_positive("epochs", epochs)
-    if epochs is not None:
+        return check_positive("epochs", st.epochs)
+    if st.epochs is not None:
         raise ValueError("pass either epochs (fixed) or validation (early stopping), not both")
     if len(validation) < 2:
         raise ValueError(f"validation needs >= 2 examples, got {len(validation)}")
-    budget = check_positive("max_epochs", max_epochs)
-    check_int("patience", patience)
-    check_positive("eval_every", eval_every)
-    check_positive("min_delta", min_delta, allow_zero=True)
+    budget = check_positive("max_epochs", st.max_epochs)
+    check_int("patience", st.patience)
+    check_positive("eval_every", st.eval_every)
+    check_positive("min_delta", st.min_delta, allow_zero=True)
     return budget
+
+
+class _EarlyStopping:
+    """The validation side of :func:`train`: when to evaluate, the history, the best state.
+
+    Without a validation split it never evaluates and never stops training.
+    """
+
+    def __init__(self, validation, st: TrainSettings, steps_per_epoch: int, total: int, log):
+        self.validation, self.st, self.log = validation, st, log
+        self.steps_per_epoch, self.total = steps_per_epoch, total
+        self.every = (
+            max(1, int(round(st.eval_every * steps_per_epoch))) if validation is not None else 0
+        )
+        self.history = []  # (epoch, val loss, val accuracy)
+        self.best = (math.inf, None, 0.0)  # (val loss, state, epoch)
+        self.bad = 0  # evaluations since the last improvement
+
+    def after_step(self, model, step: int) -> bool:
+        """Evaluate when due (every ``every`` steps and at the last); True: patience is out."""
+        if not self.every or not (step % self.every == 0 or step == self.total):
+            return False
+        ep = step / self.steps_per_epoch
+        loss, acc = validation_loss(model, self.validation)
+        self.history.append((ep, loss, acc))
+        model.train()
+        if self.log is not None:
+            self.log(f"  epoch {ep:.2f}: val loss {loss:.4f} acc {acc:.4f}")
+        if loss < self.best[0] - self.st.min_delta:
+            self.best = (loss, copy.deepcopy(model.state_dict()), ep)
+            self.bad = 0
+            return False
+        self.bad += 1
+        return self.bad >= self.st.patience
+
+
+def _optimiser(model, st: TrainSettings):
+    """AdamW on the trainable parameters and its schedule (linear warm-up, then constant)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=st.lr, weight_decay=st.weight_decay)
+    warmup = st.warmup_steps
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (warmup + 1)))
+    return params, opt, sched
 
 
 def _optimiser_step(model, batch, opt, sched, params, clip_norm: float) -> float:
@@ -427,28 +536,63 @@ def _optimiser_step(model, batch, opt, sched, params, clip_norm: float) -> float
     return float(loss.detach())
 
 
+def _train_steps(model, data, st: TrainSettings, total: int, stopper: _EarlyStopping):
+    """Optimiser steps over reshuffled epochs until ``total`` steps or early stopping.
+
+    Returns the training loss of every step and whether training stopped early.
+    """
+    device = next(model.parameters()).device
+    params, opt, sched = _optimiser(model, st)
+    gen = torch.Generator().manual_seed(st.seed)
+    losses = []
+    while True:
+        for batch in iterate_batches(
+            data, st.batch_size, shuffle=True, generator=gen, bucket_batches=st.bucket_batches
+        ):
+            loss = _optimiser_step(model, _to(batch, device), opt, sched, params, st.clip_norm)
+            if not math.isfinite(loss):
+                raise FloatingPointError(
+                    f"training loss became {loss} at step {len(losses)}; lower lr "
+                    f"(now {st.lr}) or check the inputs"
+                )
+            losses.append(loss)
+            if stopper.after_step(model, len(losses)):
+                return losses, True
+            if len(losses) >= total:
+                return losses, False
+
+
+def _finish(model, stopper: _EarlyStopping, losses: list, stopped: bool, t0: float) -> dict:
+    """Restore the best evaluated parameters (if any), switch to eval mode; the run's record.
+
+    The record is the dict :func:`train` returns; ``seconds`` counts from ``t0``.
+    """
+    best_loss, best_state, best_epoch = stopper.best
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    epochs = len(losses) / stopper.steps_per_epoch
+    early = stopper.validation is not None
+    return {
+        "steps": len(losses),
+        "epochs": epochs,
+        "best_epoch": best_epoch if early else epochs,
+        "best_val_loss": best_loss if early else float("nan"),
+        "stopped_early": stopped,
+        "seconds": time.perf_counter() - t0,
+        "final_loss": float(np.mean(losses[-50:])),
+        "history": stopper.history,
+        "losses": losses,
+    }
+
+
 def train(
-    model,
-    data: EncodedData,
-    *,
-    validation: EncodedData | None = None,
-    max_epochs: float = 10.0,
-    epochs: float | None = None,
-    patience: int = 3,
-    eval_every: float = 0.5,
-    min_delta: float = 1e-4,
-    batch_size: int = 32,
-    lr: float = 1e-3,
-    weight_decay: float = 0.01,
-    warmup_steps: int = 100,
-    clip_norm: float = 1.0,
-    bucket_batches: int = 50,
-    seed: int = 0,
-    log=None,
+    model, data: EncodedData, *, validation: EncodedData | None = None, log=None, **settings
 ) -> dict:
     """Train every parameter with cross-entropy (AdamW); early stopping on ``validation``.
 
-    Buffers (the feature matrices ``Omega``) are never updated.
+    Buffers (the feature matrices ``Omega``) are never updated. On early stopping the
+    parameters of the best evaluation are restored.
 
     Parameters
     ----------
@@ -458,24 +602,13 @@ def train(
         Training examples.
     validation : EncodedData, optional
         Early-stopping split (never trained on). Without it, train exactly ``epochs``.
-    max_epochs : float
-        Upper bound on passes over ``data`` (> 0) when early stopping.
-    epochs : float, optional
-        Fixed number of passes (no early stopping); required when ``validation`` is None.
-    patience : int
-        Evaluations without improvement before stopping (>= 1).
-    eval_every : float
-        Epochs between validation evaluations (> 0).
-    min_delta : float
-        Improvement of the validation log loss that counts (>= 0).
-    batch_size, lr, weight_decay, warmup_steps, clip_norm
-        Optimiser settings (AdamW, linear warm-up then constant, gradient-norm clipping).
-    bucket_batches : int
-        Length bucketing, see :func:`iterate_batches`.
-    seed : int
-        Seeds the data order and dropout.
     log : callable, optional
         Receives one line per evaluation.
+    **settings
+        The keyword parameters of :class:`TrainSettings` (``max_epochs``, ``epochs``,
+        ``patience``, ``eval_every``, ``min_delta``, ``batch_size``, ``lr``,
+        ``weight_decay``, ``warmup_steps``, ``clip_norm``, ``bucket_batches``, ``seed``),
+        each documented there with its default.
 
     Returns
     -------
@@ -491,7 +624,7 @@ def train(
         Neither or both of ``validation`` and ``epochs``; a validation split of fewer than
         two examples.
     meanfield.errors.InputError
-        An optimiser setting out of range.
+        A setting out of range.
     FloatingPointError
         The training loss became non-finite (the message names ``lr``).
 
@@ -513,71 +646,14 @@ def train(
     >>> out["steps"], out["losses"][0] > 0.5, out["losses"][-1] < 0.05
     (24, True, True)
     """
-    batch_size = check_int("batch_size", batch_size)
-    lr = check_positive("lr", lr)
-    check_positive("weight_decay", weight_decay, allow_zero=True)
-    check_int("warmup_steps", warmup_steps, minimum=0)
-    check_positive("clip_norm", clip_norm)
-    budget = _epoch_budget(validation, epochs, max_epochs, patience, eval_every, min_delta)
-    device = next(model.parameters()).device
-    steps_per_epoch = math.ceil(len(data) / batch_size)
+    st = TrainSettings(**settings)
+    budget = _epoch_budget(validation, st)
+    steps_per_epoch = math.ceil(len(data) / st.batch_size)
     total = max(1, int(round(budget * steps_per_epoch)))
-    eval_steps = max(1, int(round(eval_every * steps_per_epoch))) if validation is not None else 0
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / (warmup_steps + 1)))
-    gen = torch.Generator().manual_seed(seed)
-    losses, history = [], []
-    best = (math.inf, None, 0.0)  # (val loss, state, epoch)
-    bad = 0
-    step = 0
-    stopped = False
+    stopper = _EarlyStopping(validation, st, steps_per_epoch, total, log)
     t0 = time.perf_counter()
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # dropout masks
+        torch.manual_seed(st.seed)  # dropout masks
         model.train()
-        while step < total and not stopped:
-            for batch in iterate_batches(
-                data, batch_size, shuffle=True, generator=gen, bucket_batches=bucket_batches
-            ):
-                loss = _optimiser_step(model, _to(batch, device), opt, sched, params, clip_norm)
-                if not math.isfinite(loss):
-                    raise FloatingPointError(
-                        f"training loss became {loss} at step {step}; lower lr "
-                        f"(now {lr}) or check the inputs"
-                    )
-                losses.append(loss)
-                step += 1
-                if eval_steps and (step % eval_steps == 0 or step == total):
-                    ep = step / steps_per_epoch
-                    history.append((ep, *validation_loss(model, validation)))
-                    model.train()
-                    if log is not None:
-                        log(
-                            f"  epoch {ep:.2f}: val loss {history[-1][1]:.4f} "
-                            f"acc {history[-1][2]:.4f}"
-                        )
-                    if history[-1][1] < best[0] - min_delta:
-                        best = (history[-1][1], copy.deepcopy(model.state_dict()), ep)
-                        bad = 0
-                    else:
-                        bad += 1
-                        if bad >= patience:
-                            stopped = True
-                            break
-                if step >= total:
-                    break
-    if best[1] is not None:
-        model.load_state_dict(best[1])
-    model.eval()
-    return {
-        "steps": step,
-        "epochs": step / steps_per_epoch,
-        "best_epoch": best[2] if validation is not None else step / steps_per_epoch,
-        "best_val_loss": best[0] if validation is not None else float("nan"),
-        "stopped_early": stopped,
-        "seconds": time.perf_counter() - t0,
-        "final_loss": float(np.mean(losses[-50:])),
-        "history": history,
-        "losses": losses,
-    }
+        losses, stopped = _train_steps(model, data, st, total, stopper)
+    return _finish(model, stopper, losses, stopped, t0)
