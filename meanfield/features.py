@@ -48,35 +48,194 @@ class FeatureMap:
     name: str = ""
 
     def particle_dim(self, data_dim: int) -> int:
-        """Dimension p of a particle for data in R^data_dim."""
+        """Dimension p of a particle for data in R^data_dim.
+
+        Parameters
+        ----------
+        data_dim : int
+            Dimension d of the inputs x.
+
+        Returns
+        -------
+        int
+            d, or d + 1 for maps whose particle carries a phase.
+
+        Examples
+        --------
+        >>> PositiveFeatures().particle_dim(3), FourierFeatures().particle_dim(3)
+        (3, 4)
+        """
         return data_dim
 
     def lift(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Lifted inputs x̃, shape (n, p), and offsets c(x), shape (n,)."""
+        """Lifted inputs x̃, shape (n, p), and offsets c(x), shape (n,).
+
+        Parameters
+        ----------
+        X : tensor of shape (n, d)
+            Inputs.
+
+        Returns
+        -------
+        Xt : tensor of shape (n, p)
+            x̃ (x itself, or (x, 1) for the Fourier phase).
+        offset : tensor of shape (n,)
+            c(x) (−|x|²/2 for the positive features, else 0).
+
+        Examples
+        --------
+        >>> X = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+        >>> Xt, c = FourierFeatures().lift(X)
+        >>> Xt.tolist(), c.tolist()
+        ([[1.0, 2.0, 1.0]], [0.0])
+        >>> PositiveFeatures().lift(X)[1].tolist()  # −|x|²/2
+        [-2.5]
+        """
         return X, torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
 
     def g(self, z: torch.Tensor) -> torch.Tensor:
+        """The ridge profile g, elementwise: φ(x; ω) = g(ωᵀ x̃ + c(x)).
+
+        Parameters
+        ----------
+        z : tensor, any shape
+            Pre-activations.
+
+        Returns
+        -------
+        tensor
+            g(z), same shape.
+
+        Examples
+        --------
+        >>> z = torch.tensor([0.0], dtype=torch.float64)
+        >>> float(PositiveFeatures().g(z)[0]), float(FourierFeatures().g(z)[0])  # e⁰, √2 cos 0
+        (1.0, 1.4142135623730951)
+        """
         raise NotImplementedError
 
     def dg(self, z: torch.Tensor) -> torch.Tensor:
+        """The derivative g' of the ridge profile, elementwise.
+
+        Parameters
+        ----------
+        z : tensor, any shape
+            Pre-activations.
+
+        Returns
+        -------
+        tensor
+            g'(z), same shape.
+
+        Examples
+        --------
+        >>> z = torch.tensor([0.0], dtype=torch.float64)
+        >>> float(SoftplusFeatures().dg(z)[0]), float(FourierFeatures().dg(z)[0])  # σ(0), −√2 sin 0
+        (0.5, -0.0)
+        """
         raise NotImplementedError
 
     def g_and_dg(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(g(z), g'(z)); maps whose two share work override this."""
+        """(g(z), g'(z)); maps whose two share work override this.
+
+        Parameters
+        ----------
+        z : tensor, any shape
+            Pre-activations.
+
+        Returns
+        -------
+        g, dg : tensor
+            g(z) and g'(z), each the shape of ``z``.
+
+        Examples
+        --------
+        >>> z = torch.tensor([0.0, 1.0], dtype=torch.float64)
+        >>> g, dg = PositiveFeatures().g_and_dg(z)  # exp is its own derivative
+        >>> bool(torch.equal(g, dg)), round(float(g[1]), 6)
+        (True, 2.718282)
+        """
         return self.g(z), self.dg(z)
 
     def preactivation(self, Xt, offset, omega):
-        """z_{ji} = ω_iᵀ x̃_j + c(x_j): shape (..., N, n) for omega (..., N, p)."""
+        """z_{ji} = ω_iᵀ x̃_j + c(x_j): shape (..., N, n) for omega (..., N, p).
+
+        Parameters
+        ----------
+        Xt : tensor of shape (n, p)
+            Lifted inputs (:meth:`lift`).
+        offset : tensor of shape (n,)
+            Offsets c(x).
+        omega : tensor of shape (..., N, p)
+            Particles.
+
+        Returns
+        -------
+        tensor of shape (..., N, n)
+            The pre-activations.
+
+        Examples
+        --------
+        >>> fmap = PositiveFeatures()
+        >>> Xt, c = fmap.lift(torch.tensor([[1.0, 1.0]], dtype=torch.float64))
+        >>> fmap.preactivation(Xt, c, torch.tensor([[2.0, 0.0]], dtype=torch.float64)).tolist()
+        [[1.0]]
+        """
         return omega @ Xt.T + offset
 
     def evaluate(self, X, omega) -> torch.Tensor:
-        """Feature matrix Φ_ij = φ(x_j; ω_i): shape (..., N, n) for X (n, d), omega (..., N, p)."""
+        """Feature matrix Φ_ij = φ(x_j; ω_i): shape (..., N, n) for X (n, d), omega (..., N, p).
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+            Inputs (converted to the dtype and device of ``omega``).
+        omega : tensor of shape (..., N, p)
+            Particles.
+
+        Returns
+        -------
+        tensor of shape (..., N, n)
+            Φ, one row per particle.
+
+        Examples
+        --------
+        >>> omega = torch.zeros(2, 3, 1, dtype=torch.float64)  # 2 replicas of 3 particles
+        >>> tuple(SoftplusFeatures().evaluate([[1.0], [2.0]], omega).shape)
+        (2, 3, 2)
+        """
         X = torch.as_tensor(X, dtype=omega.dtype, device=omega.device)
         Xt, c = self.lift(X)
         return self.g(self.preactivation(Xt, c, omega))
 
     def empirical_kernel(self, X, omega, X2=None) -> torch.Tensor:
-        """K_Ω(x, x') = (1/N) Σ_i φ(x; ω_i) φ(x'; ω_i), shape (n, n2)."""
+        r"""K_Ω(x, x') = (1/N) Σ_i φ(x; ω_i) φ(x'; ω_i), shape (n, n2).
+
+        .. math::
+
+            K_\Omega(x, x') = \frac1N \sum_{i=1}^N \varphi(x; \omega_i)\, \varphi(x'; \omega_i).
+
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+            Inputs x.
+        omega : tensor of shape (..., N, p)
+            Particles.
+        X2 : array_like of shape (n2, d), optional
+            Inputs x' (default ``X``).
+
+        Returns
+        -------
+        tensor of shape (..., n, n2)
+            The kernel matrix.
+
+        Examples
+        --------
+        >>> omega = torch.zeros(4, 2, dtype=torch.float64)  # φ = √2 cos(0) = √2 everywhere
+        >>> FourierFeatures().empirical_kernel(torch.zeros(2, 1), omega).round(decimals=12)
+        tensor([[2., 2.],
+                [2., 2.]], dtype=torch.float64)
+        """
         P = self.evaluate(X, omega)
         P2 = P if X2 is None else self.evaluate(X2, omega)
         return P.transpose(-1, -2) @ P2 / omega.shape[-2]
