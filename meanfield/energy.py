@@ -190,43 +190,223 @@ class Term:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def bind(self, dim: int, dtype, device) -> None:
-        """Check the particle dimension and move data to ``dtype``/``device``."""
+        """Check the particle dimension and move data to ``dtype``/``device``.
+
+        An :class:`Energy` binds its own copy of each term; call this only to use a term alone.
+
+        Parameters
+        ----------
+        dim : int
+            Particle dimension p (the domain's ``dim``).
+        dtype : torch.dtype
+            Floating type of the term's tensors.
+        device : str or torch.device
+            Where the term's tensors live.
+
+        Raises
+        ------
+        ValueError
+            The term cannot act on particles of dimension ``dim`` (a feature map of another
+            dimension, a Riesz kernel that is not integrable in R^dim).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import LinearAlignment
+        >>> term = LinearAlignment(np.zeros((3, 2)), np.array([1.0, -1.0, 1.0]))
+        >>> term.bind(2, torch.float32, "cpu")  # positive features: p = d = 2
+        >>> term.U.dtype
+        torch.float32
+        >>> try:
+        ...     term.bind(3, torch.float32, "cpu")
+        ... except ValueError as err:
+        ...     print(str(err)[:44])
+        feature 'positive' on data of dimension d=2
+        """
 
     def pair_kernel(self):
-        """(kernel, λ) of a ``"pair"`` term: E(μ) = λ ∬ k(ω − ω') μ(dω) μ(dω')."""
+        r"""(kernel, λ) of a ``"pair"`` term; a TypeError for any other kind.
+
+        .. math::
+
+            E(\mu) = \lambda \iint k(\omega - \omega')\, \mu(d\omega)\, \mu(d\omega').
+
+        Returns
+        -------
+        kernel : meanfield.kernels.PairKernel
+        lam : float
+            The strength λ ≥ 0.
+
+        Examples
+        --------
+        >>> from meanfield.energy import PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> PairInteraction(Riesz(0.0), lam=0.5).pair_kernel()
+        (Riesz(s=0.0, softening=0.0), 0.5)
+        >>> try:
+        ...     QuadraticPotential().pair_kernel()
+        ... except TypeError as err:
+        ...     print(err)
+        QuadraticPotential is a 'one-body' term, not a pair term
+        """
         raise TypeError(f"{type(self).__name__} is a {self.kind!r} term, not a pair term")
 
     def measure_value(self, points, weights) -> torch.Tensor:
         """E(μ) for the weighted measure μ = Σ_k w_k δ_{points_k} (mean-field value), shape ().
+
+        A one-body term integrates its first variation: E(μ) = Σ_k w_k f(points_k).
 
         Parameters
         ----------
         points : tensor (K, p)
         weights : tensor (K,)
             Non-negative masses w_k.
+
+        Returns
+        -------
+        tensor ()
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import QuadraticPotential
+        >>> points = torch.tensor([[0.0], [2.0]])  # V = ω²/2: 0 and 2
+        >>> float(QuadraticPotential().measure_value(points, torch.tensor([0.5, 0.5])))
+        1.0
         """
         if self.kind == "one-body":
             return (self.first_variation(points, points, weights) * weights).sum()
         raise NotImplementedError(f"{type(self).__name__} does not give its value on a measure")
 
     def value(self, omega: torch.Tensor) -> torch.Tensor:
+        """The finite-N energy H_N(Ω) = E(μ_N) of particles Ω, one value per replica.
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+            Particles of the bound dtype/device (leading axes are independent replicas).
+
+        Returns
+        -------
+        tensor (...)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import QuadraticPotential
+        >>> omega = torch.tensor([[[1.0], [3.0]], [[0.0], [2.0]]])  # two replicas of N = 2
+        >>> QuadraticPotential().value(omega).tolist()  # mean of ω²/2
+        [2.5, 1.0]
+        """
         raise NotImplementedError
 
     def grad(self, omega: torch.Tensor) -> torch.Tensor:
+        """The analytic gradient ∇_Ω H_N(Ω) (of the sum, so O(1/N) per particle).
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+            Particles of the bound dtype/device.
+
+        Returns
+        -------
+        tensor (..., N, p)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import QuadraticPotential
+        >>> QuadraticPotential().grad(torch.tensor([[1.0], [3.0]])).ravel().tolist()  # ω / N
+        [0.5, 1.5]
+        """
         raise NotImplementedError
 
     def first_variation(self, at, points, weights) -> torch.Tensor:
+        """δE/δμ at the points ``at`` for the measure μ = Σ_k w_k δ_{points_k}.
+
+        Parameters
+        ----------
+        at : tensor (M, p)
+            Where to evaluate it (e.g. the grid's cell centres).
+        points : tensor (K, p)
+            Atoms of μ (one-body terms ignore them and accept None).
+        weights : tensor (K,)
+            Their non-negative masses.
+
+        Returns
+        -------
+        tensor (M,)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import PairInteraction
+        >>> from meanfield.kernels import Riesz
+        >>> points = torch.tensor([[0.0], [2.0]], dtype=torch.float64)
+        >>> weights = torch.tensor([0.5, 0.5], dtype=torch.float64)
+        >>> term = PairInteraction(Riesz(0.0), lam=0.5)  # 2λ k∗μ with k(z) = −log|z|
+        >>> round(float(term.first_variation(torch.tensor([[4.0]]).double(), points, weights)), 4)
+        -1.0397
+        """
         raise NotImplementedError
 
     def value_and_grad(self, omega) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both at once (terms with a shared expensive pass override this)."""
+        """(H_N, ∇H_N) at once (terms with a shared expensive pass override this).
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+
+        Returns
+        -------
+        value : tensor (...)
+        grad : tensor (..., N, p)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import DoubleWellPotential
+        >>> v, g = DoubleWellPotential().value_and_grad(torch.tensor([[1.0], [0.0]]))
+        >>> float(v), g.ravel().tolist()
+        (-0.125, [0.0, 0.0])
+        """
         return self.value(omega), self.grad(omega)
 
     def subset_data(self, index) -> Term:
-        """The same term on a subset of the data (mini-batches); data-free terms return self."""
+        """The same term on a subset of the data (mini-batches); data-free terms return self.
+
+        Parameters
+        ----------
+        index : array of int
+            Rows of the data to keep.
+
+        Returns
+        -------
+        Term
+
+        Examples
+        --------
+        >>> from meanfield.energy import QuadraticPotential
+        >>> V = QuadraticPotential()
+        >>> V.subset_data([0, 2]) is V
+        True
+        """
         return self
 
     def describe(self) -> dict:
+        """The term's parameters as plain types (for dataset attributes; empty by default).
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> from meanfield.energy import DoubleWellPotential
+        >>> DoubleWellPotential(strength=2.0).describe()
+        {'potential': 'double_well', 'strength': 2.0}
+        """
         return {}
 
 
@@ -258,9 +438,43 @@ class Potential(Term):
     kind = "one-body"
 
     def V(self, omega):
+        """The potential V at each point.
+
+        Parameters
+        ----------
+        omega : tensor (..., p)
+
+        Returns
+        -------
+        tensor (...)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import QuadraticPotential
+        >>> QuadraticPotential(strength=2.0, center=1.0).V(torch.tensor([[0.0, 3.0]])).tolist()
+        [5.0]
+        """
         raise NotImplementedError
 
     def gradV(self, omega):
+        """The gradient ∇V at each point.
+
+        Parameters
+        ----------
+        omega : tensor (..., p)
+
+        Returns
+        -------
+        tensor (..., p)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import DoubleWellPotential
+        >>> DoubleWellPotential().gradV(torch.tensor([[2.0, -1.0]])).tolist()  # ω³ − ω
+        [[6.0, 0.0]]
+        """
         raise NotImplementedError
 
     def value(self, omega):
@@ -426,6 +640,15 @@ class AlignmentTerm(Term):
 
     @property
     def n(self) -> int:
+        """Number of data points n.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.energy import LinearAlignment
+        >>> LinearAlignment(np.zeros((3, 2)), np.array([1.0, -1.0, 1.0])).n
+        3
+        """
         return len(self.X_np)
 
     def bind(self, dim, dtype, device):
@@ -442,6 +665,30 @@ class AlignmentTerm(Term):
         self._bound = (dim, dtype, device)
 
     def subset_data(self, index):
+        """The same term on the data rows ``index`` (a mini-batch), bound like this one.
+
+        The targets keep the full data's class structure: the batch's T is the full T
+        restricted to the rows, even when a class is missing from the batch.
+
+        Parameters
+        ----------
+        index : array of int
+            Rows of ``X`` and ``y`` to keep.
+
+        Returns
+        -------
+        AlignmentTerm
+            A new term of the same class; this one is unchanged.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.energy import LinearAlignment
+        >>> term = LinearAlignment(np.zeros((3, 2)), np.array([0, 1, 2]))
+        >>> batch = term.subset_data([0, 2])
+        >>> batch.n, batch.U_np.shape, term.n  # three classes: 3 one-hot columns and ones
+        (2, (2, 4), 3)
+        """
         index = np.asarray(index)
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
@@ -453,7 +700,28 @@ class AlignmentTerm(Term):
         return new
 
     def features(self, omega):
-        """Φ (..., N, n) and g'(z) (..., N, n)."""
+        """The features Φ_ij = g(z_ij) = φ(x_j; ω_i) and their derivatives g'(z_ij).
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+            Particles; the term must be bound.
+
+        Returns
+        -------
+        phi, dphi : tensor (..., N, n)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import LinearAlignment
+        >>> term = LinearAlignment(np.eye(3, 2), np.array([1.0, -1.0, 1.0]))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> phi, dphi = term.features(torch.zeros(5, 2, dtype=torch.float64))
+        >>> tuple(phi.shape), tuple(dphi.shape)
+        ((5, 3), (5, 3))
+        """
         z = self.feature.preactivation(self.Xt, self.offset, omega)
         return self.feature.g_and_dg(z)
 
@@ -464,6 +732,17 @@ class AlignmentTerm(Term):
     def _T_apply(self, S):
         """(S diag(w)) Uᵀ: rows of Φ mapped by T, with S = Φ U."""
         return (S * self.w) @ self.U.T
+
+    def _measure_kernel(self, points, weights):
+        """⟨K_μ, T⟩_F and K_μ = Σ_k w_k φ_k φ_kᵀ (n, n) of a weighted measure, diagonal kept.
+
+        The two pieces that the risk and normalised forms combine into their value on a measure.
+        """
+        phi, _ = self.features(points)
+        S = phi @ self.U
+        KT = (weights * (S * S * self.w).sum(-1)).sum()  # ⟨K_μ, T⟩
+        Kmu = phi.T @ (weights[:, None] * phi)
+        return KT, Kmu
 
     def describe(self):
         return {"feature": self.feature.name, "n_data": self.n}
@@ -513,7 +792,29 @@ class LinearAlignment(AlignmentTerm):
         return [(s, min(N, s + step)) for s in range(0, N, step)]
 
     def a(self, omega):
-        """a(ω) for points (..., N, p) -> (..., N)."""
+        """The data potential a(ω) at each particle (the term's value is −mean a).
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+            Particles; the term must be bound.
+
+        Returns
+        -------
+        tensor (..., N)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import LinearAlignment
+        >>> term = LinearAlignment(np.eye(3, 2), np.array([1.0, -1.0, 1.0]))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> omega = torch.tensor(np.random.default_rng(0).normal(size=(4, 2)))
+        >>> a = term.a(omega)
+        >>> tuple(a.shape), bool(torch.isclose(term.value(omega), -a.mean()))
+        ((4,), True)
+        """
         n = self.n
         out = []
         for s, e in self._particle_chunks(omega.shape[-2]):
@@ -581,11 +882,36 @@ class RiskAlignment(AlignmentTerm):
         self.alpha = check_positive("alpha", alpha)
 
     def measure_value(self, points, weights):
-        """R(μ) = ‖αT − K_μ‖²_F / (2n²) with K_μ = Σ_k w_k φ_k φ_kᵀ (diagonal included)."""
-        phi, _ = self.features(points)
-        S = phi @ self.U
-        KT = (weights * (S * S * self.w).sum(-1)).sum()  # ⟨K_μ, T⟩
-        Kmu = phi.T @ (weights[:, None] * phi)
+        """R(μ) = ‖αT − K_μ‖²_F / (2n²) with K_μ = Σ_k w_k φ_k φ_kᵀ (diagonal included).
+
+        Parameters
+        ----------
+        points : tensor (K, p)
+        weights : tensor (K,)
+            Non-negative masses w_k.
+
+        Returns
+        -------
+        tensor ()
+
+        Examples
+        --------
+        On the empirical measure it is H_N plus the particle diagonal Σ_i |φ_i|⁴ / (2n²N²)
+        that the finite-N value leaves out:
+
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import RiskAlignment
+        >>> term = RiskAlignment(np.eye(4, 2), np.array([1.0, 1.0, -1.0, -1.0]))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> omega = torch.tensor(np.random.default_rng(0).normal(size=(5, 2)))
+        >>> phi, _ = term.features(omega)
+        >>> diagonal = ((phi * phi).sum(-1) ** 2).sum() / (2 * 4**2 * 5**2)
+        >>> R = term.measure_value(omega, torch.full((5,), 0.2, dtype=torch.float64))
+        >>> bool(torch.isclose(R, term.value(omega) + diagonal))
+        True
+        """
+        KT, Kmu = self._measure_kernel(points, weights)
         al = self.alpha
         return (al**2 * self._T_norm_sq() - 2 * al * KT + (Kmu * Kmu).sum()) / (2 * self.n**2)
 
@@ -653,11 +979,33 @@ class NormalisedAlignment(AlignmentTerm):
     kind = "measure"
 
     def measure_value(self, points, weights):
-        """−A(μ) = −⟨K_μ, T⟩_F / (‖K_μ‖_F ‖T‖_F) with K_μ = Σ_k w_k φ_k φ_kᵀ."""
-        phi, _ = self.features(points)
-        S = phi @ self.U
-        KT = (weights * (S * S * self.w).sum(-1)).sum()
-        Kmu = phi.T @ (weights[:, None] * phi)
+        """−A(μ) = −⟨K_μ, T⟩_F / (‖K_μ‖_F ‖T‖_F) with K_μ = Σ_k w_k φ_k φ_kᵀ.
+
+        Parameters
+        ----------
+        points : tensor (K, p)
+        weights : tensor (K,)
+            Non-negative masses w_k.
+
+        Returns
+        -------
+        tensor ()
+
+        Examples
+        --------
+        A ratio, so on the empirical measure it is exactly H_N:
+
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import NormalisedAlignment
+        >>> term = NormalisedAlignment(np.eye(4, 2), np.array([1.0, 1.0, -1.0, -1.0]))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> omega = torch.tensor(np.random.default_rng(1).normal(size=(5, 2)))
+        >>> uniform = torch.full((5,), 0.2, dtype=torch.float64)
+        >>> bool(torch.isclose(term.measure_value(omega, uniform), term.value(omega)))
+        True
+        """
+        KT, Kmu = self._measure_kernel(points, weights)
         return -KT / ((Kmu * Kmu).sum().sqrt() * self._T_norm())
 
     def _T_norm(self):
@@ -734,7 +1082,28 @@ class CentredAlignment(NormalisedAlignment):
         self.U = self.U - self.U.mean(0, keepdim=True)  # T_c = (HU) diag(w) (HU)ᵀ
 
     def features(self, omega):
-        """Centred Φ (..., N, n) and g'(z) (..., N, n)."""
+        """Centred features Φ_ij − mean_k Φ_ik (over the data) and the uncentred g'(z_ij).
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+            Particles; the term must be bound.
+
+        Returns
+        -------
+        phi, dphi : tensor (..., N, n)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import CentredAlignment
+        >>> term = CentredAlignment(np.eye(3, 2), np.array([1.0, -1.0, 1.0]))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> phi, _ = term.features(torch.ones(4, 2, dtype=torch.float64))
+        >>> phi.mean(-1).abs().max().item() < 1e-15  # each particle's features average to 0
+        True
+        """
         phi, dphi = super().features(omega)
         return phi - phi.mean(-1, keepdim=True), dphi
 
@@ -895,6 +1264,32 @@ class PairInteraction(Term):
         Particles are split by a random permutation into batches of ``batch_size`` (a remainder
         of one joins the last batch); particle i feels only its batch, rescaled by
         (N − 1)/(|b| − 1) so the expectation over permutations is the exact gradient.
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+        batch_size : int
+            B ≥ 2; B ≥ N gives the exact :meth:`grad`.
+        generator : torch.Generator
+            Source of the permutation.
+
+        Returns
+        -------
+        tensor (..., N, p)
+
+        Examples
+        --------
+        The mean of many estimates approaches the exact gradient:
+
+        >>> import torch
+        >>> from meanfield.energy import PairInteraction
+        >>> from meanfield.kernels import Riesz
+        >>> term = PairInteraction(Riesz(0.0), lam=0.5)
+        >>> omega = torch.tensor([[-1.5], [-0.5], [0.5], [2.0]], dtype=torch.float64)
+        >>> gen = torch.Generator().manual_seed(0)
+        >>> mean = torch.stack([term.grad_random_batch(omega, 2, gen) for _ in range(300)]).mean(0)
+        >>> bool(torch.allclose(mean, term.grad(omega), atol=0.01))
+        True
         """
         N = omega.shape[-2]
         if batch_size >= N:
@@ -923,7 +1318,29 @@ class PairInteraction(Term):
         return (2 * self.lam / N**2) * out
 
     def first_variation(self, at, points, weights):
-        """2λ (k ∗ μ)(ω) = 2λ Σ_k w_k k(ω − ω_k), chunked over the evaluation points."""
+        """2λ (k ∗ μ)(ω) = 2λ Σ_k w_k k(ω − ω_k), chunked over the evaluation points.
+
+        Parameters
+        ----------
+        at : tensor (M, p)
+        points : tensor (K, p)
+        weights : tensor (K,)
+
+        Returns
+        -------
+        tensor (M,)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.energy import PairInteraction
+        >>> from meanfield.kernels import Riesz
+        >>> points = torch.tensor([[0.0], [2.0]], dtype=torch.float64)
+        >>> at = torch.linspace(0.5, 1.5, 1001, dtype=torch.float64)[:, None]
+        >>> field = PairInteraction(Riesz(0.0)).first_variation(at, points, torch.ones(2).double())
+        >>> tuple(field.shape), round(float(field[500]), 12)  # zero midway: k(±1) = −log 1
+        ((1001,), 0.0)
+        """
         out = at.new_empty(at.shape[0])
         step = max(1, PAIR_CHUNK_ELEMENTS // max(points.shape[0] * at.shape[1], 1))
         for s in range(0, at.shape[0], step):
@@ -1008,10 +1425,49 @@ class Energy:
 
     @property
     def dim(self) -> int:
+        """The particle dimension p (the domain's).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> Energy([QuadraticPotential()], Box(3, 2.0)).dim
+        3
+        """
         return self.domain.dim
 
     def as_tensor(self, omega, *, name: str = "omega") -> torch.Tensor:
-        """Particles as a tensor of this energy's dtype/device, checking shape (..., N, p)."""
+        """Particles as a tensor of this energy's dtype/device, checking shape (..., N, p).
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+        name : str, default "omega"
+            Name quoted in the error message.
+
+        Returns
+        -------
+        tensor (..., N, p)
+
+        Raises
+        ------
+        ValueError
+            Fewer than two axes, or a last axis other than p.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential()], Box(2, 2.0), dtype=torch.float32)
+        >>> E.as_tensor([[0.0, 1.0]]).dtype
+        torch.float32
+        >>> try:
+        ...     E.as_tensor([[0.0, 1.0, 2.0]])
+        ... except ValueError as err:
+        ...     print(err)
+        omega must have shape (..., N, 2), got (1, 3)
+        """
         if not isinstance(omega, torch.Tensor):
             omega = torch.as_tensor(check_array(name, omega), dtype=self.dtype)
         if omega.ndim < 2 or omega.shape[-1] != self.dim:
@@ -1021,14 +1477,40 @@ class Energy:
         return omega.to(dtype=self.dtype, device=self.device)
 
     def value(self, omega) -> torch.Tensor:
-        """H_N(Ω), shape (...)."""
+        """H_N(Ω), the sum of the terms' finite-N energies.
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+            Particles, converted by :meth:`as_tensor`.
+
+        Returns
+        -------
+        tensor (...)
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import DoubleWellPotential, Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential(), DoubleWellPotential()], Box(1, 2.0))
+        >>> E.value([[[1.0], [-1.0]], [[0.0], [0.0]]]).tolist()  # 1/2 − 1/4; 0
+        [0.25, 0.0]
+        """
         omega = self.as_tensor(omega)
         return sum(t.value(omega) for t in self.terms)
 
     @property
     def term_names(self) -> list[str]:
         """Unique term names in the order of ``terms``: the name, then ``name_2``, ``name_3``…
-        for repeats (the keys of :meth:`term_values` and of the grid's term energies)."""
+        for repeats (the keys of :meth:`term_values` and of the grid's term energies).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import DoubleWellPotential, Energy, QuadraticPotential
+        >>> Energy([QuadraticPotential(), DoubleWellPotential()], Box(1, 2.0)).term_names
+        ['confinement', 'confinement_2']
+        """
         names: list[str] = []
         for t in self.terms:
             key, i = t.name, 1
@@ -1039,12 +1521,52 @@ class Energy:
         return names
 
     def term_values(self, omega) -> dict[str, torch.Tensor]:
-        """Each term's contribution, keyed by a unique name (``alignment``, ``interaction``…)."""
+        """Each term's contribution, keyed by a unique name (``alignment``, ``interaction``…).
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+
+        Returns
+        -------
+        dict of str to tensor (...)
+            Keyed by :attr:`term_names`; the values sum to :meth:`value`.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import DoubleWellPotential, Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential(), DoubleWellPotential()], Box(1, 2.0))
+        >>> {k: float(v) for k, v in E.term_values([[2.0]]).items()}
+        {'confinement': 2.0, 'confinement_2': 2.0}
+        """
         omega = self.as_tensor(omega)
         return {k: t.value(omega) for k, t in zip(self.term_names, self.terms, strict=True)}
 
     def value_and_grad(self, omega) -> tuple[torch.Tensor, torch.Tensor]:
-        """(H_N, ∇H_N) with one pass over the pairs."""
+        """(H_N, ∇H_N) with one pass over the pairs.
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+
+        Returns
+        -------
+        value : tensor (...)
+        grad : tensor (..., N, p)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 3.0))
+        >>> omega = torch.tensor([[-1.0], [0.5], [2.0]], dtype=torch.float64)
+        >>> v, g = E.value_and_grad(omega)
+        >>> bool(torch.isclose(v, E.value(omega))), bool(torch.allclose(g, E.grad(omega)))
+        (True, True)
+        """
         omega = self.as_tensor(omega)
         value, grad = 0, 0
         for t in self.terms:
@@ -1053,7 +1575,24 @@ class Energy:
         return value, grad
 
     def grad(self, omega) -> torch.Tensor:
-        """∇_Ω H_N, shape (..., N, p) (analytic)."""
+        """∇_Ω H_N, the analytic gradient of the sum of the terms.
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+
+        Returns
+        -------
+        tensor (..., N, p)
+            O(1/N) per particle; :meth:`drift` is N times it.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> Energy([QuadraticPotential()], Box(1, 3.0)).grad([[1.0], [-2.0]]).ravel().tolist()
+        [0.5, -1.0]
+        """
         omega = self.as_tensor(omega)
         return sum(t.grad(omega) for t in self.terms)
 
@@ -1082,6 +1621,20 @@ class Energy:
         -------
         tensor (..., N, p)
             +N ∇H_N; the SDE drift is its negative (dω = −N∇H_N dt + √(2/β_N) dW).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(1, 3.0))
+        >>> omega = torch.linspace(-1.0, 1.0, 8, dtype=torch.float64)[:, None]
+        >>> bool(torch.allclose(E.drift(omega), 8 * E.grad(omega)))
+        True
+        >>> gen = torch.Generator().manual_seed(0)  # random batches of 4 for the pair term
+        >>> tuple(E.drift(omega, interaction_batch=4, generator=gen).shape)
+        (8, 1)
         """
         omega = self.as_tensor(omega)
         if interaction_batch is not None and not isinstance(generator, torch.Generator):
@@ -1100,7 +1653,33 @@ class Energy:
         return N * total
 
     def first_variation(self, at, points, weights) -> torch.Tensor:
-        """δE/δμ at points ``at`` (M, p) for μ = Σ_k weights_k δ_{points_k}; shape (M,)."""
+        """δE/δμ at points ``at`` for μ = Σ_k weights_k δ_{points_k}: the sum over the terms.
+
+        Parameters
+        ----------
+        at : tensor or array-like (M, p)
+        points : tensor or array-like (K, p)
+        weights : array-like (K,)
+            Non-negative masses.
+
+        Returns
+        -------
+        tensor (M,)
+
+        Raises
+        ------
+        ValueError
+            ``weights`` of another length than ``points``, or negative.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 3.0))
+        >>> E.first_variation([[0.0], [1.0]], [[1.0]], [1.0]).tolist()  # ω²/2 − |ω − 1|
+        [-1.0, 0.5]
+        """
         at = self.as_tensor(at, name="at")
         points = self.as_tensor(points, name="points")
         weights = torch.as_tensor(
@@ -1113,12 +1692,43 @@ class Energy:
         return sum(t.first_variation(at, points, weights) for t in self.terms)
 
     def n_data(self) -> int | None:
-        """Number of data points of the alignment terms (None without data)."""
+        """Number of data points of the alignment terms (None without data).
+
+        Returns
+        -------
+        int or None
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, LinearAlignment, QuadraticPotential
+        >>> X, y = np.eye(3, 2), np.array([1.0, -1.0, 1.0])
+        >>> Energy([QuadraticPotential(), LinearAlignment(X, y)], Box(2, 2.0)).n_data()
+        3
+        >>> print(Energy([QuadraticPotential()], Box(2, 2.0)).n_data())
+        None
+        """
         ns = [t.n for t in self.terms if isinstance(t, AlignmentTerm)]
         return ns[0] if ns else None
 
     def describe(self) -> dict:
-        """Every parameter as plain types, flattened for dataset attributes."""
+        """Every parameter as plain types, flattened for dataset attributes.
+
+        Returns
+        -------
+        dict
+            The domain's parameters, the dtype, and ``term{i}`` (the class name) with
+            ``term{i}_{key}`` for each of the term's :meth:`Term.describe` entries.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import DoubleWellPotential, Energy
+        >>> Energy([DoubleWellPotential()], Box(1, 2.0)).describe()
+        {'domain': 'box', 'dim': 1, 'half_width': 2.0, 'dtype': 'float64',
+         'term0': 'DoubleWellPotential', 'term0_potential': 'double_well', 'term0_strength': 1.0}
+        """
         out = dict(self.domain.describe())
         out["dtype"] = str(self.dtype).replace("torch.", "")
         for i, t in enumerate(self.terms):
