@@ -64,11 +64,29 @@ class Statistic:
     name: str
 
     def f(self, omega):
+        """f(ω) at each point: shape (..., p) -> (...).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.studies.ldp import Statistic
+        >>> Statistic("mean").f(torch.tensor([[1.0, 2.0], [3.0, 4.0]])).tolist()
+        [1.0, 3.0]
+        """
         if self.name == "mean":
             return omega[..., 0]
         return (omega * omega).sum(-1)
 
     def grad(self, omega):
+        """∇f(ω) at each point: shape (..., p) -> (..., p).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.studies.ldp import Statistic
+        >>> Statistic("mean").grad(torch.tensor([[1.0, 2.0]])).tolist()
+        [[1.0, 0.0]]
+        """
         if self.name == "mean":
             g = torch.zeros_like(omega)
             g[..., 0] = 1.0
@@ -118,12 +136,39 @@ class TiltPotential(Potential):
         self.stat, self.coeff = stat, float(coeff)
 
     def V(self, omega):
+        """V(ω) = −c f(ω): shape (..., p) -> (...).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.studies.ldp import TiltPotential, statistic
+        >>> TiltPotential(statistic("second_moment"), 2.0).V(torch.tensor([[1.0, 1.0]])).tolist()
+        [-4.0]
+        """
         return -self.coeff * self.stat.f(omega)
 
     def gradV(self, omega):
+        """∇V(ω) = −c ∇f(ω): shape (..., p) -> (..., p).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.studies.ldp import TiltPotential, statistic
+        >>> tilt = TiltPotential(statistic("second_moment"), 2.0)
+        >>> tilt.gradV(torch.tensor([[1.0, -1.0]])).tolist()
+        [[-4.0, 4.0]]
+        """
         return -self.coeff * self.stat.grad(omega)
 
     def describe(self):
+        """The tilt's statistic and coefficient c, for dataset attributes.
+
+        Examples
+        --------
+        >>> from meanfield.studies.ldp import TiltPotential, statistic
+        >>> TiltPotential(statistic("mean"), 0.25).describe()
+        {'tilt_statistic': 'mean', 'tilt_coeff': 0.25}
+        """
         return {"tilt_statistic": self.stat.name, "tilt_coeff": self.coeff}
 
 
@@ -314,84 +359,66 @@ def tail_probability(
     regime: str = "mean-field",
     sampler: str = "mala",
 ) -> xr.Dataset:
-    """Estimate log P(L_N ≥ a) under the Gibbs law ∝ exp(−β_N N H_N) with an error bar.
+    r"""Estimate log P(L_N ≥ a) under the Gibbs law ∝ exp(−β_N N H_N) with an error bar.
 
     The tilt by θ adds −(θ/β) f to the energy, i.e. multiplies the law by exp(s θ L_N) with
-    the speed s = β_N N/β: s = N in the mean-field regime, s = N² in the Coulomb-gas regime.
-    ``rate`` is −log P / s, which tends to the J(a) of :func:`scgf_on_grid` with the same
-    ``regime`` (THEORY §6: speed N and rate β(F_β − min F_β); speed βN² and rate E − E(μ*)):
+    the speed s = β_N N/β (N in the mean-field regime, N² in the Coulomb-gas regime).
+    ``rate`` = −log P / s tends to the J(a) of :func:`scgf_on_grid` with the same ``regime``
+    (THEORY §6: speed N and rate β(F_β − min F_β); speed βN² and rate E − E(μ*)):
 
     .. math::
 
-        P(L_N \\ge a) = \\frac{Z_\\theta}{Z_0}\\,
-        E_\\theta\\big[1\\{L_N \\ge a\\}\\, e^{-\\theta s L_N}\\big], \\qquad
-        \\log\\frac{Z_\\theta}{Z_0} = s \\int_0^\\theta E_{\\theta'}[L_N]\\, d\\theta'.
+        P(L_N \ge a) = \frac{Z_\theta}{Z_0}\, E_\theta\big[1\{L_N \ge a\}\, e^{-\theta s L_N}\big],
+        \qquad \log\frac{Z_\theta}{Z_0} = s \int_0^\theta E_{\theta'}[L_N]\, d\theta'.
 
     Parameters
     ----------
-    energy, stat : the model and the linear statistic.
-    a : float
-        Threshold of the upper tail.
-    n_particles : int
-        Number of particles N (formerly ``N``).
-    beta : float
-        Inverse temperature.
-    theta : float
-        Tilt at which the indicator is estimated; best where the tilted mean of L_N is ≈ a
-        (e.g. from :func:`scgf_on_grid`).
-    n_ladder : int
-        θ points (uniform on [0, theta]) for the thermodynamic integration.
-    n_replicas, n_steps, burn_in, thin, eta :
-        Chains per θ (independent replicas), steps, discarded steps, recording stride and
-        step size (MALA's η; HMC adapts its step from √(2η) during the burn-in, and its steps
-        are whole trajectories).
+    energy, stat, a, n_particles, beta : Energy, Statistic, float, int, float
+        The model, the linear statistic, the threshold of the upper tail, the number of
+        particles N (formerly ``N``) and the inverse temperature β.
+    theta, n_ladder : float, int
+        Tilt of the indicator (best where the tilted mean of L_N is ≈ a, see
+        :func:`scgf_on_grid`); θ points (uniform on [0, theta]) of the thermodynamic integration.
+    n_replicas, n_steps, burn_in, thin, eta, seed : int, int, int, int, float, int
+        Chains per θ (independent replicas), steps (HMC: whole trajectories), discarded steps,
+        recording stride, step size (MALA's η; HMC adapts its step from √(2η)) and seed.
     omega0 : array (N, p), optional
         Starting configuration (default: N points spread on [−1, 1] in every coordinate).
-    regime : {"mean-field", "coulomb-gas"}
-    sampler : {"mala", "hmc"}
-        The exact sampler of the tilted laws (:class:`~meanfield.particles.MALA` or
-        :func:`~meanfield.samplers.sample_hmc`).
+    regime, sampler : {"mean-field", "coulomb-gas"}, {"mala", "hmc"}
+        The temperature regime, and the exact sampler of the tilted laws
+        (:class:`~meanfield.particles.MALA` or :func:`~meanfield.samplers.sample_hmc`).
 
     Returns
     -------
     xarray.Dataset
-        ``log_p``, ``log_p_se`` (statistical, from replica means), ``log_p_quad_err``
-        (trapezoid vs Simpson), ``rate`` = −log_p / speed, ``rate_se``; over theta_ladder:
-        ``mean_L``, ``mean_L_se``, ``acceptance_rate``.
+        ``log_p``, ``log_p_se``, ``log_p_quad_err`` (trapezoid vs Simpson), ``rate`` = −log_p/s,
+        ``rate_se``; over ``theta_ladder``: ``mean_L``, ``mean_L_se``, ``acceptance_rate``.
 
     Examples
     --------
     Without interaction, L_N (the mean of N = 4 standard normals at β = 1) is N(0, 1/4), so
-    P(L_N ≥ 1) = P(Z ≥ 2) ≈ 0.0228 (log ≈ −3.78); a short run estimates it:
+    log P(L_N ≥ 1) = log P(Z ≥ 2) ≈ −3.78, and the rate is −log P / 4 (speed N):
 
-    >>> import math
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.studies.ldp import statistic, tail_probability
     >>> E = Energy([QuadraticPotential()], Box(1, 4.0))
-    >>> ds = tail_probability(
-    ...     E, statistic("mean"), 1.0, 4, 1.0, theta=1.0, n_ladder=3, n_replicas=4,
-    ...     n_steps=40, burn_in=10, thin=5, eta=0.1,
-    ... )
-    >>> round(float(ds["log_p"]), 1), round(math.log(0.5 * math.erfc(2 / math.sqrt(2))), 1)
-    (-3.8, -3.8)
-    >>> round(float(ds["rate"]), 2) == round(-float(ds["log_p"]) / 4, 2)  # speed N = 4
-    True
+    >>> ds = tail_probability(E, statistic("mean"), 1.0, 4, 1.0, theta=1.0, n_ladder=3,
+    ...                       n_replicas=4, n_steps=40, burn_in=10, thin=5, eta=0.1)
+    >>> round(float(ds["log_p"]), 1), bool(ds["rate"] == -ds["log_p"] / 4)
+    (-3.8, True)
     """
     N, beta, n_ladder, n_replicas = _check_tail_args(
         n_particles, beta, theta, n_ladder, n_replicas, n_steps, burn_in, regime, sampler
     )
     speed = N if regime == "mean-field" else N * N  # β_N N / β
-    if omega0 is None:
-        omega0 = _spread_start(N, energy.dim, seed)
-    state = torch.as_tensor(omega0, dtype=torch.float64)[None].repeat(n_replicas, 1, 1)
+    state = _replicated_start(omega0, N, energy.dim, n_replicas, seed)
     ladder = np.linspace(0.0, float(theta), n_ladder)
-    chain = dict(eta=eta, n_steps=n_steps, burn_in=burn_in, thin=thin, regime=regime)
+    chain = dict(regime=regime, n_steps=n_steps, burn_in=burn_in, thin=thin, eta=eta)
     data = _tail_estimate(energy, stat, a, beta, state, ladder, speed, seed, sampler, chain)
-    attrs = {"statistic": stat.name, "a": a, "N": N, "beta": beta, "theta": theta}
-    attrs |= {"regime": regime, "sampler": sampler, "speed": speed, "n_ladder": n_ladder}
-    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
-    attrs = provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed)
+    attrs = {"statistic": stat.name, "a": a, "N": N, "beta": beta, "theta": theta, **chain}
+    attrs |= {"sampler": sampler, "speed": speed, "n_ladder": n_ladder, "n_replicas": n_replicas}
+    attrs = provenance({**attrs, **energy.describe()}, seed=seed)
     return xr.Dataset(data, coords={"theta_ladder": ladder}, attrs=attrs)
 
 
@@ -425,6 +452,14 @@ def _check_tail_args(N, beta, theta, n_ladder, n_replicas, n_steps, burn_in, reg
     if theta < 0:
         raise ValueError(f"theta must be >= 0 for an upper tail, got {theta}")
     return N, beta, n_ladder, n_replicas
+
+
+def _replicated_start(omega0, N: int, p: int, n_replicas: int, seed: int) -> torch.Tensor:
+    """The chains' start, shape (n_replicas, N, p): ``omega0`` in every replica, or by
+    default :func:`_spread_start`."""
+    if omega0 is None:
+        omega0 = _spread_start(N, p, seed)
+    return torch.as_tensor(omega0, dtype=torch.float64)[None].repeat(n_replicas, 1, 1)
 
 
 def _spread_start(N: int, p: int, seed: int) -> torch.Tensor:
@@ -510,7 +545,7 @@ def kernel_concentration(
     eps_w2=None,
     seed: int = 0,
 ) -> xr.Dataset:
-    """P(max_jk |K_{μ_N}(x_j, x_k) − K_ref(x_j, x_k)| > ε) against N.
+    r"""P(max_jk |K_{μ_N}(x_j, x_k) − K_ref(x_j, x_k)| > ε) against N.
 
     μ_N is drawn from the exact Gibbs law ∝ exp(−β_N N H_N) (MALA, independent replicas).  The
     reference is that law's limit: the grid Gibbs state ρ_β (mean-field regime) or the β = ∞
@@ -520,21 +555,18 @@ def kernel_concentration(
 
     .. math::
 
-        P\\Big(\\max_{jk}|K_{\\mu_N}(x_j, x_k) - K_{\\mathrm{ref}}(x_j, x_k)| > \\varepsilon
-        \\Big) \\approx e^{-N\\, \\mathrm{rate}(\\varepsilon)}.
-
-    With ``eps_w2`` the same samples also give P(W2(μ_N, ref) > ε) (exact 1D quantile W2).
+        P\Big(\max_{jk}|K_{\mu_N}(x_j, x_k) - K_{\mathrm{ref}}(x_j, x_k)| > \varepsilon
+        \Big) \approx e^{-N\, \mathrm{rate}(\varepsilon)}.
 
     Parameters
     ----------
     energy, X, feature : Energy (p = 1), array (n, d), str
         The model, the data inputs where the kernels are compared, the kernel's feature map.
-    beta : float
-        Inverse temperature β > 0.
-    n_particles : sequence of int
-        Particle numbers N (formerly ``Ns``).
+    beta, n_particles : float, sequence of int
+        Inverse temperature β > 0; particle numbers N (formerly ``Ns``).
     eps, eps_w2 : sequence of float
-        Thresholds ε of the kernel gap and (optional) of W2.
+        Thresholds ε of the kernel gap and (optional) of W2(μ_N, ref): the same samples then
+        also give P(W2(μ_N, ref) > ε) (exact 1D quantile W2).
     cells, n_replicas, n_steps, burn_in, thin, eta, seed :
         Grid cells of the reference; MALA chains per N, steps, discarded steps, recording
         stride, step size; seed.
@@ -549,27 +581,20 @@ def kernel_concentration(
 
     Examples
     --------
-    The model of the kernel figure, two N, four short chains each (the decay rate needs at
-    least 3 sizes, so it is undetermined here):
+    The model of the kernel figure, two N (too few for a decay rate), four short chains each:
 
     >>> from meanfield.studies.kernel_figure import kernel_model
     >>> from meanfield.studies.ldp import kernel_concentration
     >>> E, X = kernel_model()
-    >>> ds = kernel_concentration(
-    ...     E, X, "softplus", 2.0, [4, 8], [0.1, 1.0], cells=32, n_replicas=4, n_steps=20,
-    ...     burn_in=10, thin=5,
-    ... )
+    >>> ds = kernel_concentration(E, X, "softplus", 2.0, [4, 8], [0.1, 1.0], cells=32,
+    ...                           n_replicas=4, n_steps=20, burn_in=10, thin=5)
     >>> dict(ds["prob"].sizes), bool(((ds["prob"] >= 0) & (ds["prob"] <= 1)).all())
     ({'N': 2, 'eps': 2}, True)
-    >>> bool((ds["prob"].sel(eps=0.1) >= ds["prob"].sel(eps=1.0)).all())  # P falls with ε
-    True
-    >>> bool(ds["decay_rate"].isnull().all())
-    True
+    >>> p = ds["prob"]  # P falls with ε; the decay rate is undetermined (NaN)
+    >>> bool((p.sel(eps=0.1) >= p.sel(eps=1.0)).all()), bool(ds["decay_rate"].isnull().all())
+    (True, True)
     """
-    beta = check_positive("beta", beta)
-    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
-    eps, eps_w2 = _thresholds(eps), _thresholds(eps_w2)
-    Ns = [check_int("n_particles (N)", int(n)) for n in n_particles]
+    beta, Ns, eps, eps_w2 = _check_concentration_args(beta, regime, n_particles, eps, eps_w2)
     grid, rho = _reference_density(energy, beta, regime, cells)
     gen = torch.Generator().manual_seed(seed)
     chain = dict(eta=eta, beta=beta, n_steps=n_steps, record_every=thin, regime=regime)
@@ -577,16 +602,34 @@ def kernel_concentration(
     for N in Ns:
         om = _mala_snapshots(energy, rho, grid, N, n_replicas, gen, burn_in, seed + N, chain)
         rows.append(_gap_and_w2(om, rho, X, feature, with_w2=eps_w2 is not None))
+    data, coords = _concentration_table(rows, Ns, eps, eps_w2)
+    attrs = {"beta": beta, "regime": regime, "feature": feature, "cells": cells}
+    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
+    attrs = provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def _check_concentration_args(beta, regime, n_particles, eps, eps_w2):
+    """:func:`kernel_concentration`'s arguments checked before any work: β, the particle
+    numbers as ints and the thresholds as 1D float arrays (``eps_w2`` may stay None)."""
+    beta = check_positive("beta", beta)
+    check_choice("regime", regime, ("mean-field", "coulomb-gas"))
+    eps, eps_w2 = _thresholds(eps), _thresholds(eps_w2)
+    Ns = [check_int("n_particles (N)", int(n)) for n in n_particles]
+    return beta, Ns, eps, eps_w2
+
+
+def _concentration_table(rows, Ns, eps, eps_w2) -> tuple[dict, dict]:
+    """:func:`kernel_concentration`'s variables and coordinates from the per-N samples
+    ``rows`` (pairs of (T, R) arrays: kernel gaps and W2 or None), with the decay rate of
+    P(gap > ε) in N."""
     data = _tail_table([r[0] for r in rows], eps, "eps", "prob", "mean_gap")
     coords = {"N": Ns, "eps": eps}
     if eps_w2 is not None:
         data |= _tail_table([r[1] for r in rows], eps_w2, "eps_w2", "prob_w2", "mean_w2")
         coords["eps_w2"] = eps_w2
     data["decay_rate"] = ("eps", _decay_rates(Ns, data["prob"][1]))
-    attrs = {"beta": beta, "regime": regime, "feature": feature, "cells": cells}
-    attrs |= {"n_replicas": n_replicas, "n_steps": n_steps, "burn_in": burn_in, "thin": thin}
-    attrs = provenance({**attrs, "eta": eta, **energy.describe()}, seed=seed)
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return data, coords
 
 
 def _thresholds(eps):
