@@ -591,6 +591,35 @@ class FastCoulombInteraction(PairInteraction):
         self.min_n = None if min_n is None else check_int("min_n", min_n, minimum=0)
 
     def bind(self, dim, dtype, device):
+        """Bind as :meth:`PairInteraction.bind`; check the kernel is Coulomb in R^dim.
+
+        Parameters
+        ----------
+        dim : int
+            Particle dimension p; the kernel must be Riesz with s = p − 2.
+        dtype : torch.dtype
+            Floating type of the term's tensors.
+        device : str or torch.device
+            Where the term's tensors live.
+
+        Raises
+        ------
+        ValueError
+            The kernel is not the Coulomb kernel of R^dim (no fast sum would apply).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.fastsums import FastCoulombInteraction
+        >>> from meanfield.kernels import Coulomb
+        >>> term = FastCoulombInteraction(Coulomb(2))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> try:
+        ...     term.bind(3, torch.float64, "cpu")
+        ... except ValueError as err:
+        ...     print(str(err)[:58])
+        the fast sum needs the Coulomb kernel of the particle dime
+        """
         super().bind(dim, dtype, device)
         self._check_dim(dim)
 
@@ -637,6 +666,31 @@ class FastCoulombInteraction(PairInteraction):
         return omega.shape[-2] < min_n
 
     def value_and_grad(self, omega):
+        """H_N and its gradient in one fast sum (the direct sum below ``min_n`` particles).
+
+        Parameters
+        ----------
+        omega : tensor of shape (..., N, p)
+            Particles, p = the kernel's dimension.
+
+        Returns
+        -------
+        value : tensor of shape (...)
+            (λ/N²) Σ_{i≠j} k(ω_i − ω_j).
+        grad : tensor of shape (..., N, p)
+            ∇_{ω_i} of the value, (2λ/N²) Σ_{j≠i} ∇k(ω_i − ω_j).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.fastsums import FastCoulombInteraction
+        >>> from meanfield.kernels import Coulomb
+        >>> term = FastCoulombInteraction(Coulomb(1), lam=1.0, min_n=0)
+        >>> omega = torch.tensor([[0.0], [1.0], [3.0]], dtype=torch.float64)
+        >>> value, grad = term.value_and_grad(omega)
+        >>> 9 * float(value), (9 * grad[:, 0]).tolist()  # −2 (1 + 3 + 2); −2 (#below − #above)
+        (-12.0, [4.0, 0.0, -4.0])
+        """
         if self._direct(omega):
             return super().value_and_grad(omega)
         N = omega.shape[-2]
@@ -644,12 +698,54 @@ class FastCoulombInteraction(PairInteraction):
         return self.lam * total / N**2, (2 * self.lam / N**2) * g
 
     def value(self, omega):
+        """H_N = (λ/N²) Σ_{i≠j} k(ω_i − ω_j) by the fast sum (direct below ``min_n`` particles).
+
+        Parameters
+        ----------
+        omega : tensor of shape (..., N, p)
+            Particles.
+
+        Returns
+        -------
+        tensor of shape (...)
+            The interaction energy of each replica.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.fastsums import FastCoulombInteraction
+        >>> from meanfield.kernels import Coulomb
+        >>> term = FastCoulombInteraction(Coulomb(1), lam=2.0, min_n=0)
+        >>> term.value(torch.tensor([[[0.0], [2.0]], [[0.0], [1.0]]])).tolist()  # 2 replicas
+        [-2.0, -1.0]
+        """
         if self._direct(omega):
             return super().value(omega)
         N = omega.shape[-2]
         return self.lam * self._sums(omega, True, False)[0] / N**2
 
     def grad(self, omega):
+        """∇H_N = (2λ/N²) Σ_{j≠i} ∇k(ω_i − ω_j) by the fast sum (direct below ``min_n``).
+
+        Parameters
+        ----------
+        omega : tensor of shape (..., N, p)
+            Particles.
+
+        Returns
+        -------
+        tensor of shape (..., N, p)
+            The gradient with respect to each particle.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.fastsums import FastCoulombInteraction
+        >>> from meanfield.kernels import Coulomb
+        >>> term = FastCoulombInteraction(Coulomb(1), lam=2.0, min_n=0)
+        >>> term.grad(torch.tensor([[0.0], [2.0]]))[:, 0].tolist()  # descent pushes them apart
+        [1.0, -1.0]
+        """
         if self._direct(omega):
             return super().grad(omega)
         N = omega.shape[-2]
@@ -671,6 +767,16 @@ class FastCoulombInteraction(PairInteraction):
         -------
         tensor (M,)
             δE/δμ of this term at ``at``, in the dtype and on the device of ``at``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.fastsums import FastCoulombInteraction
+        >>> from meanfield.kernels import Coulomb
+        >>> term = FastCoulombInteraction(Coulomb(1), lam=0.5)
+        >>> atoms, w = torch.tensor([[-1.0], [1.0]]), torch.tensor([0.5, 0.5])
+        >>> term.first_variation(torch.tensor([[0.0], [3.0]]), atoms, w).tolist()  # −E|ω − ω'|
+        [-1.0, -3.0]
         """
         p = at.shape[-1]
         self._check_dim(p)
@@ -686,6 +792,21 @@ class FastCoulombInteraction(PairInteraction):
         return 2 * self.lam * torch.as_tensor(out).to(at.device, at.dtype)
 
     def describe(self):
+        """The direct term's description plus ``fast_sum`` and ``eps``.
+
+        Returns
+        -------
+        dict
+            :meth:`PairInteraction.describe` with ``"fast_sum": "coulomb"`` and ``"eps"``.
+
+        Examples
+        --------
+        >>> from meanfield.fastsums import FastCoulombInteraction
+        >>> from meanfield.kernels import Coulomb
+        >>> FastCoulombInteraction(Coulomb(3), eps=1e-8).describe()
+        {'kernel': 'riesz', 's': 1.0, 'softening': 0.0, 'lam': 1.0,
+         'fast_sum': 'coulomb', 'eps': 1e-08}
+        """
         return {**super().describe(), "fast_sum": "coulomb", "eps": self.eps}
 
 
