@@ -108,6 +108,7 @@ class McKeanVlasov:
 
     # --- the right-hand side ------------------------------------------------------------------
     def _values(self, state) -> np.ndarray:
+        """The cell values of ``state`` (a Density on this grid, or an array) as floats."""
         if isinstance(state, Density):
             if state.grid != self.grid:
                 raise ValueError(
@@ -118,21 +119,66 @@ class McKeanVlasov:
 
     @property
     def implicit(self) -> bool:
-        """True if the scheme's step is implicit (positive for every Δt)."""
+        """True if the scheme's step is implicit (positive for every Δt).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> energy = Energy([QuadraticPotential()], g.domain)
+        >>> [McKeanVlasov(energy, g, 1.0, scheme=s).implicit for s in ("sg", "sg-implicit")]
+        [False, True]
+        """
         return self.scheme.implicit
 
     @property
     def linear(self) -> bool:
-        """True if every step is the same linear map of ρ: SG fluxes (linear in ρ) of a
-        potential that does not depend on ρ (one-body terms only)."""
+        """True if every step is the same linear map of ρ.
+
+        That holds for SG fluxes (linear in ρ) of a potential that does not depend on ρ
+        (one-body terms only); :meth:`advance_frozen` then takes many steps in one call.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> energy = Energy([QuadraticPotential()], g.domain)
+        >>> [McKeanVlasov(energy, g, 1.0, scheme=s).linear for s in ("upwind", "sg")]
+        [False, True]
+        """
         return self._linear
 
     def potential(self, state) -> np.ndarray:
-        """U = δE/δρ at the cell centres, shape ``grid.shape`` (a new array)."""
+        """U = δE/δρ at the cell centres (a new array).
+
+        Parameters
+        ----------
+        state : Density or array_like, shape ``grid.shape``
+            The density ρ.
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> eq.potential(Density.uniform(g))  # x²/2 at the centres
+        array([1.53125, 0.78125, 0.28125, 0.03125, 0.03125, 0.28125, 0.78125, 1.53125])
+        """
         U = self._potential(self._values(state))
         return U.copy() if U is self._fixed_potential else U
 
     def _potential(self, rho) -> np.ndarray:
+        """U at ρ; for a ρ-independent energy, one cached read-only array."""
         if not self.grid_energy.depends_on_density:
             # one read-only object for every step: the schemes cache their face rates per U
             if self._fixed_potential is None:
@@ -142,18 +188,67 @@ class McKeanVlasov:
         return self.grid_energy.potential(rho)
 
     def evolution_rate(self, state) -> np.ndarray:
-        """dρ/dt of the semi-discrete scheme, shape ``grid.shape``."""
+        r"""dρ/dt of the semi-discrete scheme.
+
+        .. math::
+
+            \frac{d\rho_i}{dt} = -\frac{1}{|C|}\sum_{\text{faces } f \text{ of } C_i} |f|\, F_f,
+
+        with F_f the scheme's flux through face f (zero on the walls).
+
+        Parameters
+        ----------
+        state : Density or array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+            It sums to zero (mass is conserved).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> rate = eq.evolution_rate(Density.uniform(g))  # mass moves inward from the walls
+        >>> rate, abs(float(rate.sum())) < 1e-12
+        (array([-0.75,  0.25,  0.25,  0.25,  0.25,  0.25,  0.25, -0.75]), True)
+        """
         rho = self._values(state)
         return self.scheme.rate(rho, self._potential(rho), self.grid, self.beta)
 
     def operator(self, state):
-        """The generator A at ρ (sparse CSC, M × M; C-order cells): dρ/dt = A ρ with U frozen
-        at ρ, and the implicit schemes solve (I − Δt A) ρⁿ⁺¹ = ρⁿ.
+        """The generator A at ρ, with U frozen at ρ: dρ/dt = A ρ.
+
+        The implicit schemes solve (I − Δt A) ρⁿ⁺¹ = ρⁿ with it.
+
+        Parameters
+        ----------
+        state : Density or array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        scipy.sparse.csc_matrix, shape (M, M)
+            Cells in C order; its columns sum to zero.
 
         Raises
         ------
         TypeError
             The upwind scheme, whose flux depends on log ρ, has no such linear operator.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> rho = Density.uniform(g)
+        >>> A = eq.operator(rho)
+        >>> A.shape, bool(np.allclose(A @ rho.data, eq.evolution_rate(rho)))
+        ((8, 8), True)
         """
         if not hasattr(self.scheme, "matrix"):
             raise TypeError(
@@ -166,10 +261,31 @@ class McKeanVlasov:
     def prepare_step(self, rho) -> StepPlan:
         """U, the explicit fluxes and the stable step at ρ (what one step needs).
 
+        Parameters
+        ----------
+        rho : Density or array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        StepPlan
+            ``U``, the outgoing and incoming flows (None when the step recomputes them) and
+            ``dt_stable``, the largest step the scheme allows (before the safety factor).
+
         Raises
         ------
         NumericalError
             U is NaN or infinite somewhere.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> plan = eq.prepare_step(Density.uniform(g))
+        >>> plan.U.shape, round(plan.dt_stable, 4)
+        ((8,), 0.1287)
         """
         rho = self._values(rho)
         U = self._potential(rho)
@@ -183,7 +299,34 @@ class McKeanVlasov:
         return StepPlan(U, out, inn, dt_stable)
 
     def advance(self, rho, dt: float, plan: StepPlan) -> np.ndarray:
-        """One step of size ``dt`` from ρ with the plan of :meth:`prepare_step` at ρ."""
+        """One step of size ``dt`` from ρ with the plan of :meth:`prepare_step` at ρ.
+
+        Parameters
+        ----------
+        rho : numpy.ndarray, shape ``grid.shape``
+            The density at the start of the step.
+        dt : float
+            Step size (≤ ``plan.dt_stable`` for an explicit scheme).
+        plan : StepPlan
+            :meth:`prepare_step` at ``rho``.
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+            The density after the step.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> rho = Density.uniform(g).data
+        >>> new = eq.advance(rho, 0.01, eq.prepare_step(rho))  # explicit SG: forward Euler
+        >>> bool(np.allclose(new, rho + 0.01 * eq.evolution_rate(rho)))
+        True
+        """
         if self.scheme.needs_potential and self.grid_energy.depends_on_density:
             return self.scheme.advance(
                 rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn, potential=self._potential
@@ -193,29 +336,156 @@ class McKeanVlasov:
     def advance_frozen(
         self, rho, dt: float, n_steps: int, plan: StepPlan, last: float = 0.0
     ) -> np.ndarray:
-        """``n_steps`` steps of size ``dt`` of a :attr:`linear` equation, then one of size
-        ``last`` if > 0 (one call)."""
+        """``n_steps`` steps of size ``dt`` of a :attr:`linear` equation, then one of ``last``.
+
+        Parameters
+        ----------
+        rho : numpy.ndarray, shape ``grid.shape``
+            The density at the start.
+        dt : float
+            Step size.
+        n_steps : int
+            Number of steps of size ``dt``.
+        plan : StepPlan
+            :meth:`prepare_step` at ``rho`` (its U serves every step).
+        last : float, default 0.0
+            Size of a final shorter step, skipped if 0.
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> rho = Density.uniform(g).data
+        >>> plan = eq.prepare_step(rho)
+        >>> one_by_one = eq.advance(eq.advance(rho, 0.01, plan), 0.005, plan)
+        >>> bool(np.allclose(eq.advance_frozen(rho, 0.01, 1, plan, last=0.005), one_by_one))
+        True
+        """
         if not self.linear:
             raise ValueError("advance_frozen needs a linear equation (see McKeanVlasov.linear)")
         return self.scheme.advance_frozen(rho, plan.U, self.grid, self.beta, dt, n_steps, last)
 
     def stable_dt(self, state) -> float:
-        """The largest time step the scheme allows at this state (before the safety factor)."""
+        """The largest time step the scheme allows at this state (before the safety factor).
+
+        Parameters
+        ----------
+        state : Density or array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        float
+            ``prepare_step(state).dt_stable``; for an implicit scheme the drift's CFL bound.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> round(eq.stable_dt(Density.uniform(g)), 4)
+        0.1287
+        """
         return self.prepare_step(self._values(state)).dt_stable
 
     def free_energy_terms(self, state) -> dict:
-        """Discrete F_β and its parts (see :meth:`GridEnergy.free_energy_terms`)."""
+        """Discrete F_β and its parts (see :meth:`GridEnergy.free_energy_terms`).
+
+        Parameters
+        ----------
+        state : Density or array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        dict of str to float
+            One entry per energy term, then ``energy``, ``entropy`` and ``free_energy``.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> {k: round(v, 4) for k, v in eq.free_energy_terms(Density.uniform(g)).items()}
+        {'confinement': 0.6562, 'entropy': -1.3863, 'energy': 0.6562, 'free_energy': -0.73}
+        """
         return self.grid_energy.free_energy_terms(self._values(state), self.beta)
 
     def free_energy(self, state) -> float:
+        """The discrete free energy F_β = E + β⁻¹ Σ |C| ρ log ρ.
+
+        Parameters
+        ----------
+        state : Density or array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> round(eq.free_energy(Density.uniform(g)), 4)  # E = 21/32, entropy -log 4
+        -0.73
+        """
         return self.free_energy_terms(state)["free_energy"]
 
     def solve(self, state: Density, t_range, **kwargs):
-        """Evolve ``state`` over ``t_range``; see :func:`meanfield.pde.solver.solve`."""
+        """Evolve ``state`` over ``t_range``; see :func:`meanfield.pde.solver.solve`.
+
+        Parameters
+        ----------
+        state : Density
+            The initial density.
+        t_range : float or (float, float)
+            Final time, or (start, end).
+        **kwargs
+            Passed to :func:`~meanfield.pde.solver.solve` (trackers, dt, ...).
+
+        Returns
+        -------
+        SolveResult
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> res = eq.solve(Density.uniform(g), 0.5)
+        >>> res.t, round(res.state.mass, 12)
+        (0.5, 1.0)
+        """
         return solve(self, state, t_range, **kwargs)
 
     def describe(self) -> dict:
-        """Every parameter as plain types (for dataset attributes)."""
+        """Every parameter as plain types (for dataset attributes).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+        >>> d = eq.describe()
+        >>> d["beta"], d["scheme"], d["grid_n"], d["term0"]
+        (1.0, 'sg', [8], 'QuadraticPotential')
+        """
         out = {"beta": self.beta, **self.scheme.describe(), **self.grid.describe()}
         out.update(self.energy.describe())
         return out
