@@ -125,7 +125,28 @@ class LangevinState:
 
     def evolve(self, **changes) -> LangevinState:
         """A new state with ``changes``; ``cache`` entries given as a dict are merged into
-        (a copy of) the current cache."""
+        (a copy of) the current cache.
+
+        Parameters
+        ----------
+        **changes
+            New values of the fields (``omega``, ``step``, ``accepted``, ``proposed``,
+            ``cache``).
+
+        Returns
+        -------
+        LangevinState
+            ``self`` is left as it was.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.particles import LangevinState
+        >>> s = LangevinState(torch.zeros(2, 1), cache={"U": 1.0})
+        >>> s2 = s.evolve(step=3, cache={"gradU": 0.0})
+        >>> s2.step, sorted(s2.cache), s.step, sorted(s.cache)
+        (3, ['U', 'gradU'], 0, ['U'])
+        """
         if "cache" in changes:
             changes["cache"] = _frozen({**self.cache, **changes["cache"]})
         return replace(self, **changes)
@@ -336,10 +357,54 @@ class ProjectedLangevin:
                 raise ValueError(f"data_batch must be in [2, n={n}], got {self.data_batch}")
 
     def init(self, omega) -> LangevinState:
+        """The state at step 0: ``omega`` (..., N, p) as a tensor of the energy's dtype,
+        projected onto 𝒲.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.particles import ProjectedLangevin
+        >>> lang = ProjectedLangevin(Energy([QuadraticPotential()], Box(1, 2.0)), 0.01, 1.0)
+        >>> s = lang.init([[3.0], [0.5]])  # 3 lies outside [−2, 2]
+        >>> s.omega.flatten().tolist(), s.step
+        ([2.0, 0.5], 0)
+        """
         omega = self.energy.domain.project(self.energy.as_tensor(omega, name="omega0"))
         return LangevinState(omega=omega)
 
     def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        """One step of Algorithm 1 from ``state``, returned as a new state.
+
+        Parameters
+        ----------
+        state : LangevinState
+            Left as it was.
+        generator : torch.Generator
+            Draws the noise ξ and, when set, the random pair batches and the data rows.
+
+        Returns
+        -------
+        LangevinState
+            Ω moved and projected onto 𝒲, ``step`` + 1.
+
+        Raises
+        ------
+        meanfield.errors.NumericalError
+            The drift N∇H_N is not finite.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.particles import ProjectedLangevin
+        >>> lang = ProjectedLangevin(Energy([QuadraticPotential()], Box(1, 2.0)), 0.01, 1.0)
+        >>> s0 = lang.init(torch.zeros(3, 1))
+        >>> s1 = lang.step(s0, torch.Generator().manual_seed(0))
+        >>> s0.step, s1.step, bool((s1.omega != 0).all()), bool((s0.omega == 0).all())
+        (0, 1, True, True)
+        """
         omega = state.omega
         N = omega.shape[-2]
         beta_N = effective_beta(self.beta, N, self.regime)
@@ -414,9 +479,58 @@ class MALA:
         return gibbs_potential(self.energy, omega, beta_N)
 
     def init(self, omega) -> LangevinState:
+        """The state at step 0 (:func:`metropolis_init`): Ω projected onto 𝒲, U and ∇U cached,
+        no acceptances yet.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.particles import MALA
+        >>> mala = MALA(Energy([QuadraticPotential()], Box(1, 2.0)), eta=0.01, beta=1.0)
+        >>> s = mala.init([[3.0], [0.0]])  # U = β N H_N = 2 · (4/2 + 0)/2
+        >>> s.omega.flatten().tolist(), float(s.cache["U"]), s.proposed
+        ([2.0, 0.0], 2.0, 0)
+        """
         return metropolis_init(self.energy, omega, self.beta, self.regime)
 
     def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        """One MALA proposal and Metropolis decision per replica, returned as a new state.
+
+        Parameters
+        ----------
+        state : LangevinState
+            As :meth:`init` gives it (U and ∇U cached); left as it was.
+        generator : torch.Generator
+            Draws the proposal noise and the uniforms of the decisions.
+
+        Returns
+        -------
+        LangevinState
+            Accepted replicas at the proposal, the others where they were; ``step``,
+            ``proposed`` and the replicas' ``accepted`` counted.
+
+        Raises
+        ------
+        meanfield.errors.NumericalError
+            The log acceptance ratio is NaN.
+
+        Examples
+        --------
+        A small step is almost always accepted:
+
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.particles import MALA
+        >>> mala = MALA(Energy([QuadraticPotential()], Box(1, 2.0)), eta=1e-4, beta=1.0)
+        >>> s = mala.init(torch.zeros(5, 4, 1))  # 5 replicas
+        >>> g = torch.Generator().manual_seed(0)
+        >>> for _ in range(10):
+        ...     s = mala.step(s, g)
+        >>> s.step, s.proposed, s.accepted.tolist()
+        (10, 10, [10.0, 10.0, 10.0, 10.0, 10.0])
+        """
         omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
         beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
         h = self.eta / beta_N
@@ -653,7 +767,12 @@ def pinning_step_warning(domain, eta: float, beta: float, beta_N: float) -> str 
     )
 
 
-def _warn_if_pinned(ds: xr.Dataset, domain, eta: float, beta: float) -> None:
+def _warn_if_pinned(ds: xr.Dataset, integrator) -> None:
+    """After a projected-Langevin run: warn when half the particles or more of the last record
+    of ``ds`` lie on the boundary (pinned there by the projection, not sampled)."""
+    if not isinstance(integrator, ProjectedLangevin):
+        return
+    domain, eta, beta = integrator.energy.domain, integrator.eta, integrator.beta
     last = ds["omega"].isel(time=-1).values if "omega" in ds else ds["omega_final"].values
     frac = boundary_fraction(last, domain)
     if frac >= 0.5:
@@ -691,8 +810,7 @@ def simulate(
     ----------
     energy : Energy
     omega0 : array (N, p) or (R, N, p)
-        Initial particles (projected onto the domain first); a leading axis runs R
-        independent replicas.
+        Initial particles, projected onto 𝒲; a leading axis runs R independent replicas.
     eta, beta : float
         Step size η > 0 and inverse temperature β > 0.
     n_steps : int
@@ -700,42 +818,36 @@ def simulate(
     regime : {"mean-field", "coulomb-gas"}
     method : {"langevin", "mala"}
     record_every : int, optional
-        Record every this many steps (default: about 100 records).  Step 0 and the last step
-        are always recorded.
+        Record every this many steps (default: ~100 records) and always at the first and last.
     interaction_batch, data_batch : int, optional
         Random-batch size for the pair term, mini-batch size for the data (Langevin only).
     seed : int
         Seeds every random number of the run.
-    record_positions : bool
-        Store positions at every record (else only the last positions, as ``omega_final``).
-    progress : bool
-        Show a tqdm progress bar.
+    record_positions, progress : bool
+        Store every record's positions (else the last only, as ``omega_final``); a progress bar.
+    extra_attrs : dict, optional
+        More attributes for the dataset.
 
     Returns
     -------
     xarray.Dataset
-        ``omega`` (time, [replica,] particle, dim), ``energy`` and ``energy_<term>`` (time,
-        [replica]), ``acceptance_rate`` (time, [replica]) for MALA (the rate over the preceding
-        record interval); coordinate ``step``; attributes with every parameter, the seed and the
-        package version.
+        ``omega`` (time, [replica,] particle, dim), ``energy``, ``energy_<term>`` and, for
+        MALA, ``acceptance_rate`` over the preceding record interval (time, [replica]);
+        coordinate ``step``; attributes: every parameter, the seed and the package version.
 
     Warns
     -----
     meanfield.errors.PinnedParticlesWarning
-        Projected Langevin only: before the run when one noise step sqrt(2 η / β_N) is at
-        least the domain's width, after it when half the particles or more ended on the
-        boundary (pinned by the projection rather than sampled).
+        Projected Langevin only: one noise step sqrt(2 η / β_N) spans the domain (before the
+        run), or half the particles or more end on the boundary, pinned by the projection.
 
     Examples
     --------
-    Five particles in V(ω) = ω²/2 on [−2, 2], ten steps recorded every five:
-
-    >>> import numpy as np
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.particles import simulate
-    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
-    >>> ds = simulate(E, np.zeros((5, 1)), eta=0.01, beta=1.0, n_steps=10, record_every=5)
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))  # V(ω) = ω²/2 on [−2, 2]
+    >>> ds = simulate(E, [[0.0]] * 5, eta=0.01, beta=1.0, n_steps=10, record_every=5)
     >>> dict(ds["omega"].sizes), ds["step"].values.tolist(), ds["time"].values.round(2).tolist()
     ({'time': 3, 'particle': 5, 'dim': 1}, [0, 5, 10], [0.0, 0.05, 0.1])
     >>> float(ds["energy"][0]), bool((ds["energy"] >= 0).all()), ds.attrs["method"]
@@ -745,35 +857,32 @@ def simulate(
     kw = dict(method=method, eta=eta, beta=beta, regime=regime, interaction_batch=interaction_batch)
     integrator = make_integrator(energy, data_batch=data_batch, **kw)
     omega0, record_every, seed, generator = chain_setup(energy, omega0, n_steps, record_every, seed)
-    beta_N = effective_beta(integrator.beta, omega0.shape[-2], regime)
-    if method == "langevin":
-        _warn_if_step_pins(energy.domain, integrator.eta, integrator.beta, beta_N)
+    _warn_if_step_pins(integrator, omega0.shape[-2])
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
-    state = recorder.run(
-        integrator, integrator.init(omega0), generator, n_steps, record_every, progress, "simulate"
-    )
-    params = {
-        **_run_params(integrator, method, omega0.shape[-2], beta_N, n_steps, record_every),
-        **energy.describe(),
-        **(extra_attrs or {}),
-    }
+    start = integrator.init(omega0)
+    state = recorder.run(integrator, start, generator, n_steps, record_every, progress, "simulate")
+    params = _run_params(integrator, method, omega0.shape[-2], n_steps, record_every, extra_attrs)
     ds = recorder.dataset(
         state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
     )
-    if method == "langevin":
-        _warn_if_pinned(ds, energy.domain, integrator.eta, integrator.beta)
+    _warn_if_pinned(ds, integrator)
     return ds
 
 
-def _warn_if_step_pins(domain, eta: float, beta: float, beta_N: float) -> None:
-    note = pinning_step_warning(domain, eta, beta, beta_N)
+def _warn_if_step_pins(integrator, N: int) -> None:
+    """Before a projected-Langevin run of N particles: warn when one noise step spans the
+    domain (``pinning_step_warning``).  MALA rejects the moves that leave it instead."""
+    if not isinstance(integrator, ProjectedLangevin):
+        return
+    beta_N = effective_beta(integrator.beta, N, integrator.regime)
+    note = pinning_step_warning(integrator.energy.domain, integrator.eta, integrator.beta, beta_N)
     if note:
         warnings.warn(note, PinnedParticlesWarning, stacklevel=3)
 
 
-def _run_params(integrator, method: str, N: int, beta_N: float, n_steps, record_every) -> dict:
-    """The attributes of a :func:`simulate` dataset that describe the run (before the
-    energy's own description)."""
+def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_attrs) -> dict:
+    """The attributes of a :func:`simulate` dataset: the run's parameters, then the energy's
+    description, then ``extra_attrs``."""
     return {
         "method": method,
         "regime": integrator.regime,
@@ -781,11 +890,13 @@ def _run_params(integrator, method: str, N: int, beta_N: float, n_steps, record_
         "p": integrator.energy.dim,
         "eta": integrator.eta,
         "beta": integrator.beta,
-        "beta_N": beta_N,
+        "beta_N": effective_beta(integrator.beta, N, integrator.regime),
         "n_steps": n_steps,
         "record_every": record_every,
         "interaction_batch": getattr(integrator, "interaction_batch", None),
         "data_batch": getattr(integrator, "data_batch", None),
+        **integrator.energy.describe(),
+        **(extra_attrs or {}),
     }
 
 
