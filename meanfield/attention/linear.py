@@ -170,6 +170,32 @@ def linear_attention(
     """
     eps = check_positive("eps", eps, allow_zero=True)
     chunk_size = check_int("chunk_size", chunk_size)
+    mask = _check_feature_inputs(q_features, k_features, v, key_padding_mask, causal, log_space)
+    dt = torch.float64 if torch.float64 in (q_features.dtype, v.dtype) else torch.float32
+    with autocast_off(v.device):
+        qf, kf, vh = (t.to(dt).transpose(1, 2) for t in (q_features, k_features, v))
+        out = _linear_core(qf, kf, vh, mask, causal, log_space, eps, chunk_size)
+    return out.transpose(1, 2).to(v.dtype)
+
+
+def _check_causal_lengths(causal: bool, L: int, S: int) -> None:
+    """Causal attention pairs query t with keys s <= t: it needs as many queries as keys."""
+    if causal and L != S:
+        raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
+
+
+def _check_lengths_and_mask(key_padding_mask, b: int, L: int, S: int, causal: bool):
+    """The causal length rule (``L == S``) and the checked padding mask (bool or None)."""
+    _check_causal_lengths(causal, L, S)
+    return _check_mask(key_padding_mask, b, S)
+
+
+def _check_feature_inputs(q_features, k_features, v, key_padding_mask, causal, log_space):
+    """Every input check of :func:`linear_attention`; returns the padding mask (or None).
+
+    Shapes (4-d, shared batch, heads and feature count; ``v`` the keys' length), the causal
+    length rule, the mask, then finite entries (-inf allowed in log-features).
+    """
     if q_features.ndim != 4 or k_features.ndim != 4 or v.ndim != 4:
         raise ValueError(
             "q_features, k_features and v must be 4-d (batch, length, heads, dim), got "
@@ -186,25 +212,11 @@ def linear_attention(
         raise ValueError(
             f"v must have shape (batch, S, heads, d_v) = ({b}, {S}, {h}, d_v), got {tuple(v.shape)}"
         )
-    if causal and L != S:
-        raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
-    mask = _check_mask(key_padding_mask, b, S)
+    mask = _check_lengths_and_mask(key_padding_mask, b, L, S, causal)
     _check_finite_input("q_features", q_features, allow_neg_inf=log_space)
     _check_finite_input("k_features", k_features, allow_neg_inf=log_space)
     _check_finite_input("v", v)
-    dt = torch.float64 if torch.float64 in (q_features.dtype, v.dtype) else torch.float32
-    with autocast_off(v.device):
-        out = _linear_core(
-            q_features.to(dt).transpose(1, 2),
-            k_features.to(dt).transpose(1, 2),
-            v.to(dt).transpose(1, 2),
-            mask,
-            causal,
-            log_space,
-            eps,
-            chunk_size,
-        )
-    return out.transpose(1, 2).to(v.dtype)
+    return mask
 
 
 def _linear_core(qf, kf, v, mask, causal, log_space, eps, chunk_size):
@@ -314,6 +326,18 @@ def kernel_attention(
     """
     eps = check_positive("eps", eps, allow_zero=True)
     chunk_size = check_int("chunk_size", chunk_size)
+    mask = _check_qkv_inputs(q, k, v, key_padding_mask, causal)
+    qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))
+    out = _kernel_core(qh, kh, vh, feature_map, mask, causal, eps, chunk_size)
+    return out.transpose(1, 2).to(v.dtype)
+
+
+def _check_qkv_inputs(q, k, v, key_padding_mask, causal: bool):
+    """Every input check of :func:`kernel_attention`; returns the padding mask (or None).
+
+    Shapes (4-d tensors sharing batch and heads, ``k`` and ``v`` the length), the causal
+    length rule, the mask, then finite entries.
+    """
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not torch.is_tensor(t) or t.ndim != 4:
             got = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
@@ -325,22 +349,10 @@ def kernel_attention(
             "q, k and v must share batch and heads, and k, v the length; got "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
-    if causal and L != S:
-        raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
-    mask = _check_mask(key_padding_mask, b, S)
+    mask = _check_lengths_and_mask(key_padding_mask, b, L, S, causal)
     for name, t in (("q", q), ("k", k), ("v", v)):
         _check_finite_input(name, t)
-    out = _kernel_core(
-        q.transpose(1, 2),
-        k.transpose(1, 2),
-        v.transpose(1, 2),
-        feature_map,
-        mask,
-        causal,
-        eps,
-        chunk_size,
-    )
-    return out.transpose(1, 2).to(v.dtype)
+    return mask
 
 
 def softmax_attention(
@@ -393,11 +405,8 @@ def softmax_attention(
     """
     if not 0.0 <= float(dropout_p) < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
-    b, L = q.shape[:2]
-    S = k.shape[1]
-    if causal and L != S:
-        raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
-    mask = _check_mask(key_padding_mask, b, S)
+    (b, L), S = q.shape[:2], k.shape[1]
+    mask = _check_lengths_and_mask(key_padding_mask, b, L, S, causal)
     attn_mask = None
     if mask is not None:
         allowed = ~mask[:, None, None, :]  # (b, 1, 1, S), True = attend
@@ -692,7 +701,14 @@ class KernelAttention(nn.Module):
     # -- nn.MultiheadAttention compatibility ----------------------------------------------
     @property
     def in_proj_weight(self) -> torch.Tensor | None:
-        """``(3E, E)`` concatenated Q/K/V projection weights (a copy; None if kdim/vdim != E)."""
+        """``(3E, E)`` concatenated Q/K/V projection weights (a copy; None if kdim/vdim != E).
+
+        Examples
+        --------
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> KernelAttention(8, 2).in_proj_weight.shape, KernelAttention(8, 2, kdim=4).in_proj_weight
+        (torch.Size([24, 8]), None)
+        """
         if self.kdim != self.embed_dim or self.vdim != self.embed_dim:
             return None
         k = self.q_proj if self.tie_qk else self.k_proj
@@ -700,7 +716,14 @@ class KernelAttention(nn.Module):
 
     @property
     def in_proj_bias(self) -> torch.Tensor | None:
-        """``(3E,)`` concatenated Q/K/V projection biases (a copy; None if ``bias=False``)."""
+        """``(3E,)`` concatenated Q/K/V projection biases (a copy; None if ``bias=False``).
+
+        Examples
+        --------
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> KernelAttention(8, 2).in_proj_bias.shape, KernelAttention(8, 2, bias=False).in_proj_bias
+        (torch.Size([24]), None)
+        """
         if self.q_proj.bias is None:
             return None
         k = self.q_proj if self.tie_qk else self.k_proj
@@ -708,7 +731,20 @@ class KernelAttention(nn.Module):
 
     def reset_parameters(self) -> None:
         """Re-initialise the projections and ``bias_k``/``bias_v``, and redraw ``omega`` from
-        its seed (e.g. after ``to_empty`` of a module built on the meta device)."""
+        its seed (e.g. after ``to_empty`` of a module built on the meta device).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> attn = KernelAttention(8, 2, feature="porf", n_features=4, seed=3)
+        >>> omega = attn.feature_map.omega.clone()
+        >>> with torch.no_grad():
+        ...     _ = attn.feature_map.omega.zero_()
+        >>> attn.reset_parameters()
+        >>> torch.equal(attn.feature_map.omega, omega)  # the same seed, the same omega
+        True
+        """
         for lin in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
             if lin is not None:
                 lin.reset_parameters()
@@ -747,6 +783,20 @@ class KernelAttention(nn.Module):
         **kwargs
             Other :class:`KernelAttention` options (``tie_qk``, ``eps``, ``chunk_size``,
             ``redraw_every``).
+
+        Returns
+        -------
+        KernelAttention
+            In the training mode of ``mha``.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=False)
+        >>> attn = KernelAttention.from_mha(mha, "porf", n_features=16)
+        >>> attn.batch_first, torch.equal(attn.in_proj_weight, mha.in_proj_weight)
+        (False, True)
         """
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"mha must be an nn.MultiheadAttention, got {type(mha).__name__}")
@@ -784,11 +834,29 @@ class KernelAttention(nn.Module):
         return x.reshape(b, n, self.num_heads, self.head_dim)
 
     def project_queries(self, query: torch.Tensor) -> torch.Tensor:
-        """``(batch, L, E) -> (batch, L, heads, d_h)`` (batch-first, whatever ``batch_first``)."""
+        """``(batch, L, E) -> (batch, L, heads, d_h)`` (batch-first, whatever ``batch_first``).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> KernelAttention(8, 2).project_queries(torch.zeros(3, 5, 8)).shape
+        torch.Size([3, 5, 2, 4])
+        """
         return self._split(self.q_proj(query))
 
     def project_keys(self, key: torch.Tensor) -> torch.Tensor:
-        """``(batch, S, kdim) -> (batch, S, heads, d_h)`` (the query projection if tie_qk)."""
+        """``(batch, S, kdim) -> (batch, S, heads, d_h)`` (the query projection if tie_qk).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> attn = KernelAttention(8, 2, tie_qk=True)
+        >>> x = torch.randn(1, 5, 8)
+        >>> torch.equal(attn.project_keys(x), attn.project_queries(x))
+        True
+        """
         proj = self.q_proj if self.tie_qk else self.k_proj
         return self._split(proj(key))
 
@@ -854,8 +922,7 @@ class KernelAttention(nn.Module):
                 bias = add if bias is None else bias + add
         elif is_causal:
             causal = True
-        if causal and L != S:
-            raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
+        _check_causal_lengths(causal, L, S)
         if bias is not None:  # one additive mask holds everything
             if pad is not None:
                 bias = bias.masked_fill(pad[:, None, None, :], float("-inf"))
@@ -921,18 +988,47 @@ class KernelAttention(nn.Module):
         meanfield.errors.InputError
             NaN or inf in a CPU input (checked on the CPU only: elsewhere the check would
             synchronise with the host on every call).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> _ = torch.manual_seed(0)
+        >>> attn = KernelAttention(8, 2, feature="porf", n_features=16)
+        >>> x = torch.randn(5, 8)  # unbatched (L, E)
+        >>> out, w = attn(x, x, x, need_weights=True)
+        >>> out.shape, w.shape, torch.allclose(w.sum(-1), torch.ones(5))
+        (torch.Size([5, 8]), torch.Size([5, 5]), True)
         """
         query, key, value, key_padding_mask, unbatched = self._batched(
             query, key, value, key_padding_mask
         )
         N, L, _ = query.shape
-        S = key.shape[1]
-        pad, causal, bias = self._plan_masks(key_padding_mask, attn_mask, is_causal, N, L, S)
+        pad, causal, bias = self._plan_masks(
+            key_padding_mask, attn_mask, is_causal, N, L, key.shape[1]
+        )
         self._maybe_redraw()
-        H, d = self.num_heads, self.head_dim
         k = (self.q_proj if self.tie_qk else self.k_proj)(key)
-        v = self.v_proj(value)
-        extra = []  # keys/values every query sees, appended as nn.MultiheadAttention does
+        k, v, pad, bias, n_extra = self._append_extra_keys(k, self.v_proj(value), pad, bias)
+        # head-major (N, H, length, d)
+        q, k, v = (self._split(t).transpose(1, 2) for t in (self.q_proj(query), k, v))
+        attend = self._softmax if self.feature_map is None else self._kernel
+        out, weights = attend(q, k, v, pad, causal, bias, n_extra, need_weights)
+        out = self.out_proj(out.transpose(1, 2).reshape(N, L, self.embed_dim).to(query.dtype))
+        if weights is not None:
+            # averaged in the compute dtype, returned in the input's, as nn.MultiheadAttention
+            weights = (weights.mean(dim=1) if average_attn_weights else weights).to(query.dtype)
+        return self._caller_layout(out, weights, unbatched)
+
+    def _append_extra_keys(self, k, v, pad, bias):
+        """Append the keys/values every query sees, as ``nn.MultiheadAttention`` does.
+
+        ``bias_k``/``bias_v`` (``add_bias_kv``), then a zero key and value
+        (``add_zero_attn``); the padding and additive masks are widened to leave them open.
+        Returns ``(k, v, pad, bias, n_extra)``.
+        """
+        N = k.shape[0]
+        extra = []
         if self.bias_k is not None:
             extra.append((self.bias_k.expand(N, 1, -1), self.bias_v.expand(N, 1, -1)))
         if self.add_zero_attn:
@@ -945,23 +1041,13 @@ class KernelAttention(nn.Module):
                 pad = F.pad(pad, (0, n_extra), value=False)
             if bias is not None:
                 bias = F.pad(bias, (0, n_extra), value=0.0)
-        St = S + n_extra
-        # head-major (N, H, length, d)
-        q = self.q_proj(query).reshape(N, L, H, d).transpose(1, 2)
-        k = k.reshape(N, St, H, d).transpose(1, 2)
-        v = v.reshape(N, St, H, d).transpose(1, 2)
-        if self.feature_map is None:
-            out, weights = self._softmax(q, k, v, pad, causal, bias, n_extra, need_weights)
-        else:
-            out, weights = self._kernel(q, k, v, pad, causal, bias, n_extra, need_weights)
-        out = self.out_proj(out.transpose(1, 2).reshape(N, L, self.embed_dim).to(query.dtype))
-        if weights is not None:
-            # averaged in the compute dtype, returned in the input's, as nn.MultiheadAttention
-            weights = (weights.mean(dim=1) if average_attn_weights else weights).to(query.dtype)
+        return k, v, pad, bias, n_extra
+
+    def _caller_layout(self, out, weights, unbatched: bool):
+        """Batch-first results back in the caller's layout (unbatched, or sequence-first)."""
         if unbatched:
-            out = out.squeeze(0)
-            weights = None if weights is None else weights.squeeze(0)
-        elif not self.batch_first:
+            return out.squeeze(0), (None if weights is None else weights.squeeze(0))
+        if not self.batch_first:
             out = out.transpose(0, 1)
         return out, weights
 
@@ -1064,6 +1150,14 @@ class KernelAttention(nn.Module):
         return out, weights
 
     def extra_repr(self) -> str:
+        """The settings shown by ``repr`` (torch's hook).
+
+        Examples
+        --------
+        >>> from meanfield.attention.linear import KernelAttention
+        >>> KernelAttention(8, 2).extra_repr()
+        "embed_dim=8, num_heads=2, feature='favor', tie_qk=False, batch_first=True, eps=1e-06"
+        """
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, feature={self.feature!r}, "
             f"tie_qk={self.tie_qk}, batch_first={self.batch_first}, eps={self.eps}"
