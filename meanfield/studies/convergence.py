@@ -74,24 +74,8 @@ def convergence_in_n(
     eq = McKeanVlasov(energy, initial.grid, beta, scheme=scheme)
     n_steps = int(round(t_final / eta))
     res = eq.solve(initial, eta * n_steps, safety=safety)
-    rho_t = res.state
-    w2 = np.empty((len(n_values), len(seeds)))
-    w2_0 = np.empty_like(w2)
-    for i, N in enumerate(n_values):
-        for j, s in enumerate(seeds):
-            omega0 = initial.sample(N, s)
-            ds = simulate(
-                energy,
-                omega0,
-                eta=eta,
-                beta=beta,
-                n_steps=n_steps,
-                regime="mean-field",
-                record_every=n_steps,
-                seed=s,
-            )
-            w2[i, j] = wasserstein_particles_grid(ds["omega"].values[-1], rho_t, order=2)
-            w2_0[i, j] = wasserstein_particles_grid(omega0, initial, order=2)
+    run = dict(eta=eta, beta=beta, n_steps=n_steps)
+    w2, w2_0 = _particle_distances(energy, initial, res.state, n_values, seeds, run)
     fit = fit_power_law(n_values, w2, level=confidence, interval="t")
     out = xr.Dataset(
         {"w2": (("N", "seed"), w2), "w2_initial": (("N", "seed"), w2_0)},
@@ -114,6 +98,27 @@ def convergence_in_n(
         seed=None,
     )
     return out
+
+
+def _particle_distances(energy, initial, rho_t, n_values, seeds, run: dict):
+    """W2(μ_N(t), ρ_t) and W2(μ_N(0), ρ_0) for each N and seed, each of shape
+    (len(n_values), len(seeds)).
+
+    Each (N, seed) runs N particles in the mean-field regime from an iid sample of
+    ``initial`` (seeded by the seed) for ``run["n_steps"]`` steps of size ``run["eta"]`` at
+    ``run["beta"]``; the t = 0 distance is the sampling error alone.
+    """
+    w2 = np.empty((len(n_values), len(seeds)))
+    w2_0 = np.empty_like(w2)
+    for i, N in enumerate(n_values):
+        for j, s in enumerate(seeds):
+            omega0 = initial.sample(N, s)
+            ds = simulate(
+                energy, omega0, regime="mean-field", record_every=run["n_steps"], seed=s, **run
+            )
+            w2[i, j] = wasserstein_particles_grid(ds["omega"].values[-1], rho_t, order=2)
+            w2_0[i, j] = wasserstein_particles_grid(omega0, initial, order=2)
+    return w2, w2_0
 
 
 __all__ = ["convergence_in_n"]

@@ -124,27 +124,40 @@ def particle_equilibrium_run(
     check_choice("case", case, ("semicircle", "uniform", "disk"))
     n_replicas = check_int("n_replicas", n_replicas)
     s, p, law = equilibrium_case(case)
-    energy = closed_form_energy(case)
     eta = default_step(case, N) if eta is None else check_positive("eta", eta)
-    gen = torch.Generator().manual_seed(int(seed))
+    n_steps = max(1, int(round(t_end / eta)))
+    run = dict(eta=eta, beta=beta, n_steps=n_steps, regime=regime, seed=seed)
+    final, energy_final = _relax_replicas(closed_form_energy(case), N, p, n_replicas, run)
+    params = {"case": case, "s": s, "p": p, "N": N, "beta": beta, "regime": regime}
+    params |= {"eta": eta, "t_end": t_end, "n_steps": n_steps, "n_replicas": n_replicas}
+    return _equilibrium_dataset(final, energy_final, law, params, seed)
+
+
+def _relax_replicas(energy: Energy, N: int, p: int, n_replicas: int, run: dict):
+    """Langevin runs of ``n_replicas`` replicas of N particles from a well-spread start.
+
+    The start is evenly spread on [−1, 1] with a random jitter below the spacing (p = 1: no
+    near-collisions for the stiff singular kernels), or uniform on [−0.6, 0.6]^p (p = 2);
+    ``run`` holds :func:`~meanfield.particles.simulate`'s ``eta``, ``beta``, ``n_steps``,
+    ``regime`` and ``seed`` (which also seeds the start).  Returns the final positions
+    (replica, particle, dim) and the final energies (replica,).
+    """
+    gen = torch.Generator().manual_seed(int(run["seed"]))
     if p == 1:  # evenly spread start, randomly jittered: no near-collisions
         base = torch.linspace(-1, 1, N, dtype=torch.float64)
         jitter = (torch.rand(n_replicas, N, generator=gen, dtype=torch.float64) - 0.5) / N
         omega0 = (base + jitter)[..., None]
     else:
         omega0 = (torch.rand(n_replicas, N, p, generator=gen, dtype=torch.float64) - 0.5) * 1.2
-    n_steps = max(1, int(round(t_end / eta)))
-    ds = simulate(
-        energy,
-        omega0,
-        eta=eta,
-        beta=beta,
-        n_steps=n_steps,
-        regime=regime,
-        seed=seed,
-        record_positions=False,
-    )
-    final = ds["omega_final"].values
+    ds = simulate(energy, omega0, record_positions=False, **run)
+    return ds["omega_final"].values, ds["energy"].isel(time=-1).values
+
+
+def _equilibrium_dataset(final, energy_final, law, params: dict, seed) -> xr.Dataset:
+    """:func:`particle_equilibrium_run`'s dataset: the final positions ``final`` (replica,
+    particle, dim), their W1 and W2 to μ* (in p = 2, of the radii to the radial law ``law``)
+    by exact quantile integrals, the final energies, and ``params`` as provenance."""
+    p, N, n_replicas = params["p"], params["N"], params["n_replicas"]
     samples = final[..., 0] if p == 1 else np.linalg.norm(final, axis=-1)
     w1 = [wasserstein_to_law_1d(x, law, order=1) for x in samples]
     w2 = [wasserstein_to_law_1d(x, law, order=2) for x in samples]
@@ -153,24 +166,10 @@ def particle_equilibrium_run(
             "omega_final": (("replica", "particle", "dim"), final),
             "w1": (("replica",), np.asarray(w1)),
             "w2": (("replica",), np.asarray(w2)),
-            "energy_final": (("replica",), ds["energy"].isel(time=-1).values),
+            "energy_final": (("replica",), energy_final),
         },
         coords={"replica": np.arange(n_replicas), "particle": np.arange(N), "dim": np.arange(p)},
-        attrs=provenance(
-            {
-                "case": case,
-                "s": s,
-                "p": p,
-                "N": N,
-                "beta": beta,
-                "regime": regime,
-                "eta": eta,
-                "t_end": t_end,
-                "n_steps": n_steps,
-                "n_replicas": n_replicas,
-            },
-            seed=seed,
-        ),
+        attrs=provenance(params, seed=seed),
     )
     out["w1"].attrs["long_name"] = "W1(mu_N, mu*)"
     out["w2"].attrs["long_name"] = "W2(mu_N, mu*)"
@@ -308,7 +307,12 @@ def fit_power_law(
         raise ValueError("fit_power_law needs positive, finite y")
     if interval == "t":
         return _fit_per_seed(np.log(x), np.log(y), level)
-    lx = np.log(x)
+    return _fit_seed_means(np.log(x), y, level, n_boot, seed)
+
+
+def _fit_seed_means(lx, y, level: float, n_boot: int, seed: int) -> dict:
+    """The log-log line through the seed means of y (K, S) against lx = log x; bootstrap CI
+    on its slope by resampling the seeds (with replacement) within each x."""
 
     def slope_of(ym):
         return np.polyfit(lx, np.log(ym), 1)
@@ -442,41 +446,13 @@ def free_energy_decay(
     >>> ds.attrs["rate_status"], round(float(ds.attrs["rate"]), 1)
     ('fitted', 2.0)
     """
-    from ..pde import FreeEnergyTracker, Grid, McKeanVlasov, gibbs_state, solve
-    from ..pde.field import Density
-
     beta = check_positive("beta", beta)
     t_end = check_positive("t_end", t_end)
     if energy.dim != 1:
         raise ValueError(f"free_energy_decay is written for p = 1, got p = {energy.dim}")
-    grid = Grid(energy.domain, cells)
-    _, report = gibbs_state(energy, grid, beta, method="newton")
-    eq = McKeanVlasov(energy, grid, beta, scheme="sg-implicit")
-    tracker = FreeEnergyTracker(interval=t_end / n_records)
-    rho0 = Density.gaussian(grid, mean=mean0, std=std0)
-    solve(eq, rho0, t_end, trackers=[tracker], dt=t_end / (4 * n_records), progress=progress)
-    fe = tracker.to_dataset()
-    t, F = fe["time"].values, fe["free_energy"].values
-    gap = F - report.free_energy
-    sel = (gap > fit_window[0]) & (gap < fit_window[1])
-    if sel.sum() < 5:
-        slope = lo = hi = np.nan
-        status = (
-            f"undetermined: {int(sel.sum())} of {len(gap)} records have the gap in "
-            f"[{fit_window[0]:g}, {fit_window[1]:g}] (at least 5 needed; the gap is "
-            f"{gap[-1]:.3g} at t_end = {t_end:g}): lengthen t_end"
-        )
-    else:
-        tt, lg = t[sel], np.log(gap[sel])
-        slope, icpt = np.polyfit(tt, lg, 1)
-        resid = lg - (slope * tt + icpt)
-        rng = np.random.default_rng(seed)
-        boots = [
-            np.polyfit(tt, slope * tt + icpt + rng.choice(resid, len(resid)), 1)[0]
-            for _ in range(n_boot)
-        ]
-        lo, hi = np.quantile(boots, [0.025, 0.975])
-        status = "fitted"
+    t, F, F_min = _free_energy_trace(energy, beta, cells, t_end, mean0, std0, n_records, progress)
+    gap = F - F_min
+    slope, lo, hi, status = _log_linear_rate(t, gap, fit_window, n_boot, seed, t_end)
     return xr.Dataset(
         {"free_energy": ("time", F), "gap": ("time", gap)},
         coords={"time": t},
@@ -491,12 +467,55 @@ def free_energy_decay(
                 "rate_ci_low": -hi,
                 "rate_ci_high": -lo,
                 "rate_status": status,
-                "F_beta_min": report.free_energy,
+                "F_beta_min": F_min,
                 **energy.describe(),
             },
             seed=seed,
         ),
     )
+
+
+def _free_energy_trace(energy, beta, cells, t_end, mean0, std0, n_records, progress):
+    """F_β(ρ_t) along the McKean–Vlasov flow (SG-implicit) from N(mean0, std0²) on the grid,
+    recorded ``n_records`` times up to ``t_end``: (times, free energies, min F_β), where
+    min F_β is that of the grid Gibbs state ρ_β (Newton)."""
+    from ..pde import FreeEnergyTracker, Grid, McKeanVlasov, gibbs_state, solve
+    from ..pde.field import Density
+
+    grid = Grid(energy.domain, cells)
+    _, report = gibbs_state(energy, grid, beta, method="newton")
+    eq = McKeanVlasov(energy, grid, beta, scheme="sg-implicit")
+    tracker = FreeEnergyTracker(interval=t_end / n_records)
+    rho0 = Density.gaussian(grid, mean=mean0, std=std0)
+    solve(eq, rho0, t_end, trackers=[tracker], dt=t_end / (4 * n_records), progress=progress)
+    fe = tracker.to_dataset()
+    return fe["time"].values, fe["free_energy"].values, report.free_energy
+
+
+def _log_linear_rate(t, gap, fit_window, n_boot: int, seed: int, t_end: float):
+    """The slope of log(gap) against t over the records with the gap inside ``fit_window``,
+    its residual-bootstrap 95 % interval, and a status: (slope, low, high, status).
+
+    Fewer than 5 records in the window leave the slope undetermined (NaN), with a status
+    saying why (``t_end`` is named as what to lengthen)."""
+    sel = (gap > fit_window[0]) & (gap < fit_window[1])
+    if sel.sum() < 5:
+        status = (
+            f"undetermined: {int(sel.sum())} of {len(gap)} records have the gap in "
+            f"[{fit_window[0]:g}, {fit_window[1]:g}] (at least 5 needed; the gap is "
+            f"{gap[-1]:.3g} at t_end = {t_end:g}): lengthen t_end"
+        )
+        return np.nan, np.nan, np.nan, status
+    tt, lg = t[sel], np.log(gap[sel])
+    slope, icpt = np.polyfit(tt, lg, 1)
+    resid = lg - (slope * tt + icpt)
+    rng = np.random.default_rng(seed)
+    boots = [
+        np.polyfit(tt, slope * tt + icpt + rng.choice(resid, len(resid)), 1)[0]
+        for _ in range(n_boot)
+    ]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return slope, lo, hi, "fitted"
 
 
 def particles_vs_grid_run(
