@@ -145,7 +145,7 @@ class UnboundTermError(AttributeError):
 
 
 class Term:
-    """One additive piece of the energy.  Subclasses implement the three views.
+    r"""One additive piece of the energy.  Subclasses implement the three views.
 
     Every term declares its ``kind`` (one of :data:`TERM_KINDS`): what a solver on densities
     (:class:`meanfield.pde.GridEnergy`) needs to evaluate it, without knowing its class.
@@ -156,6 +156,15 @@ class Term:
       δE/δμ = 2λ k ∗ μ can be computed by a convolution;
     * ``"measure"``: any other dependence; ``first_variation(at, points, weights)`` is
       evaluated at each μ and :meth:`measure_value` gives E(μ) of a weighted measure.
+
+    The first variation is the derivative of E along a perturbation ν of zero mass, and the
+    finite-N value is E at the empirical measure (pair sums without their diagonal):
+
+    .. math::
+
+        \frac{d}{d\varepsilon} E(\mu + \varepsilon \nu) \Big|_{\varepsilon = 0}
+        = \int \frac{\delta E}{\delta \mu}(\omega)\, \nu(d\omega), \qquad
+        H_N(\Omega) = E\Big(\frac1N \sum_{i=1}^N \delta_{\omega_i}\Big).
 
     Examples
     --------
@@ -601,7 +610,15 @@ class CallablePotential(Potential):
 
 
 class AlignmentTerm(Term):
-    """Base of the alignment terms: the data, the targets T = U diag(w) Uᵀ and the feature map.
+    r"""Base of the alignment terms: the data, the targets T = U diag(w) Uᵀ and the feature map.
+
+    Every form reads the data through the features and the target through its factors:
+
+    .. math::
+
+        \Phi_{ij} = \varphi(x_j; \omega_i), \qquad
+        K_\mu(x, x') = \int \varphi(x; \omega)\, \varphi(x'; \omega)\, d\mu(\omega),
+        \qquad T = U \operatorname{diag}(w)\, U^\top.
 
     Parameters
     ----------
@@ -1259,11 +1276,16 @@ class PairInteraction(Term):
         return self._scaled_pass(omega, False, True)[1]
 
     def grad_random_batch(self, omega, batch_size: int, generator: torch.Generator):
-        """Random-batch estimate of ∇H (Jin–Li–Liu 2020), unbiased, cost O(N B p).
+        r"""Random-batch estimate of ∇H (Jin–Li–Liu 2020), unbiased, cost O(N B p).
 
         Particles are split by a random permutation into batches of ``batch_size`` (a remainder
         of one joins the last batch); particle i feels only its batch, rescaled by
         (N − 1)/(|b| − 1) so the expectation over permutations is the exact gradient.
+
+        .. math::
+
+            \widehat{\nabla_{\omega_i} H} = \frac{2\lambda}{N^2} \frac{N - 1}{|b| - 1}
+            \sum_{j \in b(i),\, j \ne i} \nabla k(\omega_i - \omega_j).
 
         Parameters
         ----------
@@ -1604,7 +1626,11 @@ class Energy:
         generator: torch.Generator | None = None,
         data_index=None,
     ) -> torch.Tensor:
-        """N ∇_{ω_i} H_N: the O(1) force of Algorithm 1, optionally stochastic.
+        r"""N ∇_{ω_i} H_N: the O(1) force of Algorithm 1, optionally stochastic.
+
+        .. math::
+
+            d\omega_i = -N \nabla_{\omega_i} H_N(\Omega)\, dt + \sqrt{2/\beta_N}\, dW_i .
 
         Parameters
         ----------
