@@ -83,7 +83,27 @@ class SolveResult:
     attrs: dict = field(default_factory=dict)
 
     def dataset(self) -> xr.Dataset:
-        """Every tracker's records merged on ``time``, with provenance attributes."""
+        """Every tracker's records merged on ``time``, with provenance attributes.
+
+        Returns
+        -------
+        xarray.Dataset
+            The trackers' variables on a common ``time`` coordinate (outer join); attributes:
+            the equation's parameters, the run's (``n_steps``, ``t_final``, ``stop_reason``,
+            ``dt_min``, ``dt_max``, ...) and provenance.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid, McKeanVlasov
+        >>> from meanfield.pde.trackers import MassTracker
+        >>> g = Grid(Box(1, 3.0), 16)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 3.0)), g, 1.0, scheme="sg")
+        >>> ds = eq.solve(Density.uniform(g), 0.2, trackers=[MassTracker(0.1)]).dataset()
+        >>> ds.sizes["time"], ds.attrs["stop_reason"], ds.attrs["scheme"]
+        (3, 't_end', 'sg')
+        """
         parts = [ds for tr in self.trackers if (ds := tr.to_dataset()) is not None]
         ds = xr.merge(parts, join="outer", compat="override") if parts else xr.Dataset()
         ds.attrs = provenance(
@@ -103,16 +123,14 @@ class SolveResult:
 
 
 def _t_range(t_range) -> tuple:
-    if np.ndim(t_range) == 0:
-        t0, t1 = 0.0, check_positive("t_range", t_range)
-    else:
-        if len(t_range) != 2:
-            raise ValueError(
-                f"t_range must be a duration T > 0 or a pair (t0, t1), got {t_range!r}"
-            )
-        t0, t1 = float(t_range[0]), float(t_range[1])
-        if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
-            raise ValueError(f"t_range must satisfy t0 < t1, both finite, got {t_range!r}")
+    """(t0, t1) from a duration T > 0 (then t0 = 0) or a pair, checked finite with t0 < t1."""
+    if isinstance(t_range, (int, float)) or np.ndim(t_range) == 0:
+        return 0.0, check_positive("t_range", t_range)
+    if len(t_range) != 2:
+        raise ValueError(f"t_range must be a duration T > 0 or a pair (t0, t1), got {t_range!r}")
+    t0, t1 = float(t_range[0]), float(t_range[1])
+    if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
+        raise ValueError(f"t_range must satisfy t0 < t1, both finite, got {t_range!r}")
     return t0, t1
 
 
@@ -131,12 +149,14 @@ def _check_step_budget(stepper: Stepper, rho, duration, max_steps) -> int:
     return estimate
 
 
+#: What :func:`solve` needs from an equation (see :class:`~meanfield.pde.stepper.EquationProtocol`).
+_INTERFACE = ("grid", "implicit", "linear", "prepare_step", "advance", "describe")
+
+
 def _check_equation(equation, state) -> None:
-    missing = [
-        m
-        for m in ("grid", "implicit", "linear", "prepare_step", "advance", "describe")
-        if not hasattr(equation, m)
-    ]
+    """Refuse an equation without the solver's interface (naming what it lacks), and a state
+    that is not a :class:`Density` of positive mass on the equation's grid."""
+    missing = [m for m in _INTERFACE if not hasattr(equation, m)]
     if missing:
         raise TypeError(
             f"equation must provide grid, implicit, linear, prepare_step, advance and describe "
@@ -144,7 +164,8 @@ def _check_equation(equation, state) -> None:
         )
     if not isinstance(state, Density):
         raise TypeError(f"state must be a meanfield.pde.Density, got {state!r}")
-    if state.grid != equation.grid:
+    # identity first: the usual case, and a grid comparison costs a microsecond per solve
+    if state.grid is not equation.grid and state.grid != equation.grid:
         raise ValueError(f"the density lives on {state.grid!r}, the equation on {equation.grid!r}")
     if not state.mass > 0:
         raise InputError(
@@ -153,28 +174,40 @@ def _check_equation(equation, state) -> None:
         )
 
 
-def _prepare_trackers(trackers, guard: bool, progress: bool) -> list:
+def _prepare_trackers(trackers, guard: bool, progress: bool) -> tuple[list, bool]:
+    """The trackers of the run, checked, with a guard prepended (``guard``, unless one is
+    given) and a progress bar appended (``progress``); and whether a guard is among them."""
     trackers = list(trackers)
     for tr in trackers:
         if not isinstance(tr, Tracker):
             raise TypeError(f"every tracker must be a meanfield.pde.trackers.Tracker, got {tr!r}")
-    if guard and not any(isinstance(tr, GuardTracker) for tr in trackers):
+    guarded = any(isinstance(tr, GuardTracker) for tr in trackers)
+    if guard and not guarded:
         trackers.insert(0, GuardTracker())
+        guarded = True
     if progress:
         trackers.append(ProgressTracker())
-    return trackers
+    return trackers, guarded
+
+
+def _start_trackers(trackers, equation, rho, t0: float, t1: float) -> Density:
+    """Tell every tracker the end time and show it the initial state (one view of ``rho``,
+    shared by all of them, returned)."""
+    current = Density(equation.grid, rho, check=False)
+    for tr in trackers:
+        tr.t_end = t1
+        tr.initialize(current, t0, equation)
+    return current
 
 
 def _run(equation, stepper: Stepper, rho, t0, t1, trackers, max_steps):
     """The loop: advance to the next tracker time, call the trackers.  Returns
-    (rho, t, n_steps, stop reason)."""
+    (the final state as a view :class:`Density`, t, n_steps, stop reason)."""
     grid, t, n_steps, stop = equation.grid, t0, 0, "t_end"
     tol = 1e-12 * max(1.0, abs(t1))
     # the guard checks the state it is handed; every other every-step tracker needs each step
     batch = all(tr.interval != 0 or isinstance(tr, GuardTracker) for tr in trackers)
-    for tr in trackers:
-        tr.t_end = t1
-        tr.initialize(Density(grid, rho, check=False), t, equation)
+    current = _start_trackers(trackers, equation, rho, t, t1)
     try:
         while t < t1 - tol:
             target = min([t1] + [tr.next_time for tr in trackers])
@@ -193,7 +226,28 @@ def _run(equation, stepper: Stepper, rho, t0, t1, trackers, max_steps):
                 tr.step(current, t, equation)
     except FinishedSimulation as done:
         stop = str(done)
-    return rho, t, n_steps, stop
+    return current, t, n_steps, stop
+
+
+def _finish(equation, stepper: Stepper, trackers, guarded: bool, run, start, attrs):
+    """Finalise the trackers on the state ``run`` ended with and build the
+    :class:`SolveResult` (``attrs``: the run's parameters beside ``equation.describe()``)."""
+    final, t, n_steps, stop = run
+    for tr in trackers:
+        tr.finalize(final, t, equation)
+    taken = stepper.dt_min_taken <= stepper.dt_max_taken
+    return SolveResult(
+        # a guard checked this state; without one it is checked here
+        state=final if guarded else Density(equation.grid, final.data),
+        t=t,
+        n_steps=n_steps,
+        stop_reason=stop,
+        dt_min=float(stepper.dt_min_taken) if taken else math.nan,
+        dt_max=float(stepper.dt_max_taken) if taken else math.nan,
+        wall_time=time.perf_counter() - start,
+        trackers=trackers,
+        attrs={**equation.describe(), **attrs},
+    )
 
 
 def solve(
@@ -265,22 +319,9 @@ def solve(
     stepper = Stepper(equation, safety=safety, dt_max=dt_max, dt=dt)
     max_steps = check_int("max_steps", max_steps)
     _check_step_budget(stepper, state.data, t1 - t0, max_steps)
-    trackers = _prepare_trackers(trackers, guard, progress)
+    trackers, guarded = _prepare_trackers(trackers, guard, progress)
     start = time.perf_counter()
-    rho, t, n_steps, stop = _run(equation, stepper, state.data.copy(), t0, t1, trackers, max_steps)
-    final = Density(equation.grid, rho, check=False)
-    for tr in trackers:
-        tr.finalize(final, t, equation)
-    taken = stepper.dt_min_taken <= stepper.dt_max_taken
-    guarded = any(isinstance(tr, GuardTracker) for tr in trackers)  # it checked this state
-    return SolveResult(
-        state=Density(equation.grid, rho, check=not guarded),
-        t=t,
-        n_steps=n_steps,
-        stop_reason=stop,
-        dt_min=float(stepper.dt_min_taken) if taken else math.nan,
-        dt_max=float(stepper.dt_max_taken) if taken else math.nan,
-        wall_time=time.perf_counter() - start,
-        trackers=trackers,
-        attrs={**equation.describe(), "safety": safety, "t_start": t0},
+    run = _run(equation, stepper, state.data.copy(), t0, t1, trackers, max_steps)
+    return _finish(
+        equation, stepper, trackers, guarded, run, start, {"safety": safety, "t_start": t0}
     )

@@ -89,11 +89,76 @@ class EquationProtocol(Protocol):
     implicit: bool
     linear: bool
 
-    def prepare_step(self, rho: np.ndarray) -> StepPlan: ...
+    def prepare_step(self, rho: np.ndarray) -> StepPlan:
+        """What one step from ρ needs: the potential, the flows and the stable step.
 
-    def advance(self, rho: np.ndarray, dt: float, plan: StepPlan) -> np.ndarray: ...
+        Parameters
+        ----------
+        rho : array of shape ``grid.shape``
+            The density at the current time.
 
-    def describe(self) -> dict: ...
+        Returns
+        -------
+        StepPlan
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid, McKeanVlasov
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 2.0)), g, 1.0, scheme="sg")
+        >>> plan = eq.prepare_step(Density.uniform(g).data)
+        >>> plan.U.shape, plan.dt_stable > 0
+        ((8,), True)
+        """
+        ...
+
+    def advance(self, rho: np.ndarray, dt: float, plan: StepPlan) -> np.ndarray:
+        """One step of size ``dt`` from ρ with the plan :meth:`prepare_step` made at ρ.
+
+        Parameters
+        ----------
+        rho : array of shape ``grid.shape``
+        dt : float
+            The step (time units); within the plan's stable step for an explicit scheme.
+        plan : StepPlan
+
+        Returns
+        -------
+        array of shape ``grid.shape``
+            The density at t + dt.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid, McKeanVlasov
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 2.0)), g, 1.0, scheme="sg")
+        >>> rho = Density.uniform(g).data
+        >>> plan = eq.prepare_step(rho)
+        >>> new = eq.advance(rho, 0.5 * plan.dt_stable, plan)
+        >>> round(g.integrate(new), 12), bool(new.min() > 0)  # mass kept, positive
+        (1.0, True)
+        """
+        ...
+
+    def describe(self) -> dict:
+        """The equation's parameters as plain types (for the result's dataset attributes).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Grid, McKeanVlasov
+        >>> g = Grid(Box(1, 2.0), 8)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 2.0)), g, 2.0, scheme="sg")
+        >>> d = eq.describe()
+        >>> d["beta"], d["scheme"], d["grid_n"]
+        (2.0, 'sg', [8])
+        """
+        ...
 
 
 class Stepper:
@@ -156,27 +221,74 @@ class Stepper:
                 self.dt_max = min(self.dt_max, dt)
         self.dt_min_taken, self.dt_max_taken = math.inf, -math.inf
         self._plan = None
+        # read once per solve: an equation is linear (or not) for the whole run
+        self._linear = bool(equation.linear)
+        self._batchable = self._linear and hasattr(equation, "advance_frozen")
 
     def _prepare(self, rho, t: float):
-        eq = self.equation
-        if eq.linear and self._plan is not None:
-            return self._plan  # the same linear map every step: computed once
+        if self._plan is not None:
+            return self._plan  # a linear equation: the same map every step, computed once
         try:
-            plan = eq.prepare_step(rho)
+            plan = self.equation.prepare_step(rho)
         except NumericalError as err:
             raise NumericalError(f"{err} at t={t:.6g}") from None
-        if eq.linear:
+        if self._linear:
             # flows depend on ρ: a cached plan keeps only what is fixed (U, Δt_*)
-            self._plan = plan = plan._replace(out=None, inn=None)
+            self._plan = plan = StepPlan(plan.U, None, None, plan.dt_stable)
         return plan
 
     def step_size(self, plan: StepPlan) -> float:
-        """The unclipped step at this plan (may be inf when nothing limits it)."""
+        """The unclipped step at this plan (may be inf when nothing limits it).
+
+        Parameters
+        ----------
+        plan : StepPlan
+            From the equation's ``prepare_step`` at the current state.
+
+        Returns
+        -------
+        float
+            ``min(safety · plan.dt_stable, dt_max)``, or ``min(dt, dt_max)`` for an implicit
+            equation given a fixed ``dt`` (time units).
+
+        Examples
+        --------
+        >>> from meanfield.pde.stepper import StepPlan, Stepper
+        >>> class Eq:
+        ...     implicit, linear = False, False
+        >>> plan = StepPlan(None, None, None, dt_stable=0.1)
+        >>> Stepper(Eq(), safety=0.5).step_size(plan), Stepper(Eq(), dt_max=0.02).step_size(plan)
+        (0.05, 0.02)
+        """
         step = self.fixed_dt if self.fixed_dt is not None else self.safety * plan.dt_stable
         return min(step, self.dt_max)
 
     def estimate_steps(self, rho, duration: float) -> int:
-        """Steps to cover ``duration`` at the step size of the initial state."""
+        """Steps to cover ``duration`` at the step size of the initial state.
+
+        Parameters
+        ----------
+        rho : array of shape ``grid.shape``
+            The initial density.
+        duration : float
+            t1 − t0 (time units).
+
+        Returns
+        -------
+        int
+            ⌈duration / step⌉, or 1 when nothing limits the step.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.pde.stepper import StepPlan, Stepper
+        >>> class Eq:
+        ...     implicit, linear = False, False
+        ...     def prepare_step(self, rho):
+        ...         return StepPlan(None, None, None, dt_stable=0.1)
+        >>> Stepper(Eq(), safety=0.5).estimate_steps(np.ones(3), 1.0)  # steps of 0.05
+        20
+        """
         step = self.fixed_dt
         if step is None:
             step = self.step_size(self._prepare(rho, 0.0))
@@ -190,6 +302,19 @@ class Stepper:
         """Advance from t toward ``target``: one step, or (``batch``, linear equation) every
         step up to ``target`` at once.
 
+        Parameters
+        ----------
+        rho : array of shape ``grid.shape``
+            The density at time ``t``.
+        t, target : float
+            The current time and the time to reach (a tracker time or the end).
+        tol : float
+            A step within ``tol`` of ``target`` is stretched to reach it exactly.
+        batch : bool
+            Allow the steps up to ``target`` in one call of ``advance_frozen``.
+        budget : int
+            The most steps this call may take.
+
         Returns
         -------
         rho : array of shape ``grid.shape``
@@ -197,20 +322,26 @@ class Stepper:
             The new time (``target`` exactly when the last step was shortened to reach it).
         n_steps : int
             Steps taken (≤ ``budget``; more needed raises :class:`StepBudgetError`).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid, McKeanVlasov
+        >>> from meanfield.pde.stepper import Stepper
+        >>> g = Grid(Box(1, 5.0), 64)
+        >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 5.0)), g, 2.0, scheme="sg")
+        >>> stepper = Stepper(eq, safety=0.5)
+        >>> rho, t, n = stepper.advance(
+        ...     Density.uniform(g).data, 0.0, 0.5, 1e-12, batch=True, budget=10_000
+        ... )
+        >>> t, n > 1, round(g.integrate(rho), 12)  # every step to 0.5 in one call
+        (0.5, True, 1.0)
         """
-        eq = self.equation
         plan = self._prepare(rho, t)
         step = self.step_size(plan)
-        if batch and eq.linear and hasattr(eq, "advance_frozen") and math.isfinite(step):
-            # the unclipped steps k = 1..n satisfy k step < target − t − tol, as in the loop
-            n_full = max(0, math.ceil((target - t - tol) / step) - 1)
-            if n_full + 1 > budget:
-                raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
-            if n_full:
-                self._record(step)
-            last = max(target - (t + n_full * step), 0.0)
-            rho = eq.advance_frozen(rho, step, n_full, plan, last)
-            return rho, target, n_full + (last > 0)
+        if batch and self._batchable and math.isfinite(step):
+            return self._advance_batch(rho, t, target, tol, budget, plan, step)
         if budget < 1:
             raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
         clipped = not math.isfinite(step) or step >= target - t - tol
@@ -218,7 +349,20 @@ class Stepper:
             step = target - t
         if not step > 0:
             raise NumericalError(f"non-positive time step {step!r} at t={t:.6g}")
-        rho = eq.advance(rho, step, plan)
+        rho = self.equation.advance(rho, step, plan)
         if not clipped:
             self._record(step)
         return rho, (target if clipped else t + step), 1
+
+    def _advance_batch(self, rho, t, target, tol, budget, plan, step):
+        """Every step of size ``step`` up to ``target`` in one ``advance_frozen`` call, the
+        last one shortened to land on ``target``; returns (rho, target, steps taken)."""
+        # the unclipped steps k = 1..n satisfy k step < target − t − tol, as in the loop
+        n_full = max(0, math.ceil((target - t - tol) / step) - 1)
+        if n_full + 1 > budget:
+            raise StepBudgetError(f"the step budget is exhausted at t={t:.6g}")
+        if n_full:
+            self._record(step)
+        last = max(target - (t + n_full * step), 0.0)
+        rho = self.equation.advance_frozen(rho, step, n_full, plan, last)
+        return rho, target, n_full + (last > 0)
