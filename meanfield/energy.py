@@ -979,6 +979,14 @@ class NormalisedAlignment(AlignmentTerm):
 
         A(\mu) = \frac{\langle K_\mu, T \rangle_F}{\|K_\mu\|_F \, \|T\|_F} \in [-1, 1].
 
+    Parameters
+    ----------
+    X : array (n, d)
+        Data points.
+    y : array (n,)
+        Binary labels ±1 or class ids.
+    feature : {"positive", "fourier", "softplus"} or FeatureMap, default "positive"
+
     Examples
     --------
     >>> import numpy as np
@@ -1074,6 +1082,15 @@ class CentredAlignment(NormalisedAlignment):
 
         A_c(\mu) = \frac{\langle H K_\mu H, H T H \rangle_F}
         {\|H K_\mu H\|_F \, \|H T H\|_F}, \qquad H = I - \tfrac1n \mathbf{1}\mathbf{1}^\top.
+
+    Parameters
+    ----------
+    X : array (n, d)
+        Data points; the features are centred over these rows.
+    y : array (n,)
+        Binary labels ±1 or class ids; the target is centred through its factors, H U.
+    feature : {"positive", "fourier", "softplus"} or FeatureMap, default "positive"
+        Feature map φ(x; ω) before centring.
 
     Examples
     --------
