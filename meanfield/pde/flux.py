@@ -236,10 +236,57 @@ class Scheme:
     needs_potential = False
 
     def flows(self, rho, U, grid: Grid, beta: float):
+        """Outflow and inflow of every cell (density / time), both ≥ 0.
+
+        Parameters
+        ----------
+        rho : numpy.ndarray, shape ``grid.shape``
+            Density.
+        U : numpy.ndarray, shape ``grid.shape``
+            Potential δE/δρ at the cell centres.
+        grid : Grid
+        beta : float
+            Inverse temperature.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            ``(out, in)``, each of shape ``grid.shape``, with equal sums.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> UpwindScheme(order=1).flows(rho, U, g, beta=1.0)  # mass moves left, down U
+        (array([0., 1., 1., 1.]), array([1., 1., 1., 0.]))
+        """
         raise NotImplementedError
 
     def rate(self, rho, U, grid: Grid, beta: float) -> np.ndarray:
-        """dρ/dt of the semi-discrete scheme, shape ``grid.shape``."""
+        """dρ/dt = in − out of the semi-discrete scheme.
+
+        Parameters
+        ----------
+        rho, U, grid, beta
+            As in :meth:`flows`.
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> UpwindScheme(order=1).rate(rho, U, g, beta=1.0).round(12)
+        array([ 1., -0.,  0., -1.])
+        """
         out, inn = self.flows(rho, U, grid, beta)
         return inn - out
 
@@ -248,23 +295,103 @@ class Scheme:
     ) -> float:
         """Largest Δt keeping the step positive and monotone (before the safety factor).
 
-        ``nonlocal_rate`` (1/time) is max ρ times the pair-interaction stiffness, the fastest
-        rate of the linearised nonlocal term (see :attr:`GridEnergy.pair_stiffness`).
+        Parameters
+        ----------
+        rho, U, grid, beta
+            As in :meth:`flows`.
+        out : numpy.ndarray, optional
+            The outflows at ``rho``, if already computed.
+        nonlocal_rate : float, default 0.0
+            Max ρ times the pair-interaction stiffness (1/time), the fastest rate of the
+            linearised nonlocal term (see :attr:`GridEnergy.pair_stiffness`).
+
+        Returns
+        -------
+        float
+            The step bound (inf if nothing limits it).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> scheme = ScharfetterGummel()
+        >>> round(scheme.stable_dt(rho, U, g, 1.0), 4)
+        0.1225
+        >>> scheme.stable_dt(rho, U, g, 1.0, nonlocal_rate=100.0)  # the pair term is faster
+        0.01
         """
         raise NotImplementedError
 
     def prepare(self, rho, U, grid: Grid, beta: float, nonlocal_rate: float = 0.0):
-        """(out, in, stable Δt) for one step: what the solver needs, computed once."""
+        """(out, in, stable Δt) for one step: what the solver needs, computed once.
+
+        Parameters
+        ----------
+        rho, U, grid, beta
+            As in :meth:`flows`.
+        nonlocal_rate : float, default 0.0
+            As in :meth:`stable_dt`.
+
+        Returns
+        -------
+        tuple
+            ``(out, in, dt_stable)``; implicit schemes return ``(None, None, dt_stable)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> UpwindScheme(order=1).prepare(rho, U, g, beta=1.0)
+        (array([0., 1., 1., 1.]), array([1., 1., 1., 0.]), 0.0625)
+        """
         out, inn = self.flows(rho, U, grid, beta)
         return out, inn, self.stable_dt(rho, U, grid, beta, out, nonlocal_rate)
 
     def advance(self, rho, U, grid: Grid, beta: float, dt: float, out=None, inn=None):
-        """One forward-Euler step (implicit schemes override)."""
+        """One step of size ``dt``: forward Euler here (implicit schemes override).
+
+        Parameters
+        ----------
+        rho, U, grid, beta
+            As in :meth:`flows`.
+        dt : float
+            Step size (≤ :meth:`stable_dt` for an explicit scheme).
+        out, inn : numpy.ndarray, optional
+            The flows of :meth:`prepare` at ``rho``, else recomputed.
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+            The density after the step.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> UpwindScheme(order=1).advance(rho, U, g, 1.0, dt=0.01)
+        array([0.51, 0.5 , 0.5 , 0.49])
+        """
         if out is None:
             out, inn = self.flows(rho, U, grid, beta)
         return (rho - dt * out) + dt * inn
 
     def describe(self) -> dict:
+        """The scheme's parameters as plain types (for dataset attributes).
+
+        Examples
+        --------
+        >>> ScharfetterGummel(implicit=True).describe(), UpwindScheme(order=1).describe()
+        ({'scheme': 'sg-implicit'}, {'scheme': 'upwind', 'order': 1, 'theta': 2.0})
+        """
         return {"scheme": self.name}
 
 
@@ -337,11 +464,27 @@ class UpwindScheme(Scheme):
         return out, inn
 
     def stable_dt(self, rho, U, grid, beta, out=None, nonlocal_rate=0.0):
-        """min(positivity bound, 1 / (D Σ_a 4/h_a² + nonlocal_rate)).
+        r"""The positivity bound and the monotonicity bound, whichever is smaller.
 
-        The positivity bound is min_i ρ_i / out_i.  The second bound makes the linearised
-        step monotone for every Fourier mode: the diffusion sits inside ξ, so the upwind
-        velocity alone does not limit it (D Σ_a 4/h_a² is the largest eigenvalue of −DΔ_h).
+        .. math::
+
+            \Delta t = \min\left(\min_i \frac{\rho_i}{\mathrm{out}_i},\;
+            \frac{1}{D \sum_a 4/h_a^2 + \text{nonlocal\_rate}}\right).
+
+        The second bound makes the linearised step monotone for every Fourier mode: the
+        diffusion sits inside ξ, so the upwind velocity alone does not limit it
+        (D Σ_a 4/h_a² is the largest eigenvalue of −DΔ_h).  Parameters as in
+        :meth:`Scheme.stable_dt`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> UpwindScheme(order=1).stable_dt(rho, U, g, 1.0)  # h²/4 = 1/16: diffusion limits
+        0.0625
         """
         if out is None:
             out, _ = self.flows(rho, U, grid, beta)
@@ -351,7 +494,7 @@ class UpwindScheme(Scheme):
         dt_mono = 1.0 / (sum(4.0 / h**2 for h in grid.h) / beta + nonlocal_rate)
         return min(dt_pos, dt_mono)
 
-    def describe(self):
+    def describe(self):  # the base docstring (and example) applies
         return {"scheme": self.name, "order": self.order, "theta": self.theta}
 
 
@@ -425,7 +568,34 @@ class ScharfetterGummel(Scheme):
         return scale * np.where(z >= 0, b, big), scale * np.where(z >= 0, big, b)
 
     def face_rates(self, U, grid, beta) -> list:
-        """[(c_lr, c_rl) for each axis] at the potential U (1/time; see :meth:`_coefficients`)."""
+        r"""Per axis, the rates (1/time) at which mass leaves the left and the right cell of a face.
+
+        .. math::
+
+            c_{lr} = \frac{B(a)}{\beta h^2}, \qquad c_{rl} = \frac{B(-a)}{\beta h^2}, \qquad
+            a = \beta (U_{i+1} - U_i).
+
+        Parameters
+        ----------
+        U : numpy.ndarray, shape ``grid.shape``
+        grid : Grid
+        beta : float
+
+        Returns
+        -------
+        list of (numpy.ndarray, numpy.ndarray)
+            ``[(c_lr, c_rl) for each axis]``, shape ``grid.shape`` less one along the axis.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> [(c_lr, c_rl)] = ScharfetterGummel().face_rates(np.zeros(4), g, 1.0)
+        >>> c_lr, c_rl  # U = 0: pure diffusion, D/h² both ways
+        (array([4., 4., 4.]), array([4., 4., 4.]))
+        """
         return [self._coefficients(U, grid, beta, a) for a in range(grid.dim)]
 
     def _face_data(self, U, grid, beta):
@@ -446,7 +616,22 @@ class ScharfetterGummel(Scheme):
         return data
 
     def prepare(self, rho, U, grid, beta, nonlocal_rate=0.0):
-        """(out, in, stable Δt) from one evaluation of the face coefficients."""
+        """(out, in, stable Δt) from one evaluation of the face coefficients.
+
+        Implicit: ``(None, None, stable Δt)`` (the solve needs no flows).  Parameters as in
+        :meth:`Scheme.prepare`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> out, inn, dt = ScharfetterGummel(implicit=True).prepare(rho, U, g, 1.0)
+        >>> out, inn, dt  # the drift's CFL bound h² / max|ΔU| = 1/2
+        (None, None, 0.5)
+        """
         if self.implicit:
             return None, None, self.stable_dt(rho, U, grid, beta, None, nonlocal_rate)
         out, inn = self.flows(rho, U, grid, beta)
@@ -482,7 +667,19 @@ class ScharfetterGummel(Scheme):
         frozen U a Markov (stochastic, non-negative) matrix, hence positive and, with
         ρ ∝ e^(−βU) its fixed point, non-increasing in relative entropy.  The implicit step is
         positive for any Δt; the drift bound keeps the lagged potential U[ρⁿ] accurate (a
-        Courant number ≤ 1 for the velocity −∇U).
+        Courant number ≤ 1 for the velocity −∇U).  Parameters as in :meth:`Scheme.stable_dt`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> round(ScharfetterGummel().stable_dt(rho, U, g, 1.0), 4)
+        0.1225
+        >>> ScharfetterGummel(implicit=True).stable_dt(rho, U, g, 1.0)
+        0.5
         """
         if self.implicit:
             r = float(np.max(self._exit_rates(U, grid, beta, drift_only=True)))
@@ -492,21 +689,87 @@ class ScharfetterGummel(Scheme):
         return math.inf if r == 0 else 1.0 / r
 
     def matrix(self, U, grid, beta):
-        """The generator A (M × M, sparse CSC) with dρ/dt = A ρ (flattened C order)."""
+        """The generator A with dρ/dt = A ρ (see :func:`generator_matrix`).
+
+        Parameters
+        ----------
+        U : numpy.ndarray, shape ``grid.shape``
+        grid : Grid
+        beta : float
+
+        Returns
+        -------
+        scipy.sparse.csc_matrix, shape (M, M)
+            Cells in flattened C order; off-diagonal ≥ 0, columns summing to zero.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> ScharfetterGummel().matrix(np.zeros(4), g, 1.0).toarray()  # the heat equation
+        array([[-4.,  4.,  0.,  0.],
+               [ 4., -8.,  4.,  0.],
+               [ 0.,  4., -8.,  4.],
+               [ 0.,  0.,  4., -4.]])
+        """
         return generator_matrix(self._face_data(U, grid, beta)[0], grid)
 
     def advance(self, rho, U, grid, beta, dt, out=None, inn=None):
+        """One step: forward Euler, or implicit Euler (I − Δt A) ρⁿ⁺¹ = ρⁿ (:func:`implicit_solve`).
+
+        Parameters as in :meth:`Scheme.advance`; the implicit step ignores ``out`` and ``inn``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> new = ScharfetterGummel(implicit=True).advance(rho, U, g, 1.0, dt=100.0)
+        >>> bool(new.min() > 0), round(g.integrate(new), 12), bool(np.all(np.diff(new) < 0))
+        (True, 1.0, True)
+        """
         if not self.implicit:
             return super().advance(rho, U, grid, beta, dt, out, inn)
         return implicit_solve(self._face_data(U, grid, beta)[0], grid, dt, rho)
 
     def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int, last: float = 0.0):
-        """``n_steps`` equal steps of size ``dt`` with U fixed (U independent of ρ), then one
-        step of size ``last`` if it is > 0.
+        """``n_steps`` equal steps of size ``dt`` with U fixed, then one of size ``last`` if > 0.
 
-        In 1D the steps run in one compiled loop (:mod:`meanfield.pde._kernels`) that does
-        the arithmetic of :meth:`advance` in the same order; in 2D/3D the implicit matrix is
-        factored once for all the steps; explicit 2D/3D steps call :meth:`advance`.
+        For a potential U independent of ρ.  In 1D the steps run in one compiled loop
+        (:mod:`meanfield.pde._kernels`) that does the arithmetic of :meth:`advance` in the same
+        order; in 2D/3D the implicit matrix is factored once for all the steps; explicit 2D/3D
+        steps call :meth:`advance`.
+
+        Parameters
+        ----------
+        rho, U, grid, beta
+            As in :meth:`Scheme.flows`.
+        dt : float
+            Step size.
+        n_steps : int
+            Number of steps of size ``dt``.
+        last : float, default 0.0
+            A final shorter step, skipped if 0.
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> sg = ScharfetterGummel()
+        >>> by_hand = sg.advance(sg.advance(rho, U, g, 1.0, 0.1), U, g, 1.0, 0.05)
+        >>> bool(np.allclose(sg.advance_frozen(rho, U, g, 1.0, 0.1, 1, last=0.05), by_hand))
+        True
         """
         if grid.dim == 1:
             ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
@@ -521,9 +784,6 @@ class ScharfetterGummel(Scheme):
             for _ in range(n_steps):
                 rho = self.advance(rho, U, grid, beta, dt)
         return self.advance(rho, U, grid, beta, last) if last > 0 else rho
-
-    def describe(self):
-        return {"scheme": self.name}
 
 
 class ScharfetterGummelMPRK(ScharfetterGummel):
@@ -615,7 +875,33 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
 
     @staticmethod
     def patankar_rates(coeffs, coeffs1, rho, rho1) -> list:
-        """Stage-2 face rates ½(c ρⁿ/ρ⁽¹⁾ + c⁽¹⁾) on the cell each flux leaves, per axis."""
+        r"""Stage-2 face rates, per axis, on the cell each flux leaves.
+
+        .. math::
+
+            \tilde c = \tfrac12 \left(c\, \frac{\rho^n}{\rho^{(1)}} + c^{(1)}\right)
+
+        (the ratio is 1 where ρ⁽¹⁾ = 0).
+
+        Parameters
+        ----------
+        coeffs, coeffs1 : list of (numpy.ndarray, numpy.ndarray)
+            Face rates at U[ρⁿ] and at U[ρ⁽¹⁾] (see :meth:`ScharfetterGummel.face_rates`).
+        rho, rho1 : numpy.ndarray
+            ρⁿ and the stage ρ⁽¹⁾, grid shape.
+
+        Returns
+        -------
+        list of (numpy.ndarray, numpy.ndarray)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> c = [(np.array([2.0, 2.0]), np.array([4.0, 4.0]))]
+        >>> rates = ScharfetterGummelMPRK.patankar_rates(c, c, np.ones(3), np.full(3, 2.0))
+        >>> rates  # ρⁿ/ρ⁽¹⁾ = 1/2: rates 3/4 of c
+        [(array([1.5, 1.5]), array([3., 3.]))]
+        """
         p = rho.ndim
         ratio = np.divide(rho, rho1, out=np.ones_like(rho), where=rho1 > 0)
         out = []
@@ -629,7 +915,25 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         return out
 
     def advance(self, rho, U, grid, beta, dt, out=None, inn=None, potential=None):
-        """One MPRK22 step; ``potential`` (ρ -> U) gives A⁽¹⁾ when U depends on ρ."""
+        """One MPRK22 step; ``potential`` (ρ -> U) gives A⁽¹⁾ when U depends on ρ.
+
+        Other parameters as in :meth:`Scheme.advance` (``out`` and ``inn`` are ignored).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> g = Grid(Box(1, 1.0), 4)
+        >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
+        >>> scheme = ScharfetterGummelMPRK()
+        >>> new = scheme.advance(rho, U, g, 1.0, dt=0.1)
+        >>> bool(new.min() > 0), round(g.integrate(new), 12)
+        (True, 1.0)
+        >>> frozen = scheme.advance(rho, U, g, 1.0, 0.1, potential=lambda r: U)  # U fixed
+        >>> bool(np.allclose(frozen, new))
+        True
+        """
         coeffs = self._face_data(U, grid, beta)[0]
         if self.split and grid.dim > 1:
             return self._split_step(rho, coeffs, grid, dt)
