@@ -186,6 +186,17 @@ class AttentionFeatureMap(nn.Module):
         """Draw a fresh ``omega`` from a generator seeded with ``seed`` (the only random draw).
 
         The same ``seed`` always gives the same ``omega`` on every device.
+
+        Examples
+        --------
+        >>> fm = make_feature_map("porf", head_dim=4, n_features=8, seed=0)
+        >>> first = fm.omega.clone()
+        >>> fm.new_feature_map(1)
+        >>> torch.equal(fm.omega, first), fm.seed
+        (False, 1)
+        >>> fm.new_feature_map(0)
+        >>> torch.equal(fm.omega, first)
+        True
         """
         seed = check_int("seed", seed, minimum=0)
         gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -202,6 +213,13 @@ class AttentionFeatureMap(nn.Module):
         ----------
         omega : array_like, shape (n_features, head_dim)
             Finite values.
+
+        Examples
+        --------
+        >>> fm = make_feature_map("favor", head_dim=2, n_features=3, seed=0)
+        >>> fm.set_omega([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+        >>> fm.omega.sum().item(), fm.learned
+        (4.0, True)
         """
         om = torch.as_tensor(omega, dtype=torch.float64).detach().cpu()
         if om.shape != (self.n_features, self.head_dim):
@@ -216,16 +234,41 @@ class AttentionFeatureMap(nn.Module):
 
     # keep `learned` and `seed` in state_dict so a saved Phase-A model reloads as learned
     def get_extra_state(self):
+        """``learned`` and ``seed``, saved in the ``state_dict`` (torch's hook).
+
+        Examples
+        --------
+        >>> fm = make_feature_map("favor", head_dim=2, n_features=3, seed=5)
+        >>> fm.get_extra_state()
+        {'learned': False, 'seed': 5}
+        """
         return {"learned": self.learned, "seed": self.seed}
 
     def set_extra_state(self, state):
+        """Restore ``learned`` and ``seed`` from a ``state_dict`` (torch's hook).
+
+        Examples
+        --------
+        >>> learned = make_feature_map("favor", head_dim=2, n_features=3, seed=5)
+        >>> learned.set_omega(torch.ones(3, 2))
+        >>> fm = make_feature_map("favor", head_dim=2, n_features=3)
+        >>> _ = fm.load_state_dict(learned.state_dict())  # calls set_extra_state
+        >>> fm.learned, fm.seed, torch.equal(fm.omega, torch.ones(3, 2))
+        (True, 5, True)
+        """
         self.learned = bool(state.get("learned", False))
         self.seed = int(state.get("seed", 0))
 
     # -- helpers --------------------------------------------------------------------------
     @property
     def n_outputs(self) -> int:
-        """Number of output features (``m``, or ``2 m`` for symmetric softmaxfeat)."""
+        """Number of output features (``m``, or ``2 m`` for symmetric softmaxfeat).
+
+        Examples
+        --------
+        >>> [make_feature_map(kind, 4, 8).n_outputs for kind in ("favor", "softmaxfeat")]
+        [8, 16]
+        """
         return self.n_features
 
     def _check_input(self, x: torch.Tensor, name: str) -> None:
@@ -260,6 +303,14 @@ class AttentionFeatureMap(nn.Module):
         Returns
         -------
         torch.Tensor, shape (..., n_outputs)
+
+        Examples
+        --------
+        >>> fm = make_feature_map("favor", head_dim=4, n_features=4096, seed=0)
+        >>> q = k = torch.full((1, 4), 0.5, dtype=torch.float64)
+        >>> est = (fm.raw_features(q) @ fm.raw_features(k).T).item()
+        >>> abs(est / math.exp((q @ k.T).item() / 2) - 1) < 0.05  # exp(q.k / sqrt(d_h))
+        True
         """
         self._check_input(x, "x")
         with autocast_off(x.device):
@@ -282,6 +333,12 @@ class AttentionFeatureMap(nn.Module):
         Returns
         -------
         torch.Tensor, shape (..., n_outputs), float32 (float64 for float64 input)
+
+        Examples
+        --------
+        >>> x = torch.randn(2, 5, 4)
+        >>> make_feature_map("porf-softplus", head_dim=4, n_features=8).transform(x).shape
+        torch.Size([2, 5, 8])
         """
         self._check_input(x, "x")
         with autocast_off(x.device):
@@ -295,6 +352,13 @@ class AttentionFeatureMap(nn.Module):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
+        """The settings shown by ``repr`` (torch's hook).
+
+        Examples
+        --------
+        >>> make_feature_map("porf", head_dim=4, n_features=8).extra_repr()
+        "kind='porf', head_dim=4, n_features=8, orthogonal=True, learned=False"
+        """
         return (
             f"kind={self.kind!r}, head_dim={self.head_dim}, n_features={self.n_features}, "
             f"orthogonal={self.orthogonal}, learned={self.learned}"
