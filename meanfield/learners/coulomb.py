@@ -231,12 +231,30 @@ class CoulombFeatures(_FeatureLearner):
         Parameters
         ----------
         X : array of shape (n, d)
+            Training inputs.
         y : array of shape (n,)
             Class labels.
 
         Returns
         -------
         self
+            Fitted: ``omega_``, the alignment and energy records, checkpoints if asked.
+
+        Examples
+        --------
+        With early stopping, a fifth of the rows is held out and the particles are checkpointed
+        at steps 0, 5 and 10; the best checkpoint on the held-out rows is kept:
+
+        >>> import numpy as np
+        >>> from meanfield.learners import CoulombFeatures
+        >>> X = np.random.default_rng(0).normal(size=(40, 2))
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> cf = CoulombFeatures(n_features=6, n_steps=10, early_stopping=True, n_checkpoints=2,
+        ...                      random_state=0).fit(X, y)
+        >>> cf.checkpoint_steps_.tolist(), len(cf.validation_index_), cf.omega_.shape
+        ([0, 5, 10], 8, (6, 3))
+        >>> bool(cf.best_step_ in cf.checkpoint_steps_)
+        True
         """
         X, t, t0, seed, rng = self._fit_start(X, y)
         m, d, sigma = int(self.n_features), X.shape[1], self.bandwidth_
@@ -362,14 +380,62 @@ class FrequencyConfinement(Potential):
         self.strength = check_positive("strength", strength)
 
     def V(self, omega):
+        """V(ω) = strength · |ω[:d]|²/2, the last coordinate (the phase) left out.
+
+        Parameters
+        ----------
+        omega : tensor of shape (..., p)
+            Particles (frequencies, then the phase).
+
+        Returns
+        -------
+        tensor of shape (...)
+            The potential of each particle.
+
+        Examples
+        --------
+        >>> import torch
+        >>> FrequencyConfinement(1.0).V(torch.tensor([[3.0, 4.0, 9.0], [0.0, 0.0, 1.0]]))
+        tensor([12.5000,  0.0000])
+        """
         return 0.5 * self.strength * (omega[..., :-1] ** 2).sum(-1)
 
     def gradV(self, omega):
+        """∇V(ω) = strength · (ω[:d], 0): no force on the phase.
+
+        Parameters
+        ----------
+        omega : tensor of shape (..., p)
+            Particles.
+
+        Returns
+        -------
+        tensor of shape (..., p)
+            The gradient, last coordinate 0.
+
+        Examples
+        --------
+        >>> import torch
+        >>> FrequencyConfinement(2.0).gradV(torch.tensor([[1.0, 2.0, 3.0]]))
+        tensor([[2., 4., 0.]])
+        """
         g = self.strength * omega
         g[..., -1] = 0.0
         return g
 
     def describe(self):
+        """Name and strength, as recorded in ``energy_description_``.
+
+        Returns
+        -------
+        dict
+            ``{"potential": "frequency_prior", "strength": strength}``.
+
+        Examples
+        --------
+        >>> FrequencyConfinement(0.5).describe()
+        {'potential': 'frequency_prior', 'strength': 0.5}
+        """
         return {"potential": "frequency_prior", "strength": self.strength}
 
 

@@ -65,11 +65,23 @@ class RandomFourierFeatures(_FeatureLearner):
         Parameters
         ----------
         X : array of shape (n, d)
+            Training inputs (their dimension, and their scale with ``bandwidth="median"``).
         y : ignored
+            Accepted for the scikit-learn API.
 
         Returns
         -------
         self
+            Fitted: ``omega_`` (m, d + 1) and ``feature_weights_`` 1/√m.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.learners import RandomFourierFeatures
+        >>> rff = RandomFourierFeatures(n_features=4, bandwidth=2.0, random_state=0)
+        >>> rff = rff.fit(np.zeros((5, 3)))
+        >>> rff.omega_.shape, rff.bandwidth_, rff.feature_weights_.tolist()
+        ((4, 4), 2.0, [0.5, 0.5, 0.5, 0.5])
         """
         X, _, t0, seed, _ = self._fit_start(X, y)
         m = int(self.n_features)
@@ -182,12 +194,28 @@ class ImportanceSampledFeatures(_FeatureLearner):
         Parameters
         ----------
         X : array of shape (n, d)
+            Training inputs.
         y : array of shape (n,)
             Class labels.
 
         Returns
         -------
         self
+            Fitted: ``q_``, ``scores_``, ``candidates_`` and the selected ``omega_``.
+
+        Examples
+        --------
+        With ``mode="weight"`` every candidate is kept with weight √q_k, so the squared
+        weights sum to 1:
+
+        >>> import numpy as np
+        >>> from meanfield.learners import ImportanceSampledFeatures
+        >>> X = np.random.default_rng(0).normal(size=(40, 2))
+        >>> y = np.where(X[:, 0] > 0, 1, -1)
+        >>> isf = ImportanceSampledFeatures(n_features=6, mode="weight", random_state=0)
+        >>> isf = isf.fit(X, y)
+        >>> isf.omega_.shape, round(float((isf.feature_weights_**2).sum()), 12)
+        ((6, 3), 1.0)
         """
         X, t, t0, seed, rng = self._fit_start(X, y)
         m = int(self.n_features)

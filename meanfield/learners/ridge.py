@@ -67,11 +67,25 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array of shape (n, m)
+            Features.
         y : array of shape (n,)
+            Class labels (two or more classes).
 
         Returns
         -------
         self
+            Fitted: ``coef_``, ``intercept_``, ``alpha_`` (and ``loo_errors_`` for a sequence).
+
+        Examples
+        --------
+        Three candidate penalties, the one of least leave-one-out error kept:
+
+        >>> import numpy as np
+        >>> from meanfield.learners import RidgeFeatureClassifier
+        >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+        >>> clf = RidgeFeatureClassifier(alpha=[1e-3, 1.0, 100.0]).fit(X, [0, 0, 1, 1])
+        >>> clf.loo_errors_.round(3), clf.alpha_
+        (array([0.589, 0.443, 1.698]), 1.0)
         """
         _check_lengths(X, y)
         alphas = np.atleast_1d(np.asarray(self.alpha, dtype=float))
@@ -126,14 +140,58 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        """Scores, shape (n,) for two classes (positive means ``classes_[1]``), else (n, C)."""
+        """Scores, shape (n,) for two classes (positive means ``classes_[1]``), else (n, C).
+
+        Parameters
+        ----------
+        X : array of shape (n, m)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n,) or (n, C)
+            Φ W + intercept: the ±1 target (binary) or each one-vs-all column.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.learners import RidgeFeatureClassifier
+        >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+        >>> RidgeFeatureClassifier(alpha=1.0).fit(X, [0, 0, 1, 1]).decision_function(X).round(3)
+        array([-1.   , -0.333,  0.333,  1.   ])
+        >>> RidgeFeatureClassifier(alpha=1e-9).fit(np.eye(3), [0, 1, 2]).decision_function(
+        ...     np.eye(3)).round(3)
+        array([[ 1., -1., -1.],
+               [-1.,  1., -1.],
+               [-1., -1.,  1.]])
+        """
         check_is_fitted(self, "coef_")
         X = _validate_data(self, X, reset=False, dtype=np.float64)
         s = X @ self.coef_.T + self.intercept_
         return s[:, 0] if s.shape[1] == 1 else s
 
     def predict(self, X):
-        """Predicted labels, shape (n,)."""
+        """Predicted labels, shape (n,).
+
+        Parameters
+        ----------
+        X : array of shape (n, m)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The class of largest score (binary: ``classes_[1]`` where the score is positive).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.learners import RidgeFeatureClassifier
+        >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+        >>> clf = RidgeFeatureClassifier(alpha=1.0).fit(X, ["no", "no", "yes", "yes"])
+        >>> clf.predict([[0.5], [2.5]]).tolist()
+        ['no', 'yes']
+        """
         s = self.decision_function(X)
         if s.ndim == 1:
             return self.classes_[(s > 0).astype(int)]
