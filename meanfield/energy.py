@@ -1121,19 +1121,23 @@ class CentredAlignment(NormalisedAlignment):
         Parameters
         ----------
         omega : tensor (..., N, p)
-            Particles; the term must be bound.
+            Particles of a bound term.
 
         Returns
         -------
-        phi, dphi : tensor (..., N, n)
+        phi : tensor (..., N, n)
+            The centred features: each row sums to zero over the data.
+        dphi : tensor (..., N, n)
+            g'(z), not centred (the gradient centres its coefficients instead).
 
         Examples
         --------
         >>> import numpy as np
         >>> import torch
-        >>> from meanfield.energy import CentredAlignment
-        >>> term = CentredAlignment(np.eye(3, 2), np.array([1.0, -1.0, 1.0]))
-        >>> term.bind(2, torch.float64, "cpu")
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import CentredAlignment, Energy
+        >>> X, y = np.array([[0.0, 1.0], [2.0, 0.0], [1.0, 1.0]]), np.array([0, 1, 1])
+        >>> (term,) = Energy([CentredAlignment(X, y)], Box(2, 3.0)).terms
         >>> phi, _ = term.features(torch.ones(4, 2, dtype=torch.float64))
         >>> phi.mean(-1).abs().max().item() < 1e-15  # each particle's features average to 0
         True
