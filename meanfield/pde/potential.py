@@ -191,16 +191,40 @@ class GridEnergy:
 
     @property
     def risk(self) -> dict:
-        """Deprecated name of :attr:`measure` (the measure-dependent terms by name)."""
+        """Deprecated name of :attr:`measure` (the measure-dependent terms by name).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> ge = GridEnergy(Energy([QuadraticPotential()], g.domain), g)
+        >>> ge.risk is ge.measure, ge.risk
+        (True, {})
+        """
         return self.measure
 
     @property
     def pair_stiffness(self) -> float:
-        """Σ_pairs 2λ × the stiffness of the convolution (:meth:`FFTConvolution.stiffness`):
-        times max ρ, the fastest linearised pair-interaction rate (1/time).
+        """Σ_pairs 2λ × the stiffness of the convolution (:meth:`FFTConvolution.stiffness`).
 
-        Computed on first use (80 FFT pairs of power iteration: seconds on a 64³ grid) and
-        cached; the β = ∞ solver never needs it.
+        Times max ρ, it is the fastest linearised pair-interaction rate (1/time).  Computed on
+        first use (80 FFT pairs of power iteration: seconds on a 64³ grid) and cached; the
+        β = ∞ solver never needs it.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> lam, conv = ge.pair["interaction"]
+        >>> bool(ge.pair_stiffness == 2 * lam * conv.stiffness())
+        True
         """
         if self._pair_stiffness is None:
             self._pair_stiffness = sum(
@@ -210,11 +234,23 @@ class GridEnergy:
 
     @property
     def depends_on_density(self) -> bool:
-        """False when δE/δρ is the same for every ρ (one-body terms only): U is then computed
-        once per solve."""
+        """False when δE/δρ is the same for every ρ (one-body terms only).
+
+        U is then computed once per solve.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> GridEnergy(Energy([QuadraticPotential()], g.domain), g).depends_on_density
+        False
+        """
         return bool(self.pair or self.measure)
 
     def _np(self, x: torch.Tensor) -> np.ndarray:
+        """A tensor of M cell values as a float64 grid function."""
         return x.detach().cpu().numpy().astype(float).reshape(self.grid.shape)
 
     def _eval(self, term, points, weights) -> np.ndarray:
@@ -229,6 +265,7 @@ class GridEnergy:
         return self._np(torch.cat(parts))
 
     def _weights(self, rho):
+        """The cell masses w_i = ρ_i |C| as a flat tensor of the energy's dtype and device."""
         w = torch.as_tensor(
             np.ravel(rho) * self.grid.cell_volume,
             dtype=self.energy.dtype,
@@ -237,7 +274,31 @@ class GridEnergy:
         return w
 
     def potentials(self, rho) -> dict:
-        """Each term's δE/δρ at the cell centres, arrays of shape ``grid.shape``."""
+        """Each term's δE/δρ at the cell centres.
+
+        Parameters
+        ----------
+        rho : array_like, shape ``grid.shape``
+            The density.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Term name to its potential (shape ``grid.shape``), in the order of the terms.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> {k: v.round(3) for k, v in ge.potentials(rho).items()}  # x²/2 and 2λ (W ∗ ρ)
+        {'confinement': array([3.125, 1.125, 0.125, 0.125, 1.125, 3.125]),
+         'interaction': array([-2.542, -1.875, -1.542, -1.542, -1.875, -2.542])}
+        """
         rho = np.asarray(rho, dtype=float)
         out = dict(self.local)
         for name, (lam, conv) in self.pair.items():
@@ -249,7 +310,33 @@ class GridEnergy:
         return {k: out[k] for k in self.names}
 
     def potential(self, rho) -> np.ndarray:
-        """U = δE/δρ at the cell centres, shape ``grid.shape`` (energy units)."""
+        r"""U = δE/δρ at the cell centres (energy units): the sum of :meth:`potentials`.
+
+        .. math::
+
+            U_i = U^{\mathrm{loc}}_i + \sum_{\text{pairs}} 2\lambda\, (W * \rho)_i
+            + \sum_{\text{measure}} \frac{\delta E_k}{\delta \mu}(x_i).
+
+        Parameters
+        ----------
+        rho : array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        numpy.ndarray, shape ``grid.shape``
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> ge.potential(rho).round(3)
+        array([ 0.583, -0.75 , -1.417, -1.417, -0.75 ,  0.583])
+        """
         rho = np.asarray(rho, dtype=float)
         U = self.external.copy()
         for lam, conv in self.pair.values():
@@ -261,7 +348,37 @@ class GridEnergy:
         return U
 
     def term_values(self, rho, potentials: dict | None = None) -> dict:
-        """Each energy term E_k(ρ) (no entropy), keyed like ``Energy.term_values``."""
+        r"""Each energy term E_k(ρ) (no entropy), keyed like ``Energy.term_values``.
+
+        .. math::
+
+            E_{\text{one-body}} = \sum_i w_i U_i, \qquad
+            E_{\text{pair}} = \lambda \sum_i w_i (W * \rho)_i = \tfrac12 \sum_i w_i U_i,
+
+        and a measure term's own ``measure_value``.
+
+        Parameters
+        ----------
+        rho : array_like, shape ``grid.shape``
+        potentials : dict, optional
+            :meth:`potentials` at ``rho``, if already computed (saves the convolutions).
+
+        Returns
+        -------
+        dict of str to float
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> {k: round(v, 4) for k, v in ge.term_values(rho).items()}
+        {'confinement': 1.4583, 'interaction': -0.9931}
+        """
         rho = np.asarray(rho, dtype=float)
         w = rho * self.grid.cell_volume
         out = {}
@@ -282,11 +399,58 @@ class GridEnergy:
         return out
 
     def value(self, rho) -> float:
-        """E_h(ρ) (energy units)."""
+        """E_h(ρ) = Σ_k E_k(ρ), the energy without entropy (energy units).
+
+        Parameters
+        ----------
+        rho : array_like, shape ``grid.shape``
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> round(ge.value(rho), 4)  # 1.4583 - 0.9931
+        0.4653
+        """
         return float(sum(self.term_values(rho).values()))
 
     def free_energy_terms(self, rho, beta: float) -> dict:
-        """{"entropy": β⁻¹ Σ w log ρ, <term>: E_k, "energy": Σ E_k, "free_energy": F_β}."""
+        """The discrete free energy and its parts.
+
+        Parameters
+        ----------
+        rho : array_like, shape ``grid.shape``
+        beta : float
+            Inverse temperature (inf: no entropy term).
+
+        Returns
+        -------
+        dict of str to float
+            ``{<term>: E_k, ..., "entropy": β⁻¹ Σ w log ρ, "energy": Σ E_k,
+            "free_energy": F_β}``.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> {k: round(v, 4) for k, v in ge.free_energy_terms(rho, beta=1.0).items()}
+        {'confinement': 1.4583, 'interaction': -0.9931, 'entropy': -1.7918, 'energy': 0.4653,
+         'free_energy': -1.3265}
+        """
         rho = np.asarray(rho, dtype=float)
         terms = self.term_values(rho)
         ent = 0.0 if math.isinf(beta) else entropy(rho, self.grid.cell_volume) / beta
@@ -294,5 +458,32 @@ class GridEnergy:
         return {**terms, "entropy": ent, "energy": E, "free_energy": E + ent}
 
     def free_energy(self, rho, beta: float) -> float:
-        """F_β(ρ) = E_h(ρ) + β⁻¹ Σ_i w_i log ρ_i (β = inf: E_h)."""
+        r"""The discrete free energy (β = inf: E_h).
+
+        .. math::
+
+            F_\beta(\rho) = E_h(\rho) + \beta^{-1} \sum_i w_i \log \rho_i.
+
+        Parameters
+        ----------
+        rho : array_like, shape ``grid.shape``
+        beta : float
+            Inverse temperature.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+        >>> from meanfield.kernels import Riesz
+        >>> from meanfield.pde import Density, Grid
+        >>> g = Grid(Box(1, 3.0), 6)
+        >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+        >>> ge, rho = GridEnergy(E, g), Density.uniform(g).data
+        >>> round(ge.free_energy(rho, 1.0), 4), round(ge.free_energy(rho, float("inf")), 4)
+        (-1.3265, 0.4653)
+        """
         return self.free_energy_terms(rho, beta)["free_energy"]
