@@ -88,6 +88,20 @@ class EncoderBlock(nn.Module):
         Returns
         -------
         torch.Tensor, shape (batch, L, d_model)
+
+        Examples
+        --------
+        A padded key changes no output (the second sequence is the first with one pad):
+
+        >>> import torch
+        >>> from meanfield.attention.model import EncoderBlock
+        >>> _ = torch.manual_seed(0)
+        >>> blk = EncoderBlock(8, 2, 16, 0.0, dict(feature="porf", n_features=8))
+        >>> x = torch.randn(1, 4, 8)
+        >>> pad = torch.tensor([[False, False, False, True]])
+        >>> out = blk(x, pad)
+        >>> torch.allclose(out[:, :3], blk(x[:, :3])[:, :3], atol=1e-6)
+        True
         """
         h = self.ln1(x)
         a, _ = self.attn(h, h, h, key_padding_mask=padding_mask)
@@ -228,7 +242,14 @@ class TransformerClassifier(nn.Module):
 
     @property
     def head_dim(self) -> int:
-        """Width d_h = d_model / n_heads of one attention head."""
+        """Width d_h = d_model / n_heads of one attention head.
+
+        Examples
+        --------
+        >>> from meanfield.attention.model import TransformerClassifier
+        >>> TransformerClassifier(50, d_model=16, n_heads=4, n_features=8).head_dim
+        4
+        """
         return self.config["d_model"] // self.config["n_heads"]
 
     def feature_maps(self) -> list[AttentionFeatureMap | None]:
@@ -297,6 +318,15 @@ class TransformerClassifier(nn.Module):
         ValueError
             ``input_ids`` is not 2-D, is longer than ``max_length``, or ``padding_mask`` has
             another shape.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.model import TransformerClassifier
+        >>> model = TransformerClassifier(50, n_classes=3, d_model=16, n_heads=2, n_features=8)
+        >>> logits = model(torch.tensor([[2, 7, 9, 3, 0], [2, 11, 3, 0, 0]]))
+        >>> logits.shape
+        torch.Size([2, 3])
         """
         mask = self._mask(input_ids, padding_mask)
         x = self._embed(input_ids, segment_ids)

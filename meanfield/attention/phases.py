@@ -363,7 +363,20 @@ class PhaseAResult:
     mean_displacement: list = field(default_factory=list)
 
     def summary(self) -> dict:
-        """Means over layers (plain floats), plus the per-layer lists under ``layers``."""
+        """Means over layers (plain floats), plus the per-layer lists under ``layers``.
+
+        Returns
+        -------
+        dict
+            ``phase_a_seconds``; for each per-layer field its mean (NaN when empty); and
+            ``layers``, the per-layer lists as floats.
+
+        Examples
+        --------
+        >>> s = PhaseAResult(seconds=2.0, gamma=[1.0, 3.0]).summary()
+        >>> s["phase_a_seconds"], s["gamma"], s["layers"]["gamma"], s["eta"] != s["eta"]
+        (2.0, 2.0, [1.0, 3.0], True)
+        """
         out = {"phase_a_seconds": self.seconds}
         per_layer = {}
         for k, v in asdict(self).items():

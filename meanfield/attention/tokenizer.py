@@ -191,7 +191,17 @@ class TextTokenizer:
         Parameters
         ----------
         path : str or os.PathLike
-            Destination file; see :meth:`load` for an example.
+            Destination file (read back by :meth:`load`).
+
+        Examples
+        --------
+        >>> import json, pathlib, tempfile
+        >>> from meanfield.attention.tokenizer import TextTokenizer
+        >>> tok = TextTokenizer.train(["a fine film"], vocab_size=30, min_frequency=1)
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "new" / "tok.json"  # "new" is created
+        >>> tok.save(path)
+        >>> len(json.loads(path.read_text())["model"]["vocab"]) == tok.vocab_size
+        True
         """
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._tok.save(str(path))
