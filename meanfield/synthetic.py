@@ -82,7 +82,11 @@ class Split(NamedTuple):
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_common(n_train, n_test, noise, seed) -> tuple[int, int, float, int]:
+def _start(n_train, n_test, noise, seed) -> tuple[int, int, float, np.random.Generator]:
+    """Validated sizes and label-noise level, and the one generator of the draw (from ``seed``).
+
+    Every task starts here, so the arguments they share are checked alike and in one order.
+    """
     n_train = check_int("n_train", n_train, minimum=1)
     n_test = check_int("n_test", n_test, minimum=1)
     noise = check_positive("noise", noise, allow_zero=True)
@@ -90,7 +94,7 @@ def _check_common(n_train, n_test, noise, seed) -> tuple[int, int, float, int]:
         # At 1/2 (binary) the labels carry no information; above it they are anti-correlated.
         raise ValueError(f"noise must be in [0, 0.5), got {noise!r}")
     seed = check_int("seed", seed, minimum=0)
-    return n_train, n_test, noise, seed
+    return n_train, n_test, noise, np.random.default_rng(seed)
 
 
 def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None = None):
@@ -149,6 +153,7 @@ def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None
 
 
 def _finish(X, y_clean, n_train, noise, noisy_test, rng, n_classes=2) -> Split:
+    """Split the rows (train first), flip the training labels (and the test ones if asked)."""
     y_train = flip_labels(y_clean[:n_train], noise, rng, n_classes)
     y_test = y_clean[n_train:]
     if noisy_test:
@@ -157,6 +162,7 @@ def _finish(X, y_clean, n_train, noise, noisy_test, rng, n_classes=2) -> Split:
 
 
 def _pm1(mask) -> np.ndarray:
+    """+1 where ``mask`` holds, −1 elsewhere, as int64 labels."""
     return np.where(mask, 1, -1).astype(np.int64)
 
 
@@ -216,9 +222,8 @@ def radial(
     >>> bool(abs((split.y_train == 1).mean() - 0.4405) < 3 * np.sqrt(0.25 / 2000))
     True
     """
-    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    n_train, n_test, noise, rng = _start(n_train, n_test, noise, seed)
     d = check_int("d", d, minimum=1)
-    rng = np.random.default_rng(seed)
     X = rng.standard_normal((n_train + n_test, d))
     y = _pm1(np.linalg.norm(X, axis=1) > np.sqrt(d))
     return _finish(X, y, n_train, noise, noisy_test, rng)
@@ -293,7 +298,7 @@ def gaussian_mixture(
     >>> split.X_train.shape, sorted(set(split.y_train.tolist()))
     ((100, 5), [0, 1, 2])
     """
-    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    n_train, n_test, noise, rng = _start(n_train, n_test, noise, seed)
     d = check_int("d", d, minimum=1)
     C = check_int("n_classes", n_classes, minimum=2)
     K = check_int("n_components", n_components, minimum=1)
@@ -301,7 +306,6 @@ def gaussian_mixture(
     scale = check_positive("scale", scale)
     center_seed = check_int("center_seed", center_seed, minimum=0)
     centers = _mixture_centers(C, K, d, separation, center_seed)
-    rng = np.random.default_rng(seed)
     n = n_train + n_test
     cls = rng.integers(0, C, size=n)
     comp = rng.integers(0, K, size=n)
@@ -358,10 +362,9 @@ def checkerboard(
     >>> split.X_train.shape, bool(abs(split.X_train).max() <= 1)
     ((200, 3), True)
     """
-    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    n_train, n_test, noise, rng = _start(n_train, n_test, noise, seed)
     n_cells = check_int("n_cells", n_cells, minimum=2)
     d = check_int("d", d, minimum=2)
-    rng = np.random.default_rng(seed)
     X = rng.uniform(-1.0, 1.0, size=(n_train + n_test, d))
     idx = np.clip(np.floor((X[:, :2] + 1.0) * n_cells / 2.0), 0, n_cells - 1).astype(int)
     y = _pm1((idx[:, 0] + idx[:, 1]) % 2 == 0)
@@ -458,10 +461,9 @@ def two_moons(
     >>> float(abs(upper[:, 0] ** 2 + upper[:, 1] ** 2 - 1).max()) < 1e-12
     True
     """
-    n_train, n_test, noise, seed = _check_common(n_train, n_test, noise, seed)
+    n_train, n_test, noise, rng = _start(n_train, n_test, noise, seed)
     jitter = check_positive("jitter", jitter, allow_zero=True)
     d = check_int("d", d, minimum=2)
-    rng = np.random.default_rng(seed)
     n = n_train + n_test
     upper = rng.random(n) < 0.5
     t = rng.uniform(0.0, np.pi, size=n)
