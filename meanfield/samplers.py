@@ -208,7 +208,28 @@ class DualAveraging:
         self.m, self.h_bar, self.log_eps, self.log_eps_bar = 0, 0.0, math.log(self.step_size0), 0.0
 
     def update(self, accept_prob: float) -> float:
-        """Feed one acceptance statistic in [0, 1]; returns the next step size ε_m."""
+        """Feed one acceptance statistic α_m in [0, 1]; returns the next step size ε_m.
+
+        Parameters
+        ----------
+        accept_prob : float
+            The acceptance probability of the last trajectory (mean over replicas).
+
+        Returns
+        -------
+        float
+            ε_m, to use for the next trajectory of the warm-up.
+
+        Examples
+        --------
+        Acceptances below the target shrink the step, after a first move towards 10 ε₀ (the
+        centre μ of the averaging):
+
+        >>> from meanfield.samplers import DualAveraging
+        >>> adapt = DualAveraging(0.1, target=0.8)
+        >>> [round(adapt.update(0.0), 4) for _ in range(3)], adapt.m
+        ([0.2335, 0.023, 0.0017], 3)
+        """
         self.m += 1
         m, w = self.m, 1.0 / (self.m + self.t0)
         self.h_bar = (1 - w) * self.h_bar + w * (self.target - accept_prob)
@@ -219,10 +240,31 @@ class DualAveraging:
 
     @property
     def step_size(self) -> float:
+        """ε_m, the step of the warm-up after m updates (ε₀ before any).
+
+        Examples
+        --------
+        >>> from meanfield.samplers import DualAveraging
+        >>> adapt = DualAveraging(0.1)
+        >>> round(adapt.step_size, 12), adapt.update(0.5) == adapt.step_size
+        (0.1, True)
+        """
         return math.exp(self.log_eps)
 
     @property
     def final_step_size(self) -> float:
+        """ε̄_m, the averaged step frozen after the warm-up (ε₀ before any update).
+
+        Examples
+        --------
+        The average lags behind the step itself:
+
+        >>> from meanfield.samplers import DualAveraging
+        >>> adapt = DualAveraging(0.1)
+        >>> steps = [adapt.update(1.0) for _ in range(5)]
+        >>> round(steps[-1], 2), round(adapt.final_step_size, 2)
+        (19.72, 7.07)
+        """
         return math.exp(self.log_eps_bar) if self.m else self.step_size0
 
 
@@ -296,12 +338,42 @@ class HMC:
 
     @property
     def n_leapfrog(self) -> int:
+        """L = min(max_leapfrog, max(1, ⌈T/ε⌉)), the leapfrog steps of one trajectory.
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``step_size`` is not set.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.samplers import HMC
+        >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+        >>> HMC(E, 1.0, step_size=0.3).n_leapfrog, HMC(E, 1.0, 1e-6, max_leapfrog=50).n_leapfrog
+        (4, 50)
+        """
         if self.step_size is None:
             raise InputError("HMC.step_size is not set: give step_size or use sample_hmc")
         n = math.ceil(self.trajectory_length / self.step_size - 1e-9)
         return int(min(self.max_leapfrog, max(1, n)))
 
     def init(self, omega) -> LangevinState:
+        """The state at step 0, as :func:`~meanfield.particles.metropolis_init` gives it (Ω
+        projected onto 𝒲, U and ∇U cached), with no divergent trajectory counted.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.samplers import HMC
+        >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0)
+        >>> s = hmc.init(torch.zeros(2, 3, 1))  # 2 replicas
+        >>> s.step, s.cache["divergent"], tuple(s.cache["U"].shape), s.accepted.tolist()
+        (0, 0, (2,), [0.0, 0.0])
+        """
         state = metropolis_init(self.energy, omega, self.beta, self.regime)
         return state.evolve(cache={"divergent": 0})
 
@@ -323,6 +395,22 @@ class HMC:
         -------
         (omega, v, U, gradU, finite) : the end point, U and ∇U there, shape (...) and
         (..., N, p), and a bool (...) that is False where a force or U was not finite.
+
+        Examples
+        --------
+        The flow nearly conserves Ĥ = U + β_N |v|²/2 (here V(ω) = ω²/2, β_N = 1, N = 1, so
+        U = ω²/2 and the motion is a rotation in the phase plane):
+
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.samplers import HMC
+        >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 5.0)), beta=1.0)
+        >>> s = hmc.init([[1.0]])
+        >>> v = torch.zeros(1, 1, dtype=torch.float64)
+        >>> omega, v, U, gradU, ok = hmc.flow(s.omega, v, 0.01, 157, s.cache["gradU"], 1.0)
+        >>> round(float(omega), 2), round(float(U + 0.5 * v.square().sum()), 4), bool(ok)
+        (0.0, 0.5, True)
         """
         N = omega.shape[-2]
         finite = torch.ones(omega.shape[:-2], dtype=torch.bool, device=omega.device)
@@ -345,6 +433,35 @@ class HMC:
         return omega, v, U, gradU, finite
 
     def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        """One trajectory (fresh velocities, :meth:`flow`) and a Metropolis decision per
+        replica, returned as a new state.
+
+        Parameters
+        ----------
+        state : LangevinState
+            As :meth:`init` gives it; left as it was.
+        generator : torch.Generator
+            Draws the velocities, the jitter and the uniforms of the decisions.
+
+        Returns
+        -------
+        LangevinState
+            Accepted replicas at the trajectory's end, the others where they were; ``step``,
+            ``proposed`` and ``accepted`` counted, ``cache["accept_prob"]`` (...) set and
+            ``cache["divergent"]`` increased by the trajectories rejected as non-finite.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.samplers import HMC
+        >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0, step_size=0.1)
+        >>> s0 = hmc.init(torch.zeros(3, 4, 1))  # 3 replicas
+        >>> s1 = hmc.step(s0, torch.Generator().manual_seed(0))
+        >>> s1.step, s1.proposed, bool((s1.cache["accept_prob"] > 0.9).all()), s0.step
+        (1, 1, True, 0)
+        """
         omega, U = state.omega, state.cache["U"]
         beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
         batch = omega.shape[:-2]
@@ -441,15 +558,12 @@ def sample_hmc(
     energy : Energy
         Exact pair sums and full data are used (stochastic gradients would break exactness).
     omega0 : array (N, p) or (R, N, p)
-        Initial particles (projected onto the domain); a leading axis runs R independent
-        chains that share the step size.
+        Initial particles, projected onto 𝒲; a leading axis runs R chains sharing the step.
     beta : float
         Inverse temperature β > 0 (β_N = β or β N by ``regime``).
-    n_samples : int
-        Trajectories after the warm-up, ≥ 1 (the recorded chain).
-    n_warmup : int
-        Warm-up trajectories ≥ 0 during which ε is adapted by dual averaging; not recorded.
-        0 requires ``step_size`` (used as is).
+    n_samples, n_warmup : int
+        Recorded trajectories ≥ 1, after ``n_warmup`` ≥ 0 unrecorded ones that adapt ε by dual
+        averaging (``n_warmup = 0`` requires ``step_size``, then used as is).
     trajectory_length : float
         Hamiltonian time T > 0 of one trajectory (L = ⌈T/ε⌉ leapfrog steps).
     step_size : float, optional
@@ -462,8 +576,7 @@ def sample_hmc(
     max_leapfrog : int
         Upper bound on L ≥ 1.
     record_every : int, optional
-        Record every this many trajectories (default: about 100 records); the first state after
-        the warm-up and the last one are always recorded.
+        Trajectories between records (default: ~100 records); the first and last are recorded.
     seed : int
         Seeds every random number (warm-up included).
     record_positions, progress, extra_attrs :
@@ -472,42 +585,30 @@ def sample_hmc(
     Returns
     -------
     xarray.Dataset
-        The layout of :func:`~meanfield.particles.simulate`: ``omega`` (time, [replica,]
-        particle, dim), ``energy``, ``energy_<term>``, ``acceptance_rate`` (time, [replica]);
-        coordinate ``step`` counts trajectories from the start of the warm-up (so the records
-        start at ``n_warmup``) and ``time`` = L ε · step is Hamiltonian time.  Attributes: every
-        parameter, the frozen ``step_size``, ``n_leapfrog``, the warm-up's mean acceptance
-        probability, the number of divergent trajectories, the seed and the version.
+        As :func:`~meanfield.particles.simulate`, with ``acceptance_rate``; ``step`` counts
+        trajectories from the warm-up's start (records start at ``n_warmup``) and ``time`` =
+        L ε · step is Hamiltonian time.  Attributes: every parameter, the frozen ``step_size``,
+        ``n_leapfrog``, ``warmup_accept_prob``, ``n_divergent``, the seed and the version.
 
     Examples
     --------
-    Four particles in V(ω) = ω²/2 on [−2, 2]; five warm-up trajectories, five recorded:
-
-    >>> import numpy as np
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.samplers import sample_hmc
-    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
-    >>> ds = sample_hmc(E, np.zeros((4, 1)), beta=1.0, n_samples=5, n_warmup=5, seed=0)
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))  # V(ω) = ω²/2 on [−2, 2]
+    >>> ds = sample_hmc(E, [[0.0]] * 4, beta=1.0, n_samples=5, n_warmup=5, seed=0)
     >>> ds["step"].values.tolist(), dict(ds["omega"].sizes), ds.attrs["method"]
     ([5, 6, 7, 8, 9, 10], {'time': 6, 'particle': 4, 'dim': 1}, 'hmc')
-    >>> bool(((ds["acceptance_rate"] >= 0) & (ds["acceptance_rate"] <= 1)).all())
-    True
     """
-    beta, n_samples, n_warmup, target = _check_hmc_args(
-        beta, n_samples, n_warmup, target_accept, step_size
-    )
+    n_samples, n_warmup, target = _check_args(beta, n_samples, n_warmup, target_accept, step_size)
     integrator = HMC(energy, beta, step_size, trajectory_length, regime, jitter, max_leapfrog)
     omega0, record_every, seed, gen = chain_setup(energy, omega0, n_samples, record_every, seed)
     with torch.no_grad():
         integrator, state, step_size0, probs = warm_up(integrator, omega0, gen, n_warmup, target)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
     state = recorder.run(integrator, state, gen, n_samples, record_every, progress, "hmc")
-    params = _hmc_params(integrator, omega0.shape[-2], step_size0)
-    params |= {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
-    params |= {"warmup_accept_prob": float(np.mean(probs)) if probs else "none"}
-    params |= {"n_divergent": int(state.cache["divergent"]), "record_every": record_every}
-    params |= {**energy.describe(), **(extra_attrs or {})}
+    run = {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
+    params = _hmc_params(integrator, state, step_size0, probs, run, record_every, extra_attrs)
     dt = integrator.n_leapfrog * integrator.step_size
     return recorder.dataset(state, time_per_step=dt, params=params, seed=seed, time_name=_HMC_TIME)
 
@@ -516,17 +617,18 @@ def sample_hmc(
 _HMC_TIME = "n_leapfrog * step_size * step (Hamiltonian time)"
 
 
-def _check_hmc_args(beta, n_samples, n_warmup, target_accept, step_size):
-    """:func:`sample_hmc`'s run arguments checked before any work; returns β, the numbers of
-    samples and warm-up trajectories and the target acceptance as checked."""
-    beta = check_positive("beta (inverse temperature)", beta)
+def _check_args(beta, n_samples, n_warmup, target_accept, step_size):
+    """:func:`sample_hmc`'s run arguments checked before any work (β first; :class:`HMC` turns
+    it into a float); returns the numbers of samples and warm-up trajectories and the target
+    acceptance as checked."""
+    check_positive("beta (inverse temperature)", beta)
     n_samples = check_int("n_samples", n_samples)
     n_warmup = check_int("n_warmup", n_warmup, minimum=0)
     if not 0 < float(target_accept) < 1:
         raise InputError(f"target_accept must be in (0, 1), got {target_accept!r}")
     if n_warmup == 0 and step_size is None:
         raise InputError("n_warmup = 0 needs a step_size (nothing would adapt it)")
-    return beta, n_samples, n_warmup, float(target_accept)
+    return n_samples, n_warmup, float(target_accept)
 
 
 def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
@@ -573,8 +675,12 @@ def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
     return integrator, state, step_size0, probs
 
 
-def _hmc_params(integrator: HMC, N: int, step_size0: float) -> dict:
-    """The attributes of a :func:`sample_hmc` dataset that describe the kernel."""
+def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, extra) -> dict:
+    """The attributes of a :func:`sample_hmc` dataset, in this order: the kernel, ``run`` (the
+    chain's sizes and target), the warm-up's mean acceptance probability ``probs``, the
+    divergent trajectories since the warm-up, ``record_every``, the energy's description and
+    ``extra`` (the caller's ``extra_attrs``)."""
+    N = state.omega.shape[-2]
     return {
         "method": "hmc",
         "regime": integrator.regime,
@@ -588,6 +694,12 @@ def _hmc_params(integrator: HMC, N: int, step_size0: float) -> dict:
         "trajectory_length": integrator.trajectory_length,
         "jitter": integrator.jitter,
         "max_leapfrog": integrator.max_leapfrog,
+        **run,
+        "warmup_accept_prob": float(np.mean(probs)) if probs else "none",
+        "n_divergent": int(state.cache["divergent"]),
+        "record_every": record_every,
+        **integrator.energy.describe(),
+        **(extra or {}),
     }
 
 
