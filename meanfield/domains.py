@@ -151,7 +151,17 @@ class Domain:
         """
         raise NotImplementedError
 
+    def _check_fields(self, size: str, label: str) -> None:
+        """Validate ``dim`` and the size field named ``size`` in place (``label`` in errors).
+
+        The dataclasses are frozen, so the checked values are written with
+        ``object.__setattr__``.
+        """
+        object.__setattr__(self, "dim", check_int("dim", self.dim))
+        object.__setattr__(self, size, check_positive(label, getattr(self, size)))
+
     def _check_points(self, omega):
+        """Raise unless the last axis of ``omega`` has length ``dim``."""
         if omega.shape[-1] != self.dim:
             raise ValueError(
                 f"points must have last dimension {self.dim} for this {type(self).__name__}, "
@@ -195,8 +205,7 @@ class Box(Domain):
     half_width: float = 1.0
 
     def __post_init__(self):
-        object.__setattr__(self, "dim", check_int("dim", self.dim))
-        object.__setattr__(self, "half_width", check_positive("half_width (R)", self.half_width))
+        self._check_fields("half_width", "half_width (R)")
 
     def project(self, omega):
         self._check_points(omega)
@@ -259,8 +268,7 @@ class Ball(Domain):
     radius: float = 1.0
 
     def __post_init__(self):
-        object.__setattr__(self, "dim", check_int("dim", self.dim))
-        object.__setattr__(self, "radius", check_positive("radius (R)", self.radius))
+        self._check_fields("radius", "radius (R)")
 
     def project(self, omega):
         self._check_points(omega)
