@@ -1054,11 +1054,8 @@ class NormalisedAlignment(AlignmentTerm):
 
     def first_variation(self, at, points, weights):
         phi_at, _ = self.features(at)
-        phi_mu, _ = self.features(points)
         S_at = phi_at @ self.U
-        S_mu = phi_mu @ self.U
-        KT = (weights[:, None] * S_mu * S_mu * self.w).sum()  # ⟨K_μ, T⟩
-        Kmu = phi_mu.T @ (weights[:, None] * phi_mu)  # (n, n)
+        KT, Kmu = self._measure_kernel(points, weights)
         Knorm = (Kmu * Kmu).sum().sqrt()
         tTt = (S_at * S_at * self.w).sum(-1)
         tKt = ((phi_at @ Kmu) * phi_at).sum(-1)
