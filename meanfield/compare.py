@@ -75,87 +75,66 @@ def compare(
     r"""Evolve N particles and the grid density from the same law; diagnostics over time.
 
     The two sides discretise the same dynamics, the Langevin system and its mean-field
-    (McKean–Vlasov) limit:
+    (McKean–Vlasov) limit, and are compared at each record by W2(μ_N(t), ρ_t):
 
     .. math::
 
-        d\omega_i = -N \nabla_{\omega_i} H_N(\Omega)\, dt + \sqrt{2/\beta}\, dW_i,
-        \qquad
+        d\omega_i = -N \nabla_{\omega_i} H_N(\Omega)\, dt + \sqrt{2/\beta}\, dW_i, \qquad
         \partial_t \rho = \nabla \cdot \Big(\rho\, \nabla \frac{\delta E}{\delta \rho}\Big)
-        + \beta^{-1} \Delta \rho,
-
-    compared at each record by W2(μ_N(t), ρ_t).
+        + \beta^{-1} \Delta \rho.
 
     Parameters
     ----------
-    energy : Energy
-        The model (its domain must be the grid's box).
-    initial : Density
-        The initial law ρ_0 on the grid; the particles are an iid sample of it.
-    n_particles : int
-        N ≥ 1.
-    beta : float
-        Inverse temperature (mean-field regime: the particles use β_N = β).
-    t_final : float
-        Final time (> 0); the particles take round(t_final/η) steps.
-    eta : float
-        Langevin step η (time per step).
-    n_records : int
-        About this many records (every ``n_steps // n_records`` steps, plus the last).
-    seed : int
-        Seeds the initial sample and the Langevin noise.
+    energy, initial : Energy, Density
+        The model and the initial law ρ_0 on a grid of its box; the particles sample ρ_0 iid.
+    n_particles, beta : int, float
+        N ≥ 1; the inverse temperature (mean-field regime: the particles use β_N = β).
+    t_final, eta : float
+        Final time (> 0) and Langevin step η; the particles take round(t_final/η) steps.
+    n_records, seed : int
+        About this many records (every ``n_steps // n_records`` steps, plus the last); the
+        seed of the initial sample and of the Langevin noise.
     scheme, order, safety :
         Grid scheme (see :class:`~meanfield.pde.McKeanVlasov` and
         :func:`~meanfield.pde.solver.solve`).
     w_method : {"auto", "exact", "sparse_exact", "sliced"}
         How W2 is computed (:func:`~meanfield.diagnostics.wasserstein_particles_grid`;
         "auto" is exact or sparse_exact, never sliced).
-    progress : bool
-    extra_attrs : dict, optional
-        More attributes for the dataset.
+    progress, extra_attrs : bool, dict, optional
+        Show progress bars; more attributes for the dataset.
 
     Returns
     -------
     xarray.Dataset
         Coordinates ``time``, ``particle``, ``dim``, ``x`` [, ``y``]; the variables listed in
-        the module docstring ("The dataset").
-        Attributes: every parameter, the seed, solver statistics and the package version.
+        the module docstring ("The dataset"); attributes: every parameter, the seed, solver
+        statistics and the package version.
 
     Examples
     --------
-    A tiny run in a quadratic well (20 particles, 16 cells, 5 steps):
-
     >>> from meanfield.compare import compare
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.pde import Density, Grid
-    >>> box = Box(1, 2.0)
-    >>> ds = compare(
-    ...     Energy([QuadraticPotential()], box),
-    ...     Density.gaussian(Grid(box, 16), 0.0, 0.5),
-    ...     n_particles=20, beta=10.0, t_final=0.05, eta=0.01, n_records=1,
-    ... )
-    >>> dict(ds.sizes), ds.attrs["w_method"]
-    ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, 'exact')
-    >>> bool((ds["w2"] > 0).all()), round(float(ds["mass_grid"][-1]), 9)
-    (True, 1.0)
+    >>> box = Box(1, 2.0)  # 20 particles in a quadratic well, 16 cells, 5 steps
+    >>> E, rho0 = Energy([QuadraticPotential()], box), Density.gaussian(Grid(box, 16), 0.0, 0.5)
+    >>> ds = compare(E, rho0, n_particles=20, beta=10.0, t_final=0.05, eta=0.01, n_records=1)
+    >>> dict(ds.sizes), bool((ds["w2"] > 0).all()), round(float(ds["mass_grid"][-1]), 9)
+    ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, True, 1.0)
     """
     n_steps, record_every = _check_run(energy, initial, n_particles, beta, t_final, eta, n_records)
     n_particles, beta, eta = int(n_particles), float(beta), float(eta)
     grid = initial.grid
     initial = initial.normalised()
     eq = McKeanVlasov(energy, grid, beta, scheme=scheme, order=order)  # validates first
-
     run = {"N": n_particles, "eta": eta, "n_steps": n_steps, "record_every": record_every}
     ds_p, t_particles = _particle_run(energy, initial, beta, run, seed, progress)
-    times = ds_p["time"].values
-    res, grid_ds = _grid_run(eq, initial, times, eta * record_every, safety, progress)
+    res, grid_ds = _grid_run(eq, initial, ds_p["time"].values, eta * record_every, safety, progress)
     method = resolve_w_method(grid.dim, n_particles, int(np.count_nonzero(initial.data)), w_method)
     diag = _diagnostics(energy, grid, ds_p["omega"].values, grid_ds, method, seed, progress)
-    out = _assemble(ds_p, grid_ds, grid, method, diag)
-    run["t_final"] = float(times[-1])
-    out.attrs = _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
-    return out
+    run["t_final"] = float(ds_p["time"].values[-1])
+    attrs = _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
+    return _assemble(ds_p, grid_ds, grid, method, diag).assign_attrs(attrs)
 
 
 def _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed) -> dict:

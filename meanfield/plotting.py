@@ -381,47 +381,51 @@ def plot_kernel_concentration(ds: xr.Dataset) -> Figure:
     """
     fig = _new_figure((16, 4))
     ax = fig.subplots(1, 3)
-    for e in ds["eps_w2"].values:
-        p = ds["prob_w2"].sel(eps_w2=e)
-        s = ds["prob_w2_se"].sel(eps_w2=e)
-        ok = p.values > 0
-        ax[2].errorbar(
-            ds["N"].values[ok],
-            p.values[ok],
-            yerr=2 * s.values[ok],
-            fmt="o-",
-            capsize=3,
-            label=f"ε = {e:g}",
-        )
-    ax[2].set_yscale("log")
-    ax[2].set_xlabel("number of particles N")
-    ax[2].set_ylabel(r"$P(W_2(\mu_N, \rho_\beta) > \varepsilon)$ (± 2 s.e.)")
-    ax[2].set_title(r"the empirical measure, mean-field, β = 2")
-    ax[2].legend(fontsize=8)
-    for axis, x, unit in ((ax[0], "N", "/N"), (ax[1], "beta", "/β")):
-        for e in ds[f"eps_{x}"].values:
-            p = ds[f"prob_{x}"].sel({f"eps_{x}": e})
-            s = ds[f"prob_se_{x}"].sel({f"eps_{x}": e})
-            ok = p.values > 0
-            rate = float(ds[f"decay_rate_{x}"].sel({f"eps_{x}": e}))
-            axis.errorbar(
-                ds[x].values[ok],
-                p.values[ok],
-                yerr=2 * s.values[ok],
-                fmt="o-",
-                capsize=3,
-                label=f"ε = {e:g}: "
-                + (f"rate {rate:.3f}{unit}" if np.isfinite(rate) else "rate undetermined"),
-            )
-        axis.set_yscale("log")
-        axis.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{ref}| > \varepsilon)$ (± 2 s.e.)")
-        axis.legend(fontsize=8)
+    _panel_kernel_tails(ax[0], ds, "N", "/N")
+    _panel_kernel_tails(ax[1], ds, "beta", "/β")
+    _panel_w2_tails(ax[2], ds)
     ax[0].set_xlabel("number of particles N")
     ax[0].set_title(r"mean-field regime, β = 2: reference $\rho_\beta$")
     ax[1].set_xlabel(r"inverse temperature $\beta$")
     ax[1].set_title(r"Coulomb-gas regime, N = 16: reference $\mu^*$")
     fig.tight_layout()
     return fig
+
+
+def _tail_errorbars(axis, x: np.ndarray, p: np.ndarray, se: np.ndarray, label: str) -> None:
+    """Tail probabilities ``p`` against ``x`` with ±2 s.e. bars; zero probabilities (off a
+    log scale) are left out."""
+    ok = p > 0
+    axis.errorbar(x[ok], p[ok], yerr=2 * se[ok], fmt="o-", capsize=3, label=label)
+
+
+def _panel_w2_tails(axis, ds: xr.Dataset) -> None:
+    """P(W2(μ_N, ρ_β) > ε) against N, one curve per ε (log scale)."""
+    for e in ds["eps_w2"].values:
+        p = ds["prob_w2"].sel(eps_w2=e).values
+        se = ds["prob_w2_se"].sel(eps_w2=e).values
+        _tail_errorbars(axis, ds["N"].values, p, se, f"ε = {e:g}")
+    axis.set_yscale("log")
+    axis.set_xlabel("number of particles N")
+    axis.set_ylabel(r"$P(W_2(\mu_N, \rho_\beta) > \varepsilon)$ (± 2 s.e.)")
+    axis.set_title(r"the empirical measure, mean-field, β = 2")
+    axis.legend(fontsize=8)
+
+
+def _panel_kernel_tails(axis, ds: xr.Dataset, x: str, unit: str) -> None:
+    """P(max|K_μN − K_ref| > ε) against ``x`` ("N" or "beta"), one curve per ε, with the
+    fitted decay rate (per ``unit``) in the legend (log scale)."""
+    for e in ds[f"eps_{x}"].values:
+        at = {f"eps_{x}": e}
+        rate = float(ds[f"decay_rate_{x}"].sel(at))
+        label = f"ε = {e:g}: " + (
+            f"rate {rate:.3f}{unit}" if np.isfinite(rate) else "rate undetermined"
+        )
+        p, se = ds[f"prob_{x}"].sel(at).values, ds[f"prob_se_{x}"].sel(at).values
+        _tail_errorbars(axis, ds[x].values, p, se, label)
+    axis.set_yscale("log")
+    axis.set_ylabel(r"$P(\max_{jk}|K_{\mu_N} - K_{ref}| > \varepsilon)$ (± 2 s.e.)")
+    axis.legend(fontsize=8)
 
 
 def plot_n_limit(ds: xr.Dataset) -> Figure:
@@ -530,20 +534,35 @@ def plot_coulomb3d(ds: xr.Dataset) -> Figure:
     """
     fig = _new_figure((15, 4.2))
     ax = fig.subplots(1, 3)
+    _panel_radial_profile(ax[0], ds)
+    _panel_ball_distances(ax[1], ds)
+    _panel_grid_errors(ax[2], ds)
+    fig.suptitle("Coulomb gas in R³: V = |ω|²/2, k = 1/|z|, λ = 1/2 (μ* = uniform unit ball)")
+    fig.tight_layout()
+    return fig
+
+
+def _panel_radial_profile(axis, ds: xr.Dataset) -> None:
+    """Shell densities of μ*_h and of the particles against |ω|, over the unit ball's step."""
     r = ds["r"].values
     cells = ds.attrs.get("cells", ds.attrs.get("n_grid"))  # n_grid: datasets saved before
-    ax[0].step(r, ds["profile_grid"], where="mid", label=f"grid μ*_h ({cells}³, β = ∞)")
-    ax[0].step(
+    axis.step(r, ds["profile_grid"], where="mid", label=f"grid μ*_h ({cells}³, β = ∞)")
+    axis.step(
         r,
         ds["profile_particles"],
         where="mid",
         label=f"HMC particles, N = {ds.attrs['N_profile']} (β = {ds.attrs['beta']:g})",
     )
-    ax[0].plot([0, 1, 1, r[-1]], [1, 1, 0, 0], "k--", label="uniform unit ball")
-    ax[0].set_xlabel("|ω|")
-    ax[0].set_ylabel("shell density / (3/4π)")
-    ax[0].set_title("Radial profile")
-    ax[0].legend(fontsize=8)
+    axis.plot([0, 1, 1, r[-1]], [1, 1, 0, 0], "k--", label="uniform unit ball")
+    axis.set_xlabel("|ω|")
+    axis.set_ylabel("shell density / (3/4π)")
+    axis.set_title("Radial profile")
+    axis.legend(fontsize=8)
+
+
+def _panel_ball_distances(axis, ds: xr.Dataset) -> None:
+    """W2 of the particles (HMC and iid) to μ*_h and to the ball against N, log-log, with an
+    N^(−1/3) guide."""
     N = ds["N"].values
     for k, label, fmt in (
         ("w2_grid", r"$W_2(\mu_N, \mu^*_h)$ HMC", "o-"),
@@ -551,34 +570,35 @@ def plot_coulomb3d(ds: xr.Dataset) -> Figure:
         ("w2_radial", r"$W_2$ of $|\omega|$ vs ball, HMC", "s-"),
         ("w2_radial_iid", r"$W_2$ of $|\omega|$ vs ball, iid", "s:"),
     ):
-        ax[1].plot(N, ds[k], fmt, label=label)
-    ax[1].plot(N, np.abs(ds["radius"] - 1), "^-", label="|radius − 1|, HMC")
+        axis.plot(N, ds[k], fmt, label=label)
+    axis.plot(N, np.abs(ds["radius"] - 1), "^-", label="|radius − 1|, HMC")
     ref = float(ds["w2_grid_iid"][0])
-    ax[1].plot(N, ref * (N / N[0]) ** (-1 / 3), "k:", lw=0.8, label=r"$N^{-1/3}$")
-    ax[1].set_xscale("log")
-    ax[1].set_yscale("log")
-    ax[1].set_xlabel("number of particles N")
-    ax[1].set_ylabel("distance (units of ω)")
-    ax[1].set_title("Particles vs grid and ball (exact W2)")
-    ax[1].legend(fontsize=7)
+    axis.plot(N, ref * (N / N[0]) ** (-1 / 3), "k:", lw=0.8, label=r"$N^{-1/3}$")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("number of particles N")
+    axis.set_ylabel("distance (units of ω)")
+    axis.set_title("Particles vs grid and ball (exact W2)")
+    axis.legend(fontsize=7)
+
+
+def _panel_grid_errors(axis, ds: xr.Dataset) -> None:
+    """The grid equilibrium's radius, flatness and energy errors against h, with an h² guide."""
     h = ds["grid_h"].values
     for k, label in (
         ("grid_radius_error", "|radius − 1|"),
         ("grid_flatness", "max |ρ/ρ_ball − 1|, |ω| < 0.6"),
         ("grid_energy_error", "|E_h(μ*_h) − 9/10|"),
     ):
-        ax[2].plot(h, ds[k], "o-", label=label)
+        axis.plot(h, ds[k], "o-", label=label)
     e_last = float(ds["grid_energy_error"][-1])
-    ax[2].plot(h, e_last * (h / h[-1]) ** 2, "k:", lw=0.8, label="h²")
-    ax[2].set_xscale("log")
-    ax[2].set_yscale("log")
-    ax[2].set_xlabel("cell width h")
-    ax[2].set_ylabel("error (radius, density ratio, energy)")
-    ax[2].set_title("Grid μ*_h vs the uniform ball")
-    ax[2].legend(fontsize=7)
-    fig.suptitle("Coulomb gas in R³: V = |ω|²/2, k = 1/|z|, λ = 1/2 (μ* = uniform unit ball)")
-    fig.tight_layout()
-    return fig
+    axis.plot(h, e_last * (h / h[-1]) ** 2, "k:", lw=0.8, label="h²")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("cell width h")
+    axis.set_ylabel("error (radius, density ratio, energy)")
+    axis.set_title("Grid μ*_h vs the uniform ball")
+    axis.legend(fontsize=7)
 
 
 __all__ = [

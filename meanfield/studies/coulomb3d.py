@@ -292,9 +292,17 @@ def particle_run(
     chain |= dict(target_accept=0.65, record_every=max(1, n_samples // n_keep), seed=seed)
     ds = sample_hmc(ball_energy(R), omega0, beta=beta, regime="coulomb-gas", **chain)
     t_hmc = time.perf_counter() - t0
+    out = _chain_summary(ds, grid_rho, n_keep, _uniform_ball(N, rng))
+    return {**out, "hmc_wall_s": t_hmc, "wall_s": time.perf_counter() - t0}
+
+
+def _chain_summary(ds: xr.Dataset, grid_rho: Density, n_keep: int, iid: np.ndarray) -> dict:
+    """:func:`particle_run`'s measurements of an HMC run ``ds``: distances, radius and energy
+    averaged over the last ``n_keep`` recorded states, the same distances for the iid points
+    ``iid`` (N, 3), the chain's step size, leapfrog count and acceptance, the last state."""
     states = ds["omega"].values[-n_keep:]
     d = np.array([_ball_distances(x, grid_rho) for x in states])
-    d_iid = _ball_distances(_uniform_ball(N, rng), grid_rho)
+    d_iid = _ball_distances(iid, grid_rho)
     r2 = (states**2).sum(-1).mean()
     return {
         "w2_grid": float(d[:, 0].mean()),
@@ -307,8 +315,6 @@ def particle_run(
         "n_leapfrog": int(ds.attrs["n_leapfrog"]),
         "acceptance": float(ds["acceptance_rate"].values[-1]),
         "omega": states[-1],
-        "hmc_wall_s": t_hmc,
-        "wall_s": time.perf_counter() - t0,
     }
 
 
@@ -401,24 +407,30 @@ def coulomb3d_study(
     ds = xr.Dataset(
         data,
         coords={"N": Ns, "n": sweep, "r": 0.5 * (edges[1:] + edges[:-1])},
-        attrs=provenance(
-            {
-                **params,
-                "box_half_width": rho.grid.half_width,
-                "regime": "coulomb-gas",
-                "sampler": "hmc",
-                "model": "V=|w|^2/2, k=1/|z| (Coulomb, p=3), lambda=1/2",
-                "w2_grid_method": "exact (ot.emd2, particles vs cell-centre atoms of mu*_h)",
-                "w2_radial_method": "exact 1D quantile W2 of |w| vs CDF r^3",
-                "N_profile": Ns[-1],
-                **machine(),
-            },
-            seed=seed,
-        ),
+        attrs=_study_attrs(params, rho.grid.half_width, Ns[-1], seed),
     )
     ds["w2_grid"].attrs["long_name"] = "W2(mu_N, mu*_h), exact"
     ds["w2_radial"].attrs["long_name"] = "W2(|w| under mu_N, |w| under the unit ball), exact 1D"
     return ds
+
+
+def _study_attrs(params: dict, half_width: float, n_profile: int, seed: int) -> dict:
+    """:func:`coulomb3d_study`'s attributes: the parameters, the model and the methods of its
+    distances, the N of the particle profile, the machine and the provenance."""
+    return provenance(
+        {
+            **params,
+            "box_half_width": half_width,
+            "regime": "coulomb-gas",
+            "sampler": "hmc",
+            "model": "V=|w|^2/2, k=1/|z| (Coulomb, p=3), lambda=1/2",
+            "w2_grid_method": "exact (ot.emd2, particles vs cell-centre atoms of mu*_h)",
+            "w2_radial_method": "exact 1D quantile W2 of |w| vs CDF r^3",
+            "N_profile": n_profile,
+            **machine(),
+        },
+        seed=seed,
+    )
 
 
 def _particle_rows(Ns, rho, params: dict, seed: int, cache_dir, progress: bool) -> dict:

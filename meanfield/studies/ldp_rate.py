@@ -194,7 +194,15 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
         "n_steps": cfg["steps"],
         "model": "V=w^2/2, k=-|z|, lambda=1/2, p=1",
     }
-    data = {}
+    data, regime_attrs = _regime_variables(res)
+    coords = {f"N_{t}": cfg[t] for t in res} | {f"theta_{t}": res[t]["theta"] for t in res}
+    return xr.Dataset(data, coords=coords, attrs=provenance(attrs | regime_attrs, seed=seed))
+
+
+def _regime_variables(res: dict) -> tuple[dict, dict]:
+    """:func:`ldp_rate_data`'s variables and attributes from the :func:`rate_in_n` result of
+    each regime (``res`` keyed by the tag "mf" or "cg"), every name suffixed ``_<tag>``."""
+    data, attrs = {}, {}
     for tag, r in res.items():
         for k in ("rate", "rate_se", "rate_quad_err", "log_p"):
             data[f"{k}_{tag}"] = (f"N_{tag}", r[k])
@@ -203,8 +211,7 @@ def ldp_rate_data(size: str = "full", seed: int = 0) -> xr.Dataset:
         data[f"J_{tag}"] = r["J"]
         attrs[f"a_{tag}"] = r["a"]
         attrs[f"theta_star_{tag}"] = r["theta_star"]
-    coords = {f"N_{t}": cfg[t] for t in res} | {f"theta_{t}": res[t]["theta"] for t in res}
-    return xr.Dataset(data, coords=coords, attrs=provenance(attrs, seed=seed))
+    return data, attrs
 
 
 __all__ = ["CONFIG", "ldp_model", "ldp_rate_data", "rate_in_n"]
