@@ -88,46 +88,22 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
         (array([0.589, 0.443, 1.698]), 1.0)
         """
         _check_lengths(X, y)
-        alphas = np.atleast_1d(np.asarray(self.alpha, dtype=float))
-        if alphas.ndim != 1 or alphas.size == 0:
-            raise ValueError(
-                f"alpha must be a number >= 0 or a 1-d sequence of them, got {self.alpha!r}"
-            )
-        for a in alphas:
-            check_positive("alpha", a, allow_zero=True)
-        intercept = self.fit_intercept
-        if isinstance(intercept, (bool, np.bool_)):
-            intercept = bool(intercept)
-        elif intercept != "label_mean":
-            raise ValueError(
-                f"fit_intercept must be True, False or 'label_mean', got {self.fit_intercept!r}"
-            )
+        alphas = _check_alphas(self.alpha)
+        intercept = _check_intercept(self.fit_intercept)
         classes, _ = _encode_labels(y, type(self).__name__)
         X = _validate_data(self, X, reset=True, dtype=np.float64)
-        y = column_or_1d(y)
-        ids = np.searchsorted(classes, y)
-        if len(classes) == 2:
-            Y = np.where(ids == 1, 1.0, -1.0)[:, None]
-        else:
-            Y = np.where(ids[:, None] == np.arange(len(classes))[None, :], 1.0, -1.0)
-        n = X.shape[0]
+        Y = _pm1_targets(classes, column_or_1d(y))
         xm, ym = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
         if intercept is True:
             xm, ym = X.mean(0), Y.mean(0)
         elif intercept == "label_mean":
             ym = Y.mean(0)
         Xc, Yc = X - xm, Y - ym
-        U, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
-        keep = sv > sv.max(initial=0.0) * max(Xc.shape) * np.finfo(float).eps
-        U, sv, Vt = U[:, keep], sv[keep], Vt[keep]
+        U, sv, Vt = _thin_svd(Xc)
         UtY = U.T @ Yc
         if alphas.size > 1:
-            errs = np.empty(alphas.size)
-            for i, a in enumerate(alphas):
-                f = sv**2 / (sv**2 + a)
-                resid = Yc - U @ (f[:, None] * UtY)
-                h = (U * U) @ f + (1.0 / n if intercept is True else 0.0)
-                errs[i] = np.mean((resid / np.maximum(1.0 - h, 1e-12)[:, None]) ** 2)
+            # the hat matrix of the fitted intercept adds 1/n to every leverage
+            errs = _loo_errors(U, sv, UtY, Yc, alphas, 1.0 / len(X) if intercept is True else 0.0)
             self.loo_errors_ = errs
             alpha = float(alphas[int(np.argmin(errs))])
         else:
@@ -196,3 +172,59 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
         if s.ndim == 1:
             return self.classes_[(s > 0).astype(int)]
         return self.classes_[np.argmax(s, axis=1)]
+
+
+def _check_alphas(alpha) -> np.ndarray:
+    """The penalty candidates as a non-empty 1-d float array, each checked to be >= 0."""
+    alphas = np.atleast_1d(np.asarray(alpha, dtype=float))
+    if alphas.ndim != 1 or alphas.size == 0:
+        raise ValueError(f"alpha must be a number >= 0 or a 1-d sequence of them, got {alpha!r}")
+    for a in alphas:
+        check_positive("alpha", a, allow_zero=True)
+    return alphas
+
+
+def _check_intercept(fit_intercept):
+    """``fit_intercept`` as a plain bool, or ``"label_mean"``; anything else is an error."""
+    if isinstance(fit_intercept, (bool, np.bool_)):
+        return bool(fit_intercept)
+    if fit_intercept != "label_mean":
+        raise ValueError(
+            f"fit_intercept must be True, False or 'label_mean', got {fit_intercept!r}"
+        )
+    return fit_intercept
+
+
+def _pm1_targets(classes, y) -> np.ndarray:
+    """±1 targets, shape (n, 1) for two classes (+1: ``classes[1]``), else one-vs-all (n, C)."""
+    ids = np.searchsorted(classes, y)
+    if len(classes) == 2:
+        return np.where(ids == 1, 1.0, -1.0)[:, None]
+    return np.where(ids[:, None] == np.arange(len(classes))[None, :], 1.0, -1.0)
+
+
+def _thin_svd(Xc):
+    """Thin SVD U diag(s) Vᵀ of ``Xc`` without the singular values at round-off level."""
+    U, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+    keep = sv > sv.max(initial=0.0) * max(Xc.shape) * np.finfo(float).eps
+    return U[:, keep], sv[keep], Vt[keep]
+
+
+def _loo_errors(U, sv, UtY, Yc, alphas, h0: float) -> np.ndarray:
+    r"""Mean exact leave-one-out squared error of the ridge fit, one per penalty in ``alphas``.
+
+    .. math::
+
+        \mathrm{LOO}(\alpha) = \frac1{nC} \sum_{j,c}
+        \Big(\frac{Y_{jc} - \hat Y_{jc}}{1 - h_{jj}}\Big)^2, \qquad
+        h_{jj} = \sum_k U_{jk}^2 \frac{s_k^2}{s_k^2 + \alpha} + h_0,
+
+    with ``h0`` the leverage the intercept adds (1/n when it is fitted, else 0).
+    """
+    errs = np.empty(alphas.size)
+    for i, a in enumerate(alphas):
+        f = sv**2 / (sv**2 + a)
+        resid = Yc - U @ (f[:, None] * UtY)
+        h = (U * U) @ f + h0
+        errs[i] = np.mean((resid / np.maximum(1.0 - h, 1e-12)[:, None]) ** 2)
+    return errs
