@@ -62,22 +62,74 @@ class _FeatureLearner(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array of shape (n, d)
+            Inputs.
 
         Returns
         -------
         ndarray of shape (n, n_features_out_)
+            One column per kept feature.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.learners import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).normal(size=(5, 2))
+        >>> Phi = RandomFourierFeatures(n_features=3, random_state=0).fit(X).transform(X)
+        >>> Phi.shape, bool(np.all(np.abs(Phi) <= np.sqrt(2 / 3)))  # √(2/m) cos(·)
+        ((5, 3), True)
         """
         check_is_fitted(self, "omega_")
         X = _validate_data(self, X, reset=False, dtype=np.float64)
         return fourier_features(X, self.omega_, self.feature_weights_)
 
     def get_feature_names_out(self, input_features=None):
+        """Output column names: the lower-cased class name and the feature index.
+
+        Parameters
+        ----------
+        input_features : ignored
+            Accepted for the scikit-learn API.
+
+        Returns
+        -------
+        ndarray of str objects, shape (n_features_out_,)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.learners import RandomFourierFeatures
+        >>> rff = RandomFourierFeatures(n_features=2, random_state=0).fit(np.zeros((3, 1)))
+        >>> rff.get_feature_names_out().tolist()
+        ['randomfourierfeatures0', 'randomfourierfeatures1']
+        """
         check_is_fitted(self, "omega_")
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}{i}" for i in range(self.omega_.shape[0])], dtype=object)
 
     def kernel(self, X, X2=None):
-        """Learned kernel matrix K = Φ(X) Φ(X2)ᵀ, shape (n, n2)."""
+        """Learned kernel matrix K = Φ(X) Φ(X2)ᵀ, shape (n, n2).
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            Inputs x.
+        X2 : array of shape (n2, d), optional
+            Inputs x' (default ``X``).
+
+        Returns
+        -------
+        ndarray of shape (n, n2)
+            K(x_j, x'_k) = Σ_i w_i² φ(x_j; ω_i) φ(x'_k; ω_i).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.learners import RandomFourierFeatures
+        >>> X = np.random.default_rng(0).normal(size=(4, 2))
+        >>> K = RandomFourierFeatures(n_features=500, random_state=0).fit(X).kernel(X)
+        >>> K.shape, bool(np.allclose(K, K.T))
+        ((4, 4), True)
+        """
         P = self.transform(X)
         return P @ (P if X2 is None else self.transform(X2)).T
 
