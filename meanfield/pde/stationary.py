@@ -6,10 +6,19 @@
   exactly the zero-flux state of the Scharfetter–Gummel and upwind schemes.
 * :func:`equilibrium_measure`: μ* = argmin E over grid densities of given mass (β = ∞, the
   Coulomb-gas limit, THEORY §5), a convex quadratic programme on the simplex of cell masses for
-  a positive-definite pair kernel, solved by accelerated projected gradient (FISTA with
-  backtracking and adaptive restart).  The Frank–Wolfe gap
+  a positive-definite pair kernel.  The Frank–Wolfe gap
   G(w) = Σ_i w_i g_i − m min_i g_i,  g = ∂E/∂w = δE/δρ,
-  bounds E(w) − E(μ*) for a convex E and is the reported residual.
+  bounds E(w) − E(μ*) for a convex E and is the reported residual.  Two phases:
+
+  1. FISTA (accelerated projected gradient; step 1/L with L doubled until the descent lemma
+     holds, starting from 2λ Σ_m |W_m| / |C| per pair term, a bound on ‖H‖; gradient
+     restart) until the gap is ≤ ``warm_tol``: this finds the support;
+  2. primal–dual active set (Hintermüller, Ito & Kunisch 2002): on the current support S,
+     solve the KKT system H_SS w_S − c 1 = −b_S, Σ w_S = mass, by MINRES with FFT
+     products; drop cells with w_i < 0, add cells whose multiplier g_i − c is negative;
+     repeat until S is stable (finitely many steps; usually 1–5).
+
+  If the active-set phase fails to settle, FISTA continues from its best point.
 
 Both return the density and a :class:`StationaryReport` (convergence history included).
 """
@@ -73,7 +82,21 @@ class StationaryReport:
         )
 
 
+def _report(method, converged, iterations, history, free_energy, message) -> StationaryReport:
+    """A :class:`StationaryReport` whose residual is the last entry of ``history`` (nan if none)."""
+    return StationaryReport(
+        method=method,
+        converged=converged,
+        iterations=iterations,
+        residual=history[-1] if history else math.nan,
+        history=np.asarray(history),
+        free_energy=free_energy,
+        message=message,
+    )
+
+
 def _grid_energy(energy, grid) -> GridEnergy:
+    """``energy`` as a :class:`GridEnergy` on ``grid`` (a GridEnergy passes through, checked)."""
     if isinstance(energy, GridEnergy):
         if grid is not None and grid != energy.grid:
             raise ValueError("grid does not match the GridEnergy's grid")
@@ -86,6 +109,7 @@ def _grid_energy(energy, grid) -> GridEnergy:
 
 
 def _initial(ge: GridEnergy, rho0, mass: float) -> np.ndarray:
+    """The starting density: ``rho0`` rescaled to ``mass`` (uniform if None), grid shape."""
     if rho0 is None:
         return np.full(ge.grid.shape, mass / (ge.grid.size * ge.grid.cell_volume))
     rho = rho0 if isinstance(rho0, Density) else Density(ge.grid, rho0)
@@ -97,6 +121,7 @@ def _initial(ge: GridEnergy, rho0, mass: float) -> np.ndarray:
 
 
 def _gibbs(ge: GridEnergy, U: np.ndarray, beta: float, mass: float) -> np.ndarray:
+    """G = m e^(−βU) / Σ |C| e^(−βU), shifted by min U so the exponentials cannot overflow."""
     g = np.exp(-beta * (U - U.min()))
     return g * (mass / (g.sum() * ge.grid.cell_volume))
 
@@ -161,6 +186,19 @@ def _newton_gibbs(ge, rho, beta, mass, damping, tol, max_iter, history):
     return out, iters, converged, msg
 
 
+def _gibbs_options(beta, method, mass, damping, tol, max_iter) -> tuple:
+    """Check :func:`gibbs_state`'s options; returns ``(beta, mass, damping, tol, max_iter)``."""
+    beta = check_positive("beta (inverse temperature)", beta)
+    check_choice("method", method, ("picard", "newton"))
+    mass = check_positive("mass", mass)
+    damping = check_positive("damping", damping)
+    if damping > 1:
+        raise ValueError(f"damping must be in (0, 1], got {damping}")
+    tol = check_positive("tol", tol)
+    max_iter = check_int("max_iter", max_iter)
+    return beta, mass, damping, tol, max_iter
+
+
 def gibbs_state(
     energy,
     grid: Grid | None,
@@ -186,13 +224,13 @@ def gibbs_state(
         ``picard``: ρ ← (1 − α)ρ + α G(ρ), G(ρ) = Z⁻¹ exp(−βU[ρ]); α starts at ``damping`` and
         is halved whenever the residual grows by 20 % in one step or fails to improve on its
         best value for 20 steps (contractive for weak coupling β λ ‖k‖; for strong coupling
-        use Newton).  ``newton``: Newton–Krylov (scipy) on
-        φ = log ρ for φ − log G(e^φ) = 0.
+        use Newton).  ``newton``: Newton–Krylov (scipy) on φ = log ρ for φ − log G(e^φ) = 0.
     rho0 : Density or array, optional
         Initial guess (default uniform).
     mass : float
         Total mass (1 for a probability density).
     damping : float in (0, 1]
+        Initial Picard damping α.
     tol : float
         Stop when the residual max_i |G(ρ)_i − ρ_i| / max_i G(ρ)_i ≤ tol (Picard) or
         max_i |φ_i − log G_i| ≤ tol (Newton; a relative density error).
@@ -221,11 +259,9 @@ def gibbs_state(
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
     >>> from meanfield.kernels import Riesz
-    >>> from meanfield.pde import Grid
-    >>> from meanfield.pde.stationary import gibbs_state
-    >>> box = Box(1, 5.0)
-    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], box)
-    >>> g = Grid(box, 64)
+    >>> from meanfield.pde import Grid, gibbs_state
+    >>> g = Grid(Box(1, 5.0), 64)
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
     >>> rho, report = gibbs_state(E, g, beta=2.0)
     >>> report.converged, report.residual <= 1e-12
     (True, True)
@@ -236,28 +272,70 @@ def gibbs_state(
     (True, 1.1)
     """
     ge = _grid_energy(energy, grid)
-    beta = check_positive("beta (inverse temperature)", beta)
-    check_choice("method", method, ("picard", "newton"))
-    mass = check_positive("mass", mass)
-    damping = check_positive("damping", damping)
-    if damping > 1:
-        raise ValueError(f"damping must be in (0, 1], got {damping}")
-    tol = check_positive("tol", tol)
-    max_iter = check_int("max_iter", max_iter)
+    beta, mass, damping, tol, max_iter = _gibbs_options(beta, method, mass, damping, tol, max_iter)
     rho = _initial(ge, rho0, mass)
     history = []
     solver = _picard_gibbs if method == "picard" else _newton_gibbs
     out, iters, converged, msg = solver(ge, rho, beta, mass, damping, tol, max_iter, history)
-    report = StationaryReport(
-        method=method,
-        converged=converged,
-        iterations=iters,
-        residual=history[-1] if history else math.nan,
-        history=np.asarray(history),
-        free_energy=ge.free_energy(out, beta),
-        message=msg,
-    )
+    report = _report(method, converged, iters, history, ge.free_energy(out, beta), msg)
     return Density(ge.grid, out), report
+
+
+@dataclass(frozen=True)
+class _QPStopping:
+    """The stopping rules of :func:`equilibrium_measure`, checked (see its parameters)."""
+
+    tol: float
+    warm_tol: float
+    max_iter: int
+    max_active_set: int
+    minres_maxiter: int
+
+    def __post_init__(self):
+        tol = check_positive("tol", self.tol)
+        object.__setattr__(self, "tol", tol)
+        object.__setattr__(self, "warm_tol", max(check_positive("warm_tol", self.warm_tol), tol))
+        object.__setattr__(self, "max_iter", check_int("max_iter", self.max_iter))
+        max_active_set = check_int("max_active_set", self.max_active_set, minimum=0)
+        object.__setattr__(self, "max_active_set", max_active_set)
+
+
+class _SimplexQP:
+    """E(w) = bᵀw + ½wᵀHw in the cell masses w = ρ|C| of a grid energy, on Σ w = mass, w ≥ 0.
+
+    The gradient g = ∂E/∂w is δE/δρ at the cell centres.  ``history`` collects the
+    Frank–Wolfe gap of every iterate and ``phases`` a note per phase of the solver.
+    """
+
+    def __init__(self, ge: GridEnergy, mass: float):
+        self.ge, self.mass = ge, mass
+        self.vol, self.shape = ge.grid.cell_volume, ge.grid.shape
+        self.history: list = []
+        self.phases: list = []
+
+    def density(self, w) -> np.ndarray:
+        """The density ρ = w / |C| of flat cell masses w, grid shape."""
+        return w.reshape(self.shape) / self.vol
+
+    def grad(self, w) -> np.ndarray:
+        """g = ∂E/∂w = δE/δρ at the cell centres, flat."""
+        return self.ge.potential(self.density(w)).ravel()
+
+    def energy_and_grad(self, w) -> tuple:
+        """(E(w), ∂E/∂w) from one evaluation of every term's potential."""
+        rho = self.density(w)
+        pots = self.ge.potentials(rho)
+        E = float(sum(self.ge.term_values(rho, pots).values()))
+        return E, sum(pots.values()).ravel()
+
+    def gap(self, w, g) -> float:
+        """Frank–Wolfe gap Σ w g − m min g, a bound on E(w) − min E for a convex E."""
+        return float(w @ g - self.mass * g.min())
+
+    def lipschitz_start(self) -> float:
+        """2λ Σ_m |W_m| / |C| summed over the pair terms (1 without one): a bound on ‖H‖."""
+        pairs = self.ge.pair.values()
+        return sum(2 * lam * conv.row_sum_bound() / self.vol for lam, conv in pairs) or 1.0
 
 
 def _kkt_on_support(grad, b, S, mass, maxiter):
@@ -282,19 +360,22 @@ def _kkt_on_support(grad, b, S, mass, maxiter):
     return w, sol[k]
 
 
-def _fista(energy_and_grad, w, mass, L, tol, max_iter, history):
-    """Accelerated projected gradient on the simplex; returns (w, E(w), L, converged)."""
-    E_w, g_w = energy_and_grad(w)
+def _fista(qp: _SimplexQP, w, L, tol, max_iter):
+    """Accelerated projected gradient on the simplex; returns (w, E(w), L, converged).
+
+    Appends the Frank–Wolfe gap of every iterate to ``qp.history``.
+    """
+    E_w, g_w = qp.energy_and_grad(w)
     y, g_y, t = w.copy(), g_w, 1.0
     for _ in range(max_iter):
-        gap = float(w @ g_w - mass * g_w.min())
-        history.append(gap)
+        gap = qp.gap(w, g_w)
+        qp.history.append(gap)
         if gap <= tol:
             return w, E_w, L, True
         while True:
-            w_new = project_simplex(y - g_y / L, mass)
+            w_new = project_simplex(y - g_y / L, qp.mass)
             d = w_new - y
-            E_new, g_new = energy_and_grad(w_new)
+            E_new, g_new = qp.energy_and_grad(w_new)
             # descent-lemma check in gradient form, <∇E(w⁺) − ∇E(y), d> ≤ L |d|²: for a
             # quadratic E it equals the function-value form and does not lose digits to
             # cancellation near the optimum
@@ -309,38 +390,54 @@ def _fista(energy_and_grad, w, mass, L, tol, max_iter, history):
         t_new = 0.5 * (1 + math.sqrt(1 + 4 * t * t))
         y = w_new + ((t - 1) / t_new) * (w_new - w)
         w, E_w, g_w, t = w_new, E_new, g_new, t_new
-        _, g_y = energy_and_grad(y)
+        _, g_y = qp.energy_and_grad(y)
     return w, E_w, L, False
 
 
-def _active_set_polish(
-    grad, energy_and_grad, w, E_w, mass, tol, max_active_set, minres_maxiter, history, phases
-):
+def _active_set_polish(qp: _SimplexQP, w, E_w, stop: _QPStopping):
     """Primal active-set refinement of a FISTA iterate (exact on a settled support).
 
     Solves the KKT system on the support, adds cells whose multiplier is negative and drops
     cells that turn negative, until the support settles; accepts the candidate when its
-    Frank–Wolfe gap is <= ``tol``. Appends the gap to ``history`` and a note to ``phases``.
-    Returns ``(w, E(w), converged)``.
+    Frank–Wolfe gap is <= ``stop.tol``. Appends the gap to ``qp.history`` and a note to
+    ``qp.phases``.  Returns ``(w, E(w), converged)``.
     """
-    b = grad(np.zeros_like(w))
+    b = qp.grad(np.zeros_like(w))
     S = w > 0
-    for it in range(1, max_active_set + 1):
-        cand, c = _kkt_on_support(grad, b, S, mass, minres_maxiter)
-        g = grad(cand)
+    for it in range(1, stop.max_active_set + 1):
+        cand, c = _kkt_on_support(qp.grad, b, S, qp.mass, stop.minres_maxiter)
+        g = qp.grad(cand)
         mu = g - c
         thresh = 1e-13 * (1.0 + float(np.abs(g).max()))
         newS = (S & (cand >= 0)) | (~S & (mu < -thresh))
         if np.array_equal(newS, S) and cand.min() >= 0:
-            gap = float(cand @ g - mass * g.min())
-            history.append(gap)
-            phases.append(f"active set {it} it")
-            if gap <= tol:
-                return cand, energy_and_grad(cand)[0], True
+            gap = qp.gap(cand, g)
+            qp.history.append(gap)
+            qp.phases.append(f"active set {it} it")
+            if gap <= stop.tol:
+                return cand, qp.energy_and_grad(cand)[0], True
             return w, E_w, False
         S = newS
-    phases.append(f"active set did not settle in {max_active_set} it")
+    qp.phases.append(f"active set did not settle in {stop.max_active_set} it")
     return w, E_w, False
+
+
+def _minimise_on_simplex(qp: _SimplexQP, w, stop: _QPStopping):
+    """The two phases of the module notes from cell masses ``w``; returns (w, E, L, converged).
+
+    FISTA to ``stop.warm_tol`` finds the support, the active-set phase solves on it; if that
+    fails to settle, FISTA continues to ``stop.tol`` from its best point.
+    """
+    w, E_w, L, done = _fista(qp, w, qp.lipschitz_start(), stop.warm_tol, stop.max_iter)
+    qp.phases.append(f"fista {len(qp.history)} it")
+    converged = done and stop.warm_tol <= stop.tol
+    if not converged and stop.max_active_set > 0:
+        w, E_w, converged = _active_set_polish(qp, w, E_w, stop)
+    if not converged:
+        left = max(stop.max_iter - len(qp.history), 1)
+        w, E_w, L, converged = _fista(qp, w, L, stop.tol, left)
+        qp.phases.append("fista to tol")
+    return w, E_w, L, converged
 
 
 def equilibrium_measure(
@@ -357,18 +454,8 @@ def equilibrium_measure(
 ) -> tuple:
     r"""μ* = argmin E(ρ) over densities on the grid with Σ ρ|C| = mass (β = ∞).
 
-    Every supported energy is at most quadratic, E(w) = bᵀw + ½ wᵀHw in the cell masses w, so
-    this is a quadratic programme on the simplex.  Two phases:
-
-    1. FISTA (accelerated projected gradient; step 1/L with L doubled until the descent lemma
-       holds, starting from 2λ Σ_m |W_m| / |C| per pair term, a bound on ‖H‖; gradient
-       restart) until the Frank–Wolfe gap is ≤ ``warm_tol``: this finds the support;
-    2. primal–dual active set (Hintermüller, Ito & Kunisch 2002): on the current support S,
-       solve the KKT system H_SS w_S − c 1 = −b_S, Σ w_S = mass, by MINRES with FFT
-       products; drop cells with w_i < 0, add cells whose multiplier g_i − c is negative;
-       repeat until S is stable (finitely many steps; usually 1–5).
-
-    If the active-set phase fails to settle, FISTA continues from its best point.
+    Every supported energy is quadratic in the cell masses w: a QP on the simplex, solved by
+    FISTA, then by an active-set method on its support (:mod:`meanfield.pde.stationary`).
 
     Parameters
     ----------
@@ -414,11 +501,9 @@ def equilibrium_measure(
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
     >>> from meanfield.kernels import Riesz
-    >>> from meanfield.pde import Grid
-    >>> from meanfield.pde.stationary import equilibrium_measure
-    >>> box = Box(1, 2.0)
-    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], box)
-    >>> g = Grid(box, 40)
+    >>> from meanfield.pde import Grid, equilibrium_measure
+    >>> g = Grid(Box(1, 2.0), 40)
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
     >>> mu, report = equilibrium_measure(E, g)
     >>> report.converged, report.residual <= 1e-10
     (True, True)
@@ -428,53 +513,10 @@ def equilibrium_measure(
     (0.333333, -0.167)
     """
     ge = _grid_energy(energy, grid)
-    mass = check_positive("mass", mass)
-    tol = check_positive("tol", tol)
-    warm_tol = max(check_positive("warm_tol", warm_tol), tol)
-    max_iter = check_int("max_iter", max_iter)
-    max_active_set = check_int("max_active_set", max_active_set, minimum=0)
-    vol = ge.grid.cell_volume
-    shape = ge.grid.shape
-
-    def grad(w):
-        return ge.potential(w.reshape(shape) / vol).ravel()
-
-    def energy_and_grad(w):
-        rho = w.reshape(shape) / vol
-        pots = ge.potentials(rho)
-        E = float(sum(ge.term_values(rho, pots).values()))
-        return E, sum(pots.values()).ravel()
-
-    L = sum(2 * lam * conv.row_sum_bound() / vol for lam, conv in ge.pair.values()) or 1.0
-    history: list = []
-    w = _initial(ge, rho0, mass).ravel() * vol
-    w, E_w, L, done = _fista(energy_and_grad, w, mass, L, warm_tol, max_iter, history)
-    phases = [f"fista {len(history)} it"]
-    converged = done and warm_tol <= tol
-    if not converged and max_active_set > 0:
-        w, E_w, converged = _active_set_polish(
-            grad,
-            energy_and_grad,
-            w,
-            E_w,
-            mass,
-            tol,
-            max_active_set,
-            minres_maxiter,
-            history,
-            phases,
-        )
-    if not converged:
-        left = max(max_iter - len(history), 1)
-        w, E_w, L, converged = _fista(energy_and_grad, w, mass, L, tol, left, history)
-        phases.append("fista to tol")
-    report = StationaryReport(
-        method="fista+active-set",
-        converged=converged,
-        iterations=len(history),
-        residual=history[-1],
-        history=np.asarray(history),
-        free_energy=E_w,
-        message="; ".join(phases) + f"; Lipschitz estimate L={L:.3g}",
-    )
-    return Density(ge.grid, w.reshape(shape) / vol), report
+    qp = _SimplexQP(ge, check_positive("mass", mass))
+    stop = _QPStopping(tol, warm_tol, max_iter, max_active_set, minres_maxiter)
+    w0 = _initial(ge, rho0, qp.mass).ravel() * qp.vol
+    w, E_w, L, converged = _minimise_on_simplex(qp, w0, stop)
+    message = "; ".join(qp.phases) + f"; Lipschitz estimate L={L:.3g}"
+    report = _report("fista+active-set", converged, len(qp.history), qp.history, E_w, message)
+    return Density(ge.grid, qp.density(w)), report
