@@ -407,9 +407,8 @@ def run_sweep(
     Parameters
     ----------
     func : callable
-        ``func(**grid_point, **fixed) -> xarray.Dataset``; a module-level function (it is
-        shipped to worker processes).  Its randomness must come from its parameters (a
-        ``seed`` grid axis), never from global state.
+        ``func(**grid_point, **fixed) -> xarray.Dataset``, module-level (it is shipped to
+        worker processes), its randomness from its parameters (a ``seed`` axis), never global.
     grid : mapping of name -> list
         The swept parameters; the result has one dimension per name, in this order.
     out_dir : path
@@ -417,23 +416,17 @@ def run_sweep(
     fixed : mapping, optional
         Parameters passed to every run (recorded in the attributes).
     scheduler : {"local", "threads"} or str
-        ``"local"``: a ``distributed.LocalCluster`` of ``n_workers`` single-threaded processes
-        (default: one per core); ``"threads"``: dask's threaded scheduler in this process; any
-        other string is the address of a running dask scheduler.
+        ``"local"``: a ``distributed.LocalCluster`` of single-threaded processes; ``"threads"``:
+        dask's threaded scheduler in this process; else the address of a dask scheduler.
     n_workers : int, optional
-        Worker processes of the local cluster, or threads of ``"threads"`` (default: one per
-        core).
+        Processes of ``"local"`` or threads of ``"threads"`` (default: one per core).
     progress : bool
         A progress bar of runs done and left (with an ETA).
     on_conflict : {"keep", "refuse"}
-        When ``out_dir`` already holds runs of another configuration (other fixed
-        parameters, run function or package version): ``"keep"`` leaves them in place,
-        computes this configuration under its own keys and reports the differing parameters;
-        ``"refuse"`` raises :class:`~meanfield.errors.SweepConflictError` naming them, before
-        any work.
+        When ``out_dir`` holds runs of another configuration: ``"keep"`` keeps them, computes
+        this one under its own keys and notes the differences; ``"refuse"`` raises (below).
     log : callable, optional
-        Receives one line per note (other configurations present, run files set aside);
-        default: :func:`warnings.warn`.
+        Receives each note (other configurations, run files set aside); default: a warning.
 
     Returns
     -------
@@ -447,12 +440,11 @@ def run_sweep(
     meanfield.errors.DependencyError, meanfield.errors.ResourceError
         dask is missing or the scheduler is unreachable (before any work).
     meanfield.errors.SweepConflictError
-        With ``on_conflict="refuse"`` (before any work).
+        With ``on_conflict="refuse"``, naming the differences (before any work).
 
     Examples
     --------
-    A second sweep into the same folder with another fixed parameter computes its own runs
-    and reports the difference:
+    A second sweep with another fixed parameter computes its own runs and notes the change:
 
     >>> import tempfile
     >>> import xarray as xr
@@ -468,6 +460,23 @@ def run_sweep(
     >>> second["x"].values.tolist(), notes[0].split("differs in: ")[1]
     ([[20.0, 22.0], [40.0, 42.0]], "scale: '<unset>' -> 2.0")
     """
+    points, fixed, n_workers, out_dir = _check_arguments(
+        func, grid, out_dir, fixed, scheduler, n_workers, on_conflict
+    )
+    digest, notes = _register_configuration(out_dir, func, fixed, on_conflict)
+    paths, todo = _pending_runs(out_dir / "runs", points, digest, notes)
+    _report(notes, log)
+    _compute_runs(func, todo, len(points), fixed, digest, scheduler, n_workers, progress)
+    result = gather_runs(paths, points, grid)
+    _save_sweep(result, out_dir, func, grid, fixed, digest, notes)
+    return result
+
+
+def _check_arguments(func, grid, out_dir, fixed, scheduler, n_workers, on_conflict):
+    """:func:`run_sweep`'s arguments checked before any work, in this order: the grid,
+    ``n_workers``, ``func``, ``on_conflict``, no parameter both swept and fixed, ``out_dir``
+    (not a file nor under one) and the scheduler (:func:`check_scheduler`).  Returns the grid
+    points, the fixed parameters as a dict, ``n_workers`` and ``out_dir`` as checked."""
     points = grid_points(grid)
     fixed = dict(fixed or {})
     if n_workers is not None:
@@ -480,28 +489,23 @@ def run_sweep(
         raise InputError(f"parameter(s) {sorted(clash)} are both swept (grid) and fixed")
     out_dir = check_output_path("out_dir", out_dir, kind="dir")
     check_scheduler(scheduler)
-    config = sweep_configuration(func, fixed)
-    digest = configuration_digest(config)
-    notes = _register_configuration(out_dir, config, digest, on_conflict)
-    runs_dir = out_dir / "runs"
-    paths = [str(runs_dir / f"{run_key(p, digest)}.nc") for p in points]
-    todo = _pending_runs(runs_dir, points, paths, digest, notes)
+    return points, fixed, n_workers, out_dir
+
+
+def _report(notes: list, log) -> None:
+    """Each note to ``log``, or as a warning pointing at :func:`run_sweep`'s caller."""
     for note in notes:
         if log is None:
-            warnings.warn(note, stacklevel=2)
+            warnings.warn(note, stacklevel=3)
         else:
             log(note)
-    bar = tqdm(
-        total=len(points),
-        initial=len(points) - len(todo),
-        disable=not progress,
-        desc="sweep",
-        unit="run",
-    )
-    if todo:
-        _compute_runs(func, todo, fixed, digest, scheduler, n_workers, bar)
-    bar.close()
-    result = gather_runs(paths, points, grid)
+
+
+def _save_sweep(result: xr.Dataset, out_dir: Path, func, grid, fixed, digest, notes) -> None:
+    """Give the gathered ``result`` its attributes (the grid, the fixed parameters, the run
+    function, the configuration digest, the notes, the attributes every run shares as
+    ``run_<name>``, and the provenance) and write it to ``out_dir/sweep.nc``; the notes stay
+    a list in memory."""
     result.attrs = provenance(
         {
             "sweep_grid": {k: list(map(_plain, v)) for k, v in grid.items()},
@@ -515,15 +519,17 @@ def run_sweep(
     )
     save_dataset(result, out_dir / "sweep.nc")
     result.attrs["sweep_notes"] = notes
-    return result
 
 
-def _register_configuration(out_dir: Path, config: dict, digest: str, on_conflict: str) -> list:
-    """Record this configuration in the folder's manifest; notes on the others there.
+def _register_configuration(out_dir: Path, func, fixed: dict, on_conflict: str):
+    """Record the sweep's configuration (:func:`sweep_configuration` of ``func`` and
+    ``fixed``) in the folder's manifest; returns its digest and notes on the others there.
 
     Refuses (before any work) with ``on_conflict="refuse"`` when other configurations are
     present; otherwise returns one note per other configuration, naming how it differs.
     """
+    config = sweep_configuration(func, fixed)
+    digest = configuration_digest(config)
     manifest_path = out_dir / MANIFEST
     manifest = _read_manifest(manifest_path)
     others = {d: c for d, c in manifest.items() if d != digest}
@@ -542,15 +548,18 @@ def _register_configuration(out_dir: Path, config: dict, digest: str, on_conflic
     (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     manifest[digest] = config
     _write_manifest(manifest_path, manifest)
-    return notes
+    return digest, notes
 
 
-def _pending_runs(runs_dir: Path, points: list, paths: list, digest: str, notes: list) -> list:
-    """The (point, path) pairs still to compute: absent, partial or foreign run files.
+def _pending_runs(runs_dir: Path, points: list, digest: str, notes: list):
+    """The run file of each grid point (``runs_dir/<key>.nc``, :func:`run_key` under the
+    configuration ``digest``), and the (point, path) pairs still to compute: absent, partial
+    or foreign run files.
 
     Partial writes and files of another configuration are set aside (and noted in ``notes``),
     never overwritten, so an interrupted sweep resumes without losing finished work.
     """
+    paths = [str(runs_dir / f"{run_key(p, digest)}.nc") for p in points]
     for part in sorted(runs_dir.glob("*.part")):
         _set_aside(part, "a partial write (the run was interrupted)", notes)
     todo = []
@@ -561,32 +570,47 @@ def _pending_runs(runs_dir: Path, points: list, paths: list, digest: str, notes:
                 continue
             _set_aside(Path(path), why, notes)
         todo.append((p, path))
-    return todo
+    return paths, todo
 
 
-def _compute_runs(func, todo: list, fixed: dict, digest: str, scheduler: str, n_workers, bar):
-    """Compute and write each pending run on the chosen dask scheduler, ticking ``bar``."""
-    if scheduler == "threads":
-        import dask
-        from dask.callbacks import Callback
+def _compute_runs(func, todo, n_total, fixed, digest, scheduler, n_workers, progress):
+    """Compute and write each pending run of ``todo`` on the chosen dask scheduler, with a
+    progress bar over all ``n_total`` runs (those already on disk count as done)."""
+    done = n_total - len(todo)
+    bar = tqdm(total=n_total, initial=done, disable=not progress, desc="sweep", unit="run")
+    if todo:
+        jobs = [(func, p, fixed, path, digest) for p, path in todo]  # _run_and_save's arguments
+        if scheduler == "threads":
+            _compute_threaded(jobs, n_workers, bar)
+        else:
+            _compute_distributed(jobs, scheduler, n_workers, bar)
+    bar.close()
 
-        class _Bar(Callback):
-            def _posttask(self, key, result, dsk, state, id):
-                if isinstance(result, str) and result.endswith(".nc"):
-                    bar.update(1)
 
-        tasks = [dask.delayed(_run_and_save)(func, p, fixed, path, digest) for p, path in todo]
-        with _Bar():
-            dask.compute(*tasks, scheduler="threads", num_workers=n_workers)
-        return
+def _compute_threaded(jobs: list, n_workers, bar) -> None:
+    """Run ``_run_and_save(*job)`` for each job on dask's threaded scheduler, ticking ``bar``
+    as each run is written."""
+    import dask
+    from dask.callbacks import Callback
+
+    class _Bar(Callback):
+        def _posttask(self, key, result, dsk, state, id):
+            if isinstance(result, str) and result.endswith(".nc"):
+                bar.update(1)
+
+    tasks = [dask.delayed(_run_and_save)(*job) for job in jobs]
+    with _Bar():
+        dask.compute(*tasks, scheduler="threads", num_workers=n_workers)
+
+
+def _compute_distributed(jobs: list, scheduler: str, n_workers, bar) -> None:
+    """Run ``_run_and_save(*job)`` for each job on a dask.distributed cluster (a local one, or
+    the scheduler at the address ``scheduler``), ticking ``bar`` as each run finishes."""
     from distributed import as_completed
 
     client, cluster = _client_for(scheduler, n_workers)
     try:
-        futures = [
-            client.submit(_run_and_save, func, p, fixed, path, digest, pure=False)
-            for p, path in todo
-        ]
+        futures = [client.submit(_run_and_save, *job, pure=False) for job in jobs]
         for fut in as_completed(futures):
             fut.result()  # re-raise a failed run here, with its traceback
             bar.update(1)
