@@ -283,14 +283,8 @@ def _flag(args, dest: str, name: str) -> str:
     return getattr(args, "_spelled", {}).get(dest, name)
 
 
-def _add_simulate(sub) -> None:
-    sim = sub.add_parser(
-        "simulate",
-        help="run the particle dynamics and write an xarray dataset (netCDF)",
-        description="Evolve N particles (random features) under alignment + Riesz repulsion "
-        "by projected Langevin dynamics (Algorithm 1) or MALA, and write positions, "
-        "energies and every parameter to a netCDF file. Flags override --config.",
-    )
+def _add_simulate_flags(sim) -> None:
+    """The flags of ``meanfield simulate``: ``--config``, output, and every config field."""
     sim.add_argument(
         "--config",
         help="TOML file with any of the flags below (underscored "
@@ -302,7 +296,6 @@ def _add_simulate(sub) -> None:
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     sim.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     _add_config_flags(sim)
-    sim.set_defaults(func=cmd_simulate)
 
 
 #: The ``compare`` flags that override the default problem: (name, type, help).
@@ -318,17 +311,8 @@ COMPARE_FLAGS = (
 )
 
 
-def _add_compare(sub) -> None:
-    cmp = sub.add_parser(
-        "compare",
-        help="particles and the McKean-Vlasov grid density side by side (the main job)",
-        description="Evolve N particles (projected Langevin) and the grid density "
-        "(finite-volume McKean-Vlasov) from the same initial law under the same energy and "
-        "beta, on the embedded default problem: positive random features on Sinha-Duchi "
-        "radial two-class data, V = |w|^2/2 + linear alignment + Coulomb repulsion. Writes "
-        "comparison.nc (both views and W1/W2, free energies, mass over time) and "
-        "comparison.png.",
-    )
+def _add_compare_flags(cmp) -> None:
+    """The flags of ``meanfield compare``: dimension, output, overrides of the problem."""
     cmp.add_argument("--out", default="runs/compare", help="output folder [default: runs/compare]")
     cmp.add_argument(
         "--dim", type=int, default=1, choices=(1, 2), help="particle dimension p: 1 or 2"
@@ -344,16 +328,10 @@ def _add_compare(sub) -> None:
             help=f"{text} [default: the problem's]",
         )
     _add_deprecated(cmp, "--grid-n", "--cells", "cells", type=int)
-    cmp.set_defaults(func=cmd_compare)
 
 
-def _add_figures(sub) -> None:
-    fig = sub.add_parser(
-        "figures",
-        help="regenerate the theory figures (PNG, PDF + netCDF)",
-        description="Recompute and draw every theory figure into --out, each "
-        "next to a netCDF record of its numbers and parameters.",
-    )
+def _add_figures_flags(fig) -> None:
+    """The flags of ``meanfield figures``."""
     fig.add_argument("--out", default="figures", help="output folder [default: figures]")
     fig.add_argument(
         "--size",
@@ -364,7 +342,6 @@ def _add_figures(sub) -> None:
     fig.add_argument("--only", nargs="*", help="names of the figures to make (default: all)")
     fig.add_argument("--seed", type=int, default=0)
     fig.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    fig.set_defaults(func=cmd_figures)
 
 
 def _add_sweep_flags(k, out: str, scheduler: bool = True) -> None:
@@ -403,15 +380,8 @@ def _add_t_final(k, default: float, text: str, *, deprecated_t_end: bool = False
         _add_deprecated(k, "--t-end", "--t-final", "t_final", type=float)
 
 
-def _add_study_equilibrium(kinds, fmt) -> None:
-    eq = kinds.add_parser(
-        "equilibrium",
-        formatter_class=fmt,
-        help="particles relaxed on a closed-form case: W1/W2 to the exact law against N",
-        description="N -> infinity on a closed-form case of THEORY 5: particles relaxed by "
-        "Langevin at each (N, seed), W1/W2 to the exact equilibrium law, and the fitted rate "
-        "in N with a bootstrap 95% interval over seeds (needs >= 3 distinct N).",
-    )
+def _add_equilibrium_flags(eq) -> None:
+    """The flags of ``meanfield study equilibrium``."""
     eq.add_argument("--case", default="uniform", choices=CASES, help="closed-form case")
     _add_n_particles(eq, [16, 32, 64, 128], many=True)
     eq.add_argument("--beta", type=float, default=4.0, help="inverse temperature beta > 0")
@@ -421,30 +391,16 @@ def _add_study_equilibrium(kinds, fmt) -> None:
     _add_sweep_flags(eq, "runs/nlimit")
 
 
-def _add_study_particles_vs_grid(kinds, fmt) -> None:
-    pg = kinds.add_parser(
-        "particles-vs-grid",
-        formatter_class=fmt,
-        help="W2(mu_N(t), rho_t) and the kernel gap against N on the default problem",
-        description="N -> infinity at several times on the default side-by-side problem "
-        "(p = 1): W2 between the particles and the McKean-Vlasov density and the kernel gap, "
-        "with fitted rates in N (needs >= 3 distinct N).",
-    )
+def _add_particles_vs_grid_flags(pg) -> None:
+    """The flags of ``meanfield study particles-vs-grid``."""
     _add_n_particles(pg, [100, 400, 1600], many=True)
     pg.add_argument("--seeds", type=int, default=8, help="number of seeds per N (>= 2)")
     _add_t_final(pg, 1.0, "final time of each run (> 0)")
     _add_sweep_flags(pg, "runs/pvg")
 
 
-def _add_study_beta(kinds, fmt) -> None:
-    bt = kinds.add_parser(
-        "beta",
-        formatter_class=fmt,
-        help="W2(rho_beta, mu*) on the grid and W2(mu_N, mu*) for particles against beta",
-        description="beta -> infinity: the grid Gibbs state rho_beta against the exact law "
-        "mu* (p = 1 cases), and particles in both regimes, with fitted rates in beta (needs "
-        ">= 3 distinct beta).",
-    )
+def _add_beta_flags(bt) -> None:
+    """The flags of ``meanfield study beta``."""
     bt.add_argument("--case", default="uniform", choices=CASES, help="closed-form case")
     bt.add_argument(
         "--betas", type=float, nargs="+", default=[1.0, 4.0, 16.0, 64.0], help="betas to sweep"
@@ -455,14 +411,8 @@ def _add_study_beta(kinds, fmt) -> None:
     _add_sweep_flags(bt, "runs/beta")
 
 
-def _add_study_t_decay(kinds, fmt) -> None:
-    td = kinds.add_parser(
-        "t-decay",
-        formatter_class=fmt,
-        help="the free-energy gap along the McKean-Vlasov flow and its exponential rate",
-        description="t -> infinity: F(rho_t) - F(rho_beta) along the McKean-Vlasov flow from "
-        "a Gaussian (p = 1 cases) and its fitted exponential rate.",
-    )
+def _add_t_decay_flags(td) -> None:
+    """The flags of ``meanfield study t-decay``."""
     td.add_argument(
         "--case", default="uniform", choices=("semicircle", "uniform"), help="closed-form case"
     )
@@ -471,21 +421,13 @@ def _add_study_t_decay(kinds, fmt) -> None:
     _add_sweep_flags(td, "runs/tdecay", scheduler=False)
 
 
-def _add_study(sub) -> None:
-    st = sub.add_parser(
-        "study",
-        help="limit studies as resumable dask sweeps",
-        description="Limit studies (THEORY 5). Each kind has its own flags and defaults: "
-        "'meanfield study KIND --help'. Sweep runs are written as they finish, keyed by "
-        "their whole configuration; rerunning the same command resumes.",
-    )
+def _add_study_kinds(st) -> None:
+    """The kinds of ``meanfield study``, each a sub-parser with its own flags."""
     kinds = st.add_subparsers(dest="kind", required=True, metavar="KIND")
     fmt = argparse.ArgumentDefaultsHelpFormatter
-    _add_study_equilibrium(kinds, fmt)
-    _add_study_particles_vs_grid(kinds, fmt)
-    _add_study_beta(kinds, fmt)
-    _add_study_t_decay(kinds, fmt)
-    st.set_defaults(func=cmd_study)
+    for name, (summary, description, add_flags, _) in _STUDY_KINDS.items():
+        kind = kinds.add_parser(name, formatter_class=fmt, help=summary, description=description)
+        add_flags(kind)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -520,10 +462,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the full traceback of an error (for bugs)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    _add_simulate(sub)
-    _add_compare(sub)
-    _add_figures(sub)
-    _add_study(sub)
+    for name, (summary, description, add_flags, run) in _COMMANDS.items():
+        cmd = sub.add_parser(name, help=summary, description=description)
+        add_flags(cmd)
+        cmd.set_defaults(func=run)
     return parser
 
 
@@ -858,6 +800,43 @@ def _study_equilibrium(args) -> int:
     return 0
 
 
+#: The ``meanfield study`` kinds, in the order of the help: name -> (one-line help,
+#: description, the function adding its flags, the function running it).
+_STUDY_KINDS = {
+    "equilibrium": (
+        "particles relaxed on a closed-form case: W1/W2 to the exact law against N",
+        "N -> infinity on a closed-form case of THEORY 5: particles relaxed by "
+        "Langevin at each (N, seed), W1/W2 to the exact equilibrium law, and the fitted rate "
+        "in N with a bootstrap 95% interval over seeds (needs >= 3 distinct N).",
+        _add_equilibrium_flags,
+        _study_equilibrium,
+    ),
+    "particles-vs-grid": (
+        "W2(mu_N(t), rho_t) and the kernel gap against N on the default problem",
+        "N -> infinity at several times on the default side-by-side problem "
+        "(p = 1): W2 between the particles and the McKean-Vlasov density and the kernel gap, "
+        "with fitted rates in N (needs >= 3 distinct N).",
+        _add_particles_vs_grid_flags,
+        _study_particles_vs_grid,
+    ),
+    "beta": (
+        "W2(rho_beta, mu*) on the grid and W2(mu_N, mu*) for particles against beta",
+        "beta -> infinity: the grid Gibbs state rho_beta against the exact law "
+        "mu* (p = 1 cases), and particles in both regimes, with fitted rates in beta (needs "
+        ">= 3 distinct beta).",
+        _add_beta_flags,
+        _study_beta,
+    ),
+    "t-decay": (
+        "the free-energy gap along the McKean-Vlasov flow and its exponential rate",
+        "t -> infinity: F(rho_t) - F(rho_beta) along the McKean-Vlasov flow from "
+        "a Gaussian (p = 1 cases) and its fitted exponential rate.",
+        _add_t_decay_flags,
+        _study_t_decay,
+    ),
+}
+
+
 def cmd_study(args) -> int:
     """``meanfield study KIND``: the limit studies (equilibrium, particles-vs-grid, beta, t-decay).
 
@@ -885,12 +864,47 @@ def cmd_study(args) -> int:
     ...
     meanfield.errors.InputError: ...t-final...
     """
-    return {
-        "equilibrium": _study_equilibrium,
-        "particles-vs-grid": _study_particles_vs_grid,
-        "beta": _study_beta,
-        "t-decay": _study_t_decay,
-    }[args.kind](args)
+    return _STUDY_KINDS[args.kind][3](args)
+
+
+#: The sub-commands, in the order of the help: name -> (one-line help, description, the
+#: function adding its flags, the ``cmd_*`` function running it).
+_COMMANDS = {
+    "simulate": (
+        "run the particle dynamics and write an xarray dataset (netCDF)",
+        "Evolve N particles (random features) under alignment + Riesz repulsion "
+        "by projected Langevin dynamics (Algorithm 1) or MALA, and write positions, "
+        "energies and every parameter to a netCDF file. Flags override --config.",
+        _add_simulate_flags,
+        cmd_simulate,
+    ),
+    "compare": (
+        "particles and the McKean-Vlasov grid density side by side (the main job)",
+        "Evolve N particles (projected Langevin) and the grid density "
+        "(finite-volume McKean-Vlasov) from the same initial law under the same energy and "
+        "beta, on the embedded default problem: positive random features on Sinha-Duchi "
+        "radial two-class data, V = |w|^2/2 + linear alignment + Coulomb repulsion. Writes "
+        "comparison.nc (both views and W1/W2, free energies, mass over time) and "
+        "comparison.png.",
+        _add_compare_flags,
+        cmd_compare,
+    ),
+    "figures": (
+        "regenerate the theory figures (PNG, PDF + netCDF)",
+        "Recompute and draw every theory figure into --out, each "
+        "next to a netCDF record of its numbers and parameters.",
+        _add_figures_flags,
+        cmd_figures,
+    ),
+    "study": (
+        "limit studies as resumable dask sweeps",
+        "Limit studies (THEORY 5). Each kind has its own flags and defaults: "
+        "'meanfield study KIND --help'. Sweep runs are written as they finish, keyed by "
+        "their whole configuration; rerunning the same command resumes.",
+        _add_study_kinds,
+        cmd_study,
+    ),
+}
 
 
 #: Errors that mean "the input was wrong" (one line, exit 2), not "meanfield has a bug".
