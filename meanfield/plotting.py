@@ -170,6 +170,15 @@ def _new_figure(figsize) -> Figure:
     return fig
 
 
+def _log_log_labels(axis, xlabel: str, ylabel: str, *, fontsize: int = 7) -> None:
+    """Both axes of a panel on a log scale, their labels, and the legend of what is drawn."""
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.legend(fontsize=fontsize)
+
+
 def plot_ldp_rate(ds: xr.Dataset) -> Figure:
     """The ``ldp_rate`` figure: Monte Carlo rates against N beside the grid rate J(a).
 
@@ -276,12 +285,9 @@ def plot_beta_limit(ds: xr.Dataset) -> Figure:
         w = ds["w2_particles"].sel(regime=r)
         m, s = w.mean("seed"), w.std("seed", ddof=1) / np.sqrt(w.sizes["seed"])
         ax[1].errorbar(ds["beta_particles"], m, yerr=2 * s, fmt="o-", capsize=3, label=r)
-    ax[1].set_xscale("log")
-    ax[1].set_yscale("log")
-    ax[1].set_xlabel(r"inverse temperature $\beta$")
-    ax[1].set_ylabel(r"$W_2(\mu_N, \mu^*)$ (mean ± 2 s.e. over seeds)")
+    ylabel = r"$W_2(\mu_N, \mu^*)$ (mean ± 2 s.e. over seeds)"
+    _log_log_labels(ax[1], r"inverse temperature $\beta$", ylabel, fontsize=8)
     ax[1].set_title(f"Particles, N = {ds.attrs['N_particles']} (uniform case, k = −|z|)")
-    ax[1].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -483,11 +489,7 @@ def plot_n_limit(ds: xr.Dataset) -> Figure:
             )
         m0 = ds[k].isel(time=-1).mean("seed").values[0]
         axis.plot(n, m0 * np.sqrt(n[0] / n), "k:", label=r"$N^{-1/2}$")
-        axis.set_xscale("log")
-        axis.set_yscale("log")
-        axis.set_xlabel("number of particles N")
-        axis.set_ylabel(label + " (mean ± 2 s.e.)")
-        axis.legend(fontsize=7)
+        _log_log_labels(axis, "number of particles N", label + " (mean ± 2 s.e.)")
     ax[0].set_title("Particles vs McKean–Vlasov density")
     ax[1].set_title("Kernel gap on the data")
     fig.tight_layout()
@@ -574,12 +576,8 @@ def _panel_ball_distances(axis, ds: xr.Dataset) -> None:
     axis.plot(N, np.abs(ds["radius"] - 1), "^-", label="|radius − 1|, HMC")
     ref = float(ds["w2_grid_iid"][0])
     axis.plot(N, ref * (N / N[0]) ** (-1 / 3), "k:", lw=0.8, label=r"$N^{-1/3}$")
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlabel("number of particles N")
-    axis.set_ylabel("distance (units of ω)")
+    _log_log_labels(axis, "number of particles N", "distance (units of ω)")
     axis.set_title("Particles vs grid and ball (exact W2)")
-    axis.legend(fontsize=7)
 
 
 def _panel_grid_errors(axis, ds: xr.Dataset) -> None:
@@ -593,12 +591,8 @@ def _panel_grid_errors(axis, ds: xr.Dataset) -> None:
         axis.plot(h, ds[k], "o-", label=label)
     e_last = float(ds["grid_energy_error"][-1])
     axis.plot(h, e_last * (h / h[-1]) ** 2, "k:", lw=0.8, label="h²")
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlabel("cell width h")
-    axis.set_ylabel("error (radius, density ratio, energy)")
+    _log_log_labels(axis, "cell width h", "error (radius, density ratio, energy)")
     axis.set_title("Grid μ*_h vs the uniform ball")
-    axis.legend(fontsize=7)
 
 
 __all__ = [
