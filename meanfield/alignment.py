@@ -44,6 +44,16 @@ def small_gram(phi: torch.Tensor) -> torch.Tensor:
     Both have the same Frobenius norm; with n data points >> N particles the particle Gram
     costs O(N² n) instead of O(N n²) time and N² instead of n² memory.
 
+    Parameters
+    ----------
+    phi : tensor of shape (..., N, n)
+        Features of N particles on n data points.
+
+    Returns
+    -------
+    tensor of shape (..., N, N) or (..., n, n)
+        Φ Φᵀ when N ≤ n, else Φᵀ Φ.
+
     Examples
     --------
     >>> phi = torch.ones(2, 5)
@@ -57,6 +67,18 @@ def small_gram(phi: torch.Tensor) -> torch.Tensor:
 
 def times_gram(phi: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
     """Φ Φᵀ Φ from :func:`small_gram`'s result: ``(Φ Φᵀ) Φ`` or ``Φ (Φᵀ Φ)``, shape of phi.
+
+    Parameters
+    ----------
+    phi : tensor of shape (..., N, n)
+        Features.
+    gram : tensor of shape (..., N, N) or (..., n, n)
+        ``small_gram(phi)``; its size says on which side it multiplies.
+
+    Returns
+    -------
+    tensor of shape (..., N, n)
+        Φ Φᵀ Φ.
 
     Examples
     --------
@@ -74,6 +96,18 @@ def target_norm(U: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
     .. math:: \\|T\\|_F^2 = \\operatorname{tr}(M M^\\top)
               = \\sum_{ab} M_{ab} M_{ba}, \\qquad M = (U^\\top U) \\operatorname{diag}(w).
+
+    Parameters
+    ----------
+    U : tensor of shape (n, r)
+        Target factor vectors (columns).
+    w : tensor of shape (r,)
+        Their weights.
+
+    Returns
+    -------
+    tensor of shape ()
+        ‖U diag(w) Uᵀ‖_F, without building the n × n matrix.
 
     Examples
     --------
@@ -93,8 +127,9 @@ def alignment_parts(phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor):
     phi : tensor of shape (..., N, n)
         Features of N particles on n data points.
     U : tensor of shape (n, r)
+        Target factor vectors, T = U diag(w) Uᵀ.
     w : tensor of shape (r,)
-        Target factors, T = U diag(w) Uᵀ.
+        Their weights.
 
     Returns
     -------
@@ -144,8 +179,9 @@ def cristianini_alignment(
     phi : tensor of shape (..., N, n)
         Features (rows) on the n data points (columns).
     U : tensor of shape (n, r)
+        Target factor vectors, T = U diag(w) Uᵀ.
     w : tensor of shape (r,)
-        Target factors.
+        Their weights.
     centred : bool
         Centre features and factors over the data points first (Cortes et al. 2012).
 
