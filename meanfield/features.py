@@ -333,6 +333,21 @@ __getattr__ = deprecated_aliases(
 def get_feature_map(name: str | FeatureMap) -> FeatureMap:
     """Return a feature map by name: ``"positive"``, ``"fourier"`` or ``"softplus"``.
 
+    Parameters
+    ----------
+    name : str or FeatureMap
+        A key of :data:`FEATURE_MAPS`, or a map (returned as it is).
+
+    Returns
+    -------
+    FeatureMap
+        A new instance of the named map.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An unknown name.
+
     Examples
     --------
     >>> get_feature_map("fourier")
@@ -359,8 +374,14 @@ def gaussian_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Te
     Parameters
     ----------
     n_rows, dim : int >= 1
+        Number of rows and their dimension.
     generator : torch.Generator
         Source of the draw (advanced by n_rows · dim normals).
+
+    Returns
+    -------
+    torch.Tensor of shape (n_rows, dim), float64
+        The rows.
 
     Examples
     --------
@@ -392,12 +413,14 @@ def orthogonal_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.
     Parameters
     ----------
     n_rows, dim : int >= 1
+        Number of rows and their dimension (the size of a block).
     generator : torch.Generator
         Source of the draw.
 
     Returns
     -------
     torch.Tensor of shape (n_rows, dim), float64
+        The rows, orthogonal within each block of ``dim``.
 
     Examples
     --------
@@ -443,6 +466,26 @@ def sample_gaussian(
     Drawn on the CPU with a seeded generator, so the same seed gives the same bits on every
     device.
 
+    Parameters
+    ----------
+    n_particles : int >= 1
+        Number N of rows.
+    dim : int >= 1
+        Dimension p of a row.
+    scale : float > 0
+        Standard deviation of each coordinate.
+    seed : int
+        Seed of the CPU generator.
+    dtype : torch.dtype
+        Floating type of the result.
+    device : str or torch.device
+        Where the result lives.
+
+    Returns
+    -------
+    torch.Tensor of shape (n_particles, dim)
+        The particles, in ``dtype`` on ``device``.
+
     Examples
     --------
     >>> a = sample_gaussian(5, 2, scale=0.5, seed=7)
@@ -463,7 +506,27 @@ def sample_orthogonal(
 ) -> torch.Tensor:
     """Orthogonal blocks of rows, each marginally N(0, scale² I) (:func:`orthogonal_rows`, seeded).
 
-    Shape (n_particles, dim).
+    Shape (n_particles, dim); drawn on the CPU like :func:`sample_gaussian`.
+
+    Parameters
+    ----------
+    n_particles : int >= 1
+        Number N of rows.
+    dim : int >= 1
+        Dimension p of a row.
+    scale : float > 0
+        Standard deviation of each coordinate.
+    seed : int
+        Seed of the CPU generator.
+    dtype : torch.dtype
+        Floating type of the result.
+    device : str or torch.device
+        Where the result lives.
+
+    Returns
+    -------
+    torch.Tensor of shape (n_particles, dim)
+        Rows orthogonal within each block of ``dim``, in ``dtype`` on ``device``.
 
     Examples
     --------
@@ -489,6 +552,30 @@ def sample_initial_particles(
 
     For ``fourier`` the last coordinate is a phase b ~ U[−π, π), so the initial kernel is the
     Gaussian kernel of width ``bandwidth``.  Shape (n_particles, p).
+
+    Parameters
+    ----------
+    feature : str or FeatureMap
+        The feature map (:func:`get_feature_map`); it sets p.
+    n_particles : int >= 1
+        Number N of particles.
+    data_dim : int >= 1
+        Dimension d of the data.
+    method : {"gaussian", "orthogonal"}
+        iid Gaussian frequencies, or orthogonal blocks (:func:`orthogonal_rows`).
+    bandwidth : float > 0
+        Kernel width σ; the frequencies have standard deviation 1/σ.
+    seed : int
+        Seed of the frequencies (the phase draws from a seed derived from it).
+    dtype : torch.dtype
+        Floating type of the result.
+    device : str or torch.device
+        Where the result lives.
+
+    Returns
+    -------
+    torch.Tensor of shape (n_particles, p)
+        Frequencies, then the phase for ``fourier``.
 
     Examples
     --------
