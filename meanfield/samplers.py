@@ -471,10 +471,10 @@ class HMC:
             u = torch.rand(batch, generator=generator, dtype=torch.float64)
             eps = eps * (1 + self.jitter * (2 * u - 1))
         eps = eps.to(omega)[..., None, None]
-        v = _noise(omega.shape, generator, omega) / math.sqrt(beta_N)
-        kinetic0 = 0.5 * beta_N * (v * v).sum((-1, -2))
+        v = _velocities(omega, generator, beta_N)
+        kinetic0 = _kinetic(v, beta_N)
         new, v, U2, gradU2, finite = self.flow(omega, v, eps, L, state.cache["gradU"], beta_N)
-        kinetic = 0.5 * beta_N * (v * v).sum((-1, -2))
+        kinetic = _kinetic(v, beta_N)
         log_alpha = (U - U2) + (kinetic0 - kinetic)
         # a divergent trajectory (non-finite force, U or kinetic energy) has acceptance
         # probability 0 (−inf), never NaN
@@ -489,6 +489,16 @@ class HMC:
         accept = metropolis(log_alpha, generator)
         # rejected replicas never read U2/gradU2 (torch.where), so their NaNs stay unseen
         return accept_or_keep(state, accept, new, U2, gradU2)
+
+
+def _velocities(omega: torch.Tensor, generator: torch.Generator, beta_N: float) -> torch.Tensor:
+    """Fresh velocities v ~ N(0, I / β_N), shape of ``omega`` (the mass is β_N)."""
+    return _noise(omega.shape, generator, omega) / math.sqrt(beta_N)
+
+
+def _kinetic(v: torch.Tensor, beta_N: float) -> torch.Tensor:
+    """The kinetic energy β_N |v|² / 2 of each replica, shape (...)."""
+    return 0.5 * beta_N * (v * v).sum((-1, -2))
 
 
 def find_reasonable_step_size(
@@ -514,10 +524,10 @@ def find_reasonable_step_size(
     beta_N = effective_beta(integrator.beta, omega.shape[-2], integrator.regime)
 
     def accept_prob(eps):
-        v = _noise(omega.shape, generator, omega) / math.sqrt(beta_N)
-        k0 = 0.5 * beta_N * (v * v).sum((-1, -2))
+        v = _velocities(omega, generator, beta_N)
+        k0 = _kinetic(v, beta_N)
         _, v2, U2, _, finite = integrator.flow(omega, v, eps, 1, gradU, beta_N)
-        d = (U - U2) + k0 - 0.5 * beta_N * (v2 * v2).sum((-1, -2))
+        d = (U - U2) + k0 - _kinetic(v2, beta_N)
         d = torch.where(finite, d, torch.full_like(d, -math.inf))
         return float(torch.exp(d.clamp(max=0.0)).mean())
 
