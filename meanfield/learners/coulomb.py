@@ -367,6 +367,7 @@ class FrequencyConfinement(Potential):
     Parameters
     ----------
     strength : float > 0
+        Stiffness of the confinement (1/β_N for the RFF prior).
 
     Examples
     --------

@@ -28,12 +28,15 @@ def evaluate(
 
     Parameters
     ----------
-    learner : feature learner (unfitted)
-    X_train : array (n_train, d)
-    y_train : array (n_train,)
-    X_test : array (n_test, d)
-    y_test : array (n_test,)
+    learner : feature learner
+        Unfitted (:class:`~meanfield.learners.RandomFourierFeatures`,
+        :class:`~meanfield.learners.CoulombFeatures`, ...).
+    X_train, y_train : arrays of shape (n_train, d) and (n_train,)
+        Training split: the learner and the classifiers are fitted on it.
+    X_test, y_test : arrays of shape (n_test, d) and (n_test,)
+        Test split.
     classifiers : subset of {"ridge", "logistic"}
+        Downstream classifiers to fit on the learned features.
     ridge_alpha : float, sequence of floats, or "loo"
         α of :class:`RidgeFeatureClassifier`; a sequence is chosen from by exact leave-one-out;
         "loo" means the candidates n_train · 10^k, k = −7, −6.5, …, 0 (the learned kernel
@@ -77,15 +80,21 @@ def evaluate(
             clf = RidgeFeatureClassifier(alpha=_ridge_alphas(ridge_alpha, len(F_tr)))
         else:
             clf = LogisticRegression(C=logistic_C, max_iter=2000)
-        clf.fit(F_tr, y_train)
-        acc_tr = float(np.mean(clf.predict(F_tr) == np.asarray(y_train)))
-        acc_te = float(np.mean(clf.predict(F_te) == np.asarray(y_test)))
+        acc_tr, acc_te = _fit_accuracies(clf, F_tr, y_train, F_te, y_test)
         out[f"{c}_train_accuracy"] = acc_tr
         out[f"{c}_test_accuracy"] = acc_te
         out[f"{c}_test_error"] = 1.0 - acc_te
         if c == "ridge":
             out["ridge_alpha"] = float(clf.alpha_)
     return out
+
+
+def _fit_accuracies(clf, F_tr, y_train, F_te, y_test) -> tuple[float, float]:
+    """Fit ``clf`` on the training features; its accuracy on the training and the test split."""
+    clf.fit(F_tr, y_train)
+    acc_tr = float(np.mean(clf.predict(F_tr) == np.asarray(y_train)))
+    acc_te = float(np.mean(clf.predict(F_te) == np.asarray(y_test)))
+    return acc_tr, acc_te
 
 
 def _ridge_alphas(ridge_alpha, n: int):
@@ -102,12 +111,19 @@ def feature_pipeline(learner, *, ridge_alpha="loo", n_train: int = 1000, fit_int
     Parameters
     ----------
     learner : feature learner
+        The first step (unfitted; the pipeline fits it).
     ridge_alpha : float, sequence or "loo"
         As in :func:`evaluate` ("loo": n_train · 10^[−7..0], chosen by exact leave-one-out
         inside every fit).
     n_train : int
         Rows the ridge will see (sets the "loo" grid).
     fit_intercept : True, False or "label_mean"
+        As in :class:`RidgeFeatureClassifier`.
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline
+        Steps ``"features"`` (the learner) and ``"ridge"``.
 
     Examples
     --------
@@ -136,17 +152,19 @@ def select_by_cv(
 
     Parameters
     ----------
-    learner : feature learner (unfitted; its other parameters are kept)
+    learner : feature learner
+        Unfitted; the parameters not in ``param_grid`` are kept.
     param_grid : dict or list of dicts
         Learner parameters (without the ``features__`` prefix), as for ``GridSearchCV``; a list
         of dicts compares variants with different parameter sets.
-    X : array of shape (n, d)
-    y : array of shape (n,)
+    X, y : arrays of shape (n, d) and (n,)
+        The training data (the folds are drawn from it).
     cv : int >= 2
         Folds.
     random_state : int
         Seed of the fold shuffle.
     ridge_alpha : float, sequence or "loo"
+        As in :func:`feature_pipeline` (the "loo" grid sized for one training fold).
 
     Returns
     -------

@@ -22,6 +22,7 @@ def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
     Parameters
     ----------
     Phi : array of shape (n, m)
+        Features of the n points (one column per feature).
     y : array of shape (n,)
         Labels (two classes are mapped to ±1, more to class ids).
     centred : bool
@@ -32,6 +33,7 @@ def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
     Returns
     -------
     float in [−1, 1]
+        The alignment (0 for identically zero features).
 
     Examples
     --------

@@ -125,7 +125,9 @@ class ImportanceSampledFeatures(_FeatureLearner):
         vertex (the largest χ² divergence from uniform is N_w − 1).
     mode : {"sample", "weight", "support"}
     bandwidth : float > 0 or "median"
+        Kernel width σ of the candidates' law, as in :class:`RandomFourierFeatures`.
     random_state : int, Generator, RandomState or None
+        Seed of every random choice: the candidates, the draw from q (``mode="sample"``).
 
     Attributes
     ----------
