@@ -256,3 +256,14 @@ def test_split_mprk22_is_second_order_and_positive_in_2d():
             new = sch.advance(rho, U, g, 4.0, dt)
             # every line is a subtraction-free tridiagonal solve: ≥ 0, mass to O(M ε)
             assert new.min() >= 0.0 and abs(new.sum() - rho.sum()) <= 1e-13 * rho.sum()
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (5, 4), (3, 4, 2)])
+def test_total_and_min_matches_numpy(shape, rng):
+    rho = rng.random(shape) - 0.1
+    total, low = _kernels.total_and_min(rho)
+    assert total == pytest.approx(rho.sum(), rel=1e-14) and low == rho.min()
+    assert _kernels.total_and_min(np.asfortranarray(rho))[1] == rho.min()  # any layout
+    rho.flat[-1] = np.nan
+    total, low = _kernels.total_and_min(rho)
+    assert math.isnan(total)  # the caller's finiteness test sees the NaN

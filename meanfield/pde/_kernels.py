@@ -57,6 +57,37 @@ def explicit_steps(rho, c_lr, c_rl, dt, n_steps, last_dt=0.0):
 
 
 @njit(cache=True)
+def total_and_min(rho):
+    """(Σ ρ_i, min ρ_i) of an array of any shape in one pass: one compiled call instead of
+    two numpy reductions (each a few µs of call overhead on a small grid).
+
+    Four interleaved partial sums and minima keep the pipeline busy on large grids (the sum
+    is thus in a different order from numpy's pairwise one: they differ by O(M ε) relative).
+    A NaN makes the sum NaN (the minimum may skip it), so a caller tests the sum for
+    finiteness first, as :class:`~meanfield.pde.trackers.GuardTracker` does.
+    """
+    flat = rho.ravel()  # a view of a contiguous array
+    n = flat.size
+    s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+    m0, m1, m2, m3 = np.inf, np.inf, np.inf, np.inf
+    k = n - n % 4
+    for i in range(0, k, 4):
+        a, b, c, d = flat[i], flat[i + 1], flat[i + 2], flat[i + 3]
+        s0 += a
+        s1 += b
+        s2 += c
+        s3 += d
+        m0 = min(m0, a)
+        m1 = min(m1, b)
+        m2 = min(m2, c)
+        m3 = min(m3, d)
+    for i in range(k, n):
+        s0 += flat[i]
+        m0 = min(m0, flat[i])
+    return (s0 + s1) + (s2 + s3), min(min(m0, m1), min(m2, m3))
+
+
+@njit(cache=True)
 def mmatrix_factor(a_lr, a_rl, dt, mult, inv_b):
     r"""LU factors of I − Δt A for the 1D generator A of the face rates (a_lr, a_rl).
 
