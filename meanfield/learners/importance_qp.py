@@ -17,11 +17,18 @@ __all__ = ["project_simplex", "solve_importance_weights"]
 
 
 def _chi2_excess(q, N):
+    """‖q − 1/N‖², the χ² divergence from the uniform weights divided by N."""
     return float(((q - 1.0 / N) ** 2).sum())
 
 
 def solve_importance_weights(v, rho: float, *, rtol: float = 1e-12, max_iter: int = 200):
-    """Maximise vᵀq over the simplex subject to ‖q − 1/N‖² ≤ ρ/N (Sinha & Duchi 2016).
+    r"""Maximise vᵀq over the simplex subject to ‖q − 1/N‖² ≤ ρ/N (Sinha & Duchi 2016).
+
+    .. math::
+
+        \max_{q \in \Delta_N} v^\top q \quad \text{s.t.} \quad
+        \Big\|q - \tfrac1N \mathbf 1\Big\|^2 \le \frac{\rho}{N}, \qquad
+        q(\lambda) = \Pi_\Delta\Big(\tfrac1N \mathbf 1 + \frac{v}{\lambda}\Big).
 
     The χ² divergence D(q‖uniform) = N‖q − 1/N‖² is at most ρ. The Lagrangian dual with
     multiplier λ ≥ 0 gives q(λ) = Π_Δ(1/N + v/λ) (sort-based simplex projection); g(λ) =
@@ -55,11 +62,7 @@ def solve_importance_weights(v, rho: float, *, rtol: float = 1e-12, max_iter: in
     >>> bool(((q - 0.25) ** 2).sum() <= 0.5 / 4 + 1e-12)  # the χ² budget holds
     True
     """
-    v = np.asarray(v, dtype=float)
-    if v.ndim != 1 or len(v) < 1:
-        raise ValueError(f"v must be a non-empty 1-d array, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("v contains NaN or inf; all scores must be finite")
+    v = _check_scores(v)
     rho = check_positive("rho", rho, allow_zero=True)
     N = len(v)
     u = np.full(N, 1.0 / N)
@@ -72,6 +75,28 @@ def solve_importance_weights(v, rho: float, *, rtol: float = 1e-12, max_iter: in
     q0 = top / top.sum()
     if _chi2_excess(q0, N) <= budget:
         return q0.astype(float)
+    return _bisect_dual(vc, budget, rtol, max_iter)
+
+
+def _check_scores(v) -> np.ndarray:
+    """``v`` as a non-empty 1-d float array of finite scores, else a ValueError."""
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 1 or len(v) < 1:
+        raise ValueError(f"v must be a non-empty 1-d array, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("v contains NaN or inf; all scores must be finite")
+    return v
+
+
+def _bisect_dual(vc, budget: float, rtol: float, max_iter: int) -> np.ndarray:
+    """q(λ*) for centred scores ``vc``: λ* bracketed, bisected, then solved on its support.
+
+    g(λ) = ‖q(λ) − 1/N‖² decreases in λ; the bisection keeps g(lo) > budget ≥ g(hi) and
+    returns the exact solution as soon as the support of q(lo) (or a support shared by q(lo)
+    and q(hi)) passes the KKT check of :func:`_exact_on_support`.
+    """
+    N = len(vc)
+    u = np.full(N, 1.0 / N)
 
     def q_of(lam):
         return project_simplex(u + vc / lam)
