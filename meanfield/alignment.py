@@ -185,16 +185,16 @@ def cristianini_alignment(
     centred : bool
         Centre features and factors over the data points first (Cortes et al. 2012).
 
-    Raises
-    ------
-    ValueError
-        If phi is not a floating tensor of at least 2 dimensions, or U, w do not fit it.
-
     Returns
     -------
     tensor of shape (...)
         The alignment; 0 where the kernel is identically zero (the ratio's limit is
         undefined, and a zero kernel carries no information about the labels).
+
+    Raises
+    ------
+    ValueError
+        If phi is not a floating tensor of at least 2 dimensions, or U, w do not fit it.
 
     Examples
     --------

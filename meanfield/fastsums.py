@@ -410,10 +410,12 @@ def coulomb2d_sums(
         Particle positions.
     eps : float
         Relative accuracy (see :class:`_EwaldPlan2D` for how each error term is bounded).
-    want_grad, want_value : bool
-        Which outputs to compute (the drift needs only the gradient).
+    want_grad : bool
+        Compute the gradient (the drift needs only the gradient).
     near : int
         Mean number of neighbours inside the short-range cutoff (a speed knob only).
+    want_value : bool
+        Compute the potential.
 
     Returns
     -------

@@ -145,8 +145,10 @@ class FeatureMap:
 
         Returns
         -------
-        g, dg : tensor
-            g(z) and g'(z), each the shape of ``z``.
+        g : tensor
+            g(z), the shape of ``z``.
+        dg : tensor
+            g'(z), the shape of ``z``.
 
         Examples
         --------

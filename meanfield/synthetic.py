@@ -500,6 +500,7 @@ def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> S
     Returns
     -------
     Split
+        The task's train and test data.
 
     Raises
     ------
