@@ -34,7 +34,12 @@ from ._validation import check_choice, check_int, check_positive
 
 
 class FeatureMap:
-    """A ridge feature map φ(x; ω) = g(ωᵀ x̃ + c(x)). Subclasses set g, g' and the lift.
+    r"""A ridge feature map φ(x; ω) = g(ωᵀ x̃ + c(x)). Subclasses set g, g' and the lift.
+
+    .. math::
+
+        \varphi(x; \omega) = g\big(\omega^\top \tilde x + c(x)\big), \qquad
+        \nabla_\omega \varphi(x; \omega) = g'\big(\omega^\top \tilde x + c(x)\big)\, \tilde x .
 
     Examples
     --------
@@ -247,7 +252,12 @@ class FeatureMap:
 
 
 class PositiveFeatures(FeatureMap):
-    """FAVOR+ positive features φ = exp(ωᵀx − |x|²/2).
+    r"""FAVOR+ positive features φ = exp(ωᵀx − |x|²/2).
+
+    .. math::
+
+        \varphi(x; \omega) = e^{\omega^\top x - |x|^2/2}, \qquad
+        \mathbb E_{\omega \sim N(0, I)}\, \varphi(x; \omega)\, \varphi(x'; \omega) = e^{x^\top x'} .
 
     Examples
     --------
@@ -275,7 +285,13 @@ class PositiveFeatures(FeatureMap):
 
 
 class FourierFeatures(FeatureMap):
-    """Fourier feature map φ = √2 cos(ωᵀx + b), the phase b being the last coordinate.
+    r"""Fourier feature map φ = √2 cos(ωᵀx + b), the phase b being the last coordinate.
+
+    .. math::
+
+        \varphi(x; (w, b)) = \sqrt2 \cos(w^\top x + b), \qquad
+        \mathbb E\, \varphi(x)\, \varphi(x') = e^{-|x - x'|^2 / (2\sigma^2)}
+        \ \text{ for } w \sim N(0, \sigma^{-2} I),\ b \sim U[-\pi, \pi).
 
     Named ``RandomFourierFeatures`` before (deprecated alias, one version): that name is the
     label-blind learner :class:`meanfield.learners.RandomFourierFeatures`.
@@ -307,7 +323,12 @@ class FourierFeatures(FeatureMap):
 
 
 class SoftplusFeatures(FeatureMap):
-    """φ = softplus(ωᵀx) = log(1 + exp(ωᵀx)).
+    r"""φ = softplus(ωᵀx) = log(1 + exp(ωᵀx)).
+
+    .. math::
+
+        \varphi(x; \omega) = \log\big(1 + e^{\omega^\top x}\big), \qquad
+        g'(z) = \frac{1}{1 + e^{-z}} .
 
     Examples
     --------
@@ -550,10 +571,15 @@ def sample_initial_particles(
     dtype=torch.float64,
     device="cpu",
 ) -> torch.Tensor:
-    """Initial particles for a feature map: ω ~ N(0, bandwidth⁻² I) (or orthogonal blocks).
+    r"""Initial particles for a feature map: ω ~ N(0, bandwidth⁻² I) (or orthogonal blocks).
 
     For ``fourier`` the last coordinate is a phase b ~ U[−π, π), so the initial kernel is the
     Gaussian kernel of width ``bandwidth``.  Shape (n_particles, p).
+
+    .. math::
+
+        w_i \sim N(0, \sigma^{-2} I_d), \qquad b_i \sim U[-\pi, \pi) \ (\texttt{fourier}),
+        \qquad \sigma = \text{bandwidth}.
 
     Parameters
     ----------
