@@ -120,7 +120,12 @@ def target_norm(U: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 def alignment_parts(phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor):
-    """The pieces of the alignment that its value and gradient share.
+    r"""The pieces of the alignment that its value and gradient share.
+
+    .. math::
+
+        S = \Phi U, \qquad \mathrm{num} = \sum_{i,r} w_r S_{ir}^2 = \langle \Phi^\top \Phi, T
+        \rangle_F, \qquad G_n = \|\Phi^\top \Phi\|_F .
 
     Parameters
     ----------
@@ -172,7 +177,14 @@ def _check_shapes(phi, U, w) -> None:
 def cristianini_alignment(
     phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor, *, centred: bool = False
 ) -> torch.Tensor:
-    """Kernel–target alignment A ∈ [−1, 1] of K = ΦᵀΦ with T = U diag(w) Uᵀ.
+    r"""Kernel–target alignment A ∈ [−1, 1] of K = ΦᵀΦ with T = U diag(w) Uᵀ.
+
+    .. math::
+
+        A = \frac{\langle K, T\rangle_F}{\|K\|_F\, \|T\|_F}, \qquad
+        \langle K, T\rangle_F = \sum_r w_r \|\Phi u_r\|^2 ;
+
+    centred, K and T are replaced by HKH and HTH, H = I − 11ᵀ/n.
 
     Parameters
     ----------

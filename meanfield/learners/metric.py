@@ -14,7 +14,14 @@ __all__ = ["kernel_alignment"]
 
 
 def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
-    """Cristianini kernel-target alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F), K = Φ Φᵀ.
+    r"""Cristianini kernel-target alignment A = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F), K = Φ Φᵀ.
+
+    .. math::
+
+        A = \frac{\langle K, T\rangle_F}{\|K\|_F\, \|T\|_F}, \qquad K = \Phi \Phi^\top,
+        \qquad T_{jk} = \begin{cases} 1, & y_j = y_k, \\ -1/(C - 1), & y_j \ne y_k \end{cases}
+
+    (:func:`meanfield.energy.target_factors`; T = y yᵀ for ±1 labels).
 
     Scale-free, so it compares learners whatever their feature weights. Computed through the
     (m, m) Gram matrix ΦᵀΦ: O(n m²), nothing (n, n) is built.
