@@ -31,13 +31,16 @@ __all__ = ["ALIGNMENTS", "CoulombFeatures", "FrequencyConfinement"]
 
 
 class CoulombFeatures(_FeatureLearner):
-    """Random features learned as Coulomb (Riesz) particles by projected Langevin dynamics.
+    r"""Random features learned as Coulomb (Riesz) particles by projected Langevin dynamics.
 
     Particles (frequencies and phase) start from the Gaussian-kernel draw of
     :class:`RandomFourierFeatures` and follow Algorithm 1 of THEORY §3
     (:func:`meanfield.particles.simulate`) on
 
-        H_N(Ω) = (1/N) Σ_i V(ω_i) − A_N(Ω) + (λ/N²) Σ_{i≠j} k_s(ω_i − ω_j),
+    .. math::
+
+        H_N(\Omega) = \frac1N \sum_i V(\omega_i) - A_N(\Omega)
+        + \frac{\lambda}{N^2} \sum_{i \ne j} k_s(\omega_i - \omega_j),
 
     A the kernel–target alignment of :mod:`meanfield.energy` chosen by ``alignment``
     (linear U-statistic :class:`~meanfield.energy.LinearAlignment`, the negative risk
@@ -358,7 +361,11 @@ ALIGNMENTS = {
 
 
 class FrequencyConfinement(Potential):
-    """V(ω) = strength · |ω[:d]|²/2: a Gaussian confinement of the frequencies, phase free.
+    r"""V(ω) = strength · |ω[:d]|²/2: a Gaussian confinement of the frequencies, phase free.
+
+    .. math::
+
+        V(w, b) = \frac{\text{strength}}{2} |w|^2, \qquad \nabla V(w, b) = \text{strength}\,(w, 0).
 
     For ``"fourier"`` particles ω = (w, b) ∈ R^(d+1); the phase b (last coordinate) feels no
     force, so with strength 1/β_N the Gibbs law exp(−β_N Σ_i V(ω_i)) is the RFF prior

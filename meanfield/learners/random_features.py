@@ -19,10 +19,15 @@ __all__ = ["ImportanceSampledFeatures", "RandomFourierFeatures"]
 
 
 class RandomFourierFeatures(_FeatureLearner):
-    """Fixed random Fourier features for the Gaussian kernel exp(−‖x − x'‖²/(2σ²)).
+    r"""Fixed random Fourier features for the Gaussian kernel exp(−‖x − x'‖²/(2σ²)).
 
     ω ~ N(0, σ⁻² I_d) and phase b ~ U[−π, π) (:func:`meanfield.features.sample_initial_particles`);
     features √(2/m) cos(ωᵀx + b). The labels are not used.
+
+    .. math::
+
+        \Phi_{ji} = \sqrt{2/m}\, \cos(\omega_i^\top x_j + b_i), \qquad
+        (\Phi \Phi^\top)_{jk} \to e^{-|x_j - x_k|^2 / (2\sigma^2)} \quad (m \to \infty).
 
     Parameters
     ----------
@@ -94,12 +99,18 @@ class RandomFourierFeatures(_FeatureLearner):
 
 
 class ImportanceSampledFeatures(_FeatureLearner):
-    """Importance-sampled random features (Sinha & Duchi 2016).
+    r"""Importance-sampled random features (Sinha & Duchi 2016).
 
     Draws N_w candidates ω_k from the Gaussian-kernel law of :class:`RandomFourierFeatures`,
     scores each by v_k = φ_kᵀ T φ_k with φ_k = (φ(x_j; ω_k))_j (binary: (Σ_j y_j φ(x_j;
     ω_k))², diagonal j = k included as in the paper), solves
     max_q vᵀq over the simplex with ‖q − 1/N_w‖² ≤ ρ/N_w (:func:`solve_importance_weights`),
+
+    .. math::
+
+        v_k = \varphi_k^\top T \varphi_k, \qquad
+        q = \arg\max_{q \in \Delta_{N_w},\ \|q - \mathbf 1/N_w\|^2 \le \rho/N_w} v^\top q,
+
     then either
 
     - ``mode="sample"``: draws m features iid from q (weights 1/√m), or

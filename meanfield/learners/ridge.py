@@ -14,19 +14,26 @@ __all__ = ["RidgeFeatureClassifier"]
 
 
 class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
-    """Ridge classification in closed form on given features, α fixed or chosen by exact LOO.
+    r"""Ridge classification in closed form on given features, α fixed or chosen by exact LOO.
 
     Targets are ±1 (binary: the larger label is +1; C ≥ 3: one-vs-all columns). With the
     features and targets centred (when ``fit_intercept=True``), the coefficients minimise
     ‖Φ W − Y‖²_F + α ‖W‖²_F. With the thin SVD Φ_c = U diag(s) Vᵀ,
 
-        W = V diag(s / (s² + α)) Uᵀ Y_c,
+    .. math::
+
+        W = V \operatorname{diag}\Big(\frac{s}{s^2 + \alpha}\Big) U^\top Y_c ,
 
     the same objective as scikit-learn's ``RidgeClassifier``. When ``alpha`` is a sequence,
     each candidate is scored by the exact leave-one-out squared error of the ±1 targets,
-    Σ_j ((y_j − ŷ_j)/(1 − h_jj))², h_jj = Σ_k U_jk² s_k²/(s_k² + α) + 1/n (the hat matrix of
-    the centred fit plus the intercept), and the best is refitted: no data are held out, and
-    every learner gets the same selection rule.
+
+    .. math::
+
+        \sum_j \Big(\frac{y_j - \hat y_j}{1 - h_{jj}}\Big)^2, \qquad
+        h_{jj} = \sum_k U_{jk}^2 \frac{s_k^2}{s_k^2 + \alpha} + \frac1n
+
+    (the hat matrix of the centred fit plus the intercept), and the best is refitted: no data
+    are held out, and every learner gets the same selection rule.
 
     Parameters
     ----------
