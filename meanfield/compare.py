@@ -49,6 +49,7 @@ from .results import provenance
 
 
 def _data_term(energy: Energy):
+    """The energy's data (alignment) term, whose kernel gap is recorded, or None."""
     for t in energy.terms:
         if isinstance(t, AlignmentTerm):
             return t
