@@ -232,7 +232,11 @@ class BallRadius(Law1D):
 
 
 class DiskRadius(BallRadius):
-    """Law of |ω| under the uniform unit disk (the p = 2 log-gas): F(r) = r² on [0, 1].
+    r"""Law of |ω| under the uniform unit disk (the p = 2 log-gas): F(r) = r² on [0, 1].
+
+    .. math::
+
+        F(r) = r^2, \qquad f(r) = 2r, \qquad F^{-1}(u) = \sqrt u \qquad (0 \le r \le 1).
 
     Examples
     --------

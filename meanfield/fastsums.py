@@ -242,7 +242,11 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
 
 
 def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps: float):
-    """Σ_k w_k / ‖a − y_k‖ at the targets by the FMM (``fmm3dpy.lfmm3d``).
+    r"""Σ_k w_k / ‖a − y_k‖ at the targets by the FMM (``fmm3dpy.lfmm3d``).
+
+    .. math::
+
+        \phi(a_m) = \sum_k \frac{w_k}{|a_m - y_k|} .
 
     Parameters
     ----------
@@ -474,7 +478,11 @@ def coulomb2d_sums(
 
 
 def coulomb2d_field(at, points, weights, eps: float, near: int = NEAR_NEIGHBOURS):
-    """Σ_k w_k (−log‖a − y_k‖) at the targets by spectral Ewald summation.
+    r"""Σ_k w_k (−log‖a − y_k‖) at the targets by spectral Ewald summation.
+
+    .. math::
+
+        \phi(a_m) = -\sum_k w_k \log|a_m - y_k| .
 
     Parameters
     ----------
