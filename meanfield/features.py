@@ -1,8 +1,11 @@
-"""Feature maps φ(x; ω) (one scalar per particle) and samplers for initial particles.
+r"""Feature maps φ(x; ω) (one scalar per particle) and samplers for initial particles.
 
 Every mean-field feature here is a *ridge* function of the particle,
 
-    φ(x; ω) = g(ωᵀ x̃ + c(x)),        ∇_ω φ(x; ω) = g'(ωᵀ x̃ + c(x)) x̃,
+.. math::
+
+    \varphi(x; \omega) = g(\omega^\top \tilde x + c(x)), \qquad
+    \nabla_\omega \varphi(x; \omega) = g'(\omega^\top \tilde x + c(x))\, \tilde x,
 
 with a lifted input x̃ and an offset c(x) that depend on the feature only (THEORY §1):
 

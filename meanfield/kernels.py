@@ -1,13 +1,17 @@
-"""Pair interaction kernels k(z), z = ω − ω' ∈ R^p, with values and gradients.
+r"""Pair interaction kernels k(z), z = ω − ω' ∈ R^p, with values and gradients.
 
 Every kernel here is radial, so it is written as a function of the squared distance
 u = |z|² + ε² (ε the softening length, 0 for an exact kernel):
 
-    k(z) = κ(u),        ∇k(z) = 2 κ'(u) z.
+.. math::
+
+    k(z) = \kappa(u), \qquad \nabla k(z) = 2 \kappa'(u)\, z.
 
 Riesz family (THEORY §2), with sign so that every member is repulsive:
 
-    k_s(z) = |z|^(−s)   (s > 0),     −log|z|   (s = 0),     −|z|^(−s)   (s < 0),
+.. math::
+
+    k_s(z) = |z|^{-s} \ (s > 0), \qquad -\log|z| \ (s = 0), \qquad -|z|^{-s} \ (s < 0),
 
 softened by replacing |z|² with |z|² + ε².  Coulomb in R^p is s = p − 2.  The mean-field
 (integrable) range is s < p; a Riesz kernel with s ≥ p and ε = 0 is rejected when the energy
