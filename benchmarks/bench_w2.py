@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -66,7 +67,7 @@ def timed(fn, repeats: int):
     return val, statistics.median(times)
 
 
-def run(N: int, n: int, repeats: int, with_dense: bool) -> dict:
+def run(N: int, n: int, repeats: int, with_dense: bool, dense_repeats: int | None = None) -> dict:
     x, y, b = case(N, n)
     res, t_sparse = timed(lambda: w2_sparse(x, np.ones(N), y, b), repeats)
     row = {
@@ -80,7 +81,7 @@ def run(N: int, n: int, repeats: int, with_dense: bool) -> dict:
         "s_sparse": t_sparse,
     }
     if with_dense:
-        w, t_dense = timed(lambda: dense(x, y, b), repeats)
+        w, t_dense = timed(lambda: dense(x, y, b), dense_repeats or repeats)
         row.update(
             w2_dense=w, s_dense=t_dense, speedup=t_dense / t_sparse, rel_err=abs(res["w2"] - w) / w
         )
@@ -97,15 +98,24 @@ def run(N: int, n: int, repeats: int, with_dense: bool) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats per small case")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads (the dual check)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads")
     ap.add_argument("--exact-large", action="store_true", help="also run ot.emd2 at 1e4 / 128²")
     ap.add_argument("--skip-large", action="store_true", help="small cases only")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    rows = [run(N, n, args.repeats, True) for N, n in [(1000, 32), (2000, 48), (3000, 64)]]
+    rows = []
     if not args.skip_large:
-        rows.append(run(10_000, 128, 1, args.exact_large))
+        # first, so the peak RSS of the process is the sparse solve's (and the data's); the
+        # sparse solve is timed over the repeats, the dense one (minutes, GBs) once and last
+        rows.append(run(10_000, 128, args.repeats, False))
+        rows[-1]["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows += [run(N, n, args.repeats, True) for N, n in [(1000, 32), (2000, 48), (3000, 64)]]
+    if args.exact_large:
+        w, t_dense = timed(lambda: dense(*case(10_000, 128)), 1)
+        big = rows[0]
+        big.update(w2_dense=w, s_dense=t_dense, speedup=t_dense / big["s_sparse"])
+        big.update(rel_err=abs(big["w2_sparse"] - w) / w, dense_how="measured in this run")
     meta = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "load_average_at_end": os.getloadavg(),

@@ -15,9 +15,9 @@ Conventions
   ``ot.emd2`` (network simplex, float64 weights, cells of zero mass dropped).  Moving each
   cell's mass to its centre costs at most h √(p/12) in W2, a bias of that size.
 * For large problems (N × M_support > :data:`EXACT_MAX_PAIRS`) ``method="auto"`` switches to
-  :func:`meanfield.transport.w2_sparse` ("sparse_exact"): the same exact W2, solved as a
-  min-cost flow on a sparse support and certified by a dual check over every pair (order 2
-  only; W1 stays on the dense simplex).  The sliced distance SW_2
+  :func:`meanfield.transport.w2_sparse` ("sparse_exact"): the same exact W2, solved by POT's
+  network simplex on a sparse support grown by column generation and certified by a dual
+  check over every pair (order 2 only; W1 stays on the dense simplex).  The sliced distance SW_2
   (``ot.sliced_wasserstein_distance``, SW_2 ≤ W_2, a different quantity) is computed only when
   asked for with ``method="sliced"``, and whoever records it names it "sliced_w2", never
   "w2".  :func:`resolve_w_method` is the one place where "auto" is decided.
@@ -39,13 +39,13 @@ from .pde.field import Density
 from .pde.potential import GridEnergy
 from .transport import w2_sparse
 
-#: Largest N × M (number of cost-matrix entries) for which ``method="auto"`` runs the exact
-#: network simplex in p = 2.  Measured with benchmarks/bench_pde.py on a shared 2-core CPU:
-#: 2.3 s at 4.1e6 entries (N = 1000, 64²), 9.8 s at 1.6e7, and 221 s with 5.6 GB extra
-#: memory at 1.6e8 (N = 1e4 on 128²): time ∝ (N M)^1.34.  At 5e6 one exact W2 costs about
-#: 3 s, affordable at every record of a comparison; above it ``auto`` uses the sparse exact
-#: solver (:func:`meanfield.transport.w2_sparse`, the same value; benchmarks/bench_w2.py).
-EXACT_MAX_PAIRS = 5_000_000
+#: Largest N × M (number of cost-matrix entries) for which ``method="auto"`` runs the dense
+#: network simplex (``ot.emd2``) in p = 2, 3.  Above it the sparse exact solver
+#: (:func:`meanfield.transport.w2_sparse`, the same value to rounding) is faster: measured
+#: with benchmarks/bench_w2.py on the 2-core CPU, the dense solve takes 0.1 s at 1e6 entries,
+#: 0.9 s at 4.4e6 and 3.5 s at 1.2e7 against 0.1, 0.1 and 0.3 s for the sparse one (and
+#: minutes and gigabytes at 1.6e8, against seconds).
+EXACT_MAX_PAIRS = 1_000_000
 #: Iteration cap of the network simplex (POT's default, 1e5, is too small for 1e4 × 1e4).
 EMD_MAX_ITER = 100_000_000
 
@@ -305,6 +305,15 @@ def sliced_w2(xa, wa, xb, wb, *, n_projections: int = 200, seed: int = 0) -> flo
     )
 
 
+def _density_model(density_model: str | None, p: int) -> str:
+    """The checked reading of the grid density: "cells" (default, exact) only in p = 1."""
+    model = density_model or ("cells" if p == 1 else "centres")
+    check_choice("density_model", model, ("cells", "centres"))
+    if model == "cells" and p != 1:
+        raise ValueError(f"density_model='cells' is exact only in p = 1; use 'centres' in p = {p}")
+    return model
+
+
 def wasserstein_particles_grid(
     omega,
     density: Density,
@@ -372,10 +381,7 @@ def wasserstein_particles_grid(
     p = rho.grid.dim
     order = _check_order(order)
     check_choice("method", method, W2_METHODS)
-    model = density_model or ("cells" if p == 1 else "centres")
-    check_choice("density_model", model, ("cells", "centres"))
-    if model == "cells" and p != 1:
-        raise ValueError(f"density_model='cells' is exact only in p = 1; use 'centres' in p = {p}")
+    model = _density_model(density_model, p)
     x, w = _particles(omega, p, weights)
     cells = rho.masses.ravel()
     method = resolve_w_method(p, len(x), np.count_nonzero(cells), method, order)

@@ -8,7 +8,7 @@ from meanfield.diagnostics import resolve_w_method, w_name, wasserstein_particle
 from meanfield.domains import Box
 from meanfield.errors import InputError
 from meanfield.pde import Density, Grid
-from meanfield.transport import COST_SCALE, w2_sparse
+from meanfield.transport import _violations, w2_sparse
 
 
 def _exact(xa, wa, xb, wb):
@@ -25,9 +25,10 @@ def test_w2_sparse_equals_dense_emd(case):
     bimodal cloud against a flat density, where the k-nearest support is far from enough
     and the dual check must add the missing pairs.
 
-    Tolerance: the solver is exact up to its integer rounding: masses to 1 part in
-    N·10⁶ and costs to 1/(2·COST_SCALE), so |ΔW2²| ≤ ~1e-6 · diam² + 1/COST_SCALE; on W2 of
-    order 0.1–1 that is ≤ 1e-5 relative.  A wrong support or dual would miss by ≫ 1e-3.
+    Tolerance: both are network simplex solves in float64 of the same linear program, so
+    they agree to rounding (≈ 1e-15 relative per operation, 1e-9 leaves room for the order of
+    the sums); a wrong support or dual would miss by ≫ 1e-3.  The certificate's gap is the
+    dual tolerance τ (< 1e-6 · W2² here) plus rounding.
     """
     rng = np.random.default_rng(7)
     g = Grid(Box(2, 2.0), 24)
@@ -44,10 +45,11 @@ def test_w2_sparse_equals_dense_emd(case):
     got = w2_sparse(x, w, g.centers, cells, k=4)
     want = _exact(x, w, g.centers[cells > 0], cells[cells > 0])
     assert got["method"] == "sparse_exact"
-    assert got["w2"] == pytest.approx(want, rel=1e-5)
+    assert got["w2"] == pytest.approx(want, rel=1e-9)
     # the certificate brackets the exact value
-    assert got["w2_lower"] <= want * (1 + 1e-9)
-    assert got["w2"] - got["w2_lower"] < 1e-4 * want + np.sqrt(8 / COST_SCALE)
+    assert got["w2_lower"] <= want * (1 + 1e-12)
+    assert got["w2"] ** 2 - got["w2_lower"] ** 2 <= 2 * got["tau"] + 1e-12
+    assert got["tau"] < 1e-6 * want**2  # the certificate is tight to 1e-6 relative
 
 
 def test_auto_never_returns_sliced_and_names_follow_method():
@@ -66,7 +68,7 @@ def test_particles_grid_sparse_exact_matches_exact():
     x = np.random.default_rng(3).normal(size=(250, 2)).clip(-2, 2)
     a = wasserstein_particles_grid(x, rho, method="exact")
     b = wasserstein_particles_grid(x, rho, method="sparse_exact")
-    assert b == pytest.approx(a, rel=1e-5)  # same tolerance argument as above
+    assert b == pytest.approx(a, rel=1e-9)  # same tolerance argument as above
     with pytest.raises(ValueError, match="order"):
         wasserstein_particles_grid(x, rho, order=1, method="sparse_exact")
 
@@ -98,5 +100,34 @@ def test_w2_sparse_in_3d_equals_dense_emd():
     cells = rho.masses.ravel()
     got = w2_sparse(x, np.ones(len(x)), g.centers, cells)
     want = _exact(x, np.ones(len(x)), g.centers[cells > 0], cells[cells > 0])
-    assert got["w2"] == pytest.approx(want, rel=1e-5)
-    assert got["w2_lower"] <= want * (1 + 1e-9)
+    assert got["w2"] == pytest.approx(want, rel=1e-9)
+    assert got["w2_lower"] <= want * (1 + 1e-12)
+
+
+def test_w2_sparse_in_1d_equals_quantile_formula():
+    """p = 1: W2 between two weighted clouds is the L2 distance of their quantile functions
+    (an independent closed form); the space-filling order is the sorted order there."""
+    from meanfield.diagnostics import _quantile_distance, _segments_atoms
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(300, 1)), rng.normal(0.4, 1.3, size=(200, 1))
+    wx, wy = rng.random(300) + 0.1, rng.random(200) + 0.1
+    want = _quantile_distance(
+        _segments_atoms(x[:, 0], wx / wx.sum()), _segments_atoms(y[:, 0], wy / wy.sum()), 2
+    )
+    assert w2_sparse(x, wx, y, wy, k=1, pool=2)["w2"] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lifted_dual_check_finds_every_violation(seed):
+    """The kd-tree check over all pairs against the dense matrix of reduced costs
+    r_ij = |x_i − y_j|² − u_i − v_j, for potentials with a wide spread (so the groups of
+    the lifted search matter): the same minimum, and exactly the violating rows."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(200, 2)), rng.uniform(-2, 2, size=(300, 2))
+    u, v = rng.normal(0, 0.5, 200), rng.normal(0, 2.0, 300) - 1.0
+    r = ((x[:, None, :] - y[None]) ** 2).sum(-1) - u[:, None] - v[None]
+    tau = 1e-12
+    bi, bj, worst = _violations(x, y, u, v, tau, per_row=300)
+    assert worst == pytest.approx(r.min(), abs=1e-12)
+    assert set(zip(bi.tolist(), bj.tolist())) == set(zip(*np.nonzero(r < -tau)))
