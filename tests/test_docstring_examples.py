@@ -66,3 +66,32 @@ def _run_examples(name: str) -> None:
     with_examples = {t.name[len(name) + 1 :] for t in tests if t.examples}
     missing = [d for d in _public_definitions(module) if d not in with_examples]
     assert not missing, f"public definitions of {name} without an example: {missing}"
+
+
+def _methods_without_examples(module) -> list[str]:
+    """Public methods and properties of the module's public classes whose docstring (their
+    own, or the one they inherit from the method they override) shows no example."""
+    missing = []
+    for cname in _public_definitions(module):
+        cls = getattr(module, cname)
+        if not inspect.isclass(cls):
+            continue
+        for name, attr in vars(cls).items():
+            if name.startswith("_") or not (
+                inspect.isfunction(attr) or isinstance(attr, (property, classmethod, staticmethod))
+            ):
+                continue
+            doc = inspect.getdoc(attr if isinstance(attr, property) else getattr(cls, name)) or ""
+            if isinstance(attr, property) and not doc:  # a property inherits its base's text
+                base = next((b for b in cls.__mro__[1:] if name in vars(b)), None)
+                doc = inspect.getdoc(vars(base)[name]) or "" if base else ""
+            if ">>>" not in doc:
+                missing.append(f"{cname}.{name}")
+    return missing
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_public_methods_have_examples(name):
+    """Every public method and property shows an example (run by test_examples_run)."""
+    module = importlib.import_module(name)
+    assert not _methods_without_examples(module), _methods_without_examples(module)
