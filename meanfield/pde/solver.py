@@ -96,8 +96,7 @@ class SolveResult:
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.pde import Density, Grid, McKeanVlasov
-        >>> from meanfield.pde.trackers import MassTracker
+        >>> from meanfield.pde import Density, Grid, MassTracker, McKeanVlasov
         >>> g = Grid(Box(1, 3.0), 16)
         >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 3.0)), g, 1.0, scheme="sg")
         >>> ds = eq.solve(Density.uniform(g), 0.2, trackers=[MassTracker(0.1)]).dataset()
