@@ -130,4 +130,5 @@ def test_lifted_dual_check_finds_every_violation(seed):
     tau = 1e-12
     bi, bj, worst = _violations(x, y, u, v, tau, per_row=300)
     assert worst == pytest.approx(r.min(), abs=1e-12)
-    assert set(zip(bi.tolist(), bj.tolist())) == set(zip(*np.nonzero(r < -tau)))
+    got = set(zip(bi.tolist(), bj.tolist(), strict=True))
+    assert got == set(zip(*np.nonzero(r < -tau), strict=True))
