@@ -448,3 +448,27 @@ def test_token_noise_drops_and_swaps_content_tokens_only(sst):
     assert abs(dropped - 0.25 * content) < 5 * sd
     with pytest.raises(ValueError, match="rate must be in"):
         perturb_tokens(data, 1.0, tok.vocab_size, seed=0)
+
+
+def test_tokenizer_training_is_reproducible_across_processes():
+    """The same texts give the same vocabulary in separate interpreters (the hash seeds of
+    `tokenizers` differ per process, which used to change the vocabulary from run to run:
+    on this fixture, four runs gave four vocabularies before the fix)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, json\n"
+        "from meanfield.attention import data as D\n"
+        "from meanfield.attention.tokenizer import TextTokenizer\n"
+        f"tr = D.load_split('sst2', 'train', {str(FIX)!r})\n"
+        "v = TextTokenizer.train(tr.text_a, vocab_size=120, min_frequency=1)._tok.get_vocab()\n"
+        "print(hashlib.md5(json.dumps(sorted(v.items())).encode()).hexdigest())\n"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(3)
+    }
+    assert len(runs) == 1, runs

@@ -48,6 +48,31 @@ def _tokenizers():
     return tokenizers
 
 
+def _continuation_pieces(texts, normalizer, pre_tokenizer) -> list[str]:
+    """ "##c" for every character c that follows another inside a word of ``texts`` (sorted)."""
+    chars = set()
+    for text in texts:
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)):
+            chars.update(word[1:])
+    return ["##" + c for c in sorted(chars)]
+
+
+def _wordpiece_tokenizer(tk, vocab: dict, normalizer, pre_tokenizer):
+    """A BERT-style WordPiece tokenizer on ``vocab`` with [CLS] a [SEP] (b [SEP]) templates."""
+    from tokenizers import models, processors
+
+    tok = tk.Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer = normalizer, pre_tokenizer
+    tok.add_special_tokens(list(SPECIAL_TOKENS))
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return tok
+
+
 class EncodedBatch(dict):
     """Token ids as arrays: ``input_ids``, ``segment_ids`` (int64, shape (n, max_length)),
     ``padding_mask`` (bool, True = padding) and ``lengths`` (int64, shape (n,)).
@@ -127,26 +152,27 @@ class TextTokenizer:
         if len(texts) == 0:
             raise ValueError("texts is empty; the tokenizer needs training texts")
         tk = _tokenizers()
-        from tokenizers import models, normalizers, pre_tokenizers, processors, trainers
+        from tokenizers import models, normalizers, pre_tokenizers, trainers
 
-        tok = tk.Tokenizer(models.WordPiece(unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(
+        normalizer = normalizers.BertNormalizer(
             clean_text=True, handle_chinese_chars=True, strip_accents=True, lowercase=True
         )
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok = tk.Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.normalizer, tok.pre_tokenizer = normalizer, pre_tokenizer
+        # The trainer creates the "##c" tokens in hash-map order, so their ids, the ties
+        # between merges and the vocabulary changed from run to run (huggingface/tokenizers
+        # #1794).  Declared up front, in sorted order, they get fixed ids and training is
+        # reproducible; the tokenizer is then rebuilt with them as ordinary pieces.
+        pieces = _continuation_pieces(texts, normalizer, pre_tokenizer)
         trainer = trainers.WordPieceTrainer(
             vocab_size=vocab_size,
             min_frequency=min_frequency,
-            special_tokens=list(SPECIAL_TOKENS),
+            special_tokens=list(SPECIAL_TOKENS) + pieces,
             show_progress=False,
         )
         tok.train_from_iterator(list(texts), trainer=trainer)
-        cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-        tok.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]",
-            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-        )
+        tok = _wordpiece_tokenizer(tk, tok.get_vocab(), normalizer, pre_tokenizer)
         assert tok.token_to_id("[PAD]") == PAD_ID
         return cls(tok)
 
