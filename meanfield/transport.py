@@ -152,7 +152,13 @@ def _solve_restricted(a, b, I, J, c, init):
     ``init`` = (u, v) of the previous round, or None; the warm start matters: a cold solve
     returns an arbitrary one of the many optimal duals and the rounds need not settle.
     """
-    from ot.lp.emd_wrap import emd_c_sparse  # POT ≥ 0.9.7: the sparse LEMON network simplex
+    try:  # POT ≥ 0.9.7: the sparse LEMON network simplex
+        from ot.lp.emd_wrap import emd_c_sparse
+    except ImportError as err:  # pragma: no cover - depends on the installed POT
+        raise ImportError(
+            "meanfield.transport.w2_sparse needs POT >= 0.9.7 (its sparse network simplex): "
+            "pip install 'pot>=0.9.7'"
+        ) from err
 
     args = (a, b, I.astype(np.uint64), J.astype(np.uint64), c, 10**9)
     *_, cost, u, v, code = emd_c_sparse(*args, *init) if init else emd_c_sparse(*args)
