@@ -81,6 +81,9 @@ def test_particles_grid_sparse_exact_matches_exact():
         ({"xb": np.zeros((4, 3))}, "dimension"),
         ({"k": 0}, "k must"),
         ({"per_row": 1.5}, "per_row"),
+        ({"pool": 0}, "pool must"),
+        ({"max_rounds": -1}, "max_rounds must"),
+        ({"wb": np.full(4, np.nan)}, "weights of xb"),
     ],
 )
 def test_w2_sparse_bad_input_named(kw, match):
