@@ -37,7 +37,7 @@ from .alignment import alignment_parts, small_gram, target_norm, times_gram
 from .domains import Domain
 from .features import FeatureMap, get_feature_map
 from .kernels import PairKernel
-from .pairsum import cast_checked, out_of_range, pair_sums
+from .pairsum import cast_checked, out_of_range, pair_sums, roundoff_bound
 
 #: Elements per chunk of the pair sums (rows × columns [× dim]); bounds the memory.
 #: 2^18 float32 entries is 1 MiB: each block's elementwise passes stay in the CPU cache.
@@ -1220,14 +1220,40 @@ class PairInteraction(Term):
             r2 = base - 2 * block @ omega.transpose(-1, -2)
         return r2.clamp_min(0.0), None
 
+    def _exact_near(self, r2, block, omega, tol: float):
+        """Recompute from explicit differences the entries of r2 (..., C, N) at or below the
+        round-off bound ``tol`` of the matrix product: a coincident pair rounds there to a
+        tiny r2 > 0 instead of 0, which a singular κ' turns into an enormous, cancelling
+        force (see :meth:`meanfield.pairsum._Tiles.exact_below`)."""
+        near = r2 <= tol
+        if not bool(near.any()):
+            return r2
+        idx = near.nonzero(as_tuple=True)  # (..., row in block, column)
+        z = block[idx[:-1]] - omega[idx[:-2] + idx[-1:]]
+        r2 = r2.index_put(idx, (z * z).sum(-1))  # out of place: r2 may be in a graph
+        return r2
+
+    def _near_tol(self, omega, sq) -> float:
+        """The round-off bound below which r2 entries are recomputed exactly (p ≥ 2 with a
+        singular or barely softened kernel), else −1 (none)."""
+        p = omega.shape[-1]
+        if p == 1 or omega.numel() == 0:
+            return -1.0
+        soft2 = self.kernel.softening**2
+        tol = roundoff_bound(p, omega.dtype, float(sq.detach().max()), soft2)
+        return tol if (self.kernel.is_singular or 0.0 < soft2 <= tol) else -1.0
+
     def _pair_pass(self, omega, want_value: bool, want_grad: bool):
         N, p = omega.shape[-2], omega.shape[-1]
         sq = (omega * omega).sum(-1)
+        tol = self._near_tol(omega, sq)
         total = omega.new_zeros(omega.shape[:-2]) if want_value else None
         grad = torch.empty_like(omega) if want_grad else None
         for s, e in self._chunks(N, p):
             block = omega[..., s:e, :]
             r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
+            if tol >= 0:
+                r2 = self._exact_near(r2, block, omega, tol)
             # the i = j entries of this row block lie on its diagonal at column offset s: give
             # them a harmless distance 1, then leave them out of the sums below
             r2.diagonal(offset=s, dim1=-2, dim2=-1).fill_(1.0)

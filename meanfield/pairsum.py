@@ -245,6 +245,23 @@ class _Tiles:
             u.diagonal().fill_(1.0)
         return u, d
 
+    def exact_below(self, u, rows, cols, tol: float):
+        """Recompute from explicit differences, in place, the entries of a tile (p ≥ 2) with
+        u ≤ ``tol`` (the round-off bound of the matrix product): there a coincident pair
+        rounds to a tiny u > 0 instead of ε², and a singular κ' turns it into an enormous
+        coefficient whose force c_ij ω_i − c_ij ω_j is pure cancellation (8-25 % errors on
+        the whole force with a few duplicated points).  Exact u = ε² then takes the zero
+        subgradient of the kernel's own κ'."""
+        i0, j0 = rows[0], cols[0]
+        if self.p == 1 or not bool(u.min() <= tol):
+            return
+        near = u <= tol
+        if i0 == j0:
+            near.diagonal().fill_(False)  # i = j keeps its placeholder u = 1
+        ii, jj = near.nonzero(as_tuple=True)
+        z = self.omega[i0 + ii] - self.omega[j0 + jj]
+        u[ii, jj] = (z * z).sum(-1) + self.eps2
+
     def cbuffer(self, shape):
         return self.cbuf[: shape[0] * shape[1]].view(shape)
 
@@ -272,11 +289,14 @@ class _Tiles:
             return acc
         return acc[self.p][:, None] * self.omega - acc[: self.p].T
 
-    def min_u(self) -> float:
-        """The smallest u over all pairs i ≠ j (the rescaling reference u₀)."""
+    def min_u(self, tol: float = 0.0) -> float:
+        """The smallest u over all pairs i ≠ j (the rescaling reference u₀); entries within
+        ``tol`` (the round-off bound) are recomputed exactly first."""
         mn = math.inf
         for rows, cols in self.pairs():
             u, _ = self.u(rows, cols)
+            if tol:
+                self.exact_below(u, rows, cols, tol)
             if rows[0] == cols[0]:
                 u.diagonal().fill_(math.inf)
             mn = min(mn, float(u.min()))
@@ -294,15 +314,48 @@ def _needs_rescale(plan, sq_max: float, dtype) -> bool:
     return plan.eps2 > 0 and -plan.power * math.log2(plan.eps2) > lim
 
 
+def roundoff_bound(p: int, dtype, sq_max: float, eps2: float = 0.0) -> float:
+    """A bound on the rounding error of u = |a|² + |b|² + ε² − 2a·b formed as one matrix
+    product of length p + 2 (|a|², |b|² ≤ ``sq_max``): 4 (p + 2) · eps · (4 sq_max + ε²).
+
+    A u at or below it cannot be told from a coincident pair (u = ε²): the product of two
+    copies of one point rounds to ±a few eps · |ω|² instead of 0 (measured ±4.4e-16 in p = 3).
+
+    Parameters
+    ----------
+    p : int
+        Dimension of the particles.
+    dtype : torch.dtype
+        The dtype of the product (sets eps).
+    sq_max : float
+        The largest |ω|² of the call.
+    eps2 : float
+        The softening ε² added to u.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.pairsum import roundoff_bound
+    >>> 1e-15 < roundoff_bound(3, torch.float64, 1.0) < 1e-13
+    True
+    """
+    return 4 * (p + 2) * torch.finfo(dtype).eps * (4 * sq_max + eps2)
+
+
 def _needs_check(plan, tiles: _Tiles, dtype) -> bool:
-    """Whether a tile can hold u ≤ 0 (coincident points, or round-off of the matrix product
-    beyond the softening), which the specialised Riesz plan must not see."""
+    """Whether a tile can hold u ≤ 0 or a coincident pair (a singular kernel, or round-off of
+    the matrix product beyond the softening), which the specialised Riesz plan must not see."""
+    if tiles.p == 1:  # exact differences: coincident pairs give u = ε² exactly
+        return isinstance(plan, _RieszPlan) and plan.eps2 == 0.0
+    if plan.kernel.is_singular:
+        return True
     if not isinstance(plan, _RieszPlan):
         return False
-    if tiles.p == 1:
-        return plan.eps2 == 0.0
-    eps = torch.finfo(dtype).eps
-    return plan.eps2 <= 4 * (tiles.p + 2) * eps * (4 * float(tiles.sq.max()) + plan.eps2)
+    return plan.eps2 <= roundoff_bound(tiles.p, dtype, float(tiles.sq.max()), plan.eps2)
 
 
 def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=None):
@@ -502,21 +555,30 @@ def pair_sums(
 def _rescale_reference(plan: _Plan, tiles: _Tiles) -> float | None:
     """The rescaling reference u₀, the smallest u of the call, when the terms u^(−m) may leave
     the range of the particles' dtype (see the module docstring); else None (no rescaling)."""
-    if not _needs_rescale(plan, float(tiles.sq.max()), tiles.omega.dtype):
+    dtype = tiles.omega.dtype
+    sq_max = float(tiles.sq.max())
+    if not _needs_rescale(plan, sq_max, dtype):
         return None
-    u0 = tiles.min_u()
+    tol = (
+        roundoff_bound(tiles.p, dtype, sq_max, plan.eps2)
+        if _needs_check(plan, tiles, dtype)
+        else 0.0
+    )
+    u0 = tiles.min_u(tol)
     return u0 if 0.0 < u0 < math.inf else None
 
 
 def _sum_tiles(plan: _Plan, tiles: _Tiles, u0, want_value: bool, want_grad: bool):
     """Visit each unordered tile pair once: the float64 sum of the bare values (an off-diagonal
     tile stands for both orders, so it counts twice) and the accumulated gradient products
-    (``_Tiles.accumulate``; None unless ``want_grad``).  A tile where u ≤ 0 can occur
-    (``_needs_check``) and does is evaluated by the kernel's own κ and κ', in the bare
-    units of ``plan``."""
+    (``_Tiles.accumulate``; None unless ``want_grad``).  Where u ≤ 0 or a coincident pair
+    can occur (``_needs_check``), entries within round-off of ε² are recomputed exactly
+    (``_Tiles.exact_below``) and a tile that then holds u ≤ 0 is evaluated by the kernel's
+    own κ and κ' (the zero subgradient), in the bare units of ``plan``."""
     dtype = tiles.omega.dtype
     floor = _FLOOR_LOG2.get(dtype, -100.0)
     check = _needs_check(plan, tiles, dtype)
+    tol = roundoff_bound(tiles.p, dtype, float(tiles.sq.max()), plan.eps2) if check else 0.0
     generic = _Plan(plan.kernel)
     acc = tiles.new_acc() if want_grad else None
     total = torch.zeros((), dtype=torch.float64, device=tiles.omega.device)
@@ -524,6 +586,8 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, u0, want_value: bool, want_grad: bool
         u, d = tiles.u(rows, cols)
         diag = rows[0] == cols[0]
         cbuf = tiles.cbuffer(u.shape)
+        if check:
+            tiles.exact_below(u, rows, cols, tol)
         if check and not bool(u.min() > 0):  # coincident points: the safe generic path
             c, v = generic.coeff(u.sub_(plan.eps2), cbuf, want_value, diag)
             c = c / plan.grad_factor
