@@ -223,9 +223,85 @@ def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> Langevin
     omega = energy.domain.project(energy.as_tensor(omega, name="omega0"))
     beta_N = effective_beta(beta, omega.shape[-2], regime)
     U, gradU = gibbs_potential(energy, omega, beta_N)
+    check_finite_start(energy, omega, U, gradU)
     return LangevinState(
         omega=omega, accepted=torch.zeros(omega.shape[:-2]), cache={"U": U, "gradU": gradU}
     )
+
+
+def check_finite_start(energy: Energy, omega: torch.Tensor, U, gradU) -> None:
+    """Refuse a Metropolis start whose energy or force is not finite, before any step.
+
+    From U(Ω₀) = +∞ the acceptance ratio e^(U₀ − U') is meaningless (∞ − ∞ once a proposal
+    is also infinite), and HMC's step search then drives ε to ~1e7 and L to its cap with every
+    trajectory rejected: the chain never moves, silently.  The usual cause is two coincident
+    particles under an unsoftened singular kernel; the message names them.
+
+    Parameters
+    ----------
+    energy : Energy
+    omega : tensor (..., N, p)
+        The projected start.
+    U : tensor (...)
+        β_N N H_N at ``omega``.
+    gradU : tensor (..., N, p)
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Some replica's U or ∇U is NaN or infinite.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.particles import metropolis_init
+    >>> E = Energy([PairInteraction(Riesz(0.0))], Box(1, 2.0))
+    >>> metropolis_init(E, [[0.5], [0.0], [0.5]], 1.0, "mean-field")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: omega0 must have a finite energy H_N and force for a Metropolis ...
+    >>> try:
+    ...     metropolis_init(E, [[0.5], [0.0], [0.5]], 1.0, "mean-field")
+    ... except ValueError as err:
+    ...     print(str(err).split(": ")[1].split(";")[0])
+    particles 0 and 2 coincide under the unsoftened singular kernel riesz
+    """
+    bad = ~(torch.isfinite(U) & torch.isfinite(gradU).all(-1).all(-1))
+    if not bool(bad.any()):
+        return
+    r = tuple(int(i) for i in bad.nonzero()[0])  # the first bad replica's index
+    H = float(U[r]) if U.ndim else float(U)
+    where = f" (replica {r[0] if len(r) == 1 else r})" if r else ""
+    msg = (
+        "omega0 must have a finite energy H_N and force for a Metropolis sampler, got "
+        f"H_N = {H:g}{where}"
+    )
+    pair = _coincident_pair(omega[r] if r else omega)
+    for term in energy.terms:
+        kernel = getattr(term, "kernel", None)
+        if pair and kernel is not None and kernel.is_singular:
+            msg += (
+                f": particles {pair[0]} and {pair[1]} coincide under the unsoftened singular "
+                f"kernel {kernel.name}; move them apart or give the kernel a softening > 0"
+            )
+            break
+    raise InputError(msg)
+
+
+def _coincident_pair(omega: torch.Tensor) -> tuple[int, int] | None:
+    """The first two indices of identical rows of ``omega`` (N, p), or None (a sort, O(N log N))."""
+    _, inverse, counts = np.unique(
+        omega.detach().cpu().numpy(), axis=0, return_inverse=True, return_counts=True
+    )
+    twins = np.flatnonzero(counts[inverse.ravel()] > 1)
+    if twins.size == 0:
+        return None
+    first = twins[0]
+    second = twins[1:][inverse.ravel()[twins[1:]] == inverse.ravel()[first]][0]
+    return int(first), int(second)
 
 
 def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) -> torch.Tensor:

@@ -19,6 +19,7 @@ from meanfield.energy import (
     PairInteraction,
     QuadraticPotential,
 )
+from meanfield.errors import InputError
 from meanfield.kernels import Quadratic, Riesz
 from meanfield.particles import HMC, gibbs_potential, sample_hmc, simulate
 from meanfield.samplers import (
@@ -343,6 +344,33 @@ def test_divergent_trajectories_are_rejected_not_nan():
     assert ds.attrs["n_divergent"] == 4 * 5
     assert float(ds["acceptance_rate"].max()) == 0.0
     assert np.isfinite(ds["energy"].values).all() and np.isfinite(ds["omega"].values).all()
+
+
+def _twin_start(R=None):
+    """A Coulomb-gas start in 2D with particle 5 a copy of particle 2: H_N = +inf."""
+    g = torch.Generator().manual_seed(0)
+    om = torch.rand(*(() if R is None else (R,)), 12, 2, generator=g, dtype=torch.float64)
+    om[..., 5, :] = om[..., 2, :]
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(2, 2.0))
+    return E, om
+
+
+@pytest.mark.parametrize("R", [None, 3])
+def test_infinite_start_energy_is_refused_before_any_trajectory(R):
+    """Issue 24: from H_N = +inf the step search picked ε = 1.3e7, every trajectory was
+    rejected and the warm-up drove L to 1000 (97 s) with no warning; now refused at once,
+    naming the twin particles."""
+    import time
+
+    E, om = _twin_start(R)
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"omega0 must have a finite energy.*particles 2 and 5"):
+        sample_hmc(E, om, beta=1.0, n_samples=5, n_warmup=20, seed=0)
+    assert time.perf_counter() - t0 < 2
+    with pytest.raises(InputError, match="omega0 must have a finite energy"):
+        simulate(E, om, eta=1e-3, beta=1.0, n_steps=5, method="mala")
+    om[..., 5, 0] += 1e-3  # separated: runs
+    sample_hmc(E, om, beta=1.0, n_samples=2, n_warmup=2, seed=0)
 
 
 # ---------------------------------------------------------------------------------------
