@@ -215,6 +215,22 @@ class PinnedParticlesWarning(MeanfieldWarning):
     """
 
 
+class TrajectoryCappedWarning(MeanfieldWarning):
+    """HMC whose adapted leapfrog step ε would need more than ``max_leapfrog`` steps for the
+    requested trajectory length T, so each trajectory ran only ``max_leapfrog`` · ε.
+
+    Issued by :func:`meanfield.samplers.sample_hmc` after the warm-up; the dataset's
+    ``trajectory_length`` attribute then holds the length that ran (and
+    ``trajectory_length_requested`` T).  Raise ``max_leapfrog`` or shorten T.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldWarning, TrajectoryCappedWarning
+    >>> issubclass(TrajectoryCappedWarning, MeanfieldWarning)
+    True
+    """
+
+
 __all__ = [
     "MeanfieldError",
     "InputError",
@@ -230,4 +246,5 @@ __all__ = [
     "ConvergenceError",
     "MeanfieldWarning",
     "PinnedParticlesWarning",
+    "TrajectoryCappedWarning",
 ]

@@ -45,6 +45,7 @@ C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7, 1992.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -54,7 +55,7 @@ import xarray as xr
 from ._validation import check_choice, check_int, check_positive
 from .domains import Ball, Box, Domain
 from .energy import Energy
-from .errors import InputError, InputTypeError, StepBudgetError
+from .errors import InputError, InputTypeError, StepBudgetError, TrajectoryCappedWarning
 from .particles import (
     REGIMES,
     LangevinState,
@@ -575,7 +576,12 @@ def sample_hmc(
         Recorded trajectories ≥ 1, after ``n_warmup`` ≥ 0 unrecorded ones that adapt ε by dual
         averaging (``n_warmup = 0`` requires ``step_size``, then used as is).
     trajectory_length : float
-        Hamiltonian time T > 0 of one trajectory (L = ⌈T/ε⌉ leapfrog steps).
+        Hamiltonian time T > 0 of one trajectory (L = ⌈T/ε⌉ leapfrog steps).  L is never
+        silently capped: with a fixed step (``n_warmup = 0``) ⌈T/ε⌉ > ``max_leapfrog`` is
+        refused before any work; when the adapted ε needs more, L = ``max_leapfrog`` runs,
+        a :class:`~meanfield.errors.TrajectoryCappedWarning` says so and the attribute
+        ``trajectory_length`` holds the shorter L ε (the warm-up's own trajectories are
+        capped quietly: there ε is still moving).
     step_size : float, optional
         Initial (or, with ``n_warmup = 0``, fixed) ε > 0; default: Hoffman–Gelman's heuristic.
     target_accept : float
@@ -598,7 +604,20 @@ def sample_hmc(
         As :func:`~meanfield.particles.simulate`, with ``acceptance_rate``; ``step`` counts
         trajectories from the warm-up's start (records start at ``n_warmup``) and ``time`` =
         L ε · step is Hamiltonian time.  Attributes: every parameter, the frozen ``step_size``,
-        ``n_leapfrog``, ``warmup_accept_prob``, ``n_divergent``, the seed and the version.
+        ``n_leapfrog``, ``trajectory_length`` = L ε (the time each trajectory ran) and
+        ``trajectory_length_requested`` = T, ``warmup_accept_prob``, ``n_divergent``, the seed
+        and the version.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A bad argument, a fixed step with ⌈T/ε⌉ > ``max_leapfrog``, or a start with infinite
+        energy or force (:func:`~meanfield.particles.check_finite_start`).
+
+    Warns
+    -----
+    meanfield.errors.TrajectoryCappedWarning
+        The adapted ε needs more than ``max_leapfrog`` leapfrog steps for T.
 
     Examples
     --------
@@ -612,15 +631,51 @@ def sample_hmc(
     """
     n_samples, n_warmup, target = _check_args(beta, n_samples, n_warmup, target_accept, step_size)
     integrator = HMC(energy, beta, step_size, trajectory_length, regime, jitter, max_leapfrog)
+    if n_warmup == 0:  # the step is fixed: a capped trajectory is known before any work
+        _check_not_capped(integrator)
     omega0, record_every, seed, gen = chain_setup(energy, omega0, n_samples, record_every, seed)
     with torch.no_grad():
         integrator, state, step_size0, probs = warm_up(integrator, omega0, gen, n_warmup, target)
+    _warn_if_capped(integrator)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
     state = recorder.run(integrator, state, gen, n_samples, record_every, progress, "hmc")
     run = {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
     params = _hmc_params(integrator, state, step_size0, probs, run, record_every, extra_attrs)
     dt = integrator.n_leapfrog * integrator.step_size
     return recorder.dataset(state, time_per_step=dt, params=params, seed=seed, time_name=_HMC_TIME)
+
+
+def _leapfrog_needed(integrator: HMC) -> int:
+    """⌈T/ε⌉, the leapfrog steps the requested trajectory length needs (before the cap)."""
+    return max(1, math.ceil(integrator.trajectory_length / integrator.step_size - 1e-9))
+
+
+def _check_not_capped(integrator: HMC) -> None:
+    """Refuse a fixed step ε for which T/ε exceeds ``max_leapfrog`` (the trajectory would be
+    silently shortened to max_leapfrog · ε)."""
+    need = _leapfrog_needed(integrator)
+    if need > integrator.max_leapfrog:
+        raise InputError(
+            f"trajectory_length / step_size = {integrator.trajectory_length:g} / "
+            f"{integrator.step_size:g} needs {need} leapfrog steps, more than max_leapfrog = "
+            f"{integrator.max_leapfrog} (allowed: <= max_leapfrog): raise max_leapfrog, "
+            "shorten trajectory_length or lengthen step_size"
+        )
+
+
+def _warn_if_capped(integrator: HMC) -> None:
+    """After the warm-up: warn when the adapted ε makes T/ε exceed ``max_leapfrog``."""
+    need = _leapfrog_needed(integrator)
+    if need > integrator.max_leapfrog:
+        ran = integrator.n_leapfrog * integrator.step_size
+        warnings.warn(
+            f"the adapted step_size {integrator.step_size:.3g} needs {need} leapfrog steps for "
+            f"trajectory_length = {integrator.trajectory_length:g}, more than max_leapfrog = "
+            f"{integrator.max_leapfrog}: each trajectory runs only {ran:.3g} (recorded as the "
+            "dataset's trajectory_length); raise max_leapfrog or shorten trajectory_length",
+            TrajectoryCappedWarning,
+            stacklevel=3,
+        )
 
 
 #: How the ``time`` coordinate of an HMC dataset is defined.
@@ -701,7 +756,9 @@ def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, ex
         "step_size": integrator.step_size,
         "step_size_initial": step_size0,
         "n_leapfrog": integrator.n_leapfrog,
-        "trajectory_length": integrator.trajectory_length,
+        # the Hamiltonian time each trajectory ran (L ε: ≥ T, or less where L hit the cap)
+        "trajectory_length": integrator.n_leapfrog * integrator.step_size,
+        "trajectory_length_requested": integrator.trajectory_length,
         "jitter": integrator.jitter,
         "max_leapfrog": integrator.max_leapfrog,
         **run,

@@ -346,6 +346,31 @@ def test_divergent_trajectories_are_rejected_not_nan():
     assert np.isfinite(ds["energy"].values).all() and np.isfinite(ds["omega"].values).all()
 
 
+def test_a_fixed_step_that_would_cap_the_trajectory_is_refused():
+    """Issue 24: step_size 1e-5 with T = 1 ran L = 1000 steps (length 0.01) while the
+    attributes said 1.0; now refused before any work, naming both limits."""
+    E = Energy([QuadraticPotential()], Box(1, 2.0))
+    with pytest.raises(InputError, match=r"100000 leapfrog steps.*max_leapfrog = 1000"):
+        sample_hmc(E, torch.zeros(4, 1), beta=1.0, n_samples=3, n_warmup=0, step_size=1e-5)
+
+
+def test_an_adapted_step_that_caps_the_trajectory_warns_and_records_the_true_length():
+    from meanfield.errors import TrajectoryCappedWarning
+
+    E = Energy([QuadraticPotential()], Box(1, 4.0))
+    kw = dict(beta=1.0, n_samples=3, n_warmup=20, seed=0, trajectory_length=50.0)
+    with pytest.warns(TrajectoryCappedWarning, match="max_leapfrog = 8"):
+        ds = sample_hmc(E, torch.zeros(4, 1), max_leapfrog=8, **kw)
+    a = ds.attrs
+    assert a["n_leapfrog"] == 8 and a["trajectory_length_requested"] == 50.0
+    assert a["trajectory_length"] == pytest.approx(8 * a["step_size"])
+    assert a["trajectory_length"] < 50.0
+    assert float(ds["time"][-1] - ds["time"][-2]) == pytest.approx(a["trajectory_length"])
+    ds = sample_hmc(E, torch.zeros(4, 1), **{**kw, "trajectory_length": 1.0})  # no warning
+    L, eps = ds.attrs["n_leapfrog"], ds.attrs["step_size"]
+    assert ds.attrs["trajectory_length"] == pytest.approx(L * eps) and 1.0 <= L * eps < 1 + eps
+
+
 def _twin_start(R=None):
     """A Coulomb-gas start in 2D with particle 5 a copy of particle 2: H_N = +inf."""
     g = torch.Generator().manual_seed(0)
