@@ -215,6 +215,22 @@ class PinnedParticlesWarning(MeanfieldWarning):
     """
 
 
+class ConvergenceWarning(MeanfieldWarning):
+    """An iterative stationary solve (:func:`meanfield.pde.gibbs_state`,
+    :func:`meanfield.pde.equilibrium_measure`) stopped at ``max_iter`` above its tolerance;
+    the density it returns is the last iterate, not the stationary state.  The message gives
+    the residual and the options to change; ``report.converged`` is False.
+
+    Make it fatal with ``warnings.simplefilter("error", ConvergenceWarning)``.
+
+    Examples
+    --------
+    >>> from meanfield.errors import ConvergenceWarning, MeanfieldWarning
+    >>> issubclass(ConvergenceWarning, MeanfieldWarning)
+    True
+    """
+
+
 class TrajectoryCappedWarning(MeanfieldWarning):
     """HMC whose adapted leapfrog step ε would need more than ``max_leapfrog`` steps for the
     requested trajectory length T, so each trajectory ran only ``max_leapfrog`` · ε.
@@ -246,5 +262,6 @@ __all__ = [
     "ConvergenceError",
     "MeanfieldWarning",
     "PinnedParticlesWarning",
+    "ConvergenceWarning",
     "TrajectoryCappedWarning",
 ]

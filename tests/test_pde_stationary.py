@@ -1,6 +1,7 @@
 """Stationary states: Gibbs states and the β = ∞ equilibria of THEORY §5."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from meanfield.diagnostics import wasserstein_grids
 from meanfield.domains import Box
 from meanfield.energy import DoubleWellPotential, Energy, PairInteraction, QuadraticPotential
+from meanfield.errors import ConvergenceWarning
 from meanfield.kernels import Riesz
 from meanfield.pde import (
     Density,
@@ -93,8 +95,29 @@ def test_picard_and_newton_agree_with_interaction():
 
 def test_non_convergence_is_reported():
     E, g = _coulomb_gas(1, 2.0, 64, 0.0)
-    _, rep = gibbs_state(E, g, 50.0, method="picard", max_iter=3)
+    with pytest.warns(ConvergenceWarning):
+        _, rep = gibbs_state(E, g, 50.0, method="picard", max_iter=3)
     assert not rep.converged and rep.iterations == 3 and "NOT converged" in str(rep)
+
+
+@pytest.mark.parametrize("method", ["picard", "newton"])
+def test_an_unconverged_gibbs_state_warns(method):
+    """Issue 24: an unconverged density (residual 4.9e-2) came back with no warning; only
+    report.converged was False.  Now a ConvergenceWarning names the residual and the fix."""
+    E, g = _coulomb_gas(1, 2.0, 64, 0.0)
+    with pytest.warns(ConvergenceWarning, match=r"gibbs_state did not converge.*max_iter"):
+        _, rep = gibbs_state(E, g, 50.0, method=method, max_iter=2)
+    assert not rep.converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # a converged solve stays quiet
+        gibbs_state(E, g, 1.0, method="newton")
+
+
+def test_an_unconverged_equilibrium_measure_warns():
+    E, g = _coulomb_gas(1, 2.0, 40, -1.0)
+    with pytest.warns(ConvergenceWarning, match=r"equilibrium_measure did not converge"):
+        _, rep = equilibrium_measure(E, g, max_iter=3, max_active_set=0)
+    assert not rep.converged
 
 
 # --- β = ∞: the equilibrium measures of THEORY §5 -------------------------------------------

@@ -26,6 +26,7 @@ Both return the density and a :class:`StationaryReport` (convergence history inc
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +35,7 @@ from scipy.sparse.linalg import LinearOperator, minres
 
 from .._validation import check_choice, check_int, check_positive
 from ..energy import Energy
+from ..errors import ConvergenceWarning
 from ..simplex import project_simplex
 from .field import Density
 from .grid import Grid
@@ -92,6 +94,20 @@ def _report(method, converged, iterations, history, free_energy, message) -> Sta
         history=np.asarray(history),
         free_energy=free_energy,
         message=message,
+    )
+
+
+def _warn_unconverged(what: str, report: StationaryReport, tol: float, advice: str) -> None:
+    """A :class:`~meanfield.errors.ConvergenceWarning` for a solve that stopped above ``tol``
+    (the caller's caller is the user's line)."""
+    if report.converged:
+        return
+    warnings.warn(
+        f"{what} did not converge: residual {report.residual:.2e} > tol {tol:g} after "
+        f"{report.iterations} iterations ({report.method}); the density returned is the last "
+        f"iterate, not the stationary state: {advice}",
+        ConvergenceWarning,
+        stacklevel=3,
     )
 
 
@@ -241,6 +257,12 @@ def gibbs_state(
     (Density, StationaryReport)
         The returned density is G(ρ) at the last iterate: exactly of Gibbs form.
 
+    Warns
+    -----
+    meanfield.errors.ConvergenceWarning
+        The residual is still above ``tol`` after ``max_iter`` iterations (then
+        ``report.converged`` is False and the density is not the Gibbs state).
+
     Notes
     -----
     The Gibbs state is a critical point of the free energy F_β = E + β⁻¹ ∫ ρ log ρ:
@@ -278,6 +300,12 @@ def gibbs_state(
     solver = _picard_gibbs if method == "picard" else _newton_gibbs
     out, iters, converged, msg = solver(ge, rho, beta, mass, damping, tol, max_iter, history)
     report = _report(method, converged, iters, history, ge.free_energy(out, beta), msg)
+    advice = (
+        "raise max_iter or use method='newton'"
+        if method == "picard"
+        else "raise max_iter or start from a closer rho0"
+    )
+    _warn_unconverged("gibbs_state", report, tol, advice)
     return Density(ge.grid, out), report
 
 
@@ -483,6 +511,12 @@ def equilibrium_measure(
     (Density, StationaryReport)
         ``residual`` is the final Frank–Wolfe gap; ``free_energy`` is E(μ*).
 
+    Warns
+    -----
+    meanfield.errors.ConvergenceWarning
+        The gap is still above ``tol`` when the iterations run out (``report.converged``
+        False).
+
     Notes
     -----
     In the cell masses w_i = ρ_i |C|, with g = ∂E/∂w = δE/δρ,
@@ -519,4 +553,5 @@ def equilibrium_measure(
     w, E_w, L, converged = _minimise_on_simplex(qp, w0, stop)
     message = "; ".join(qp.phases) + f"; Lipschitz estimate L={L:.3g}"
     report = _report("fista+active-set", converged, len(qp.history), qp.history, E_w, message)
+    _warn_unconverged("equilibrium_measure", report, tol, "raise max_iter or max_active_set")
     return Density(ge.grid, qp.density(w)), report
