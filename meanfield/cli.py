@@ -46,7 +46,8 @@ HELP = {
     "domain": "particle domain: box [-R, R]^p or ball B(0, R)",
     "radius": "R > 0, half-width of the box or radius of the ball",
     "n_particles": "number of particles N >= 1",
-    "init": "initial particles: gaussian or orthogonal (blocks of orthogonal rows)",
+    "init": "initial particles: gaussian or orthogonal (blocks of orthogonal rows); with "
+    "--softening 0 and a singular kernel they are drawn >= 0.5 N^(-1/p) / bandwidth apart",
     "bandwidth": "initial particles omega ~ N(0, bandwidth^-2 I) (> 0)",
     "method": "langevin (Algorithm 1, projected) or mala (exact Gibbs sampler)",
     "regime": "mean-field (beta_N = beta) or coulomb-gas (beta_N = beta N)",

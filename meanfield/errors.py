@@ -215,6 +215,22 @@ class PinnedParticlesWarning(MeanfieldWarning):
     """
 
 
+class LowAcceptanceWarning(MeanfieldWarning):
+    """A Metropolis chain (MALA, HMC) that accepted almost none of its proposals: below
+    :data:`meanfield.particles.LOW_ACCEPTANCE` of at least
+    :data:`meanfield.particles.LOW_ACCEPTANCE_MIN_PROPOSALS`, so its samples are (nearly)
+    its start.  Usually a step too large for the closest particles (two nearly coincident
+    particles under a singular kernel); lower ``eta`` (MALA) or ``step_size`` (HMC), or start
+    from separated particles.
+
+    Examples
+    --------
+    >>> from meanfield.errors import LowAcceptanceWarning, MeanfieldWarning
+    >>> issubclass(LowAcceptanceWarning, MeanfieldWarning)
+    True
+    """
+
+
 class ConvergenceWarning(MeanfieldWarning):
     """An iterative stationary solve (:func:`meanfield.pde.gibbs_state`,
     :func:`meanfield.pde.equilibrium_measure`) stopped at ``max_iter`` above its tolerance;
@@ -263,5 +279,6 @@ __all__ = [
     "MeanfieldWarning",
     "PinnedParticlesWarning",
     "ConvergenceWarning",
+    "LowAcceptanceWarning",
     "TrajectoryCappedWarning",
 ]

@@ -32,11 +32,17 @@ from tqdm.auto import tqdm
 
 from ._validation import check_choice, check_int, check_positive
 from .energy import Energy
-from .errors import InputError, NumericalError, PinnedParticlesWarning
+from .errors import InputError, LowAcceptanceWarning, NumericalError, PinnedParticlesWarning
 from .results import provenance
 
 REGIMES = ("mean-field", "coulomb-gas")
 METHODS = ("langevin", "mala")
+#: A Metropolis chain whose acceptance rate over the run is below this warns
+#: (:class:`~meanfield.errors.LowAcceptanceWarning`): a well-tuned MALA or HMC accepts
+#: 50-90 %, so 1 % means a step far too large for the closest particles.
+LOW_ACCEPTANCE = 0.01
+#: ... once it has made at least this many proposals (fewer say too little).
+LOW_ACCEPTANCE_MIN_PROPOSALS = 10
 
 
 def effective_beta(beta: float, n_particles: int, regime: str) -> float:
@@ -911,11 +917,19 @@ def simulate(
         MALA, ``acceptance_rate`` over the preceding record interval (time, [replica]);
         coordinate ``step``; attributes: every parameter, the seed and the package version.
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        A bad argument, or (MALA) a start with infinite energy or force
+        (:func:`check_finite_start`).
+
     Warns
     -----
     meanfield.errors.PinnedParticlesWarning
         Projected Langevin only: one noise step sqrt(2 η / β_N) spans the domain (before the
         run), or half the particles or more end on the boundary, pinned by the projection.
+    meanfield.errors.LowAcceptanceWarning
+        MALA only: some replica accepted under :data:`LOW_ACCEPTANCE` of its proposals.
 
     Examples
     --------
@@ -942,7 +956,54 @@ def simulate(
         state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
     )
     _warn_if_pinned(ds, integrator)
+    if isinstance(integrator, MALA):
+        note = low_acceptance_warning(state, "eta", integrator.eta)
+        if note:
+            warnings.warn(note, LowAcceptanceWarning, stacklevel=2)
     return ds
+
+
+def low_acceptance_warning(state: LangevinState, step_name: str, step: float) -> str | None:
+    """The warning after a Metropolis run whose acceptance rate over the run (the worst
+    replica's) is below :data:`LOW_ACCEPTANCE` after at least
+    :data:`LOW_ACCEPTANCE_MIN_PROPOSALS` proposals; else None.
+
+    Parameters
+    ----------
+    state : LangevinState
+        The chain's last state (``accepted`` per replica, ``proposed``).
+    step_name : str
+        The step parameter to lower ("eta", "step_size").
+    step : float
+        Its value.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.particles import LangevinState, low_acceptance_warning
+    >>> s = LangevinState(torch.zeros(3, 1), accepted=torch.tensor(0.0), proposed=5000)
+    >>> low_acceptance_warning(s, "eta", 0.001)[:48]
+    'the chain accepted 0 of 5000 proposals (0.000 < '
+    >>> low_acceptance_warning(s.evolve(accepted=torch.tensor(2500.0)), "eta", 0.001) is None
+    True
+    """
+    if state.accepted is None or state.proposed < LOW_ACCEPTANCE_MIN_PROPOSALS:
+        return None
+    worst = float(state.accepted.min())
+    rate = worst / state.proposed
+    if rate >= LOW_ACCEPTANCE:
+        return None
+    which = " (worst replica)" if state.accepted.ndim else ""
+    return (
+        f"the chain accepted {worst:.0f} of {state.proposed} proposals{which} ({rate:.3f} < "
+        f"{LOW_ACCEPTANCE:g}): it barely moved from its start, so its records are not samples; "
+        f"lower {step_name} (now {step:g}), or start from separated particles if two are "
+        "nearly coincident under a singular kernel"
+    )
 
 
 def _warn_if_step_pins(integrator, N: int) -> None:

@@ -55,7 +55,13 @@ import xarray as xr
 from ._validation import check_choice, check_int, check_positive
 from .domains import Ball, Box, Domain
 from .energy import Energy
-from .errors import InputError, InputTypeError, StepBudgetError, TrajectoryCappedWarning
+from .errors import (
+    InputError,
+    InputTypeError,
+    LowAcceptanceWarning,
+    StepBudgetError,
+    TrajectoryCappedWarning,
+)
 from .particles import (
     REGIMES,
     LangevinState,
@@ -65,6 +71,7 @@ from .particles import (
     chain_setup,
     effective_beta,
     gibbs_potential,
+    low_acceptance_warning,
     metropolis,
     metropolis_init,
 )
@@ -618,6 +625,9 @@ def sample_hmc(
     -----
     meanfield.errors.TrajectoryCappedWarning
         The adapted ε needs more than ``max_leapfrog`` leapfrog steps for T.
+    meanfield.errors.LowAcceptanceWarning
+        Some chain accepted under :data:`~meanfield.particles.LOW_ACCEPTANCE` of its recorded
+        trajectories.
 
     Examples
     --------
@@ -642,6 +652,9 @@ def sample_hmc(
     run = {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
     params = _hmc_params(integrator, state, step_size0, probs, run, record_every, extra_attrs)
     dt = integrator.n_leapfrog * integrator.step_size
+    note = low_acceptance_warning(state, "step_size", integrator.step_size)
+    if note:
+        warnings.warn(note, LowAcceptanceWarning, stacklevel=2)
     return recorder.dataset(state, time_per_step=dt, params=params, seed=seed, time_name=_HMC_TIME)
 
 

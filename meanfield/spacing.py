@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["min_pair_distance"]
+__all__ = ["min_pair_distance", "too_close"]
 
 
 def min_pair_distance(omega) -> float:
@@ -49,3 +49,42 @@ def min_pair_distance(omega) -> float:
 
     d, _ = cKDTree(x).query(x, k=2)
     return float(d[:, 1].min())
+
+
+def too_close(omega, spacing: float) -> np.ndarray:
+    """Indices of particles to redraw so that no two of ``omega`` are closer than ``spacing``:
+    the later particle of every pair at distance < ``spacing`` (sorted, without repeats).
+
+    Parameters
+    ----------
+    omega : array_like of shape (N, p) or (N,)
+        Points.
+    spacing : float
+        The smallest allowed distance (> 0).
+
+    Returns
+    -------
+    ndarray of int
+        Empty when every pair is at least ``spacing`` apart.
+
+    Examples
+    --------
+    >>> too_close([[0.0], [1.0], [1.05], [3.0], [0.02]], 0.1).tolist()
+    [2, 4]
+    """
+    x = np.asarray(omega, dtype=float)
+    if x.ndim == 1:
+        x = x[:, None]
+    if len(x) < 2:
+        return np.zeros(0, dtype=int)
+    if x.shape[1] == 1:
+        order = np.argsort(x[:, 0], kind="stable")
+        close = np.flatnonzero(np.diff(x[order, 0]) < spacing)
+        pairs = np.stack([order[close], order[close + 1]], axis=1)
+    else:
+        from scipy.spatial import cKDTree
+
+        pairs = cKDTree(x).query_pairs(spacing * (1 - 1e-12), output_type="ndarray")
+    if len(pairs) == 0:
+        return np.zeros(0, dtype=int)
+    return np.unique(pairs.max(axis=1))

@@ -371,6 +371,24 @@ def test_an_adapted_step_that_caps_the_trajectory_warns_and_records_the_true_len
     assert ds.attrs["trajectory_length"] == pytest.approx(L * eps) and 1.0 <= L * eps < 1 + eps
 
 
+def test_a_chain_that_accepts_nothing_warns():
+    """Issue 24: a frozen chain (acceptance 0.000) finished silently."""
+    from meanfield.errors import LowAcceptanceWarning
+
+    E = Energy([QuadraticPotential()], Box(1, 1.0))
+    om = torch.zeros(2, 6, 1, dtype=torch.float64)
+    with pytest.warns(LowAcceptanceWarning, match=r"accepted 0 of 30 proposals.*lower eta"):
+        simulate(E, om, eta=100.0, beta=1.0, n_steps=30, method="mala")  # every move leaves
+    E = Energy([QuadraticPotential(1e4)], Box(1, 1.0))  # a step 30x too large for ω'' = −1e4ω
+    with pytest.warns(LowAcceptanceWarning, match="lower step_size"):
+        sample_hmc(E, om + 0.5, beta=1.0, n_samples=30, n_warmup=0, step_size=0.3, jitter=0.0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LowAcceptanceWarning)
+        simulate(E, om, eta=1e-4, beta=1.0, n_steps=30, method="mala")  # a fine step: quiet
+
+
 def _twin_start(R=None):
     """A Coulomb-gas start in 2D with particle 5 a copy of particle 2: H_N = +inf."""
     g = torch.Generator().manual_seed(0)
