@@ -231,6 +231,20 @@ class LowAcceptanceWarning(MeanfieldWarning):
     """
 
 
+class InaccurateStepWarning(MeanfieldWarning):
+    """A fixed implicit step ``dt`` far beyond the accuracy its scheme can give: the state
+    :func:`meanfield.pde.solve` labels t is not ρ(t).  Implicit steps stay positive for any
+    Δt, so nothing else would show it.  The message gives the step-doubling error estimate
+    and a ``dt`` (or number of sub-steps) that meets ``step_rtol``.
+
+    Examples
+    --------
+    >>> from meanfield.errors import InaccurateStepWarning, MeanfieldWarning
+    >>> issubclass(InaccurateStepWarning, MeanfieldWarning)
+    True
+    """
+
+
 class ConvergenceWarning(MeanfieldWarning):
     """An iterative stationary solve (:func:`meanfield.pde.gibbs_state`,
     :func:`meanfield.pde.equilibrium_measure`) stopped at ``max_iter`` above its tolerance;
@@ -279,6 +293,7 @@ __all__ = [
     "MeanfieldWarning",
     "PinnedParticlesWarning",
     "ConvergenceWarning",
+    "InaccurateStepWarning",
     "LowAcceptanceWarning",
     "TrajectoryCappedWarning",
 ]

@@ -234,3 +234,55 @@ def test_zero_mass_density_is_refused_by_the_solver():
     eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], Box(1, 2.0)), grid, 1.0)
     with pytest.raises(InputError, match="zero mass"):
         solve(eq, Density(grid, np.zeros(16)), 1.0)
+
+
+def _interacting_1d():
+    from meanfield.kernels import Riesz
+    from meanfield.pde import gibbs_state
+
+    g = Grid(Box(1, 5.0), 64)
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
+    return E, g, gibbs_state(E, g, 1.0)[0].data
+
+
+@pytest.mark.parametrize("scheme", ["sg-implicit", "sg-mprk22"])
+def test_a_fixed_implicit_step_far_past_its_accuracy_warns(scheme):
+    """Issue 24: one implicit step of 1e4 was labelled t = 1e4 but is not ρ(t): 0.59
+    (sg-implicit) and 0.57 (sg-mprk22) in L1 from the Gibbs state it tends to, where 100 (1000)
+    steps give 7e-12 (5e-14).  The step-doubling estimate of the last step says so (it is
+    within a factor 2 of the true error in each case here) and names a dt that meets
+    step_rtol."""
+    from meanfield.errors import InaccurateStepWarning
+
+    E, g, gibbs = _interacting_1d()
+    eq, rho0 = McKeanVlasov(E, g, 1.0, scheme=scheme), Density.gaussian(g, 1.0, 0.5)
+    with pytest.warns(InaccurateStepWarning, match=r"fixed dt = 10000 .* use dt <= about"):
+        res = solve(eq, rho0, 1e4, dt=1e4)
+    err = g.integrate(np.abs(res.state.data - gibbs))
+    assert err > 0.3 and 0.25 * err < res.attrs["step_error"] < 2 * err
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InaccurateStepWarning)
+        solve(eq, rho0, 1e4, dt=1e4, step_rtol=None)  # opted out
+        fine = solve(eq, rho0, 1e4, dt=10.0)  # 1000 steps: accurate, quiet
+    assert g.integrate(np.abs(fine.state.data - gibbs)) < 1e-10
+    assert fine.attrs["step_error"] < 1e-3
+
+
+def test_the_step_doubling_estimate_follows_the_true_error_of_a_linear_equation():
+    """V = x²/2 alone (a linear equation, batched steps): 2 steps of 5e3 with sg-mprk22 are
+    0.22 from the Gibbs state; 100 steps are at round-off, and only the first warns."""
+    from meanfield.errors import InaccurateStepWarning
+
+    g = Grid(Box(1, 5.0), 64)
+    E = Energy([QuadraticPotential()], g.domain)
+    eq, rho0 = McKeanVlasov(E, g, 1.0, scheme="sg-mprk22"), Density.gaussian(g, 1.0, 0.5)
+    gibbs = np.exp(-(g.centers[:, 0] ** 2) / 2)
+    gibbs /= g.integrate(gibbs)
+    with pytest.warns(InaccurateStepWarning):
+        res = solve(eq, rho0, 1e4, dt=5e3)
+    err = g.integrate(np.abs(res.state.data - gibbs))
+    assert err > 0.1 and 0.5 * err < res.attrs["step_error"] < 2 * err
+    res = solve(eq, rho0, 1e4, dt=1e2)
+    assert res.attrs["step_error"] < 1e-12

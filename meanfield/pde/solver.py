@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
 
 from .._validation import check_int, check_positive
-from ..errors import InputError, StepBudgetError
+from ..errors import InaccurateStepWarning, InputError, StepBudgetError
 from ..results import provenance
 from .field import Density
 from .stepper import Stepper
@@ -249,6 +250,36 @@ def _finish(equation, stepper: Stepper, trackers, guarded: bool, run, start, att
     )
 
 
+#: Default ``step_rtol`` of :func:`solve`: the step-doubling relative L1 error of a fixed
+#: implicit step above which it warns.
+STEP_RTOL = 1e-3
+
+
+def _check_fixed_step(stepper: Stepper, equation, step_rtol, duration: float) -> float | None:
+    """After a run with a fixed implicit ``dt``: the step-doubling error of its last step
+    (:meth:`Stepper.step_error`), with an :class:`InaccurateStepWarning` above ``step_rtol``
+    naming a dt that meets it (local error ∝ Δt^(q+1), at most half the step)."""
+    if stepper.fixed_dt is None or step_rtol is None:
+        return None
+    error = stepper.step_error()
+    if error is None or error <= step_rtol:
+        return error
+    q = getattr(getattr(equation, "scheme", None), "time_order", 1)
+    dt = stepper.fixed_dt
+    suggest = dt * min(0.5, (step_rtol / error) ** (1.0 / (q + 1)))
+    scheme = equation.describe().get("scheme", type(equation).__name__)
+    warnings.warn(
+        f"the fixed dt = {dt:g} of the implicit scheme {scheme!r} is beyond the accuracy it "
+        f"can give here: a step-doubling estimate of its relative L1 error per step is "
+        f"{error:.2g} > step_rtol = {step_rtol:g}, so the state labelled t is not rho(t); "
+        f"use dt <= about {suggest:.3g} (about {math.ceil(duration / suggest)} sub-steps "
+        "over the run), or pass step_rtol=None if only the stationary limit matters",
+        InaccurateStepWarning,
+        stacklevel=3,
+    )
+    return error
+
+
 def solve(
     equation,
     state: Density,
@@ -261,6 +292,7 @@ def solve(
     guard: bool = True,
     progress: bool = False,
     max_steps: int = 10_000_000,
+    step_rtol: float | None = STEP_RTOL,
 ) -> SolveResult:
     """Evolve a density under a McKean–Vlasov equation (or any equation with its interface).
 
@@ -289,6 +321,14 @@ def solve(
         The step budget.  The number of steps is estimated from the stable step at the
         initial state before the solve starts, and a run that would need more is refused at
         once; a run that reaches the budget anyway stops with the same error.
+    step_rtol : float or None
+        With a fixed ``dt`` of an implicit scheme: after the run, the last step of about
+        ``dt`` is redone as two half steps (step doubling,
+        :meth:`~meanfield.pde.stepper.Stepper.step_error`; three extra steps) and an
+        estimated relative L1 error per step above ``step_rtol`` warns.  An implicit step is
+        positive for any Δt, so a step far past the transient (or, with a ρ-dependent
+        potential, frozen over the step) returns a state that is not ρ(t) without any other
+        sign.  The estimate is the attribute ``step_error``.  None: no check.
 
     Returns
     -------
@@ -301,6 +341,11 @@ def solve(
     meanfield.errors.StepBudgetError
         The estimated (or actual) number of steps exceeds ``max_steps``; raised before the
         solve when estimated.
+
+    Warns
+    -----
+    meanfield.errors.InaccurateStepWarning
+        A fixed implicit ``dt`` whose step-doubling error exceeds ``step_rtol``.
 
     Examples
     --------
@@ -317,10 +362,14 @@ def solve(
     t0, t1 = _t_range(t_range)
     stepper = Stepper(equation, safety=safety, dt_max=dt_max, dt=dt)
     max_steps = check_int("max_steps", max_steps)
+    if step_rtol is not None:
+        step_rtol = check_positive("step_rtol", step_rtol)
     _check_step_budget(stepper, state.data, t1 - t0, max_steps)
     trackers, guarded = _prepare_trackers(trackers, guard, progress)
     start = time.perf_counter()
     run = _run(equation, stepper, state.data.copy(), t0, t1, trackers, max_steps)
-    return _finish(
-        equation, stepper, trackers, guarded, run, start, {"safety": safety, "t_start": t0}
-    )
+    attrs = {"safety": safety, "t_start": t0}
+    error = _check_fixed_step(stepper, equation, step_rtol, t1 - t0)
+    if error is not None:
+        attrs["step_error"] = error
+    return _finish(equation, stepper, trackers, guarded, run, start, attrs)
