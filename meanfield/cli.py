@@ -305,7 +305,7 @@ COMPARE_FLAGS = (
     ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
     ("t_final", float, "final time > 0"),
     ("eta", float, "particle step size eta > 0"),
-    ("cells", int, "grid cells per axis (>= 2)"),
+    ("cells", int, "grid cells per axis (>= 4, the grid's minimum)"),
     ("lam", float, "Coulomb interaction strength lambda >= 0"),
     ("n_data", int, "number of data points"),
     ("seed", int, "seed of the particle sample and noise"),
@@ -334,11 +334,15 @@ def _add_compare_flags(cmp) -> None:
 def _add_figures_flags(fig) -> None:
     """The flags of ``meanfield figures``."""
     fig.add_argument("--out", default="figures", help="output folder [default: figures]")
+    from .studies._sizes import FULL_SIZE_SECONDS
+
+    total = sum(FULL_SIZE_SECONDS.values())  # the per-figure estimates the stages announce
     fig.add_argument(
         "--size",
         default="full",
         choices=("full", "small"),
-        help="full (committed figures, ~6 min on 2 cores) or small (quick) [default: full]",
+        help=f"full (committed figures, ~{round(total / 60)} min on 2 cores: the sum of the "
+        "per-figure estimates) or small (quick) [default: full]",
     )
     fig.add_argument("--only", nargs="*", help="names of the figures to make (default: all)")
     fig.add_argument("--seed", type=int, default=0)
@@ -507,6 +511,7 @@ def cmd_compare(args) -> int:
     if "cells" in overrides:
         overrides[grid_key] = overrides.pop("cells")
     cfg = {**DEFAULTS[args.dim], **overrides}
+    _preflight_compare(cfg, args.dim, grid_key, args)
     progress = not args.no_progress
     if progress:
         print(
@@ -525,10 +530,13 @@ def cmd_compare(args) -> int:
 
 def _check_compare_flags(overrides: dict, args=None) -> None:
     """The compare flags, checked before any work (names as on the command line)."""
+    from .pde.grid import MIN_CELLS
+
+    minimum = {"n_particles": 1, "cells": MIN_CELLS, "n_data": 2}  # as COMPARE_FLAGS says
     for k in ("n_particles", "cells", "n_data"):
         if k in overrides:
             name = _flag(args, k, "--" + k.replace("_", "-"))
-            check_int(name, overrides[k], minimum=2 if k != "n_particles" else 1)
+            check_int(name, overrides[k], minimum=minimum[k])
     for k in ("beta", "t_final", "eta"):
         if k in overrides:
             check_positive("--" + k.replace("_", "-"), overrides[k])
@@ -536,6 +544,26 @@ def _check_compare_flags(overrides: dict, args=None) -> None:
         check_positive("--lam", overrides["lam"], allow_zero=True)
     if "seed" in overrides:
         check_int("--seed", overrides["seed"], minimum=0)
+
+
+def _preflight_compare(cfg: dict, dim: int, grid_key: str, args=None) -> None:
+    """Sizes of ``compare`` checked before any work, naming the flag to change: the grid's
+    estimated memory against the memory available (``--cells``) and the particles' number of
+    steps t_final / eta against the step budget (``--t-final``, ``--eta``)."""
+    from ._resources import check_grid_memory
+    from .compare import MAX_STEPS
+    from .errors import StepBudgetError
+
+    cells = _flag(args, "cells", "--cells")
+    check_grid_memory(cells, (cfg[grid_key],) * dim, pair_terms=int(cfg["lam"] > 0))
+    n_steps = round(cfg["t_final"] / cfg["eta"])
+    if n_steps > MAX_STEPS:
+        t_final = _flag(args, "t_final", "--t-final")
+        raise StepBudgetError(
+            f"{t_final} / --eta = {cfg['t_final']:g} / {cfg['eta']:g} gives {n_steps:.3g} "
+            f"particle steps, above the budget of {MAX_STEPS} (allowed: {t_final} / --eta "
+            f"<= {MAX_STEPS}); lower {t_final} or raise --eta"
+        )
 
 
 def summarise_comparison(ds) -> str:

@@ -42,10 +42,17 @@ from .energy import (
     AlignmentTerm,
     Energy,
 )
+from .errors import StepBudgetError
 from .particles import simulate
 from .pde import Density, FreeEnergyTracker, MassTracker, McKeanVlasov, StorageTracker
 from .pde.potential import check_same_domain
+from .pde.solver import check_step_budget
+from .pde.stepper import Stepper
 from .results import provenance
+
+#: Default step budget of :func:`compare`, for the particles and the grid alike (the default
+#: ``max_steps`` of :func:`meanfield.pde.solve`).
+MAX_STEPS = 10_000_000
 
 
 def _data_term(energy: Energy):
@@ -72,6 +79,7 @@ def compare(
     w_method: str = "auto",
     progress: bool = False,
     extra_attrs: dict | None = None,
+    max_steps: int = MAX_STEPS,
 ) -> xr.Dataset:
     r"""Evolve N particles and the grid density from the same law; diagnostics over time.
 
@@ -103,6 +111,10 @@ def compare(
         "auto" is exact or sparse_exact, never sliced).
     progress, extra_attrs : bool, dict, optional
         Show progress bars; more attributes for the dataset.
+    max_steps : int
+        The most steps either side may take (default :data:`MAX_STEPS`): the particles'
+        round(t_final/η) and the grid's, estimated from its stable step at ρ_0, are both
+        checked before any work (:class:`~meanfield.errors.StepBudgetError`).
 
     Returns
     -------
@@ -123,11 +135,15 @@ def compare(
     >>> dict(ds.sizes), bool((ds["w2"] > 0).all()), round(float(ds["mass_grid"][-1]), 9)
     ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, True, 1.0)
     """
-    n_steps, record_every = _check_run(energy, initial, n_particles, beta, t_final, eta, n_records)
+    n_steps, record_every = _check_run(
+        energy, initial, n_particles, beta, t_final, eta, n_records, max_steps
+    )
     n_particles, beta, eta = int(n_particles), float(beta), float(eta)
     grid = initial.grid
     initial = initial.normalised()
     eq = McKeanVlasov(energy, grid, beta, scheme=scheme, order=order)  # validates first
+    # the grid's step count too, before the particles run (the solve would refuse it later)
+    check_step_budget(Stepper(eq, safety=safety), initial.data, n_steps * eta, max_steps)
     run = {"N": n_particles, "eta": eta, "n_steps": n_steps, "record_every": record_every}
     ds_p, t_particles = _particle_run(energy, initial, beta, run, seed, progress)
     res, grid_ds = _grid_run(eq, initial, ds_p["time"].values, eta * record_every, safety, progress)
@@ -184,7 +200,7 @@ def _particle_run(energy, initial, beta, run, seed, progress):
     return ds, time.perf_counter() - start
 
 
-def _check_run(energy, initial, n_particles, beta, t_final, eta, n_records):
+def _check_run(energy, initial, n_particles, beta, t_final, eta, n_records, max_steps):
     """Every argument of :func:`compare` checked before work; (n_steps, record_every)."""
     if not isinstance(initial, Density):
         raise TypeError(f"initial must be a meanfield.pde.Density, got {initial!r}")
@@ -194,9 +210,16 @@ def _check_run(energy, initial, n_particles, beta, t_final, eta, n_records):
     t_final = check_positive("t_final", t_final)
     eta = check_positive("eta (step size)", eta)
     n_records = check_int("n_records", n_records)
+    max_steps = check_int("max_steps", max_steps)
     n_steps = int(round(t_final / eta))
     if n_steps < 1:
         raise ValueError(f"t_final/eta must give at least one step, got {t_final}/{eta}")
+    if n_steps > max_steps:
+        raise StepBudgetError(
+            f"t_final/eta = {t_final:g}/{eta:g} gives {n_steps:.3g} particle steps, above "
+            f"max_steps = {max_steps} (allowed: t_final/eta <= max_steps); lower t_final, "
+            "raise eta or raise max_steps"
+        )
     return n_steps, max(1, n_steps // n_records)
 
 

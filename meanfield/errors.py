@@ -78,6 +78,19 @@ class OutputPathError(InputError):
     """
 
 
+class SizeLimitError(InputError):
+    """A size (grid cells, steps) whose estimated memory or step count exceeds what the
+    machine has (or the step budget), refused before allocating; the message names the
+    flag or parameter to change, the estimate and the limit.
+
+    Examples
+    --------
+    >>> from meanfield.errors import InputError, SizeLimitError
+    >>> issubclass(SizeLimitError, InputError)
+    True
+    """
+
+
 class DependencyError(MeanfieldError, ImportError):
     """An optional dependency is missing; the message holds the install command.
 
@@ -282,6 +295,7 @@ __all__ = [
     "InputError",
     "InputTypeError",
     "OutputPathError",
+    "SizeLimitError",
     "DependencyError",
     "ResourceError",
     "DataFileError",

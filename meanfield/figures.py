@@ -28,22 +28,11 @@ from .plotting import (
     plot_t_limit,
 )
 from .results import save_dataset
-from .studies._sizes import SIZES
+from .studies._sizes import FULL_SIZE_SECONDS, SIZES
 from .studies.coulomb3d import coulomb3d_data
 from .studies.kernel_figure import kernel_concentration_data, kernel_model
 from .studies.ldp_rate import ldp_rate_data
 from .studies.limit_curves import beta_limit_data, n_limit_data, t_limit_data
-
-#: Measured wall time (s) of each figure at full size on the 2-core development machine
-#: (README, Performance): what the stage messages quote.
-FULL_SIZE_SECONDS = {
-    "n_limit": 101,
-    "ldp_rate": 205,
-    "beta_limit": 12,
-    "t_limit": 4,
-    "kernel_concentration": 28,
-    "coulomb3d": 900,
-}
 
 
 def _save(fig, ds: xr.Dataset, out_dir: Path, name: str) -> list[Path]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import xarray as xr
 
+from ._resources import check_grid_memory
 from ._validation import check_int, check_output_path
 from .compare import compare
 from .domains import Box
@@ -105,6 +106,8 @@ def default_problem(dim: int = 1, **overrides) -> dict:
         domain,
     )
     grid = Grid(domain, cfg["grid_n"])
+    # before the initial density is allocated (a 100000² grid: 80 GB for it alone)
+    check_grid_memory("grid_n (cells per axis)", grid.n, pair_terms=int(cfg["lam"] > 0))
     initial = Density.gaussian(grid, cfg["init_mean"], cfg["init_std"])
     return {
         "energy": energy,

@@ -490,3 +490,63 @@ def test_softened_or_smooth_kernels_keep_the_plain_initial_draw():
     cfg = SimulationConfig(n_particles=64, seed=4)  # coulomb, softening 0.05
     plain = sample_initial_particles("fourier", 64, 2, seed=4)
     assert cfg.start_spacing(3) == 0.0 and torch.equal(cfg.initial_particles(2), plain)
+
+
+@pytest.fixture
+def small_machine(monkeypatch):
+    """16 GB available, whatever the machine running the tests has."""
+    monkeypatch.setattr("meanfield._resources.available_memory", lambda: 16 * 10**9)
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--dim", "2", "--cells", "100000"], r"--cells: a grid of 100000 x 100000 cells needs"),
+        (["--t-final", "1e9"], r"--t-final / --eta = 1e\+09 / 0.005 gives 2e\+11 particle steps"),
+        (["--cells", "3"], r"--cells must be an integer >= 4"),
+    ],
+)
+def test_compare_refuses_absurd_sizes_before_allocating(flags, match, small_machine, tmp_path):
+    """Issue 24: --cells 100000 in 2D ended in a MemoryError traceback, --t-final 1e9 ran
+    without limit, --cells 3 passed the flag check (help: >= 2) and failed in the grid."""
+    import time
+
+    from meanfield.errors import MeanfieldError
+
+    t0 = time.perf_counter()
+    with pytest.raises(MeanfieldError, match=match):
+        main(["--debug", "compare", "--no-progress", "--out", str(tmp_path / "c"), *flags])
+    assert time.perf_counter() - t0 < 5 and not (tmp_path / "c").exists()
+
+
+def test_a_grid_too_large_for_the_memory_is_refused_before_allocating(small_machine):
+    """Issue 24: a 600³ McKeanVlasov took 42 s, then a MemoryError."""
+    import time
+
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    from meanfield.errors import SizeLimitError
+    from meanfield.kernels import Riesz
+    from meanfield.pde import Grid, McKeanVlasov
+
+    g = Grid(Box(3, 3.0), 600)
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.5), 0.5)], g.domain)
+    t0 = time.perf_counter()
+    with pytest.raises(SizeLimitError, match=r"600 x 600 x 600 cells needs about 152 GB"):
+        McKeanVlasov(E, g, 1.0)
+    assert time.perf_counter() - t0 < 1
+    McKeanVlasov(E, Grid(Box(3, 3.0), 16), 1.0)  # a size that fits
+
+
+def test_compare_help_states_the_grid_minimum_and_figures_help_the_summed_estimates(capsys):
+    from meanfield.pde.grid import MIN_CELLS
+    from meanfield.studies._sizes import FULL_SIZE_SECONDS
+
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert f"grid cells per axis (>= {MIN_CELLS}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["figures", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"~{round(sum(FULL_SIZE_SECONDS.values()) / 60)} min on 2 cores" in text
+    assert "~6 min" not in text

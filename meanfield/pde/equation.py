@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from .._resources import check_grid_memory
 from .._validation import check_positive
 from ..energy import Energy
 from ..errors import NumericalError
@@ -30,6 +31,11 @@ from .grid import Grid
 from .potential import GridEnergy
 from .solver import solve
 from .stepper import StepPlan
+
+
+def _count_pair_terms(energy) -> int:
+    """Pair terms of ``energy`` (each costs an FFT convolution on the grid)."""
+    return sum(getattr(t, "kind", None) == "pair" for t in getattr(energy, "terms", ()))
 
 
 class McKeanVlasov:
@@ -51,6 +57,12 @@ class McKeanVlasov:
         Order of the upwind reconstruction.
     workers : int, optional
         Threads for the FFTs.
+
+    Raises
+    ------
+    meanfield.errors.SizeLimitError
+        The grid's estimated memory (:func:`meanfield._resources.grid_bytes`) exceeds the
+        memory available, checked before anything is allocated.
 
     Notes
     -----
@@ -96,6 +108,13 @@ class McKeanVlasov:
         workers: int | None = None,
     ):
         self.beta = check_positive("beta (inverse temperature)", beta)
+        if isinstance(grid, Grid):  # a size far out of reach: refused before allocating
+            check_grid_memory(
+                "grid (cells per axis n)",
+                grid.n,
+                pair_terms=_count_pair_terms(energy),
+                scheme=scheme.name if isinstance(scheme, Scheme) else str(scheme),
+            )
         self.grid_energy = GridEnergy(energy, grid, workers=workers)
         self.energy, self.grid = energy, grid
         self.scheme: Scheme = (

@@ -134,9 +134,47 @@ def _t_range(t_range) -> tuple:
     return t0, t1
 
 
-def _check_step_budget(stepper: Stepper, rho, duration, max_steps) -> int:
+def check_step_budget(stepper: Stepper, rho, duration, max_steps) -> int:
     """Estimate the number of steps from the stable step at the initial state; refuse a run
-    that would exceed ``max_steps`` before it starts.  Returns the estimate."""
+    that would exceed ``max_steps`` before it starts.
+
+    Parameters
+    ----------
+    stepper : Stepper
+    rho : array of shape ``grid.shape``
+        The initial density.
+    duration : float
+        t1 − t0.
+    max_steps : int
+
+    Returns
+    -------
+    int
+        The estimate.
+
+    Raises
+    ------
+    meanfield.errors.StepBudgetError
+        The estimate exceeds ``max_steps``.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.errors import StepBudgetError
+    >>> from meanfield.pde import Density, Grid, McKeanVlasov
+    >>> from meanfield.pde.solver import check_step_budget
+    >>> from meanfield.pde.stepper import Stepper
+    >>> g = Grid(Box(1, 3.0), 32)
+    >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
+    >>> rho = Density.uniform(g).data
+    >>> n = check_step_budget(Stepper(eq), rho, 1.0, 10_000)
+    >>> try:
+    ...     check_step_budget(Stepper(eq), rho, 1e9, 10_000)
+    ... except StepBudgetError:
+    ...     print("refused")
+    refused
+    """
     estimate = stepper.estimate_steps(rho, duration)
     if estimate > max_steps:
         step = duration / estimate
@@ -364,7 +402,7 @@ def solve(
     max_steps = check_int("max_steps", max_steps)
     if step_rtol is not None:
         step_rtol = check_positive("step_rtol", step_rtol)
-    _check_step_budget(stepper, state.data, t1 - t0, max_steps)
+    check_step_budget(stepper, state.data, t1 - t0, max_steps)
     trackers, guarded = _prepare_trackers(trackers, guard, progress)
     start = time.perf_counter()
     run = _run(equation, stepper, state.data.copy(), t0, t1, trackers, max_steps)

@@ -8,6 +8,19 @@ from .._validation import check_choice
 #: CI, notebooks: seconds each on two cores).
 SIZES = ("small", "full")
 
+#: Measured wall time (s) of each figure at full size on the 2-core development machine
+#: (README, Performance): what the stage messages of :func:`meanfield.figures.make_figures`
+#: and ``meanfield figures --help`` quote (here, not in :mod:`meanfield.figures`, so the
+#: command line reads them without importing the studies).
+FULL_SIZE_SECONDS = {
+    "n_limit": 101,
+    "ldp_rate": 205,
+    "beta_limit": 12,
+    "t_limit": 4,
+    "kernel_concentration": 28,
+    "coulomb3d": 900,
+}
+
 
 def check_size(size: str) -> str:
     """``size`` checked against :data:`SIZES` (ValueError naming the allowed values).
