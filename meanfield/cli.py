@@ -49,11 +49,20 @@ HELP = {
     "init": "initial particles: gaussian or orthogonal (blocks of orthogonal rows); with "
     "--softening 0 and a singular kernel they are drawn >= 0.5 N^(-1/p) / bandwidth apart",
     "bandwidth": "initial particles omega ~ N(0, bandwidth^-2 I) (> 0)",
-    "method": "langevin (Algorithm 1, projected) or mala (exact Gibbs sampler)",
+    "method": "langevin (Algorithm 1, projected), mala (exact Gibbs sampler) or hmc (exact, "
+    "Hamiltonian Monte Carlo with reflection: --trajectory-length, --n-warmup, "
+    "--target-accept, --step-size)",
     "regime": "mean-field (beta_N = beta) or coulomb-gas (beta_N = beta N)",
-    "eta": "step size eta > 0; time t = eta * steps",
+    "eta": "step size eta > 0 of langevin and mala; time t = eta * steps",
     "beta": "inverse temperature beta > 0",
-    "n_steps": "number of steps >= 1",
+    "n_steps": "number of steps >= 1 (hmc: recorded trajectories, after the warm-up)",
+    "trajectory_length": "hmc only: Hamiltonian time T > 0 of one trajectory (default 1)",
+    "n_warmup": "hmc only: warm-up trajectories >= 0 adapting the leapfrog step (default 200; "
+    "0 needs --step-size)",
+    "target_accept": "hmc only: target mean acceptance probability in (0, 1) of the warm-up "
+    "(default 0.8)",
+    "step_size": "hmc only: initial (fixed with --n-warmup 0) leapfrog step > 0 (default: "
+    "Hoffman-Gelman heuristic)",
     "record_every": "record positions and energies every this many steps (default ~100 records)",
     "interaction_batch": "random-batch size B >= 2 for the pair term (O(N B) per step)",
     "data_batch": "mini-batch size of data rows per step for the alignment",
@@ -144,10 +153,16 @@ def summarise_run(ds) -> str:
     'langevin (mean-field), N=4, p=1, beta=10, eta=0.01, 3 steps (t = 0.03), seed=0'
     """
     a = ds.attrs
+    if a["method"] == "hmc":  # trajectories of L leapfrog steps of epsilon, not eta-steps
+        run = (
+            f"step_size={a['step_size']:.3g}, L={a['n_leapfrog']}, {a['n_samples']} "
+            f"trajectories after {a['n_warmup']} warm-up (T = {a['trajectory_length']:.3g} each)"
+        )
+    else:
+        run = f"eta={a['eta']:g}, {a['n_steps']} steps (t = {float(ds['time'][-1]):g})"
     lines = [
         f"meanfield {a['meanfield_version']}: {a['method']} ({a['regime']}), N={a['N']}, "
-        f"p={a['p']}, beta={a['beta']:g}, eta={a['eta']:g}, {a['n_steps']} steps "
-        f"(t = {float(ds['time'][-1]):g}), seed={a['seed']}",
+        f"p={a['p']}, beta={a['beta']:g}, {run}, seed={a['seed']}",
     ]
     for k in [v for v in ds.data_vars if str(v).startswith("energy")]:
         first, last = ds[k].isel(time=0).values, ds[k].isel(time=-1).values

@@ -59,6 +59,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ALIGNMENTS = ("linear", "risk", "normalised", "none")
+#: The dynamics a configuration can run: the integrators of :func:`meanfield.particles.simulate`
+#: and HMC (:func:`meanfield.samplers.sample_hmc`).
+CONFIG_METHODS = (*METHODS, "hmc")
 
 #: With an unsoftened singular pair kernel the initial particles are at least
 #: START_SPACING · N^(−1/p) / bandwidth apart (after the projection onto the domain): half
@@ -120,7 +123,9 @@ class SimulationConfig:
     bandwidth : float, default 1
         σ of the initial law ω ~ N(0, σ⁻² I).
     method : str, default "langevin"
-        Dynamics, one of :data:`meanfield.particles.METHODS`.
+        Dynamics, one of :data:`CONFIG_METHODS`: :data:`meanfield.particles.METHODS` or
+        ``"hmc"`` (:func:`meanfield.samplers.sample_hmc`; ``n_steps`` recorded trajectories
+        after ``n_warmup``, and ``eta`` unused).
     regime : {"mean-field", "coulomb-gas"}, default "mean-field"
         β_N = β or β_N = βN.
     eta : float, default 0.05
@@ -141,6 +146,16 @@ class SimulationConfig:
         Torch device.
     seed : int, default 0
         Seeds the data, the initial particles and the noise.
+    trajectory_length : float, optional
+        HMC only: Hamiltonian time T > 0 of a trajectory (default 1).
+    n_warmup : int, optional
+        HMC only: warm-up trajectories ≥ 0 adapting the leapfrog step (default 200; 0 needs
+        ``step_size``).
+    target_accept : float, optional
+        HMC only: target mean acceptance probability in (0, 1) of the warm-up (default 0.8).
+    step_size : float, optional
+        HMC only: initial (or, with ``n_warmup = 0``, fixed) leapfrog step ε > 0 (default:
+        Hoffman–Gelman's heuristic).
 
     Raises
     ------
@@ -188,11 +203,16 @@ class SimulationConfig:
     dtype: str = "float64"
     device: str = "cpu"
     seed: int = 0
+    trajectory_length: float | None = None
+    n_warmup: int | None = None
+    target_accept: float | None = None
+    step_size: float | None = None
 
     def __post_init__(self):
         check_choice("alignment", self.alignment, ALIGNMENTS)
         check_choice("feature", self.feature, ("positive", "fourier", "softplus"))
-        check_choice("method", self.method, METHODS)
+        check_choice("method", self.method, CONFIG_METHODS)
+        self._check_hmc()
         check_choice("regime", self.regime, REGIMES)
         check_choice("dtype", self.dtype, ("float64", "float32"))
         check_choice("init", self.init, ("gaussian", "orthogonal"))
@@ -235,6 +255,34 @@ class SimulationConfig:
                 "with alignment 'none' set confinement > 0: the energy needs a term "
                 "that depends on the particle positions alone"
             )
+
+    def _check_hmc(self) -> None:
+        """The HMC fields: in range with ``method = "hmc"``, refused with the other methods
+        (as ``s`` without the Riesz kernel), and no stochastic batches for the exact sampler."""
+        hmc_fields = ("trajectory_length", "n_warmup", "target_accept", "step_size")
+        if self.method != "hmc":
+            for name in hmc_fields:
+                if getattr(self, name) is not None:
+                    raise InputError(
+                        f"{name} (--{name.replace('_', '-')}) is used only with method 'hmc', "
+                        f"not {self.method!r}; drop it or set method = 'hmc'"
+                    )
+            return
+        for name in ("interaction_batch", "data_batch"):
+            if getattr(self, name) is not None:
+                raise InputError(
+                    f"method 'hmc' samples the exact Gibbs law: it takes no {name}; drop it"
+                )
+        if self.trajectory_length is not None:
+            check_positive("trajectory_length", self.trajectory_length)
+        if self.n_warmup is not None:
+            check_int("n_warmup", self.n_warmup, minimum=0)
+            if self.n_warmup == 0 and self.step_size is None:
+                raise InputError("n_warmup = 0 needs a step_size (--step-size): nothing adapts it")
+        if self.target_accept is not None and not 0 < float(self.target_accept) < 1:
+            raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
+        if self.step_size is not None:
+            check_positive("step_size", self.step_size)
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides) -> SimulationConfig:
@@ -500,6 +548,8 @@ class SimulationConfig:
         X, y = self.load_data()
         energy = self.build_energy(X, y)
         omega0 = self.initial_particles(self.data_dim if X is None else X.shape[1])
+        if self.method == "hmc":
+            return self._run_hmc(energy, omega0, progress)
         return simulate(
             energy,
             omega0,
@@ -514,6 +564,29 @@ class SimulationConfig:
             seed=self.seed,
             progress=progress,
             extra_attrs={f"config_{k}": v for k, v in self.as_dict().items()},
+        )
+
+    def _run_hmc(self, energy: Energy, omega0, progress: bool):
+        """:func:`meanfield.samplers.sample_hmc` with this configuration (``n_steps``
+        recorded trajectories; unset HMC fields take the sampler's defaults)."""
+        from .samplers import sample_hmc
+
+        given = {
+            k: getattr(self, k)
+            for k in ("trajectory_length", "n_warmup", "target_accept", "step_size")
+            if getattr(self, k) is not None
+        }
+        return sample_hmc(
+            energy,
+            omega0,
+            beta=self.beta,
+            n_samples=self.n_steps,
+            regime=self.regime,
+            record_every=self.record_every,
+            seed=self.seed,
+            progress=progress,
+            extra_attrs={f"config_{k}": v for k, v in self.as_dict().items()},
+            **given,
         )
 
 

@@ -550,3 +550,39 @@ def test_compare_help_states_the_grid_minimum_and_figures_help_the_summed_estima
     text = " ".join(capsys.readouterr().out.split())
     assert f"~{round(sum(FULL_SIZE_SECONDS.values()) / 60)} min on 2 cores" in text
     assert "~6 min" not in text
+
+
+def test_simulate_runs_hmc_with_its_flags(tmp_path, capsys):
+    """Issue 24: HMC existed (meanfield.particles.sample_hmc) but the CLI refused it."""
+    out = tmp_path / "hmc.nc"
+    args = [*LOG_GAS, "--method", "hmc", "--n-steps", "60", "--n-warmup", "40"]
+    args += ["--trajectory-length", "0.5", "--target-accept", "0.7", "--out", str(out)]
+    assert main(["simulate", *args]) == 0
+    text = capsys.readouterr().out
+    assert "hmc (coulomb-gas), N=50" in text and "60 trajectories after 40 warm-up" in text
+    ds = load_dataset(out)
+    a = ds.attrs
+    assert a["method"] == "hmc" and a["n_samples"] == 60 and a["n_warmup"] == 40
+    assert a["trajectory_length_requested"] == 0.5 and a["target_accept"] == 0.7
+    assert a["config_method"] == "hmc" and ds["omega"].shape == (61, 50, 1)
+    assert 0.4 < float(ds["acceptance_rate"][1:].mean()) < 0.95
+    # the log gas's Gibbs energy, as MALA samples it (0.504-0.506 over seeds 0-5 above)
+    assert abs(float(ds["energy"][1:].mean()) - 0.505) < 0.01
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--method", "hmc", "--trajectory-length", "0"], "trajectory_length"),
+        (["--method", "hmc", "--target-accept", "1"], "target_accept"),
+        (["--method", "hmc", "--n-warmup", "-1"], "n_warmup"),
+        (["--method", "hmc", "--n-warmup", "0"], "step_size"),
+        (["--method", "hmc", "--step-size", "0"], "step_size"),
+        (["--method", "hmc", "--interaction-batch", "4"], "interaction_batch"),
+        (["--method", "mala", "--trajectory-length", "1"], "only with method 'hmc'"),
+    ],
+)
+def test_hmc_flags_are_checked_before_work(flags, match, capsys, tmp_path):
+    assert main(["simulate", "--out", str(tmp_path / "x.nc"), "--no-progress", *flags]) == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "x.nc").exists()
