@@ -24,6 +24,7 @@ from meanfield.errors import (
     MissingFileError,
     OutputPathError,
     ResourceError,
+    SizeLimitError,
     StepBudgetError,
 )
 
@@ -59,6 +60,12 @@ EQ = ["study", "equilibrium", "--no-progress", "--scheduler", "threads", "--out"
 PG = ["study", "particles-vs-grid", "--no-progress", "--scheduler", "threads", "--out", "out/pg"]
 BETA = ["study", "beta", "--no-progress", "--scheduler", "threads", "--out", "out/b"]
 TD = ["study", "t-decay", "--no-progress", "--out", "out/t"]
+
+#: The README's log gas (an unsoftened singular kernel: the start is separated)
+LOG_GAS = (
+    "--alignment none --confinement 1 --kernel log --softening 0 --lam 0.5 --feature positive "
+    "--data-dim 1 --method mala"
+).split()
 
 CLI_CASES = [
     (SIM + ["--beta", "0"], "beta"),
@@ -140,6 +147,18 @@ CLI_CASES = [
     (["figures", "--only", "nonexistent", "--out", "out/f"], "figure"),
     (["figures", "--seed", "-1", "--out", "out/f"], "--seed"),
     (["figures", "--only", "t_limit", "--out", "a_file/f"], "out_dir"),
+    # issue 24: sizes out of reach, the grid's minimum, the HMC flags, an unseparable start
+    (CMP + ["--cells", "3"], "--cells"),
+    (CMP + ["--dim", "2", "--cells", "100000"], "--cells"),
+    (CMP + ["--t-final", "1e9"], "--t-final"),
+    (SIM + ["--method", "hmc", "--trajectory-length", "0"], "trajectory_length"),
+    (SIM + ["--method", "hmc", "--target-accept", "1"], "target_accept"),
+    (SIM + ["--method", "hmc", "--n-warmup", "-1"], "n_warmup"),
+    (SIM + ["--method", "hmc", "--n-warmup", "0"], "step_size"),
+    (SIM + ["--method", "hmc", "--step-size", "0"], "step_size"),
+    (SIM + ["--method", "hmc", "--interaction-batch", "4"], "interaction_batch"),
+    (SIM + ["--trajectory-length", "1"], "trajectory_length"),
+    (SIM + LOG_GAS + ["--n-particles", "10000", "--radius", "1e-4"], "n_particles"),
 ]
 
 
@@ -405,7 +424,79 @@ API_CASES = [
     (lambda: _linear("q_features", float("nan")), InputError, "q_features"),
     (lambda: _linear("k_features", float("inf")), InputError, "k_features"),
     (lambda: _linear("v", float("-inf")), InputError, "v"),
+    # issue 24
+    (lambda: _twin_chain("hmc"), InputError, "omega0"),
+    (lambda: _twin_chain("mala"), InputError, "omega0"),
+    (lambda: _capped_hmc(), InputError, "max_leapfrog"),
+    (lambda: _huge_grid_equation(), SizeLimitError, "grid"),
+    (lambda: _default_problem(grid_n=100000), SizeLimitError, "grid_n"),
+    (lambda: _compare(t_final=1e9), StepBudgetError, "t_final"),
+    (lambda: _compare(max_steps=0), InputError, "max_steps"),
+    (lambda: _solve(_ou(), _gauss(), 1.0, step_rtol=-1.0), InputError, "step_rtol"),
+    (lambda: _config(method="hmc", target_accept=0.0), InputError, "target_accept"),
+    (lambda: _config(method="hmc", data_batch=4), InputError, "data_batch"),
+    (lambda: _config(step_size=0.1), InputError, "step_size"),
+    (lambda: _unseparable_start(), InputError, "n_particles"),
 ]
+
+
+def _twin_start():
+    import torch
+
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, PairInteraction
+    from meanfield.kernels import Riesz
+
+    om = torch.linspace(-1, 1, 8, dtype=torch.float64)[:, None]
+    om[5] = om[2]  # a duplicated row under the unsoftened log kernel: H_N = +inf
+    return Energy([PairInteraction(Riesz(0.0))], Box(1, 2.0)), om
+
+
+def _twin_chain(method):
+    from meanfield.particles import sample_hmc, simulate
+
+    E, om = _twin_start()
+    if method == "hmc":
+        return sample_hmc(E, om, beta=1.0, n_samples=5, n_warmup=5)
+    return simulate(E, om, eta=1e-3, beta=1.0, n_steps=5, method="mala")
+
+
+def _capped_hmc():
+    import torch
+
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.particles import sample_hmc
+
+    E = Energy([QuadraticPotential()], Box(1, 2.0))
+    return sample_hmc(E, torch.zeros(4, 1), beta=1.0, n_samples=3, n_warmup=0, step_size=1e-5)
+
+
+def _huge_grid_equation():
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    from meanfield.kernels import Riesz
+    from meanfield.pde import Grid, McKeanVlasov
+
+    g = Grid(Box(3, 1.0), 2000)  # 8e9 cells: terabytes
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.5), 0.5)], g.domain)
+    return McKeanVlasov(E, g, 1.0)
+
+
+def _default_problem(**kw):
+    from meanfield.problems import default_problem
+
+    return default_problem(2, n_data=20, **kw)
+
+
+def _unseparable_start():
+    from meanfield.config import SimulationConfig
+
+    cfg = SimulationConfig(
+        alignment="none", confinement=1.0, kernel="log", softening=0.0, lam=0.5,
+        feature="positive", data_dim=1, n_particles=10_000, radius=1e-4,
+    )  # fmt: skip
+    return cfg.initial_particles(1)
 
 
 @pytest.mark.parametrize("call,err,name", API_CASES, ids=[f"api{i}" for i in range(len(API_CASES))])
