@@ -268,6 +268,8 @@ def test_a_fixed_implicit_step_far_past_its_accuracy_warns(scheme):
         fine = solve(eq, rho0, 1e4, dt=10.0)  # 1000 steps: accurate, quiet
     assert g.integrate(np.abs(fine.state.data - gibbs)) < 1e-10
     assert fine.attrs["step_error"] < 1e-3
+    with pytest.warns(InaccurateStepWarning, match="step_rtol = 1e-08"):  # a tighter tolerance
+        solve(eq, rho0, 1.0, dt=0.1, step_rtol=1e-8)
 
 
 def test_the_step_doubling_estimate_follows_the_true_error_of_a_linear_equation():
