@@ -6,26 +6,39 @@ plan of the squared distance between two nearby measures only uses pairs of near
 :func:`w2_sparse` therefore solves the transport problem exactly on a *sparse* set of pairs
 and proves afterwards that no other pair could lower the cost (column generation):
 
-1. A first support: the k nearest b-points of each a-point, the nearest a-point of each
-   b-point, and the ≤ N + M − 1 pairs of the north-west-corner plan along a space-filling curve
-   through both clouds, so the restricted problem always has a feasible plan.
+1. A first support from the coarser problem (multiscale, after Mérigot 2011 and Schmitzer
+   2016, "A sparse multiscale algorithm for dense optimal transport"): both clouds are
+   aggregated on a grid of half the resolution per axis (each occupied cell one atom at its
+   barycentre, with its total weight), that problem is solved the same way (recursively,
+   down to ≤ ``ALL_PAIRS_MAX`` pairs, solved on every pair), and every fine pair (i, j) whose
+   cells (A, B) the coarse optimal plan links joins the support.  The product plan
+   π_ij = Π_AB a_i b_j / (a_A b_B) lives on these pairs, so the first restricted problem is
+   feasible; and it already holds most of the optimal pairs, also when the transport is far
+   from the identity (a shift, a split, a flat against a peaked law), where the nearest
+   pairs of each point do not.  (Without ``multiscale``, or where a level cannot be
+   coarsened: the k nearest b-points of each a-point, the nearest a-point of each b-point and
+   the north-west-corner plan along a space-filling curve.)
 2. Exact transport on the support: POT's network simplex on a sparse cost matrix
    (``ot.lp.emd_wrap.emd_c_sparse``, the LEMON solver of ``ot.emd``), warm-started from the
    previous round's dual potentials u (a-points) and v (b-points).
-3. Pricing: the reduced costs
+3. Pricing around the current plan: the reduced costs
 
    .. math::
 
        r_{ij} = |x_i - y_j|^2 - u_i - v_j
 
-   on a fixed *pool* of near pairs (more neighbours than the support) are cheap; pairs with
-   r_ij < −τ join the support and step 2 runs again.
+   of the pairs next to the transported ones — for each (i, j) with π_ij > 0, i against the
+   ``pool`` nearest b-points of y_j, j against the ``pool`` nearest a-points of x_i — are
+   cheap; where the plan moves mass far, the improving pairs sit there, not around the point
+   itself.  The ≤ ``per_row`` most violated pairs (r_ij < −τ) of each point join the support
+   and step 2 runs again.
 4. When the pool has no such pair, the check over *every* pair: min_j r_ij is a nearest-
    neighbour query after lifting each b-point to (y_j, √(V − v_j)), V ≥ max v, since
-   |(x_i, 0) − (y_j, √(V − v_j))|² = r_ij + u_i + V (and the same from the b side).  A kd-tree
-   per group of b-points with similar v (so the heights stay small) answers it exactly in
-   O((N + M) log(N + M)), without the dense matrix.  Violating pairs join the support; if
-   there are none, the plan is optimal for the full problem.
+   |(x_i, 0) − (y_j, √(V − v_j))|² = r_ij + u_i + V.  A kd-tree per group of b-points with
+   similar v (so the heights stay small) answers it exactly in O((N + M) log(N + M)),
+   without the dense matrix.  If no pair violates, the plan is optimal for the full problem;
+   else the most violated pairs of each row (and, by the same search from the b side, of
+   each column) join the support.
 
 At the end weak duality bounds the result from below,
 
@@ -253,7 +266,7 @@ def w2_sparse(
     wb,
     *,
     k: int = 6,
-    pool: int = 9,
+    pool: int = 21,
     per_row: int = 4,
     max_rounds: int = 200,
     multiscale: bool = True,
