@@ -131,7 +131,9 @@ def test_lifted_dual_check_finds_every_violation(seed):
     u, v = rng.normal(0, 0.5, 200), rng.normal(0, 2.0, 300) - 1.0
     r = ((x[:, None, :] - y[None]) ** 2).sum(-1) - u[:, None] - v[None]
     tau = 1e-12
-    bi, bj, worst = _violations(x, y, u, v, tau, per_row=300)
+    bi, bj, best = _violations(x, y, u, v, tau, per_row=300)
+    assert np.allclose(best, r.min(1), rtol=0, atol=1e-12)
+    worst = best.min()
     assert worst == pytest.approx(r.min(), abs=1e-12)
     got = set(zip(bi.tolist(), bj.tolist(), strict=True))
     assert got == set(zip(*np.nonzero(r < -tau), strict=True))
