@@ -8,8 +8,9 @@ and proves afterwards that no other pair could lower the cost (column generation
 
 1. A first support from the coarser problem (multiscale, after Mérigot 2011 and Schmitzer
    2016, "A sparse multiscale algorithm for dense optimal transport"): both clouds are
-   aggregated on a grid of half the resolution per axis (each occupied cell one atom at its
-   barycentre, with its total weight), that problem is solved the same way (recursively,
+   aggregated on a grid with about 1/``COARSEN`` as many cells as the larger cloud has
+   points (each occupied cell one atom at its barycentre, with its total weight), that
+   problem is solved the same way (recursively,
    down to ≤ ``ALL_PAIRS_MAX`` pairs, solved on every pair), and every fine pair (i, j) whose
    cells (A, B) the coarse optimal plan links joins the support.  The product plan
    π_ij = Π_AB a_i b_j / (a_A b_B) lives on these pairs, so the first restricted problem is
@@ -248,9 +249,11 @@ def _distinct(i: np.ndarray, j: np.ndarray, r: np.ndarray, m: int):
 ALL_PAIRS_MAX = 2**18
 SMALL_SIDE = 16
 #: Each coarser level has about 1/COARSEN of the larger cloud's points, so n_a × n_b shrinks
-#: ≈ COARSEN² per level in every dimension (2× coarser per axis in 2D, 1.6× in 3D: halving
-#: each axis in 3D puts 8 b-points below each coarse one and the refined support grows fat).
-COARSEN = 4
+#: ≈ COARSEN² per level in every dimension (√2 coarser per axis in 2D).  Gentle steps keep the
+#: refined support thin: few fine points below each coarse pair (bench_w2.py --panel: 4,
+#: i.e. 2× per axis in 2D, gave the same times at 10⁴ particles but supports 1.4× larger and
+#: 1.2–1.5× longer solves at 3·10⁴ on the shifted and mixture cases).
+COARSEN = 2
 #: Largest first support of a level refined from the coarser plan, in pairs per point
 #: (n_a + n_b): beyond it (clouds so uneven that a coarse cell holds most points) the level
 #: starts from the k-nearest / north-west-corner support instead.
@@ -306,7 +309,7 @@ def w2_sparse(
         :class:`~meanfield.errors.ConvergenceError`.
     multiscale : bool
         Start from the plan of the coarsened problem (both clouds aggregated on a grid
-        with about 1/4 as many cells as the larger cloud has points, solved the same way,
+        with about half as many cells as the larger cloud has points, solved the same way,
         recursively) instead of the k-nearest /
         north-west-corner support.  The value is the same; the first support is then close
         to the optimal one, also when the transport is far from the identity.
@@ -422,7 +425,7 @@ def _coarsen(xa, a, xb, b):
     """Both clouds aggregated on one grid about COARSEN times coarser than the larger cloud.
 
     The grid spans the joint bounding box with s = ⌈(max(n_a, n_b) / COARSEN)^{1/p}⌉ cells per
-    axis (half the resolution of a 2D grid of max(n_a, n_b) points);
+    axis;
     each occupied cell becomes one atom: the total weight of its points at their weighted
     barycentre (so the coarse costs are the fine ones up to a constant per atom, which does
     not move the optimal plan's cell pairs).
