@@ -10,9 +10,9 @@ and proves afterwards that no other pair could lower the cost (column generation
    2016, "A sparse multiscale algorithm for dense optimal transport"): both clouds are
    aggregated on a grid with about 1/``COARSEN`` as many cells as the larger cloud has
    points (each occupied cell one atom at its barycentre, with its total weight), that
-   problem is solved the same way (recursively,
-   down to ≤ ``ALL_PAIRS_MAX`` pairs, solved on every pair), and every fine pair (i, j) whose
-   cells (A, B) the coarse optimal plan links joins the support.  The product plan
+   problem is solved the same way (recursively, down to ≤ ``ALL_PAIRS_MAX`` pairs, solved
+   on every pair), and every fine pair (i, j) whose cells (A, B) the coarse optimal plan
+   links joins the support.  The product plan
    π_ij = Π_AB a_i b_j / (a_A b_B) lives on these pairs, so the first restricted problem is
    feasible; and it already holds most of the optimal pairs, also when the transport is far
    from the identity (a shift, a split, a flat against a peaked law), where the nearest
