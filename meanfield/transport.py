@@ -254,6 +254,9 @@ SMALL_SIDE = 16
 #: i.e. 2× per axis in 2D, gave the same times at 10⁴ particles but supports 1.4× larger and
 #: 1.2–1.5× longer solves at 3·10⁴ on the shifted and mixture cases).
 COARSEN = 2
+#: A cloud whose points fall ≥ CROWDED per occupied coarse cell on average is instead
+#: coarsened 2 by 2 along its own space-filling curve (see :func:`_coarsen`).
+CROWDED = 8
 #: Largest first support of a level refined from the coarser plan, in pairs per point
 #: (n_a + n_b): beyond it (clouds so uneven that a coarse cell holds most points) the level
 #: starts from the k-nearest / north-west-corner support instead.
@@ -425,10 +428,11 @@ def _coarsen(xa, a, xb, b):
     """Both clouds aggregated on one grid about COARSEN times coarser than the larger cloud.
 
     The grid spans the joint bounding box with s = ⌈(max(n_a, n_b) / COARSEN)^{1/p}⌉ cells per
-    axis;
-    each occupied cell becomes one atom: the total weight of its points at their weighted
-    barycentre (so the coarse costs are the fine ones up to a constant per atom, which does
-    not move the optimal plan's cell pairs).
+    axis; each occupied cell becomes one atom: the total weight of its points at their
+    weighted barycentre (so the coarse costs are the fine ones up to a constant per atom,
+    which does not move the optimal plan's cell pairs).  A cloud that would crowd ≥
+    ``CROWDED`` points per occupied cell is instead grouped 2 by 2 along its own
+    space-filling curve.
 
     Returns
     -------
@@ -446,6 +450,12 @@ def _coarsen(xa, a, xb, b):
     def aggregate(x, w):
         q = np.minimum(((x - lo) / width).astype(np.int64), side - 1)
         _, label = np.unique(np.ravel_multi_index(q.T, (side,) * p), return_inverse=True)
+        if label.max() + 1 < len(x) / CROWDED:
+            # a cloud much more concentrated than the other (or a few outliers stretching the
+            # box): its points would crowd into a few cells, each paired with many, and the
+            # refined support would be dense; pair them along its own curve instead
+            label = np.empty(len(x), dtype=np.int64)
+            label[np.argsort(_curve_order(x), kind="stable")] = np.arange(len(x)) // 2
         wc = np.bincount(label, w)
         xc = np.stack([np.bincount(label, w * x[:, d]) for d in range(p)], 1) / wc[:, None]
         return label, (xc, wc)

@@ -154,6 +154,9 @@ def _panel_like(case, n_particles, rng):
     elif case == "mixture":  # two clusters against one mode
         x = rng.normal(scale=0.4, size=(n_particles, 2))
         x[:, 0] += np.where(np.arange(n_particles) % 2 == 0, -1.2, 1.2)
+    elif case == "crowded":  # a tight cluster and three far outliers: few coarse grid cells
+        x = rng.normal(scale=0.05, size=(n_particles, 2))
+        x[:3] = [[2.9, 2.9], [-2.9, 2.9], [0.0, -2.9]]
     else:  # uniform against the Gaussian: non-local transport
         x = rng.uniform(-3.0, 3.0, size=(n_particles, 2))
     return x.clip(-3, 3), g.centers, cells
@@ -182,11 +185,12 @@ def _check_certificate(x, wa, y, wb, got):
     assert np.isnan(u[~live_a]).all() and np.isnan(v[~live_b]).all()
 
 
-@pytest.mark.parametrize("case", ["scaled_shifted", "mixture", "uniform"])
+@pytest.mark.parametrize("case", ["scaled_shifted", "mixture", "uniform", "crowded"])
 def test_multiscale_equals_dense_emd_and_certificate_holds(case):
     """The multiscale path (first support refined from the coarsened problem, pricing around
-    the plan) gives ot.emd2's value on the cases that defeated the nearest-pairs pool, and its
-    potentials certify optimality over every pair.
+    the plan) gives ot.emd2's value on the cases that defeated the nearest-pairs pool (and on
+    a cloud too concentrated for the grid aggregation), and its potentials certify
+    optimality over every pair.
 
     Tolerance: both are float64 values Σ π_ij c_ij of optimal plans of the same linear program
     (the optimal value is unique).  Each plan has ≤ N + M − 1 entries π ≤ 1 and costs
@@ -199,6 +203,8 @@ def test_multiscale_equals_dense_emd_and_certificate_holds(case):
     w[0] = 0.0  # a zero weight is dropped, its potential NaN, the plan's indices unshifted
     got = w2_sparse(x, w, y, cells, return_plan=True)
     assert len(got["levels"]) >= 2  # the coarse level ran: this is the multiscale path
+    if case == "crowded":  # paired along the curve, not crowded into a few grid cells
+        assert got["levels"][-2]["n_a"] == (len(x) - 1 + 1) // 2
     assert got["levels"][-1]["n_a"] == len(x) - 1
     want = _exact(x[1:], w[1:], y[cells > 0], cells[cells > 0])
     diam2 = float((np.ptp(np.vstack([x, y]), 0) ** 2).sum())
