@@ -417,9 +417,9 @@ def _solve_level(xa, a, xb, b, opts, levels: list) -> dict:
         sub = _solve_level(ya, wa, yb, wb, opts, levels)
         keys = _refine(sub["flow"], la, lb, m, REFINE_MAX_PER_POINT * (n + m))
     if keys is None:
-        ka, kb = min(k, m), min(max(1, pool // 4), n)
+        ka = min(k, m)  # k may exceed the number of b-points
         near_b = cKDTree(xb).query(xa, k=ka, workers=-1)[1].reshape(n, -1)
-        near_a = cKDTree(xa).query(xb, k=kb, workers=-1)[1].reshape(m, -1)
+        near_a = cKDTree(xa).query(xb, k=1, workers=-1)[1].reshape(m, -1)
         keys = _first_support(xa, a, xb, b, ka, near_b, near_a)
     return _column_generation(xa, a, xb, b, keys, pool, per_row, max_rounds, levels)
 
