@@ -6,26 +6,40 @@ plan of the squared distance between two nearby measures only uses pairs of near
 :func:`w2_sparse` therefore solves the transport problem exactly on a *sparse* set of pairs
 and proves afterwards that no other pair could lower the cost (column generation):
 
-1. A first support: the k nearest b-points of each a-point, the nearest a-point of each
-   b-point, and the ≤ N + M − 1 pairs of the north-west-corner plan along a space-filling curve
-   through both clouds, so the restricted problem always has a feasible plan.
+1. A first support from the coarser problem (multiscale, after Mérigot 2011 and Schmitzer
+   2016, "A sparse multiscale algorithm for dense optimal transport"): both clouds are
+   aggregated on a grid with about 1/``COARSEN`` as many cells as the larger cloud has
+   points (each occupied cell one atom at its barycentre, with its total weight), that
+   problem is solved the same way (recursively, down to ≤ ``ALL_PAIRS_MAX`` pairs, solved
+   on every pair), and every fine pair (i, j) whose cells (A, B) the coarse optimal plan
+   links joins the support.  The product plan
+   π_ij = Π_AB a_i b_j / (a_A b_B) lives on these pairs, so the first restricted problem is
+   feasible; and it already holds most of the optimal pairs, also when the transport is far
+   from the identity (a shift, a split, a flat against a peaked law), where the nearest
+   pairs of each point do not.  (Without ``multiscale``, or where a level cannot be
+   coarsened: the k nearest b-points of each a-point, the nearest a-point of each b-point and
+   the north-west-corner plan along a space-filling curve.)
 2. Exact transport on the support: POT's network simplex on a sparse cost matrix
    (``ot.lp.emd_wrap.emd_c_sparse``, the LEMON solver of ``ot.emd``), warm-started from the
    previous round's dual potentials u (a-points) and v (b-points).
-3. Pricing: the reduced costs
+3. Pricing around the current plan: the reduced costs
 
    .. math::
 
        r_{ij} = |x_i - y_j|^2 - u_i - v_j
 
-   on a fixed *pool* of near pairs (more neighbours than the support) are cheap; pairs with
-   r_ij < −τ join the support and step 2 runs again.
+   of the pairs next to the transported ones — for each (i, j) with π_ij > 0, i against the
+   ``pool`` nearest b-points of y_j, j against the ``pool`` nearest a-points of x_i — are
+   cheap; where the plan moves mass far, the improving pairs sit there, not around the point
+   itself.  The ≤ ``per_row`` most violated pairs (r_ij < −τ) of each point join the support
+   and step 2 runs again.
 4. When the pool has no such pair, the check over *every* pair: min_j r_ij is a nearest-
    neighbour query after lifting each b-point to (y_j, √(V − v_j)), V ≥ max v, since
-   |(x_i, 0) − (y_j, √(V − v_j))|² = r_ij + u_i + V (and the same from the b side).  A kd-tree
-   per group of b-points with similar v (so the heights stay small) answers it exactly in
-   O((N + M) log(N + M)), without the dense matrix.  Violating pairs join the support; if
-   there are none, the plan is optimal for the full problem.
+   |(x_i, 0) − (y_j, √(V − v_j))|² = r_ij + u_i + V.  A kd-tree per group of b-points with
+   similar v (so the heights stay small) answers it exactly in O((N + M) log(N + M)),
+   without the dense matrix.  If no pair violates, the plan is optimal for the full problem;
+   else the most violated pairs of each row (and, by the same search from the b side, of
+   each column) join the support.
 
 At the end weak duality bounds the result from below,
 
@@ -53,7 +67,8 @@ DUAL_TOL = 1e-13
 
 
 def _check_cloud(name: str, x, w):
-    """Validated float64 points (n, p) and weights normalised to 1, zero weights dropped."""
+    """Validated float64 points (n, p); those of weight > 0, their weights normalised to 1, and
+    their indices."""
     x = np.ascontiguousarray(np.asarray(x, dtype=np.float64))
     if x.ndim != 2 or len(x) == 0 or not np.isfinite(x).all():
         raise InputError(f"{name} must be a finite array of shape (n, p) with n ≥ 1, got {x.shape}")
@@ -62,8 +77,8 @@ def _check_cloud(name: str, x, w):
         raise InputError(
             f"weights of {name} must be {len(x)} finite numbers ≥ 0, not all zero; got {w.shape}"
         )
-    keep = w > 0
-    return x[keep], w[keep] / w[keep].sum()
+    keep = np.flatnonzero(w > 0)
+    return x, x[keep], w[keep] / w[keep].sum(), keep
 
 
 def _hilbert_key(q: np.ndarray, bits: int) -> np.ndarray:
@@ -147,7 +162,9 @@ def _pool(near_b: np.ndarray, near_a: np.ndarray, m: int) -> np.ndarray:
 
 
 def _solve_restricted(a, b, I, J, c, init):
-    """Optimal plan on the pairs (I, J) with costs c: (cost, u, v), by POT's network simplex.
+    """Optimal plan on the pairs (I, J) with costs c, by POT's network simplex.
+
+    Returns (cost, u, v, flow) with flow = (i, j, mass) of the plan's positive entries.
 
     ``init`` = (u, v) of the previous round, or None; the warm start matters: a cold solve
     returns an arbitrary one of the many optimal duals and the rounds need not settle.
@@ -161,10 +178,10 @@ def _solve_restricted(a, b, I, J, c, init):
         ) from err
 
     args = (a, b, I.astype(np.uint64), J.astype(np.uint64), c, 10**9)
-    *_, cost, u, v, code = emd_c_sparse(*args, *init) if init else emd_c_sparse(*args)
-    if code != 1:  # LEMON's OPTIMAL; the north-west-corner pairs rule out infeasibility
+    fi, fj, fx, cost, u, v, code = emd_c_sparse(*args, *init) if init else emd_c_sparse(*args)
+    if code != 1:  # LEMON's OPTIMAL; every first support holds a feasible plan
         raise ConvergenceError(f"network simplex on the sparse support failed (code {code})")
-    return float(cost), u, v
+    return float(cost), u, v, (fi.astype(np.int64), fj.astype(np.int64), fx)
 
 
 #: Quantiles of v that split the b-points into groups for the lifted search: within a group
@@ -173,12 +190,14 @@ GROUP_QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
 
 
 def _violations(x, y, u, v, tau: float, per_row: int):
-    """Pairs (i, j) with r_ij = |x_i − y_j|² − u_i − v_j < −τ, over all j, and min r.
+    """The ≤ ``per_row`` most violated pairs of each row: r_ij = |x_i − y_j|² − u_i − v_j < −τ,
+    over all j, and min_j r_ij of each row (n,).
 
     Exact: within a group of b-points with v ≤ V_g, the nearest lifted point
     (y_j, √(V_g − v_j)) to (x_i, 0) minimises r_ij + u_i + V_g (module docstring).  One
-    neighbour per group settles the check; up to ``per_row`` per group are fetched only for
-    the points that violate it.
+    neighbour per group settles the check; ``per_row`` per group are fetched only for the rows
+    that fail it, and of those the ``per_row`` most negative r over all groups are kept (a row
+    that wants more gets them in a later round, after the solve has moved its potentials).
     """
     edges = np.quantile(v, GROUP_QUANTILES)
     groups = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, len(edges) - 2)
@@ -191,15 +210,57 @@ def _violations(x, y, u, v, tau: float, per_row: int):
         best = np.minimum(best, ((x - y[j]) ** 2).sum(1) - u - v[j])
         searches.append((idx, tree))
     rows = np.flatnonzero(best < -tau)
-    bad_i, bad_j = [rows[:0]], [rows[:0]]
+    bad_i, bad_j, bad_r = [rows[:0]], [rows[:0]], [np.zeros(0)]
     for idx, tree in searches if len(rows) else ():
         jk = idx[
             tree.query(q[rows], k=min(per_row, len(idx)), workers=-1)[1].reshape(len(rows), -1)
         ]
-        bad = ((x[rows, None, :] - y[jk]) ** 2).sum(-1) - u[rows, None] - v[jk] < -tau
+        r = ((x[rows, None, :] - y[jk]) ** 2).sum(-1) - u[rows, None] - v[jk]
+        bad = r < -tau
         bad_i.append(np.repeat(rows, bad.sum(1)))
         bad_j.append(jk[bad])
-    return np.concatenate(bad_i), np.concatenate(bad_j), float(best.min())
+        bad_r.append(r[bad])
+    i, j = _most_negative(
+        np.concatenate(bad_i), np.concatenate(bad_j), np.concatenate(bad_r), per_row
+    )
+    return i, j, best
+
+
+def _most_negative(i: np.ndarray, j: np.ndarray, r: np.ndarray, cap: int):
+    """The ≤ cap pairs of smallest r for each distinct i (pairs given once each)."""
+    order = np.lexsort((r, i))
+    i, j = i[order], j[order]
+    first = np.concatenate([[True], i[1:] != i[:-1]])
+    start = np.maximum.accumulate(np.where(first, np.arange(len(i)), 0))
+    keep = np.arange(len(i)) - start < cap
+    return i[keep], j[keep]
+
+
+def _distinct(i: np.ndarray, j: np.ndarray, r: np.ndarray, m: int):
+    """The pairs (i, j) with their r, each pair once."""
+    key = i * m + j
+    key, first = np.unique(key, return_index=True)
+    return key // m, key % m, r[first]
+
+
+#: Largest n_a × n_b solved on every pair at once (one network simplex; its optimum is the
+#: full problem's, no check needed): the coarsest level of the multiscale scheme, and any
+#: problem with a side of fewer than ``SMALL_SIDE`` points (too few for neighbour lists).
+ALL_PAIRS_MAX = 2**18
+SMALL_SIDE = 16
+#: Each coarser level has about 1/COARSEN of the larger cloud's points, so n_a × n_b shrinks
+#: ≈ COARSEN² per level in every dimension (√2 coarser per axis in 2D).  Gentle steps keep the
+#: refined support thin: few fine points below each coarse pair (bench_w2.py --panel: 4,
+#: i.e. 2× per axis in 2D, gave the same times at 10⁴ particles but supports 1.4× larger and
+#: 1.2–1.5× longer solves at 3·10⁴ on the shifted and mixture cases).
+COARSEN = 2
+#: A cloud whose points fall ≥ CROWDED per occupied coarse cell on average is instead
+#: coarsened 2 by 2 along its own space-filling curve (see :func:`_coarsen`).
+CROWDED = 8
+#: Largest first support of a level refined from the coarser plan, in pairs per point
+#: (n_a + n_b): beyond it (clouds so uneven that a coarse cell holds most points) the level
+#: starts from the k-nearest / north-west-corner support instead.
+REFINE_MAX_PER_POINT = 64
 
 
 def _check_options(k, pool, per_row, max_rounds):
@@ -209,7 +270,17 @@ def _check_options(k, pool, per_row, max_rounds):
 
 
 def w2_sparse(
-    xa, wa, xb, wb, *, k: int = 6, pool: int = 24, per_row: int = 16, max_rounds: int = 200
+    xa,
+    wa,
+    xb,
+    wb,
+    *,
+    k: int = 6,
+    pool: int = 21,
+    per_row: int = 4,
+    max_rounds: int = 200,
+    multiscale: bool = True,
+    return_plan: bool = False,
 ) -> dict:
     r"""Exact W2 between Σ a_i δ_{x_i} and Σ b_j δ_{y_j}, solved on a sparse support.
 
@@ -227,23 +298,56 @@ def w2_sparse(
     wa, wb : array (N,), (M,)
         Their weights ≥ 0 (normalised here; zero weights dropped).
     k : int
-        Nearest b-points per a-point in the first support (≥ 1).  Any k gives the exact
+        Nearest b-points per a-point in the k-nearest first support (≥ 1), used with
+        ``multiscale=False`` or where a level cannot be coarsened.  Any k gives the exact
         value; it only moves work between the first solve and the later rounds.
     pool : int
-        Nearest b-points per a-point priced at every round (and pool // 4 nearest a-points
-        per b-point) before the check over all pairs (≥ 1).
+        Pricing around the current plan (≥ 1): for each pair (i, j) it transports, the pairs
+        of i with the ``pool`` nearest b-points of y_j and of j with the ``pool`` nearest
+        a-points of x_i are priced at every round, before the check over all pairs.
     per_row : int
-        Most violating pairs per point added after a check over all pairs (≥ 1).
+        Most violating pairs added per point and round (≥ 1), the most negative ones.
     max_rounds : int
-        Most rounds of (solve, pricing) before :class:`~meanfield.errors.ConvergenceError`.
+        Most rounds of (solve, pricing) per level before
+        :class:`~meanfield.errors.ConvergenceError`.
+    multiscale : bool
+        Start from the plan of the coarsened problem (both clouds aggregated on a grid
+        with about half as many cells as the larger cloud has points, solved the same way,
+        recursively) instead of the k-nearest /
+        north-west-corner support.  The value is the same; the first support is then close
+        to the optimal one, also when the transport is far from the identity.
+    return_plan : bool
+        Also return the potentials and the optimal plan (for an independent check).
 
     Returns
     -------
     dict
         ``w2``: √(cost of the optimal plan), in the unit of the points; ``w2_lower``: the
-        certified lower bound √(Σ a u + Σ b v − τ); ``method``: "sparse_exact"; ``rounds``,
-        ``pairs`` (support size at the end), ``tau`` (dual tolerance, squared units),
-        ``seconds``.
+        certified lower bound √(Σ a u + Σ b v − τ₀), with u_i = min_j (|x_i − y_j|² − v_j)
+        over *all* j (the c-transform of v, from the final check) and τ₀ the rounding
+        tolerance of r; ``method``: "sparse_exact"; ``rounds``, ``pairs`` (support size at
+        the end, finest level); ``tau`` (squared units): the network simplex's tolerance
+        seen on the support, so that r ≥ −τ on every pair and |r| ≤ τ where the plan is
+        positive (w2² − w2_lower² ≲ τ); ``levels`` (n_a, n_b, rounds, pairs of each level,
+        coarsest first); ``seconds``.  With ``return_plan``: ``u`` (N,), ``v`` (M,) (NaN at
+        zero weights) and ``plan`` = (i, j, mass), the positive entries of the optimal plan
+        (masses summing to 1), indices into the given clouds.
+
+    Raises
+    ------
+    InputError
+        Before any work, for a bad cloud, weight or option.
+    ConvergenceError
+        When a level's dual check still fails after ``max_rounds`` rounds.
+
+    Notes
+    -----
+    Problems of ≤ ``ALL_PAIRS_MAX`` pairs, or with a side of fewer than ``SMALL_SIDE``
+    points (too few for the neighbour lists; fewer than 6 raised a numpy ValueError before),
+    are solved on every pair in one network simplex, as ``ot.emd2`` would.  That is exact
+    but not fast for a very unbalanced problem: the simplex takes O(n) pivots of O(n) each,
+    about 4 s at 60 000 × 4 points on a 2-core CPU and minutes at 300 000 × 4 (the same for
+    ``ot.emd2``).
 
     Examples
     --------
@@ -269,54 +373,191 @@ def w2_sparse(
     """
     t0 = time.perf_counter()
     _check_options(k, pool, per_row, max_rounds)
-    xa, a = _check_cloud("xa", xa, wa)
-    xb, b = _check_cloud("xb", xb, wb)
+    xa_all, xa, a, keep_a = _check_cloud("xa", xa, wa)
+    xb_all, xb, b, keep_b = _check_cloud("xb", xb, wb)
     if xa.shape[1] != xb.shape[1]:
         raise InputError(
             f"xa and xb must have the same dimension, got {xa.shape[1]} and {xb.shape[1]}"
         )
-    out = _column_generation(xa, a, xb, b, k, pool, per_row, max_rounds)
-    return {"method": "sparse_exact", **out, "seconds": time.perf_counter() - t0}
+    levels: list[dict] = []
+    sol = _solve_level(xa, a, xb, b, (k, pool, per_row, max_rounds, multiscale), levels)
+    out = {
+        "method": "sparse_exact",
+        "w2": math.sqrt(max(sol["cost"], 0.0)),
+        "w2_lower": math.sqrt(max(sol["lower"], 0.0)),
+        "rounds": levels[-1]["rounds"],
+        "pairs": levels[-1]["pairs"],
+        "tau": sol["tau"],
+        "levels": levels,
+    }
+    if return_plan:
+        u, v = np.full(len(xa_all), np.nan), np.full(len(xb_all), np.nan)
+        u[keep_a], v[keep_b] = sol["u"], sol["v"]
+        fi, fj, fx = sol["flow"]
+        out.update(u=u, v=v, plan=(keep_a[fi], keep_b[fj], fx))
+    return {**out, "seconds": time.perf_counter() - t0}
 
 
-def _column_generation(xa, a, xb, b, k, pool, per_row, max_rounds) -> dict:
-    """Rounds of (exact solve on the support, pricing) until no pair has r_ij < −τ.
+def _solve_level(xa, a, xb, b, opts, levels: list) -> dict:
+    """Optimal plan and potentials of one level: on every pair if small, else by column
+    generation from the refined plan of the coarsened problem (solved first, recursively).
 
-    Returns ``w2``, ``w2_lower``, ``rounds``, ``pairs`` and ``tau`` (see :func:`w2_sparse`).
+    Appends this level's sizes, rounds and support to ``levels`` (after the coarser ones').
+    """
+    k, pool, per_row, max_rounds, multiscale = opts
+    n, m = len(xa), len(xb)
+    if n * m <= ALL_PAIRS_MAX or min(n, m) < SMALL_SIDE:
+        # every pair: the restricted optimum is the full one (u_i + v_j ≤ c_ij on all pairs)
+        keys = np.arange(n * m, dtype=np.int64)
+        return _column_generation(xa, a, xb, b, keys, pool, per_row, max_rounds, levels)
+    keys = None
+    coarse = _coarsen(xa, a, xb, b) if multiscale else None
+    if coarse is not None:
+        la, (ya, wa), lb, (yb, wb) = coarse
+        sub = _solve_level(ya, wa, yb, wb, opts, levels)
+        keys = _refine(sub["flow"], la, lb, m, REFINE_MAX_PER_POINT * (n + m))
+    if keys is None:
+        ka = min(k, m)  # k may exceed the number of b-points
+        near_b = cKDTree(xb).query(xa, k=ka, workers=-1)[1].reshape(n, -1)
+        near_a = cKDTree(xa).query(xb, k=1, workers=-1)[1].reshape(m, -1)
+        keys = _first_support(xa, a, xb, b, ka, near_b, near_a)
+    return _column_generation(xa, a, xb, b, keys, pool, per_row, max_rounds, levels)
+
+
+def _coarsen(xa, a, xb, b):
+    """Both clouds aggregated on one grid about COARSEN times coarser than the larger cloud.
+
+    The grid spans the joint bounding box with s = ⌈(max(n_a, n_b) / COARSEN)^{1/p}⌉ cells per
+    axis; each occupied cell becomes one atom: the total weight of its points at their
+    weighted barycentre (so the coarse costs are the fine ones up to a constant per atom,
+    which does not move the optimal plan's cell pairs).  A cloud that would crowd ≥
+    ``CROWDED`` points per occupied cell is instead grouped 2 by 2 along its own
+    space-filling curve.
+
+    Returns
+    -------
+    tuple or None
+        (labels_a (n_a,), (points, weights) of the coarse a-cloud, labels_b, (points,
+        weights) of the coarse b-cloud); None when that does not shrink the problem at
+        least 2-fold (no coarser level to gain from).
+    """
+    p = xa.shape[1]
+    both = np.vstack([xa, xb])
+    lo, hi = both.min(0), both.max(0)
+    side = max(1, math.ceil((max(len(xa), len(xb)) / COARSEN) ** (1.0 / p)))
+    width = np.where(hi > lo, (hi - lo) / side, 1.0)
+
+    def aggregate(x, w):
+        q = np.minimum(((x - lo) / width).astype(np.int64), side - 1)
+        _, label = np.unique(np.ravel_multi_index(q.T, (side,) * p), return_inverse=True)
+        if label.max() + 1 < len(x) / CROWDED:
+            # a cloud much more concentrated than the other (or a few outliers stretching the
+            # box): its points would crowd into a few cells, each paired with many, and the
+            # refined support would be dense; pair them along its own curve instead
+            label = np.empty(len(x), dtype=np.int64)
+            label[np.argsort(_curve_order(x), kind="stable")] = np.arange(len(x)) // 2
+        wc = np.bincount(label, w)
+        xc = np.stack([np.bincount(label, w * x[:, d]) for d in range(p)], 1) / wc[:, None]
+        return label, (xc, wc)
+
+    la, ca = aggregate(xa, a)
+    lb, cb = aggregate(xb, b)
+    if 2 * len(ca[1]) * len(cb[1]) > len(xa) * len(xb):
+        return None
+    return la, ca, lb, cb
+
+
+def _refine(flow, la: np.ndarray, lb: np.ndarray, m: int, max_pairs: int):
+    """Keys i·m + j of the fine pairs below the coarse plan: every (i, j) with (label_a[i],
+    label_b[j]) transported by it; None if more than ``max_pairs``.
+
+    Feasible: π_ij = Π_AB a_i b_j / (a_A b_B) on these pairs has the fine marginals.
+    """
+    A, B, _ = flow
+    oa, ob = np.argsort(la, kind="stable"), np.argsort(lb, kind="stable")
+    na, nb = np.bincount(la), np.bincount(lb)
+    sa, sb = np.cumsum(na) - na, np.cumsum(nb) - nb  # first point of each cell in oa, ob
+    size = na[A] * nb[B]
+    if int(size.sum()) > max_pairs:
+        return None
+    pair = np.repeat(np.arange(len(A)), size)
+    t = np.arange(len(pair)) - np.repeat(np.cumsum(size) - size, size)  # rank within its pair
+    width = nb[B][pair]
+    i = oa[sa[A][pair] + t // width]
+    j = ob[sb[B][pair] + t % width]
+    return _merged(i.astype(np.int64) * m + j)
+
+
+def _near_plan(xa, xb, u, v, flow, nb_a, nb_b, tau: float, per_row: int) -> np.ndarray:
+    """Keys of the violating pairs next to the current plan, ≤ per_row per point.
+
+    For each transported pair (i, j): i against the near b-points of y_j, j against the
+    near a-points of x_i.  The pool follows the plan, not the points: where the transport
+    moves mass far (a shift, a split), the pairs that could improve it sit around its
+    partners, not around the point itself.
     """
     m = len(xb)
-    near_b = cKDTree(xb).query(xa, k=min(max(k, pool), m), workers=-1)[1].reshape(len(xa), -1)
-    near_a = cKDTree(xa).query(xb, k=min(max(1, pool // 4), len(xa)), workers=-1)[1]
-    near_a = near_a.reshape(m, -1)
-    keys, priced = _first_support(xa, a, xb, b, k, near_b, near_a), _pool(near_b, near_a, m)
-    pi, pj = priced // m, priced % m
-    pc = ((xa[pi] - xb[pj]) ** 2).sum(1)
+    fi, fj, _ = flow
+    parts = []
+    for rows, cols, by_row in (
+        (np.repeat(fi, nb_b.shape[1]), nb_b[fj].ravel(), True),
+        (nb_a[fi].ravel(), np.repeat(fj, nb_a.shape[1]), False),
+    ):
+        r = ((xa[rows] - xb[cols]) ** 2).sum(1) - u[rows] - v[cols]
+        bad = r < -tau
+        i, j, r = _distinct(rows[bad], cols[bad], r[bad], m)
+        if by_row:
+            i, j = _most_negative(i, j, r, per_row)
+        else:
+            j, i = _most_negative(j, i, r, per_row)
+        parts.append(i * m + j)
+    return np.concatenate(parts)
+
+
+def _column_generation(xa, a, xb, b, keys, pool, per_row, max_rounds, levels) -> dict:
+    """Rounds of (exact solve on the support, pricing) from the support ``keys`` until no
+    pair has r_ij < −τ.
+
+    Returns ``cost``, ``lower`` (Σ a u + Σ b v − τ), ``tau``, ``u``, ``v`` and ``flow``;
+    appends the level's n_a, n_b, rounds and final support size to ``levels``.
+    """
+    n, m = len(xa), len(xb)
+    complete = len(keys) == n * m
+    if not complete:
+        nb_b = cKDTree(xb).query(xb, k=min(pool, m), workers=-1)[1].reshape(m, -1)
+        nb_a = cKDTree(xa).query(xa, k=min(pool, n), workers=-1)[1].reshape(n, -1)
     both = np.vstack([xa, xb])
     diam2 = float(((both.max(0) - both.min(0)) ** 2).sum())
     init = None
     for rnd in range(1, max_rounds + 1):
         I, J = keys // m, keys % m
         c = ((xa[I] - xb[J]) ** 2).sum(1)
-        cost, u, v = _solve_restricted(a, b, I, J, c, init)
+        cost, u, v, flow = _solve_restricted(a, b, I, J, c, init)
         init = (u, v)  # as returned: shifting them by a constant unsettles LEMON's warm start
         # τ covers the rounding of r and the solver's own tolerance, seen on the support
         # (where an optimal dual has r ≥ 0 exactly): a pair is only added for a real gain
-        tau = DUAL_TOL * (1.0 + diam2 + float(np.abs(u).max() + np.abs(v).max()))
-        tau = max(tau, -2.0 * float((c - u[I] - v[J]).min()))
-        new = priced[pc - u[pi] - v[pj] < -tau]
-        if len(new) == 0:  # the pool is clean: check every pair
-            ia, ja, _ = _violations(xa, xb, u, v, tau, per_row)
-            jb, ib, _ = _violations(xb, xa, v, u, tau, per_row)
-            if len(ia) == 0 and len(jb) == 0:
-                lower = float(a @ u + b @ v) - tau  # weak duality with (u − τ, v) feasible
-                return {
-                    "w2": math.sqrt(max(cost, 0.0)),
-                    "w2_lower": math.sqrt(max(lower, 0.0)),
-                    "rounds": rnd,
-                    "pairs": int(len(keys)),
-                    "tau": tau,
-                }
-            new = np.concatenate([ia * m + ja, ib * m + jb])
+        tau0 = DUAL_TOL * (1.0 + diam2 + float(np.abs(u).max() + np.abs(v).max()))
+        tau = max(tau0, -2.0 * float((c - u[I] - v[J]).min()))
+        if complete:
+            new = keys[:0]
+        else:
+            new = _near_plan(xa, xb, u, v, flow, nb_a, nb_b, tau, per_row)
+        if len(new) == 0 and complete:  # every pair is in the support: r over all of them
+            best = np.full(n, np.inf)
+            np.minimum.at(best, I, c - u[I] - v[J])
+        elif len(new) == 0:  # the pool is clean: check every pair
+            ia, ja, best = _violations(xa, xb, u, v, tau, per_row)
+            if len(ia):  # the same pairs seen from the b side add columns the rows missed
+                jb, ib, _ = _violations(xb, xa, v, u, tau, per_row)
+                new = np.concatenate([ia * m + ja, ib * m + jb])
+        if len(new) == 0:
+            levels.append({"n_a": n, "n_b": m, "rounds": rnd, "pairs": int(len(keys))})
+            # u_i + min_j r_ij = min_j (c_ij − v_j), the c-transform of v: feasible on every
+            # pair up to the rounding of r (τ₀), so the weak-duality bound loses τ₀, not the
+            # simplex's tolerance τ (u itself may overshoot by up to τ / 2 off the support)
+            u = u + np.minimum(best, 0.0)
+            lower = float(a @ u + b @ v) - tau0
+            return {"cost": cost, "lower": lower, "tau": tau, "u": u, "v": v, "flow": flow}
         keys = _merged(keys, new)
     raise ConvergenceError(f"w2_sparse: the dual check still fails after {max_rounds} rounds")
 

@@ -131,7 +131,154 @@ def test_lifted_dual_check_finds_every_violation(seed):
     u, v = rng.normal(0, 0.5, 200), rng.normal(0, 2.0, 300) - 1.0
     r = ((x[:, None, :] - y[None]) ** 2).sum(-1) - u[:, None] - v[None]
     tau = 1e-12
-    bi, bj, worst = _violations(x, y, u, v, tau, per_row=300)
+    bi, bj, best = _violations(x, y, u, v, tau, per_row=300)
+    assert np.allclose(best, r.min(1), rtol=0, atol=1e-12)
+    worst = best.min()
     assert worst == pytest.approx(r.min(), abs=1e-12)
     got = set(zip(bi.tolist(), bj.tolist(), strict=True))
     assert got == set(zip(*np.nonzero(r < -tau), strict=True))
+
+
+# ----------------------------------------------------------------------------------------
+# issue 23: the multiscale first support, pricing around the plan, tiny sides
+# ----------------------------------------------------------------------------------------
+EPS = np.finfo(np.float64).eps
+
+
+def _panel_like(case, n_particles, rng):
+    """Particles against N(0, 0.8² I) on a 32² grid of [−3, 3]², as in bench_w2.py --panel."""
+    g = Grid(Box(2, 3.0), 32)
+    cells = Density.gaussian(g, 0.0, 0.8).masses.ravel()
+    if case == "scaled_shifted":  # a 5 % scale error plus a shift
+        x = rng.normal(scale=0.8, size=(n_particles, 2)) * 1.05 + 0.05
+    elif case == "mixture":  # two clusters against one mode
+        x = rng.normal(scale=0.4, size=(n_particles, 2))
+        x[:, 0] += np.where(np.arange(n_particles) % 2 == 0, -1.2, 1.2)
+    elif case == "crowded":  # a tight cluster and three far outliers: few coarse grid cells
+        x = rng.normal(scale=0.05, size=(n_particles, 2))
+        x[:3] = [[2.9, 2.9], [-2.9, 2.9], [0.0, -2.9]]
+    else:  # uniform against the Gaussian: non-local transport
+        x = rng.uniform(-3.0, 3.0, size=(n_particles, 2))
+    return x.clip(-3, 3), g.centers, cells
+
+
+def _check_certificate(x, wa, y, wb, got):
+    """The returned potentials and plan, checked against the dense reduced-cost matrix.
+
+    Rounding: r_ij = |x_i − y_j|² − u_i − v_j is a handful of float64 operations on numbers
+    ≤ S = D² + max|u| + max|v| (D the diameter), so it is exact to ≤ 4 ε S; the solver's τ
+    is DUAL_TOL · S ≥ 100 · 4 ε S, so "r ≥ −τ" below tests the certificate, not rounding.
+    """
+    a, b = wa / wa.sum(), wb / wb.sum()
+    u, v, (i, j, f) = got["u"], got["v"], got["plan"]
+    live_a, live_b = a > 0, b > 0
+    r = ((x[live_a, None, :] - y[None, live_b, :]) ** 2).sum(-1)
+    r -= u[live_a, None] + v[None, live_b]
+    slack = ((x[i] - y[j]) ** 2).sum(1) - u[i] - v[j]
+    tau = got["tau"]
+    assert r.min() >= -tau  # dual feasibility over every pair
+    assert np.abs(slack).max() <= tau  # complementary slackness where π > 0
+    assert (f > 0).all()
+    # marginals: sums of ≤ N + M masses ≤ 1, rounding ≤ (N + M) ε
+    assert np.abs(np.bincount(i, f, len(x)) - a).max() <= (len(x) + len(y)) * EPS
+    assert np.abs(np.bincount(j, f, len(y)) - b).max() <= (len(x) + len(y)) * EPS
+    assert np.isnan(u[~live_a]).all() and np.isnan(v[~live_b]).all()
+
+
+@pytest.mark.parametrize("case", ["scaled_shifted", "mixture", "uniform", "crowded"])
+def test_multiscale_equals_dense_emd_and_certificate_holds(case):
+    """The multiscale path (first support refined from the coarsened problem, pricing around
+    the plan) gives ot.emd2's value on the cases that defeated the nearest-pairs pool (and on
+    a cloud too concentrated for the grid aggregation), and its potentials certify
+    optimality over every pair.
+
+    Tolerance: both are float64 values Σ π_ij c_ij of optimal plans of the same linear program
+    (the optimal value is unique).  Each plan has ≤ N + M − 1 entries π ≤ 1 and costs
+    c ≤ D²; rounding each entry, its cost and the sum is ≤ 4 (N + M) ε D² on W2², the bound
+    asserted.  (A wrong support or dual would miss by ≫ 1e-4.)
+    """
+    rng = np.random.default_rng(23)
+    x, y, cells = _panel_like(case, 1500, rng)
+    w = rng.random(len(x)) + 0.5
+    w[0] = 0.0  # a zero weight is dropped, its potential NaN, the plan's indices unshifted
+    got = w2_sparse(x, w, y, cells, return_plan=True)
+    assert len(got["levels"]) >= 2  # the coarse level ran: this is the multiscale path
+    if case == "crowded":  # paired along the curve, not crowded into a few grid cells
+        assert got["levels"][-2]["n_a"] == (len(x) - 1 + 1) // 2
+    assert got["levels"][-1]["n_a"] == len(x) - 1
+    want = _exact(x[1:], w[1:], y[cells > 0], cells[cells > 0])
+    diam2 = float((np.ptp(np.vstack([x, y]), 0) ** 2).sum())
+    assert abs(got["w2"] ** 2 - want**2) <= 4 * (len(x) + len(y)) * EPS * diam2
+    assert got["w2_lower"] <= want * (1 + 1e-12)
+    _check_certificate(x, w, y, cells, got)
+
+
+def test_multiscale_off_gives_the_same_value():
+    """multiscale=False (k-nearest / north-west-corner first support) reaches the same optimum
+    (tolerance as above) on a shifted case."""
+    rng = np.random.default_rng(5)
+    x, y, cells = _panel_like("scaled_shifted", 800, rng)
+    on = w2_sparse(x, np.ones(len(x)), y, cells)
+    off = w2_sparse(x, np.ones(len(x)), y, cells, multiscale=False)
+    assert len(off["levels"]) == 1 and len(on["levels"]) >= 2
+    diam2 = float((np.ptp(np.vstack([x, y]), 0) ** 2).sum())
+    assert abs(on["w2"] ** 2 - off["w2"] ** 2) <= 4 * (len(x) + len(y)) * EPS * diam2
+
+
+def test_refined_support_holds_the_product_plan():
+    """Every fine pair below a coarse transported pair is in the refined support, so the
+    product plan Π_AB a_i b_j / (a_A b_B) is feasible on it: its marginals are a and b."""
+    from meanfield.transport import _coarsen, _merged, _refine, _solve_level
+
+    rng = np.random.default_rng(2)
+    xa, xb = rng.normal(size=(700, 2)), rng.uniform(-2, 2, size=(900, 2))
+    a, b = np.full(700, 1 / 700), rng.random(900)
+    b /= b.sum()
+    la, (ya, wa), lb, (yb, wb) = _coarsen(xa, a, xb, b)
+    assert np.isclose(wa.sum(), 1) and np.isclose(wb.sum(), 1)
+    # the barycentres: the coarse weights' first moments are the fine ones
+    assert np.allclose(wa @ ya, a @ xa) and np.allclose(wb @ yb, b @ xb)
+    sub = _solve_level(ya, wa, yb, wb, (6, 21, 4, 200, True), [])
+    A, B, P = sub["flow"]
+    keys = _refine(sub["flow"], la, lb, len(xb), 10**9)
+    assert np.array_equal(keys, _merged(keys))  # sorted, distinct
+    i, j = keys // len(xb), keys % len(xb)
+    plan = np.zeros((len(ya), len(yb)))
+    plan[A, B] = P
+    prod = plan[la[i], lb[j]] * a[i] * b[j] / (wa[la[i]] * wb[lb[j]])
+    assert np.allclose(np.bincount(i, prod, 700), a, rtol=0, atol=1e-15)
+    assert np.allclose(np.bincount(j, prod, 900), b, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5])
+def test_w2_sparse_with_a_tiny_side_equals_dense_emd(m):
+    """Fewer than 6 b-points raised a raw numpy ValueError (the k = 6 nearest-cell lists had
+    fewer columns than assumed); sides under SMALL_SIDE points are now solved on every pair.
+    Tolerance: as above (here every pair is in the support: one network simplex solve)."""
+    rng = np.random.default_rng(m)
+    x, y = rng.normal(size=(400, 2)), rng.normal(size=(m, 2))
+    wb = rng.random(m) + 0.1
+    for xa, wa, xb, wbb in ((x, np.ones(400), y, wb), (y, wb, x, np.ones(400))):
+        got = w2_sparse(xa, wa, xb, wbb)
+        want = _exact(xa, wa, xb, wbb)
+        diam2 = float((np.ptp(np.vstack([x, y]), 0) ** 2).sum())
+        assert abs(got["w2"] ** 2 - want**2) <= 4 * (400 + m) * EPS * diam2
+
+
+def test_particles_grid_auto_with_four_cells(monkeypatch):
+    """method="auto" on particles against a density with 4 non-empty cells: above
+    EXACT_MAX_PAIRS it runs the sparse solver, which crashed with fewer than 6 cells (the
+    issue's case is 300 000 particles × 4 cells; EXACT_MAX_PAIRS is lowered here so that the
+    same path runs at 3000 particles).  Same value as the dense solver (tolerance as above)."""
+    import meanfield.diagnostics as diag
+
+    monkeypatch.setattr(diag, "EXACT_MAX_PAIRS", 1000)
+    g = Grid(Box(2, 1.0), 4)
+    data = np.zeros((4, 4))
+    data[1:3, 1:3] = [[1.0, 2.0], [3.0, 4.0]]
+    rho = Density(g, data)
+    x = np.random.default_rng(0).uniform(-1, 1, size=(3000, 2))
+    assert diag.resolve_w_method(2, 3000, 4) == "sparse_exact"
+    got = wasserstein_particles_grid(x, rho)
+    want = wasserstein_particles_grid(x, rho, method="exact")
+    assert abs(got**2 - want**2) <= 4 * 3004 * EPS * 8.0
