@@ -38,7 +38,9 @@ def _attr_value(v):
         return "none"
     if isinstance(v, (bool, np.bool_)):
         return int(v)
-    if isinstance(v, (int, float, str, np.integer, np.floating)):
+    if isinstance(v, str):
+        return str(v)  # numpy's str_ (a grid of strings) has no HDF5 type
+    if isinstance(v, (int, float, np.integer, np.floating)):
         return v
     if isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) for x in v) and v:
         return np.asarray(v)

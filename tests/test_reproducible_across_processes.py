@@ -139,14 +139,16 @@ def case_langevin_random_batch():
 def case_mala():
     from meanfield.particles import simulate
 
-    omega0 = np.zeros((3, 8, 1))
+    # distinct starting points: coincident ones have infinite energy under the singular kernel
+    omega0 = np.broadcast_to(np.linspace(-1.0, 1.0, 8)[:, None], (3, 8, 1)).copy()
     return simulate(energy_1d(), omega0, eta=0.01, beta=2.0, n_steps=50, method="mala", seed=4)
 
 
 def case_hmc():
     from meanfield.samplers import sample_hmc
 
-    return sample_hmc(energy_1d(), np.zeros((2, 6, 1)), beta=1.0, n_samples=10, n_warmup=10, seed=5)
+    omega0 = np.broadcast_to(np.linspace(-1.0, 1.0, 6)[:, None], (2, 6, 1)).copy()
+    return sample_hmc(energy_1d(), omega0, beta=1.0, n_samples=10, n_warmup=10, seed=5)
 
 
 def case_pde_solve():

@@ -223,7 +223,8 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
     total = n * c
     fm = feature_map
     kind = type(fm)
-    if kind not in (PositiveFeatures, SoftmaxFeatures, SoftplusFeatures):
+    # per-head Omegas (num_heads set) take the generic path: features, then the prefix sums
+    if kind not in (PositiveFeatures, SoftmaxFeatures, SoftplusFeatures) or fm.num_heads:
         return causal_linear_attention(
             fm.transform(q), fm.transform(k), v, log_space=fm.log_space, eps=eps,
             chunk_size=chunk_size, key_padding_mask=key_padding_mask,

@@ -153,10 +153,16 @@ class AttentionFeatureMap(nn.Module):
         Draw ``omega`` in orthogonal blocks (PORF) instead of iid.
     seed : int
         Seed of the initial draw (>= 0); see :meth:`new_feature_map`.
+    num_heads : int, optional
+        One ``Omega`` per head (shape ``(num_heads, n_features, head_dim)``) instead of one
+        shared by all heads. Inputs then carry the head axis third from last,
+        ``(..., num_heads, L, head_dim)`` (the head-major layout of attention), and head ``h``
+        of the input goes through ``omega[h]``.
 
     Attributes
     ----------
-    omega : torch.Tensor, shape (n_features, head_dim), float32 buffer
+    omega : torch.Tensor, shape (n_features, head_dim) or (num_heads, n_features, head_dim)
+        float32 buffer.
     learned : bool
         True once :meth:`set_omega` installed particles (e.g. from Phase A).
 
@@ -172,12 +178,22 @@ class AttentionFeatureMap(nn.Module):
 
     kind = "base"
 
-    def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool, seed: int = 0):
+    def __init__(
+        self,
+        head_dim: int,
+        n_features: int,
+        *,
+        orthogonal: bool,
+        seed: int = 0,
+        num_heads: int | None = None,
+    ):
         super().__init__()
         self.head_dim = check_int("head_dim", head_dim)
         self.n_features = check_int("n_features", n_features)
         self.orthogonal = bool(orthogonal)
-        self.register_buffer("omega", torch.empty(self.n_features, self.head_dim))
+        self.num_heads = None if num_heads is None else check_int("num_heads", num_heads)
+        heads = () if self.num_heads is None else (self.num_heads,)
+        self.register_buffer("omega", torch.empty(*heads, self.n_features, self.head_dim))
         self.learned = False
         self.new_feature_map(check_int("seed", seed, minimum=0))
 
@@ -201,8 +217,14 @@ class AttentionFeatureMap(nn.Module):
         seed = check_int("seed", seed, minimum=0)
         gen = torch.Generator(device="cpu").manual_seed(seed)
         draw = orthogonal_omega if self.orthogonal else gaussian_omega
-        omega = draw(self.n_features, self.head_dim, gen, dtype=torch.float32)
-        self.omega.copy_(omega.to(self.omega.device))
+        # per-head: independent blocks drawn in head order from the one generator
+        blocks = [
+            draw(self.n_features, self.head_dim, gen, dtype=torch.float32)
+            for _ in range(self.num_heads or 1)
+        ]
+        omega = blocks[0] if self.num_heads is None else torch.stack(blocks)
+        with torch.no_grad():
+            self.omega.copy_(omega.to(self.omega.device))
         self.seed = seed
         self.learned = False
 
@@ -211,8 +233,8 @@ class AttentionFeatureMap(nn.Module):
 
         Parameters
         ----------
-        omega : array_like, shape (n_features, head_dim)
-            Finite values.
+        omega : array_like, shape (n_features, head_dim) or (num_heads, n_features, head_dim)
+            Finite values, in the shape of :attr:`omega`.
 
         Examples
         --------
@@ -222,14 +244,19 @@ class AttentionFeatureMap(nn.Module):
         (4.0, True)
         """
         om = torch.as_tensor(omega, dtype=torch.float64).detach().cpu()
-        if om.shape != (self.n_features, self.head_dim):
+        if om.shape != self.omega.shape:
+            names = (
+                "(n_features, head_dim)"
+                if self.num_heads is None
+                else ("(num_heads, n_features, head_dim)")
+            )
             raise ValueError(
-                f"omega must have shape (n_features, head_dim) = "
-                f"({self.n_features}, {self.head_dim}), got {tuple(om.shape)}"
+                f"omega must have shape {names} = {tuple(self.omega.shape)}, got {tuple(om.shape)}"
             )
         if not torch.isfinite(om).all():
             raise ValueError("omega must be finite (no NaN or inf)")
-        self.omega.copy_(om.to(device=self.omega.device, dtype=self.omega.dtype))
+        with torch.no_grad():
+            self.omega.copy_(om.to(device=self.omega.device, dtype=self.omega.dtype))
         self.learned = True
 
     # keep `learned` and `seed` in state_dict so a saved Phase-A model reloads as learned
@@ -281,12 +308,18 @@ class AttentionFeatureMap(nn.Module):
                 f"{name} must have last dimension head_dim = {self.head_dim}, "
                 f"got shape {tuple(x.shape)}"
             )
+        if self.num_heads is not None and (x.ndim < 3 or x.shape[-3] != self.num_heads):
+            raise ValueError(
+                f"{name} must have the head axis third from last (..., num_heads = "
+                f"{self.num_heads}, L, head_dim) for a per-head feature map, got shape "
+                f"{tuple(x.shape)}"
+            )
 
     def _logits(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``u = Omega x~`` and ``|x~|^2 / 2`` in the compute dtype (autocast off)."""
         dt = _compute_dtype(x.dtype)
         xs = x.to(dt) * self.head_dim ** (-0.25)
-        u = xs @ self.omega.to(dt).T
+        u = xs @ self.omega.to(dt).transpose(-1, -2)  # per-head omega broadcasts over heads
         half_sq = 0.5 * (xs * xs).sum(-1, keepdim=True)
         return u, half_sq
 
@@ -359,9 +392,10 @@ class AttentionFeatureMap(nn.Module):
         >>> make_feature_map("porf", head_dim=4, n_features=8).extra_repr()
         "kind='porf', head_dim=4, n_features=8, orthogonal=True, learned=False"
         """
+        heads = "" if self.num_heads is None else f"num_heads={self.num_heads}, "
         return (
             f"kind={self.kind!r}, head_dim={self.head_dim}, n_features={self.n_features}, "
-            f"orthogonal={self.orthogonal}, learned={self.learned}"
+            f"{heads}orthogonal={self.orthogonal}, learned={self.learned}"
         )
 
 
@@ -389,8 +423,12 @@ class PositiveFeatures(AttentionFeatureMap):
     True
     """
 
-    def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool = False, seed=0):
-        super().__init__(head_dim, n_features, orthogonal=orthogonal, seed=seed)
+    def __init__(
+        self, head_dim: int, n_features: int, *, orthogonal: bool = False, seed=0, num_heads=None
+    ):
+        super().__init__(
+            head_dim, n_features, orthogonal=orthogonal, seed=seed, num_heads=num_heads
+        )
         self.kind = "porf" if orthogonal else "favor"
 
     log_space = True
@@ -417,8 +455,12 @@ class SoftplusFeatures(AttentionFeatureMap):
     ((3, 8), True)
     """
 
-    def __init__(self, head_dim: int, n_features: int, *, orthogonal: bool = True, seed=0):
-        super().__init__(head_dim, n_features, orthogonal=orthogonal, seed=seed)
+    def __init__(
+        self, head_dim: int, n_features: int, *, orthogonal: bool = True, seed=0, num_heads=None
+    ):
+        super().__init__(
+            head_dim, n_features, orthogonal=orthogonal, seed=seed, num_heads=num_heads
+        )
         self.kind = "porf-softplus"
 
     def _raw(self, x):
@@ -462,8 +504,11 @@ class SoftmaxFeatures(AttentionFeatureMap):
         orthogonal: bool = True,
         symmetric: bool = True,
         seed=0,
+        num_heads=None,
     ):
-        super().__init__(head_dim, n_features, orthogonal=orthogonal, seed=seed)
+        super().__init__(
+            head_dim, n_features, orthogonal=orthogonal, seed=seed, num_heads=num_heads
+        )
         self.symmetric = bool(symmetric)
         self.kind = "softmaxfeat"
 
@@ -483,7 +528,7 @@ class SoftmaxFeatures(AttentionFeatureMap):
 
 
 def make_feature_map(
-    kind: str, head_dim: int, n_features: int, *, seed: int = 0
+    kind: str, head_dim: int, n_features: int, *, seed: int = 0, num_heads: int | None = None
 ) -> AttentionFeatureMap:
     """Build a feature map by name.
 
@@ -496,20 +541,26 @@ def make_feature_map(
         ``d_h >= 1`` and ``m >= 1``.
     seed : int
         Seed of the initial ``omega`` (>= 0).
+    num_heads : int, optional
+        One ``omega`` per head (see :class:`AttentionFeatureMap`).
 
     Examples
     --------
     >>> [type(make_feature_map(k, 4, 8)).__name__ for k in FEATURE_KINDS]
     ['PositiveFeatures', 'PositiveFeatures', 'SoftplusFeatures', 'SoftmaxFeatures']
+    >>> fm = make_feature_map("favor", 4, 8, num_heads=3)
+    >>> tuple(fm.omega.shape), tuple(fm.transform(torch.randn(2, 3, 5, 4)).shape)
+    ((3, 8, 4), (2, 3, 5, 8))
     """
     check_choice("feature kind", kind, FEATURE_KINDS)
+    kw = dict(seed=seed, num_heads=num_heads)
     if kind == "favor":
-        return PositiveFeatures(head_dim, n_features, orthogonal=False, seed=seed)
+        return PositiveFeatures(head_dim, n_features, orthogonal=False, **kw)
     if kind == "porf":
-        return PositiveFeatures(head_dim, n_features, orthogonal=True, seed=seed)
+        return PositiveFeatures(head_dim, n_features, orthogonal=True, **kw)
     if kind == "porf-softplus":
-        return SoftplusFeatures(head_dim, n_features, orthogonal=True, seed=seed)
-    return SoftmaxFeatures(head_dim, n_features, orthogonal=True, seed=seed)
+        return SoftplusFeatures(head_dim, n_features, orthogonal=True, **kw)
+    return SoftmaxFeatures(head_dim, n_features, orthogonal=True, **kw)
 
 
 def chi_mean(k: int) -> float:

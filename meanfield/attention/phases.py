@@ -580,9 +580,12 @@ def _layer_energy(align, omega0, domain, st: PhaseASettings):
     return Energy(terms, domain=domain), step, beta_run, cal
 
 
-def _align_layer(Xa, ya, omega0, layer: int, st: PhaseASettings, feature: str, result):
+def _align_layer(Xa, ya, omega0, layer: int, st: PhaseASettings, feature: str, result, align=None):
     """One layer's Langevin run on the alignment energy; records the run's diagnostics.
 
+    ``align`` (optional) is the alignment term to use instead of the ``st.alignment`` form of
+    the ridge ``feature`` (e.g. the deployed kernel's,
+    :class:`meanfield.attention.learn_features.DeployedKernelAlignment`).
     Returns the learned particles (float64, shape of ``omega0``).
     """
     from ..domains import Ball
@@ -592,7 +595,8 @@ def _align_layer(Xa, ya, omega0, layer: int, st: PhaseASettings, feature: str, r
     align_cls = ALIGNMENT_TERMS[st.alignment]
     d_h = omega0.shape[1]
     domain = Ball(d_h, st.radius)
-    align = align_cls(Xa * d_h**-0.25, ya, feature=feature)  # the energy sees x~ = x d_h^-1/4
+    if align is None:  # the energy sees x~ = x d_h^-1/4
+        align = align_cls(Xa * d_h**-0.25, ya, feature=feature)
     omega0 = domain.project(omega0)
     energy, step, beta_run, cal = _layer_energy(align, omega0, domain, st)
     batch = st.data_batch

@@ -1,0 +1,597 @@
+r"""Learning the feature maps of a linearized pretrained model: Kernel (Phase A) and Hedgehog.
+
+Both act on a model linearized by :func:`meanfield.attention.linearize.linearize`, per layer
+and per head, and leave ``Omega`` a buffer (frozen in the fine-tuning that follows), so the
+three ways of getting a feature map — the prior draw (*vanilla*), :func:`phase_a_pretrained`
+(*Kernel*, the paper) and :func:`distil_feature_maps` (*Hedgehog*) — have exactly the same
+parameters: one ``(m, d_h)`` matrix per head.
+
+Kernel: Phase A on the deployed kernel
+--------------------------------------
+Per layer ``l`` and head ``h`` the particles ``omega_1..omega_m`` (the rows of
+``Omega[l, h]``) follow the package's projected Langevin dynamics
+(:func:`meanfield.particles.simulate`) on the energy of :mod:`meanfield.attention.phases`,
+
+.. math::
+
+    E(\mu) = \int \frac{|w|^2}{2}\, d\mu - \gamma A_c(\mu) + \lambda \iint k_s\, d\mu\,d\mu,
+
+whose Gibbs law without data is the FAVOR+ prior; ``gamma`` and ``lambda`` are calibrated
+at the start as there. The alignment is that of **the kernel the layer deploys**,
+:class:`DeployedKernelAlignment`: ``K_Omega(x, x') = phi_Omega(x) . phi_Omega(x')`` with
+``phi`` the layer's own feature map (FAVOR+, PORF-softplus, or softmaxfeat, whose softmax
+normaliser couples all particles: a nonlinear functional of the empirical measure, with
+gradient by automatic differentiation), centred (Cortes et al. 2012) on the head's per-sequence
+mean keys (rescaled to the token-key norm, :func:`meanfield.attention.phases.token_samples`'
+``"pooled"`` representation) labelled by the sequence's class. The aligned sequences are a
+stated budget, ``n_align`` (default 4096), drawn from the training split; ``n_heldout`` others
+measure the held-out alignment.
+
+Hedgehog: distillation of softmax attention
+-------------------------------------------
+Zhang et al. (ICLR 2024) train each layer's feature map so that its linear attention weights
+mimic the pretrained softmax attention on the training data, with the cross-entropy
+
+.. math::
+
+    \mathcal{L}_l = -\frac{1}{|T|} \sum_{t \in T} \sum_s A^{\mathrm{soft}}_{ts}
+    \log A^{\mathrm{lin}}_{ts}, \qquad
+    A^{\mathrm{lin}}_{ts} = \frac{\varphi(q_t) \cdot \varphi(k_s)}
+    {\sum_{s'} \varphi(q_t) \cdot \varphi(k_{s'})},
+
+queries and keys those of the softmax model (the teacher), ``T`` the real (non-padding)
+queries. Their map is softmaxfeat with a trainable ``d_h x d_h`` matrix; here the trainable
+matrix is ``Omega`` of whichever map is deployed (for softmaxfeat with ``m = d_h``: Hedgehog's
+map without its bias), trained by Adam on ``n_sequences`` training sequences, so Hedgehog and
+Kernel learn the same parameters from the same data.
+
+Examples
+--------
+>>> import tempfile, torch
+>>> from meanfield.attention.linearize import linearize
+>>> from meanfield.attention.pretrained import (encode_pretrained, load_pretrained_classifier,
+...                                             save_tiny_bert)
+>>> folder = tempfile.mkdtemp()
+>>> save_tiny_bert(folder)
+>>> model, tok = load_pretrained_classifier(folder)
+>>> texts = ["a good film", "a bad film", "great story", "awful plot"] * 8
+>>> data = encode_pretrained(tok, texts, None, [1, 0, 1, 0] * 8, max_length=8)
+>>> model = linearize(model, "softmaxfeat", n_features=8)
+>>> res = distil_feature_maps(model, data, n_sequences=24, n_heldout=8, steps=20)
+>>> res["loss_after"] < res["loss_before"]
+True
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+
+import numpy as np
+import torch
+
+from .._validation import check_int, check_positive
+from ..energy import Term
+from ..errors import InputError
+from .features import AttentionFeatureMap, make_feature_map
+from .linearize import feature_maps_of, record_attention_inputs
+from .phases import PhaseAResult, PhaseASettings, _align_layer
+from .training import EncodedData, iterate_batches
+
+__all__ = [
+    "DeployedKernelAlignment",
+    "head_feature_map",
+    "record_inputs",
+    "attention_cross_entropy",
+    "distil_feature_maps",
+    "phase_a_pretrained",
+]
+
+
+def head_feature_map(fm: AttentionFeatureMap, head: int) -> AttentionFeatureMap:
+    """Head ``head`` of a per-head feature map, as a feature map of its own (a copy).
+
+    Examples
+    --------
+    >>> from meanfield.attention.features import make_feature_map
+    >>> fm = make_feature_map("favor", 4, 8, num_heads=3)
+    >>> one = head_feature_map(fm, 2)
+    >>> torch.equal(one.omega, fm.omega[2]), one.num_heads
+    (True, None)
+    """
+    kind = fm.kind
+    one = make_feature_map(kind, fm.head_dim, fm.n_features)
+    one.set_omega(fm.omega[head] if fm.num_heads is not None else fm.omega)
+    one.learned = fm.learned
+    return one
+
+
+# ---------------------------------------------------------------------------------------
+# the deployed kernel's alignment, an energy term
+# ---------------------------------------------------------------------------------------
+class DeployedKernelAlignment(Term):
+    r"""Energy term ``-A_c``: centred alignment of an attention feature map's own kernel.
+
+    For particles ``Omega`` (the rows of the map's matrix) and data ``X`` (unscaled keys; the
+    map applies ``d_h^{-1/4}`` itself), ``Phi = phi_Omega(X)`` (n, n_outputs),
+    ``Phi_c = H Phi`` (features centred over the data) and ``y_c = H y``:
+
+    .. math::
+
+        A_c(\Omega) = \frac{\|\Phi_c^\top y_c\|^2}
+        {\|\Phi_c^\top \Phi_c\|_F\, \|y_c\|^2},
+
+    the Cortes–Mohri–Rostamizadeh alignment of ``K = Phi Phi^T`` with ``y y^T``, computed in
+    ``O(n m^2)`` through the ``m x m`` Gram matrix. For FAVOR+ and PORF-softplus it is
+    :class:`meanfield.energy.CentredAlignment` with the ``"positive"`` / ``"softplus"``
+    ridge features (tested equal); for softmaxfeat the per-token normaliser couples the
+    particles, so the term is a nonlinear functional of the empirical measure (kind
+    ``"measure"``). Its gradient is computed by automatic differentiation.
+
+    Parameters
+    ----------
+    feature_map : AttentionFeatureMap
+        A shared (not per-head) map; its kind fixes the kernel, its ``omega`` is ignored.
+    X : array_like, shape (n, d_h)
+    y : array_like, shape (n,)
+        Labels ±1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.attention.features import make_feature_map
+    >>> from meanfield.domains import Ball
+    >>> from meanfield.energy import Energy
+    >>> fm = make_feature_map("softmaxfeat", 4, 6)
+    >>> X = np.random.default_rng(0).normal(size=(40, 4))
+    >>> E = Energy([DeployedKernelAlignment(fm, X, np.sign(X[:, 0]))], Ball(4, 10.0))
+    >>> omega = torch.randn(6, 4, dtype=torch.float64)
+    >>> -1 <= float(E.value(omega)) <= 0, tuple(E.grad(omega).shape)
+    (True, (6, 4))
+    """
+
+    name = "deployed_alignment"
+    kind = "measure"
+
+    def __init__(self, feature_map: AttentionFeatureMap, X, y):
+        if feature_map.num_heads is not None:
+            raise InputError("DeployedKernelAlignment takes one head's map (head_feature_map)")
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != feature_map.head_dim:
+            raise InputError(f"X must have shape (n, {feature_map.head_dim}), got {X.shape}")
+        if y.shape != (len(X),) or len(X) < 2:
+            raise InputError(f"y must have shape ({len(X)},) with n >= 2, got {y.shape}")
+        self.fm = copy.deepcopy(feature_map).cpu().double()
+        self.X_np, self.y_np = X, y
+        self._bound = None
+
+    def bind(self, dim, dtype, device):
+        """Hold the data and the centred labels in ``dtype`` on ``device``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.attention.features import make_feature_map
+        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> term.yc.tolist()
+        [1.0, -1.0]
+        """
+        if dim != self.fm.head_dim:
+            raise ValueError(f"particles of dimension {self.fm.head_dim} needed, domain has {dim}")
+        self.X = torch.as_tensor(self.X_np, dtype=dtype, device=device)
+        yc = torch.as_tensor(self.y_np, dtype=dtype, device=device)
+        self.yc = yc - yc.mean()
+        self._bound = (dim, dtype, device)
+
+    def _alignment(self, omega):
+        fm = self.fm
+        saved = fm.omega
+        fm.omega = omega  # a (possibly batched, differentiable) stand-in for the buffer
+        try:
+            phi = fm._raw(self.X.to(omega.dtype))  # (..., n, n_outputs): X broadcasts
+        finally:
+            fm.omega = saved
+        phi = phi - phi.mean(-2, keepdim=True)
+        num = (phi.transpose(-1, -2) @ self.yc).pow(2).sum(-1)
+        gram = phi.transpose(-1, -2) @ phi
+        den = torch.linalg.matrix_norm(gram) * self.yc.pow(2).sum()
+        return num / den.clamp_min(1e-300)
+
+    def value(self, omega):
+        """``-A_c(Omega)``, shape ``omega.shape[:-2]``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.attention.features import make_feature_map
+        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> float(term.value(torch.zeros(3, 2, dtype=torch.float64)))  # constant features
+        -0.0
+        """
+        return -self._alignment(omega)
+
+    def grad(self, omega):
+        """Gradient of :meth:`value` with respect to the particles (autograd), shape of omega.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.attention.features import make_feature_map
+        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> term.grad(torch.ones(3, 2, dtype=torch.float64)).shape
+        torch.Size([3, 2])
+        """
+        with torch.enable_grad():
+            om = omega.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(self.value(om).sum(), om)
+        return g
+
+    def first_variation(self, at, points, weights):
+        """Not defined: a particle energy in ``d_h`` dimensions has no grid view.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.attention.features import make_feature_map
+        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
+        >>> term.first_variation(None, None, None)
+        Traceback (most recent call last):
+            ...
+        NotImplementedError: DeployedKernelAlignment is a particle energy ...
+        """
+        raise NotImplementedError(
+            "DeployedKernelAlignment is a particle energy (d_h-dimensional); it has no grid view"
+        )
+
+    def describe(self):
+        """The term's settings (for provenance).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.attention.features import make_feature_map
+        >>> fm = make_feature_map("favor", 2, 3)
+        >>> DeployedKernelAlignment(fm, np.eye(2), [1, -1]).describe()
+        {'feature_map': 'favor', 'n_data': 2}
+        """
+        return {"feature_map": self.fm.kind, "n_data": len(self.X_np)}
+
+
+# ---------------------------------------------------------------------------------------
+# the teacher's queries and keys
+# ---------------------------------------------------------------------------------------
+@torch.no_grad()
+def record_inputs(model, data: EncodedData, *, batch_size: int = 16, softmax: bool = True):
+    """Each layer's queries, keys and padding on ``data`` (per batch, trimmed to its width).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A linearized ``transformers`` model (``(input_ids, padding_mask, segment_ids)``).
+    data : EncodedData
+    batch_size : int
+    softmax : bool
+        Run the layers with exact softmax attention (the teacher's inputs: with it every
+        layer sees the hidden states of the softmax model).
+
+    Returns
+    -------
+    list (per layer) of list (per batch) of (q, k, pad)
+        ``q, k`` of shape ``(b, H, L, d_h)``; ``pad`` ``(b, L)`` bool or None.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.linearize import linearize
+    >>> from meanfield.attention.pretrained import (encode_pretrained,
+    ...     load_pretrained_classifier, save_tiny_bert)
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model, tok = load_pretrained_classifier(folder)
+    >>> data = encode_pretrained(tok, ["a film", "a good film"], None, [0, 1], 8)
+    >>> rec = record_inputs(linearize(model, "favor", n_features=4), data)
+    >>> len(rec), tuple(rec[0][0][0].shape)
+    (2, (2, 2, 5, 8))
+    """
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    with record_attention_inputs(model, softmax=softmax) as records:
+        for ids, mask, seg, _ in iterate_batches(data, batch_size, shuffle=False):
+            model(ids.to(device), mask.to(device), seg.to(device))
+    model.train(was)
+    return records
+
+
+def _teacher_weights(q, k, pad):
+    d = q.shape[-1]
+    logits = (q @ k.transpose(-1, -2)) / math.sqrt(d)
+    if pad is not None:
+        logits = logits.masked_fill(pad[:, None, None, :], float("-inf"))
+    return logits.softmax(-1)
+
+
+def _student_log_weights(fm: AttentionFeatureMap, omega, q, k, pad):
+    """``log A_lin`` (b, H, L, S) of the map with matrix ``omega`` (differentiable)."""
+    saved = fm.omega
+    fm.omega = omega
+    try:
+        if fm.log_space:  # positive features: shift by the per-token maximum, exactly
+            aq, ak = fm._transform(q), fm._transform(k)
+            cq = aq.amax(-1, keepdim=True).detach()
+            ck = ak.amax(-1, keepdim=True).detach()
+            kern = torch.exp(aq - cq) @ torch.exp(ak - ck).transpose(-1, -2)
+            logk = torch.log(kern.clamp_min(1e-30)) + ck.transpose(-1, -2)
+        else:
+            kern = fm._raw(q) @ fm._raw(k).transpose(-1, -2)
+            logk = torch.log(kern.clamp_min(1e-30))
+    finally:
+        fm.omega = saved
+    if pad is not None:
+        logk = logk.masked_fill(pad[:, None, None, :], float("-inf"))
+    return logk - torch.logsumexp(logk, dim=-1, keepdim=True)
+
+
+def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
+    """Hedgehog's loss and the mean total-variation distance to softmax, over ``batches``.
+
+    Parameters
+    ----------
+    fm : AttentionFeatureMap
+        A per-head map (its kind; ``omega`` stands in for its matrix).
+    omega : torch.Tensor, shape (H, m, d_h)
+    batches : list of (q, k, pad)
+        From :func:`record_inputs` (one layer).
+
+    Returns
+    -------
+    loss : torch.Tensor (scalar, differentiable in ``omega``)
+        Mean over real query rows of ``-sum_s A_soft log A_lin``.
+    tv : float
+        Mean over real query rows of ``0.5 sum_s |A_lin - A_soft|``.
+
+    Examples
+    --------
+    >>> from meanfield.attention.features import make_feature_map
+    >>> fm = make_feature_map("favor", 4, 64, num_heads=1)
+    >>> q = 0.3 * torch.randn(2, 1, 5, 4)
+    >>> loss, tv = attention_cross_entropy(fm, fm.omega, [(q, q, None)])
+    >>> loss.item() > 0, 0 <= tv < 0.2
+    (True, True)
+    """
+    total, tv, rows = 0.0, 0.0, 0
+    for q, k, pad in batches:
+        teacher = _teacher_weights(q, k, pad)
+        logs = _student_log_weights(fm, omega, q, k, pad)
+        ce = -(teacher * torch.where(teacher > 0, logs, torch.zeros_like(logs))).sum(-1)
+        keep = torch.ones(ce.shape[0], ce.shape[-1], dtype=torch.bool, device=ce.device)
+        if pad is not None:
+            keep = ~pad
+        keep = keep[:, None, :].expand_as(ce)
+        total = total + ce[keep].sum()
+        with torch.no_grad():
+            diff = 0.5 * (logs.exp() - teacher).abs().sum(-1)
+            tv += float(diff[keep].sum())
+        rows += int(keep.sum())
+    return total / rows, tv / rows
+
+
+def _split_sequences(data, n_sequences, n_heldout, seed):
+    n_sequences = check_int("n_sequences", n_sequences, minimum=1)
+    n_heldout = check_int("n_heldout", n_heldout, minimum=1)
+    if n_sequences + n_heldout > len(data):
+        raise InputError(
+            f"n_sequences + n_heldout must be <= len(data) = {len(data)}, "
+            f"got {n_sequences} + {n_heldout}"
+        )
+    perm = np.random.default_rng(seed).permutation(len(data))
+    return data.subset(perm[:n_sequences]), data.subset(perm[n_sequences : n_sequences + n_heldout])
+
+
+def distil_feature_maps(
+    model,
+    data: EncodedData,
+    *,
+    n_sequences: int = 1024,
+    n_heldout: int = 256,
+    steps: int = 300,
+    lr: float = 1e-2,
+    batch_size: int = 16,
+    seed: int = 0,
+    log=None,
+) -> dict:
+    """Hedgehog: train every layer's ``Omega`` to mimic the softmax attention (module notes).
+
+    Layers are trained independently (each on the teacher's queries and keys), by Adam on
+    the cross-entropy of :func:`attention_cross_entropy`, cycling over the recorded batches;
+    the matrices are then installed with ``set_omega`` (``learned`` becomes True) and stay
+    buffers.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Linearized with a kernel feature map (:func:`~meanfield.attention.linearize.linearize`).
+    data : EncodedData
+        Training sequences; ``n_sequences`` are distilled on, ``n_heldout`` others measured.
+    n_sequences, n_heldout : int
+    steps : int
+        Adam steps per layer (>= 1), one recorded batch each.
+    lr : float
+        Adam's learning rate (> 0).
+    batch_size : int
+        Sequences per recorded batch.
+    seed : int
+        Seeds the choice of sequences.
+    log : callable, optional
+        Receives one line per layer.
+
+    Returns
+    -------
+    dict
+        ``loss_before``/``loss_after`` (held-out cross-entropy, mean over layers),
+        ``tv_before``/``tv_after`` (held-out TV distance to softmax), the per-layer lists
+        under ``layers``, ``seconds``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.linearize import linearize
+    >>> from meanfield.attention.pretrained import (encode_pretrained,
+    ...     load_pretrained_classifier, save_tiny_bert)
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model, tok = load_pretrained_classifier(folder)
+    >>> data = encode_pretrained(tok, ["a good film", "a bad plot"] * 6, None, [1, 0] * 6, 8)
+    >>> model = linearize(model, "favor", n_features=8)
+    >>> res = distil_feature_maps(model, data, n_sequences=8, n_heldout=4, steps=10)
+    >>> sorted(res["layers"]), res["tv_after"] <= res["tv_before"] + 0.05
+    (['loss_after', 'loss_before', 'tv_after', 'tv_before'], True)
+    """
+    steps = check_int("steps", steps)
+    lr = check_positive("lr", lr)
+    fms = feature_maps_of(model)
+    if not fms or any(fm is None for fm in fms):
+        raise InputError("distil_feature_maps needs a model linearized with a kernel feature map")
+    train_d, held_d = _split_sequences(data, n_sequences, n_heldout, seed)
+    t0 = time.perf_counter()
+    rec_train = record_inputs(model, train_d, batch_size=batch_size)
+    rec_held = record_inputs(model, held_d, batch_size=batch_size)
+    out = {k: [] for k in ("loss_before", "loss_after", "tv_before", "tv_after")}
+    for layer, fm in enumerate(fms):
+        omega = fm.omega.detach().clone().requires_grad_(True)
+        with torch.no_grad():
+            lb, tb = attention_cross_entropy(fm, omega, rec_held[layer])
+        opt = torch.optim.Adam([omega], lr=lr)
+        batches = rec_train[layer]
+        for step in range(steps):
+            loss, _ = attention_cross_entropy(fm, omega, [batches[step % len(batches)]])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            la, ta = attention_cross_entropy(fm, omega, rec_held[layer])
+        fm.set_omega(omega.detach())
+        for k, v in zip(out, (lb, la, tb, ta), strict=True):
+            out[k].append(float(v))
+        if log is not None:
+            log(f"hedgehog layer {layer}: held-out CE {float(lb):.4f} -> {float(la):.4f}, "
+                f"TV {tb:.3f} -> {ta:.3f}")  # fmt: skip
+    summary = {k: float(np.mean(v)) for k, v in out.items()}
+    summary["layers"] = out
+    summary["seconds"] = time.perf_counter() - t0
+    return summary
+
+
+# ---------------------------------------------------------------------------------------
+# Kernel: Phase A per layer and head
+# ---------------------------------------------------------------------------------------
+def _pooled_keys(batches, labels, head: int):
+    """Per-sequence mean keys of one head, rescaled to the mean token-key norm."""
+    pooled, tokens = [], []
+    for _, k, pad in batches:
+        kh = k[:, head].double()  # (b, L, d)
+        keep = torch.ones(kh.shape[:2], dtype=torch.bool) if pad is None else ~pad.cpu()
+        w = keep.to(kh.dtype).unsqueeze(-1)
+        pooled.append((kh * w).sum(1) / w.sum(1).clamp_min(1.0))
+        tokens.append(kh[keep])
+    pooled = torch.cat(pooled)
+    token_norm = torch.cat(tokens).norm(dim=1).mean()
+    pooled = pooled * (token_norm / pooled.norm(dim=1).mean())
+    return pooled.numpy(), labels
+
+
+def _alignment_value(fm_one, X, y) -> float:
+    term = DeployedKernelAlignment(fm_one, X, y)
+    term.bind(fm_one.head_dim, torch.float64, "cpu")
+    return float(-term.value(fm_one.omega.double()))
+
+
+def phase_a_pretrained(model, data: EncodedData, **settings) -> PhaseAResult:
+    """Kernel Phase A on a linearized pretrained model, per layer and head (module notes).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Linearized with a kernel feature map; its per-head ``Omega`` are replaced.
+    data : EncodedData
+        Training sequences (binary labels).
+    **settings
+        :class:`~meanfield.attention.phases.PhaseASettings` (``n_align`` default here 4096,
+        ``n_heldout`` 512, ``alignment`` must be ``"centred"``, ``representation``
+        ``"pooled"``; ``tilt``, ``repulsion_ratio``, ``lam``, ``riesz_s``, ``softening``,
+        ``n_steps``, ``tau``, ``radius``, ``norms``, ``seed``).
+
+    Returns
+    -------
+    PhaseAResult
+        Lists indexed by ``(layer, head)`` in row-major order; alignments are those of the
+        deployed kernel; ``tv_to_softmax_*`` the held-out TV distance to softmax per layer
+        (the same value repeated over that layer's heads).
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> from meanfield.attention.linearize import linearize
+    >>> from meanfield.attention.pretrained import (encode_pretrained,
+    ...     load_pretrained_classifier, save_tiny_bert)
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model, tok = load_pretrained_classifier(folder)
+    >>> texts = ["a good film", "a bad film", "great story", "awful plot"] * 8
+    >>> data = encode_pretrained(tok, texts, None, [1, 0, 1, 0] * 8, max_length=8)
+    >>> model = linearize(model, "favor", n_features=8)
+    >>> res = phase_a_pretrained(model, data, n_align=20, n_heldout=8, n_steps=30)
+    >>> len(res.lam), res.summary()["frac_on_boundary"]  # 2 layers x 2 heads
+    (4, 0.0)
+    """
+    settings = {"n_align": 4096, **settings}
+    st = PhaseASettings(**settings)
+    if st.alignment != "centred" or st.representation != "pooled":
+        raise InputError("phase_a_pretrained aligns pooled keys with the centred alignment")
+    fms = feature_maps_of(model)
+    if not fms or any(fm is None for fm in fms):
+        raise InputError("phase_a_pretrained needs a model linearized with a kernel feature map")
+    n_align = min(st.n_align, len(data) - st.n_heldout)
+    if n_align < 2:
+        raise InputError(f"n_heldout = {st.n_heldout} leaves fewer than 2 of {len(data)} to align")
+    d_h = fms[0].head_dim
+    radius = st.radius if st.radius is not None else 2.0 * math.sqrt(d_h) + 4.0
+    from dataclasses import asdict, replace
+
+    st = replace(st, n_align=n_align, radius=radius)
+    train_d, held_d = _split_sequences(data, n_align, st.n_heldout, st.seed)
+    t0 = time.perf_counter()
+    rec_a = record_inputs(model, train_d, softmax=False)
+    rec_h = record_inputs(model, held_d, softmax=False)
+    ya = np.where(train_d.labels.numpy() > 0, 1.0, -1.0)
+    yh = np.where(held_d.labels.numpy() > 0, 1.0, -1.0)
+    result = PhaseAResult(settings={**asdict(st), "energy": "deployed kernel, per head"})
+    for layer, fm in enumerate(fms):
+        tv_b = attention_cross_entropy(fm, fm.omega, rec_h[layer])[1]
+        new = fm.omega.detach().clone().double()
+        for h in range(fm.num_heads):
+            one = head_feature_map(fm, h)
+            Xa, _ = _pooled_keys(rec_a[layer], ya, h)
+            Xh, _ = _pooled_keys(rec_h[layer], yh, h)
+            result.n_samples.append(len(ya))
+            result.align_train_before.append(_alignment_value(one, Xa, ya))
+            result.align_heldout_before.append(_alignment_value(one, Xh, yh))
+            omega0 = one.omega.detach().double()
+            align = DeployedKernelAlignment(one, Xa, ya)
+            omega = _align_layer(Xa, ya, omega0, layer * 100 + h, st, None, result, align=align)
+            one.set_omega(omega)
+            new[h] = omega
+            result.align_train_after.append(_alignment_value(one, Xa, ya))
+            result.align_heldout_after.append(_alignment_value(one, Xh, yh))
+        fm.set_omega(new)
+        with torch.no_grad():
+            tv_a = attention_cross_entropy(fm, fm.omega, rec_h[layer])[1]
+        result.tv_to_softmax_before += [tv_b] * fm.num_heads
+        result.tv_to_softmax_after += [tv_a] * fm.num_heads
+    result.seconds = time.perf_counter() - t0
+    return result

@@ -1,0 +1,351 @@
+r"""Linearize a Transformer: swap every softmax self-attention for kernel attention in place.
+
+:func:`linearize` takes a loaded model and replaces the attention *computation* of each layer
+while keeping its pretrained projections (the practice of Hedgehog, Zhang et al. 2024, and
+LoLCATs, 2024): each layer gets its own feature map (one ``Omega`` per head, seeded
+``seed * 1000 + layer``), and
+
+.. math::
+
+    \mathrm{softmax}\Big(\frac{q_t \cdot k_s}{\sqrt{d_h}}\Big)
+    \;\longrightarrow\;
+    \frac{\varphi_\ell(q_t) \cdot \varphi_\ell(k_s)}{\sum_{s'} \varphi_\ell(q_t) \cdot
+    \varphi_\ell(k_{s'})}
+
+costs ``O(L m d_h)`` instead of ``O(L^2 d_h)``. Two model kinds are handled:
+
+* **Hugging Face BERT-family encoders** (``transformers``): the attention function is swapped
+  through ``transformers``' own extension point, ``AttentionInterface`` (registered here as
+  ``"meanfield"``, with a mask function that hands the attention the 2-d padding mask instead
+  of an ``L x S`` additive mask, so the padding is applied in ``O(L)``). The model's
+  ``query``/``key``/``value`` layers, its scaling and its code are unchanged; the feature map
+  is the attribute ``feature_map`` of each self-attention module.
+* **torch's own containers** (``nn.TransformerEncoder``/``Decoder``/``nn.Transformer`` and
+  their layers): each ``nn.MultiheadAttention`` is replaced by
+  :meth:`KernelAttention.from_mha <meanfield.attention.linear.KernelAttention.from_mha>`, and
+  the encoders' nested-tensor fast path is switched off, because torch decides on it when the
+  container is built (it would otherwise hand the kernel attention a nested tensor in eval
+  mode and fail with ``NestedTensorImpl doesn't support sizes``).
+
+Attention dropout. Linear attention forms no weight matrix to drop from. In ``transformers``
+models the attention dropout rate is applied to the *output* of each head's attention
+instead; both are unbiased, ``E[drop(A) V] = A V = E[drop(A V)]``, so in expectation the layer
+computes the same thing and only the noise differs. torch containers are converted with
+``dropout=0.0`` on the kernel attention (an explicit choice passed to ``from_mha``); their
+layers' other dropouts are kept. Each torch layer has one ``Omega`` shared by its heads.
+
+With ``feature_map="softmax"`` the attention is exact softmax attention through the package's
+:func:`~meanfield.attention.linear.softmax_attention` with the same padding path, so the
+linearized model equals the original to float rounding (tested for both kinds).
+
+Examples
+--------
+>>> import torch
+>>> from meanfield.attention.linearize import linearize
+>>> layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+>>> enc = torch.nn.TransformerEncoder(layer, 2).eval()
+>>> x = torch.randn(3, 7, 16)
+>>> pad = torch.zeros(3, 7, dtype=torch.bool)
+>>> pad[0, 5:] = True
+>>> with torch.no_grad():
+...     ref = enc(x, src_key_padding_mask=pad)
+...     out = linearize(enc, "softmax")(x, src_key_padding_mask=pad)
+>>> torch.allclose(out[:, :5], ref[:, :5], atol=1e-5)
+True
+>>> _ = linearize(enc, "favor", n_features=16)
+>>> type(enc.layers[0].self_attn).__name__
+'KernelAttention'
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch.nn.functional as F
+from torch import nn
+
+from .._validation import check_choice, check_int
+from ..errors import InputError
+from .features import AttentionFeatureMap, make_feature_map
+from .linear import ATTENTION_KINDS, KernelAttention, kernel_attention, softmax_attention
+
+__all__ = [
+    "HF_ATTENTION_NAME",
+    "linearize",
+    "attention_modules",
+    "feature_maps_of",
+    "record_attention_inputs",
+]
+
+#: The name under which the kernel attention is registered with ``transformers``.
+HF_ATTENTION_NAME = "meanfield"
+
+_TORCH_LAYERS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
+
+
+def _is_hf_self_attention(module: nn.Module) -> bool:
+    """A ``transformers`` BERT-style self-attention: q/k/v linears and a config."""
+    return (
+        all(isinstance(getattr(module, n, None), nn.Linear) for n in ("query", "key", "value"))
+        and hasattr(module, "config")
+        and hasattr(module.config, "num_attention_heads")
+    )
+
+
+def attention_modules(model: nn.Module) -> list[nn.Module]:
+    """The self-attention modules :func:`linearize` acts on, in layer order.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+
+    Returns
+    -------
+    list of torch.nn.Module
+        ``transformers`` self-attention modules, ``nn.MultiheadAttention`` and
+        :class:`~meanfield.attention.linear.KernelAttention` modules of torch containers.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.linearize import attention_modules
+    >>> layer = torch.nn.TransformerEncoderLayer(8, 2, batch_first=True)
+    >>> len(attention_modules(torch.nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)))
+    3
+    """
+    found = []
+    for module in model.modules():
+        if _is_hf_self_attention(module) or isinstance(
+            module, (nn.MultiheadAttention, KernelAttention)
+        ):
+            found.append(module)
+    return found
+
+
+def feature_maps_of(model: nn.Module) -> list[AttentionFeatureMap | None]:
+    """Each linearized layer's feature map (None for softmax), in layer order.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.attention.linearize import feature_maps_of, linearize
+    >>> layer = torch.nn.TransformerEncoderLayer(8, 2, dropout=0.0, batch_first=True)
+    >>> enc = linearize(torch.nn.TransformerEncoder(layer, 2), "porf", n_features=4)
+    >>> [tuple(fm.omega.shape) for fm in feature_maps_of(enc)]
+    [(4, 4), (4, 4)]
+    """
+    return [getattr(m, "feature_map", None) for m in attention_modules(model)]
+
+
+# ---------------------------------------------------------------------------------------
+# transformers: the attention function and its mask
+# ---------------------------------------------------------------------------------------
+def _hf_kernel_attention(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs
+):
+    """``transformers`` attention function: ``(N, H, L, d)`` in, ``(N, L, H, d)`` out.
+
+    ``attention_mask`` is the 2-d keep-mask of the padding (True = real token) made by the
+    registered mask function, or None.
+    """
+    if attention_mask is not None and attention_mask.ndim != 2:
+        raise InputError(
+            "kernel attention takes a 2-d padding mask (batch, S); got a "
+            f"{attention_mask.ndim}-d attention_mask of shape {tuple(attention_mask.shape)} "
+            "(a general mask cannot be applied in O(L))"
+        )
+    pad = None if attention_mask is None else ~attention_mask.bool()
+    d = query.shape[-1]
+    if scaling is not None and not math.isclose(scaling, d**-0.5):
+        # the feature maps assume the 1/sqrt(d) scale: fold any other one into the queries
+        query = query * (scaling * math.sqrt(d))
+    q, k, v = (t.transpose(1, 2) for t in (query, key, value))  # (N, L, H, d)
+    causal = bool(getattr(module, "is_causal", False)) and q.shape[1] > 1
+    record = getattr(module, "_meanfield_record", None)
+    if record is not None:
+        record.append((query.detach(), key.detach(), pad))
+    fm = getattr(module, "feature_map", None)
+    if fm is None:
+        out = softmax_attention(q, k, v, key_padding_mask=pad, causal=causal)
+    else:
+        out = kernel_attention(q, k, v, fm, key_padding_mask=pad, causal=causal)
+    if dropout > 0 and module.training:
+        out = F.dropout(out, dropout, training=True)  # output dropout (module notes)
+    return out, None
+
+
+def _register_hf_attention():
+    """Register the attention and its mask function with ``transformers`` (idempotent)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
+
+    AttentionInterface.register(HF_ATTENTION_NAME, _hf_kernel_attention)
+    # the flash-attention mask function returns the 2-d padding mask (or None): what O(L)
+    # attention consumes
+    AttentionMaskInterface.register(HF_ATTENTION_NAME, flash_attention_mask)
+
+
+def _linearize_hf(model, modules, kind, n_features, seed):
+    _register_hf_attention()
+    for layer, module in enumerate(modules):
+        H = module.config.num_attention_heads
+        d = module.config.hidden_size // H
+        fm = None
+        if kind != "softmax":
+            fm = make_feature_map(kind, d, n_features, seed=seed * 1000 + layer, num_heads=H)
+            fm = fm.to(module.query.weight.device)
+        module.feature_map = fm
+    # one config is shared by every layer of the model; set it on the top-level model so
+    # transformers validates the name (registered above)
+    tops = {id(m): m for m in model.modules() if hasattr(m, "set_attn_implementation")}
+    for top in tops.values():
+        top.set_attn_implementation(HF_ATTENTION_NAME)
+    for module in modules:
+        module.config._attn_implementation = HF_ATTENTION_NAME
+
+
+# ---------------------------------------------------------------------------------------
+# torch containers
+# ---------------------------------------------------------------------------------------
+def _linearize_torch(model, kind, n_features, seed):
+    layer = 0
+    for module in model.modules():
+        if isinstance(module, nn.TransformerEncoder):
+            # decided at construction; the kernel attention must never see a nested tensor
+            module.enable_nested_tensor = False
+            module.use_nested_tensor = False
+        if not isinstance(module, _TORCH_LAYERS):
+            continue
+        for name in ("self_attn", "multihead_attn"):
+            attn = getattr(module, name, None)
+            if isinstance(attn, nn.MultiheadAttention):
+                # KernelAttention applies no attention-weight dropout for kernel features
+                # (linear attention forms no weights): the conversion says so explicitly
+                drop = None if kind == "softmax" else 0.0
+                new = KernelAttention.from_mha(
+                    attn, kind, n_features=n_features, seed=seed * 1000 + layer, dropout=drop
+                )
+                setattr(module, name, new)
+                layer += 1
+
+
+def linearize(
+    model: nn.Module, feature_map: str = "favor", *, n_features: int = 64, seed: int = 0
+) -> nn.Module:
+    """Replace every softmax self-attention of ``model`` by kernel attention, in place.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A ``transformers`` BERT-family model (or a module holding one, such as
+        :class:`~meanfield.attention.pretrained.PretrainedClassifier`), or a module built from
+        torch's ``nn.Transformer*`` containers.
+    feature_map : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
+        ``"softmax"``: exact attention through the package's path (equal to the original);
+        otherwise the feature map of every layer (a prior draw: the *vanilla* map; learn it
+        with :func:`meanfield.attention.hedgehog.distil_feature_maps` or
+        :func:`meanfield.attention.pretrained_phase_a.phase_a_pretrained`).
+    n_features : int
+        Random features ``m`` per head (softmaxfeat has ``2 m`` outputs).
+    seed : int
+        Layer ``l`` draws its ``Omega`` with seed ``seed * 1000 + l``.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model`` itself, changed in place; its training mode is kept.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An unknown feature map, or a model with no self-attention it can replace (before any
+        change).
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> from meanfield.attention.linearize import feature_maps_of, linearize
+    >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model = load_pretrained_classifier(folder)[0].eval()
+    >>> ids = torch.tensor([[2, 9, 10, 3], [2, 11, 3, 0]])
+    >>> with torch.no_grad():
+    ...     ref = model(ids, ids == 0)
+    ...     same = linearize(model, "softmax")(ids, ids == 0)
+    >>> torch.allclose(same, ref, atol=1e-5)
+    True
+    >>> _ = linearize(model, "softmaxfeat", n_features=8)
+    >>> [fm.kind for fm in feature_maps_of(model)]
+    ['softmaxfeat', 'softmaxfeat']
+    """
+    check_choice("feature_map", feature_map, ATTENTION_KINDS)
+    n_features = check_int("n_features", n_features)
+    seed = check_int("seed", seed, minimum=0)
+    hf = [m for m in model.modules() if _is_hf_self_attention(m)]
+    torch_layers = [m for m in model.modules() if isinstance(m, _TORCH_LAYERS)]
+    if not hf and not torch_layers:
+        raise InputError(
+            f"linearize found no self-attention to replace in {type(model).__name__}: it "
+            "handles transformers BERT-family models and torch's nn.Transformer* containers"
+        )
+    if hf:
+        _linearize_hf(model, hf, feature_map, n_features, seed)
+    if torch_layers:
+        _linearize_torch(model, feature_map, n_features, seed)
+    if hasattr(model, "config") and isinstance(model.config, dict):
+        model.config["attention"] = feature_map
+    return model
+
+
+class record_attention_inputs:
+    """Context manager: collect each linearized HF layer's queries, keys and padding.
+
+    Inside it, every call of a linearized ``transformers`` self-attention appends
+    ``(query, key, pad)`` (``query``/``key`` of shape ``(N, H, L, d_h)``, detached; ``pad``
+    ``(N, L)`` bool, True = padding, or None) to ``records[layer]``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A model linearized by :func:`linearize` (any feature map, softmax included).
+    softmax : bool
+        Run the layers with exact softmax attention meanwhile (the *teacher*: the
+        original model's attention), restoring the feature maps on exit.
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> from meanfield.attention.linearize import linearize, record_attention_inputs
+    >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model = linearize(load_pretrained_classifier(folder)[0].eval(), "favor", n_features=8)
+    >>> ids = torch.tensor([[2, 9, 10, 3]])
+    >>> with torch.no_grad(), record_attention_inputs(model) as records:
+    ...     _ = model(ids)
+    >>> len(records), tuple(records[0][0][0].shape)
+    (2, (1, 2, 4, 8))
+    """
+
+    def __init__(self, model: nn.Module, softmax: bool = False):
+        self.modules = [m for m in model.modules() if _is_hf_self_attention(m)]
+        if not self.modules:
+            raise InputError("record_attention_inputs needs a linearized transformers model")
+        self.softmax = bool(softmax)
+
+    def __enter__(self):
+        self.records = [[] for _ in self.modules]
+        self.saved = []
+        for module, rec in zip(self.modules, self.records, strict=True):
+            module._meanfield_record = rec
+            self.saved.append(getattr(module, "feature_map", None))
+            if self.softmax:
+                module.feature_map = None
+        return self.records
+
+    def __exit__(self, *exc):
+        for module, fm in zip(self.modules, self.saved, strict=True):
+            module._meanfield_record = None
+            module.feature_map = fm
+        return False

@@ -1,0 +1,394 @@
+r"""A pretrained BERT-family encoder from a local directory, as a sentence classifier.
+
+The encoder and its tokenizer are loaded by Hugging Face ``transformers`` (the optional extra
+``pip install "meanfield[hf]"``), from a directory in the HF layout (``config.json``,
+``model.safetensors``, ``tokenizer.json``), never from the hub: ``local_files_only=True``.
+We use the ecosystem's own loader rather than a weight mapper of our own, so every BERT-family
+checkpoint (BERT, MiniLM, RoBERTa, ...) loads with its own configuration and its own
+attention code; :func:`meanfield.attention.linearize.linearize` then swaps the attention
+function through ``transformers``' attention interface.
+
+The classifier is the encoder, masked **mean pooling** over real tokens (the pooling the
+sentence-transformers checkpoints such as all-MiniLM-L6-v2 were trained with), dropout and a
+linear head:
+
+.. math::
+
+    \mathrm{logits} = W\, \mathrm{drop}\Big(\frac{1}{|S|} \sum_{t \in S} h_t\Big) + b,
+
+with :math:`h_t` the last hidden states and :math:`S` the non-padding tokens. Its ``forward``
+takes ``(input_ids, padding_mask, segment_ids)`` like
+:class:`~meanfield.attention.model.TransformerClassifier`, so the package's training loop,
+metrics and early stopping (:mod:`meanfield.attention.training`) apply unchanged.
+
+Examples
+--------
+A tiny random BERT saved in the HF layout and loaded back (what the tests do):
+
+>>> import tempfile
+>>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+>>> folder = tempfile.mkdtemp()
+>>> save_tiny_bert(folder, seed=0)
+>>> model, tokenizer = load_pretrained_classifier(folder, n_classes=2, seed=0)
+>>> enc = encode_pretrained(tokenizer, ["a fine film", "dull"], None, [1, 0], max_length=8)
+>>> model(enc.input_ids, enc.padding_mask, enc.segment_ids).shape
+torch.Size([2, 2])
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validation import check_int, check_positive
+from ..errors import DependencyError, InputError
+from .training import EncodedData
+
+__all__ = [
+    "PretrainedClassifier",
+    "load_pretrained_classifier",
+    "load_tokenizer",
+    "encode_pretrained",
+    "save_tiny_bert",
+]
+
+
+def _transformers():
+    """The ``transformers`` module, or a DependencyError with the install command."""
+    try:
+        import transformers
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise DependencyError(
+            "loading a pretrained encoder needs transformers: pip install 'meanfield[hf]'"
+        ) from exc
+    return transformers
+
+
+def _check_model_dir(path) -> Path:
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model directory {str(path)!r} does not exist")
+    missing = [n for n in ("config.json", "tokenizer.json") if not (path / n).is_file()]
+    if not any((path / n).is_file() for n in ("model.safetensors", "pytorch_model.bin")):
+        missing.append("model.safetensors")
+    if missing:
+        raise FileNotFoundError(
+            f"model directory {str(path)!r} is not in the Hugging Face layout: missing "
+            f"{', '.join(missing)}"
+        )
+    return path
+
+
+def load_tokenizer(path):
+    """The fast tokenizer of a local model directory (its ``tokenizer.json``).
+
+    Parameters
+    ----------
+    path : path-like
+        A directory in the Hugging Face layout.
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.pretrained import load_tokenizer, save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> load_tokenizer(folder)("a film")["input_ids"][0] == load_tokenizer(folder).cls_token_id
+    True
+    """
+    tf = _transformers()
+    path = _check_model_dir(path)
+    return tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+class PretrainedClassifier(nn.Module):
+    """A pretrained encoder with masked mean pooling and a linear head.
+
+    Parameters
+    ----------
+    encoder : transformers.PreTrainedModel
+        A BERT-family encoder (``AutoModel``) returning ``last_hidden_state``.
+    n_classes : int
+        Number of classes (>= 2).
+    dropout : float
+        Dropout before the head, in [0, 1).
+    seed : int
+        Seeds the head's initialisation.
+
+    Attributes
+    ----------
+    encoder, head, config
+        ``config`` records what the model is (for provenance).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model, _ = load_pretrained_classifier(folder)
+    >>> model.config["n_layers"], model.config["n_heads"], model.head_dim
+    (2, 2, 8)
+    """
+
+    def __init__(self, encoder, n_classes: int = 2, dropout: float = 0.1, seed: int = 0):
+        super().__init__()
+        n_classes = check_int("n_classes", n_classes, minimum=2)
+        dropout = check_positive("dropout", dropout, allow_zero=True)
+        if dropout >= 1:
+            raise InputError(f"dropout must be in [0, 1), got {dropout}")
+        self.encoder = encoder
+        cfg = encoder.config
+        self.dropout = nn.Dropout(dropout)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.head = nn.Linear(cfg.hidden_size, n_classes)
+        self.config = {
+            "model_type": cfg.model_type,
+            "n_layers": cfg.num_hidden_layers,
+            "n_heads": cfg.num_attention_heads,
+            "hidden_size": cfg.hidden_size,
+            "n_classes": n_classes,
+            "dropout": dropout,
+            "attention": "softmax",
+        }
+
+    @property
+    def head_dim(self) -> int:
+        """Per-head width ``d_h`` of the encoder's attention.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+        >>> folder = tempfile.mkdtemp()
+        >>> save_tiny_bert(folder)
+        >>> load_pretrained_classifier(folder)[0].head_dim
+        8
+        """
+        return self.config["hidden_size"] // self.config["n_heads"]
+
+    def forward(self, input_ids, padding_mask=None, segment_ids=None):
+        """Logits ``(batch, n_classes)`` of token ids ``(batch, L)``.
+
+        Parameters
+        ----------
+        input_ids : torch.LongTensor, shape (batch, L)
+        padding_mask : torch.BoolTensor, shape (batch, L), optional
+            True = padding (default: no padding).
+        segment_ids : torch.LongTensor, shape (batch, L), optional
+            Token type ids (0/1 sentence of each token).
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, n_classes)
+
+        Examples
+        --------
+        >>> import tempfile, torch
+        >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+        >>> folder = tempfile.mkdtemp()
+        >>> save_tiny_bert(folder)
+        >>> model = load_pretrained_classifier(folder)[0].eval()
+        >>> ids = torch.tensor([[2, 9, 10, 3, 0], [2, 11, 3, 0, 0]])
+        >>> a = model(ids, ids == 0)
+        >>> b = model(ids[1:, :3], ids[1:, :3] == 0)  # padding changes nothing
+        >>> torch.allclose(a[1:], b, atol=1e-5)
+        True
+        """
+        keep = None if padding_mask is None else ~padding_mask
+        h = self.encoder(
+            input_ids=input_ids,
+            attention_mask=None if keep is None else keep.long(),
+            token_type_ids=segment_ids,
+        ).last_hidden_state
+        if keep is None:
+            pooled = h.mean(1)
+        else:
+            w = keep.to(h.dtype).unsqueeze(-1)
+            pooled = (h * w).sum(1) / w.sum(1).clamp_min(1.0)
+        return self.head(self.dropout(pooled))
+
+
+def load_pretrained_classifier(
+    path, n_classes: int = 2, *, dropout: float = 0.1, seed: int = 0, attn_implementation="sdpa"
+):
+    """Load a local BERT-family encoder as a :class:`PretrainedClassifier`, with its tokenizer.
+
+    Parameters
+    ----------
+    path : path-like
+        Directory in the Hugging Face layout (``config.json``, ``model.safetensors``,
+        ``tokenizer.json``); nothing is downloaded.
+    n_classes : int
+        Classes of the new head (>= 2).
+    dropout : float
+        Dropout before the head.
+    seed : int
+        Seeds the head (the encoder's weights are the checkpoint's).
+    attn_implementation : str
+        ``transformers``' attention implementation of the softmax model (``"sdpa"`` or
+        ``"eager"``).
+
+    Returns
+    -------
+    model : PretrainedClassifier
+        In float32, training mode.
+    tokenizer : transformers.PreTrainedTokenizerFast
+
+    Raises
+    ------
+    FileNotFoundError
+        The directory is missing or not in the HF layout (before loading anything).
+    meanfield.errors.DependencyError
+        ``transformers`` is not installed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> model, tok = load_pretrained_classifier(folder, n_classes=3)
+    >>> model.head.out_features, tok.is_fast
+    (3, True)
+    """
+    tf = _transformers()
+    path = _check_model_dir(path)
+    n_classes = check_int("n_classes", n_classes, minimum=2)
+    tf.logging.set_verbosity_error()  # the missing pooler/head warnings are expected
+    tf.utils.logging.disable_progress_bar()
+    encoder = tf.AutoModel.from_pretrained(
+        str(path),
+        local_files_only=True,
+        add_pooling_layer=False,
+        attn_implementation=attn_implementation,
+        dtype=torch.float32,
+    )
+    model = PretrainedClassifier(encoder, n_classes, dropout=dropout, seed=seed)
+    model.config["source"] = str(path)
+    return model.train(), load_tokenizer(path)
+
+
+def encode_pretrained(tokenizer, text_a, text_b, labels, max_length: int) -> EncodedData:
+    """Tokenise sentences (or pairs) with a pretrained tokenizer into :class:`EncodedData`.
+
+    Parameters
+    ----------
+    tokenizer : transformers.PreTrainedTokenizerFast
+    text_a : list of str
+    text_b : list of str or None
+        Second sentences of pairs (truncated together with ``text_a``, longest first).
+    labels : array_like of int, shape (n,)
+    max_length : int
+        Width of the id arrays, special tokens included (>= 4).
+
+    Returns
+    -------
+    EncodedData
+        Right-padded with the tokenizer's pad id; ``segment_ids`` are the token type ids.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.attention.pretrained import load_tokenizer, save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> enc = encode_pretrained(load_tokenizer(folder), ["a film"], ["fine"], [1], 8)
+    >>> enc.input_ids.shape, enc.lengths.tolist(), enc.segment_ids[0, :5].tolist()
+    (torch.Size([1, 8]), [6], [0, 0, 0, 0, 1])
+    """
+    max_length = check_int("max_length", max_length, minimum=4)
+    if text_b is not None and len(text_b) != len(text_a):
+        raise InputError(f"text_b must have len(text_a) = {len(text_a)} entries, got {len(text_b)}")
+    enc = tokenizer(
+        list(text_a),
+        None if text_b is None else list(text_b),
+        padding="max_length",
+        truncation="longest_first" if text_b is not None else True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_token_type_ids=True,
+    )
+    keep = enc["attention_mask"].bool()
+    return EncodedData(
+        enc["input_ids"],
+        enc["token_type_ids"],
+        ~keep,
+        keep.sum(1),
+        torch.as_tensor(np.asarray(labels), dtype=torch.long),
+    )
+
+
+def save_tiny_bert(
+    path, *, hidden_size: int = 16, n_layers: int = 2, n_heads: int = 2, seed: int = 0
+) -> None:
+    """Write a tiny random BERT and a WordPiece tokenizer in the Hugging Face layout.
+
+    For tests and examples: the real checkpoints cannot be downloaded here, and no test may
+    need them. The vocabulary is the special tokens, the letters and a few words.
+
+    Parameters
+    ----------
+    path : path-like
+        Directory to create (or reuse).
+    hidden_size, n_layers, n_heads : int
+        The encoder's width, depth and heads.
+    seed : int
+        Seeds the random weights.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from meanfield.attention.pretrained import save_tiny_bert
+    >>> folder = tempfile.mkdtemp()
+    >>> save_tiny_bert(folder)
+    >>> names = {p.name for p in Path(folder).iterdir()}
+    >>> {"config.json", "model.safetensors", "tokenizer.json"} <= names
+    True
+    """
+    tf = _transformers()
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    words = "a an the film movie fine dull good bad great awful plot story is was not very".split()
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words + letters
+    vocab += ["##" + c for c in letters]
+    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)],
+    )
+    fast = tf.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+    fast.save_pretrained(str(path))
+    config = tf.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden_size,
+        num_hidden_layers=n_layers,
+        num_attention_heads=n_heads,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=128,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        tf.BertModel(config).save_pretrained(str(path))

@@ -1,0 +1,353 @@
+"""The pretrained-model kernel-attention study: linearize MiniLM, three ways to get Omega.
+
+One study, two stages, both on :func:`meanfield.sweeps.run_sweep` (each run keyed by the
+whole configuration, written when it finishes, resumed after an interruption, corrupt runs
+set aside; threads locally, or a dask cluster with ``scheduler``):
+
+1. ``softmax`` (grid: data set x seed): the pretrained encoder with a new head, fine-tuned
+   to convergence (early stopping on the validation log loss of a stratified split carved
+   from the training data; best parameters restored). Its checkpoint is saved for stage 2.
+2. ``linearized`` (grid: data set x seed x variant): from the seed's fine-tuned softmax
+   checkpoint, every attention linearized with a feature map X (FAVOR+, PORF-softplus,
+   softmaxfeat; per head, seeded by the run's seed), ``Omega`` obtained by a method
+   (``vanilla``: the prior draw; ``kernel``: Phase A on the deployed kernel; ``hedgehog``:
+   distillation of the softmax attention), then fine-tuned with the same budget and early
+   stopping as stage 1 (``Omega`` frozen). Controls (on one feature map): ``redraw`` (vanilla
+   with another prior draw, the draw-to-draw spread), ``lam0`` (Kernel without repulsion).
+
+Pairing: within a data set and seed every variant starts from the same fine-tuned softmax
+model and sees the same fine-tuning data order, so differences are paired by seed.
+
+Examples
+--------
+>>> from meanfield.studies.pretrained_nlp import variants
+>>> variants({"features": ["favor"], "methods": ["vanilla", "kernel"],
+...           "controls": {"feature": "favor", "kinds": ["lam0"]}})
+['vanilla-favor', 'kernel-favor', 'lam0-favor']
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import xarray as xr
+
+__all__ = [
+    "check_config",
+    "variants",
+    "run_softmax",
+    "run_linearized",
+    "run_study",
+    "study_config_defaults",
+]
+
+#: the settings a configuration may give, with their defaults (unknown keys are refused)
+study_config_defaults = {
+    "name": "study",
+    "description": "",
+    "datasets": [],
+    "seeds": [0],
+    "features": ["favor", "porf-softplus", "softmaxfeat"],
+    "methods": ["vanilla", "kernel", "hedgehog"],
+    "controls": {"feature": "favor", "kinds": ["redraw", "lam0"]},
+    "n_features": {"favor": 64, "porf-softplus": 64, "softmaxfeat": 32},
+    "max_length": 64,
+    "validation_fraction": 0.1,
+    "data_seed": 12345,
+    "noise": {"rate": 0.1, "seed": 777},
+    "freeze_embeddings": True,
+    "train": {
+        "batch_size": 32,
+        "lr": 3e-5,
+        "max_epochs": 3.0,
+        "patience": 2,
+        "eval_every": 0.5,
+        "warmup_steps": 50,
+        "weight_decay": 0.01,
+    },
+    "hedgehog": {"n_sequences": 1024, "n_heldout": 256, "steps": 300, "lr": 0.01},
+    "phase_a": {"n_align": 4096, "n_heldout": 512, "n_steps": 300, "tilt": 0.15},
+}
+#: the repository's fixture data and the tiny configuration (used by the examples and tests)
+FIXTURES = str(Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "nlp")
+TINY_CONFIG = str(
+    Path(__file__).resolve().parents[2] / "paper_repro" / "nlp_pretrained" / "configs" / "tiny.json"
+)
+_GRID_ONLY = ("name", "description", "seeds", "features", "methods", "controls")
+_DATASET_KEYS = ("name", "task", "source", "train_split", "eval_split", "max_train")
+
+
+def _nearest(key, allowed) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def check_config(cfg: dict) -> dict:
+    """The configuration with defaults filled in; unknown keys refused, naming the nearest.
+
+    Examples
+    --------
+    >>> check_config({"datasets": [], "seedz": [0]})
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: unknown configuration key 'seedz' (did you mean 'seeds'?)
+    """
+    from ..errors import InputError
+
+    def merge(given, defaults, where):
+        out = dict(defaults)
+        for k, v in given.items():
+            if k not in defaults:
+                raise InputError(f"unknown configuration key {where}{k!r}{_nearest(k, defaults)}")
+            if isinstance(defaults[k], dict) and isinstance(v, dict) and k != "n_features":
+                v = merge(v, defaults[k], f"{where}{k}.")
+            out[k] = v
+        return out
+
+    out = merge(cfg, study_config_defaults, "")
+    for ds in out["datasets"]:
+        for k in ds:
+            if k not in _DATASET_KEYS:
+                raise InputError(f"unknown dataset key {k!r}{_nearest(k, _DATASET_KEYS)}")
+        if "name" not in ds or "task" not in ds:
+            raise InputError(f"each dataset needs 'name' and 'task', got {ds}")
+    for m in out["methods"]:
+        if m not in ("vanilla", "kernel", "hedgehog"):
+            raise InputError(f"methods must be among vanilla, kernel, hedgehog; got {m!r}")
+    return out
+
+
+def variants(cfg: dict) -> list[str]:
+    """Variant names ``<method>-<feature>`` of stage 2, controls last.
+
+    Examples
+    --------
+    >>> variants({"features": ["favor", "softmaxfeat"], "methods": ["vanilla"], "controls": {}})
+    ['vanilla-favor', 'vanilla-softmaxfeat']
+    """
+    out = [f"{m}-{f}" for f in cfg["features"] for m in cfg["methods"]]
+    ctl = cfg.get("controls") or {}
+    out += [f"{k}-{ctl['feature']}" for k in ctl.get("kinds", [])]
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# data and models
+# ---------------------------------------------------------------------------------------
+def _prepare(cfg: dict, dataset: str, data_dir: str, model_dir: str):
+    """Encoded training / validation / evaluation splits of one data set (deterministic)."""
+    from ..attention.data import load_split
+    from ..attention.pretrained import encode_pretrained, load_tokenizer
+    from ..attention.training import split_validation
+
+    ds = next(d for d in cfg["datasets"] if d["name"] == dataset)
+    src = ds.get("source", "auto")
+    tr = load_split(ds["task"], ds.get("train_split", "train"), data_dir, source=src)
+    ev = load_split(ds["task"], ds.get("eval_split", "test"), data_dir, source=src)
+    if ds.get("max_train") and len(tr) > ds["max_train"]:
+        pick = np.random.default_rng(cfg["data_seed"]).permutation(len(tr))[: ds["max_train"]]
+        tr = tr.subset(np.sort(pick))
+    tok = load_tokenizer(model_dir)
+    L = cfg["max_length"]
+    full = encode_pretrained(tok, tr.text_a, tr.text_b, tr.labels, L)
+    train, val = split_validation(full, cfg["validation_fraction"], cfg["data_seed"])
+    evald = encode_pretrained(tok, ev.text_a, ev.text_b, ev.labels, L)
+    return {"train": train, "val": val, "eval": evald, "tokenizer": tok, "raw_train": tr,
+            "raw_eval": ev, "validation_idx": None}  # fmt: skip
+
+
+def _noisy(cfg, prep):
+    from ..attention.noise import perturb_tokens
+
+    tok = prep["tokenizer"]
+    n_special = max(tok.all_special_ids) + 1
+    return perturb_tokens(
+        prep["eval"], cfg["noise"]["rate"], tok.vocab_size, cfg["noise"]["seed"], n_special
+    )
+
+
+def _evaluate(model, data) -> dict:
+    from ..attention.metrics import classification_metrics
+    from ..attention.training import predict_proba
+
+    return classification_metrics(data.labels.numpy(), predict_proba(model, data, 64))
+
+
+def _train(model, prep, cfg, seed, log=None) -> dict:
+    from ..attention.training import train
+
+    if cfg["freeze_embeddings"]:
+        for p in model.encoder.embeddings.parameters():
+            p.requires_grad_(False)
+    st = dict(cfg["train"])
+    return train(model, prep["train"], validation=prep["val"], seed=seed, log=log, **st)
+
+
+def _record(kind: str, metrics: dict, extra: dict) -> xr.Dataset:
+    data = {f"{split}_{k}": ((), float(v)) for split, m in metrics.items() for k, v in m.items()}
+    for k, v in extra.items():
+        if isinstance(v, (int, float, np.floating, np.integer, bool)):
+            data[k] = ((), float(v))
+    ds = xr.Dataset(data)
+    import meanfield
+
+    ds.attrs.update(
+        stage=kind,
+        package_version=meanfield.__version__,
+        torch_version=torch.__version__,
+        machine=f"{platform.node()} {platform.processor() or platform.machine()}",
+        details=json.dumps({k: v for k, v in extra.items()}, default=float),
+    )
+    return ds
+
+
+def _checkpoint(out_dir: str, dataset: str, seed: int) -> Path:
+    return Path(out_dir) / "checkpoints" / f"softmax_{dataset}_seed{seed}.pt"
+
+
+def run_softmax(
+    dataset: str, seed: int, *, config: str, data_dir: str, model_dir: str, out_dir: str
+) -> xr.Dataset:
+    """Stage 1: fine-tune the softmax encoder; save its checkpoint; clean and noisy metrics.
+
+    ``config`` is the study configuration as JSON (so the run's key covers all of it).
+
+    Examples
+    --------
+    :func:`run_study` maps it over data sets and seeds.
+
+    >>> run_softmax.__name__ in __all__
+    True
+    """
+    from ..attention.pretrained import load_pretrained_classifier
+
+    cfg = json.loads(config)
+    prep = _prepare(cfg, dataset, data_dir, model_dir)
+    t0 = time.perf_counter()
+    model, _ = load_pretrained_classifier(model_dir, seed=seed)
+    info = _train(model, prep, cfg, seed)
+    path = _checkpoint(out_dir, dataset, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(model.state_dict(), tmp)
+    tmp.replace(path)
+    metrics = {
+        "clean": _evaluate(model, prep["eval"]),
+        "noisy": _evaluate(model, _noisy(cfg, prep)),
+    }
+    extra = {k: info[k] for k in ("steps", "epochs", "best_epoch", "best_val_loss")}
+    extra.update(seconds=time.perf_counter() - t0, n_train=len(prep["train"]))
+    return _record("softmax", metrics, extra)
+
+
+def run_linearized(
+    dataset: str,
+    seed: int,
+    variant: str,
+    *,
+    config: str,
+    data_dir: str,
+    model_dir: str,
+    out_dir: str,
+) -> xr.Dataset:
+    """Stage 2: linearize the seed's softmax checkpoint, get Omega by the variant's method,
+    fine-tune (Omega frozen), evaluate; also the accuracy right after linearizing.
+
+    Examples
+    --------
+    :func:`run_study` maps it over data sets, seeds and variants.
+
+    >>> "kernel-favor" in variants({"features": ["favor"], "methods": ["kernel"]})
+    True
+    """
+    from ..attention.learn_features import distil_feature_maps, phase_a_pretrained
+    from ..attention.linearize import linearize
+    from ..attention.pretrained import load_pretrained_classifier
+
+    cfg = json.loads(config)
+    method, feature = variant.split("-", 1)
+    prep = _prepare(cfg, dataset, data_dir, model_dir)
+    t0 = time.perf_counter()
+    model, _ = load_pretrained_classifier(model_dir, seed=seed)
+    model.load_state_dict(torch.load(_checkpoint(out_dir, dataset, seed), weights_only=True))
+    omega_seed = seed + 500 if method == "redraw" else seed
+    linearize(model, feature, n_features=cfg["n_features"][feature], seed=omega_seed)
+    extra: dict = {}
+    if method == "hedgehog":
+        h = distil_feature_maps(model, prep["train"], seed=seed, **cfg["hedgehog"])
+        extra.update({f"hedgehog_{k}": v for k, v in h.items() if k != "layers"})
+    elif method in ("kernel", "lam0"):
+        st = dict(cfg["phase_a"], seed=seed)
+        if method == "lam0":
+            st["repulsion_ratio"] = 0.0
+        res = phase_a_pretrained(model, prep["train"], **st)
+        s = res.summary()
+        extra.update({f"phase_a_{k}": v for k, v in s.items() if k != "layers"})
+    learn_s = time.perf_counter() - t0
+    metrics = {"linearized": _evaluate(model, prep["eval"])}
+    info = _train(model, prep, cfg, seed)
+    metrics["clean"] = _evaluate(model, prep["eval"])
+    metrics["noisy"] = _evaluate(model, _noisy(cfg, prep))
+    extra.update({k: info[k] for k in ("steps", "epochs", "best_epoch", "best_val_loss")})
+    extra.update(learn_seconds=learn_s, seconds=time.perf_counter() - t0)
+    return _record("linearized", metrics, extra)
+
+
+def run_study(
+    cfg: dict,
+    *,
+    data_dir,
+    model_dir,
+    out_dir,
+    scheduler: str = "threads",
+    n_workers: int | None = 1,
+    stages=("softmax", "linearized"),
+    progress: bool = True,
+) -> dict:
+    """Run (or resume) both stages; returns the gathered datasets by stage.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from meanfield.attention.pretrained import save_tiny_bert
+    >>> from meanfield.studies.pretrained_nlp import run_study
+    >>> model_dir, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> save_tiny_bert(model_dir)
+    >>> cfg = json.load(open(TINY_CONFIG))
+    >>> cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    >>> res = run_study(cfg, data_dir=FIXTURES, model_dir=model_dir, out_dir=out, progress=False)
+    >>> res["linearized"]["clean_accuracy"].shape  # (dataset, seed, variant)
+    (1, 1, 1)
+    """
+    from ..sweeps import run_sweep
+
+    cfg = check_config(cfg)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg, indent=1))
+    # what a run computes from: the grid's own lists (seeds, features, methods, controls) and
+    # the labels stay out, so extending a grid never recomputes the runs already done
+    run_cfg = {k: v for k, v in cfg.items() if k not in _GRID_ONLY}
+    fixed = {
+        "config": json.dumps(run_cfg, sort_keys=True),
+        "data_dir": str(Path(data_dir).resolve()),
+        "model_dir": str(Path(model_dir).resolve()),
+        "out_dir": str(out.resolve()),
+    }
+    names = [d["name"] for d in cfg["datasets"]]
+    results = {}
+    kw = dict(fixed=fixed, scheduler=scheduler, n_workers=n_workers, progress=progress)
+    if "softmax" in stages:
+        grid = {"dataset": names, "seed": list(cfg["seeds"])}
+        results["softmax"] = run_sweep(run_softmax, grid, out / "softmax", **kw)
+    if "linearized" in stages:
+        grid = {"dataset": names, "seed": list(cfg["seeds"]), "variant": variants(cfg)}
+        results["linearized"] = run_sweep(run_linearized, grid, out / "linearized", **kw)
+    return results

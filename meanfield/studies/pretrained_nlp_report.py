@@ -1,0 +1,263 @@
+"""Reports of the pretrained-model study (:mod:`meanfield.studies.pretrained_nlp`).
+
+Reads the finished runs (``<out>/softmax/runs/*.nc`` and ``<out>/linearized/runs/*.nc``: a
+partial study is reported as far as it goes) and writes ``<out>/report.md`` and
+``<out>/results.csv``:
+
+* the TF-IDF + logistic-regression sanity bar on the same training examples (scikit-learn,
+  ``C`` by 5-fold CV on a grid whose edges are reported if chosen);
+* per data set and variant, mean and 95 % t-interval over seeds of the clean accuracy, the
+  noisy accuracy, ECE, the accuracy right after linearizing (before fine-tuning), and the
+  fraction of the softmax model's accuracy recovered (paired by seed);
+* paired differences Kernel − vanilla, Kernel − Hedgehog per feature map and the controls,
+  with 95 % t-intervals and Holm-adjusted p-values over the whole family of comparisons.
+
+Examples
+--------
+>>> from meanfield.studies.pretrained_nlp_report import t_interval
+>>> m, lo, hi = t_interval([1.0, 2.0, 3.0])
+>>> m, round(lo, 3), round(hi, 3)
+(2.0, -0.484, 4.484)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["t_interval", "holm", "load_runs", "tfidf_bar", "write_report"]
+
+
+def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t interval of ``values`` (NaN bounds for fewer than 2 values).
+
+    Examples
+    --------
+    >>> t_interval([0.5])
+    (0.5, nan, nan)
+    """
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan")
+    m = float(v.mean())
+    if len(v) < 2:
+        return m, float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return m, float(m - half), float(m + half)
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error), same order as given.
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p)
+    adj = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adj[i] = running
+    return adj
+
+
+def load_runs(out: Path) -> list[dict]:
+    """One dict per finished run: the grid point and every scalar result.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> load_runs(Path(tempfile.mkdtemp()))  # nothing finished yet
+    []
+    """
+    rows = []
+    for stage in ("softmax", "linearized"):
+        for path in sorted((out / stage / "runs").glob("*.nc")):
+            try:
+                with xr.open_dataset(path, engine="h5netcdf") as ds:
+                    row = {k: float(ds[k].values) for k in ds.data_vars}
+                    row.update(
+                        stage=stage,
+                        dataset=str(ds.attrs["sweep_dataset"]),
+                        seed=int(ds.attrs["sweep_seed"]),
+                        variant=str(ds.attrs.get("sweep_variant", "softmax")),
+                    )
+            except (OSError, KeyError, ValueError):
+                continue  # a run being written, or set aside
+            rows.append(row)
+    return rows
+
+
+def tfidf_bar(cfg: dict, dataset: str, data_dir) -> dict:
+    """TF-IDF (1-2-grams) + logistic regression on the study's training examples.
+
+    Examples
+    --------
+    >>> import json
+    >>> from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, check_config
+    >>> cfg = check_config(json.load(open(TINY_CONFIG)))
+    >>> bar = tfidf_bar(cfg, "rotten_tomatoes", FIXTURES)
+    >>> 0.0 <= bar["accuracy"] <= 1.0, bar["n_train"]
+    (True, 12)
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegressionCV
+
+    from ..attention.data import load_split
+    from ..attention.metrics import classification_metrics
+    from ..attention.training import validation_indices
+
+    ds = next(d for d in cfg["datasets"] if d["name"] == dataset)
+    src = ds.get("source", "auto")
+    tr = load_split(ds["task"], ds.get("train_split", "train"), data_dir, source=src)
+    ev = load_split(ds["task"], ds.get("eval_split", "test"), data_dir, source=src)
+    if ds.get("max_train") and len(tr) > ds["max_train"]:
+        pick = np.random.default_rng(cfg["data_seed"]).permutation(len(tr))[: ds["max_train"]]
+        tr = tr.subset(np.sort(pick))
+    held = validation_indices(np.asarray(tr.labels), cfg["validation_fraction"], cfg["data_seed"])
+    tr = tr.subset(np.setdiff1d(np.arange(len(tr)), held))  # what the networks train on
+    vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True).fit(list(tr.text_a))
+    Cs = [0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300]
+    clf = LogisticRegressionCV(Cs=Cs, cv=5, scoring="neg_log_loss", max_iter=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        clf.fit(vec.transform(list(tr.text_a)), np.asarray(tr.labels))
+    probs = clf.predict_proba(vec.transform(list(ev.text_a)))
+    rec = classification_metrics(np.asarray(ev.labels), probs)
+    C = float(clf.C_[0])
+    rec.update(C=C, C_on_edge=C in (Cs[0], Cs[-1]), n_train=len(tr))
+    return rec
+
+
+def _fmt(m, lo, hi, d=4) -> str:
+    if not np.isfinite(m):
+        return "—"
+    if not np.isfinite(lo):
+        return f"{m:.{d}f}"
+    return f"{m:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
+
+
+def _paired(rows, dataset, a, b, metric="clean_accuracy"):
+    """Per-seed differences a − b (seeds where both are done)."""
+    va = {r["seed"]: r[metric] for r in rows if r["dataset"] == dataset and r["variant"] == a}
+    vb = {r["seed"]: r[metric] for r in rows if r["dataset"] == dataset and r["variant"] == b}
+    seeds = sorted(set(va) & set(vb))
+    return np.array([va[s] - vb[s] for s in seeds])
+
+
+def _comparisons(cfg) -> list[tuple[str, str, str]]:
+    out = []
+    for f in cfg["features"]:
+        if "kernel" in cfg["methods"] and "vanilla" in cfg["methods"]:
+            out.append((f"kernel-{f}", f"vanilla-{f}", "Kernel − vanilla"))
+        if "kernel" in cfg["methods"] and "hedgehog" in cfg["methods"]:
+            out.append((f"kernel-{f}", f"hedgehog-{f}", "Kernel − Hedgehog"))
+    ctl = cfg.get("controls") or {}
+    for k in ctl.get("kinds", []):
+        out.append((f"kernel-{ctl['feature']}", f"{k}-{ctl['feature']}", f"Kernel − {k}"))
+    return out
+
+
+def write_report(out, data_dir=None) -> dict:
+    """Write ``report.md`` and ``results.csv`` under ``out``; returns the table rows.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> _ = (out / "config.json").write_text(json.dumps({"name": "x", "datasets": []}))
+    >>> write_report(out)
+    {'table': [], 'comparisons': 0}
+    """
+    from scipy import stats
+
+    out = Path(out)
+    cfg = json.loads((out / "config.json").read_text())
+    rows = load_runs(out)
+    with open(out / "results.csv", "w", newline="") as fh:
+        keys = sorted({k for r in rows for k in r})
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    lines = [f"# Pretrained-model study: {cfg['name']}", "", cfg.get("description", ""), ""]
+    table = []
+    for ds in cfg["datasets"]:
+        name = ds["name"]
+        mine = [r for r in rows if r["dataset"] == name]
+        if not mine:
+            continue
+        lines += [f"## {name}", ""]
+        if data_dir is not None:
+            bar = tfidf_bar(cfg, name, data_dir)
+            edge = " (C on the grid's edge)" if bar["C_on_edge"] else ""
+            lines += [
+                f"TF-IDF + LR bar (same {bar['n_train']} training examples, C = {bar['C']:g}"
+                f"{edge}): accuracy {bar['accuracy']:.4f}, ECE {bar['ece']:.4f}.",
+                "",
+            ]
+        soft = {r["seed"]: r["clean_accuracy"] for r in mine if r["variant"] == "softmax"}
+        lines += [
+            "| variant | seeds | accuracy | noisy accuracy | ECE | after linearizing | "
+            "recovered (of softmax) |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for variant in ["softmax"] + [v for v in _variant_order(cfg)]:
+            rs = [r for r in mine if r["variant"] == variant]
+            if not rs:
+                continue
+            acc = t_interval([r["clean_accuracy"] for r in rs])
+            noisy = t_interval([r["noisy_accuracy"] for r in rs])
+            ece = t_interval([r["clean_ece"] for r in rs])
+            lin = t_interval([r.get("linearized_accuracy", np.nan) for r in rs])
+            rec = t_interval(
+                [r["clean_accuracy"] / soft[r["seed"]] for r in rs if r["seed"] in soft]
+            )
+            lines.append(
+                f"| {variant} | {len(rs)} | {_fmt(*acc)} | {_fmt(*noisy)} | {_fmt(*ece)} | "
+                f"{_fmt(*lin)} | {_fmt(*rec, d=3)} |"
+            )
+            table.append({"dataset": name, "variant": variant, "n": len(rs), "accuracy": acc[0]})
+        lines.append("")
+    # the family of paired comparisons, Holm-corrected over every data set and comparison
+    comps = []
+    for ds in cfg["datasets"]:
+        for a, b, label in _comparisons(cfg):
+            d = _paired(rows, ds["name"], a, b)
+            if len(d) >= 2:
+                p = float(stats.ttest_1samp(d, 0.0).pvalue) if d.std() > 0 else 1.0
+                comps.append((ds["name"], a, b, label, d, p))
+    if comps:
+        adj = holm([c[-1] for c in comps])
+        lines += [
+            "## Paired differences (accuracy, by seed)",
+            "",
+            f"95 % t-intervals; Holm-adjusted p over the {len(comps)} comparisons.",
+            "",
+            "| data set | comparison | seeds | difference | p | Holm p |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for (name, a, b, label, d, p), pa in zip(comps, adj, strict=True):
+            lines.append(
+                f"| {name} | {a} − {b} ({label}) | {len(d)} | {_fmt(*t_interval(d))} | "
+                f"{p:.3g} | {pa:.3g} |"
+            )
+        lines.append("")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return {"table": table, "comparisons": len(comps)}
+
+
+def _variant_order(cfg):
+    from .pretrained_nlp import variants
+
+    return variants(cfg)

@@ -1,0 +1,86 @@
+"""Kernel attention in a pretrained Transformer: linearize MiniLM; vanilla, Kernel, Hedgehog.
+
+The study of README.md in this directory, on :mod:`meanfield.studies.pretrained_nlp` (two
+resumable sweeps on :func:`meanfield.sweeps.run_sweep`). Usage::
+
+    python paper_repro/nlp_pretrained/run_study.py \\
+        --config paper_repro/nlp_pretrained/configs/full.json \\
+        --data-dir ../shared/data --model-dir ../shared/models/all-MiniLM-L6-v2 \\
+        --out paper_repro/nlp_pretrained/results/full [--seeds 0 1] [--datasets rotten_tomatoes] \\
+        [--scheduler local --n-workers 2 | --scheduler tcp://host:8786]
+    python paper_repro/nlp_pretrained/run_study.py ... --report-only
+
+A rerun skips finished runs (keyed by the configuration that computes them: changing a
+setting computes new runs, extending ``seeds`` or the variants does not recompute old ones).
+Bad input ends with one line naming the parameter (exit 2) before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--config", required=True, type=Path)
+    p.add_argument("--data-dir", required=True, type=Path)
+    p.add_argument("--model-dir", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--seeds", type=int, nargs="+", help="override the configuration's seeds")
+    p.add_argument("--datasets", nargs="+", help="only these data sets (names)")
+    p.add_argument("--stage", choices=("softmax", "linearized", "both"), default="both")
+    p.add_argument("--scheduler", default="threads", help="threads | local | tcp://address")
+    p.add_argument("--n-workers", type=int, default=1)
+    p.add_argument("--report-only", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    from meanfield.errors import MeanfieldError
+    from meanfield.studies import pretrained_nlp as study
+    from meanfield.studies.pretrained_nlp_report import write_report
+
+    try:
+        if not args.config.is_file():
+            raise FileNotFoundError(f"--config: no such file {str(args.config)!r}")
+        for flag, path in (("--data-dir", args.data_dir), ("--model-dir", args.model_dir)):
+            if not path.is_dir():
+                raise FileNotFoundError(f"{flag}: no such directory {str(path)!r}")
+        if args.out.exists() and not args.out.is_dir():
+            raise FileExistsError(f"--out: {str(args.out)!r} is a file, not a directory")
+        if args.n_workers < 1:
+            raise ValueError(f"--n-workers must be >= 1, got {args.n_workers}")
+        cfg = study.check_config(json.loads(args.config.read_text()))
+        if args.seeds:
+            cfg["seeds"] = args.seeds
+        if args.datasets:
+            unknown = set(args.datasets) - {d["name"] for d in cfg["datasets"]}
+            if unknown:
+                raise ValueError(f"--datasets: unknown names {sorted(unknown)}")
+            cfg["datasets"] = [d for d in cfg["datasets"] if d["name"] in args.datasets]
+        stages = ("softmax", "linearized") if args.stage == "both" else (args.stage,)
+    except (MeanfieldError, OSError, ValueError, json.JSONDecodeError) as exc:
+        print(f"run_study: error: {exc}", file=sys.stderr)
+        return 2
+    if not args.report_only:
+        study.run_study(
+            cfg,
+            data_dir=args.data_dir,
+            model_dir=args.model_dir,
+            out_dir=args.out,
+            scheduler=args.scheduler,
+            n_workers=args.n_workers,
+            stages=stages,
+        )
+    write_report(args.out, data_dir=args.data_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

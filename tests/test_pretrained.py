@@ -1,0 +1,201 @@
+"""Pretrained encoders: loading, linearize, Hedgehog, Kernel Phase A, the study's runner.
+
+Every test builds a tiny random BERT in the Hugging Face layout (no test needs real weights).
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from meanfield.attention.features import make_feature_map  # noqa: E402
+from meanfield.attention.learn_features import (  # noqa: E402
+    DeployedKernelAlignment,
+    distil_feature_maps,
+    phase_a_pretrained,
+)
+from meanfield.attention.linearize import feature_maps_of, linearize  # noqa: E402
+from meanfield.attention.pretrained import (  # noqa: E402
+    encode_pretrained,
+    load_pretrained_classifier,
+    save_tiny_bert,
+)
+from meanfield.errors import InputError  # noqa: E402
+
+TEXTS = ["a good film", "a bad film", "great story", "awful plot", "very fine", "not good"]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bert")
+    save_tiny_bert(folder, hidden_size=16, n_layers=2, n_heads=2, seed=0)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def data(bert_dir):
+    _, tok = load_pretrained_classifier(bert_dir)
+    labels = [1, 0, 1, 0, 1, 0] * 6
+    return encode_pretrained(tok, TEXTS * 6, None, labels, max_length=10)
+
+
+def test_load_refuses_a_folder_not_in_hf_layout(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_pretrained_classifier(tmp_path)
+
+
+def test_softmax_linearization_equals_the_original_with_padding(bert_dir, data):
+    model, _ = load_pretrained_classifier(bert_dir)
+    model.eval()
+    batch = data.subset(range(8))
+    assert batch.padding_mask.any()  # the padded path is exercised
+    with torch.no_grad():
+        ref = model(batch.input_ids, batch.padding_mask, batch.segment_ids)
+        out = linearize(model, "softmax")(batch.input_ids, batch.padding_mask, batch.segment_ids)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_softmax_linearization_of_torch_encoder_equals_the_original():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, 2).eval()
+    x = torch.randn(3, 7, 16)
+    pad = torch.zeros(3, 7, dtype=torch.bool)
+    pad[1, 4:] = True
+    with torch.no_grad():
+        ref = enc(x, src_key_padding_mask=pad)
+        out = linearize(enc, "softmax")(x, src_key_padding_mask=pad)
+    keep = ~pad
+    torch.testing.assert_close(out[keep], ref[keep], atol=1e-5, rtol=1e-5)
+
+
+def test_torch_encoder_with_kernel_attention_runs_in_eval_no_grad_with_padding():
+    # the nested-tensor fast path, chosen at construction, used to crash after the swap
+    layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+    enc = linearize(torch.nn.TransformerEncoder(layer, 2), "favor", n_features=8).eval()
+    x = torch.randn(2, 5, 16)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    with torch.no_grad():
+        out = enc(x, src_key_padding_mask=pad)
+    assert out.shape == (2, 5, 16) and torch.isfinite(out[~pad]).all()
+
+
+@pytest.mark.parametrize("kind", ["favor", "porf-softplus", "softmaxfeat"])
+def test_every_linearized_model_trains_a_step_and_evaluates(bert_dir, data, kind):
+    model, _ = load_pretrained_classifier(bert_dir)
+    linearize(model, kind, n_features=8, seed=1)
+    fms = feature_maps_of(model)
+    assert len(fms) == 2 and all(fm.kind == kind and fm.num_heads == 2 for fm in fms)
+    assert not torch.equal(fms[0].omega, fms[1].omega)  # each layer its own Omega
+    batch = data.subset(range(8))
+    model.train()
+    state = {k: v for k, v in model.state_dict().items() if torch.is_tensor(v)}
+    before = {k: v.clone() for k, v in state.items()}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = torch.nn.functional.cross_entropy(
+        model(batch.input_ids, batch.padding_mask, batch.segment_ids), batch.labels
+    )
+    loss.backward()
+    opt.step()
+    changed = [
+        k for k, v in model.state_dict().items() if k in before and not torch.equal(v, before[k])
+    ]
+    assert any("query" in k for k in changed) and not any("feature_map" in k for k in changed)
+    model.eval()
+    with torch.no_grad():
+        a = model(batch.input_ids, batch.padding_mask, batch.segment_ids)
+        # padding changes nothing: the first example alone, trimmed to its length
+        n = int(batch.lengths[0])
+        b = model(batch.input_ids[:1, :n], batch.padding_mask[:1, :n], batch.segment_ids[:1, :n])
+    torch.testing.assert_close(a[:1], b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["favor", "softmaxfeat"])
+def test_hedgehog_lowers_the_loss_and_approaches_softmax_on_held_out_tokens(bert_dir, data, kind):
+    model, _ = load_pretrained_classifier(bert_dir)
+    linearize(model, kind, n_features=8, seed=0)
+    res = distil_feature_maps(model, data, n_sequences=24, n_heldout=12, steps=150, lr=0.05)
+    # measured on held-out sequences: the cross-entropy and the TV distance both fall
+    assert res["loss_after"] < res["loss_before"]
+    assert res["tv_after"] < 0.8 * res["tv_before"], res
+    assert all(fm.learned for fm in feature_maps_of(model))
+
+
+def test_deployed_alignment_equals_the_centred_ridge_alignment_for_favor():
+    # independent truth: the package's analytic CentredAlignment with positive features
+    from meanfield.domains import Ball
+    from meanfield.energy import CentredAlignment, Energy
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    y = np.sign(X[:, 0] + 0.3)
+    fm = make_feature_map("favor", 4, 7)
+    omega = torch.tensor(rng.normal(size=(7, 4)))
+    ours = Energy([DeployedKernelAlignment(fm, X, y)], Ball(4, 20.0))
+    ref = Energy([CentredAlignment(X * 4**-0.25, y, feature="positive")], Ball(4, 20.0))
+    torch.testing.assert_close(ours.value(omega), ref.value(omega), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(ours.grad(omega), ref.grad(omega), rtol=1e-8, atol=1e-12)
+
+
+def test_deployed_alignment_gradient_of_softmaxfeat_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(25, 3))
+    term = DeployedKernelAlignment(make_feature_map("softmaxfeat", 3, 5), X, np.sign(X[:, 1]))
+    term.bind(3, torch.float64, "cpu")
+    om = torch.tensor(rng.normal(size=(5, 3)))
+    g = term.grad(om)
+    h = 1e-6
+    for i, j in [(0, 0), (2, 1), (4, 2)]:
+        e = torch.zeros_like(om)
+        e[i, j] = h
+        fd = (term.value(om + e) - term.value(om - e)) / (2 * h)
+        assert abs(float(fd) - float(g[i, j])) < 1e-7  # central difference: O(h^2) + rounding
+
+
+def test_kernel_phase_a_moves_every_head_and_raises_alignment(bert_dir, data):
+    model, _ = load_pretrained_classifier(bert_dir)
+    linearize(model, "softmaxfeat", n_features=6, seed=0)
+    before = [fm.omega.clone() for fm in feature_maps_of(model)]
+    res = phase_a_pretrained(model, data, n_align=24, n_heldout=8, n_steps=80, tilt=0.5)
+    s = res.summary()
+    assert len(res.lam) == 4 and s["frac_on_boundary"] == 0.0
+    assert s["align_train_after"] > s["align_train_before"]
+    for fm, b in zip(feature_maps_of(model), before, strict=True):
+        assert fm.learned and (fm.omega - b).abs().amax(dim=(1, 2)).min() > 0  # every head
+
+
+def test_linearize_refuses_a_model_without_attention():
+    with pytest.raises(InputError, match="no self-attention"):
+        linearize(torch.nn.Linear(3, 3), "favor")
+
+
+def test_study_config_refuses_unknown_keys_naming_the_nearest():
+    from meanfield.studies.pretrained_nlp import check_config
+
+    with pytest.raises(InputError, match="did you mean 'validation_fraction'"):
+        check_config({"validation_fractoin": 0.1})
+    with pytest.raises(InputError, match="noise.'rte'.*'rate'"):
+        check_config({"noise": {"rte": 0.5}})
+
+
+def test_tiny_study_resumes_and_recomputes_under_a_changed_configuration(bert_dir, tmp_path):
+    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+
+    cfg = json.load(open(TINY_CONFIG))
+    cfg.update(seeds=[0], features=["favor"], methods=["vanilla", "kernel"], controls={"kinds": []})
+    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
+    first = run_study(cfg, **kw)
+    runs = sorted((tmp_path / "linearized" / "runs").glob("*.nc"))
+    assert len(runs) == 2
+    runs[0].unlink()  # an interrupted study: one run lost
+    again = run_study(cfg, **kw)
+    np.testing.assert_array_equal(
+        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
+    )
+    # another training setting: new runs under new keys, the old ones kept beside them
+    cfg["train"] = dict(cfg["train"], lr=5e-4)
+    run_study(cfg, **kw)
+    assert len(list((tmp_path / "linearized" / "runs").glob("*.nc"))) == 4
