@@ -270,9 +270,10 @@ def _log_features(qx, kx, om, pad):
     broadcastable to (..., L) without the feature axis, or None.
     """
     d = qx.shape[-1]
-    uq = qx @ om.T
+    om_t = om.t()  # one view: torch.cond refuses two aliasing inputs (its rare branch calls this)
+    uq = qx @ om_t
     half_sq = torch.linalg.vector_norm(kx, dim=-1, keepdim=True).square() * (0.5 / math.sqrt(d))
-    ka = kx @ om.T
+    ka = kx @ om_t
     ka = ka - half_sq if _grad_needed(kx, om) else ka.sub_(half_sq)
     if pad is not None:
         pad = pad[..., None] if pad.ndim == ka.ndim - 1 else pad[:, None, :, None]
@@ -305,7 +306,10 @@ def _chunked(qf, kf, vv, c, n, log_space, eps, has, relog=None):
     block = torch.bmm(q3, k3.transpose(1, 2))
     block = block.tril() if grad else block.tril_()
     kv = torch.bmm(k3.transpose(1, 2), v3).reshape(B, n, m, e)  # per-chunk phi(K)^T [V, 1]
-    state = _prefix_states(kv, grad, None if fac is None else fac.decay[..., None])
+    if fac is None:
+        state = _prefix_states(kv, grad)
+    else:
+        state = _prefix_states(kv, grad, fac.decay[..., None], (fac.P0, fac.seen))
     nd = torch.bmm(q3, state.reshape(B * n, m, e))
     nd = nd.baddbmm(block, v3) if grad else nd.baddbmm_(block, v3)
     nd = nd.reshape(B, n, c, e)
@@ -323,14 +327,49 @@ def _chunked(qf, kf, vv, c, n, log_space, eps, has, relog=None):
     return out.reshape(b, h, total, e - 1)
 
 
-def _prefix_states(kv, grad, decay=None):
+def _batched(t: torch.Tensor) -> bool:
+    """Use the batched (loop-free) scans: on an accelerator and under ``torch.compile``.
+
+    On the CPU in eager mode the per-chunk loop is faster: each step is one vectorised pass
+    over a small ``(B, m, e)`` slice, while ``torch.cumsum`` along the chunk dimension runs
+    3-7 times slower than the whole loop there (and the log-depth scan 10 times), measured
+    in ``benchmarks/bench_attention.py --section scan``. ``_SCAN`` forces either ("loop" /
+    "batched"; tests and the benchmark use it).
+    """
+    if _SCAN != "auto":
+        return _SCAN == "batched"
+    return t.device.type != "cpu" or torch.compiler.is_compiling()
+
+
+#: "auto" (the rule of :func:`_batched`), "loop" or "batched".
+_SCAN = "auto"
+
+
+def _prefix_states(kv, grad, decay=None, levels=None):
     """State before each chunk: ``S_0 = 0``, ``S_i = (S_(i-1) + kv_(i-1)) decay_i``.
 
-    ``kv`` (B, n, m, e); ``decay`` (B, n, m, 1) or None (1). A loop of one or two small
-    operations per chunk: ``torch.cumsum`` along a middle dimension is 10-15 times slower on
-    the CPU, and an inclusive sum minus each chunk's own would cancel catastrophically.
+    ``kv`` (B, n, m, e); ``decay`` (B, n, m, 1) or None (1); ``levels``: the ``(P, seen)``
+    of :class:`_LogFactors` with ``decay`` (``decay_i = exp(P_(i-1) - P_i)``), for the
+    batched scan.
+
+    Two formulations (:func:`_batched` picks one):
+
+    * a loop of one or two small operations per chunk (the CPU in eager mode);
+    * batched, no loop over chunks: without ``decay`` an exclusive ``torch.cumsum`` over
+      chunks (of ``kv_0 .. kv_(n-2)``, shifted by one chunk: no inclusive-minus-own
+      subtraction, which would cancel catastrophically); with ``decay`` a log-depth
+      (Hillis-Steele) scan, ``ceil(log2 n)`` batched steps, combining the partial sum ending at
+      ``i - s`` (in units of ``exp(-P_(i-s))``) into the one ending at ``i`` with the factor
+      ``exp(P_(i-s) - P_i) <= 1`` -- every factor at most 1 as in the loop (the loop's
+      product of decays telescopes to the same factor), so nothing overflows.
     """
     n = kv.shape[1]
+    if _batched(kv):
+        if decay is None:
+            return F.pad(kv[:, :-1].cumsum(1), (0, 0, 0, 0, 1, 0))
+        P, seen = levels
+        inc = _level_scan(kv, P, seen)
+        return F.pad(inc[:, :-1] * decay[:, 1:], (0, 0, 0, 0, 1, 0))
     if grad:  # out= is not differentiable
         s = torch.zeros_like(kv[:, 0])
         out = [s]
@@ -345,6 +384,23 @@ def _prefix_states(kv, grad, decay=None):
         if decay is not None:
             out[:, i].mul_(decay[:, i])
     return out
+
+
+def _level_scan(x, P, seen):
+    """Inclusive scan ``I_i = sum_(j <= i) x_j exp(P_j - P_i)`` in ``ceil(log2 n)`` steps.
+
+    ``x`` (B, n, m, e), each chunk's term in units of ``exp(-P_j)`` (zero where feature
+    ``j`` has seen no real key); ``P`` (B, n, m) non-decreasing along chunks where ``seen``
+    (B, n, m, bool). After the step of stride ``s`` entry ``i`` holds the terms of chunks
+    ``i - 2s + 1 .. i``; the factor ``exp(P_(i-s) - P_i)`` is at most 1, and 0 where chunk
+    ``i - s`` has seen no key (its partial sum is 0, and ``P`` there is only a stand-in).
+    """
+    n, s = x.shape[1], 1
+    while s < n:
+        w = torch.where(seen[:, :-s], P[:, :-s] - P[:, s:], float("-inf")).exp()
+        x = torch.cat([x[:, :s], torch.addcmul(x[:, s:], x[:, :-s], w[..., None])], dim=1)
+        s *= 2
+    return x
 
 
 class _LogFactors:
@@ -367,6 +423,7 @@ class _LogFactors:
             # exp(P_(n-1) - P_n) <= 1, 0 before the first real key
             self.decay = torch.where(prev_seen, torch.exp(prev - self.P0), 0.0)
             self.log_decay = torch.where(prev_seen, prev - self.P0, float("-inf"))
+            self.seen = seen
         P0 = self.P0[:, :, None]
         self.relog = relog if not grad else None
         if self.relog is not None:
@@ -391,25 +448,70 @@ class _LogFactors:
         return qa + P0 - self.shift[idx], ka - P0
 
     def fix_underflow(self, nd, self_k, vv, has, kv, state):
-        """Recompute exactly the chunks where a query's denominator fell below the floor."""
+        """Recompute exactly the chunks where a query's denominator fell below the floor.
+
+        Which chunks need it is known only on the device, so the way it is decided depends
+        on where the call runs (the result is the same; module notes):
+
+        * the CPU, eager: the flag is read and only those chunks are recomputed (a host read
+          costs nothing there);
+        * under ``torch.compile``: ``torch.cond`` on the flag, no graph break; the rare
+          branch recomputes every chunk and keeps the flagged ones;
+        * an accelerator, eager: no host synchronisation; the ``1 / _REPAIR_SHARE`` of the
+          chunks (at least one) with the flag are picked on the device (``topk``) and
+          recomputed every call (about a few per cent of the fast path's time); more flagged
+          chunks than that in one call (a later key dominating by ``e^30`` in many chunks)
+          keep their fast-path values for the rest, which lose the terms under ``exp(-87)``
+          (float32); set ``meanfield.attention.causal._REPAIR_SHARE = 1`` for every chunk.
+        """
         with torch.no_grad():
             low = nd[..., -1].detach() < math.exp(LOG_DEN_FLOOR)
             if has is not None:
                 low &= has
             bad = low.any(-1)  # (B, n)
-        if not bool(bad.any()):
-            return nd, self_k
-        idx = bad.nonzero(as_tuple=True)
+        B, n = bad.shape
+        if torch.compiler.is_compiling():
+
+            def repair_all(nd, self_k):
+                idx = (
+                    torch.arange(B, device=nd.device).repeat_interleave(n),
+                    torch.arange(n, device=nd.device).repeat(B),
+                )
+                return self._repair(nd, self_k, vv, kv, state, idx, bad.reshape(-1))
+
+            def keep(nd, self_k):
+                return nd.clone(), self_k.clone()
+
+            return torch.cond(bad.any(), repair_all, keep, (nd, self_k))
+        if (_REPAIR if _REPAIR != "auto" else nd.device.type) == "cpu":
+            if not bool(bad.any()):
+                return nd, self_k
+            return self._repair(nd, self_k, vv, kv, state, bad.nonzero(as_tuple=True), None)
+        flat = bad.reshape(-1)
+        share = min(flat.numel(), max(1, flat.numel() // max(1, int(_REPAIR_SHARE))))
+        flagged, sel = flat.to(nd.dtype).topk(share)
+        return self._repair(nd, self_k, vv, kv, state, (sel // n, sel % n), flagged > 0)
+
+    def _repair(self, nd, self_k, vv, kv, state, idx, keep):
+        """``nd``, ``self_k`` with the chunks ``idx`` (a pair of index tensors) recomputed in
+        log space; with ``keep`` (bool, one per index) only where it is True."""
         # the state before chunk i in units of exp(-P_(i-1)): S_(i-1) + kv_(i-1), 0 for i = 0
         first = idx[1] == 0
         prev = (idx[0], (idx[1] - 1).clamp_min(0))
         before = (state[prev] + kv[prev]).masked_fill(first[:, None, None], 0.0)
         zq, zk = self._shifted_logs(idx)
         new_nd, new_self = _exact_chunks(zq, zk, vv[idx], before, self.log_decay[idx])
-        nd, self_k = nd.clone(), self_k.clone()
-        nd[idx] = new_nd
-        self_k[idx] = new_self
-        return nd, self_k
+        if keep is not None:
+            new_nd = torch.where(keep[:, None, None], new_nd, nd[idx])
+            new_self = torch.where(keep[:, None], new_self, self_k[idx])
+        return nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
+
+
+#: Share of the chunks repaired per call on an accelerator in eager mode (one in this many;
+#: see :meth:`_LogFactors.fix_underflow`).
+_REPAIR_SHARE = 64
+#: "auto" (by device), "cpu" (read the flag) or "device" (no host read): tests force either.
+_REPAIR = "auto"
 
 
 def _exact_chunks(zq, zk, vv, before, log_decay):
