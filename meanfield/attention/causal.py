@@ -457,12 +457,15 @@ class _LogFactors:
           costs nothing there);
         * under ``torch.compile``: ``torch.cond`` on the flag, no graph break; the rare
           branch recomputes every chunk and keeps the flagged ones;
-        * an accelerator, eager: no host synchronisation; the ``1 / _REPAIR_SHARE`` of the
-          chunks (at least one) with the flag are picked on the device (``topk``) and
-          recomputed every call (about a few per cent of the fast path's time); more flagged
-          chunks than that in one call (a later key dominating by ``e^30`` in many chunks)
-          keep their fast-path values for the rest, which lose the terms under ``exp(-87)``
-          (float32); set ``meanfield.attention.causal._REPAIR_SHARE = 1`` for every chunk.
+        * an accelerator, eager: no host synchronisation; ``1 / _REPAIR_SHARE`` of the
+          chunks (at least one), the flagged ones first, are picked on the device (``topk``)
+          and recomputed every call (a few per cent of the fast path's time). More flagged
+          chunks than that in one call (a later key dominating a query's visible terms by
+          ``e^30`` in more than one chunk in 16: extreme logits) make the outputs of the rest
+          NaN -- a loud failure instead of a silent loss of precision; set
+          ``meanfield.attention.causal._REPAIR = "cpu"`` to read the flag instead (exact,
+          one host synchronisation per call), or ``_REPAIR_SHARE = 1`` to recompute every
+          flagged chunk without one (the cost of the log-space path).
         """
         with torch.no_grad():
             low = nd[..., -1].detach() < math.exp(LOG_DEN_FLOOR)
@@ -490,7 +493,11 @@ class _LogFactors:
         flat = bad.reshape(-1)
         share = min(flat.numel(), max(1, flat.numel() // max(1, int(_REPAIR_SHARE))))
         flagged, sel = flat.to(nd.dtype).topk(share)
-        return self._repair(nd, self_k, vv, kv, state, (sel // n, sel % n), flagged > 0)
+        nd, self_k = self._repair(nd, self_k, vv, kv, state, (sel // n, sel % n), flagged > 0)
+        if share < flat.numel():  # flagged chunks beyond the share: NaN, not a silent error
+            left = flat.index_fill(0, sel, False).reshape(B, n, 1, 1)
+            nd = nd.masked_fill(left, float("nan"))
+        return nd, self_k
 
     def _repair(self, nd, self_k, vv, kv, state, idx, keep):
         """``nd``, ``self_k`` with the chunks ``idx`` (a pair of index tensors) recomputed in
@@ -509,7 +516,7 @@ class _LogFactors:
 
 #: Share of the chunks repaired per call on an accelerator in eager mode (one in this many;
 #: see :meth:`_LogFactors.fix_underflow`).
-_REPAIR_SHARE = 64
+_REPAIR_SHARE = 16
 #: "auto" (by device), "cpu" (read the flag) or "device" (no host read): tests force either.
 _REPAIR = "auto"
 
