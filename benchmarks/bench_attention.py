@@ -161,6 +161,44 @@ def legacy_bidirectional_favor(q, k, v, fm, eps: float = 1e-6):
     return (qf @ kv) / (qf @ kf.sum(dim=2).unsqueeze(-1) + eps)
 
 
+def load_previous(tree):
+    """``kernel_attention`` of another checkout (``tree/meanfield``), imported as the package
+    ``meanfield_previous`` so that both run in one process, side by side (``--previous``;
+    e.g. ``git archive <commit> meanfield | tar -x -C /tmp/prev``).
+
+    Returns ``op(q, k, v, fm, **kw)`` that calls it with that checkout's own feature map
+    (same kind, same ``omega``): the causal path dispatches on the map's class, and a map
+    of the other package would take its generic (slower) path.
+    """
+    import importlib
+    import importlib.util
+    import sys
+
+    init = Path(tree) / "meanfield" / "__init__.py"
+    if not init.is_file():
+        raise SystemExit(f"--previous: no meanfield/__init__.py under {tree}")
+    if "meanfield_previous" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "meanfield_previous", init, submodule_search_locations=[str(init.parent)]
+        )
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["meanfield_previous"] = mod
+        spec.loader.exec_module(mod)
+    attn = importlib.import_module("meanfield_previous.attention.linear").kernel_attention
+    make = importlib.import_module("meanfield_previous.attention.features").make_feature_map
+    maps = {}
+
+    def op(q, k, v, fm, **kw):
+        key = id(fm)
+        if key not in maps:
+            own = make(fm.kind, fm.head_dim, fm.n_features, seed=0).to(fm.omega.device)
+            own.omega.copy_(fm.omega)
+            maps[key] = (fm, own)  # keeps fm alive, so the id stays its own
+        return attn(q, k, v, maps[key][1], **kw)
+
+    return op
+
+
 def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64, d: int = 64) -> float:
     """Multiply-adds of ours over SDPA's, per head (the arithmetic bound on the speed-up).
 
@@ -271,6 +309,12 @@ def parse(argv):
     )
     ap.add_argument("--no-learned", action="store_true", help="skip the kernel-favor layer")
     ap.add_argument(
+        "--previous",
+        default=None,
+        metavar="TREE",
+        help="guards/scan: also time kernel_attention of the checkout TREE (its meanfield/)",
+    )
+    ap.add_argument(
         "--section",
         choices=("main", "guards", "scan"),
         default="main",
@@ -346,10 +390,12 @@ def run_guards(args, out=print) -> dict:
     lengths = [L for L in (256, 512, 1024, 2048, 4096, 8192) if L <= max(args.max_len, 256)]
     ms = [int(x) for x in args.features.split(",")] if args.features != "64,256" else [64, 128]
     gen = torch.Generator().manual_seed(0)
+    prev = load_previous(args.previous) if args.previous else None
     out(
         f"guards: bidirectional FAVOR+, device={args.device} threads={args.threads} B=1 H={H} "
         f"d_h={d} float32; t / t_plain (median of paired ratios; < 1: faster than the plain "
-        f"FAVOR+), in brackets the median time of plain"
+        f"FAVOR+); previous: the old path kept in this script"
+        + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
     )
     res = {"lengths": lengths, "tables": {}}
     for m in ms:
@@ -361,16 +407,21 @@ def run_guards(args, out=print) -> dict:
             ),
             "previous": lambda q, k, v, fm=fm: legacy_bidirectional_favor(q, k, v, fm),
         }
+        if prev is not None:
+            ops["tree"] = lambda q, k, v, fm=fm: prev(*(x.transpose(1, 2) for x in (q, k, v)), fm)
         tb = {n: [] for n in ops}
         tt = {n: [] for n in ops}
-        out(f"\nm={m}\n{'L':>6} {'plain s':>9} {'ours':>8} {'previous':>9}")
+        extra = f" {'tree':>8}" if prev is not None else ""
+        out(f"\nm={m}\n{'L':>6} {'plain s':>9} {'ours':>8} {'previous':>9}{extra}")
         for L in lengths:
             reps = args.repeats if L <= 4096 else max(3, args.repeats // 2)
             times, ratio = _paired(ops, args, L, H, d, gen, reps)
             for n in ops:
                 tb[n].append(ratio[n])
                 tt[n].append(times[n])
-            out(f"{L:6d} {times['plain']:9.5f} {ratio['ours']:8.2f} {ratio['previous']:9.2f}")
+            extra = f" {ratio['tree']:8.2f}" if prev is not None else ""
+            row = f"{L:6d} {times['plain']:9.5f} {ratio['ours']:8.2f} {ratio['previous']:9.2f}"
+            out(row + extra)
         res["tables"][f"m={m}"] = {"ratio_to_plain": tb, "times": tt}
     return res
 
@@ -385,15 +436,17 @@ def run_scan(args, out=print) -> dict:
     lengths = lengths_of(args)
     gen = torch.Generator().manual_seed(0)
     res = {"lengths": lengths, "tables": {}}
+    prev = load_previous(args.previous) if args.previous else None
 
-    def with_scan(mode, fm):
+    def with_scan(mode, fm, repair="auto"):
         def op(q, k, v):
-            saved, causal_mod._SCAN = causal_mod._SCAN, mode
+            saved = causal_mod._SCAN, causal_mod._REPAIR
+            causal_mod._SCAN, causal_mod._REPAIR = mode, repair
             try:
                 t = (x.transpose(1, 2) for x in (q, k, v))
                 return kernel_attention(*t, fm, causal=True, chunk_size=args.chunk_size)
             finally:
-                causal_mod._SCAN = saved
+                causal_mod._SCAN, causal_mod._REPAIR = saved
 
         return op
 
@@ -412,7 +465,9 @@ def run_scan(args, out=print) -> dict:
     out(
         f"scan: causal, device={args.device} threads={args.threads} B=1 H={H} d_h={d} "
         f"float32 chunk={args.chunk_size}; t / t_loop (median of paired ratios), loop = "
-        f"the per-chunk loop; sdpa = causal SDPA; in brackets the loop's median time"
+        f"the per-chunk loop (the CPU default); previous: its old input checks; batched: the "
+        f"loop-free scans; device: batched with the device-side underflow repair (what an "
+        f"accelerator runs); sdpa = causal SDPA" + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
     )
     for m in args.ms:
         for kind in ("favor", "porf-softplus"):
@@ -421,12 +476,22 @@ def run_scan(args, out=print) -> dict:
                 "loop": with_scan("loop", fm),
                 "previous": previous(fm),
                 "batched": with_scan("batched", fm),
+                "device": with_scan("batched", fm, "device"),
                 "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
             }
+            if prev is not None:
+                ops["tree"] = lambda q, k, v, fm=fm: prev(
+                    *(x.transpose(1, 2) for x in (q, k, v)), fm, causal=True,
+                    chunk_size=args.chunk_size,
+                )  # fmt: skip
             key = f"m={m} {kind}"
             tb = {n: [] for n in ops}
             tt = {n: [] for n in ops}
-            out(f"\n{key}\n{'L':>6} {'loop s':>9} {'previous':>9} {'batched':>8} {'sdpa':>8}")
+            extra = f" {'tree':>8}" if prev is not None else ""
+            out(
+                f"\n{key}\n{'L':>6} {'loop s':>9} {'previous':>9} {'batched':>8} "
+                f"{'device':>8} {'sdpa':>8}" + extra
+            )
             for L in lengths:
                 reps = args.repeats if L <= 4096 else max(3, args.repeats // 2)
                 times, ratio = _paired(ops, args, L, H, d, gen, reps)
@@ -435,7 +500,8 @@ def run_scan(args, out=print) -> dict:
                     tt[n].append(times[n])
                 out(
                     f"{L:6d} {times['loop']:9.5f} {ratio['previous']:9.2f} "
-                    f"{ratio['batched']:8.2f} {ratio['sdpa']:8.2f}"
+                    f"{ratio['batched']:8.2f} {ratio['device']:8.2f} {ratio['sdpa']:8.2f}"
+                    + (f" {ratio['tree']:8.2f}" if prev is not None else "")
                 )
             ones = [1.0] * len(lengths)
             cross = crossover(lengths, ones, tb["sdpa"])

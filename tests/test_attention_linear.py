@@ -777,3 +777,58 @@ def test_causal_path_compiles_without_graph_breaks():
     for keys in (k, k2):
         torch.testing.assert_close(compiled(q, keys, v), calls["favor"](q, keys, v))
     dynamo.reset()
+
+
+# -- on a CUDA device (benchmarks/gpu_check.sh runs these; skipped without one) ---------------
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_cuda_attention_matches_cpu_without_host_synchronisation(kind, monkeypatch):
+    """Causal and bidirectional kernel_attention (and linear_attention) on CUDA: no host
+    synchronisation (torch's sync debug mode turns one into an error) and the CPU result,
+    also with padding and where the underflow repair is needed (device-side, every flagged
+    chunk: share 1)."""
+    import meanfield.attention.causal as causal_mod
+
+    monkeypatch.setattr(causal_mod, "_REPAIR_SHARE", 1)
+    q, k, v = _qkv(2, 300, 2, 8, 4, seed=18, dtype=torch.float32)
+    mask = torch.zeros(2, 300, dtype=torch.bool)
+    mask[1, 250:] = True
+    fm = make_feature_map(kind, 8, 16, seed=0)
+    k2 = k * 12.0
+    k2[0, 70] = fm.omega[0] * 8**0.25  # a later key that dominates its chunk
+    fmc = make_feature_map(kind, 8, 16, seed=0).cuda()
+    for keys in (k, k2):
+        for causal in (False, True):
+            ref = kernel_attention(q, keys, v, fm, key_padding_mask=mask, causal=causal)
+            args = [t.cuda() for t in (q, keys, v)]
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                out = kernel_attention(*args, fmc, key_padding_mask=mask.cuda(), causal=causal)
+                lin = linear_attention(
+                    fmc.transform(args[0]), fmc.transform(args[1]), args[2], causal=causal,
+                    log_space=fmc.log_space, key_padding_mask=mask.cuda(),
+                )  # fmt: skip
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+            torch.testing.assert_close(out.cpu(), ref, atol=2e-5, rtol=1e-4)
+            torch.testing.assert_close(lin.cpu(), ref, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_causal_path_compiles_without_graph_breaks():
+    import torch._dynamo as dynamo
+
+    q, k, v = (t.cuda() for t in _qkv(1, 256, 2, 8, 4, seed=19, dtype=torch.float32))
+    for kind in FEATURE_KINDS:
+        fm = make_feature_map(kind, 8, 16, seed=0).cuda()
+        dynamo.reset()
+        fn = lambda a, b, c, fm=fm: kernel_attention(a, b, c, fm, causal=True)  # noqa: E731
+        assert dynamo.explain(fn)(q, k, v).graph_break_count == 0, kind
+    dynamo.reset()
