@@ -467,7 +467,8 @@ def run_scan(args, out=print) -> dict:
         f"float32 chunk={args.chunk_size}; t / t_loop (median of paired ratios), loop = "
         f"the per-chunk loop (the CPU default); previous: its old input checks; batched: the "
         f"loop-free scans; device: batched with the device-side underflow repair (what an "
-        f"accelerator runs); sdpa = causal SDPA" + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
+        f"accelerator runs); sdpa = causal SDPA"
+        + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
     )
     for m in args.ms:
         for kind in ("favor", "porf-softplus"):
