@@ -309,6 +309,13 @@ def parse(argv):
     )
     ap.add_argument("--no-learned", action="store_true", help="skip the kernel-favor layer")
     ap.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16", "float16"),
+        default="float32",
+        help="guards/scan: input dtype (bfloat16 on a GPU: SDPA takes its flash kernel; "
+        "kernel attention still accumulates in float32)",
+    )
+    ap.add_argument(
         "--previous",
         default=None,
         metavar="TREE",
@@ -360,12 +367,14 @@ def lengths_of(args):
     return out
 
 
-def _paired(ops, args, L, H, d, gen, reps):
+def _paired(ops, args, L, H, d, gen, reps, raw_out=None):
     """Interleaved repeats of ``ops`` on one (q, k, v); median time and median paired ratio
-    ``t / t_first`` per op (the first op is the reference)."""
+    ``t / t_first`` per op (the first op is the reference); ``raw_out``: a dict to receive
+    every op's list of times. Inputs in ``args.dtype`` (float32 unless given)."""
     device = torch.device(args.device)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    q, k, v = (torch.randn(1, H, L, d, generator=gen).to(device) for _ in "qkv")
+    dtype = getattr(torch, getattr(args, "dtype", "float32"))
+    q, k, v = (torch.randn(1, H, L, d, generator=gen).to(device, dtype) for _ in "qkv")
     raw = {name: [] for name in ops}
     with torch.inference_mode():
         for op in ops.values():
@@ -377,6 +386,8 @@ def _paired(ops, args, L, H, d, gen, reps):
                 op(q, k, v)
                 _sync(device)
                 raw[name].append(clock() - t0)
+    if raw_out is not None:
+        raw_out.update(raw)
     first = np.asarray(next(iter(raw.values())))
     times = {n: float(np.median(r)) for n, r in raw.items()}
     ratio = {n: float(np.median(np.asarray(r) / first)) for n, r in raw.items()}
@@ -393,7 +404,7 @@ def run_guards(args, out=print) -> dict:
     prev = load_previous(args.previous) if args.previous else None
     out(
         f"guards: bidirectional FAVOR+, device={args.device} threads={args.threads} B=1 H={H} "
-        f"d_h={d} float32; t / t_plain (median of paired ratios; < 1: faster than the plain "
+        f"d_h={d} {args.dtype}; t / t_plain (median of paired ratios; < 1: faster than the plain "
         f"FAVOR+); previous: the old path kept in this script"
         + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
     )
@@ -464,7 +475,7 @@ def run_scan(args, out=print) -> dict:
 
     out(
         f"scan: causal, device={args.device} threads={args.threads} B=1 H={H} d_h={d} "
-        f"float32 chunk={args.chunk_size}; t / t_loop (median of paired ratios), loop = "
+        f"{args.dtype} chunk={args.chunk_size}; t / t_loop (median of paired ratios), loop = "
         f"the per-chunk loop (the CPU default); previous: its old input checks; batched: the "
         f"loop-free scans; device: batched with the device-side underflow repair (what an "
         f"accelerator runs); sdpa = causal SDPA"
@@ -493,21 +504,35 @@ def run_scan(args, out=print) -> dict:
                 f"\n{key}\n{'L':>6} {'loop s':>9} {'previous':>9} {'batched':>8} "
                 f"{'device':>8} {'sdpa':>8}" + extra
             )
+            to_sdpa = {n: [] for n in ("loop", "batched", "device")}
             for L in lengths:
                 reps = args.repeats if L <= 4096 else max(3, args.repeats // 2)
-                times, ratio = _paired(ops, args, L, H, d, gen, reps)
+                raw = {}
+                times, ratio = _paired(ops, args, L, H, d, gen, reps, raw)
                 for n in ops:
                     tb[n].append(ratio[n])
                     tt[n].append(times[n])
+                base = np.asarray(raw["sdpa"])
+                for n in to_sdpa:  # paired t / t_SDPA
+                    to_sdpa[n].append(float(np.median(np.asarray(raw[n]) / base)))
                 out(
                     f"{L:6d} {times['loop']:9.5f} {ratio['previous']:9.2f} "
                     f"{ratio['batched']:8.2f} {ratio['device']:8.2f} {ratio['sdpa']:8.2f}"
                     + (f" {ratio['tree']:8.2f}" if prev is not None else "")
                 )
             ones = [1.0] * len(lengths)
-            cross = crossover(lengths, ones, tb["sdpa"])
-            out(f"  crossover vs causal SDPA (loop faster from there on): {cross}")
-            res["tables"][key] = {"ratio_to_loop": tb, "times": tt, "crossover_sdpa": cross}
+            cross = {n: crossover(lengths, r, ones) for n, r in to_sdpa.items()}
+            out(
+                "  t / t_SDPA: "
+                + "; ".join(f"{n} " + " ".join(f"{x:.2f}" for x in r) for n, r in to_sdpa.items())
+            )
+            out(f"  crossover vs causal SDPA (faster from there on): {cross}")
+            res["tables"][key] = {
+                "ratio_to_loop": tb,
+                "times": tt,
+                "ratio_to_sdpa": to_sdpa,
+                "crossover_sdpa": cross,
+            }
     return res
 
 

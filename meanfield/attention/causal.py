@@ -11,7 +11,11 @@ matrix products over *all* chunks at once (block matrix form of the prefix sums)
   times ``[V_n, 1]`` (a column of ones carries the denominator through the same product);
 * across chunks: ``phi(Q_n) S_n`` with the running ``(m, d_v + 1)`` state
   ``S_n = sum_{i<n} phi(K_i)^T [V_i, 1]`` -- per-chunk products ``phi(K_i)^T [V_i, 1]`` and an
-  exclusive cumulative sum over chunks.
+  exclusive cumulative sum over chunks: on an accelerator and under ``torch.compile`` one
+  ``torch.cumsum`` (a log-depth scan of ``ceil(log2 n)`` batched steps for the rescaled
+  states of positive features, below); on the CPU in eager mode a loop of one or two small
+  operations per chunk, which is faster there (``torch.cumsum`` along the chunk axis runs
+  3-7 times slower than the whole loop; ``benchmarks/bench_attention.py --section scan``).
 
 Time ``L (2 m d_h + 2 m (d_v + 1) + C (m + d_v + 1))`` multiply-adds per head (features, state,
 in-chunk block; causal SDPA does ``L^2 d_h`` in total), memory ``O(L (m + C + m d_v / C))``.
@@ -26,7 +30,9 @@ large inputs, so they are exponentiated with shifts that cancel exactly:
   per-query constant ``-|q~|^2/2 - log(m)/2``, which cancels like ``c_t``);
 * the state before chunk ``n`` in units of ``exp(-P_nj)``, rescaled per feature as the
   maxima grow, ``S_n = (S_(n-1) + phi(K_(n-1))^T [V_(n-1), 1]) exp(P_(n-1) - P_n)`` (online
-  softmax, per feature; a loop of two small operations per chunk).
+  softmax, per feature). Batched, the same sum ``S_n = sum_(i<n) phi(K_i)^T [V_i, 1]
+  exp(P_i - P_n)`` is a scan whose step of stride ``s`` adds the partial sum ending at chunk
+  ``i - s`` times ``exp(P_(i-s) - P_i) <= 1``: every factor at most 1, as in the loop.
 
 *Exactness (the shifts cancel).* Every term of query ``t`` is ``exp(u_j(q_t) + a_j(k_s) -
 c_t)`` times ``v_s``: ``P_nj`` enters once with each sign, and the per-query ``c_t`` multiplies
@@ -39,6 +45,15 @@ The computed denominator ``D_t`` (in units of ``exp(c_t)``) is checked afterward
 query with a visible key has ``D_t < exp(-30)`` (rare: a later key of the chunk dominates by
 more than ``e^30``) are recomputed exactly in log space, ``O(C^2 m)`` each. Nothing overflows
 and the result does not depend on a later token beyond rounding.
+
+*Host synchronisation.* Deciding which chunks to recompute needs the flags on the host: on
+the CPU that read is free and only the flagged chunks are recomputed; under
+``torch.compile`` a ``torch.cond`` takes the (rare) branch that recomputes every chunk, with
+no graph break; on an accelerator in eager mode nothing is read back: a fixed share of the
+queries, the flagged ones first, is recomputed every call (each against its chunk's keys),
+and flagged queries beyond it give NaN (see :meth:`_LogFactors.fix_underflow`). Nothing
+else on the causal path reads a tensor back; input checks are the caller's
+(:func:`meanfield.attention.linear.kernel_attention`).
 
 ``eps`` for positive features is taken relative to the query's kernel with its own key,
 ``eps K(q_t, k_t)`` (a causal scale that never depends on another token's shift): it changes
@@ -457,15 +472,18 @@ class _LogFactors:
           costs nothing there);
         * under ``torch.compile``: ``torch.cond`` on the flag, no graph break; the rare
           branch recomputes every chunk and keeps the flagged ones;
-        * an accelerator, eager: no host synchronisation; ``1 / _REPAIR_SHARE`` of the
-          chunks (at least one), the flagged ones first, are picked on the device (``topk``)
-          and recomputed every call (a few per cent of the fast path's time). More flagged
-          chunks than that in one call (a later key dominating a query's visible terms by
-          ``e^30`` in more than one chunk in 16: extreme logits) make the outputs of the rest
-          NaN -- a loud failure instead of a silent loss of precision; set
-          ``meanfield.attention.causal._REPAIR = "cpu"`` to read the flag instead (exact,
-          one host synchronisation per call), or ``_REPAIR_SHARE = 1`` to recompute every
-          flagged chunk without one (the cost of the log-space path).
+        * an accelerator, eager: no host synchronisation; a fixed number of *rows* (queries),
+          ``1 / _REPAIR_SHARE`` of them but at least ``_REPAIR_MIN_CHUNKS`` chunks' worth
+          (a dominating key flags at most the ``C - 1`` queries before it), the flagged ones
+          first, are picked on the device (``topk``) and recomputed every call, each against
+          its chunk's ``C`` keys and the state (``O(C m)``, a row costs ``1/C`` of a chunk;
+          :meth:`_repair_rows`). More flagged rows than that in one call (a later key
+          dominating a query's visible terms by ``e^30`` for more than one query in 256:
+          extreme logits) make the outputs of the rest NaN -- a loud failure instead of a
+          silent loss of precision; set ``meanfield.attention.causal._REPAIR = "cpu"`` to
+          read the flag instead (exact, one host synchronisation per call), or
+          ``_REPAIR_SHARE = 1`` to recompute every row without one (the cost of the
+          log-space path).
         """
         with torch.no_grad():
             low = nd[..., -1].detach() < math.exp(LOG_DEN_FLOOR)
@@ -490,12 +508,32 @@ class _LogFactors:
             if not bool(bad.any()):
                 return nd, self_k
             return self._repair(nd, self_k, vv, kv, state, bad.nonzero(as_tuple=True), None)
-        flat = bad.reshape(-1)
-        share = min(flat.numel(), max(1, flat.numel() // max(1, int(_REPAIR_SHARE))))
-        flagged, sel = flat.to(nd.dtype).topk(share)
-        nd, self_k = self._repair(nd, self_k, vv, kv, state, (sel // n, sel % n), flagged > 0)
-        if share < flat.numel():  # flagged chunks beyond the share: NaN, not a silent error
-            left = flat.index_fill(0, sel, False).reshape(B, n, 1, 1)
+        return self._repair_rows(nd, self_k, vv, kv, state, low)
+
+    def _repair_rows(self, nd, self_k, vv, kv, state, low):
+        """The accelerator's repair: a fixed number of rows, picked and recomputed on the
+        device (:meth:`fix_underflow`); ``low`` (B, n, c) flags the rows."""
+        B, n, c = low.shape
+        flat = low.reshape(-1)
+        rows = flat.numel()
+        R = min(rows, max(_REPAIR_MIN_CHUNKS * c, rows // max(1, int(_REPAIR_SHARE))))
+        flagged, sel = flat.to(nd.dtype).topk(R)
+        bi, ni, ti = sel // (n * c), (sel // c) % n, sel % c
+        first = ni == 0
+        prev = (bi, (ni - 1).clamp_min(0))
+        before = (state[prev] + kv[prev]).masked_fill(first[:, None, None], 0.0)
+        zq, zk = self._shifted_logs((bi, ni))  # each row's whole chunk: (R, c, m)
+        at = torch.arange(R, device=nd.device)
+        new_nd, new_self = _exact_rows(
+            zq[at, ti], zk, ti, vv[bi, ni], before, self.log_decay[bi, ni]
+        )
+        keep = flagged > 0
+        idx = (bi, ni, ti)
+        new_nd = torch.where(keep[:, None], new_nd, nd[idx])
+        new_self = torch.where(keep, new_self, self_k[idx])
+        nd, self_k = nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
+        if R < rows:  # flagged rows beyond the budget: NaN, not a silent loss of precision
+            left = flat.index_fill(0, sel, False).reshape(B, n, c, 1)
             nd = nd.masked_fill(left, float("nan"))
         return nd, self_k
 
@@ -514,11 +552,36 @@ class _LogFactors:
         return nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
 
 
-#: Share of the chunks repaired per call on an accelerator in eager mode (one in this many;
-#: see :meth:`_LogFactors.fix_underflow`).
-_REPAIR_SHARE = 16
+#: Share of the rows (queries) recomputed per call on an accelerator in eager mode (one in
+#: this many)...
+_REPAIR_SHARE = 256
+#: ... and at least the rows of this many chunks: a key that dominates its chunk flags at
+#: most the ``C - 1`` queries before it (see :meth:`_LogFactors.fix_underflow`).
+_REPAIR_MIN_CHUNKS = 2
 #: "auto" (by device), "cpu" (read the flag) or "device" (no host read): tests force either.
 _REPAIR = "auto"
+
+
+def _exact_rows(zq, zk, pos, vv, before, log_decay):
+    """Single queries recomputed in log space, each shifted by its own largest visible term.
+
+    As :func:`_exact_chunks` for one query of a chunk instead of the whole chunk: ``zq``
+    (R, m) the query's shifted log-factors, ``zk`` (R, c, m) those of its chunk's keys, of
+    which keys ``0 .. pos`` (R,) are visible, ``vv`` (R, c, e), ``before`` (R, m, e),
+    ``log_decay`` (R, m). Returns ``nd`` (R, e) and ``self_k`` (R,), in the units of the
+    query's largest visible term.
+    """
+    c = zk.shape[1]
+    zk = zk.clamp_min(-1e30)  # padding keys: see _exact_chunks
+    logits = torch.logsumexp(zq[:, None, :] + zk, dim=-1)  # (R, c)
+    future = torch.arange(c, device=zq.device)[None, :] > pos[:, None]
+    logits = logits.masked_fill(future, float("-inf"))
+    cross = zq + log_decay
+    top = torch.maximum(logits.amax(-1), cross.amax(-1)).detach()[:, None]
+    top = torch.where(torch.isfinite(top), top, 0.0)
+    w = torch.exp(logits - top)  # (R, c)
+    nd = (w[:, None, :] @ vv)[:, 0] + (torch.exp(cross - top)[:, None, :] @ before)[:, 0]
+    return nd, w.gather(1, pos[:, None])[:, 0]
 
 
 def _exact_chunks(zq, zk, vv, before, log_decay):

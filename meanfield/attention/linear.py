@@ -12,6 +12,13 @@ masked ``C x C`` kernel block, across chunks a running ``(m, d_h)`` state; chunk
 maxima keep positive features exact and overflow-free, a later token changing an output only
 by rounding), so it costs ``O(L m (d_h + C))`` time and ``O(L (m + C + m d_h / C))`` memory.
 
+Checks. Shapes, lengths and arguments are checked before any work, everywhere. Values (NaN
+or inf, ``phi >= 0`` for precomputed features, a float mask's 0 / -inf) are checked where a
+host read is cheap -- on the CPU, outside ``torch.compile`` -- and on an accelerator only
+when asked (``check_inputs=True``: a host synchronisation per tensor); ``kernel_attention``
+checks finiteness on its result's small state and denominators (a non-finite input always
+reaches them), so its guard costs no pass over the ``(L, m)`` features.
+
 Public functions use the ``(batch, length, heads, dim)`` layout (fast-transformers); the
 module works head-major internally. All sums are accumulated in float32 (float64 for float64
 input) with autocast disabled; the output is cast back to the dtype of ``v``.
@@ -434,7 +441,7 @@ def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size, finite_check=None):
                     grad = _grad_needed(qc, kc, fm.omega)
                     kf = kf.masked_fill(pad, 0.0) if grad else kf.masked_fill_(pad, 0.0)
                 out, small = _normalised(qf, kf, vd, eps)
-        if finite_check is not None:
+        if finite_check is not None and _checks_on(out, finite_check[1]):
             inputs, check = finite_check
             witness = small[0].sum() if len(small) == 1 else small[0].sum() + small[1].sum()
             _check_finite_output(witness, inputs, check)
