@@ -25,6 +25,21 @@ machine, the thread count, the load average and the wall time.
     python benchmarks/bench_attention.py                   # m = 64, 256; L = 256 ... 4096
     python benchmarks/bench_attention.py --long            # ... up to L = 16384 (minutes)
     python benchmarks/bench_attention.py --device cuda --quick   # GPU check, ~1 minute
+
+Two more sections (``--section``), each timing old and new code side by side in one run:
+
+* ``guards`` (issue #23 item 4): bidirectional FAVOR+ through :func:`kernel_attention`
+  against a plain few-line FAVOR+ (:func:`plain_favor`), and the previous implementation
+  (:func:`legacy_bidirectional_favor`: three input passes for the finiteness check, the
+  feature map's log-features, and a full-size max-shift with ``torch.where``), at
+  ``L = 256 ... 8192``, ``m = 64, 128``; the table prints ``t / t_plain`` per L;
+* ``scan`` (issues #20, #23 item 2): causal :func:`kernel_attention` with the prefix states
+  by the per-chunk loop (``_SCAN = "loop"``, the CPU default, and the previous code path with
+  its input checks) against the batched scans (``_SCAN = "batched"``: exclusive cumsum,
+  log-depth level scan; the accelerator and ``torch.compile`` default), and causal SDPA.
+
+    python benchmarks/bench_attention.py --section guards --max-len 8192
+    python benchmarks/bench_attention.py --section scan --features 64 --max-len 8192
 """
 
 from __future__ import annotations
@@ -105,6 +120,83 @@ def plain_chunked_favor(q, k, v, omega, chunk: int = 64, eps: float = 1e-6):
     num = blk @ vc + qc @ state
     den = blk.sum(-1) + (qc @ zs[..., None])[..., 0]
     return (num / (den[..., None] + eps)).reshape(b, h, L, -1)
+
+
+def plain_favor(q, k, v, omega, eps: float = 1e-6):
+    """Bidirectional FAVOR+ in ten lines (the peer of the ``guards`` section; head-major).
+
+    ``phi(x) = exp(Omega^T x~ - |x~|^2 / 2 - max) / sqrt(m)``, the max per query for queries
+    and over all keys and features for keys (performer-pytorch), no checks, no masks.
+    """
+    d, m = q.shape[-1], omega.shape[0]
+    om = omega.to(q) * d**-0.25
+
+    def feats(x, query):
+        u = x @ om.T - 0.5 * d**-0.5 * (x * x).sum(-1, keepdim=True)
+        top = u.amax(-1, keepdim=True) if query else u.amax(dim=(-1, -2), keepdim=True)
+        return torch.exp(u - top) * m**-0.5
+
+    qf, kf = feats(q, True), feats(k, False)
+    return (qf @ (kf.transpose(-1, -2) @ v)) / (qf @ kf.sum(2)[..., None] + eps)
+
+
+def legacy_bidirectional_favor(q, k, v, fm, eps: float = 1e-6):
+    """The previous bidirectional path of :func:`kernel_attention` (before issue #23 item 4),
+    kept here only to time it beside the new one: head-major ``q``, ``k``, ``v``."""
+
+    def finite_or_zero(x):
+        return torch.where(torch.isfinite(x), x, torch.zeros_like(x))
+
+    for t in (q, k, v):  # the input checks: one sum per tensor
+        assert bool(torch.isfinite(t.sum()))
+    qa, ka = fm.transform(q.contiguous()), fm.transform(k.contiguous())
+    M = ka.amax(dim=2, keepdim=True).detach()
+    has_key = torch.isfinite(M)
+    M0 = finite_or_zero(M)
+    kf = torch.exp(ka - M0)
+    qs = torch.where(has_key, qa + M0, torch.full_like(qa, float("-inf")))
+    c = finite_or_zero(qs.amax(dim=-1, keepdim=True).detach())
+    qf = torch.exp(qs - c)
+    kv = kf.transpose(-1, -2) @ v
+    return (qf @ kv) / (qf @ kf.sum(dim=2).unsqueeze(-1) + eps)
+
+
+def load_previous(tree):
+    """``kernel_attention`` of another checkout (``tree/meanfield``), imported as the package
+    ``meanfield_previous`` so that both run in one process, side by side (``--previous``;
+    e.g. ``git archive <commit> meanfield | tar -x -C /tmp/prev``).
+
+    Returns ``op(q, k, v, fm, **kw)`` that calls it with that checkout's own feature map
+    (same kind, same ``omega``): the causal path dispatches on the map's class, and a map
+    of the other package would take its generic (slower) path.
+    """
+    import importlib
+    import importlib.util
+    import sys
+
+    init = Path(tree) / "meanfield" / "__init__.py"
+    if not init.is_file():
+        raise SystemExit(f"--previous: no meanfield/__init__.py under {tree}")
+    if "meanfield_previous" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "meanfield_previous", init, submodule_search_locations=[str(init.parent)]
+        )
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["meanfield_previous"] = mod
+        spec.loader.exec_module(mod)
+    attn = importlib.import_module("meanfield_previous.attention.linear").kernel_attention
+    make = importlib.import_module("meanfield_previous.attention.features").make_feature_map
+    maps = {}
+
+    def op(q, k, v, fm, **kw):
+        key = id(fm)
+        if key not in maps:
+            own = make(fm.kind, fm.head_dim, fm.n_features, seed=0).to(fm.omega.device)
+            own.omega.copy_(fm.omega)
+            maps[key] = (fm, own)  # keeps fm alive, so the id stays its own
+        return attn(q, k, v, maps[key][1], **kw)
+
+    return op
 
 
 def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64, d: int = 64) -> float:
@@ -216,6 +308,26 @@ def parse(argv):
         "it counts the arithmetic alone, not the waits of a loaded, shared machine)",
     )
     ap.add_argument("--no-learned", action="store_true", help="skip the kernel-favor layer")
+    ap.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16", "float16"),
+        default="float32",
+        help="guards/scan: input dtype (bfloat16 on a GPU: SDPA takes its flash kernel; "
+        "kernel attention still accumulates in float32)",
+    )
+    ap.add_argument(
+        "--previous",
+        default=None,
+        metavar="TREE",
+        help="guards/scan: also time kernel_attention of the checkout TREE (its meanfield/)",
+    )
+    ap.add_argument(
+        "--section",
+        choices=("main", "guards", "scan"),
+        default="main",
+        help="main: every map against SDPA (default); guards: bidirectional FAVOR+ against a "
+        "plain FAVOR+ and the previous code; scan: causal loop vs batched prefix states",
+    )
     ap.add_argument("--json", default=None, help="output JSON (default results/bench_attention"
                     "[_DEVICE][_quick].json from the command line; none from Python)")  # fmt: skip
     args = ap.parse_args(argv)
@@ -253,6 +365,175 @@ def lengths_of(args):
         out.append(L)
         L *= 2
     return out
+
+
+def _paired(ops, args, L, H, d, gen, reps, raw_out=None):
+    """Interleaved repeats of ``ops`` on one (q, k, v); median time and median paired ratio
+    ``t / t_first`` per op (the first op is the reference); ``raw_out``: a dict to receive
+    every op's list of times. Inputs in ``args.dtype`` (float32 unless given)."""
+    device = torch.device(args.device)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    dtype = getattr(torch, getattr(args, "dtype", "float32"))
+    q, k, v = (torch.randn(1, H, L, d, generator=gen).to(device, dtype) for _ in "qkv")
+    raw = {name: [] for name in ops}
+    with torch.inference_mode():
+        for op in ops.values():
+            op(q, k, v)
+        _sync(device)
+        for _ in range(reps):
+            for name, op in ops.items():
+                t0 = clock()
+                op(q, k, v)
+                _sync(device)
+                raw[name].append(clock() - t0)
+    if raw_out is not None:
+        raw_out.update(raw)
+    first = np.asarray(next(iter(raw.values())))
+    times = {n: float(np.median(r)) for n, r in raw.items()}
+    ratio = {n: float(np.median(np.asarray(r) / first)) for n, r in raw.items()}
+    return times, ratio
+
+
+def run_guards(args, out=print) -> dict:
+    """Section ``guards``: bidirectional FAVOR+, ours and the previous code over plain."""
+    torch.set_num_threads(args.threads)
+    H, d = args.heads, args.embed_dim // args.heads
+    lengths = [L for L in (256, 512, 1024, 2048, 4096, 8192) if L <= max(args.max_len, 256)]
+    ms = [int(x) for x in args.features.split(",")] if args.features != "64,256" else [64, 128]
+    gen = torch.Generator().manual_seed(0)
+    prev = load_previous(args.previous) if args.previous else None
+    out(
+        f"guards: bidirectional FAVOR+, device={args.device} threads={args.threads} B=1 H={H} "
+        f"d_h={d} {args.dtype}; t / t_plain (median of paired ratios; < 1: faster than the plain "
+        f"FAVOR+); previous: the old path kept in this script"
+        + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
+    )
+    res = {"lengths": lengths, "tables": {}}
+    for m in ms:
+        fm = make_feature_map("favor", d, m, seed=0).to(args.device)
+        ops = {
+            "plain": lambda q, k, v, fm=fm: plain_favor(q, k, v, fm.omega),
+            "ours": lambda q, k, v, fm=fm: kernel_attention(
+                *(x.transpose(1, 2) for x in (q, k, v)), fm
+            ),
+            "previous": lambda q, k, v, fm=fm: legacy_bidirectional_favor(q, k, v, fm),
+        }
+        if prev is not None:
+            ops["tree"] = lambda q, k, v, fm=fm: prev(*(x.transpose(1, 2) for x in (q, k, v)), fm)
+        tb = {n: [] for n in ops}
+        tt = {n: [] for n in ops}
+        extra = f" {'tree':>8}" if prev is not None else ""
+        out(f"\nm={m}\n{'L':>6} {'plain s':>9} {'ours':>8} {'previous':>9}{extra}")
+        for L in lengths:
+            reps = args.repeats if L <= 4096 else max(3, args.repeats // 2)
+            times, ratio = _paired(ops, args, L, H, d, gen, reps)
+            for n in ops:
+                tb[n].append(ratio[n])
+                tt[n].append(times[n])
+            extra = f" {ratio['tree']:8.2f}" if prev is not None else ""
+            row = f"{L:6d} {times['plain']:9.5f} {ratio['ours']:8.2f} {ratio['previous']:9.2f}"
+            out(row + extra)
+        res["tables"][f"m={m}"] = {"ratio_to_plain": tb, "times": tt}
+    return res
+
+
+def run_scan(args, out=print) -> dict:
+    """Section ``scan``: causal prefix states by the loop and batched, and causal SDPA."""
+    import meanfield.attention.causal as causal_mod
+    from meanfield.attention.linear import _check_finite_input, _kernel_core
+
+    torch.set_num_threads(args.threads)
+    H, d = args.heads, args.embed_dim // args.heads
+    lengths = lengths_of(args)
+    gen = torch.Generator().manual_seed(0)
+    res = {"lengths": lengths, "tables": {}}
+    prev = load_previous(args.previous) if args.previous else None
+
+    def with_scan(mode, fm, repair="auto"):
+        def op(q, k, v):
+            saved = causal_mod._SCAN, causal_mod._REPAIR
+            causal_mod._SCAN, causal_mod._REPAIR = mode, repair
+            try:
+                t = (x.transpose(1, 2) for x in (q, k, v))
+                return kernel_attention(*t, fm, causal=True, chunk_size=args.chunk_size)
+            finally:
+                causal_mod._SCAN, causal_mod._REPAIR = saved
+
+        return op
+
+    def previous(fm):  # the old code path: three input checks, the loop, no result check
+        def op(q, k, v):
+            saved, causal_mod._SCAN = causal_mod._SCAN, "loop"
+            try:
+                for name, t in (("q", q), ("k", k), ("v", v)):
+                    _check_finite_input(name, t)
+                return _kernel_core(q, k, v, fm, None, True, 1e-6, args.chunk_size)
+            finally:
+                causal_mod._SCAN = saved
+
+        return op
+
+    out(
+        f"scan: causal, device={args.device} threads={args.threads} B=1 H={H} d_h={d} "
+        f"{args.dtype} chunk={args.chunk_size}; t / t_loop (median of paired ratios), loop = "
+        f"the per-chunk loop (the CPU default); previous: its old input checks; batched: the "
+        f"loop-free scans; device: batched with the device-side underflow repair (what an "
+        f"accelerator runs); sdpa = causal SDPA"
+        + (f"; tree: kernel_attention of {args.previous}" if prev is not None else "")
+    )
+    for m in args.ms:
+        for kind in ("favor", "porf-softplus"):
+            fm = make_feature_map(kind, d, m, seed=0).to(args.device)
+            ops = {
+                "loop": with_scan("loop", fm),
+                "previous": previous(fm),
+                "batched": with_scan("batched", fm),
+                "device": with_scan("batched", fm, "device"),
+                "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            }
+            if prev is not None:
+                ops["tree"] = lambda q, k, v, fm=fm: prev(
+                    *(x.transpose(1, 2) for x in (q, k, v)), fm, causal=True,
+                    chunk_size=args.chunk_size,
+                )  # fmt: skip
+            key = f"m={m} {kind}"
+            tb = {n: [] for n in ops}
+            tt = {n: [] for n in ops}
+            extra = f" {'tree':>8}" if prev is not None else ""
+            out(
+                f"\n{key}\n{'L':>6} {'loop s':>9} {'previous':>9} {'batched':>8} "
+                f"{'device':>8} {'sdpa':>8}" + extra
+            )
+            to_sdpa = {n: [] for n in ("loop", "batched", "device")}
+            for L in lengths:
+                reps = args.repeats if L <= 4096 else max(3, args.repeats // 2)
+                raw = {}
+                times, ratio = _paired(ops, args, L, H, d, gen, reps, raw)
+                for n in ops:
+                    tb[n].append(ratio[n])
+                    tt[n].append(times[n])
+                base = np.asarray(raw["sdpa"])
+                for n in to_sdpa:  # paired t / t_SDPA
+                    to_sdpa[n].append(float(np.median(np.asarray(raw[n]) / base)))
+                out(
+                    f"{L:6d} {times['loop']:9.5f} {ratio['previous']:9.2f} "
+                    f"{ratio['batched']:8.2f} {ratio['device']:8.2f} {ratio['sdpa']:8.2f}"
+                    + (f" {ratio['tree']:8.2f}" if prev is not None else "")
+                )
+            ones = [1.0] * len(lengths)
+            cross = {n: crossover(lengths, r, ones) for n, r in to_sdpa.items()}
+            out(
+                "  t / t_SDPA: "
+                + "; ".join(f"{n} " + " ".join(f"{x:.2f}" for x in r) for n, r in to_sdpa.items())
+            )
+            out(f"  crossover vs causal SDPA (faster from there on): {cross}")
+            res["tables"][key] = {
+                "ratio_to_loop": tb,
+                "times": tt,
+                "ratio_to_sdpa": to_sdpa,
+                "crossover_sdpa": cross,
+            }
+    return res
 
 
 def run(args, out=print) -> dict:
@@ -379,6 +660,24 @@ def main(argv=None) -> dict:
         print(s, flush=True)
         lines.append(s)
 
+    if args.section != "main":
+        t0 = time.perf_counter()
+        res = (run_guards if args.section == "guards" else run_scan)(args, out)
+        res["wall_seconds"] = time.perf_counter() - t0
+        res["config"] = dict(vars(args))
+        res["load_average_1_5_15"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+        out(f"\nwall time {res['wall_seconds']:.0f} s; load average {res['load_average_1_5_15']}")
+        path = args.json
+        if path is None and argv is None:
+            suffix = "" if args.device == "cpu" else "_" + args.device.split(":")[0]
+            path = RESULTS / f"bench_attention_{args.section}{suffix}.json"
+        if path:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(res, indent=1))
+            path.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+            out(f"wrote {path} and its .txt")
+        return res
     res = run(args, out)
     path = args.json
     if path is None and argv is None:

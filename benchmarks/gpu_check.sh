@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# The GPU check of issue 13 (item 6), prepared once: on a machine with a CUDA device it runs
+# The GPU check, prepared once, for a machine with a CUDA device. By default (under 3 minutes
+# on an H200; each part has its own time limit, 170 s in all) it runs
 #   1. the CUDA tests (pytest -m cuda: pair sums, a Langevin step and the float32 p = 64
-#      rescaling against the CPU; they are skipped on a machine without CUDA),
-#   2. the GPU benchmarks: pair forces side by side (meanfield / previous / plain torch) and the
-#      full Langevin step's scaling in N (bench_pairs.py --device cuda), and linear attention
-#      against SDPA (bench_attention.py --device cuda),
-# in under 8 minutes (each part has its own time limit), writing everything into one folder:
+#      rescaling against the CPU; kernel attention on CUDA against the CPU under torch's sync
+#      debug mode "error" -- no host synchronisation in the causal or bidirectional path -- and
+#      the causal path under dynamo without graph breaks; all skipped without CUDA),
+#   2. the causal path against causal SDPA at L = 1k ... 64k (issues 20, 23): bench_attention.py
+#      --section scan in bfloat16 inputs, so that SDPA takes its flash kernel (kernel attention
+#      accumulates in float32 whatever the input dtype), m = 64, d_h = 64, 4 heads: the prefix
+#      states by the per-chunk loop, by the batched scans (the default on an accelerator) with
+#      the device-side underflow repair, and SDPA, with the paired ratios t / t_SDPA and the
+#      crossover L,
+#   3. the bidirectional guard section (float32, L = 256 ... 8192): kernel_attention against a
+#      plain ten-line FAVOR+ and the previous code path;
+# with GPU_CHECK_ALL=1 also issue 13's parts (about 5 more minutes): the pair-force benchmarks
+# (bench_pairs.py --device cuda) and every feature map against SDPA (bench_attention.py).
+# Everything is written into one folder:
 #
 #   bash benchmarks/gpu_check.sh [OUTDIR]     # default: $OUT if set, else benchmarks/results/gpu
+#   GPU_CHECK_ALL=1 bash benchmarks/gpu_check.sh [OUTDIR]
 #
 # Exit status: 0 when every part passed, 3 without a CUDA device, 1 when some part failed
 # (the summary at the end of OUTDIR/gpu_check.log names it).
@@ -27,7 +38,8 @@ python - <<'PY' 2>&1 | tee -a "$LOG"
 import torch
 print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
 if torch.cuda.is_available():
-    print("device", torch.cuda.get_device_name(0))
+    print("device", torch.cuda.get_device_name(0), "flash SDPA enabled",
+          torch.backends.cuda.flash_sdp_enabled())
 PY
 if ! python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     say "no CUDA device visible to torch: nothing to check"
@@ -47,12 +59,22 @@ part() {  # part NAME SECONDS COMMAND...
     [ "$rc" -eq 0 ] || FAILED+=("$name(exit $rc)")
 }
 
-part pytest_cuda 150 python -m pytest -q -m cuda -p no:cacheprovider tests/
-part bench_pairs_cuda 170 python benchmarks/bench_pairs.py --device cuda \
-    --sections pairs,tiles,scaling --no-keops --repeats 7 --tiles 1024,2048,4096,8192 \
-    --scaling-N 1000,3000,10000,30000,100000 --out "$OUTDIR/pairs_cuda"
-part bench_attention_cuda 120 python benchmarks/bench_attention.py --device cuda \
-    --max-len 16384 --json "$OUTDIR/bench_attention_cuda.json"
+# the files that hold CUDA-marked tests (collecting the whole suite would take a minute)
+CUDA_TESTS=$(grep -l "mark.cuda" tests/test_*.py)
+part pytest_cuda 80 python -m pytest -q -m cuda -p no:cacheprovider $CUDA_TESTS
+part attention_causal_cuda 60 python benchmarks/bench_attention.py --device cuda \
+    --section scan --dtype bfloat16 --features 64 --min-len 1024 --max-len 65536 --repeats 5 \
+    --json "$OUTDIR/bench_attention_scan_cuda.json"
+part attention_guards_cuda 30 python benchmarks/bench_attention.py --device cuda \
+    --section guards --features 64,128 --max-len 8192 --repeats 7 \
+    --json "$OUTDIR/bench_attention_guards_cuda.json"
+if [ "${GPU_CHECK_ALL:-0}" = 1 ]; then
+    part bench_pairs_cuda 170 python benchmarks/bench_pairs.py --device cuda \
+        --sections pairs,tiles,scaling --no-keops --repeats 7 --tiles 1024,2048,4096,8192 \
+        --scaling-N 1000,3000,10000,30000,100000 --out "$OUTDIR/pairs_cuda"
+    part bench_attention_cuda 120 python benchmarks/bench_attention.py --device cuda \
+        --max-len 16384 --json "$OUTDIR/bench_attention_cuda.json"
+fi
 
 say "total $(( $(date +%s) - START ))s; results in $OUTDIR"
 if [ ${#FAILED[@]} -eq 0 ]; then

@@ -519,3 +519,330 @@ def test_bench_attention_peer_is_causal_favor():
     assert bench.flop_ratio("favor", 64, 1024, causal=True) == pytest.approx(
         (2 * 64 * 64 + 2 * 64 * 65 + 64 * (64 + 65)) / (1024 * 64)
     )
+
+
+# -- issue 24 item 9: the phi >= 0 precondition, zero keys, empty sequences ------------------
+
+
+def test_linear_attention_refuses_negative_features_by_name():
+    """phi >= 0 is checked (it was not: negative features gave outputs outside the range of
+    the values); log-features may be negative; check_inputs=False skips the check."""
+    from meanfield.errors import InputError
+
+    g = torch.Generator().manual_seed(0)
+    qf, kf = torch.rand(1, 5, 1, 3, generator=g), torch.rand(1, 5, 1, 3, generator=g)
+    v = torch.rand(1, 5, 1, 2, generator=g)
+    for name in ("q_features", "k_features"):
+        args = {"q_features": qf, "k_features": kf, "v": v}
+        args[name] = args[name].clone()
+        args[name][0, 2, 0, 1] = -0.5
+        for causal in (False, True):
+            with pytest.raises(InputError, match=f"{name} has 1 negative entry .min -0.5."):
+                linear_attention(**args, causal=causal)
+        out = linear_attention(**args, check_inputs=False)  # the caller's responsibility
+        assert out.shape == (1, 5, 1, 2)
+    logs = -torch.rand(1, 5, 1, 3, generator=g)  # log-features: any sign
+    out = linear_attention(logs, logs, v, log_space=True)
+    assert bool((out >= v.min() - 1e-6).all() and (out <= v.max() + 1e-6).all())
+    # -inf is a zero log-feature, +inf is refused
+    klog = logs.clone()
+    klog[0, 1, 0, :] = float("-inf")
+    assert torch.isfinite(linear_attention(logs, klog, v, log_space=True, causal=True)).all()
+    klog[0, 1, 0, 0] = float("inf")
+    with pytest.raises(InputError, match="k_features has 1 non-finite entry"):
+        linear_attention(logs, klog, v, log_space=True)
+    with pytest.raises(TypeError, match="check_inputs must be True, False or None"):
+        linear_attention(qf, kf, v, check_inputs=1)
+
+
+def test_zero_keys_are_refused_and_empty_sequences_give_empty_results():
+    """S = 0 with queries: a named error (was an IndexError); L = 0 (also the zero-length
+    causal sequence): the empty (batch, 0, heads, d_v) result; m = 0: a named error."""
+    from meanfield.errors import InputError, MeanfieldError
+
+    fm = make_feature_map("favor", 4, 8, seed=0)
+    r = torch.rand
+    with pytest.raises(InputError, match=r"k_features has no keys \(S = 0\)"):
+        linear_attention(r(1, 4, 1, 3), r(1, 0, 1, 3), r(1, 0, 1, 2))
+    with pytest.raises(InputError, match=r"k has no keys \(S = 0\): attention of 3 queries"):
+        kernel_attention(r(1, 3, 1, 4), r(1, 0, 1, 4), r(1, 0, 1, 2), fm)
+    with pytest.raises(MeanfieldError, match=r"at least one feature \(m >= 1\)"):
+        linear_attention(r(1, 2, 1, 0), r(1, 3, 1, 0), r(1, 3, 1, 2))
+    for causal in (False, True):
+        for log_space in (False, True):
+            out = linear_attention(
+                r(2, 0, 3, 5), r(2, 0, 3, 5), r(2, 0, 3, 4), causal=causal, log_space=log_space
+            )
+            assert out.shape == (2, 0, 3, 4)
+        out = kernel_attention(r(2, 0, 3, 4), r(2, 0, 3, 4), r(2, 0, 3, 6).double(), fm,
+                               causal=causal)  # fmt: skip
+        assert out.shape == (2, 0, 3, 6) and out.dtype == torch.float64
+    assert linear_attention(r(1, 0, 1, 3), r(1, 4, 1, 3), r(1, 4, 1, 2)).shape == (1, 0, 1, 2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_kernel_attention_names_a_non_finite_input_checked_on_the_result(causal):
+    """On the CPU the finiteness check of kernel_attention is made on the result (its small
+    state and denominators); a NaN or inf in any input still reaches it and is named."""
+    from meanfield.errors import InputError
+
+    fm = make_feature_map("porf", 8, 16, seed=0)
+    for kind in ("porf", "porf-softplus", "softmaxfeat"):
+        fm = make_feature_map(kind, 8, 16, seed=0)
+        for name, bad in (("q", float("nan")), ("k", float("inf")), ("v", float("-inf"))):
+            x = dict(zip("qkv", _qkv(2, 70, 2, 8, 8, seed=3, dtype=torch.float32), strict=True))
+            x[name][1, 66, 1, 3] = bad
+            with pytest.raises(InputError, match=f"^{name} has 1 non-finite entry"):
+                kernel_attention(x["q"], x["k"], x["v"], fm, causal=causal)
+            with pytest.raises(InputError, match=f"^{name} has 1 non-finite entry"):
+                kernel_attention(x["q"], x["k"], x["v"], fm, causal=causal, check_inputs=True)
+            out = kernel_attention(x["q"], x["k"], x["v"], fm, causal=causal, check_inputs=False)
+            assert not torch.isfinite(out).all()
+
+
+def test_value_checks_run_where_they_are_cheap():
+    """On the CPU by default, never under check_inputs=False; elsewhere only when asked
+    (an accelerator would synchronise: here a meta tensor stands in for one)."""
+    from meanfield.attention.linear import _checks_on
+
+    cpu, meta = torch.zeros(1), torch.zeros(1, device="meta")
+    assert _checks_on(cpu, None) and _checks_on(cpu, True) and not _checks_on(cpu, False)
+    assert not _checks_on(meta, None) and _checks_on(meta, True)
+
+
+# -- issue 23 item 4: the bidirectional positive-feature path ---------------------------------
+
+
+@pytest.mark.parametrize("kind", ["favor", "porf"])
+@pytest.mark.parametrize("scale", [1.0, 40.0])
+def test_bidirectional_positive_features_match_log_space_reference(kind, scale):
+    """float32 inputs of any magnitude: no overflow and the float64 logsumexp reference
+    (the in-place path without the constants that cancel), with padding."""
+    q, k, v = _qkv(2, 90, 2, 8, 4, seed=15, scale=scale, dtype=torch.float32)
+    mask = torch.zeros(2, 90, dtype=torch.bool)
+    mask[1, 60:] = True
+    fm = make_feature_map(kind, 8, 16, seed=2)
+    out = kernel_attention(q, k, v, fm, key_padding_mask=mask, eps=0.0)
+    qf, kf = fm.transform(q.double()), fm.transform(k.double())
+    logits = torch.logsumexp(qf[:, :, None] + kf[:, None], dim=-1).permute(0, 3, 1, 2)
+    logits = logits.masked_fill(mask[:, None, None, :], float("-inf"))
+    ref = torch.einsum("bhls,bshd->blhd", logits.softmax(-1), v.double()).float()
+    torch.testing.assert_close(out, ref, atol=1e-5 * (1 + scale), rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_bidirectional_gradients_match_finite_differences(kind):
+    q, k, v = _qkv(1, 7, 1, 4, 2, seed=16)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    mask = torch.tensor([[False] * 5 + [True] * 2])
+    fm = make_feature_map(kind, 4, 6, seed=0).double()
+    assert torch.autograd.gradcheck(
+        lambda a, b, c: kernel_attention(a, b, c, fm, key_padding_mask=mask), (q, k, v)
+    )
+
+
+# -- issues 20, 23 item 2: batched prefix states, device-side repair, torch.compile -----------
+
+
+@pytest.fixture(params=["loop", "batched"])
+def scan(request, monkeypatch):
+    """Both formulations of the causal prefix states on the CPU (batched is the accelerator
+    and torch.compile default), with the device-side underflow repair for "batched"."""
+    import meanfield.attention.causal as causal
+
+    monkeypatch.setattr(causal, "_SCAN", request.param)
+    if request.param == "batched":  # every flagged chunk repaired, as the host read does
+        monkeypatch.setattr(causal, "_REPAIR", "device")
+        monkeypatch.setattr(causal, "_REPAIR_SHARE", 1)
+    return request.param
+
+
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_batched_scan_matches_masked_quadratic(kind, scan):
+    """The chunked scan (cumsum over chunks; the log-depth level scan for positive
+    features) equals the direct masked O(L^2) sum to 1e-10 in float64, every chunk size."""
+    q, k, v = _qkv(2, 150, 3, 8, 5, seed=11)
+    mask = torch.zeros(2, 150, dtype=torch.bool)
+    mask[0, 40:47] = True
+    mask[1, 120:] = True
+    mask[1, :3] = True  # left padding: features that have seen no key yet
+    fm = make_feature_map(kind, 8, 12, seed=4)
+    ref = _direct(q, k, v, fm, mask, causal=True)
+    for chunk in (1, 2, 7, 13, 64, 149, 400):
+        out = kernel_attention(
+            q, k, v, fm, key_padding_mask=mask, causal=True, eps=0.0, chunk_size=chunk
+        )
+        torch.testing.assert_close(out[1, 3:], ref[1, 3:], rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(out[0], ref[0], rtol=1e-10, atol=1e-12)
+        lin = linear_attention(
+            fm.transform(q), fm.transform(k), v, key_padding_mask=mask, causal=True,
+            log_space=fm.log_space, eps=0.0, chunk_size=chunk,
+        )  # fmt: skip
+        torch.testing.assert_close(lin[0], ref[0], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 40.0])
+def test_batched_scan_float32_at_any_scale_and_without_future_leakage(scale, scan):
+    """float32, keys of any magnitude (per-feature maxima that grow over the chunks by far
+    more than float32's exponent range): finite, the float64 reference, no future leakage."""
+    q, k, v = _qkv(1, 300, 2, 8, 4, seed=5, scale=scale, dtype=torch.float32)
+    for kind in ("favor", "softmaxfeat"):
+        fm = make_feature_map(kind, 8, 16, seed=2)
+        out = kernel_attention(q, k, v, fm, causal=True, eps=0.0, chunk_size=16)
+        ref = _causal_reference(q, k, v, fm).float()
+        torch.testing.assert_close(out, ref, atol=1e-5 * (1 + scale), rtol=1e-4)
+        k2, v2 = k.clone(), v.clone()
+        k2[:, 101:] = 8**0.25 * fm.omega[0]  # raises every later maximum of feature 0
+        v2[:, 101:] = 1e6
+        out2 = kernel_attention(q, k2, v2, fm, causal=True, eps=0.0, chunk_size=16)
+        torch.testing.assert_close(out2[:, :101], out[:, :101], atol=1e-6, rtol=1e-5)
+
+
+def test_batched_scan_gradients_match_finite_differences(scan):
+    q, k, v = _qkv(1, 9, 1, 4, 2, seed=8)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    for kind in ("favor", "porf-softplus"):
+        fm = make_feature_map(kind, 4, 6, seed=0).double()
+        assert torch.autograd.gradcheck(
+            lambda a, b, c, fm=fm: kernel_attention(a, b, c, fm, causal=True, chunk_size=2),
+            (q, k, v),
+        )
+
+
+def test_device_side_repair_needs_no_host_read(monkeypatch):
+    """The accelerator's underflow repair (forced here on the CPU) picks its chunks on the
+    device: with a share of every chunk it equals the host-read repair when every chunk is
+    flagged, and the float64 reference where a later key of a chunk dominates; flagged
+    chunks beyond the share come out NaN (loud), not silently imprecise."""
+    import meanfield.attention.causal as causal
+
+    q, k, v = _qkv(1, 100, 2, 8, 3, seed=6, dtype=torch.float32)
+    fm = make_feature_map("favor", 8, 16, seed=0)
+    k2 = k * 12.0
+    k2[0, 10, :, :] = fm.omega[0] * 8**0.25  # one chunk needs the exact recomputation
+
+    def no_host_read(self):
+        raise AssertionError("host read in the device-side repair")
+
+    def run(keys, **settings):
+        with monkeypatch.context() as mp:
+            mp.setattr(causal, "_REPAIR", "device")
+            for name, value in settings.items():
+                mp.setattr(causal, name, value)
+            mp.setattr(torch.Tensor, "__bool__", no_host_read)
+            mp.setattr(torch.Tensor, "item", no_host_read)
+            return kernel_attention(q, keys, v, fm, causal=True, eps=0.0, check_inputs=False)
+
+    fast = kernel_attention(q, k, v, fm, causal=True, eps=0.0)
+    every = run(k, LOG_DEN_FLOOR=80.0, _REPAIR_SHARE=1)  # every chunk flagged and repaired
+    torch.testing.assert_close(every, fast, atol=1e-6, rtol=1e-5)
+    out = run(k2, _REPAIR_SHARE=1)
+    torch.testing.assert_close(out, _causal_reference(q, k2, v, fm).float(), atol=2e-5, rtol=1e-4)
+    partly = run(k, LOG_DEN_FLOOR=80.0, _REPAIR_SHARE=2)  # half the rows repaired
+    rows = partly.isnan().all(-1)  # (1, L, heads)
+    assert 0 < int(rows.sum()) < rows.numel()
+    torch.testing.assert_close(partly[~rows], fast[~rows], atol=1e-6, rtol=1e-5)
+    # gradients through the row repair (float64, every row flagged, with padding)
+    qd, kd, vd = (t[:, :9, :1, :4].double().requires_grad_() for t in (q, k, v))
+    fm4 = make_feature_map("favor", 4, 6, seed=0).double()
+    pad = torch.tensor([[True] + [False] * 7 + [True]])
+    with monkeypatch.context() as mp:
+        mp.setattr(causal, "_REPAIR", "device")
+        mp.setattr(causal, "LOG_DEN_FLOOR", 80.0)
+        mp.setattr(causal, "_REPAIR_SHARE", 1)
+        assert torch.autograd.gradcheck(
+            lambda a, b, c: kernel_attention(
+                a, b, c, fm4, causal=True, chunk_size=4, key_padding_mask=pad, eps=1e-3
+            ),
+            (qd, kd, vd),
+        )
+
+
+def test_causal_path_compiles_without_graph_breaks():
+    """torch.compile(fullgraph=False) of the causal path: zero graph breaks (dynamo's
+    explain; it broke 6-9 times on 4 chunks: out= on chunk views, the host read of the
+    underflow flag), for linear_attention (features, log-features, padding) and
+    kernel_attention (every map); and the aot_eager compile gives the eager result, also
+    where the underflow repair (torch.cond) is taken."""
+    import torch._dynamo as dynamo
+
+    q, k, v = _qkv(1, 16, 2, 8, 3, seed=17, dtype=torch.float32)
+    mask = torch.zeros(1, 16, dtype=torch.bool)
+    mask[0, 12:] = True
+    fms = {kind: make_feature_map(kind, 8, 8, seed=0) for kind in FEATURE_KINDS}
+    calls = {
+        "linear": lambda a, b, c: linear_attention(a.exp(), b.exp(), c, causal=True, chunk_size=4),
+        "linear-log": lambda a, b, c: linear_attention(
+            a, b, c, causal=True, log_space=True, chunk_size=4, key_padding_mask=mask
+        ),
+    }
+    for kind, fm in fms.items():
+        calls[kind] = lambda a, b, c, fm=fm: kernel_attention(
+            a, b, c, fm, causal=True, chunk_size=4, key_padding_mask=mask
+        )
+    for name, fn in calls.items():
+        dynamo.reset()
+        assert dynamo.explain(fn)(q, k, v).graph_break_count == 0, name
+    dynamo.reset()
+    fm = fms["favor"]
+    compiled = torch.compile(calls["favor"], backend="aot_eager")
+    k2 = k * 12.0
+    k2[0, 5, :, :] = fm.omega[0] * 8**0.25  # a chunk that needs the exact recomputation
+    for keys in (k, k2):
+        torch.testing.assert_close(compiled(q, keys, v), calls["favor"](q, keys, v))
+    dynamo.reset()
+
+
+# -- on a CUDA device (benchmarks/gpu_check.sh runs these; skipped without one) ---------------
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("kind", FEATURE_KINDS)
+def test_cuda_attention_matches_cpu_without_host_synchronisation(kind, monkeypatch):
+    """Causal and bidirectional kernel_attention (and linear_attention) on CUDA: no host
+    synchronisation (torch's sync debug mode turns one into an error) and the CPU result,
+    also with padding and where the underflow repair is needed (device-side, every flagged
+    chunk: share 1)."""
+    import meanfield.attention.causal as causal_mod
+
+    monkeypatch.setattr(causal_mod, "_REPAIR_SHARE", 1)
+    q, k, v = _qkv(2, 300, 2, 8, 4, seed=18, dtype=torch.float32)
+    mask = torch.zeros(2, 300, dtype=torch.bool)
+    mask[1, 250:] = True
+    fm = make_feature_map(kind, 8, 16, seed=0)
+    k2 = k * 12.0
+    k2[0, 70] = fm.omega[0] * 8**0.25  # a later key that dominates its chunk
+    fmc = make_feature_map(kind, 8, 16, seed=0).cuda()
+    for keys in (k, k2):
+        for causal in (False, True):
+            ref = kernel_attention(q, keys, v, fm, key_padding_mask=mask, causal=causal)
+            args = [t.cuda() for t in (q, keys, v)]
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                out = kernel_attention(*args, fmc, key_padding_mask=mask.cuda(), causal=causal)
+                lin = linear_attention(
+                    fmc.transform(args[0]), fmc.transform(args[1]), args[2], causal=causal,
+                    log_space=fmc.log_space, key_padding_mask=mask.cuda(),
+                )  # fmt: skip
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+            torch.testing.assert_close(out.cpu(), ref, atol=2e-5, rtol=1e-4)
+            torch.testing.assert_close(lin.cpu(), ref, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_cuda_causal_path_compiles_without_graph_breaks():
+    import torch._dynamo as dynamo
+
+    q, k, v = (t.cuda() for t in _qkv(1, 256, 2, 8, 4, seed=19, dtype=torch.float32))
+    for kind in FEATURE_KINDS:
+        fm = make_feature_map(kind, 8, 16, seed=0).cuda()
+        dynamo.reset()
+        fn = lambda a, b, c, fm=fm: kernel_attention(a, b, c, fm, causal=True)  # noqa: E731
+        assert dynamo.explain(fn)(q, k, v).graph_break_count == 0, kind
+    dynamo.reset()

@@ -11,7 +11,11 @@ matrix products over *all* chunks at once (block matrix form of the prefix sums)
   times ``[V_n, 1]`` (a column of ones carries the denominator through the same product);
 * across chunks: ``phi(Q_n) S_n`` with the running ``(m, d_v + 1)`` state
   ``S_n = sum_{i<n} phi(K_i)^T [V_i, 1]`` -- per-chunk products ``phi(K_i)^T [V_i, 1]`` and an
-  exclusive cumulative sum over chunks.
+  exclusive cumulative sum over chunks: on an accelerator and under ``torch.compile`` one
+  ``torch.cumsum`` (a log-depth scan of ``ceil(log2 n)`` batched steps for the rescaled
+  states of positive features, below); on the CPU in eager mode a loop of one or two small
+  operations per chunk, which is faster there (``torch.cumsum`` along the chunk axis runs
+  3-7 times slower than the whole loop; ``benchmarks/bench_attention.py --section scan``).
 
 Time ``L (2 m d_h + 2 m (d_v + 1) + C (m + d_v + 1))`` multiply-adds per head (features, state,
 in-chunk block; causal SDPA does ``L^2 d_h`` in total), memory ``O(L (m + C + m d_v / C))``.
@@ -26,7 +30,9 @@ large inputs, so they are exponentiated with shifts that cancel exactly:
   per-query constant ``-|q~|^2/2 - log(m)/2``, which cancels like ``c_t``);
 * the state before chunk ``n`` in units of ``exp(-P_nj)``, rescaled per feature as the
   maxima grow, ``S_n = (S_(n-1) + phi(K_(n-1))^T [V_(n-1), 1]) exp(P_(n-1) - P_n)`` (online
-  softmax, per feature; a loop of two small operations per chunk).
+  softmax, per feature). Batched, the same sum ``S_n = sum_(i<n) phi(K_i)^T [V_i, 1]
+  exp(P_i - P_n)`` is a scan whose step of stride ``s`` adds the partial sum ending at chunk
+  ``i - s`` times ``exp(P_(i-s) - P_i) <= 1``: every factor at most 1, as in the loop.
 
 *Exactness (the shifts cancel).* Every term of query ``t`` is ``exp(u_j(q_t) + a_j(k_s) -
 c_t)`` times ``v_s``: ``P_nj`` enters once with each sign, and the per-query ``c_t`` multiplies
@@ -39,6 +45,15 @@ The computed denominator ``D_t`` (in units of ``exp(c_t)``) is checked afterward
 query with a visible key has ``D_t < exp(-30)`` (rare: a later key of the chunk dominates by
 more than ``e^30``) are recomputed exactly in log space, ``O(C^2 m)`` each. Nothing overflows
 and the result does not depend on a later token beyond rounding.
+
+*Host synchronisation.* Deciding which chunks to recompute needs the flags on the host: on
+the CPU that read is free and only the flagged chunks are recomputed; under
+``torch.compile`` a ``torch.cond`` takes the (rare) branch that recomputes every chunk, with
+no graph break; on an accelerator in eager mode nothing is read back: a fixed share of the
+queries, the flagged ones first, is recomputed every call (each against its chunk's keys),
+and flagged queries beyond it give NaN (see :meth:`_LogFactors.fix_underflow`). Nothing
+else on the causal path reads a tensor back; input checks are the caller's
+(:func:`meanfield.attention.linear.kernel_attention`).
 
 ``eps`` for positive features is taken relative to the query's kernel with its own key,
 ``eps K(q_t, k_t)`` (a causal scale that never depends on another token's shift): it changes
@@ -271,9 +286,11 @@ def _log_features(qx, kx, om, pad):
     broadcastable to (..., L) without the feature axis, or None.
     """
     d = qx.shape[-1]
-    uq = qx @ om.T
+    # per-head Omega broadcasts over heads; one view: torch.cond refuses two aliasing inputs
+    om_t = om.transpose(-1, -2)
+    uq = qx @ om_t
     half_sq = torch.linalg.vector_norm(kx, dim=-1, keepdim=True).square() * (0.5 / math.sqrt(d))
-    ka = kx @ om.T
+    ka = kx @ om_t
     ka = ka - half_sq if _grad_needed(kx, om) else ka.sub_(half_sq)
     if pad is not None:
         pad = pad[..., None] if pad.ndim == ka.ndim - 1 else pad[:, None, :, None]
@@ -306,7 +323,10 @@ def _chunked(qf, kf, vv, c, n, log_space, eps, has, relog=None):
     block = torch.bmm(q3, k3.transpose(1, 2))
     block = block.tril() if grad else block.tril_()
     kv = torch.bmm(k3.transpose(1, 2), v3).reshape(B, n, m, e)  # per-chunk phi(K)^T [V, 1]
-    state = _prefix_states(kv, grad, None if fac is None else fac.decay[..., None])
+    if fac is None:
+        state = _prefix_states(kv, grad)
+    else:
+        state = _prefix_states(kv, grad, fac.decay[..., None], (fac.P0, fac.seen))
     nd = torch.bmm(q3, state.reshape(B * n, m, e))
     nd = nd.baddbmm(block, v3) if grad else nd.baddbmm_(block, v3)
     nd = nd.reshape(B, n, c, e)
@@ -324,14 +344,49 @@ def _chunked(qf, kf, vv, c, n, log_space, eps, has, relog=None):
     return out.reshape(b, h, total, e - 1)
 
 
-def _prefix_states(kv, grad, decay=None):
+def _batched(t: torch.Tensor) -> bool:
+    """Use the batched (loop-free) scans: on an accelerator and under ``torch.compile``.
+
+    On the CPU in eager mode the per-chunk loop is faster: each step is one vectorised pass
+    over a small ``(B, m, e)`` slice, while ``torch.cumsum`` along the chunk dimension runs
+    3-7 times slower than the whole loop there (and the log-depth scan 10 times), measured
+    in ``benchmarks/bench_attention.py --section scan``. ``_SCAN`` forces either ("loop" /
+    "batched"; tests and the benchmark use it).
+    """
+    if _SCAN != "auto":
+        return _SCAN == "batched"
+    return t.device.type != "cpu" or torch.compiler.is_compiling()
+
+
+#: "auto" (the rule of :func:`_batched`), "loop" or "batched".
+_SCAN = "auto"
+
+
+def _prefix_states(kv, grad, decay=None, levels=None):
     """State before each chunk: ``S_0 = 0``, ``S_i = (S_(i-1) + kv_(i-1)) decay_i``.
 
-    ``kv`` (B, n, m, e); ``decay`` (B, n, m, 1) or None (1). A loop of one or two small
-    operations per chunk: ``torch.cumsum`` along a middle dimension is 10-15 times slower on
-    the CPU, and an inclusive sum minus each chunk's own would cancel catastrophically.
+    ``kv`` (B, n, m, e); ``decay`` (B, n, m, 1) or None (1); ``levels``: the ``(P, seen)``
+    of :class:`_LogFactors` with ``decay`` (``decay_i = exp(P_(i-1) - P_i)``), for the
+    batched scan.
+
+    Two formulations (:func:`_batched` picks one):
+
+    * a loop of one or two small operations per chunk (the CPU in eager mode);
+    * batched, no loop over chunks: without ``decay`` an exclusive ``torch.cumsum`` over
+      chunks (of ``kv_0 .. kv_(n-2)``, shifted by one chunk: no inclusive-minus-own
+      subtraction, which would cancel catastrophically); with ``decay`` a log-depth
+      (Hillis-Steele) scan, ``ceil(log2 n)`` batched steps, combining the partial sum ending at
+      ``i - s`` (in units of ``exp(-P_(i-s))``) into the one ending at ``i`` with the factor
+      ``exp(P_(i-s) - P_i) <= 1`` -- every factor at most 1 as in the loop (the loop's
+      product of decays telescopes to the same factor), so nothing overflows.
     """
     n = kv.shape[1]
+    if _batched(kv):
+        if decay is None:
+            return F.pad(kv[:, :-1].cumsum(1), (0, 0, 0, 0, 1, 0))
+        P, seen = levels
+        inc = _level_scan(kv, P, seen)
+        return F.pad(inc[:, :-1] * decay[:, 1:], (0, 0, 0, 0, 1, 0))
     if grad:  # out= is not differentiable
         s = torch.zeros_like(kv[:, 0])
         out = [s]
@@ -346,6 +401,23 @@ def _prefix_states(kv, grad, decay=None):
         if decay is not None:
             out[:, i].mul_(decay[:, i])
     return out
+
+
+def _level_scan(x, P, seen):
+    """Inclusive scan ``I_i = sum_(j <= i) x_j exp(P_j - P_i)`` in ``ceil(log2 n)`` steps.
+
+    ``x`` (B, n, m, e), each chunk's term in units of ``exp(-P_j)`` (zero where feature
+    ``j`` has seen no real key); ``P`` (B, n, m) non-decreasing along chunks where ``seen``
+    (B, n, m, bool). After the step of stride ``s`` entry ``i`` holds the terms of chunks
+    ``i - 2s + 1 .. i``; the factor ``exp(P_(i-s) - P_i)`` is at most 1, and 0 where chunk
+    ``i - s`` has seen no key (its partial sum is 0, and ``P`` there is only a stand-in).
+    """
+    n, s = x.shape[1], 1
+    while s < n:
+        w = torch.where(seen[:, :-s], P[:, :-s] - P[:, s:], float("-inf")).exp()
+        x = torch.cat([x[:, :s], torch.addcmul(x[:, s:], x[:, :-s], w[..., None])], dim=1)
+        s *= 2
+    return x
 
 
 class _LogFactors:
@@ -368,6 +440,7 @@ class _LogFactors:
             # exp(P_(n-1) - P_n) <= 1, 0 before the first real key
             self.decay = torch.where(prev_seen, torch.exp(prev - self.P0), 0.0)
             self.log_decay = torch.where(prev_seen, prev - self.P0, float("-inf"))
+            self.seen = seen
         P0 = self.P0[:, :, None]
         self.relog = relog if not grad else None
         if self.relog is not None:
@@ -392,25 +465,125 @@ class _LogFactors:
         return qa + P0 - self.shift[idx], ka - P0
 
     def fix_underflow(self, nd, self_k, vv, has, kv, state):
-        """Recompute exactly the chunks where a query's denominator fell below the floor."""
+        """Recompute exactly the chunks where a query's denominator fell below the floor.
+
+        Which chunks need it is known only on the device, so the way it is decided depends
+        on where the call runs (the result is the same; module notes):
+
+        * the CPU, eager: the flag is read and only those chunks are recomputed (a host read
+          costs nothing there);
+        * under ``torch.compile``: ``torch.cond`` on the flag, no graph break; the rare
+          branch recomputes every chunk and keeps the flagged ones;
+        * an accelerator, eager: no host synchronisation; a fixed number of *rows* (queries),
+          ``1 / _REPAIR_SHARE`` of them but at least ``_REPAIR_MIN_CHUNKS`` chunks' worth
+          (a dominating key flags at most the ``C - 1`` queries before it), the flagged ones
+          first, are picked on the device (``topk``) and recomputed every call, each against
+          its chunk's ``C`` keys and the state (``O(C m)``, a row costs ``1/C`` of a chunk;
+          :meth:`_repair_rows`). More flagged rows than that in one call (a later key
+          dominating a query's visible terms by ``e^30`` for more than one query in 256:
+          extreme logits) make the outputs of the rest NaN -- a loud failure instead of a
+          silent loss of precision; set ``meanfield.attention.causal._REPAIR = "cpu"`` to
+          read the flag instead (exact, one host synchronisation per call), or
+          ``_REPAIR_SHARE = 1`` to recompute every row without one (the cost of the
+          log-space path).
+        """
         with torch.no_grad():
             low = nd[..., -1].detach() < math.exp(LOG_DEN_FLOOR)
             if has is not None:
                 low &= has
             bad = low.any(-1)  # (B, n)
-        if not bool(bad.any()):
-            return nd, self_k
-        idx = bad.nonzero(as_tuple=True)
+        B, n = bad.shape
+        if torch.compiler.is_compiling():
+
+            def repair_all(nd, self_k):
+                idx = (
+                    torch.arange(B, device=nd.device).repeat_interleave(n),
+                    torch.arange(n, device=nd.device).repeat(B),
+                )
+                return self._repair(nd, self_k, vv, kv, state, idx, bad.reshape(-1))
+
+            def keep(nd, self_k):
+                return nd.clone(), self_k.clone()
+
+            return torch.cond(bad.any(), repair_all, keep, (nd, self_k))
+        if (_REPAIR if _REPAIR != "auto" else nd.device.type) == "cpu":
+            if not bool(bad.any()):
+                return nd, self_k
+            return self._repair(nd, self_k, vv, kv, state, bad.nonzero(as_tuple=True), None)
+        return self._repair_rows(nd, self_k, vv, kv, state, low)
+
+    def _repair_rows(self, nd, self_k, vv, kv, state, low):
+        """The accelerator's repair: a fixed number of rows, picked and recomputed on the
+        device (:meth:`fix_underflow`); ``low`` (B, n, c) flags the rows."""
+        B, n, c = low.shape
+        flat = low.reshape(-1)
+        rows = flat.numel()
+        R = min(rows, max(_REPAIR_MIN_CHUNKS * c, rows // max(1, int(_REPAIR_SHARE))))
+        flagged, sel = flat.to(nd.dtype).topk(R)
+        bi, ni, ti = sel // (n * c), (sel // c) % n, sel % c
+        first = ni == 0
+        prev = (bi, (ni - 1).clamp_min(0))
+        before = (state[prev] + kv[prev]).masked_fill(first[:, None, None], 0.0)
+        zq, zk = self._shifted_logs((bi, ni))  # each row's whole chunk: (R, c, m)
+        at = torch.arange(R, device=nd.device)
+        new_nd, new_self = _exact_rows(
+            zq[at, ti], zk, ti, vv[bi, ni], before, self.log_decay[bi, ni]
+        )
+        keep = flagged > 0
+        idx = (bi, ni, ti)
+        new_nd = torch.where(keep[:, None], new_nd, nd[idx])
+        new_self = torch.where(keep, new_self, self_k[idx])
+        nd, self_k = nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
+        if R < rows:  # flagged rows beyond the budget: NaN, not a silent loss of precision
+            left = flat.index_fill(0, sel, False).reshape(B, n, c, 1)
+            nd = nd.masked_fill(left, float("nan"))
+        return nd, self_k
+
+    def _repair(self, nd, self_k, vv, kv, state, idx, keep):
+        """``nd``, ``self_k`` with the chunks ``idx`` (a pair of index tensors) recomputed in
+        log space; with ``keep`` (bool, one per index) only where it is True."""
         # the state before chunk i in units of exp(-P_(i-1)): S_(i-1) + kv_(i-1), 0 for i = 0
         first = idx[1] == 0
         prev = (idx[0], (idx[1] - 1).clamp_min(0))
         before = (state[prev] + kv[prev]).masked_fill(first[:, None, None], 0.0)
         zq, zk = self._shifted_logs(idx)
         new_nd, new_self = _exact_chunks(zq, zk, vv[idx], before, self.log_decay[idx])
-        nd, self_k = nd.clone(), self_k.clone()
-        nd[idx] = new_nd
-        self_k[idx] = new_self
-        return nd, self_k
+        if keep is not None:
+            new_nd = torch.where(keep[:, None, None], new_nd, nd[idx])
+            new_self = torch.where(keep[:, None], new_self, self_k[idx])
+        return nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
+
+
+#: Share of the rows (queries) recomputed per call on an accelerator in eager mode (one in
+#: this many)...
+_REPAIR_SHARE = 256
+#: ... and at least the rows of this many chunks: a key that dominates its chunk flags at
+#: most the ``C - 1`` queries before it (see :meth:`_LogFactors.fix_underflow`).
+_REPAIR_MIN_CHUNKS = 2
+#: "auto" (by device), "cpu" (read the flag) or "device" (no host read): tests force either.
+_REPAIR = "auto"
+
+
+def _exact_rows(zq, zk, pos, vv, before, log_decay):
+    """Single queries recomputed in log space, each shifted by its own largest visible term.
+
+    As :func:`_exact_chunks` for one query of a chunk instead of the whole chunk: ``zq``
+    (R, m) the query's shifted log-factors, ``zk`` (R, c, m) those of its chunk's keys, of
+    which keys ``0 .. pos`` (R,) are visible, ``vv`` (R, c, e), ``before`` (R, m, e),
+    ``log_decay`` (R, m). Returns ``nd`` (R, e) and ``self_k`` (R,), in the units of the
+    query's largest visible term.
+    """
+    c = zk.shape[1]
+    zk = zk.clamp_min(-1e30)  # padding keys: see _exact_chunks
+    logits = torch.logsumexp(zq[:, None, :] + zk, dim=-1)  # (R, c)
+    future = torch.arange(c, device=zq.device)[None, :] > pos[:, None]
+    logits = logits.masked_fill(future, float("-inf"))
+    cross = zq + log_decay
+    top = torch.maximum(logits.amax(-1), cross.amax(-1)).detach()[:, None]
+    top = torch.where(torch.isfinite(top), top, 0.0)
+    w = torch.exp(logits - top)  # (R, c)
+    nd = (w[:, None, :] @ vv)[:, 0] + (torch.exp(cross - top)[:, None, :] @ before)[:, 0]
+    return nd, w.gather(1, pos[:, None])[:, 0]
 
 
 def _exact_chunks(zq, zk, vv, before, log_decay):
