@@ -67,6 +67,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
@@ -490,7 +491,7 @@ def distil_feature_maps(
 # ---------------------------------------------------------------------------------------
 # Kernel: Phase A per layer and head
 # ---------------------------------------------------------------------------------------
-def _pooled_keys(batches, labels, head: int):
+def _pooled_keys(batches, head: int):
     """Per-sequence mean keys of one head, rescaled to the mean token-key norm."""
     pooled, tokens = [], []
     for _, k, pad in batches:
@@ -502,7 +503,7 @@ def _pooled_keys(batches, labels, head: int):
     pooled = torch.cat(pooled)
     token_norm = torch.cat(tokens).norm(dim=1).mean()
     pooled = pooled * (token_norm / pooled.norm(dim=1).mean())
-    return pooled.numpy(), labels
+    return pooled.numpy()
 
 
 def _alignment_value(fm_one, X, y) -> float:
@@ -561,8 +562,6 @@ def phase_a_pretrained(model, data: EncodedData, **settings) -> PhaseAResult:
         raise InputError(f"n_heldout = {st.n_heldout} leaves fewer than 2 of {len(data)} to align")
     d_h = fms[0].head_dim
     radius = st.radius if st.radius is not None else 2.0 * math.sqrt(d_h) + 4.0
-    from dataclasses import asdict, replace
-
     st = replace(st, n_align=n_align, radius=radius)
     train_d, held_d = _split_sequences(data, n_align, st.n_heldout, st.seed)
     t0 = time.perf_counter()
@@ -576,8 +575,8 @@ def phase_a_pretrained(model, data: EncodedData, **settings) -> PhaseAResult:
         new = fm.omega.detach().clone().double()
         for h in range(fm.num_heads):
             one = head_feature_map(fm, h)
-            Xa, _ = _pooled_keys(rec_a[layer], ya, h)
-            Xh, _ = _pooled_keys(rec_h[layer], yh, h)
+            Xa = _pooled_keys(rec_a[layer], h)
+            Xh = _pooled_keys(rec_h[layer], h)
             result.n_samples.append(len(ya))
             result.align_train_before.append(_alignment_value(one, Xa, ya))
             result.align_heldout_before.append(_alignment_value(one, Xh, yh))

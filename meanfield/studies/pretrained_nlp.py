@@ -159,8 +159,7 @@ def _prepare(cfg: dict, dataset: str, data_dir: str, model_dir: str):
     full = encode_pretrained(tok, tr.text_a, tr.text_b, tr.labels, L)
     train, val = split_validation(full, cfg["validation_fraction"], cfg["data_seed"])
     evald = encode_pretrained(tok, ev.text_a, ev.text_b, ev.labels, L)
-    return {"train": train, "val": val, "eval": evald, "tokenizer": tok, "raw_train": tr,
-            "raw_eval": ev, "validation_idx": None}  # fmt: skip
+    return {"train": train, "val": val, "eval": evald, "tokenizer": tok}
 
 
 def _noisy(cfg, prep):
