@@ -793,6 +793,36 @@ def test_causal_path_compiles_without_graph_breaks():
     dynamo.reset()
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not any(__import__("shutil").which(cc) for cc in ("g++", "c++", "clang++")),
+    reason="inductor on the CPU needs a C++ compiler",
+)
+def test_causal_path_compiles_with_inductor():
+    """torch.compile (inductor) of causal FAVOR+ with padding gives the eager result, also
+    where the underflow repair (torch.cond) is taken (about 15 s of compilation). It failed
+    before on any causal positive-feature call: inductor's CPU code for F.pad of a bool
+    tensor does not compile (torch 2.13)."""
+    import torch._dynamo as dynamo
+
+    q, k, v = _qkv(1, 100, 2, 8, 3, seed=6, dtype=torch.float32)
+    mask = torch.zeros(1, 100, dtype=torch.bool)
+    mask[0, :3] = True
+    mask[0, 90:] = True
+    fm = make_feature_map("favor", 8, 16, seed=0)
+    k2 = k * 12.0
+    k2[0, 10, :, :] = fm.omega[0] * 8**0.25  # a chunk that needs the exact recomputation
+
+    def fn(a, b, c):
+        return kernel_attention(a, b, c, fm, causal=True, key_padding_mask=mask)
+
+    dynamo.reset()
+    compiled = torch.compile(fn)
+    for keys in (k, k2):
+        torch.testing.assert_close(compiled(q, keys, v), fn(q, keys, v), atol=1e-6, rtol=1e-5)
+    dynamo.reset()
+
+
 # -- on a CUDA device (benchmarks/gpu_check.sh runs these; skipped without one) ---------------
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

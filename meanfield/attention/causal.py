@@ -114,7 +114,9 @@ def _has_key(mask, b, total, device):
     if mask is None:
         return None
     seen = (~mask).cumsum(-1) > 0
-    return F.pad(seen, (0, total - mask.shape[1]), value=True)
+    # not F.pad of a bool tensor: torch.compile's CPU code generation miscompiles it (a C++
+    # error in inductor, torch 2.13)
+    return torch.cat([seen, seen.new_ones(seen.shape[0], total - mask.shape[1])], dim=1)
 
 
 def causal_linear_attention(
@@ -433,7 +435,8 @@ class _LogFactors:
             seen = torch.isfinite(P)  # a real key in chunks 0..n
             self.P0 = torch.where(seen, P, 0.0)
             prev = F.pad(self.P0[:, :-1], (0, 0, 1, 0))
-            prev_seen = F.pad(seen[:, :-1], (0, 0, 1, 0), value=False)
+            # (torch.cat, not F.pad of a bool tensor: see _has_key)
+            prev_seen = torch.cat([torch.zeros_like(seen[:, :1]), seen[:, :-1]], dim=1)
             # exp(P_(n-1) - P_n) <= 1, 0 before the first real key
             self.decay = torch.where(prev_seen, torch.exp(prev - self.P0), 0.0)
             self.log_decay = torch.where(prev_seen, prev - self.P0, float("-inf"))
