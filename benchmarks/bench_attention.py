@@ -147,8 +147,9 @@ def legacy_bidirectional_favor(q, k, v, fm, eps: float = 1e-6):
     def finite_or_zero(x):
         return torch.where(torch.isfinite(x), x, torch.zeros_like(x))
 
-    for t in (q, k, v):  # the input checks: one sum per tensor
-        assert bool(torch.isfinite(t.sum()))
+    if q.device.type == "cpu":  # the input checks (CPU only): one sum per tensor
+        for t in (q, k, v):
+            assert bool(torch.isfinite(t.sum()))
     qa, ka = fm.transform(q.contiguous()), fm.transform(k.contiguous())
     M = ka.amax(dim=2, keepdim=True).detach()
     has_key = torch.isfinite(M)
