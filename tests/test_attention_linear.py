@@ -794,6 +794,7 @@ def test_causal_path_compiles_without_graph_breaks():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # inductor's own deprecations
 @pytest.mark.skipif(
     not any(__import__("shutil").which(cc) for cc in ("g++", "c++", "clang++")),
     reason="inductor on the CPU needs a C++ compiler",
