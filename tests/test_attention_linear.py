@@ -738,11 +738,11 @@ def test_device_side_repair_needs_no_host_read(monkeypatch):
     torch.testing.assert_close(every, fast, atol=1e-6, rtol=1e-5)
     out = run(k2, _REPAIR_SHARE=1)
     torch.testing.assert_close(out, _causal_reference(q, k2, v, fm).float(), atol=2e-5, rtol=1e-4)
-    partly = run(k, LOG_DEN_FLOOR=80.0, _REPAIR_SHARE=2)  # half the rows repaired
+    partly = run(k, LOG_DEN_FLOOR=80.0, _REPAIR_SHARE=2, _REPAIR_MIN_CHUNKS=1)  # 2 of 4
     rows = partly.isnan().all(-1)  # (1, L, heads)
     assert 0 < int(rows.sum()) < rows.numel()
     torch.testing.assert_close(partly[~rows], fast[~rows], atol=1e-6, rtol=1e-5)
-    # gradients through the row repair (float64, every row flagged, with padding)
+    # gradients through the device-side repair (float64, every chunk flagged, with padding)
     qd, kd, vd = (t[:, :9, :1, :4].double().requires_grad_() for t in (q, k, v))
     fm4 = make_feature_map("favor", 4, 6, seed=0).double()
     pad = torch.tensor([[True] + [False] * 7 + [True]])
@@ -790,6 +790,37 @@ def test_causal_path_compiles_without_graph_breaks():
     k2[0, 5, :, :] = fm.omega[0] * 8**0.25  # a chunk that needs the exact recomputation
     for keys in (k, k2):
         torch.testing.assert_close(compiled(q, keys, v), calls["favor"](q, keys, v))
+    dynamo.reset()
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # inductor's own deprecations
+@pytest.mark.skipif(
+    not any(__import__("shutil").which(cc) for cc in ("g++", "c++", "clang++")),
+    reason="inductor on the CPU needs a C++ compiler",
+)
+def test_causal_path_compiles_with_inductor():
+    """torch.compile (inductor) of causal FAVOR+ with padding gives the eager result, also
+    where the underflow repair (torch.cond) is taken (about 15 s of compilation). It failed
+    before on any causal positive-feature call: inductor's CPU code for F.pad of a bool
+    tensor does not compile (torch 2.13)."""
+    import torch._dynamo as dynamo
+
+    q, k, v = _qkv(1, 100, 2, 8, 3, seed=6, dtype=torch.float32)
+    mask = torch.zeros(1, 100, dtype=torch.bool)
+    mask[0, :3] = True
+    mask[0, 90:] = True
+    fm = make_feature_map("favor", 8, 16, seed=0)
+    k2 = k * 12.0
+    k2[0, 10, :, :] = fm.omega[0] * 8**0.25  # a chunk that needs the exact recomputation
+
+    def fn(a, b, c):
+        return kernel_attention(a, b, c, fm, causal=True, key_padding_mask=mask)
+
+    dynamo.reset()
+    compiled = torch.compile(fn)
+    for keys in (k, k2):
+        torch.testing.assert_close(compiled(q, keys, v), fn(q, keys, v), atol=1e-6, rtol=1e-5)
     dynamo.reset()
 
 

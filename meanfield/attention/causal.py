@@ -50,10 +50,9 @@ and the result does not depend on a later token beyond rounding.
 the CPU that read is free and only the flagged chunks are recomputed; under
 ``torch.compile`` a ``torch.cond`` takes the (rare) branch that recomputes every chunk, with
 no graph break; on an accelerator in eager mode nothing is read back: a fixed share of the
-queries, the flagged ones first, is recomputed every call (each against its chunk's keys),
-and flagged queries beyond it give NaN (see :meth:`_LogFactors.fix_underflow`). Nothing
-else on the causal path reads a tensor back; input checks are the caller's
-(:func:`meanfield.attention.linear.kernel_attention`).
+chunks, the flagged ones first, is recomputed every call, and flagged chunks beyond it
+give NaN (see :meth:`_LogFactors.fix_underflow`). Nothing else on the causal path reads a
+tensor back; input checks are the caller's (:func:`meanfield.attention.linear.kernel_attention`).
 
 ``eps`` for positive features is taken relative to the query's kernel with its own key,
 ``eps K(q_t, k_t)`` (a causal scale that never depends on another token's shift): it changes
@@ -115,7 +114,9 @@ def _has_key(mask, b, total, device):
     if mask is None:
         return None
     seen = (~mask).cumsum(-1) > 0
-    return F.pad(seen, (0, total - mask.shape[1]), value=True)
+    # not F.pad of a bool tensor: torch.compile's CPU code generation miscompiles it (a C++
+    # error in inductor, torch 2.13)
+    return torch.cat([seen, seen.new_ones(seen.shape[0], total - mask.shape[1])], dim=1)
 
 
 def causal_linear_attention(
@@ -436,7 +437,8 @@ class _LogFactors:
             seen = torch.isfinite(P)  # a real key in chunks 0..n
             self.P0 = torch.where(seen, P, 0.0)
             prev = F.pad(self.P0[:, :-1], (0, 0, 1, 0))
-            prev_seen = F.pad(seen[:, :-1], (0, 0, 1, 0), value=False)
+            # (torch.cat, not F.pad of a bool tensor: see _has_key)
+            prev_seen = torch.cat([torch.zeros_like(seen[:, :1]), seen[:, :-1]], dim=1)
             # exp(P_(n-1) - P_n) <= 1, 0 before the first real key
             self.decay = torch.where(prev_seen, torch.exp(prev - self.P0), 0.0)
             self.log_decay = torch.where(prev_seen, prev - self.P0, float("-inf"))
@@ -474,17 +476,16 @@ class _LogFactors:
           costs nothing there);
         * under ``torch.compile``: ``torch.cond`` on the flag, no graph break; the rare
           branch recomputes every chunk and keeps the flagged ones;
-        * an accelerator, eager: no host synchronisation; a fixed number of *rows* (queries),
-          ``1 / _REPAIR_SHARE`` of them but at least ``_REPAIR_MIN_CHUNKS`` chunks' worth
-          (a dominating key flags at most the ``C - 1`` queries before it), the flagged ones
-          first, are picked on the device (``topk``) and recomputed every call, each against
-          its chunk's ``C`` keys and the state (``O(C m)``, a row costs ``1/C`` of a chunk;
-          :meth:`_repair_rows`). More flagged rows than that in one call (a later key
-          dominating a query's visible terms by ``e^30`` for more than one query in 256:
+        * an accelerator, eager: no host synchronisation; a fixed number of chunks,
+          ``1 / _REPAIR_SHARE`` of them but at least ``_REPAIR_MIN_CHUNKS``, the flagged ones
+          first, are picked on the device (``topk``) and recomputed every call (a chunk in
+          log space costs some 10-30 fast chunks: 5-10 % at long L, more in absolute
+          launches than time at short L). More flagged chunks than that in one call (a later
+          key dominating a query's visible terms by ``e^30`` in more than one chunk in 256:
           extreme logits) make the outputs of the rest NaN -- a loud failure instead of a
           silent loss of precision; set ``meanfield.attention.causal._REPAIR = "cpu"`` to
           read the flag instead (exact, one host synchronisation per call), or
-          ``_REPAIR_SHARE = 1`` to recompute every row without one (the cost of the
+          ``_REPAIR_SHARE = 1`` to recompute every chunk without one (the cost of the
           log-space path).
         """
         with torch.no_grad():
@@ -510,32 +511,12 @@ class _LogFactors:
             if not bool(bad.any()):
                 return nd, self_k
             return self._repair(nd, self_k, vv, kv, state, bad.nonzero(as_tuple=True), None)
-        return self._repair_rows(nd, self_k, vv, kv, state, low)
-
-    def _repair_rows(self, nd, self_k, vv, kv, state, low):
-        """The accelerator's repair: a fixed number of rows, picked and recomputed on the
-        device (:meth:`fix_underflow`); ``low`` (B, n, c) flags the rows."""
-        B, n, c = low.shape
-        flat = low.reshape(-1)
-        rows = flat.numel()
-        R = min(rows, max(_REPAIR_MIN_CHUNKS * c, rows // max(1, int(_REPAIR_SHARE))))
-        flagged, sel = flat.to(nd.dtype).topk(R)
-        bi, ni, ti = sel // (n * c), (sel // c) % n, sel % c
-        first = ni == 0
-        prev = (bi, (ni - 1).clamp_min(0))
-        before = (state[prev] + kv[prev]).masked_fill(first[:, None, None], 0.0)
-        zq, zk = self._shifted_logs((bi, ni))  # each row's whole chunk: (R, c, m)
-        at = torch.arange(R, device=nd.device)
-        new_nd, new_self = _exact_rows(
-            zq[at, ti], zk, ti, vv[bi, ni], before, self.log_decay[bi, ni]
-        )
-        keep = flagged > 0
-        idx = (bi, ni, ti)
-        new_nd = torch.where(keep[:, None], new_nd, nd[idx])
-        new_self = torch.where(keep, new_self, self_k[idx])
-        nd, self_k = nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
-        if R < rows:  # flagged rows beyond the budget: NaN, not a silent loss of precision
-            left = flat.index_fill(0, sel, False).reshape(B, n, c, 1)
+        flat = bad.reshape(-1)
+        K = min(flat.numel(), max(_REPAIR_MIN_CHUNKS, flat.numel() // max(1, _REPAIR_SHARE)))
+        flagged, sel = flat.to(nd.dtype).topk(K)
+        nd, self_k = self._repair(nd, self_k, vv, kv, state, (sel // n, sel % n), flagged > 0)
+        if K < flat.numel():  # flagged chunks beyond the budget: NaN, not a silent error
+            left = flat.index_fill(0, sel, False).reshape(B, n, 1, 1)
             nd = nd.masked_fill(left, float("nan"))
         return nd, self_k
 
@@ -554,36 +535,12 @@ class _LogFactors:
         return nd.index_put(idx, new_nd), self_k.index_put(idx, new_self)
 
 
-#: Share of the rows (queries) recomputed per call on an accelerator in eager mode (one in
-#: this many)...
+#: Share of the chunks recomputed per call on an accelerator in eager mode (one in this
+#: many), and at least this many chunks (see :meth:`_LogFactors.fix_underflow`).
 _REPAIR_SHARE = 256
-#: ... and at least the rows of this many chunks: a key that dominates its chunk flags at
-#: most the ``C - 1`` queries before it (see :meth:`_LogFactors.fix_underflow`).
-_REPAIR_MIN_CHUNKS = 2
+_REPAIR_MIN_CHUNKS = 8  # one dominating token in up to 8 heads
 #: "auto" (by device), "cpu" (read the flag) or "device" (no host read): tests force either.
 _REPAIR = "auto"
-
-
-def _exact_rows(zq, zk, pos, vv, before, log_decay):
-    """Single queries recomputed in log space, each shifted by its own largest visible term.
-
-    As :func:`_exact_chunks` for one query of a chunk instead of the whole chunk: ``zq``
-    (R, m) the query's shifted log-factors, ``zk`` (R, c, m) those of its chunk's keys, of
-    which keys ``0 .. pos`` (R,) are visible, ``vv`` (R, c, e), ``before`` (R, m, e),
-    ``log_decay`` (R, m). Returns ``nd`` (R, e) and ``self_k`` (R,), in the units of the
-    query's largest visible term.
-    """
-    c = zk.shape[1]
-    zk = zk.clamp_min(-1e30)  # padding keys: see _exact_chunks
-    logits = torch.logsumexp(zq[:, None, :] + zk, dim=-1)  # (R, c)
-    future = torch.arange(c, device=zq.device)[None, :] > pos[:, None]
-    logits = logits.masked_fill(future, float("-inf"))
-    cross = zq + log_decay
-    top = torch.maximum(logits.amax(-1), cross.amax(-1)).detach()[:, None]
-    top = torch.where(torch.isfinite(top), top, 0.0)
-    w = torch.exp(logits - top)  # (R, c)
-    nd = (w[:, None, :] @ vv)[:, 0] + (torch.exp(cross - top)[:, None, :] @ before)[:, 0]
-    return nd, w.gather(1, pos[:, None])[:, 0]
 
 
 def _exact_chunks(zq, zk, vv, before, log_decay):
