@@ -7,6 +7,7 @@ resumable sweeps on :func:`meanfield.sweeps.run_sweep`). Usage::
         --config paper_repro/nlp_pretrained/configs/full.json \\
         --data-dir ../shared/data --model-dir ../shared/models/all-MiniLM-L6-v2 \\
         --out paper_repro/nlp_pretrained/results/full [--seeds 0 1] [--datasets rotten_tomatoes] \\
+        [--features favor] [--methods vanilla hedgehog] [--controls redraw] \\
         [--scheduler local --n-workers 2 | --scheduler tcp://host:8786]
     python paper_repro/nlp_pretrained/run_study.py ... --report-only
 
@@ -33,6 +34,9 @@ def parse(argv):
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--seeds", type=int, nargs="+", help="override the configuration's seeds")
     p.add_argument("--datasets", nargs="+", help="only these data sets (names)")
+    p.add_argument("--features", nargs="+", help="only these feature maps (of the configuration's)")
+    p.add_argument("--methods", nargs="+", help="only these methods (of the configuration's)")
+    p.add_argument("--controls", nargs="*", help="only these control kinds (none: no controls)")
     p.add_argument("--stage", choices=("softmax", "linearized", "both"), default="both")
     p.add_argument("--scheduler", default="threads", help="threads | local | tcp://address")
     p.add_argument("--n-workers", type=int, default=1)
@@ -64,6 +68,25 @@ def main(argv=None) -> int:
             if unknown:
                 raise ValueError(f"--datasets: unknown names {sorted(unknown)}")
             cfg["datasets"] = [d for d in cfg["datasets"] if d["name"] in args.datasets]
+        for key in ("features", "methods"):
+            chosen = getattr(args, key)
+            if chosen:
+                unknown = set(chosen) - set(cfg[key])
+                if unknown:
+                    raise ValueError(
+                        f"--{key}: {sorted(unknown)} not in the configuration's {cfg[key]}"
+                    )
+                cfg[key] = [v for v in cfg[key] if v in chosen]
+        if args.controls is not None:
+            ctl = dict(cfg.get("controls") or {})
+            kinds = ctl.get("kinds", [])
+            unknown = set(args.controls) - set(kinds)
+            if unknown:
+                raise ValueError(
+                    f"--controls: {sorted(unknown)} not in the configuration's {kinds}"
+                )
+            ctl["kinds"] = [k for k in kinds if k in args.controls]
+            cfg["controls"] = ctl
         stages = ("softmax", "linearized") if args.stage == "both" else (args.stage,)
     except (MeanfieldError, OSError, ValueError, json.JSONDecodeError) as exc:
         print(f"run_study: error: {exc}", file=sys.stderr)
