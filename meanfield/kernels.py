@@ -202,7 +202,9 @@ class PairKernel:
         """
         u = r2 + self.softening**2
         if isinstance(u, torch.Tensor):
-            if not self.is_singular or bool(u.min() > 0):  # the common case: no coincidences
+            # the common case, no coincidences, skips the masked form; under torch.compile the
+            # masked form is taken always (one fused kernel, no host synchronisation)
+            if not self.is_singular or (not torch.compiler.is_compiling() and bool(u.min() > 0)):
                 return 2.0 * self.dkappa(u)
             safe = torch.where(u > 0, u, torch.ones_like(u))
             return torch.where(u > 0, 2.0 * self.dkappa(safe), torch.zeros_like(u))
@@ -355,7 +357,7 @@ class Riesz(PairKernel):
 
     def grad_coeff_sq_(self, r2):
         # 2κ'(u) = −|s| u^(−s/2−1) (s ≠ 0), −1/u (s = 0), computed in place: two passes
-        if self.is_singular and not bool(r2.min() > 0):
+        if self.is_singular and (torch.compiler.is_compiling() or not bool(r2.min() > 0)):
             return self.grad_coeff_sq(r2)
         u = r2.add_(self.softening**2) if self.softening else r2
         if self.s == 0.0:
