@@ -22,7 +22,7 @@ costs ``O(L m d_h)`` instead of ``O(L^2 d_h)``. Two model kinds are handled:
   is the attribute ``feature_map`` of each self-attention module.
 * **torch's own containers** (``nn.TransformerEncoder``/``Decoder``/``nn.Transformer`` and
   their layers): each ``nn.MultiheadAttention`` is replaced by
-  :meth:`KernelAttention.from_mha <meanfield.attention.linear.KernelAttention.from_mha>`, and
+  :meth:`KernelAttention.from_mha <meanfield.attention.mha.KernelAttention.from_mha>`, and
   the encoders' nested-tensor fast path is switched off, because torch decides on it when the
   container is built (it would otherwise hand the kernel attention a nested tensor in eval
   mode and fail with ``NestedTensorImpl doesn't support sizes``).
@@ -67,7 +67,8 @@ from torch import nn
 from .._validation import check_choice, check_int
 from ..errors import InputError
 from .features import AttentionFeatureMap, make_feature_map
-from .linear import ATTENTION_KINDS, KernelAttention, kernel_attention, softmax_attention
+from .linear import ATTENTION_KINDS, kernel_attention, softmax_attention
+from .mha import KernelAttention
 
 __all__ = [
     "HF_ATTENTION_NAME",
@@ -103,7 +104,7 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
     -------
     list of torch.nn.Module
         ``transformers`` self-attention modules, ``nn.MultiheadAttention`` and
-        :class:`~meanfield.attention.linear.KernelAttention` modules of torch containers.
+        :class:`~meanfield.attention.mha.KernelAttention` modules of torch containers.
 
     Examples
     --------
