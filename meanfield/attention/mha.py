@@ -1,9 +1,12 @@
 """``KernelAttention``: kernel attention as a drop-in for ``torch.nn.MultiheadAttention``.
 
 The module form of :mod:`meanfield.attention.linear` (which keeps the functional API and
-re-exports :class:`KernelAttention` and :func:`is_causal_mask`). The masks are planned here
-(what runs in ``O(L)``, what needs the explicit ``(N, H, L, S)`` weights); the attention
-itself is the head-major core of :mod:`meanfield.attention.linear`.
+re-exports :class:`KernelAttention` and :func:`is_causal_mask`): ``nn.MultiheadAttention``'s
+constructor, defaults, ``forward`` signature, return values, parameter names and
+``state_dict`` keys, with the attention computed by a kernel feature map in ``O(L)`` (or
+exactly, ``feature="softmax"``). The masks are planned here (what runs in ``O(L)``, what needs
+the explicit ``(N, H, L, S)`` weights); the attention itself is the head-major core of
+:mod:`meanfield.attention.linear`.
 """
 
 from __future__ import annotations
@@ -45,6 +48,16 @@ def _mask_tensor(mask, name: str):
 def _future(L: int, S: int, device) -> torch.Tensor:
     """bool (L, S), True strictly above the diagonal: the keys a causal query may not see."""
     return torch.ones(L, S, dtype=torch.bool, device=device).triu(1)
+
+
+def _open_columns(mask: torch.Tensor, n: int) -> torch.Tensor:
+    """A bool mask widened by ``n`` False (= visible) columns on the right.
+
+    ``torch.cat`` with a block of zeros, not ``F.pad(..., value=False)``: torch.compile's CPU
+    code generation miscompiles ``F.pad`` of a bool tensor (a C++ error in inductor, torch
+    2.13; see :func:`meanfield.attention.causal._has_key`).
+    """
+    return torch.cat([mask, mask.new_zeros(*mask.shape[:-1], n)], dim=-1)
 
 
 def is_causal_mask(attn_mask: torch.Tensor) -> bool:
@@ -120,33 +133,83 @@ def _kernel_weights(fm: AttentionFeatureMap, q, k, bias, eps):
         return a / (a.sum(-1, keepdim=True) + eps)
 
 
+def _linear_init(weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+    """``nn.Linear``'s initialisation of one projection block (in place, views allowed).
+
+    Kaiming-uniform weight (``a = sqrt(5)``), bias uniform in ``+-1/sqrt(fan_in)``: the draws
+    of the ``nn.Linear`` layers this module held before issue 20, in the same order, so a
+    seeded model is initialised exactly as before.
+    """
+    nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in = weight.shape[1]
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        nn.init.uniform_(bias, -bound, bound)
+
+
 class KernelAttention(nn.Module):
     """Multi-head attention with a kernel feature map, a drop-in for ``nn.MultiheadAttention``.
 
-    Same constructor arguments, ``forward`` signature and return values as
-    :class:`torch.nn.MultiheadAttention` (batched ``(N, L, E)`` / ``(L, N, E)`` and unbatched
-    ``(L, E)`` inputs, ``key_padding_mask``, ``attn_mask``, ``is_causal``,
-    ``average_attn_weights``), plus the feature-map options. It works inside
-    ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder`` and ``nn.TransformerDecoderLayer``
-    (assign it to ``layer.self_attn`` / ``layer.multihead_attn``, e.g. with
-    :meth:`from_mha`), loads an ``nn.MultiheadAttention`` state_dict, and with
-    ``feature="softmax"`` reproduces ``nn.MultiheadAttention`` to float rounding.
+    Same constructor arguments **and defaults**, ``forward`` signature and defaults, return
+    values, parameter names and ``state_dict`` keys as :class:`torch.nn.MultiheadAttention`,
+    plus the feature-map options: ``batch_first=False`` reads ``(L, N, E)``,
+    ``need_weights=True`` returns the head-averaged weights (``average_attn_weights``), and
+    unbatched ``(L, E)`` inputs, ``key_padding_mask``, ``attn_mask`` and ``is_causal`` are
+    accepted. It works inside ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder``
+    (also when the encoder was built for ``nn.MultiheadAttention`` and hands it nested
+    tensors) and ``nn.TransformerDecoderLayer`` (assign it to ``layer.self_attn`` /
+    ``layer.multihead_attn``, e.g. with :meth:`from_mha`), and with ``feature="softmax"``
+    reproduces ``nn.MultiheadAttention`` to float rounding. Until issue 20 ``batch_first``
+    defaulted to True and ``need_weights`` to False; code that relied on that passes them.
 
-    Deliberate differences (all documented choices):
+    Kernel attention never forms the ``L x S`` weights unless asked; ``need_weights=True``
+    (the default, as torch's) asks, at ``O(L S)`` memory: pass ``need_weights=False`` when
+    the weights are not used (torch's Transformer layers do).
 
-    * ``batch_first`` defaults to **True** (``nn.MultiheadAttention``: False), as the package
-      has always used it; pass ``batch_first=False`` for ``(L, N, E)``. :meth:`from_mha`
-      copies the source module's layout.
-    * ``need_weights`` defaults to **False**: kernel attention never forms the ``L x S``
-      weights unless asked (they cost ``O(L S)``); code that uses the weights without asking
-      gets ``None`` (a loud failure) rather than a silent quadratic cost.
-    * ``is_causal=True`` without ``attn_mask`` is accepted (``nn.MultiheadAttention`` requires
-      the mask as well); with ``attn_mask`` the mask must be the causal mask (checked).
-    * ``dropout`` (on attention weights) must be 0 for kernel features: linear attention forms
-      no weight matrix to drop from. Put dropout around the layer instead.
-    * Parameters are stored as ``q_proj``/``k_proj``/``v_proj``/``out_proj`` linear layers
-      (initialised as ``nn.Linear``); ``in_proj_weight``/``in_proj_bias`` are read-only
-      concatenated views, and an ``nn.MultiheadAttention`` state_dict is converted on load.
+    Parameters and state_dict (``nn.MultiheadAttention``'s layout). ``in_proj_weight``
+    ``(3E, E)`` (rows Q, K, V) when ``kdim == vdim == embed_dim``, otherwise
+    ``q_proj_weight`` ``(E, E)``, ``k_proj_weight`` ``(E, kdim)``, ``v_proj_weight``
+    ``(E, vdim)`` (the others registered as None, as torch does); ``in_proj_bias`` ``(3E,)``
+    (None with ``bias=False``); ``out_proj`` (an ``nn.Linear``); ``bias_k``, ``bias_v``
+    ``(1, 1, E)`` with ``add_bias_kv``. They are the tensors ``forward`` uses, so writing to
+    them changes the module. Kernel features add ``feature_map.omega`` and
+    ``feature_map._extra_state`` (``Omega`` is learned by Phase A, so it stays persistent):
+
+    * ``ka.load_state_dict(mha.state_dict())`` is strict: a state_dict without
+      ``feature_map.*`` keys (``nn.MultiheadAttention``'s, or a softmax module's) keeps the
+      module's own ``Omega``.
+    * ``mha.load_state_dict(ka.state_dict())`` is strict for ``feature="softmax"``; for kernel
+      features pass ``strict=False`` (only the ``feature_map.*`` keys are unexpected), or
+      use :meth:`to_mha`.
+    * ``tie_qk=True`` (queries and keys share one projection, no torch equivalent) holds
+      ``qk_proj_weight``, ``v_proj_weight``, ``qk_proj_bias``, ``v_proj_bias``; its state_dict
+      is still torch's (the shared block written as both Q and K), and loading checks that
+      Q and K are equal.
+    * A state_dict of the earlier layout (``q_proj.weight``, ``k_proj.weight``, ...) loads.
+
+    Initialisation: each Q, K, V block and ``out_proj`` as an ``nn.Linear``, not torch's
+    Xavier-uniform with zero biases; the random draws are those of the layers this module
+    held before, so a seeded model starts as it always did. ``bias_k``/``bias_v``: Xavier
+    normal, as torch.
+
+    Dropout (train mode only). ``feature="softmax"``: on the attention weights, as
+    ``nn.MultiheadAttention``. Kernel features form no weight matrix, so the dropout is on
+    the attention output (the concatenated head outputs, before ``out_proj``), as
+    :func:`meanfield.attention.linearize.linearize` does for ``transformers`` models: both
+    are unbiased, ``E[drop(A) V] = A V = E[drop(A V)]``; the returned weights are then the
+    undropped kernel weights.
+
+    Other differences from ``nn.MultiheadAttention`` (documented choices):
+
+    * ``is_causal=True`` without ``attn_mask`` is accepted (torch requires the mask as well);
+      with ``attn_mask`` the mask must be the causal mask (checked).
+    * It reports ``_qkv_same_embed_dim = False``: torch's fused fast paths
+      (``nn.TransformerEncoderLayer`` in eval mode, the nested-tensor path of
+      ``nn.TransformerEncoder``) would compute *softmax* attention straight from
+      ``in_proj_weight``, bypassing ``forward``; the flag keeps every container on the regular
+      path. A nested-tensor input (``batch_first``, no masks: the nested sizes are the padding)
+      is padded, attended with the matching padding mask and returned nested; its weights
+      are not returned (None).
 
     Masks. Linear attention computes ``phi(Q) (phi(K)^T V)`` in ``O(L)``; only masks that
     factor through that form run in ``O(L)``: key padding (bool, or float 0/-inf) and the
@@ -165,7 +228,8 @@ class KernelAttention(nn.Module):
     num_heads : int
         Number of heads ``H``; ``d_h = E / H``.
     dropout : float
-        Dropout on attention weights in [0, 1); softmax only (0 for kernel features).
+        Dropout probability in [0, 1), train mode only: on the attention weights for
+        softmax, on the attention output (before ``out_proj``) for kernel features.
     bias : bool
         Bias in the input and output projections.
     add_bias_kv : bool
@@ -177,7 +241,8 @@ class KernelAttention(nn.Module):
     kdim, vdim : int, optional
         Input widths of keys and values (default ``embed_dim``).
     batch_first : bool
-        ``(N, L, E)`` inputs and outputs when True (the default here), ``(L, N, E)`` when False.
+        ``(N, L, E)`` inputs and outputs when True, ``(L, N, E)`` when False (the default,
+        as torch's).
     device, dtype
         Factory arguments of the parameters (the feature matrix ``omega`` stays float32).
     feature : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
@@ -200,28 +265,26 @@ class KernelAttention(nn.Module):
     Examples
     --------
     With ``feature="softmax"`` and the weights of an ``nn.MultiheadAttention`` it gives the
-    same output; with kernel features the weights are not formed:
+    same output and weights; the layout is torch's ``(L, N, E)`` unless ``batch_first``:
 
     >>> import torch
     >>> from meanfield.attention.mha import KernelAttention
     >>> _ = torch.manual_seed(0)
-    >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
-    >>> x = torch.randn(2, 5, 8)
-    >>> ref, _ = mha(x, x, x, need_weights=False)
-    >>> out, _ = KernelAttention.from_mha(mha, "softmax")(x, x, x)
-    >>> torch.allclose(out, ref, atol=1e-6)
-    True
-    >>> attn = KernelAttention(8, 2, feature="favor", n_features=16, seed=0)
-    >>> out, weights = attn(x, x, x, is_causal=True)
+    >>> mha = torch.nn.MultiheadAttention(8, 2)
+    >>> x = torch.randn(5, 2, 8)  # (L, N, E)
+    >>> ref, ref_w = mha(x, x, x)
+    >>> out, w = KernelAttention.from_mha(mha, "softmax")(x, x, x)
+    >>> torch.allclose(out, ref, atol=1e-6), torch.allclose(w, ref_w, atol=1e-6)
+    (True, True)
+    >>> attn = KernelAttention(8, 2, batch_first=True, feature="favor", n_features=16, seed=0)
+    >>> out, weights = attn(x, x, x, is_causal=True, need_weights=False)  # O(L)
     >>> out.shape, weights
-    (torch.Size([2, 5, 8]), None)
+    (torch.Size([5, 2, 8]), None)
     """
 
-    # torch's fused encoder fast paths (nn.TransformerEncoderLayer in eval mode, and the
-    # nested-tensor path of nn.TransformerEncoder) compute *softmax* attention directly from
-    # in_proj_weight, bypassing forward. They are only taken when this flag is True, so
-    # reporting False (as nn.MultiheadAttention does for kdim/vdim != embed_dim) keeps every
-    # container on the regular path, which calls our forward.
+    # see the class notes: reporting False keeps torch's containers off their fused softmax
+    # fast paths, which would bypass forward (nn.MultiheadAttention reports False for
+    # kdim/vdim != embed_dim, so the containers handle it)
     _qkv_same_embed_dim = False
 
     def __init__(
@@ -234,7 +297,7 @@ class KernelAttention(nn.Module):
         add_zero_attn: bool = False,
         kdim: int | None = None,
         vdim: int | None = None,
-        batch_first: bool = True,
+        batch_first: bool = False,
         device=None,
         dtype=None,
         *,
@@ -256,11 +319,6 @@ class KernelAttention(nn.Module):
         check_choice("feature", feature, ATTENTION_KINDS)
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        if feature != "softmax" and float(dropout) > 0:
-            raise ValueError(
-                f"dropout must be 0 for feature={feature!r}, got {dropout!r}: linear attention "
-                "forms no attention-weight matrix to drop from (apply dropout around the layer)"
-            )
         kdim = embed_dim if kdim is None else check_int("kdim", kdim)
         vdim = embed_dim if vdim is None else check_int("vdim", vdim)
         if tie_qk and kdim != embed_dim:
@@ -268,6 +326,7 @@ class KernelAttention(nn.Module):
                 f"tie_qk needs kdim == embed_dim, got kdim={kdim}, embed_dim={embed_dim}"
             )
         factory = {"device": device, "dtype": dtype}
+        E = embed_dim
         self.embed_dim = embed_dim
         self.kdim = kdim
         self.vdim = vdim
@@ -283,13 +342,35 @@ class KernelAttention(nn.Module):
         self.chunk_size = check_int("chunk_size", chunk_size)
         self._calls = 0
         self._redraws = 0
-        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
-        self.k_proj = None if self.tie_qk else nn.Linear(kdim, embed_dim, bias=bias, **factory)
-        self.v_proj = nn.Linear(vdim, embed_dim, bias=bias, **factory)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias, **factory)
+
+        def param(*shape):
+            return nn.Parameter(torch.empty(*shape, **factory))
+
+        # torch's names; the unused ones registered as None, as nn.MultiheadAttention does
+        for name in ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight"):
+            self.register_parameter(name, None)
+        self.register_parameter("in_proj_bias", None)
+        if self.tie_qk:
+            self.qk_proj_weight = param(E, E)
+            self.v_proj_weight = param(E, vdim)
+            self.qk_proj_bias = param(E) if bias else None
+            self.v_proj_bias = param(E) if bias else None
+        elif kdim == E and vdim == E:
+            self.in_proj_weight = param(3 * E, E)
+        else:
+            self.q_proj_weight = param(E, E)
+            self.k_proj_weight = param(E, kdim)
+            self.v_proj_weight = param(E, vdim)
+        if bias and not self.tie_qk:
+            self.in_proj_bias = param(3 * E)
+        # the Q, K, V draws come before out_proj's (the order of the earlier nn.Linear layers)
+        with torch.no_grad():
+            for w, b in self._blocks():
+                _linear_init(w, b)
+        self.out_proj = nn.Linear(E, E, bias=bias, **factory)
         if add_bias_kv:
-            self.bias_k = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
-            self.bias_v = nn.Parameter(torch.empty(1, 1, embed_dim, **factory))
+            self.bias_k = param(1, 1, E)
+            self.bias_v = param(1, 1, E)
             nn.init.xavier_normal_(self.bias_k)
             nn.init.xavier_normal_(self.bias_v)
         else:
@@ -299,38 +380,34 @@ class KernelAttention(nn.Module):
             n_features = check_int("n_features", n_features)
             fm = make_feature_map(feature, self.head_dim, n_features, seed=seed)
             self.feature_map = fm.to(device) if device is not None else fm
-        self.register_load_state_dict_pre_hook(_convert_mha_state)
+        self.register_load_state_dict_pre_hook(_load_state_pre_hook)
+        self.register_state_dict_post_hook(_tied_state_as_mha)
 
-    # -- nn.MultiheadAttention compatibility ----------------------------------------------
-    @property
-    def in_proj_weight(self) -> torch.Tensor | None:
-        """``(3E, E)`` concatenated Q/K/V projection weights (a copy; None if kdim/vdim != E).
+    # -- parameters -----------------------------------------------------------------------
+    def _blocks(self) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """The distinct ``(weight, bias)`` projection blocks (Q, K, V; QK, V if tied)."""
+        if self.tie_qk:
+            return [
+                (self.qk_proj_weight, self.qk_proj_bias),
+                (self.v_proj_weight, self.v_proj_bias),
+            ]
+        return self._projections()
 
-        Examples
-        --------
-        >>> from meanfield.attention.mha import KernelAttention
-        >>> KernelAttention(8, 2).in_proj_weight.shape, KernelAttention(8, 2, kdim=4).in_proj_weight
-        (torch.Size([24, 8]), None)
+    def _projections(self) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """``[(w_q, b_q), (w_k, b_k), (w_v, b_v)]``: the parameters or views of them.
+
+        Views (``chunk``), not copies, so a write to ``in_proj_weight`` / ``in_proj_bias``
+        is what the next forward uses, and gradients reach the parameters.
         """
-        if self.kdim != self.embed_dim or self.vdim != self.embed_dim:
-            return None
-        k = self.q_proj if self.tie_qk else self.k_proj
-        return torch.cat([self.q_proj.weight, k.weight, self.v_proj.weight])
-
-    @property
-    def in_proj_bias(self) -> torch.Tensor | None:
-        """``(3E,)`` concatenated Q/K/V projection biases (a copy; None if ``bias=False``).
-
-        Examples
-        --------
-        >>> from meanfield.attention.mha import KernelAttention
-        >>> KernelAttention(8, 2).in_proj_bias.shape, KernelAttention(8, 2, bias=False).in_proj_bias
-        (torch.Size([24]), None)
-        """
-        if self.q_proj.bias is None:
-            return None
-        k = self.q_proj if self.tie_qk else self.k_proj
-        return torch.cat([self.q_proj.bias, k.bias, self.v_proj.bias])
+        if self.tie_qk:
+            qk, v = self._blocks()
+            return [qk, qk, v]
+        if self.in_proj_weight is not None:
+            ws = self.in_proj_weight.chunk(3)
+        else:
+            ws = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        bs = (None,) * 3 if self.in_proj_bias is None else self.in_proj_bias.chunk(3)
+        return list(zip(ws, bs, strict=True))
 
     def reset_parameters(self) -> None:
         """Re-initialise the projections and ``bias_k``/``bias_v``, and redraw ``omega`` from
@@ -348,15 +425,17 @@ class KernelAttention(nn.Module):
         >>> torch.equal(attn.feature_map.omega, omega)  # the same seed, the same omega
         True
         """
-        for lin in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
-            if lin is not None:
-                lin.reset_parameters()
+        with torch.no_grad():
+            for w, b in self._blocks():
+                _linear_init(w, b)
+        self.out_proj.reset_parameters()
         if self.bias_k is not None:
             nn.init.xavier_normal_(self.bias_k)
             nn.init.xavier_normal_(self.bias_v)
         if self.feature_map is not None:
             self.feature_map.new_feature_map(self.feature_map.seed)
 
+    # -- nn.MultiheadAttention conversions ------------------------------------------------
     @classmethod
     def from_mha(
         cls,
@@ -373,16 +452,16 @@ class KernelAttention(nn.Module):
         Parameters
         ----------
         mha : torch.nn.MultiheadAttention
-            Source module; its embed_dim, num_heads, bias, add_bias_kv, add_zero_attn, kdim,
-            vdim, batch_first, device and dtype are copied, and its weights loaded.
+            Source module; its embed_dim, num_heads, dropout, bias, add_bias_kv,
+            add_zero_attn, kdim, vdim, batch_first, device and dtype are copied, and its
+            weights loaded.
         feature_map : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
             Attention kind of the new module (``"softmax"`` reproduces ``mha``).
         n_features, seed
             Feature-map size and seed (ignored for softmax).
         dropout : float, optional
-            Attention-weight dropout; default ``mha.dropout`` for softmax, and for kernel
-            features ``mha.dropout`` only if it is 0 (otherwise pass ``dropout=0.0``
-            explicitly: kernel attention has no weight dropout).
+            Dropout probability (default ``mha.dropout``): on the attention weights for
+            softmax, on the attention output for kernel features (class notes).
         **kwargs
             Other :class:`KernelAttention` options (``tie_qk``, ``eps``, ``chunk_size``,
             ``redraw_every``).
@@ -396,25 +475,18 @@ class KernelAttention(nn.Module):
         --------
         >>> import torch
         >>> from meanfield.attention.mha import KernelAttention
-        >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=False)
+        >>> mha = torch.nn.MultiheadAttention(8, 2, dropout=0.1)  # as in torch's layers
         >>> attn = KernelAttention.from_mha(mha, "porf", n_features=16)
         >>> attn.batch_first, torch.equal(attn.in_proj_weight, mha.in_proj_weight)
         (False, True)
         """
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"mha must be an nn.MultiheadAttention, got {type(mha).__name__}")
-        if dropout is None:
-            dropout = mha.dropout
-            if feature_map != "softmax" and dropout > 0:
-                raise ValueError(
-                    f"mha has attention dropout {dropout}, which kernel attention cannot apply "
-                    "(no weight matrix); pass dropout=0.0 to from_mha to convert without it"
-                )
         ref = mha.out_proj.weight
         new = cls(
             mha.embed_dim,
             mha.num_heads,
-            dropout=dropout,
+            dropout=mha.dropout if dropout is None else dropout,
             bias=mha.in_proj_bias is not None,
             add_bias_kv=mha.bias_k is not None,
             add_zero_attn=mha.add_zero_attn,
@@ -431,6 +503,55 @@ class KernelAttention(nn.Module):
         new.load_state_dict(mha.state_dict())
         return new.train(mha.training)
 
+    def to_mha(self) -> nn.MultiheadAttention:
+        """The ``nn.MultiheadAttention`` with this module's projections (softmax attention).
+
+        The same constructor options (``dropout`` included, with torch's meaning: on the
+        attention weights), weights, device, dtype and training mode; the feature map is left
+        out. For ``feature="softmax"`` it is this module; for kernel features it is the
+        softmax attention the kernel approximates. ``tie_qk``: the shared projection becomes
+        equal Q and K blocks.
+
+        Returns
+        -------
+        torch.nn.MultiheadAttention
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.mha import KernelAttention
+        >>> ka = KernelAttention(8, 2, feature="softmax").eval()
+        >>> mha = ka.to_mha()
+        >>> x = torch.randn(5, 2, 8)
+        >>> torch.allclose(mha(x, x, x)[0], ka(x, x, x)[0], atol=1e-6)
+        True
+        >>> torch.equal(mha.in_proj_weight, ka.in_proj_weight)
+        True
+        """
+        ref = self.out_proj.weight
+        mha = nn.MultiheadAttention(
+            self.embed_dim,
+            self.num_heads,
+            dropout=self.dropout,
+            bias=self.out_proj.bias is not None,
+            add_bias_kv=self.bias_k is not None,
+            add_zero_attn=self.add_zero_attn,
+            kdim=self.kdim,
+            vdim=self.vdim,
+            batch_first=self.batch_first,
+            device=ref.device,
+            dtype=ref.dtype,
+        )
+        result = mha.load_state_dict(self.state_dict(), strict=False)
+        # every projection key must have been taken: only the feature map's may be left over
+        stray = [k for k in result.unexpected_keys if not k.startswith("feature_map.")]
+        if result.missing_keys or stray:  # pragma: no cover - the layouts are kept in step
+            raise RuntimeError(
+                f"to_mha: state_dict layouts differ (missing {result.missing_keys}, "
+                f"unexpected {stray})"
+            )
+        return mha.train(self.training)
+
     # -- projections ----------------------------------------------------------------------
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         b, n, _ = x.shape
@@ -446,7 +567,8 @@ class KernelAttention(nn.Module):
         >>> KernelAttention(8, 2).project_queries(torch.zeros(3, 5, 8)).shape
         torch.Size([3, 5, 2, 4])
         """
-        return self._split(self.q_proj(query))
+        w, b = self._projections()[0]
+        return self._split(F.linear(query, w, b))
 
     def project_keys(self, key: torch.Tensor) -> torch.Tensor:
         """``(batch, S, kdim) -> (batch, S, heads, d_h)`` (the query projection if tie_qk).
@@ -460,8 +582,24 @@ class KernelAttention(nn.Module):
         >>> torch.equal(attn.project_keys(x), attn.project_queries(x))
         True
         """
-        proj = self.q_proj if self.tie_qk else self.k_proj
-        return self._split(proj(key))
+        w, b = self._projections()[1]
+        return self._split(F.linear(key, w, b))
+
+    def project_values(self, value: torch.Tensor) -> torch.Tensor:
+        """``(batch, S, vdim) -> (batch, S, heads, d_h)`` (batch-first, whatever ``batch_first``).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.mha import KernelAttention
+        >>> attn = KernelAttention(8, 2, vdim=6)
+        >>> x = torch.randn(1, 5, 6)
+        >>> torch.allclose(attn.project_values(x).reshape(1, 5, 8), x @ attn.v_proj_weight.T
+        ...                + attn.in_proj_bias[16:])
+        True
+        """
+        w, b = self._projections()[2]
+        return self._split(F.linear(value, w, b))
 
     def _maybe_redraw(self):
         fm = self.feature_map
@@ -539,7 +677,7 @@ class KernelAttention(nn.Module):
         """The additive (.., L, St) mask of padding and causality; appended keys stay open."""
         full = torch.zeros(1, 1, L, St, device=device)
         if causal:
-            fut = F.pad(_future(L, St - n_extra, device), (0, n_extra), value=False)
+            fut = _open_columns(_future(L, St - n_extra, device), n_extra)
             full = full.masked_fill(fut, float("-inf"))
         if pad is not None:
             full = full.masked_fill(pad[:, None, None, :], float("-inf"))
@@ -552,7 +690,7 @@ class KernelAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
-        need_weights: bool = False,
+        need_weights: bool = True,
         attn_mask: torch.Tensor | None = None,
         average_attn_weights: bool = True,
         is_causal: bool = False,
@@ -561,27 +699,30 @@ class KernelAttention(nn.Module):
 
         Parameters
         ----------
-        query : torch.Tensor, shape (N, L, E) if batch_first else (L, N, E), or (L, E)
-        key : torch.Tensor, shape (N, S, kdim) if batch_first else (S, N, kdim), or (S, kdim)
-        value : torch.Tensor, shape (N, S, vdim) if batch_first else (S, N, vdim), or (S, vdim)
+        query : torch.Tensor, shape (L, N, E), or (N, L, E) if batch_first, or (L, E)
+        key : torch.Tensor, shape (S, N, kdim), or (N, S, kdim) if batch_first, or (S, kdim)
+        value : torch.Tensor, shape (S, N, vdim), or (N, S, vdim) if batch_first, or (S, vdim)
+            Nested tensors (``batch_first`` only, without masks) are accepted too.
         key_padding_mask : torch.Tensor, shape (N, S) or (S,), optional
             bool (True = ignore) or float (added to the attention logits).
         need_weights : bool
-            Also return the attention weights (``O(L S)`` cost; default False, see class notes).
+            Also return the attention weights (default True, as torch; ``O(L S)`` memory:
+            pass False for the ``O(L)`` path).
         attn_mask : torch.Tensor, shape (L, S) or (N * num_heads, L, S), optional
             bool (True = not allowed) or float (added to the logits). The exact causal mask
             runs in O(L); any other mask through the explicit weights (class notes).
         average_attn_weights : bool
-            Average the returned weights over heads.
+            Average the returned weights over heads (default True, as torch).
         is_causal : bool
             Causal attention (``L == S``); ``attn_mask``, if given, must be the causal mask.
 
         Returns
         -------
-        attn_output : torch.Tensor, shape (N, L, E) if batch_first else (L, N, E), or (L, E)
+        attn_output : torch.Tensor, shape (L, N, E), or (N, L, E) if batch_first, or (L, E)
         attn_weights : torch.Tensor or None
             (N, L, S') averaged or (N, num_heads, L, S') (no N for unbatched input), where
-            ``S'`` counts the ``add_bias_kv``/``add_zero_attn`` keys; None unless asked.
+            ``S'`` counts the ``add_bias_kv``/``add_zero_attn`` keys; None unless
+            ``need_weights`` (and for nested input).
 
         Raises
         ------
@@ -599,10 +740,13 @@ class KernelAttention(nn.Module):
         >>> _ = torch.manual_seed(0)
         >>> attn = KernelAttention(8, 2, feature="porf", n_features=16)
         >>> x = torch.randn(5, 8)  # unbatched (L, E)
-        >>> out, w = attn(x, x, x, need_weights=True)
+        >>> out, w = attn(x, x, x)
         >>> out.shape, w.shape, torch.allclose(w.sum(-1), torch.ones(5))
         (torch.Size([5, 8]), torch.Size([5, 5]), True)
         """
+        nested = self._unnest(query, key, value, key_padding_mask, attn_mask)
+        if nested is not None:
+            layout, q_lengths, query, key, value, key_padding_mask = nested
         query, key, value, key_padding_mask, unbatched = self._batched(
             query, key, value, key_padding_mask
         )
@@ -611,17 +755,61 @@ class KernelAttention(nn.Module):
             key_padding_mask, attn_mask, is_causal, N, L, key.shape[1]
         )
         self._maybe_redraw()
-        k = (self.q_proj if self.tie_qk else self.k_proj)(key)
-        k, v, pad, bias, n_extra = self._append_extra_keys(k, self.v_proj(value), pad, bias)
+        (wq, bq), (wk, bk), (wv, bv) = self._projections()
+        k, v, pad, bias, n_extra = self._append_extra_keys(
+            F.linear(key, wk, bk), F.linear(value, wv, bv), pad, bias
+        )
         # head-major (N, H, length, d)
-        q, k, v = (self._split(t).transpose(1, 2) for t in (self.q_proj(query), k, v))
+        q, k, v = (self._split(t).transpose(1, 2) for t in (F.linear(query, wq, bq), k, v))
         attend = self._softmax if self.feature_map is None else self._kernel
         out, weights = attend(q, k, v, pad, causal, bias, n_extra, need_weights)
-        out = self.out_proj(out.transpose(1, 2).reshape(N, L, self.embed_dim).to(query.dtype))
+        out = out.transpose(1, 2).reshape(N, L, self.embed_dim).to(query.dtype)
+        if self.feature_map is not None and self.training and self.dropout > 0:
+            # no weight matrix to drop from: dropout on the attention output (class notes)
+            out = F.dropout(out, self.dropout, training=True)
+        out = self.out_proj(out)
+        if nested is not None:
+            rows = [out[i, :n] for i, n in enumerate(q_lengths)]
+            return torch.nested.as_nested_tensor(rows, layout=layout), None
         if weights is not None:
             # averaged in the compute dtype, returned in the input's, as nn.MultiheadAttention
             weights = (weights.mean(dim=1) if average_attn_weights else weights).to(query.dtype)
         return self._caller_layout(out, weights, unbatched)
+
+    def _unnest(self, query, key, value, key_padding_mask, attn_mask):
+        """Nested-tensor inputs as padded tensors with their padding mask, or None.
+
+        ``nn.TransformerEncoder`` decides at construction to pass nested tensors (in eval
+        mode, without gradient, with a padding mask), judging by the layers it was built with:
+        an encoder built for ``nn.MultiheadAttention`` keeps doing so after the swap. Returns
+        ``(layout, query_lengths, query, key, value, key_padding_mask)``.
+        """
+        flags = [torch.is_tensor(t) and t.is_nested for t in (query, key, value)]
+        if not any(flags):
+            return None
+        if not all(flags):
+            raise ValueError("query, key and value must be all nested tensors or all regular ones")
+        if not self.batch_first:
+            raise ValueError(
+                "nested-tensor input needs batch_first=True (as nn.MultiheadAttention), got "
+                "batch_first=False"
+            )
+        if key_padding_mask is not None or attn_mask is not None:
+            raise ValueError(
+                "key_padding_mask and attn_mask must be None with nested-tensor input (the "
+                "nested lengths are the padding)"
+            )
+        if query.dim() != 3:
+            raise ValueError(f"nested query must be 3-d (batch, L, E), got {query.dim()}-d")
+        q_lengths = [t.shape[0] for t in query.unbind()]
+        k_lengths = [t.shape[0] for t in key.unbind()]
+        if k_lengths != [t.shape[0] for t in value.unbind()]:
+            raise ValueError("nested key and value must have the same lengths")
+        S = max(k_lengths, default=0)
+        lengths = torch.tensor(k_lengths, device=key.device)
+        kpm = torch.arange(S, device=key.device)[None, :] >= lengths[:, None]
+        padded = [torch.nested.to_padded_tensor(t, 0.0) for t in (query, key, value)]
+        return (query.layout, q_lengths, *padded, kpm)
 
     def _append_extra_keys(self, k, v, pad, bias):
         """Append the keys/values every query sees, as ``nn.MultiheadAttention`` does.
@@ -641,9 +829,9 @@ class KernelAttention(nn.Module):
             k = torch.cat([k] + [e[0].to(k.dtype) for e in extra], dim=1)
             v = torch.cat([v] + [e[1].to(v.dtype) for e in extra], dim=1)
             if pad is not None:
-                pad = F.pad(pad, (0, n_extra), value=False)
+                pad = _open_columns(pad, n_extra)
             if bias is not None:
-                bias = F.pad(bias, (0, n_extra), value=0.0)
+                bias = F.pad(bias, (0, n_extra), value=0.0)  # float: F.pad compiles fine
         return k, v, pad, bias, n_extra
 
     def _caller_layout(self, out, weights, unbatched: bool):
@@ -688,7 +876,7 @@ class KernelAttention(nn.Module):
                 "query, key and value must share the batch size and key/value the length, got "
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)} (batch first)"
             )
-        wdtype = self.q_proj.weight.dtype
+        wdtype = self.out_proj.weight.dtype
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not t.is_floating_point():
                 raise InputTypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
@@ -712,18 +900,21 @@ class KernelAttention(nn.Module):
             full = bias.to(q.dtype)
         elif not plain_causal and (causal or pad is not None):
             full = self._full_bias(pad, causal, L, St, n_extra, q.device).to(q.dtype)
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=full, dropout_p=p, is_causal=plain_causal
-        )
-        weights = None
-        if need_weights:
-            logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
-            if plain_causal:
-                logits = logits.masked_fill(_future(L, St, q.device), float("-inf"))
-            elif full is not None:
-                logits = logits + full
-            weights = logits.softmax(-1)
-        return out, weights
+        if not need_weights:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=full, dropout_p=p, is_causal=plain_causal
+            )
+            return out, None
+        logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        if plain_causal:
+            logits = logits.masked_fill(_future(L, St, q.device), float("-inf"))
+        elif full is not None:
+            logits = logits + full
+        weights = logits.softmax(-1)
+        if p > 0:
+            # as nn.MultiheadAttention: the dropped weights make the output and are returned
+            weights = F.dropout(weights, p, training=True)
+        return weights @ v, weights
 
     def _kernel(self, q, k, v, pad, causal, bias, n_extra, need_weights):
         """Linear attention in O(L), or through the explicit weights for a general mask."""
@@ -759,7 +950,7 @@ class KernelAttention(nn.Module):
         --------
         >>> from meanfield.attention.mha import KernelAttention
         >>> KernelAttention(8, 2).extra_repr()
-        "embed_dim=8, num_heads=2, feature='favor', tie_qk=False, batch_first=True, eps=1e-06"
+        "embed_dim=8, num_heads=2, feature='favor', tie_qk=False, batch_first=False, eps=1e-06"
         """
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, feature={self.feature!r}, "
@@ -767,38 +958,104 @@ class KernelAttention(nn.Module):
         )
 
 
-def _convert_mha_state(
+# -- state_dict conversions (hooks) ---------------------------------------------------------
+_SEPARATE = ("q_proj_weight", "k_proj_weight", "v_proj_weight")
+
+
+def _tied_state_as_mha(module, state_dict, prefix, local_metadata) -> None:
+    """state_dict post-hook: a ``tie_qk`` module saves ``nn.MultiheadAttention``'s keys.
+
+    The shared block is written as both the Q and the K block (``in_proj_weight`` when
+    ``vdim == embed_dim``, else ``q_proj_weight`` and ``k_proj_weight``), so any consumer of
+    torch's layout reads it; :func:`_load_state_pre_hook` folds it back (checking Q = K).
+    """
+    if not module.tie_qk:
+        return
+    p = prefix
+    w = state_dict.pop(p + "qk_proj_weight")
+    wv = state_dict.pop(p + "v_proj_weight")
+    b = state_dict.pop(p + "qk_proj_bias", None)
+    bv = state_dict.pop(p + "v_proj_bias", None)
+    if module.vdim == module.embed_dim:
+        state_dict[p + "in_proj_weight"] = torch.cat([w, w, wv])
+    else:
+        state_dict[p + "q_proj_weight"] = w
+        state_dict[p + "k_proj_weight"] = w.clone()  # not aliased: torch's blocks are separate
+        state_dict[p + "v_proj_weight"] = wv
+    if b is not None:
+        state_dict[p + "in_proj_bias"] = torch.cat([b, b, bv])
+
+
+def _legacy_as_mha(state_dict, p: str) -> None:
+    """The layout before issue 20 (``q_proj``/``k_proj``/``v_proj`` linear layers; no
+    ``k_proj`` with ``tie_qk``) rewritten as torch's separate blocks, in place."""
+    if p + "q_proj.weight" not in state_dict:
+        return
+    w = [state_dict.pop(p + f"{n}_proj.weight", None) for n in "qkv"]
+    b = [state_dict.pop(p + f"{n}_proj.bias", None) for n in "qkv"]
+    if w[1] is None:  # tie_qk: one projection for queries and keys
+        w[1], b[1] = w[0], b[0]
+    for name, t in zip(_SEPARATE, w, strict=True):
+        if t is not None:
+            state_dict[p + name] = t
+    if all(t is not None for t in b):
+        state_dict[p + "in_proj_bias"] = torch.cat(b)
+
+
+def _load_state_pre_hook(
     module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors
 ):
-    """load_state_dict pre-hook: accept an ``nn.MultiheadAttention`` state_dict.
+    """load_state_dict pre-hook: torch's layouts (and the earlier one) into this module's.
 
-    ``in_proj_weight`` / ``in_proj_bias`` (packed) or ``q_proj_weight``/``k_proj_weight``/
-    ``v_proj_weight`` (kdim/vdim != embed_dim) become ``q_proj``/``k_proj``/``v_proj``;
-    ``out_proj.*``, ``bias_k`` and ``bias_v`` have the same names. A softmax module has no
-    feature map, so the module's current ``omega`` is kept.
+    A packed ``in_proj_weight`` loads into a module with separate blocks and vice versa (when
+    the widths allow; otherwise the keys are left for torch to report), and into a ``tie_qk``
+    module when its Q and K blocks are equal (a clear error otherwise). A state_dict without
+    ``feature_map.*`` keys keeps the module's own feature map (class notes).
     """
-    E = module.embed_dim
-    packed_w = state_dict.pop(prefix + "in_proj_weight", None)
-    packed_b = state_dict.pop(prefix + "in_proj_bias", None)
-    sep = [state_dict.pop(prefix + f"{n}_proj_weight", None) for n in ("q", "k", "v")]
-    if packed_w is None and packed_b is None and all(w is None for w in sep):
-        return  # a KernelAttention state_dict
-    weights = list(packed_w.split(E)) if packed_w is not None else sep
-    biases = list(packed_b.split(E)) if packed_b is not None else [None] * 3
+    E, p = module.embed_dim, prefix
+    _legacy_as_mha(state_dict, p)
+    packed = state_dict.get(p + "in_proj_weight")
+    sep = [state_dict.get(p + n) for n in _SEPARATE]
     if module.tie_qk:
-        for name, pair in (("weight", weights[:2]), ("bias", biases[:2])):
-            if pair[0] is not None and not torch.equal(pair[0], pair[1]):
-                raise ValueError(
-                    f"cannot load an nn.MultiheadAttention state_dict into tie_qk=True: its "
-                    f"query and key projection {name}s differ"
-                )
-    for n, w, b in zip(("q", "k", "v"), weights, biases, strict=True):
-        if n == "k" and module.tie_qk:
-            continue
-        if w is not None:
-            state_dict[prefix + f"{n}_proj.weight"] = w
-        if b is not None:
-            state_dict[prefix + f"{n}_proj.bias"] = b
+        _fold_tied(module, state_dict, p, packed, sep)
+    elif module.in_proj_weight is None:
+        if packed is not None and packed.ndim == 2 and packed.shape[0] == 3 * E:
+            del state_dict[p + "in_proj_weight"]
+            for name, t in zip(_SEPARATE, packed.split(E), strict=True):
+                state_dict[p + name] = t
+    elif packed is None and all(t is not None and t.shape == (E, E) for t in sep):
+        for name in _SEPARATE:
+            del state_dict[p + name]
+        state_dict[p + "in_proj_weight"] = torch.cat(sep)
     if module.feature_map is not None:
-        for key, value in module.feature_map.state_dict(prefix=prefix + "feature_map.").items():
-            state_dict.setdefault(key, value)
+        fm_prefix = p + "feature_map."
+        if not any(key.startswith(fm_prefix) for key in state_dict):
+            # nn.MultiheadAttention's (or a softmax module's) state_dict: keep our Omega
+            state_dict.update(module.feature_map.state_dict(prefix=fm_prefix))
+
+
+def _fold_tied(module, state_dict, p, packed, sep) -> None:
+    """torch's Q, K, V blocks into a ``tie_qk`` module's ``qk_proj_*`` / ``v_proj_*``."""
+    E = module.embed_dim
+    if packed is not None and packed.ndim == 2 and packed.shape[0] == 3 * E:
+        del state_dict[p + "in_proj_weight"]
+        wq, wk, wv = packed.split(E)
+    elif packed is None and all(t is not None for t in sep):
+        for name in _SEPARATE:
+            del state_dict[p + name]
+        wq, wk, wv = sep
+    else:
+        return  # not torch's layout: left for load_state_dict to report
+    bias = state_dict.pop(p + "in_proj_bias", None)
+    biases = [None] * 3 if bias is None else list(bias.split(E))
+    for name, pair in (("weight", (wq, wk)), ("bias", biases[:2])):
+        if pair[0] is not None and not torch.equal(pair[0], pair[1]):
+            raise ValueError(
+                f"cannot load an nn.MultiheadAttention state_dict into tie_qk=True: its "
+                f"query and key projection {name}s differ"
+            )
+    state_dict[p + "qk_proj_weight"] = wq
+    state_dict[p + "v_proj_weight"] = wv
+    if bias is not None:
+        state_dict[p + "qk_proj_bias"] = biases[0]
+        state_dict[p + "v_proj_bias"] = biases[2]

@@ -69,7 +69,8 @@ class EncoderBlock(nn.Module):
     def __init__(self, d_model, n_heads, d_ff, dropout, attn_kwargs):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = KernelAttention(d_model, n_heads, **attn_kwargs)
+        # (batch, L, d_model) blocks; torch's defaults are (L, batch, d_model)
+        self.attn = KernelAttention(d_model, n_heads, batch_first=True, **attn_kwargs)
         self.ln2 = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
@@ -105,7 +106,8 @@ class EncoderBlock(nn.Module):
         True
         """
         h = self.ln1(x)
-        a, _ = self.attn(h, h, h, key_padding_mask=padding_mask)
+        # the weights are not used: need_weights=False keeps linear attention O(L)
+        a, _ = self.attn(h, h, h, key_padding_mask=padding_mask, need_weights=False)
         x = x + self.drop(a)
         return x + self.drop(self.ff(self.ln2(x)))
 
