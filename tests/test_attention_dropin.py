@@ -74,8 +74,14 @@ def test_softmax_reproduces_multiheadattention(batch_first, mask):
             assert o1.shape == o2.shape and w1.shape == w2.shape
             torch.testing.assert_close(o2, o1, atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(w2, w1, atol=1e-6, rtol=1e-5)
+        # torch's defaults: need_weights=True, average_attn_weights=True
+        o1, w1 = mha(q, k, v, **kw)
+        o2, w2 = ka(q, k, v, **kw)
+        assert w1.shape == w2.shape == (2, 5, 7)
+        torch.testing.assert_close(o2, o1, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(w2, w1, atol=1e-6, rtol=1e-5)
         o1, _ = mha(q, k, v, need_weights=False, **kw)
-        o2, w2 = ka(q, k, v, **kw)  # need_weights defaults to False here
+        o2, w2 = ka(q, k, v, need_weights=False, **kw)
     assert w2 is None
     torch.testing.assert_close(o2, o1, atol=1e-5, rtol=1e-5)
 
@@ -139,11 +145,11 @@ def test_mha_state_dict_loads_strictly_and_tie_qk_is_checked():
         # its own state_dict still round-trips
         other = KernelAttention(E, H, feature=feature, n_features=8, seed=6)
         other.load_state_dict(ka.state_dict())
-        assert torch.equal(other.q_proj.weight, mha.in_proj_weight[:E])
+        assert torch.equal(other.in_proj_weight, mha.in_proj_weight)
     sep = _mha(batch_first=True, kdim=6, vdim=10)
     ka = KernelAttention(E, H, kdim=6, vdim=10, feature="porf", n_features=8)
     ka.load_state_dict(sep.state_dict())
-    assert torch.equal(ka.k_proj.weight, sep.k_proj_weight) and ka.in_proj_weight is None
+    assert torch.equal(ka.k_proj_weight, sep.k_proj_weight) and ka.in_proj_weight is None
     tied = KernelAttention(E, H, tie_qk=True, feature="favor", n_features=8)
     with pytest.raises(ValueError, match="tie_qk=True: its query and key projection"):
         tied.load_state_dict(mha.state_dict())
@@ -160,11 +166,10 @@ def test_mha_state_dict_loads_strictly_and_tie_qk_is_checked():
 
 @pytest.mark.parametrize("feature", FEATURE_KINDS)
 def test_from_mha_keeps_the_projections(feature):
-    mha = _mha(batch_first=False, dropout=0.1)
-    with pytest.raises(ValueError, match="pass dropout=0.0"):
-        KernelAttention.from_mha(mha, feature_map=feature)
+    mha = _mha(batch_first=False, dropout=0.1)  # torch's layers' default rate
+    assert KernelAttention.from_mha(mha, feature_map=feature).dropout == 0.1  # output dropout
     ka = KernelAttention.from_mha(mha, feature_map=feature, n_features=8, seed=3, dropout=0.0)
-    assert not ka.batch_first and ka.feature_map.seed == 3
+    assert not ka.batch_first and ka.feature_map.seed == 3 and ka.dropout == 0.0
     x = torch.randn(2, 5, E)
     wq, wk, wv = mha.in_proj_weight.chunk(3)
     bq, bk, _ = mha.in_proj_bias.chunk(3)
@@ -258,7 +263,13 @@ def test_extra_keys_match_the_explicit_weights(feature, causal):
     """add_bias_kv / add_zero_attn: the O(L) output equals out_proj(weights @ values)."""
     torch.manual_seed(2)
     attn = KernelAttention(
-        E, H, add_bias_kv=True, add_zero_attn=True, feature=feature, n_features=8
+        E,
+        H,
+        add_bias_kv=True,
+        add_zero_attn=True,
+        batch_first=True,
+        feature=feature,
+        n_features=8,
     ).eval()
     x = torch.randn(2, 6, E)
     kpm = torch.zeros(2, 6, dtype=torch.bool)
@@ -273,7 +284,8 @@ def test_extra_keys_match_the_explicit_weights(feature, causal):
             average_attn_weights=False,
             is_causal=causal,
         )
-        vals = torch.cat([attn.v_proj(x), attn.bias_v.expand(2, 1, E), torch.zeros(2, 1, E)], 1)
+        vals = [attn.project_values(x).flatten(2), attn.bias_v.expand(2, 1, E)]
+        vals = torch.cat(vals + [torch.zeros(2, 1, E)], 1)
         vals = vals.reshape(2, 8, H, E // H).transpose(1, 2)
         rebuilt = attn.out_proj((w @ vals).transpose(1, 2).reshape(2, 6, E))
     assert w.shape == (2, H, 6, 8)
@@ -288,7 +300,7 @@ def _kernel_reference(attn, x, bias):
     fm = attn.feature_map
     q = attn.project_queries(x).double().transpose(1, 2)
     k = attn.project_keys(x).double().transpose(1, 2)
-    v = attn._split(attn.v_proj(x)).double().transpose(1, 2)
+    v = attn.project_values(x).double().transpose(1, 2)
     K = fm.raw_features(q) @ fm.raw_features(k).transpose(-1, -2)
     w = K * torch.exp(bias.double())
     o = (w / w.sum(-1, keepdim=True)) @ v
@@ -298,7 +310,7 @@ def _kernel_reference(attn, x, bias):
 @pytest.mark.parametrize("feature", FEATURE_KINDS)
 def test_general_masks_are_applied_exactly(feature):
     torch.manual_seed(0)
-    attn = KernelAttention(E, H, feature=feature, n_features=16, eps=0.0).eval()
+    attn = KernelAttention(E, H, batch_first=True, feature=feature, n_features=16, eps=0.0).eval()
     N, L = 2, 7
     x = torch.randn(N, L, E)
     g = torch.Generator().manual_seed(1)
@@ -328,7 +340,7 @@ def test_causal_masks_are_recognised_not_replaced():
     assert is_causal_mask(fut) and is_causal_mask(nn.Transformer.generate_square_subsequent_mask(L))
     assert is_causal_mask(fut.expand(8, L, L))
     assert not is_causal_mask(fut.T) and not is_causal_mask(torch.zeros(L, L))
-    attn = KernelAttention(E, H, feature="porf", n_features=8).eval()
+    attn = KernelAttention(E, H, batch_first=True, feature="porf", n_features=8).eval()
     x = torch.randn(2, L, E)
     with torch.no_grad():
         ref, _ = attn(x, x, x, is_causal=True)
@@ -343,13 +355,15 @@ def test_causal_masks_are_recognised_not_replaced():
 
 
 def test_dtype_device_and_meta_construction():
-    ka = KernelAttention(E, H, feature="favor", n_features=8, dtype=torch.float64)
-    assert ka.q_proj.weight.dtype == torch.float64 and ka.feature_map.omega.dtype == torch.float32
+    ka = KernelAttention(E, H, batch_first=True, feature="favor", n_features=8, dtype=torch.float64)
+    assert ka.in_proj_weight.dtype == torch.float64 and ka.feature_map.omega.dtype == torch.float32
     x = torch.randn(2, 5, E, dtype=torch.float64)
     out, _ = ka(x, x, x, is_causal=True)
     assert out.dtype == torch.float64
     for feature in ("favor", "softmaxfeat"):  # bf16 parameters, fp32 attention inside
-        kb = KernelAttention(E, H, feature=feature, n_features=8, dtype=torch.bfloat16).eval()
+        kb = KernelAttention(
+            E, H, batch_first=True, feature=feature, n_features=8, dtype=torch.bfloat16
+        ).eval()
         xb = torch.randn(2, 70, E, dtype=torch.bfloat16)
         with torch.no_grad():
             ob, wb = kb(xb, xb, xb, is_causal=True, need_weights=True)
@@ -370,3 +384,383 @@ def test_dtype_device_and_meta_construction():
     with torch.no_grad():
         out, _ = real(x.float(), x.float(), x.float())
     assert torch.isfinite(out).all()
+
+
+# -- issue 20: torch's defaults, parameter layout, state_dict, to_mha, dropout, nested ------
+def _mha64(seed=0, **kw):
+    """A float64 nn.MultiheadAttention with nonzero biases (torch initialises them to 0)."""
+    torch.manual_seed(seed)
+    mha = nn.MultiheadAttention(E, H, dtype=torch.float64, **kw).eval()
+    with torch.no_grad():
+        for p in (mha.in_proj_bias, mha.out_proj.bias):
+            if p is not None:
+                p.normal_()
+    return mha
+
+
+def test_module_lives_in_mha_and_is_reexported():
+    import meanfield.attention as attention
+    import meanfield.attention.linear as linear
+    import meanfield.attention.mha as mha
+
+    assert linear.KernelAttention is mha.KernelAttention is attention.KernelAttention
+    assert linear.is_causal_mask is mha.is_causal_mask
+    assert KernelAttention.__module__ == "meanfield.attention.mha"
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        linear.NoSuchThing  # noqa: B018
+
+
+@pytest.mark.parametrize("mask", ["none", "kpm_bool", "attn_float_3d"])
+def test_defaults_are_torch_defaults_float64(mask):
+    """batch_first=False reads (L, N, E), need_weights=True returns the head-averaged weights,
+    as nn.MultiheadAttention with the same weights (written into in_proj_weight directly)."""
+    mha = _mha64()
+    ka = KernelAttention(E, H, feature="softmax", dtype=torch.float64).eval()
+    assert ka.batch_first is False and mha.batch_first is False
+    with torch.no_grad():
+        ka.in_proj_weight.copy_(mha.in_proj_weight)
+        ka.in_proj_bias.copy_(mha.in_proj_bias)
+        ka.out_proj.load_state_dict(mha.out_proj.state_dict())
+    L, N, S = 5, 2, 7  # L != N: a layout read the wrong way round fails
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(L, N, E, generator=g, dtype=torch.float64)
+    k = torch.randn(S, N, E, generator=g, dtype=torch.float64)
+    v = torch.randn(S, N, E, generator=g, dtype=torch.float64)
+    kw = {k_: t.double() if t.is_floating_point() else t for k_, t in _masks()[mask].items()}
+    with torch.no_grad():
+        o1, w1 = mha(q, k, v, **kw)
+        o2, w2 = ka(q, k, v, **kw)
+        o3, w3 = ka(q, k, v, average_attn_weights=False, **kw)
+        _, w4 = mha(q, k, v, average_attn_weights=False, **kw)
+    assert o2.shape == (L, N, E) and w2.shape == (N, L, S) and w3.shape == (N, H, L, S)
+    torch.testing.assert_close(o2, o1, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(w2, w1, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(w3, w4, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(o3, o1, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [{}, {"kdim": 6, "vdim": 10}, {"bias": False}, {"add_bias_kv": True}],
+    ids=["packed", "kdim-vdim", "no-bias", "bias-kv"],
+)
+def test_parameters_and_state_dict_keys_are_torchs(opts):
+    mha = _mha64(**opts)
+    ka = KernelAttention(E, H, feature="softmax", dtype=torch.float64, **opts)
+    assert list(ka.state_dict()) == list(mha.state_dict())
+    assert [(n, p.shape) for n, p in ka.named_parameters()] == [
+        (n, p.shape) for n, p in mha.named_parameters()
+    ]
+    for name in ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight"):
+        assert (getattr(ka, name) is None) == (getattr(mha, name) is None), name
+    assert isinstance(ka.out_proj, nn.Linear)
+    # both ways, strictly, for softmax
+    ka.load_state_dict(mha.state_dict())
+    other = nn.MultiheadAttention(E, H, dtype=torch.float64, **opts).eval()
+    other.load_state_dict(ka.state_dict())
+    x = torch.randn(5, 2, E, dtype=torch.float64)
+    kx = torch.randn(7, 2, opts.get("kdim", E), dtype=torch.float64)
+    vx = torch.randn(7, 2, opts.get("vdim", E), dtype=torch.float64)
+    with torch.no_grad():
+        ref = mha(x, kx, vx)
+        for out in (ka.eval()(x, kx, vx), other(x, kx, vx)):
+            torch.testing.assert_close(out[0], ref[0], atol=1e-12, rtol=1e-12)
+            torch.testing.assert_close(out[1], ref[1], atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("feature", FEATURE_KINDS)
+def test_kernel_state_dict_both_ways(feature):
+    """mha.load_state_dict(ka.state_dict(), strict=False): only the feature map's keys are
+    unexpected; ka.load_state_dict(mha.state_dict()) is strict and keeps Omega."""
+    mha = _mha64()
+    ka = KernelAttention(E, H, feature=feature, n_features=8, seed=2, dtype=torch.float64)
+    omega = ka.feature_map.omega.clone()
+    result = ka.load_state_dict(mha.state_dict())  # strict
+    assert not result.missing_keys and not result.unexpected_keys
+    assert torch.equal(ka.feature_map.omega, omega)
+    assert torch.equal(ka.in_proj_weight, mha.in_proj_weight)
+    target = nn.MultiheadAttention(E, H, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="feature_map.omega"):
+        target.load_state_dict(ka.state_dict())
+    result = target.load_state_dict(ka.state_dict(), strict=False)
+    assert result.missing_keys == []
+    assert sorted(result.unexpected_keys) == ["feature_map._extra_state", "feature_map.omega"]
+    for name, t in mha.state_dict().items():
+        assert torch.equal(target.state_dict()[name], t), name
+    # a learned Omega travels with the module's own state_dict
+    learned = torch.randn_like(omega)
+    ka.feature_map.set_omega(learned)
+    twin = KernelAttention(E, H, feature=feature, n_features=8, seed=9, dtype=torch.float64)
+    twin.load_state_dict(ka.state_dict())
+    assert torch.equal(twin.feature_map.omega, learned) and twin.feature_map.learned
+
+
+def test_writes_to_in_proj_weight_take_effect_and_gradients_reach_it():
+    mha = _mha64()
+    ka = KernelAttention(E, H, feature="softmax", dtype=torch.float64).eval()
+    x = torch.randn(5, 2, E, dtype=torch.float64)
+    with torch.no_grad():
+        before, _ = ka(x, x, x)
+        ka.in_proj_weight.copy_(mha.in_proj_weight)  # in place, as a user would
+        ka.in_proj_bias.copy_(mha.in_proj_bias)
+        ka.out_proj.weight.copy_(mha.out_proj.weight)
+        ka.out_proj.bias.copy_(mha.out_proj.bias)
+        after, _ = ka(x, x, x)
+        ref, _ = mha(x, x, x)
+    assert not torch.allclose(before, ref)
+    torch.testing.assert_close(after, ref, atol=1e-12, rtol=1e-12)
+    # zero value projection: every output is out_proj's bias
+    with torch.no_grad():
+        ka.in_proj_weight[2 * E :] = 0
+        ka.in_proj_bias[2 * E :] = 0
+        out, _ = ka(x, x, x)
+    torch.testing.assert_close(out, ka.out_proj.bias.expand_as(out).detach())
+    ka.reset_parameters()
+    for feature in ("softmax", "favor"):
+        for opts in ({}, {"kdim": 6, "vdim": 10}):
+            m = KernelAttention(E, H, feature=feature, n_features=8, **opts)
+            kx = torch.randn(7, 2, opts.get("kdim", E))
+            vx = torch.randn(7, 2, opts.get("vdim", E))
+            out, _ = m(torch.randn(5, 2, E), kx, vx, need_weights=False)
+            out.square().sum().backward()
+            blocks = (
+                m.in_proj_weight.grad.chunk(3)
+                if m.in_proj_weight is not None
+                else [m.q_proj_weight.grad, m.k_proj_weight.grad, m.v_proj_weight.grad]
+            )
+            assert all(g is not None and g.abs().sum() > 0 for g in blocks)
+            assert m.in_proj_bias.grad.abs().sum() > 0
+
+
+def test_initialisation_draws_are_those_of_the_earlier_linear_layers():
+    """A seeded module starts as before issue 20 (q, k, v, out nn.Linear layers, then
+    bias_k / bias_v): the same random draws, in the same order."""
+    for opts in ({}, {"kdim": 6, "vdim": 10}, {"tie_qk": True}, {"add_bias_kv": True}):
+        torch.manual_seed(7)
+        kdim, vdim = opts.get("kdim", E), opts.get("vdim", E)
+        q = nn.Linear(E, E)
+        k = None if opts.get("tie_qk") else nn.Linear(kdim, E)
+        v = nn.Linear(vdim, E)
+        o = nn.Linear(E, E)
+        if opts.get("add_bias_kv"):
+            bk, bv = torch.empty(1, 1, E), torch.empty(1, 1, E)
+            nn.init.xavier_normal_(bk)
+            nn.init.xavier_normal_(bv)
+        torch.manual_seed(7)
+        ka = KernelAttention(E, H, feature="softmax", **opts)
+        k = q if k is None else k
+        (wq, bq), (wk, b_k), (wv, b_v) = ka._projections()
+        for w, b, lin in ((wq, bq, q), (wk, b_k, k), (wv, b_v, v)):
+            assert torch.equal(w, lin.weight) and torch.equal(b, lin.bias)
+        assert torch.equal(ka.out_proj.weight, o.weight)
+        if opts.get("add_bias_kv"):
+            assert torch.equal(ka.bias_k, bk) and torch.equal(ka.bias_v, bv)
+
+
+def test_tie_qk_state_dict_is_torchs_and_checked_on_load():
+    for vdim in (E, 10):
+        tied = KernelAttention(E, H, tie_qk=True, vdim=vdim, feature="favor", n_features=8)
+        mha = nn.MultiheadAttention(E, H, vdim=vdim)
+        mha_keys = set(mha.state_dict())
+        assert set(tied.state_dict()) - mha_keys == {
+            "feature_map.omega",
+            "feature_map._extra_state",
+        }
+        result = mha.load_state_dict(tied.state_dict(), strict=False)
+        assert result.missing_keys == []
+        wq, wk, _ = (
+            mha.in_proj_weight.chunk(3)
+            if vdim == E
+            else (mha.q_proj_weight, mha.k_proj_weight, None)
+        )
+        assert torch.equal(wq, tied.qk_proj_weight) and torch.equal(wk, tied.qk_proj_weight)
+        twin = KernelAttention(E, H, tie_qk=True, vdim=vdim, feature="favor", n_features=8)
+        with torch.no_grad():
+            twin.qk_proj_weight.zero_()
+        twin.load_state_dict(tied.state_dict())  # its own (torch-layout) state: strict
+        assert torch.equal(twin.qk_proj_weight, tied.qk_proj_weight)
+        with pytest.raises(ValueError, match="query and key projection weights differ"):
+            twin.load_state_dict(nn.MultiheadAttention(E, H, vdim=vdim).state_dict())
+
+
+def test_state_dict_of_the_earlier_layout_loads():
+    """Checkpoints saved before issue 20 (q_proj / k_proj / v_proj nn.Linear keys) load."""
+    torch.manual_seed(0)
+    for kdim in (E, 6):
+        lin = {n: nn.Linear(kdim if n == "k" else E, E) for n in ("q", "k", "v", "out")}
+        old = {
+            f"{n}_proj.{p}": getattr(layer, p).detach()
+            for n, layer in lin.items()
+            for p in ("weight", "bias")
+        }
+        ka = KernelAttention(E, H, kdim=kdim, batch_first=True, feature="porf", n_features=8)
+        ka.load_state_dict(old)  # strict; Omega kept
+        x, xk = torch.randn(1, 3, E), torch.randn(1, 4, kdim)
+        with torch.no_grad():
+            torch.testing.assert_close(ka.project_queries(x).flatten(2), lin["q"](x))
+            torch.testing.assert_close(ka.project_keys(xk).flatten(2), lin["k"](xk))
+            torch.testing.assert_close(ka.project_values(x).flatten(2), lin["v"](x))
+        assert torch.equal(ka.out_proj.weight, lin["out"].weight)
+        if kdim == E:  # tie_qk modules had no k_proj
+            tied_old = {n: t for n, t in old.items() if not n.startswith("k_proj")}
+            tied = KernelAttention(E, H, tie_qk=True, batch_first=True, n_features=8)
+            tied.load_state_dict(tied_old)
+            with torch.no_grad():
+                torch.testing.assert_close(tied.project_keys(x).flatten(2), lin["q"](x))
+
+
+@pytest.mark.parametrize("feature", ["softmax", *FEATURE_KINDS])
+@pytest.mark.parametrize(
+    "opts", [{}, {"kdim": 6, "vdim": 10, "add_bias_kv": True}, {"tie_qk": True}]
+)
+def test_to_mha_round_trip(feature, opts):
+    torch.manual_seed(1)
+    ka = KernelAttention(E, H, dropout=0.2, feature=feature, n_features=8, seed=4, **opts)
+    mha = ka.to_mha()
+    assert isinstance(mha, nn.MultiheadAttention) and mha.training
+    assert (mha.dropout, mha.batch_first, mha.kdim, mha.vdim) == (0.2, False, ka.kdim, ka.vdim)
+    back = KernelAttention.from_mha(mha, feature, n_features=8, seed=4, tie_qk=ka.tie_qk).eval()
+    ka.eval()
+    for name, t in ka.state_dict().items():
+        if torch.is_tensor(t):
+            assert torch.equal(back.state_dict()[name], t), name
+    x = torch.randn(5, 2, E)
+    kx, vx = torch.randn(7, 2, ka.kdim), torch.randn(7, 2, ka.vdim)
+    with torch.no_grad():
+        a, wa = ka(x, kx, vx)
+        b, wb = back(x, kx, vx)
+        assert torch.equal(a, b) and torch.equal(wa, wb)
+        if feature == "softmax":  # the same attention: torch gives the same result
+            ref, wref = mha.eval()(x, kx, vx)
+            torch.testing.assert_close(a, ref, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(wa, wref, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("feature", FEATURE_KINDS)
+def test_kernel_dropout_is_on_the_attention_output_in_train_mode_only(feature):
+    p = 0.3
+    torch.manual_seed(0)
+    ka = KernelAttention(E, H, dropout=p, batch_first=True, feature=feature, n_features=8)
+    ref = copy.deepcopy(ka)
+    ref.dropout = 0.0
+    with torch.no_grad():  # out_proj = identity: the module returns the attention output
+        for m in (ka, ref):
+            m.out_proj.weight.copy_(torch.eye(E))
+            m.out_proj.bias.zero_()
+    x = torch.randn(4, 50, E)
+    kpm = torch.zeros(4, 50, dtype=torch.bool)
+    kpm[1, 40:] = True
+    with torch.no_grad():
+        for causal in (False, True):
+            kw = {"key_padding_mask": kpm, "is_causal": causal, "need_weights": False}
+            expect, _ = ref.eval()(x, x, x, **kw)
+            out, _ = ka.eval()(x, x, x, **kw)
+            assert torch.equal(out, expect)  # eval: the identity
+            ka.train()
+            ref.train()
+            out, _ = ka(x, x, x, **kw)
+            expect, _ = ref(x, x, x, **kw)
+            dropped = out == 0
+            assert abs(dropped.float().mean().item() - p) < 0.04  # 3200 entries: sd 0.008
+            torch.testing.assert_close(out[~dropped], expect[~dropped] / (1 - p))
+            # the returned kernel weights are not dropped
+            _, w = ka(x, x, x, key_padding_mask=kpm, is_causal=causal)
+            torch.testing.assert_close(w.sum(-1), torch.ones(4, 50))
+
+
+def test_softmax_dropout_is_on_the_weights_as_torch():
+    p = 0.3
+    torch.manual_seed(0)
+    ka = KernelAttention(E, H, dropout=p, feature="softmax", batch_first=True).train()
+    x = torch.randn(3, 40, E)
+    with torch.no_grad():
+        out, w = ka(x, x, x, average_attn_weights=False)
+        vals = ka.project_values(x).transpose(1, 2)
+        rebuilt = ka.out_proj((w @ vals).transpose(1, 2).reshape(3, 40, E))
+        frac = (w == 0).float().mean().item()
+        out_eval, w_eval = ka.eval()(x, x, x, average_attn_weights=False)
+    assert abs(frac - p) < 0.03  # 19200 weights
+    torch.testing.assert_close(out, rebuilt, atol=1e-5, rtol=1e-5)  # the dropped ones made it
+    assert (w_eval > 0).all() and torch.allclose(w_eval.sum(-1), torch.ones(3, H, 40))
+
+
+@pytest.mark.parametrize("feature", ["softmax", "favor", "porf-softplus"])
+def test_nested_tensor_encoder_after_from_mha_swap(feature):
+    """An nn.TransformerEncoder built for nn.MultiheadAttention keeps its nested-tensor path
+    (decided at construction): after swapping in KernelAttention.from_mha (torch's default
+    dropout 0.1 accepted), eval + no_grad + padding hands it nested tensors."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(E, H, 32, batch_first=True)  # dropout 0.1
+    enc = nn.TransformerEncoder(layer, num_layers=2).eval()
+    assert enc.use_nested_tensor
+    x = torch.randn(3, 7, E)
+    pad = torch.zeros(3, 7, dtype=torch.bool)
+    pad[1, 4:] = True
+    pad[2, 6:] = True
+    with torch.no_grad():
+        ref = enc(x, src_key_padding_mask=pad)
+    for lay in enc.layers:
+        lay.self_attn = KernelAttention.from_mha(lay.self_attn, feature, n_features=8)
+        assert lay.self_attn.dropout == 0.1
+    calls = []
+    enc.layers[0].self_attn.register_forward_hook(lambda m, a, o: calls.append(a[0].is_nested))
+    with torch.no_grad():
+        out = enc(x, src_key_padding_mask=pad)
+        enc.use_nested_tensor = False  # the regular path, for comparison
+        plain = enc(x, src_key_padding_mask=pad)
+    assert calls == [True, False]  # the nested path was taken
+    keep = ~pad
+    assert out.shape == (3, 7, E) and torch.isfinite(out[keep]).all()
+    torch.testing.assert_close(out[keep], plain[keep], atol=1e-5, rtol=1e-5)
+    if feature == "softmax":  # torch's own nested fast path agrees
+        torch.testing.assert_close(out[keep], ref[keep], atol=1e-5, rtol=1e-5)
+
+
+def test_nested_input_direct_and_its_errors():
+    ka = KernelAttention(E, H, batch_first=True, feature="porf", n_features=8).eval()
+    seqs = [torch.randn(n, E) for n in (3, 5)]
+    nt = torch.nested.nested_tensor(seqs)
+    with torch.no_grad():
+        out, w = ka(nt, nt, nt)
+        for s, o in zip(seqs, out.unbind(), strict=True):
+            alone, _ = ka(s[None], s[None], s[None])
+            torch.testing.assert_close(o, alone[0], atol=1e-5, rtol=1e-5)
+    assert out.is_nested and w is None
+    with pytest.raises(ValueError, match="all nested tensors or all regular"):
+        ka(nt, torch.randn(2, 5, E), torch.randn(2, 5, E))
+    with pytest.raises(ValueError, match="key_padding_mask and attn_mask must be None"):
+        ka(nt, nt, nt, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="needs batch_first=True"):
+        KernelAttention(E, H, feature="porf", n_features=8)(nt, nt, nt)
+
+
+def test_no_f_pad_of_bool_tensors(monkeypatch):
+    """torch.compile's inductor (CPU) miscompiles F.pad of a bool tensor: the module widens its
+    bool masks with torch.cat (the add_bias_kv / add_zero_attn keys, causal or padded)."""
+    import torch.nn.functional as F
+
+    real_pad = F.pad
+
+    def strict_pad(t, *args, **kwargs):
+        assert t.dtype != torch.bool, "F.pad of a bool tensor"
+        return real_pad(t, *args, **kwargs)
+
+    monkeypatch.setattr(F, "pad", strict_pad)
+    x = torch.randn(2, 6, E)
+    kpm = torch.zeros(2, 6, dtype=torch.bool)
+    kpm[1, 4:] = True
+    for feature in ("softmax", "favor"):
+        ka = KernelAttention(
+            E,
+            H,
+            add_bias_kv=True,
+            add_zero_attn=True,
+            batch_first=True,
+            feature=feature,
+            n_features=8,
+        ).eval()
+        with torch.no_grad():
+            for causal in (False, True):
+                out, w = ka(x, x, x, key_padding_mask=kpm, is_causal=causal)
+                assert torch.isfinite(out).all() and w.shape == (2, 6, 8)
+                ka(x, x, x, attn_mask=torch.randn(6, 6), key_padding_mask=kpm)

@@ -106,7 +106,7 @@ def test_many_features_approach_softmax_attention():
 @pytest.mark.parametrize("causal", [False, True])
 def test_padding_does_not_change_real_tokens(feature, causal):
     torch.manual_seed(0)
-    attn = KernelAttention(16, 2, feature=feature, n_features=16, seed=1).eval()
+    attn = KernelAttention(16, 2, batch_first=True, feature=feature, n_features=16, seed=1).eval()
     x = torch.randn(1, 7, 16)
     garbage = torch.randn(1, 5, 16) * 1e4  # padded positions hold huge values
     xp = torch.cat([x, garbage], dim=1)
@@ -123,13 +123,10 @@ def test_softmax_mode_equals_multiheadattention():
     torch.manual_seed(0)
     E, H = 16, 4
     mha = nn.MultiheadAttention(E, H, batch_first=True).eval()
-    ka = KernelAttention(E, H, feature="softmax").eval()
-    wq, wk, wv = mha.in_proj_weight.chunk(3)
-    bq, bk, bv = mha.in_proj_bias.chunk(3)
-    with torch.no_grad():
-        for lin, w, b in ((ka.q_proj, wq, bq), (ka.k_proj, wk, bk), (ka.v_proj, wv, bv)):
-            lin.weight.copy_(w)
-            lin.bias.copy_(b)
+    ka = KernelAttention(E, H, batch_first=True, feature="softmax").eval()
+    with torch.no_grad():  # torch's parameter names: copied one to one
+        ka.in_proj_weight.copy_(mha.in_proj_weight)
+        ka.in_proj_bias.copy_(mha.in_proj_bias)
         ka.out_proj.weight.copy_(mha.out_proj.weight)
         ka.out_proj.bias.copy_(mha.out_proj.bias)
     q, kv = torch.randn(2, 5, E), torch.randn(2, 9, E)
@@ -148,7 +145,7 @@ def test_softmax_mode_equals_multiheadattention():
 @pytest.mark.parametrize("feature", FEATURE_KINDS)
 def test_explicit_weights_reproduce_the_output(feature):
     torch.manual_seed(1)
-    attn = KernelAttention(12, 3, feature=feature, n_features=8).eval()
+    attn = KernelAttention(12, 3, batch_first=True, feature=feature, n_features=8).eval()
     x = torch.randn(2, 6, 12)
     mask = torch.zeros(2, 6, dtype=torch.bool)
     mask[1, 4:] = True
@@ -163,7 +160,7 @@ def test_explicit_weights_reproduce_the_output(feature):
                 average_attn_weights=False,
                 is_causal=causal,
             )
-            v = attn._split(attn.v_proj(x))  # (b, S, h, d)
+            v = attn.project_values(x)  # (b, S, h, d)
             rebuilt = attn.out_proj(torch.einsum("bhls,bshd->blhd", w, v).reshape(2, 6, 12))
         assert w.shape == (2, 3, 6, 6)
         assert torch.allclose(w.sum(-1), torch.ones(2, 3, 6), atol=1e-5)
@@ -177,7 +174,9 @@ def test_tie_qk_shares_the_projection():
     torch.manual_seed(0)
     tied = KernelAttention(16, 2, feature="favor", tie_qk=True)
     free = KernelAttention(16, 2, feature="favor")
-    assert tied.k_proj is None
+    # one (E, E) block and its bias for Q and K (no torch equivalent: see the class notes)
+    assert tied.in_proj_weight is None and tied.k_proj_weight is None
+    assert tied.qk_proj_weight.shape == (16, 16) and free.in_proj_weight.shape == (48, 16)
     n_tied = sum(p.numel() for p in tied.parameters())
     n_free = sum(p.numel() for p in free.parameters())
     assert n_free - n_tied == 16 * 16 + 16
@@ -192,7 +191,7 @@ def test_tie_qk_shares_the_projection():
 
 def test_causal_module_ignores_future_inputs():
     torch.manual_seed(0)
-    attn = KernelAttention(16, 2, feature="favor").eval()
+    attn = KernelAttention(16, 2, batch_first=True, feature="favor").eval()
     x = torch.randn(1, 10, 16)
     y = x.clone()
     y[:, 6:] = torch.randn(1, 4, 16) * 50
@@ -204,7 +203,7 @@ def test_causal_module_ignores_future_inputs():
 
 def test_autocast_bf16_module_is_finite_and_close():
     torch.manual_seed(0)
-    attn = KernelAttention(32, 2, feature="favor", n_features=32).eval()
+    attn = KernelAttention(32, 2, batch_first=True, feature="favor", n_features=32).eval()
     x = torch.randn(2, 20, 32) * 10
     with torch.no_grad():
         ref, _ = attn(x, x, x)
@@ -240,15 +239,14 @@ def test_bad_arguments_raise_clear_errors():
         KernelAttention(10, 3)
     with pytest.raises(ValueError, match="unknown feature"):
         KernelAttention(8, 2, feature="cosine")
-    with pytest.raises(ValueError, match="dropout must be 0 for feature='favor'"):
-        KernelAttention(8, 2, dropout=0.1)
+    assert KernelAttention(8, 2, dropout=0.1).dropout == 0.1  # on the output (class notes)
     with pytest.raises(ValueError, match="dropout"):
         KernelAttention(8, 2, dropout=1.5)
     with pytest.raises(ValueError, match="eps"):
         KernelAttention(8, 2, eps=-1.0)
     with pytest.raises(ValueError, match="tie_qk needs kdim"):
         KernelAttention(8, 2, tie_qk=True, kdim=4)
-    attn = KernelAttention(8, 2)
+    attn = KernelAttention(8, 2, batch_first=True)
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match="is_causal=True but attn_mask is not the causal mask"):
         attn(x, x, x, attn_mask=torch.zeros(5, 5), is_causal=True)

@@ -184,7 +184,7 @@ def test_phase_b_trains_everything_but_omega(sst):
     for before, fm in zip(omegas, model.feature_maps(), strict=True):
         assert torch.equal(before, fm.omega)
     changed = [n for n, p in model.named_parameters() if not torch.equal(p, params[n])]
-    assert "blocks.0.attn.q_proj.weight" in changed and "head.weight" in changed
+    assert "blocks.0.attn.in_proj_weight" in changed and "head.weight" in changed
     probs = P.predict_proba(model, P.encode(tok, va, 24))
     assert probs.shape == (16, 2) and np.allclose(probs.sum(1), 1)
 

@@ -5,7 +5,9 @@ Modules
 features
     Feature-map modules (FAVOR+, PORF, PORF-softplus, softmaxfeat) with one ``Omega``.
 linear
-    Linear attention (bidirectional, causal) and the drop-in :class:`KernelAttention`.
+    Linear attention (bidirectional, causal): the functional API.
+mha
+    :class:`KernelAttention`, the drop-in for ``torch.nn.MultiheadAttention``.
 model
     A small Transformer encoder classifier (sentences and sentence pairs).
 tokenizer
@@ -29,12 +31,12 @@ from .features import (
 )
 from .linear import (
     ATTENTION_KINDS,
-    KernelAttention,
     kernel_attention,
     linear_attention,
     softmax_attention,
 )
 from .metrics import classification_metrics
+from .mha import KernelAttention
 from .model import TransformerClassifier
 
 __all__ = [

@@ -12,7 +12,7 @@ Design (after fast-transformers / performer-pytorch):
 * Randomness is drawn in one place, :meth:`AttentionFeatureMap.new_feature_map`, from a
   ``torch.Generator`` seeded by the ``seed`` passed to it; nothing in ``forward`` draws
   random numbers, so a module is deterministic in eval mode (and in training mode unless the
-  attention module is told to redraw, see :class:`meanfield.attention.linear.KernelAttention`).
+  attention module is told to redraw, see :class:`meanfield.attention.mha.KernelAttention`).
 * ``Omega`` is a buffer, not a parameter: the optimiser never sees it. Phase A writes it
   with :meth:`AttentionFeatureMap.set_omega`; Phase B trains every other parameter.
 * Features are computed in at least float32, with autocast disabled (fp32 accumulation under

@@ -22,7 +22,7 @@ costs ``O(L m d_h)`` instead of ``O(L^2 d_h)``. Two model kinds are handled:
   is the attribute ``feature_map`` of each self-attention module.
 * **torch's own containers** (``nn.TransformerEncoder``/``Decoder``/``nn.Transformer`` and
   their layers): each ``nn.MultiheadAttention`` is replaced by
-  :meth:`KernelAttention.from_mha <meanfield.attention.linear.KernelAttention.from_mha>`, and
+  :meth:`KernelAttention.from_mha <meanfield.attention.mha.KernelAttention.from_mha>`, and
   the encoders' nested-tensor fast path is switched off, because torch decides on it when the
   container is built (it would otherwise hand the kernel attention a nested tensor in eval
   mode and fail with ``NestedTensorImpl doesn't support sizes``).
@@ -30,9 +30,11 @@ costs ``O(L m d_h)`` instead of ``O(L^2 d_h)``. Two model kinds are handled:
 Attention dropout. Linear attention forms no weight matrix to drop from. In ``transformers``
 models the attention dropout rate is applied to the *output* of each head's attention
 instead; both are unbiased, ``E[drop(A) V] = A V = E[drop(A V)]``, so in expectation the layer
-computes the same thing and only the noise differs. torch containers are converted with
-``dropout=0.0`` on the kernel attention (an explicit choice passed to ``from_mha``); their
-layers' other dropouts are kept. Each torch layer has one ``Omega`` shared by its heads.
+computes the same thing and only the noise differs. torch containers are converted the same
+way: :meth:`KernelAttention.from_mha <meanfield.attention.mha.KernelAttention.from_mha>`
+keeps the layer's rate, applied to the attention output (weight dropout for
+``feature_map="softmax"``, as torch); the layers' other dropouts are kept. Each torch layer
+has one ``Omega`` shared by its heads.
 
 With ``feature_map="softmax"`` the attention is exact softmax attention through the package's
 :func:`~meanfield.attention.linear.softmax_attention` with the same padding path, so the
@@ -67,7 +69,8 @@ from torch import nn
 from .._validation import check_choice, check_int
 from ..errors import InputError
 from .features import AttentionFeatureMap, make_feature_map
-from .linear import ATTENTION_KINDS, KernelAttention, kernel_attention, softmax_attention
+from .linear import ATTENTION_KINDS, kernel_attention, softmax_attention
+from .mha import KernelAttention
 
 __all__ = [
     "HF_ATTENTION_NAME",
@@ -103,7 +106,7 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
     -------
     list of torch.nn.Module
         ``transformers`` self-attention modules, ``nn.MultiheadAttention`` and
-        :class:`~meanfield.attention.linear.KernelAttention` modules of torch containers.
+        :class:`~meanfield.attention.mha.KernelAttention` modules of torch containers.
 
     Examples
     --------
@@ -219,11 +222,10 @@ def _linearize_torch(model, kind, n_features, seed):
         for name in ("self_attn", "multihead_attn"):
             attn = getattr(module, name, None)
             if isinstance(attn, nn.MultiheadAttention):
-                # KernelAttention applies no attention-weight dropout for kernel features
-                # (linear attention forms no weights): the conversion says so explicitly
-                drop = None if kind == "softmax" else 0.0
+                # the layer's dropout rate: on the attention output for kernel features
+                # (no weight matrix), as the transformers path above does
                 new = KernelAttention.from_mha(
-                    attn, kind, n_features=n_features, seed=seed * 1000 + layer, dropout=drop
+                    attn, kind, n_features=n_features, seed=seed * 1000 + layer
                 )
                 setattr(module, name, new)
                 layer += 1

@@ -1,7 +1,7 @@
 r"""A small Transformer encoder classifier for sentences and sentence pairs.
 
 Token + learned position (+ segment, for pairs) embeddings, ``n_layers`` pre-LayerNorm
-encoder blocks whose self-attention is :class:`~meanfield.attention.linear.KernelAttention`
+encoder blocks whose self-attention is :class:`~meanfield.attention.mha.KernelAttention`
 (softmax or any feature map), a final LayerNorm, masked mean pooling over real tokens, and a
 linear head. Each layer has its own feature matrix ``Omega`` (shared by its heads, and by
 its queries and keys), seeded ``seed * 1000 + layer``.
@@ -33,7 +33,8 @@ from torch import nn
 
 from .._validation import check_int
 from .features import AttentionFeatureMap
-from .linear import ATTENTION_KINDS, KernelAttention
+from .linear import ATTENTION_KINDS
+from .mha import KernelAttention
 from .tokenizer import PAD_ID
 
 __all__ = ["EncoderBlock", "TransformerClassifier"]
@@ -53,7 +54,7 @@ class EncoderBlock(nn.Module):
     dropout : float
         Dropout in [0, 1) on the residual branches and inside the FFN.
     attn_kwargs : dict
-        Keyword arguments of :class:`~meanfield.attention.linear.KernelAttention`
+        Keyword arguments of :class:`~meanfield.attention.mha.KernelAttention`
         (``feature``, ``n_features``, ``tie_qk``, ``eps``, ``seed``).
 
     Examples
@@ -68,7 +69,8 @@ class EncoderBlock(nn.Module):
     def __init__(self, d_model, n_heads, d_ff, dropout, attn_kwargs):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = KernelAttention(d_model, n_heads, **attn_kwargs)
+        # (batch, L, d_model) blocks; torch's defaults are (L, batch, d_model)
+        self.attn = KernelAttention(d_model, n_heads, batch_first=True, **attn_kwargs)
         self.ln2 = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
@@ -104,7 +106,8 @@ class EncoderBlock(nn.Module):
         True
         """
         h = self.ln1(x)
-        a, _ = self.attn(h, h, h, key_padding_mask=padding_mask)
+        # the weights are not used: need_weights=False keeps linear attention O(L)
+        a, _ = self.attn(h, h, h, key_padding_mask=padding_mask, need_weights=False)
         x = x + self.drop(a)
         return x + self.drop(self.ff(self.ln2(x)))
 
