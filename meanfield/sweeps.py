@@ -598,7 +598,14 @@ def _compute_threaded(jobs: list, n_workers, bar) -> None:
             if isinstance(result, str) and result.endswith(".nc"):
                 bar.update(1)
 
-    tasks = [dask.delayed(_run_and_save)(*job) for job in jobs]
+    # named by grid position (dask orders independent tasks by descending key), so runs start
+    # in grid order: a partial sweep holds the first grid points, and consecutive runs that
+    # share work (a study's warm-up) run one after the other
+    n = len(jobs)
+    tasks = [
+        dask.delayed(_run_and_save)(*job, dask_key_name=f"sweep-run-{n - i:09d}")
+        for i, job in enumerate(jobs)
+    ]
     with _Bar():
         dask.compute(*tasks, scheduler="threads", num_workers=n_workers)
 
