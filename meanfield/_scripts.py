@@ -26,6 +26,7 @@ __all__ = [
     "bench_out_default",
     "choice_list",
     "existing_dir",
+    "file_stem",
     "float_range",
     "int_list",
     "int_range",
@@ -262,6 +263,22 @@ def output_file(text: str) -> Path:
         return path
     _creatable(path, "file")
     return path
+
+
+def file_stem(text: str) -> str:
+    """An argparse type: a plain file name without suffix (no folder part), e.g. ``pairs_1thread``.
+
+    Examples
+    --------
+    >>> from meanfield._scripts import file_stem
+    >>> file_stem("a/b")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a plain file name (no folder, no suffix), got 'a/b'
+    """
+    if not text or text in (".", "..") or "/" in text or os.sep in text or "." in text:
+        _fail(f"must be a plain file name (no folder, no suffix), got {text!r}")
+    return text
 
 
 def existing_dir(text: str) -> Path:
