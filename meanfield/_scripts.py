@@ -25,6 +25,7 @@ __all__ = [
     "add_bench_out",
     "bench_out_default",
     "choice_list",
+    "device_name",
     "existing_dir",
     "file_stem",
     "float_range",
@@ -263,6 +264,27 @@ def output_file(text: str) -> Path:
         return path
     _creatable(path, "file")
     return path
+
+
+def device_name(text: str) -> str:
+    """An argparse type: a torch device name, ``cpu``, ``cuda``, ``cuda:K`` or ``mps`` (its
+    availability is the script's to check once torch is loaded).
+
+    Examples
+    --------
+    >>> from meanfield._scripts import device_name
+    >>> device_name("cuda:1")
+    'cuda:1'
+    >>> device_name("gpu")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be cpu, cuda, cuda:K or mps, got 'gpu'
+    """
+    import re
+
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", text):
+        _fail(f"must be cpu, cuda, cuda:K or mps, got {text!r}")
+    return text
 
 
 def file_stem(text: str) -> str:
