@@ -217,8 +217,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sizes = dict(type=int_range(2), nargs="+", metavar="N")
     ap.add_argument("--n", **sizes, help="override both N lists (each N >= 2)")
-    ap.add_argument("--n-log-gas", **sizes, default=[32, 64, 128], help="%(default)s")
-    ap.add_argument("--n-uniform", **sizes, default=[32, 128, 512, 1024], help="%(default)s")
+    ap.add_argument(
+        "--n-log-gas", **sizes, default=[32, 64, 128], help="N of the log gas [default: 32 64 128]"
+    )
+    ap.add_argument(
+        "--n-uniform",
+        **sizes,
+        default=[32, 128, 512, 1024],
+        help="N of the uniform case [default: 32 128 512 1024]",
+    )
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument(
         "--budget", type=float_range(0), default=8.0, help="sampling seconds per run (> 0)"
