@@ -52,20 +52,24 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
-from meanfield.attention.features import FEATURE_KINDS, make_feature_map
-from meanfield.attention.linear import kernel_attention
-
-RESULTS = Path(__file__).parent / "results"
-
+from meanfield._scripts import (
+    BENCH_OUT_ENV,
+    bench_out_default,
+    device_name,
+    int_list,
+    int_range,
+    output_dir,
+    output_file,
+)
 
 PEER = "plain-favor"
 
 
 def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
     """Particles from a short projected-Langevin run on a Phase-A energy (synthetic data)."""
+    import torch
+
     from meanfield.attention.features import orthogonal_omega
     from meanfield.domains import Ball
     from meanfield.energy import Energy, NormalisedAlignment, PairInteraction
@@ -98,6 +102,8 @@ def plain_chunked_favor(q, k, v, omega, chunk: int = 64, eps: float = 1e-6):
     keys), the masked ``C x C`` block inside each chunk, and ``torch.cumsum`` over chunks of
     the per-chunk ``phi(K)^T V`` and ``phi(K)^T 1`` for the rest.
     """
+    import torch
+
     d = q.shape[-1]
     s = d**-0.25
     om = omega.to(q)
@@ -128,6 +134,8 @@ def plain_favor(q, k, v, omega, eps: float = 1e-6):
     ``phi(x) = exp(Omega^T x~ - |x~|^2 / 2 - max) / sqrt(m)``, the max per query for queries
     and over all keys and features for keys (performer-pytorch), no checks, no masks.
     """
+    import torch
+
     d, m = q.shape[-1], omega.shape[0]
     om = omega.to(q) * d**-0.25
 
@@ -143,6 +151,7 @@ def plain_favor(q, k, v, omega, eps: float = 1e-6):
 def legacy_bidirectional_favor(q, k, v, fm, eps: float = 1e-6):
     """The previous bidirectional path of :func:`kernel_attention` (before issue #23 item 4),
     kept here only to time it beside the new one: head-major ``q``, ``k``, ``v``."""
+    import torch
 
     def finite_or_zero(x):
         return torch.where(torch.isfinite(x), x, torch.zeros_like(x))
@@ -217,12 +226,19 @@ def flop_ratio(name: str, m: int, L: int, causal: bool, chunk: int = 64, d: int 
 
 
 def _sync(device) -> None:
+    import torch
+
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
 
 def build_ops(m: int, d: int, causal: bool, device, learned, chunk):
     """name -> callable(q, k, v) on head-major tensors: 'softmax' (SDPA) first, the peer last."""
+    import torch.nn.functional as F
+
+    from meanfield.attention.features import FEATURE_KINDS, make_feature_map
+    from meanfield.attention.linear import kernel_attention
+
     ops = {"softmax": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)}
     maps = {kind: make_feature_map(kind, d, m, seed=0).to(device) for kind in FEATURE_KINDS}
     if learned is not None:
@@ -244,6 +260,11 @@ def build_ops(m: int, d: int, causal: bool, device, learned, chunk):
 
 def check_peer(device, d: int = 64) -> float:
     """The plain peer computes causal FAVOR+: max relative deviation from ours (float64)."""
+    import torch
+
+    from meanfield.attention.features import make_feature_map
+    from meanfield.attention.linear import kernel_attention
+
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(1, 2, 128, d, generator=g, dtype=torch.float64) for _ in "qkv")
     fm = make_feature_map("favor", d, 32, seed=0).double()
@@ -255,6 +276,8 @@ def check_peer(device, d: int = 64) -> float:
 def time_config(ops, L, H, d, device, repeats, gen, clock=time.perf_counter):
     """Interleaved repeats; returns per op the median time, the median paired speed-up
     ``t_SDPA / t`` and the best-of speed-up ``min t_SDPA / min t`` (robust to preemption)."""
+    import torch
+
     q, k, v = (torch.randn(1, H, L, d, generator=gen).to(device) for _ in "qkv")
     raw = {name: [] for name in ops}
     with torch.inference_mode():
@@ -289,18 +312,24 @@ def fit_slope(lengths, times) -> float:
 
 
 def parse(argv):
+    """The flags, checked before torch loads: a bad value ends with one line and exit 2."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    ap.add_argument("--features", default="64,256", help="comma-separated m (default 64,256)")
-    ap.add_argument("--min-len", type=int, default=128)
-    ap.add_argument("--embed-dim", type=int, default=256, help="E; d_h = E / heads (64)")
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--max-len", type=int, default=4096)
+    pos = int_range(1)
+    ap.add_argument("--device", type=device_name, default="cpu", help="cpu or cuda (default cpu)")
+    ap.add_argument(
+        "--features", type=int_list(1), default="64,256", help="comma-separated m (default 64,256)"
+    )
+    ap.add_argument("--min-len", type=pos, default=128, help="smallest L (>= 1)")
+    ap.add_argument("--embed-dim", type=pos, default=256, help="E; d_h = E / heads (64)")
+    ap.add_argument("--heads", type=pos, default=4, help="heads (>= 1, dividing --embed-dim)")
+    ap.add_argument("--max-len", type=pos, default=4096, help="largest L (>= --min-len)")
     ap.add_argument("--long", action="store_true", help="extend to L = 16384 (minutes on CPU)")
     ap.add_argument("--quick", action="store_true", help="m = 64, L = 256/1024/4096, 3 repeats")
-    ap.add_argument("--repeats", type=int, default=5, help="timed repeats (halved above 4096)")
-    ap.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
-    ap.add_argument("--chunk-size", type=int, default=64, help="causal chunk length")
+    ap.add_argument(
+        "--repeats", type=pos, default=5, help="timed repeats (>= 1; halved above 4096)"
+    )
+    ap.add_argument("--threads", type=pos, default=2, help="CPU threads (default 2)")
+    ap.add_argument("--chunk-size", type=pos, default=64, help="causal chunk length (>= 1)")
     ap.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -329,32 +358,42 @@ def parse(argv):
         help="main: every map against SDPA (default); guards: bidirectional FAVOR+ against a "
         "plain FAVOR+ and the previous code; scan: causal loop vs batched prefix states",
     )
-    ap.add_argument("--json", default=None, help="output JSON (default results/bench_attention"
-                    "[_DEVICE][_quick].json from the command line; none from Python)")  # fmt: skip
+    ap.add_argument(
+        "--out",
+        type=output_dir,
+        default=None,
+        metavar="FOLDER",
+        help="folder of the results bench_attention[_SECTION][_DEVICE][_quick].json (+ .txt, "
+        f".md), created if missing [default from the command line: ${BENCH_OUT_ENV} if set, "
+        "else ~/.cache/meanfield/bench-results, outside the repository; from Python: no "
+        "files]; --out benchmarks/results refreshes the committed ones",
+    )
+    ap.add_argument(
+        "--json", type=output_file, default=None, help="output JSON file (instead of --out)"
+    )
     args = ap.parse_args(argv)
-    for name in ("min_len", "max_len", "repeats", "threads", "chunk_size", "embed_dim", "heads"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1")
-    try:
-        args.ms = [int(x) for x in args.features.split(",")]
-    except ValueError:
-        raise SystemExit(
-            f"--features must be comma-separated integers, got {args.features!r}"
-        ) from None
-    if min(args.ms) < 1:
-        raise SystemExit("--features must be >= 1")
+    args.ms = args.features
     if args.embed_dim % args.heads:
-        raise SystemExit("--embed-dim must be divisible by --heads")
+        ap.error(
+            f"argument --embed-dim: must be divisible by --heads, got {args.embed_dim} and "
+            f"{args.heads}"
+        )
     if args.long:
         args.max_len = max(args.max_len, 16384)
     if args.max_len < args.min_len:
-        raise SystemExit("--max-len must be >= --min-len")
+        ap.error(f"argument --max-len: must be >= --min-len ({args.min_len}), got {args.max_len}")
     if args.quick:
         args.ms, args.repeats = args.ms[:1], min(args.repeats, 3)
     if args.clock == "cpu" and args.device != "cpu":
-        raise SystemExit("--clock cpu times the CPU only; use --clock wall with --device cuda")
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: no CUDA device is available to torch")
+        ap.error("argument --clock: cpu times the CPU only; use --clock wall with --device cuda")
+    if args.previous is not None and not (Path(args.previous) / "meanfield/__init__.py").is_file():
+        ap.error(f"argument --previous: no meanfield/__init__.py under {args.previous!r}")
+    if args.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            ap.error(f"argument --device: {args.device}: no CUDA device is available to torch")
+    args.features = ",".join(map(str, args.features))  # as typed (run_guards reads it)
     return args
 
 
@@ -372,6 +411,8 @@ def _paired(ops, args, L, H, d, gen, reps, raw_out=None):
     """Interleaved repeats of ``ops`` on one (q, k, v); median time and median paired ratio
     ``t / t_first`` per op (the first op is the reference); ``raw_out``: a dict to receive
     every op's list of times. Inputs in ``args.dtype`` (float32 unless given)."""
+    import torch
+
     device = torch.device(args.device)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     dtype = getattr(torch, getattr(args, "dtype", "float32"))
@@ -397,6 +438,11 @@ def _paired(ops, args, L, H, d, gen, reps, raw_out=None):
 
 def run_guards(args, out=print) -> dict:
     """Section ``guards``: bidirectional FAVOR+, ours and the previous code over plain."""
+    import torch
+
+    from meanfield.attention.features import make_feature_map
+    from meanfield.attention.linear import kernel_attention
+
     torch.set_num_threads(args.threads)
     H, d = args.heads, args.embed_dim // args.heads
     lengths = [L for L in (256, 512, 1024, 2048, 4096, 8192) if L <= max(args.max_len, 256)]
@@ -440,8 +486,12 @@ def run_guards(args, out=print) -> dict:
 
 def run_scan(args, out=print) -> dict:
     """Section ``scan``: causal prefix states by the loop and batched, and causal SDPA."""
+    import torch
+    import torch.nn.functional as F
+
     import meanfield.attention.causal as causal_mod
-    from meanfield.attention.linear import _check_finite_input, _kernel_core
+    from meanfield.attention.features import make_feature_map
+    from meanfield.attention.linear import _check_finite_input, _kernel_core, kernel_attention
 
     torch.set_num_threads(args.threads)
     H, d = args.heads, args.embed_dim // args.heads
@@ -541,6 +591,8 @@ def run(args, out=print) -> dict:
     """Time every configuration; the result's ``times`` / ``ratio_to_sdpa`` / ``crossover``
     / ``slopes`` are those of the first m (the peer's numbers are under ``peer``), and
     ``tables`` holds every m."""
+    import torch
+
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
@@ -576,7 +628,7 @@ def run(args, out=print) -> dict:
     res["slopes"] = without_peer("slopes")
     res["peer"] = {f: first["causal"][f][PEER] for f in ("times", "speedup", "speedup_best")}
     res["wall_seconds"] = time.perf_counter() - t_start
-    res["config"] = dict(vars(args))
+    res["config"] = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     res["machine"] = {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
@@ -593,6 +645,8 @@ def run(args, out=print) -> dict:
 
 def _run_table(args, m, d, H, mode, learned, lengths, gen, out) -> dict:
     """One (m, mode): times, speed-ups, crossovers, slopes and multiply-add ratios per L."""
+    import torch
+
     causal = mode == "causal"
     ops = build_ops(m, d, causal, torch.device(args.device), learned, args.chunk_size)
     names = [n for n in ops if n != "softmax"]
@@ -653,6 +707,16 @@ def markdown(res) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _result_path(args, argv, name: str):
+    """--json, else --out / name, else (from the command line) the default folder / name;
+    None from Python without either (no files)."""
+    if args.json is not None:
+        return args.json
+    if args.out is not None:
+        return args.out / name
+    return bench_out_default() / name if argv is None else None
+
+
 def main(argv=None) -> dict:
     args = parse(argv)
     lines = []
@@ -665,13 +729,11 @@ def main(argv=None) -> dict:
         t0 = time.perf_counter()
         res = (run_guards if args.section == "guards" else run_scan)(args, out)
         res["wall_seconds"] = time.perf_counter() - t0
-        res["config"] = dict(vars(args))
+        res["config"] = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
         res["load_average_1_5_15"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
         out(f"\nwall time {res['wall_seconds']:.0f} s; load average {res['load_average_1_5_15']}")
-        path = args.json
-        if path is None and argv is None:
-            suffix = "" if args.device == "cpu" else "_" + args.device.split(":")[0]
-            path = RESULTS / f"bench_attention_{args.section}{suffix}.json"
+        suffix = "" if args.device == "cpu" else "_" + args.device.split(":")[0]
+        path = _result_path(args, argv, f"bench_attention_{args.section}{suffix}.json")
         if path:
             path = Path(path)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -680,11 +742,9 @@ def main(argv=None) -> dict:
             out(f"wrote {path} and its .txt")
         return res
     res = run(args, out)
-    path = args.json
-    if path is None and argv is None:
-        suffix = "" if args.device == "cpu" else "_" + args.device.split(":")[0]
-        suffix += "_quick" if args.quick else ""
-        path = RESULTS / f"bench_attention{suffix}.json"
+    suffix = "" if args.device == "cpu" else "_" + args.device.split(":")[0]
+    suffix += "_quick" if args.quick else ""
+    path = _result_path(args, argv, f"bench_attention{suffix}.json")
     if path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,8 @@ interpolated log-log between the grid points where the ratio passes 1.
     python benchmarks/bench_fastsums.py               # N = 1e2 … 1e5, a few minutes
     python benchmarks/bench_fastsums.py --max-n 3000  # quick look
 
-Writes benchmarks/results/fastsums.{json,md}.
+Writes fastsums.{json,md} into ``--out`` (by default a folder outside the repository; the
+committed ones are in benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from meanfield._scripts import add_bench_out, float_range, int_range, progress, say
+
 GRID = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 PATHS = {1: "ranks (exact)", 2: "NUFFT spectral Ewald (finufft)", 3: "FMM (fmm3dpy)"}
 
@@ -90,25 +91,26 @@ def crossover(rows: list[dict]) -> float | None:
     return None
 
 
-def run(max_n: int, max_direct: int, eps: float) -> dict:
+def run(max_n: int, max_direct: int, eps: float, show: bool = False) -> dict:
     import torch
 
     out = {"rows": [], "crossover_N": {}}
-    for p in (1, 2, 3):
-        rows = []
-        for N in [n for n in GRID if n <= max_n]:
-            row = time_pair(p, N, eps, with_direct=N <= max_direct)
-            if row["direct_extrapolated"]:
-                base = max((r for r in rows if not r["direct_extrapolated"]), key=lambda r: r["N"])
-                row["direct_s"] = base["direct_s"] * (N / base["N"]) ** 2
-                row["ratio"] = row["direct_s"] / row["fast_s"]
-            rows.append(row)
-            print(
-                f"p={p} N={N:>6}  fast {row['fast_s']:.4g} s  direct {row['direct_s']:.4g} s"
-                f"{' (extrapolated N^2)' if row['direct_extrapolated'] else ''}"
-                f"  direct/fast {row['ratio']:.3g}  grad rel err {row['grad_rel_err']}",
-                flush=True,
-            )
+    cases = [(p, N) for p in (1, 2, 3) for N in GRID if N <= max_n]
+    by_p = {1: [], 2: [], 3: []}
+    for p, N in progress(cases, enabled=show, desc="(p, N)"):
+        rows = by_p[p]
+        row = time_pair(p, N, eps, with_direct=N <= max_direct)
+        if row["direct_extrapolated"]:
+            base = max((r for r in rows if not r["direct_extrapolated"]), key=lambda r: r["N"])
+            row["direct_s"] = base["direct_s"] * (N / base["N"]) ** 2
+            row["ratio"] = row["direct_s"] / row["fast_s"]
+        rows.append(row)
+        say(
+            f"p={p} N={N:>6}  fast {row['fast_s']:.4g} s  direct {row['direct_s']:.4g} s"
+            f"{' (extrapolated N^2)' if row['direct_extrapolated'] else ''}"
+            f"  direct/fast {row['ratio']:.3g}  grad rel err {row['grad_rel_err']}"
+        )
+    for p, rows in by_p.items():
         out["rows"] += rows
         out["crossover_N"][p] = crossover(rows)
     out["torch_threads"] = torch.get_num_threads()
@@ -152,26 +154,31 @@ def markdown(res: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--max-n", type=int, default=100_000, help="largest N (default 1e5)")
     ap.add_argument(
-        "--max-direct", type=int, default=10_000, help="largest N timed directly (default 1e4)"
+        "--max-n", type=int_range(100), default=100_000, help="largest N >= 100 (default 1e5)"
     )
-    ap.add_argument("--eps", type=float, default=1e-8, help="fast-sum tolerance (default 1e-8)")
+    ap.add_argument(
+        "--max-direct",
+        type=int_range(100),
+        default=10_000,
+        help="largest N >= 100 timed directly (default 1e4)",
+    )
+    ap.add_argument(
+        "--eps",
+        type=float_range(1e-14, 1e-2, lo_open=False),
+        default=1e-8,
+        help="fast-sum tolerance in [1e-14, 1e-2] (default 1e-8)",
+    )
     ap.add_argument(
         "--threads",
-        type=int,
+        type=int_range(1),
         default=1,
         help="threads for torch (direct), FINUFFT and FMM3D alike (default 1: on a shared "
         "machine OpenMP regions stall under load and the ratio measures the scheduler)",
     )
-    ap.add_argument("--out", type=Path, default=HERE / "results", help="folder for the results")
-    args = ap.parse_args(argv)
-    if args.max_n < 100 or args.max_direct < 100:
-        ap.error("--max-n and --max-direct must be >= 100")
-    if not 1e-14 <= args.eps <= 1e-2:
-        ap.error(f"--eps must lie in [1e-14, 1e-2], got {args.eps}")
-    if args.threads < 1:
-        ap.error(f"--threads must be >= 1, got {args.threads}")
+    add_bench_out(ap, "fastsums.json and fastsums.md")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # read by FMM3D's OpenMP at load
     import torch
 
@@ -182,7 +189,7 @@ def main(argv=None) -> int:
 
     t0 = time.time()
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    res = run(args.max_n, args.max_direct, args.eps)
+    res = run(args.max_n, args.max_direct, args.eps, show=not args.no_progress)
     res.update(
         eps=args.eps,
         wall_s=time.time() - t0,

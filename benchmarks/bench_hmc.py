@@ -19,6 +19,9 @@ ESS/s an upper bound.
 
     python benchmarks/bench_hmc.py          # log-gas N = 32 64 128, uniform N = 32 … 1024
     python benchmarks/bench_hmc.py --n 32 64 --budget 3
+
+Writes ``hmc.json`` and ``hmc.md`` (``--name`` changes the stem) into ``--out`` (by default a
+folder outside the repository: ``--help``).
 """
 
 from __future__ import annotations
@@ -29,11 +32,7 @@ import math
 import time
 from pathlib import Path
 
-import torch
-
-from meanfield.particles import MALA, sample_hmc, simulate
-from meanfield.samplers import DualAveraging, integrated_autocorr_time
-from meanfield.studies.limits import closed_form_energy
+from meanfield._scripts import add_bench_out, file_stem, float_range, int_range, progress, say
 
 CASES = {
     # name: (closed-form case, regime, beta, trajectory length T)
@@ -45,7 +44,6 @@ CASES = {
     "log-gas": ("semicircle", "coulomb-gas", 2.0, math.pi / 4),
     "uniform": ("uniform", "mean-field", 1.0, math.pi / 2),
 }
-RESULTS = Path(__file__).parent / "results"
 
 
 def observables(ds):
@@ -54,6 +52,8 @@ def observables(ds):
 
 
 def ess_row(ds, wall):
+    from meanfield.samplers import integrated_autocorr_time
+
     out = {}
     for name, x in observables(ds).items():
         x = x[1:]  # the first record is the starting state
@@ -69,6 +69,11 @@ def ess_row(ds, wall):
 
 def tune_mala(E, start, beta, regime, n_tune, seed):
     """η by dual averaging to acceptance 0.574 on the replica-mean accept indicator."""
+    import torch
+
+    from meanfield.particles import MALA
+    from meanfield.samplers import DualAveraging
+
     N = start.shape[-2]
     mala = MALA(E, 0.05 / N, beta, regime)
     state = mala.init(start)
@@ -83,6 +88,11 @@ def tune_mala(E, start, beta, regime, n_tune, seed):
 
 
 def bench_one(case, N, *, replicas, budget, trajectory_length, target, n_warmup, seed=0):
+    import torch
+
+    from meanfield.particles import sample_hmc, simulate
+    from meanfield.studies.limits import closed_form_energy
+
     cf_case, regime, beta, T = CASES[case]
     trajectory_length = trajectory_length or T
     E = closed_form_energy(cf_case)
@@ -203,20 +213,47 @@ def write_table(rows, path):
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-def main():
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, nargs="+", help="override both N lists")
-    ap.add_argument("--n-log-gas", type=int, nargs="+", default=[32, 64, 128])
-    ap.add_argument("--n-uniform", type=int, nargs="+", default=[32, 128, 512, 1024])
+    sizes = dict(type=int_range(2), nargs="+", metavar="N")
+    ap.add_argument("--n", **sizes, help="override both N lists (each N >= 2)")
+    ap.add_argument(
+        "--n-log-gas", **sizes, default=[32, 64, 128], help="N of the log gas [default: 32 64 128]"
+    )
+    ap.add_argument(
+        "--n-uniform",
+        **sizes,
+        default=[32, 128, 512, 1024],
+        help="N of the uniform case [default: 32 128 512 1024]",
+    )
     ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    ap.add_argument("--budget", type=float, default=8.0, help="sampling seconds per run")
-    ap.add_argument("--replicas", type=int, help="chains (default 8, 4 from N = 256, 2 from 1024)")
-    ap.add_argument("--trajectory-length", type=float, help="T (default: per model, above)")
+    ap.add_argument(
+        "--budget", type=float_range(0), default=8.0, help="sampling seconds per run (> 0)"
+    )
+    ap.add_argument(
+        "--replicas",
+        type=int_range(1),
+        help="chains >= 1 (default 8, 4 from N = 256, 2 from 1024)",
+    )
+    ap.add_argument(
+        "--trajectory-length", type=float_range(0), help="T > 0 (default: per model, above)"
+    )
     # 0.65: the asymptotically optimal HMC acceptance (Beskos et al. 2013); MALA's is 0.574
-    ap.add_argument("--target-accept", type=float, default=0.65, help="HMC's adaptation target")
-    ap.add_argument("--n-warmup", type=int, default=60, help="HMC warm-up trajectories")
-    ap.add_argument("--out", default=str(RESULTS / "hmc"))
-    args = ap.parse_args()
+    ap.add_argument(
+        "--target-accept",
+        type=float_range(0, 1, hi_open=True),
+        default=0.65,
+        help="HMC's adaptation target in (0, 1)",
+    )
+    ap.add_argument(
+        "--n-warmup", type=int_range(1), default=60, help="HMC warm-up trajectories (>= 1)"
+    )
+    add_bench_out(ap, "NAME.json and NAME.md")
+    ap.add_argument("--name", type=file_stem, default="hmc", help="file stem [default: hmc]")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    import torch
+
     torch.set_num_threads(1)
     rows = []
     t_all = time.perf_counter()
@@ -224,27 +261,30 @@ def main():
         "ESS/s: HMC  MALA  ratio;  tau_int: HMC (trajectories) / MALA (steps);  "
         "* = run shorter than 50 tau (ESS/s an upper bound)"
     )
-    for case in args.cases:
-        for N in args.n or (args.n_log_gas if case == "log-gas" else args.n_uniform):
-            replicas = args.replicas or (8 if N < 256 else 4 if N < 1024 else 2)
-            r = bench_one(
-                case,
-                N,
-                replicas=replicas,
-                budget=args.budget,
-                trajectory_length=args.trajectory_length,
-                target=args.target_accept,
-                n_warmup=args.n_warmup,
-            )
-            rows.append(r)
-            h, m = r["hmc"], r["mala"]
-            print(
-                f"{case:8s} N={N:5d}  HMC eps={h['step_size']:.4f} L={h['n_leapfrog']} "
-                f"acc={h['acceptance']:.2f} | MALA eta={m['eta']:.2e} acc={m['acceptance']:.2f}",
-                flush=True,
-            )
-            for obs in ("energy", "L_N"):
-                print(f"    {obs:7s} {fmt(r, obs)}", flush=True)
+    runs = [
+        (case, N)
+        for case in args.cases
+        for N in args.n or (args.n_log_gas if case == "log-gas" else args.n_uniform)
+    ]
+    for case, N in progress(runs, enabled=not args.no_progress, desc="(model, N)"):
+        replicas = args.replicas or (8 if N < 256 else 4 if N < 1024 else 2)
+        r = bench_one(
+            case,
+            N,
+            replicas=replicas,
+            budget=args.budget,
+            trajectory_length=args.trajectory_length,
+            target=args.target_accept,
+            n_warmup=args.n_warmup,
+        )
+        rows.append(r)
+        h, m = r["hmc"], r["mala"]
+        say(
+            f"{case:8s} N={N:5d}  HMC eps={h['step_size']:.4f} L={h['n_leapfrog']} "
+            f"acc={h['acceptance']:.2f} | MALA eta={m['eta']:.2e} acc={m['acceptance']:.2f}"
+        )
+        for obs in ("energy", "L_N"):
+            say(f"    {obs:7s} {fmt(r, obs)}")
     total = time.perf_counter() - t_all
     meta = {
         "budget_s": args.budget,
@@ -255,12 +295,13 @@ def main():
         "total_wall_s": total,
         "machine": "2-core shared CPU, other jobs running",
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / args.name
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     write_table(rows, out.with_suffix(".md"))
     print(f"total {total:.0f} s; wrote {out.with_suffix('.json')} and .md")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -2,10 +2,13 @@
 
     python benchmarks/bench_learners.py  # m = 16..256 at n = 1000; n = 250..4000 at m = 64
     python benchmarks/bench_learners.py --quick    # a few seconds
-    python benchmarks/bench_learners.py --out bench.md  # also write the markdown table
-    python benchmarks/bench_learners.py --fit-cost --out fit_cost.md
+    python benchmarks/bench_learners.py --out FOLDER  # the table into FOLDER/bench_learners.md
+    python benchmarks/bench_learners.py --fit-cost --out FOLDER   # FOLDER/bench_fit_cost.md
         # issue 10: CoulombFeatures.fit at m = 256, n = 10^4, d = 10, every variant of
         # paper_repro/synthetic/run_variants.py: wall time and peak memory, one process each
+
+The markdown table is printed and written into ``--out`` (by default a folder outside the
+repository; the committed tables are refreshed with ``--out paper_repro/synthetic/results``).
 
 Times are wall-clock seconds of ``fit`` (``fit_time_``: drawing, scoring and the Langevin
 dynamics; input validation excluded), median of ``--repeats`` runs, one torch thread, on the
@@ -21,12 +24,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
+
+from meanfield._scripts import add_bench_out, int_range, progress, say
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic"))
 
 
-def bench(learners, ms, ns, repeats, coulomb):
+def bench(learners, ms, ns, repeats, coulomb, show=False):
     from run_study import make_learner
 
     from meanfield.synthetic import radial
@@ -35,7 +39,8 @@ def bench(learners, ms, ns, repeats, coulomb):
     for name in learners:  # first calls pay one-time imports and allocations
         make_learner(name, 8, 0, coulomb).fit(warm.X_train, warm.y_train)
     rows = []
-    for n, m in [(1000, m) for m in ms] + [(n, 64) for n in ns if n != 1000 or 64 not in ms]:
+    sizes = [(1000, m) for m in ms] + [(n, 64) for n in ns if n != 1000 or 64 not in ms]
+    for n, m in progress(sizes, enabled=show, desc="(n, m)"):
         split = radial(n, 10, d=10, seed=0)
         for name in learners:
             ts = []
@@ -44,7 +49,7 @@ def bench(learners, ms, ns, repeats, coulomb):
                 est.fit(split.X_train, split.y_train)
                 ts.append(est.fit_time_)
             rows.append((name, n, m, float(np.median(ts))))
-            print(f"{name:11s} n={n:5d} m={m:4d}  {rows[-1][3]:.4f} s", flush=True)
+            say(f"{name:11s} n={n:5d} m={m:4d}  {rows[-1][3]:.4f} s")
     return rows
 
 
@@ -104,7 +109,7 @@ def _fit_cost_one(args):
     return variant, wall, float(est.fit_time_), (_rss_kib("VmHWM") - base) / 1024
 
 
-def fit_cost(m=256, n=10_000, d=10, seed=0):
+def fit_cost(m=256, n=10_000, d=10, seed=0, show=False):
     """Every variant's fit in a fresh process: (variant, wall s, fit_time_ s, peak MiB)."""
     import multiprocessing as mp
 
@@ -112,10 +117,10 @@ def fit_cost(m=256, n=10_000, d=10, seed=0):
 
     rows = []
     ctx = mp.get_context("spawn")
-    for v in VARIANTS:
+    for v in progress(list(VARIANTS), enabled=show, desc="variants"):
         with ctx.Pool(1) as pool:
             rows.append(pool.map(_fit_cost_one, [(v, m, n, d, seed)])[0])
-        print(f"{v:12s} wall {rows[-1][1]:.2f} s  peak +{rows[-1][3]:.0f} MiB", flush=True)
+        say(f"{v:12s} wall {rows[-1][1]:.2f} s  peak +{rows[-1][3]:.0f} MiB")
     head = [
         f"CoulombFeatures.fit at m = {m}, n = {n}, d = {d} (radial task), one torch/BLAS thread,",
         "each variant in a fresh process; peak memory is the rise of the resident set (VmHWM,",
@@ -135,17 +140,23 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--quick", action="store_true", help="m = 16, 64; n = 250, 1000; one repeat")
+    ap.add_argument(
+        "--repeats", type=int_range(1), default=3, help="fits per learner and size (>= 1)"
+    )
+    add_bench_out(ap, "bench_learners.md, or bench_fit_cost.md with --fit-cost")
     ap.add_argument("--fit-cost", action="store_true", help="issue 10: m=256, n=1e4 fit cost")
-    args = ap.parse_args(argv)
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    show = not args.no_progress
+    args.out.mkdir(parents=True, exist_ok=True)
     if args.fit_cost:
-        md = fit_cost()
+        md = fit_cost(show=show)
         print(md)
-        if args.out:
-            args.out.write_text(md)
+        (args.out / "bench_fit_cost.md").write_text(md)
+        print(f"wrote {args.out / 'bench_fit_cost.md'}")
         return 0
+    import torch
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)
@@ -161,12 +172,12 @@ def main(argv=None):
             COULOMB,
         )
     t0 = time.perf_counter()
-    rows = bench(learners, ms, ns, repeats, coulomb)
+    rows = bench(learners, ms, ns, repeats, coulomb, show=show)
     md = to_markdown(rows, ms, ns, learners)
     print(md)
     print(f"total {time.perf_counter() - t0:.1f} s")
-    if args.out:
-        args.out.write_text(md)
+    (args.out / "bench_learners.md").write_text(md)
+    print(f"wrote {args.out / 'bench_learners.md'}")
     return 0
 
 

@@ -23,8 +23,8 @@ that N, with the fitted exponent of time ∝ N^a.
     python benchmarks/bench_pairs.py --sections pairs    # just the side-by-side table
     python benchmarks/bench_pairs.py --device cuda       # on a GPU (pairs, scaling)
 
-Results go to benchmarks/results/pairs.{json,md} (``--out`` to change the stem), with the
-machine, thread count, load average and wall time.
+Results go to pairs.{json,md} in ``--out`` (by default a folder outside the repository;
+``--name`` changes the stem), with the machine, thread count, load average and wall time.
 """
 
 from __future__ import annotations
@@ -40,7 +40,16 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from meanfield._scripts import (
+    add_bench_out,
+    choice_list,
+    device_name,
+    file_stem,
+    int_list,
+    int_range,
+    progress,
+    say,
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,11 +297,11 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def section_scaling(Ns, p, repeats, device) -> dict:
+def section_scaling(Ns, p, repeats, device, show=False) -> dict:
     import numpy as np
 
     rows = []
-    for N in Ns:
+    for N in progress(Ns, enabled=show, desc="scaling, N"):
         # small N: cheap steps, more repeats (one step is easily hit by a load spike)
         reps = max(7, repeats) if N <= 3000 else repeats if N < 30000 else max(2, repeats // 2)
         cfg = json.dumps([N, p, reps, device])
@@ -305,10 +314,9 @@ def section_scaling(Ns, p, repeats, device) -> dict:
         )
         rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
         r = rows[-1]
-        print(
+        say(
             f"scaling p={p} float32 N={N:>6}: {r['sec_per_step'] * 1e3:9.1f} ms/step  "
-            f"peak RSS {r['peak_rss_MiB']:7.0f} MiB",
-            flush=True,
+            f"peak RSS {r['peak_rss_MiB']:7.0f} MiB"
         )
     logN = np.log([r["N"] for r in rows])
     logt = np.log([r["sec_per_step"] for r in rows])
@@ -413,30 +421,46 @@ _RUN_KEYS = ("command", "machine", "device", "load_before", "load_after", "wall_
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sections", default="pairs,tiles,scaling")
-    ap.add_argument("--N", type=int, default=10000)
-    ap.add_argument("--N-other", type=int, default=3000, help="N of the other-kernel rows")
-    ap.add_argument("--p", type=int, default=16)
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--tiles", default="512,1024,2048,4096")
-    ap.add_argument("--scaling-N", default="1000,3000,10000,30000")
+    sections = ("pairs", "tiles", "scaling")
+    ap.add_argument(
+        "--sections",
+        type=choice_list(sections),
+        default=",".join(sections),
+        help="comma-separated among %(default)s [default: all]",
+    )
+    ap.add_argument("--N", type=int_range(2), default=10000, help="N >= 2 of pairs and tiles")
+    ap.add_argument(
+        "--N-other", type=int_range(2), default=3000, help="N >= 2 of the other-kernel rows"
+    )
+    ap.add_argument("--p", type=int_range(1), default=16, help="particle dimension p >= 1")
+    ap.add_argument("--repeats", type=int_range(1), default=7, help="timed repeats (>= 1)")
+    ap.add_argument("--threads", type=int_range(1), default=2, help="torch threads (>= 1)")
+    ap.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:K")
+    ap.add_argument(
+        "--tiles", type=int_list(1), default="512,1024,2048,4096", help="tile sizes (>= 1)"
+    )
+    ap.add_argument(
+        "--scaling-N",
+        type=int_list(2),
+        default="1000,3000,10000,30000",
+        help="N of the scaling section (each >= 2)",
+    )
     ap.add_argument("--no-keops", action="store_true")
-    ap.add_argument("--out", default=str(HERE / "results" / "pairs"))
+    add_bench_out(ap, "NAME.json and NAME.md; sections not rerun are kept from NAME.json")
+    ap.add_argument("--name", type=file_stem, default="pairs", help="file stem [default: pairs]")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
     import torch
 
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error(f"argument --device: {args.device}: no CUDA device is available to torch")
     torch.set_num_threads(args.threads)
     if args.one:
         N, p, repeats, device = json.loads(args.one)
         print(json.dumps(scaling_one(N, p, repeats, device)))
         return
-    sections = args.sections.split(",")
-    bad = set(sections) - {"pairs", "tiles", "scaling"}
-    if bad:
-        ap.error(f"--sections takes pairs, tiles, scaling; got {sorted(bad)}")
+    sections = args.sections
     t0 = time.time()
     given = sys.argv[1:] if argv is None else argv
     res = {
@@ -450,15 +474,19 @@ def main(argv=None):
             args.N, args.p, args.repeats, args.device, not args.no_keops, args.N_other
         )
     if "tiles" in sections:
-        tiles = [int(t) for t in args.tiles.split(",")]
-        res["tiles"] = section_tiles(args.N, args.p, args.repeats, args.device, tiles)
+        res["tiles"] = section_tiles(args.N, args.p, args.repeats, args.device, args.tiles)
     if "scaling" in sections:
-        Ns = [int(n) for n in args.scaling_N.split(",")]
-        res["scaling"] = section_scaling(Ns, args.p, max(3, args.repeats // 2), args.device)
+        res["scaling"] = section_scaling(
+            args.scaling_N,
+            args.p,
+            max(3, args.repeats // 2),
+            args.device,
+            show=not args.no_progress,
+        )
     res["load_after"] = [round(x, 1) for x in os.getloadavg()]
     res["wall_s"] = time.time() - t0
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / args.name
     if out.with_suffix(".json").exists():  # keep the sections this run did not redo
         old = json.loads(out.with_suffix(".json").read_text())
         runs = old.get("runs", [{k: old[k] for k in _RUN_KEYS if k in old}])

@@ -10,6 +10,9 @@ Each configuration runs in its own subprocess so its peak memory is its own.
     python benchmarks/bench_particles.py            # full table (a few minutes)
     python benchmarks/bench_particles.py --quick    # N = 10³ only
 
+Writes ``particles.json`` (``particles_quick.json`` with ``--quick``) into ``--out`` (by
+default a folder outside the repository: ``--help``).
+
 The pair forces side by side with their peers, and the step's scaling in N, are in
 bench_pairs.py.
 """
@@ -23,9 +26,8 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from meanfield._scripts import add_bench_out, int_range, progress, say
 
 
 def run_one(N: int, p: int, dtype: str, batch: int | None, n_data: int, repeats: int) -> dict:
@@ -71,7 +73,7 @@ def run_one(N: int, p: int, dtype: str, batch: int | None, n_data: int, repeats:
     }
 
 
-def interaction_only(repeats: int = 5) -> list[dict]:
+def interaction_only(repeats: int = 5, show: bool = True) -> list[dict]:
     """The pair term alone at N = 10⁴ (float32): exact chunked sums vs random batches B = 64."""
     import torch
 
@@ -80,7 +82,7 @@ def interaction_only(repeats: int = 5) -> list[dict]:
     from meanfield.kernels import Riesz
 
     rows = []
-    for p in (1, 2, 16, 64):
+    for p in progress((1, 2, 16, 64), enabled=show, desc="interaction only, p"):
         E = Energy([PairInteraction(Riesz(p - 2.0, 0.1), 0.1)], Ball(p, 3.0), dtype=torch.float32)
         term = E.terms[0]
         # the particles of the full step: randn projected onto the ball of radius 3 (at p = 64
@@ -100,47 +102,57 @@ def interaction_only(repeats: int = 5) -> list[dict]:
                 ts.append(time.perf_counter() - t0)
             out[name] = statistics.median(ts)
         rows.append({"p": p, **out, "speedup": out["exact"] / out["batch"]})
-        print(
+        say(
             f"interaction only, N=10000 p={p:>3} float32: exact {out['exact'] * 1e3:8.1f} ms, "
-            f"batch B=64 {out['batch'] * 1e3:6.1f} ms, speed-up {rows[-1]['speedup']:6.1f}x",
-            flush=True,
+            f"batch B=64 {out['batch'] * 1e3:6.1f} ms, speed-up {rows[-1]['speedup']:6.1f}x"
         )
     return rows
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="A bad flag ends the script at once with one line and exit status 2.",
+    )
+    ap.add_argument("--quick", action="store_true", help="N = 10^3 only")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    ap.add_argument("--repeats", type=int, default=5)
-    args = ap.parse_args()
+    ap.add_argument(
+        "--repeats", type=int_range(1), default=5, help="timed steps per configuration (>= 1)"
+    )
+    add_bench_out(ap, "particles.json, or particles_quick.json with --quick")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = ap.parse_args(argv)
     if args.one:
         N, p, dtype, batch = json.loads(args.one)
         print(json.dumps(run_one(N, p, dtype, batch, 1000, args.repeats)))
-        return
+        return 0
+    show = not args.no_progress
     Ns = [1000] if args.quick else [1000, 10000]
+    cases = [
+        (N, p, dtype, batch)
+        for N in Ns
+        for p in (1, 2, 16, 64)
+        for dtype in ("float64", "float32")
+        for batch in (None, 64)
+    ]
     rows = []
-    for N in Ns:
-        for p in (1, 2, 16, 64):
-            for dtype in ("float64", "float32"):
-                for batch in (None, 64):
-                    cfg = json.dumps([N, p, dtype, batch])
-                    reps = str(3 if N >= 10000 and batch is None else args.repeats)
-                    out = subprocess.run(
-                        [sys.executable, __file__, "--one", cfg, "--repeats", reps],
-                        capture_output=True,
-                        text=True,
-                        check=True,
-                    )
-                    rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-                    r = rows[-1]
-                    print(
-                        f"N={N:>6} p={p:>3} {dtype:8s} {r['interaction']:12s} "
-                        f"{r['sec_per_step'] * 1e3:9.1f} ms/step  "
-                        f"{r['particle_steps_per_s']:12.0f} particle-steps/s  "
-                        f"peak {r['peak_rss_MiB']:7.0f} MiB",
-                        flush=True,
-                    )
+    for N, p, dtype, batch in progress(cases, enabled=show, desc="full step, cases"):
+        cfg = json.dumps([N, p, dtype, batch])
+        reps = str(3 if N >= 10000 and batch is None else args.repeats)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", cfg, "--repeats", reps],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        r = rows[-1]
+        say(
+            f"N={N:>6} p={p:>3} {dtype:8s} {r['interaction']:12s} "
+            f"{r['sec_per_step'] * 1e3:9.1f} ms/step  "
+            f"{r['particle_steps_per_s']:12.0f} particle-steps/s  "
+            f"peak {r['peak_rss_MiB']:7.0f} MiB"
+        )
     print("\nrandom-batch speed-up (exact time / batch time):")
     for N in Ns:
         for p in (1, 2, 16, 64):
@@ -159,12 +171,13 @@ def main():
                     f"  N={N:>6} p={p:>3} {dtype}: {ex['sec_per_step'] / rb['sec_per_step']:6.1f}x"
                 )
     print()
-    inter = interaction_only()
-    out = HERE / "results" / ("particles_quick.json" if args.quick else "particles.json")
-    out.parent.mkdir(exist_ok=True)
+    inter = interaction_only(show=show)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / ("particles_quick.json" if args.quick else "particles.json")
     out.write_text(json.dumps({"full_step": rows, "interaction_only": inter}, indent=1))
     print(f"wrote {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

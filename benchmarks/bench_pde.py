@@ -12,7 +12,7 @@ Three measurements, printed side by side as medians over repeats:
    over grids, both in this run; the fastest run meeting each target, the ratio, and the
    ratio interpolated on each solver's error–time Pareto front; plus the cost of one
    implicit step against a plain ``solve_banded`` (M = 1024 … 16384).  Writes
-   ``benchmarks/results/pde_ou.{json,md}`` (about 15 minutes, most of it py-pde's numba
+   ``pde_ou.{json,md}`` into ``--out`` (about 15 minutes, most of it py-pde's numba
    compilation, ≈ 25 s per grid size);
 3. W2 between N particles and a 2D grid density: exact ``ot.emd2`` (time and peak memory, each
    case in a fresh subprocess) and sliced W2, including N = 10⁴ on a 128² grid; this
@@ -23,7 +23,11 @@ Three measurements, printed side by side as medians over repeats:
    stiffness (power iteration, paid once before the first explicit step), one δE/δρ
    evaluation (the FFT convolution), one explicit step (medians over repeats) and peak
    resident memory (``ru_maxrss``); and the β = ∞ equilibrium solve at 32³ (48³ if it
-   finishes within ``--stationary-timeout``).  Writes ``benchmarks/results/pde3d.{json,md}``.
+   finishes within ``--stationary-timeout``).  Writes ``pde3d.{json,md}`` into ``--out``.
+
+``--out`` is by default a folder outside the repository (``--help``); the committed results are
+in ``benchmarks/results`` (``--out benchmarks/results`` refreshes them); ``--quick`` runs write
+``pde_ou_quick`` and ``pde3d_quick``.
 
 Run: ``python benchmarks/bench_pde.py`` (about 8 minutes on 2 cores, 4 of them the exact
 N = 10⁴ transport); ``--quick`` for a smaller version, ``--skip-pypde`` without py-pde,
@@ -48,12 +52,22 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from meanfield.domains import Box
-from meanfield.energy import Energy, PairInteraction, QuadraticPotential
-from meanfield.kernels import Riesz
-from meanfield.pde import Density, Grid, McKeanVlasov
+from meanfield._scripts import (
+    add_bench_out,
+    choice_list,
+    float_range,
+    int_range,
+    progress,
+    say,
+)
+
+#: Progress bars over each section's cases (``main`` sets it; off when the functions are
+#: called from Python, as the tests do).
+PROGRESS = False
+
+#: The smallest grid the solver takes (meanfield.pde.grid.MIN_CELLS, without importing torch).
+MIN_CELLS = 4
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -70,6 +84,11 @@ def _median_time(fn, repeats: int) -> float:
 # ------------------------------------------------------------------------------------------
 def step_rate(dim: int, n: int, nonlocal_term: bool, scheme: str, steps: int, repeats: int):
     """Median seconds per explicit step (potential + fluxes + CFL + update)."""
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    from meanfield.kernels import Riesz
+    from meanfield.pde import Density, Grid, McKeanVlasov
+
     dom = Box(dim, 2.0)
     terms = [QuadraticPotential(1.0)]
     if nonlocal_term:
@@ -152,6 +171,10 @@ def ou_meanfield(n: int, scheme: str, dt: float | None = None):
     ``stepping_s`` subtracts the same call to T/1000 (the fixed cost); it is NaN when below
     5 % of the call, where the difference of two timings is noise.
     """
+    from meanfield.domains import Box
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.pde import Density, Grid, McKeanVlasov
+
     dom = Box(1, OU["L"])
     g = Grid(dom, n)
     eq = McKeanVlasov(Energy([QuadraticPotential(1.0)], dom), g, OU["beta"], scheme=scheme)
@@ -278,9 +301,15 @@ OU_SWEEPS_QUICK = {
 
 
 def _ou_sweeps(sweeps: dict, skip_pypde: bool):
-    rows = [ou_meanfield(n, "sg") for n in sweeps["sg"]]
-    rows += [ou_meanfield(n, "sg-mprk22", dt) for n in sweeps["mprk"] for dt in sweeps["dts"]]
-    pp = [] if skip_pypde else [ou_pypde(n) for n in sweeps["pypde"]]
+    runs = [("sg", n, None) for n in sweeps["sg"]]
+    runs += [("sg-mprk22", n, dt) for n in sweeps["mprk"] for dt in sweeps["dts"]]
+    runs += [] if skip_pypde else [("py-pde", n, None) for n in sweeps["pypde"]]
+    rows, pp = [], []
+    for scheme, n, dt in progress(runs, enabled=PROGRESS, desc="OU runs"):
+        if scheme == "py-pde":
+            pp.append(ou_pypde(n))
+        else:
+            rows.append(ou_meanfield(n, scheme, dt) if dt else ou_meanfield(n, scheme))
     return rows, pp
 
 
@@ -293,6 +322,8 @@ def banded_step_scaling(sizes=(1024, 2048, 4096, 8192, 16384)) -> list:
 def _implicit_step_times(M: int) -> dict:
     from scipy.linalg import solve_banded
 
+    from meanfield.domains import Box
+    from meanfield.pde import Density, Grid
     from meanfield.pde.flux import ScharfetterGummel, ScharfetterGummelMPRK
 
     g = Grid(Box(1, OU["L"]), M)
@@ -323,6 +354,8 @@ def _implicit_step_times(M: int) -> dict:
 def implicit_step_2d(n: int) -> dict:
     """Seconds per MPRK22 step on an n² grid: the sparse LU solve against the Strang split
     into tridiagonal lines (``sg-mprk22-split``), OU potential, Δt = 0.01."""
+    from meanfield.domains import Box
+    from meanfield.pde import Density, Grid
     from meanfield.pde.flux import ScharfetterGummelMPRK
 
     g = Grid(Box(2, OU["L"]), n)
@@ -506,7 +539,6 @@ def w2_case(N: int, n: int, method: str, timeout: float):
 # ------------------------------------------------------------------------------------------
 # 5. the grid in p = 3 (Coulomb gas of R³)
 # ------------------------------------------------------------------------------------------
-RESULTS = Path(__file__).parent / "results"
 
 _GRID3D_CHILD = r"""
 import json, resource, sys, time
@@ -590,6 +622,8 @@ def _child(code: str, args, timeout: float) -> dict:
 
 
 def machine_info() -> dict:
+    import torch
+
     info = {
         "machine": platform.node(),
         "processor": platform.processor() or platform.machine(),
@@ -676,33 +710,31 @@ def section_grid3d(
         f"{'step s':>8} {'peak MiB':>9} {'+MiB':>6}"
     )
     rows = []
-    for n in sizes:
+    for n in progress(sizes, enabled=PROGRESS, desc="3D grids"):
         repeats = 5 if n >= 96 else 9
         r = {"n": n, **_child(_GRID3D_CHILD, [n, repeats], 600)}
         rows.append(r)
         if "note" in r:
-            print(f"{n:>4}^3 {r['note']}")
+            say(f"{n:>4}^3 {r['note']}")
             continue
         fft = "x".join(str(k) for k in r["fft_shape"])
-        print(
+        say(
             f"{n:>4}^3 {fft:>12} {r['setup_s']:>8.2f} {r['stiffness_s']:>8.2f} "
             f"{r['potential_s']:>10.4f} {r['step_s']:>8.4f} {r['peak_MB']:>9.0f} "
-            f"{r['delta_MB']:>6.0f}",
-            flush=True,
+            f"{r['delta_MB']:>6.0f}"
         )
     print("beta = inf equilibrium (Frank-Wolfe gap <= 1e-8):")
     st = []
-    for n in stationary:
+    for n in progress(stationary, enabled=PROGRESS, desc="3D equilibria"):
         r = {"n": n, **_child(_STATIONARY3D_CHILD, [n], stationary_timeout)}
         st.append(r)
         if "note" in r:
-            print(f"{n:>4}^3 {r['note']}")
+            say(f"{n:>4}^3 {r['note']}")
             continue
-        print(
+        say(
             f"{n:>4}^3 {r['wall_s']:>8.1f} s, converged {r['converged']}, "
             f"{r['iterations']} iterations, radius error {r['radius_error']:.2e}, "
-            f"peak {r['peak_MB']:.0f} MiB",
-            flush=True,
+            f"peak {r['peak_MB']:.0f} MiB"
         )
     meta["total_wall_s"] = time.perf_counter() - t_start
     meta["loadavg_end"] = list(os.getloadavg())
@@ -726,23 +758,22 @@ def section_steps(quick: bool, rep: int) -> None:
         f"{'p':>2} {'cells':>9} {'M':>8} | {'local steps/s':>13} | {'+FFT steps/s':>12} "
         f"{'ratio':>6} | {'us/(M log M)':>12} | {'setup s':>7}"
     )
-    fits = {}
-    for dim, ns in sizes.items():
-        rows_nl = []
-        for n in ns:
-            M = n**dim
-            steps = max(3, min(200, int(2e6 / (M * math.log(M)))))
-            loc = step_rate(dim, n, False, "upwind", steps, rep)
-            nl = step_rate(dim, n, True, "upwind", steps, rep)
-            rows_nl.append(nl)
-            cells = str(n) if dim == 1 else f"{n}^2"
-            norm = nl["s_per_step"] / (M * math.log(M)) * 1e6
-            print(
-                f"{dim:>2} {cells:>9} {M:>8} | {loc['steps_per_s']:>13.1f} | "
-                f"{nl['steps_per_s']:>12.1f} {loc['steps_per_s'] / nl['steps_per_s']:>6.2f} | "
-                f"{norm:>12.4f} | {nl['setup_s']:>7.2f}"
-            )
-        fits[dim] = (fit_mlogm(rows_nl), fit_mlogm(rows_nl[-3:]))
+    rows_nl = {dim: [] for dim in sizes}
+    cases = [(dim, n) for dim, ns in sizes.items() for n in ns]
+    for dim, n in progress(cases, enabled=PROGRESS, desc="grids"):
+        M = n**dim
+        steps = max(3, min(200, int(2e6 / (M * math.log(M)))))
+        loc = step_rate(dim, n, False, "upwind", steps, rep)
+        nl = step_rate(dim, n, True, "upwind", steps, rep)
+        rows_nl[dim].append(nl)
+        cells = str(n) if dim == 1 else f"{n}^2"
+        norm = nl["s_per_step"] / (M * math.log(M)) * 1e6
+        say(
+            f"{dim:>2} {cells:>9} {M:>8} | {loc['steps_per_s']:>13.1f} | "
+            f"{nl['steps_per_s']:>12.1f} {loc['steps_per_s'] / nl['steps_per_s']:>6.2f} | "
+            f"{norm:>12.4f} | {nl['setup_s']:>7.2f}"
+        )
+    fits = {dim: (fit_mlogm(rows), fit_mlogm(rows[-3:])) for dim, rows in rows_nl.items()}
     for dim, (b, b_top) in fits.items():
         print(
             f"p={dim}: time per step with the FFT term ∝ (M log M)^b: b = {b:.2f} over all "
@@ -755,10 +786,10 @@ def section_w2(quick: bool, emd_timeout: float) -> None:
     cases = [(1000, 32), (1000, 64), (2000, 64), (4000, 64)]
     if quick:
         cases = [(1000, 32), (1000, 64), (2000, 64)]
-    results = [w2_case(N, n, "exact", 600) for N, n in cases]
-    results.append(w2_case(10_000, 128, "sliced", 600))
+    runs = [(N, n, "exact", 600) for N, n in cases] + [(10_000, 128, "sliced", 600)]
     if not quick:
-        results.append(w2_case(10_000, 128, "exact", emd_timeout))
+        runs.append((10_000, 128, "exact", emd_timeout))
+    results = [w2_case(*r) for r in progress(runs, enabled=PROGRESS, desc="W2 cases")]
     print(
         f"{'N':>6} {'grid':>6} {'N*M':>10} {'method':>7} {'W2':>9} {'time s':>9} "
         f"{'peak MB':>9} {'+MB':>7} {'note':>10}"
@@ -807,56 +838,67 @@ def section_rate() -> None:
 
 
 def main(argv=None):
+    global PROGRESS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     ap.add_argument("--skip-pypde", action="store_true")
     ap.add_argument(
-        "--sections", default="1,2,3", help="measurements to run (default 1,2,3; 5: the 3D grid)"
+        "--sections",
+        type=choice_list(["1", "2", "3", "5"]),
+        default="1,2,3",
+        help="measurements to run, comma-separated among 1, 2, 3, 5 (default 1,2,3; 5: the "
+        "3D grid)",
     )
     ap.add_argument(
         "--emd-timeout",
-        type=float,
+        type=float_range(0),
         default=300.0,
-        help="seconds allowed for the exact N=1e4, 128² emd (default 300)",
+        help="seconds (> 0) allowed for the exact N=1e4, 128² emd (default 300)",
     )
     ap.add_argument(
         "--sizes3d",
-        type=int,
+        type=int_range(MIN_CELLS),
         nargs="+",
-        help="section 5: cells per axis (default 32 48 64 96 128; --quick: 16 32)",
+        help=f"section 5: cells per axis (>= {MIN_CELLS}; default 32 48 64 96 128; --quick: 16 32)",
     )
     ap.add_argument(
         "--stationary3d",
-        type=int,
+        type=int_range(MIN_CELLS),
         nargs="*",
-        help="section 5: grids of the beta = inf solve (default 32 48; --quick: 16)",
+        help=f"section 5: grids (>= {MIN_CELLS}) of the beta = inf solve (default 32 48; "
+        "--quick: 16)",
     )
     ap.add_argument(
         "--stationary-timeout",
-        type=float,
+        type=float_range(0),
         default=200.0,
-        help="section 5: seconds allowed per beta = inf solve (default 200)",
+        help="section 5: seconds (> 0) allowed per beta = inf solve (default 200)",
     )
-    ap.add_argument(
-        "--out3d",
-        help=(
-            "section 5: results base path (.json and .md are written); default "
-            "benchmarks/results/pde3d, and no files with --quick"
-        ),
+    add_bench_out(
+        ap, "section 2: pde_ou.json and .md; section 5: pde3d.json and .md; _quick with --quick"
     )
     ap.add_argument(
         "--rate",
         action="store_true",
         help="also run the W2-vs-N rate study (N = 100…3200, 8 seeds)",
     )
-    args = ap.parse_args(argv)
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    import torch
+
+    PROGRESS = not args.no_progress
     rep = 3 if args.quick else 5
     torch.set_num_threads(1)  # the particle runs of --rate: one thread on shared cores
-    sections = {int(x) for x in args.sections.split(",")}
+    sections = {int(x) for x in args.sections}
+    suffix = "_quick" if args.quick else ""
+    if 2 in sections or 5 in sections:
+        args.out.mkdir(parents=True, exist_ok=True)
     if 1 in sections:
         section_steps(args.quick, rep)
     if 2 in sections:
-        section_ou(args.quick, args.skip_pypde, None if args.quick else RESULTS / "pde_ou")
+        section_ou(args.quick, args.skip_pypde, args.out / f"pde_ou{suffix}")
+        print(f"wrote {args.out / f'pde_ou{suffix}.json'} and .md")
     if 3 in sections:
         section_w2(args.quick, args.emd_timeout)
     if 5 in sections:
@@ -865,11 +907,12 @@ def main(argv=None):
             args.sizes3d,
             args.stationary3d,
             args.stationary_timeout,
-            args.out3d if args.out3d or args.quick else RESULTS / "pde3d",
+            args.out / f"pde3d{suffix}",
         )
     if args.rate:
         section_rate()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

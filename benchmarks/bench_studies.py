@@ -7,17 +7,22 @@
    statistic L_N = ∫ω² dμ_N.  ESS from the integrated autocorrelation time with Sokal's
    self-consistent window (c = 5), pooled over independent replicas.
 
-    python benchmarks/bench_studies.py
+    python benchmarks/bench_studies.py [--out FOLDER] [--no-progress]
+
+Writes ``studies.json`` into ``--out`` (by default a folder outside the repository: ``--help``).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import tempfile
 import time
 
 import numpy as np
-import torch
+
+from meanfield._scripts import add_bench_out, progress, say
 
 
 def integrated_autocorr_time(x: np.ndarray, c: float = 5.0) -> float:
@@ -35,38 +40,39 @@ def integrated_autocorr_time(x: np.ndarray, c: float = 5.0) -> float:
     return float(tau)
 
 
-def bench_sweep():
+def bench_sweep(show: bool = True) -> dict:
     from meanfield.studies.limits import particle_equilibrium_run
     from meanfield.sweeps import run_sweep
 
     grid = {"N": [32, 48, 64, 96], "seed": [0, 1, 2, 3]}
     fixed = {"beta": 4.0, "case": "uniform", "t_end": 30.0}
-    out = {}
-    for workers in (1, 2):
-        times = []
-        for _ in range(2):
-            with tempfile.TemporaryDirectory() as d:
-                t0 = time.perf_counter()
-                run_sweep(
-                    particle_equilibrium_run,
-                    grid,
-                    d,
-                    fixed=fixed,
-                    scheduler="local",
-                    n_workers=workers,
-                    progress=False,
-                )
-                times.append(time.perf_counter() - t0)
-        out[workers] = statistics.median(times)
-        print(
-            f"sweep of 16 runs, {workers} worker(s): median {out[workers]:.1f} s "
-            f"(runs {', '.join(f'{t:.1f}' for t in times)})",
-            flush=True,
+    times = {1: [], 2: []}
+    for workers in progress([1, 1, 2, 2], enabled=show, desc="sweeps (1, then 2 workers)"):
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.perf_counter()
+            run_sweep(
+                particle_equilibrium_run,
+                grid,
+                d,
+                fixed=fixed,
+                scheduler="local",
+                n_workers=workers,
+                progress=False,
+            )
+            times[workers].append(time.perf_counter() - t0)
+    out = {w: statistics.median(t) for w, t in times.items()}
+    for w, t in times.items():
+        say(
+            f"sweep of 16 runs, {w} worker(s): median {out[w]:.1f} s "
+            f"(runs {', '.join(f'{x:.1f}' for x in t)})"
         )
-    print(f"speed-up 2 workers / 1 worker: {out[1] / out[2]:.2f}x")
+    say(f"speed-up 2 workers / 1 worker: {out[1] / out[2]:.2f}x")
+    return {"median_s": out, "runs_s": times, "speedup": out[1] / out[2]}
 
 
-def bench_sampler():
+def bench_sampler(show: bool = True) -> list[dict]:
+    import torch
+
     from meanfield.particles import simulate
     from meanfield.studies.limits import closed_form_energy
 
@@ -74,7 +80,8 @@ def bench_sampler():
     E = closed_form_energy("uniform")
     N, R, steps = 100, 16, 3000
     om0 = torch.linspace(-1, 1, N, dtype=torch.float64)[None, :, None].repeat(R, 1, 1)
-    for eta in (0.01, 0.02, 0.05):
+    rows = []
+    for eta in progress((0.01, 0.02, 0.05), enabled=show, desc="MALA step sizes"):
         t0 = time.perf_counter()
         ds = simulate(
             E,
@@ -95,20 +102,41 @@ def bench_sampler():
         for name, x in (("energy", energy), ("L_N = mean w^2", L)):
             tau = integrated_autocorr_time(x)
             ess = x.shape[0] * x.shape[1] / tau
-            print(
+            rows.append(
+                {
+                    "eta": eta,
+                    "observable": name,
+                    "acceptance": acc,
+                    "tau_int": tau,
+                    "ess_per_s": ess / wall,
+                    "replicas": R,
+                    "steps": steps,
+                    "wall_s": wall,
+                }
+            )
+            say(
                 f"MALA N={N}, eta={eta}: acceptance {acc:.2f}, {name}: tau_int {tau:.1f} "
                 f"steps, ESS/s {ess / wall:.1f} (R={R} replicas, {steps} steps, "
-                f"{wall:.1f} s)",
-                flush=True,
+                f"{wall:.1f} s)"
             )
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_bench_out(ap, "studies.json")
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    show = not args.no_progress
+    res = {"sampler": bench_sampler(show), "sweep": bench_sweep(show)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "studies.json"
+    path.write_text(json.dumps(res, indent=1))
+    print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    import argparse
-
-    # no options; --help describes the run instead of starting it
-    argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    ).parse_args()
-    bench_sampler()
-    bench_sweep()
+    raise SystemExit(main())

@@ -12,17 +12,18 @@ with ``--exact-large`` (minutes, 6.8 GB); otherwise its exact value is the one s
     python benchmarks/bench_w2.py                  # small cases + the sparse solve at 1e4 / 128²
     python benchmarks/bench_w2.py --repeats 1 --exact-large
 
-Writes benchmarks/results/w2.{json,md}.
+Writes w2.{json,md} into ``--out`` (by default a folder outside the repository; the committed
+ones are in benchmarks/results/).
 
 ``--panel`` (issue 23): four cases at N = 10⁴ against the same Gaussian on 128² — matched,
 5 % scaled and shifted, a two-cluster mixture, uniform particles — each with the sparse value,
 the dense ``ot.emd2`` value (computed once, minutes and ≈ 7 GB each, and cached in
-``--out``/dense.json, by default outside the repository), the difference, the median time,
+``--cache``/dense.json, by default outside the repository), the difference, the median time,
 rounds, support, the ratio to the matched case and an independent check of the certificate
 (dual feasibility over every pair by a chunked dense scan, complementary slackness,
 marginals, duality gap); then the same four at N = 3·10⁴ against 256² (sparse and
-certificate only: the dense solve would need 2·10⁹ entries).  Writes
-benchmarks/results/w2_panel.{json,md}.
+certificate only: the dense solve would need 2·10⁹ entries).  Writes w2_panel.{json,md}
+into ``--out``.
 
     python benchmarks/bench_w2.py --panel --repeats 5 --large-repeats 3
 """
@@ -40,14 +41,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import ot
-import torch
 
-from meanfield.domains import Box
-from meanfield.pde import Density, Grid
-from meanfield.transport import w2_sparse
+from meanfield._scripts import add_bench_out, int_range, output_dir, progress, say
 
-OUT = Path(__file__).parent / "results"
 #: The dense exact value at N = 1e4, 128²: ``ot.emd2`` (numItermax 1e8) in the
 #: ``--exact-large`` run of 2026-12-01 on this 2-core machine, 135.6 s (issue 13: 0.04634,
 #: 258 s, 6.8 GB; its independent sparse network simplex gave 0.04633807).
@@ -58,6 +54,9 @@ EXACT_LARGE = {
 
 
 def case(N: int, n: int):
+    from meanfield.domains import Box
+    from meanfield.pde import Density, Grid
+
     g = Grid(Box(2, 3.0), n)
     rho = Density.gaussian(g, 0.0, 0.8)
     x = np.random.default_rng(0).normal(scale=0.8, size=(N, 2)).clip(-3, 3)
@@ -67,6 +66,8 @@ def case(N: int, n: int):
 
 
 def dense(x, y, b) -> float:
+    import ot
+
     a = np.full(len(x), 1.0 / len(x))
     return float(np.sqrt(ot.emd2(a, b, ot.dist(x, y), numItermax=10**8)))
 
@@ -81,6 +82,8 @@ def timed(fn, repeats: int):
 
 
 def run(N: int, n: int, repeats: int, with_dense: bool, dense_repeats: int | None = None) -> dict:
+    from meanfield.transport import w2_sparse
+
     x, y, b = case(N, n)
     res, t_sparse = timed(lambda: w2_sparse(x, np.ones(N), y, b), repeats)
     row = {
@@ -104,7 +107,7 @@ def run(N: int, n: int, repeats: int, with_dense: bool, dense_repeats: int | Non
             dense_how=EXACT_LARGE["how"],
             rel_err=abs(res["w2"] - EXACT_LARGE["w2"]) / EXACT_LARGE["w2"],
         )
-    print(json.dumps(row), flush=True)
+    say(json.dumps(row))
     return row
 
 
@@ -132,6 +135,9 @@ PANEL_CACHE = Path.home() / ".cache" / "meanfield" / "bench_w2_panel"
 
 def panel_case(name: str, N: int, n: int):
     """Particles (N, 2), cell centres (M, 2) and cell masses (M,) of one panel case."""
+    from meanfield.domains import Box
+    from meanfield.pde import Density, Grid
+
     g = Grid(Box(2, 3.0), n)
     rho = Density.gaussian(g, 0.0, 0.8)
     x = PANEL_CASES[name](np.random.default_rng(0), N).clip(-3, 3)
@@ -154,10 +160,7 @@ def cached_dense(name, x, y, b, folder: Path) -> dict:
     cache = json.loads(path.read_text()) if path.exists() else {}
     key = _case_key(name, x, y, b)
     if key not in cache:
-        print(
-            f"  [{name}] dense ot.emd2, N × M = {len(x) * len(y):.2e} entries (minutes) ...",
-            flush=True,
-        )
+        say(f"  [{name}] dense ot.emd2, N × M = {len(x) * len(y):.2e} entries (minutes) ...")
         t0, c0 = time.perf_counter(), time.process_time()
         w = dense(x, y, b)
         cache[key] = {
@@ -213,6 +216,8 @@ def certificate(x, y, b, res, chunk: int = 2**23) -> dict:
 
 def panel_row(name, N, n, repeats, folder, with_dense=True, check=True) -> dict:
     """One panel case: sparse (median of ``repeats``), cached dense value, certificate."""
+    from meanfield.transport import w2_sparse
+
     x, y, b = panel_case(name, N, n)
     walls, cpus, res = [], [], None
     for rep in range(repeats):
@@ -220,10 +225,9 @@ def panel_row(name, N, n, repeats, folder, with_dense=True, check=True) -> dict:
         res = w2_sparse(x, np.ones(N), y, b, return_plan=True)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
-        print(
+        say(
             f"  [{name} N={N} {n}²] repeat {rep + 1}/{repeats}: {walls[-1]:.2f} s "
-            f"(CPU {cpus[-1]:.2f} s), {res['rounds']} rounds, {res['pairs']} pairs",
-            flush=True,
+            f"(CPU {cpus[-1]:.2f} s), {res['rounds']} rounds, {res['pairs']} pairs"
         )
     row = {
         "case": name,
@@ -250,26 +254,25 @@ def panel_row(name, N, n, repeats, folder, with_dense=True, check=True) -> dict:
             ),
         )
     if check:
-        print(
-            f"  [{name}] certificate: dense scan of r over {N * len(y):.1e} pairs ...", flush=True
-        )
+        say(f"  [{name}] certificate: dense scan of r over {N * len(y):.1e} pairs ...")
         row["certificate"] = certificate(x, y, b, res)
-    print("  " + json.dumps({k: v for k, v in row.items() if k != "levels"}), flush=True)
+    say("  " + json.dumps({k: v for k, v in row.items() if k != "levels"}))
     return row
 
 
 def panel(args) -> None:
     """The --panel run: the four cases at 1e4 / 128², then the 3e4 / 256² ones (sparse only)."""
-    folder = Path(args.out).expanduser()
+    folder = args.cache
     t0 = time.perf_counter()
+    cases = [(name, 10_000, 128, args.repeats, True) for name in PANEL_CASES]
+    if not args.skip_large:  # sparse + certificate only
+        cases += [(name, 30_000, 256, args.large_repeats, False) for name in PANEL_CASES]
     rows = []
-    for name in PANEL_CASES:
-        print(f"[panel] {name}: N = 10000 vs 128²", flush=True)
-        rows.append(panel_row(name, 10_000, 128, args.repeats, folder))
-    if not args.skip_large:
-        for name in PANEL_CASES:
-            print(f"[panel] {name}: N = 30000 vs 256² (sparse + certificate)", flush=True)
-            rows.append(panel_row(name, 30_000, 256, args.large_repeats, folder, with_dense=False))
+    for name, N, n, repeats, with_dense in progress(
+        cases, enabled=not args.no_progress, desc="panel cases"
+    ):
+        say(f"[panel] {name}: N = {N} vs {n}²" + ("" if with_dense else " (sparse + certificate)"))
+        rows.append(panel_row(name, N, n, repeats, folder, with_dense=with_dense))
     for r in rows:
         base = next(q for q in rows if q["case"] == "matched" and q["N"] == r["N"])
         r["ratio_to_matched"] = r["s_sparse"] / base["s_sparse"]
@@ -282,8 +285,9 @@ def panel(args) -> None:
         "large_repeats": args.large_repeats,
         "dense_cache": str(folder / "dense.json"),
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / "w2_panel.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "w2_panel.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [
         "`python benchmarks/bench_w2.py --panel` — exact W2 between N particles and the "
         "N(0, 0.8² I) density on a grid of [−3, 3]² (w2_sparse, wall-clock median of "
@@ -315,34 +319,51 @@ def panel(args) -> None:
             f"{r['rounds']} | {r['support']} | {cert_s} |"
         )
     lines.append(f"\n{meta}")
-    (OUT / "w2_panel.md").write_text("\n".join(lines) + "\n")
+    (out / "w2_panel.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    print(f"wrote {out / 'w2_panel.json'} and .md")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3, help="timed repeats per small case")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads")
+    ap.add_argument(
+        "--repeats", type=int_range(1), default=3, help="timed repeats per small case (>= 1)"
+    )
+    ap.add_argument("--threads", type=int_range(1), default=2, help="torch threads (>= 1)")
     ap.add_argument("--exact-large", action="store_true", help="also run ot.emd2 at 1e4 / 128²")
     ap.add_argument("--skip-large", action="store_true", help="small cases only")
     ap.add_argument("--panel", action="store_true", help="the issue-23 panel of four cases")
-    ap.add_argument("--out", default=str(PANEL_CACHE), help="folder of the cached dense values")
-    ap.add_argument("--large-repeats", type=int, default=1, help="repeats at 3e4 / 256²")
-    args = ap.parse_args(argv)
+    add_bench_out(ap, "w2.json and w2.md, or w2_panel.json and w2_panel.md with --panel")
+    ap.add_argument(
+        "--cache",
+        type=output_dir,
+        default=str(PANEL_CACHE),
+        metavar="FOLDER",
+        help="--panel: folder of the cached dense values (dense.json) [default: %(default)s]",
+    )
+    ap.add_argument(
+        "--large-repeats", type=int_range(1), default=1, help="repeats at 3e4 / 256² (>= 1)"
+    )
+    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    import torch
+
     torch.set_num_threads(args.threads)
     if args.panel:
         args.uptime_start = os.popen("uptime").read().strip()
         print(f"[panel] {args.uptime_start}", flush=True)
         return panel(args)
     t0 = time.perf_counter()
+    cases = [] if args.skip_large else [(10_000, 128, False)]
+    cases += [(N, n, True) for N, n in [(1000, 32), (2000, 48), (3000, 64)]]
     rows = []
-    if not args.skip_large:
-        # first, so the peak RSS of the process is the sparse solve's (and the data's); the
-        # sparse solve is timed over the repeats, the dense one (minutes, GBs) once and last
-        rows.append(run(10_000, 128, args.repeats, False))
-        rows[-1]["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    rows += [run(N, n, args.repeats, True) for N, n in [(1000, 32), (2000, 48), (3000, 64)]]
-    if args.exact_large:
+    for N, n, with_dense in progress(cases, enabled=not args.no_progress, desc="(N, grid)"):
+        rows.append(run(N, n, args.repeats, with_dense))
+        if not with_dense:
+            # first, so the peak RSS of the process is the sparse solve's (and the data's); the
+            # sparse solve is timed over the repeats, the dense one (minutes, GBs) once and last
+            rows[-1]["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if args.exact_large and not args.skip_large:
         w, t_dense = timed(lambda: dense(*case(10_000, 128)), 1)
         big = rows[0]
         big.update(w2_dense=w, s_dense=t_dense, speedup=t_dense / big["s_sparse"])
@@ -354,8 +375,9 @@ def main(argv=None):
         "wall_s": time.perf_counter() - t0,
         "repeats": args.repeats,
     }
-    OUT.mkdir(exist_ok=True)
-    (OUT / "w2.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "w2.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [
         "| N | grid | W2 sparse | W2 dense (ot.emd2) | rel. err | sparse s | dense s | "
         "dense / sparse | rounds |",
@@ -368,9 +390,11 @@ def main(argv=None):
             f"{r.get('speedup', float('nan')):.1f} | {r['rounds']} |"
         )
     lines.append(f"\n{meta}")
-    (OUT / "w2.md").write_text("\n".join(lines) + "\n")
+    (out / "w2.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    print(f"wrote {out / 'w2.json'} and .md")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -71,7 +71,7 @@ part attention_guards_cuda 30 python benchmarks/bench_attention.py --device cuda
 if [ "${GPU_CHECK_ALL:-0}" = 1 ]; then
     part bench_pairs_cuda 170 python benchmarks/bench_pairs.py --device cuda \
         --sections pairs,tiles,scaling --no-keops --repeats 7 --tiles 1024,2048,4096,8192 \
-        --scaling-N 1000,3000,10000,30000,100000 --out "$OUTDIR/pairs_cuda"
+        --scaling-N 1000,3000,10000,30000,100000 --out "$OUTDIR" --name pairs_cuda
     part bench_attention_cuda 120 python benchmarks/bench_attention.py --device cuda \
         --max-len 16384 --json "$OUTDIR/bench_attention_cuda.json"
 fi

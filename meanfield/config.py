@@ -26,9 +26,9 @@ import sys
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from ._validation import (
     check_array,
@@ -38,20 +38,15 @@ from ._validation import (
     check_int,
     check_positive,
 )
-from .domains import make_domain
-from .energy import (
-    Energy,
-    LinearAlignment,
-    NormalisedAlignment,
-    PairInteraction,
-    QuadraticPotential,
-    RiskAlignment,
-)
 from .errors import DataFileError, InputError, MissingFileError
-from .features import get_feature_map, sample_initial_particles
-from .kernels import KERNEL_NAMES, make_kernel
-from .particles import METHODS, REGIMES, simulate
-from .spacing import too_close
+
+# torch and the computational modules (energy, kernels, particles, ...) are imported where
+# they are used, so that ``meanfield --help`` (whose flags are this dataclass's fields) and
+# ``import meanfield.config`` load no torch.
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from .energy import Energy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,9 +54,22 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ALIGNMENTS = ("linear", "risk", "normalised", "none")
-#: The dynamics a configuration can run: the integrators of :func:`meanfield.particles.simulate`
-#: and HMC (:func:`meanfield.samplers.sample_hmc`).
-CONFIG_METHODS = (*METHODS, "hmc")
+
+
+def __getattr__(name: str):
+    """``CONFIG_METHODS``: the dynamics a configuration can run, the integrators of
+    :func:`meanfield.particles.simulate` (:data:`meanfield.particles.METHODS`) and ``"hmc"``
+    (:func:`meanfield.samplers.sample_hmc`); computed on first use (it imports torch)."""
+    if name == "CONFIG_METHODS":
+        return _config_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _config_methods() -> tuple[str, ...]:
+    from .particles import METHODS
+
+    return (*METHODS, "hmc")
+
 
 #: With an unsoftened singular pair kernel the initial particles are at least
 #: START_SPACING · N^(−1/p) / bandwidth apart (after the projection onto the domain): half
@@ -209,9 +217,12 @@ class SimulationConfig:
     step_size: float | None = None
 
     def __post_init__(self):
+        from .kernels import KERNEL_NAMES
+        from .particles import REGIMES
+
         check_choice("alignment", self.alignment, ALIGNMENTS)
         check_choice("feature", self.feature, ("positive", "fourier", "softplus"))
-        check_choice("method", self.method, CONFIG_METHODS)
+        check_choice("method", self.method, _config_methods())
         self._check_hmc()
         check_choice("regime", self.regime, REGIMES)
         check_choice("dtype", self.dtype, ("float64", "float32"))
@@ -412,6 +423,20 @@ class SimulationConfig:
         >>> energy.domain
         Ball(dim=3, radius=4.0)
         """
+        import torch
+
+        from .domains import make_domain
+        from .energy import (
+            Energy,
+            LinearAlignment,
+            NormalisedAlignment,
+            PairInteraction,
+            QuadraticPotential,
+            RiskAlignment,
+        )
+        from .features import get_feature_map
+        from .kernels import make_kernel
+
         dtype = torch.float64 if self.dtype == "float64" else torch.float32
         if X is None:
             X, y = self.load_data()
@@ -472,6 +497,10 @@ class SimulationConfig:
         >>> min_pair_distance(cfg.initial_particles(1)) >= cfg.start_spacing(1)  # 0.5 / 50
         True
         """
+        from .domains import make_domain
+        from .features import sample_initial_particles
+        from .spacing import too_close
+
         draw = {"method": self.init, "bandwidth": self.bandwidth}
         omega = sample_initial_particles(
             self.feature, self.n_particles, data_dim, seed=self.seed, **draw
@@ -517,6 +546,8 @@ class SimulationConfig:
         >>> SimulationConfig(n_particles=50).start_spacing(1)  # softened: no spacing
         0.0
         """
+        from .kernels import make_kernel
+
         kernel = make_kernel(
             self.kernel, dim=p, s=self.s, softening=self.softening, width=self.width
         )
@@ -545,6 +576,8 @@ class SimulationConfig:
         >>> int(ds.attrs["config_n_particles"]), ds.sizes["time"]
         (16, 6)
         """
+        from .particles import simulate
+
         X, y = self.load_data()
         energy = self.build_energy(X, y)
         omega0 = self.initial_particles(self.data_dim if X is None else X.shape[1])

@@ -277,9 +277,9 @@ def test_bench_pairs_smoke(tmp_path):
         ):
             assert float(got_v) == pytest.approx(float(v), rel=1e-5)
             assert torch.allclose(got_g, g, rtol=1e-4, atol=1e-6 * float(g.abs().max()))
-        out = tmp_path / "pairs"
+        out = tmp_path / "pairs"  # --out is the folder, the files are pairs.json, pairs.md
         args = ["--sections", "pairs,tiles", "--N", "60", "--N-other", "30", "--repeats", "1"]
-        bench.main([*args, "--tiles", "16,64", "--no-keops", "--out", str(out)])
+        bench.main([*args, "--tiles", "16,64", "--no-keops", "--out", str(tmp_path)])
         res = json.loads(out.with_suffix(".json").read_text())
         assert set(res["pairs"]["main"]) == {"meanfield", "previous", "torch_plain"}
         assert "| meanfield |" in out.with_suffix(".md").read_text()

@@ -157,6 +157,70 @@ def test_study_ci_configuration_runs_resumes_and_reports(tmp_path):
         assert (tmp_path / f).stat().st_size > 0
 
 
+def _load_run_study():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "run_study.py"
+    spec = importlib.util.spec_from_file_location("run_study", path)
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    return study
+
+
+def test_study_resumes_from_a_runs_file_cut_mid_line(tmp_path, capsys):
+    """An interruption mid-write leaves runs.jsonl ending in half a record: the rerun warns,
+    sets the fragment aside (runs.jsonl.bad), keeps the good lines and recomputes the lost run,
+    and the file is whole again (one record a line)."""
+    import json
+
+    study = _load_run_study()
+    study.CONFIGS["tiny"] = {
+        **study.CONFIGS["ci"],
+        "learners": ["rff", "importance"],
+        "m": [8],
+        "seeds": [0],
+        "tasks": ["two_moons"],
+        "n_train": 60,
+        "n_test": 30,
+    }
+    runs = tmp_path / "runs.jsonl"
+    try:
+        study.run("tiny", tmp_path, progress=False)
+        whole = runs.read_text().splitlines()
+        assert len(whole) == 2
+        runs.write_text(whole[0] + "\n" + whole[1][: len(whole[1]) // 2])  # cut mid-line
+        capsys.readouterr()
+        recs = study.run("tiny", tmp_path, progress=False)
+    finally:
+        del study.CONFIGS["tiny"]
+    err = capsys.readouterr().err
+    assert "warning:" in err and "line 2 is cut off" in err and "recomputed" in err
+    lines = runs.read_text().splitlines()
+    assert lines[0] == whole[0] and len(lines) == 2  # the good line kept, the lost run redone
+    assert runs.read_text().endswith("\n")
+    redone = json.loads(lines[1])
+    assert redone["learner"] == json.loads(whole[1])["learner"]
+    assert redone["ridge_test_error"] == json.loads(whole[1])["ridge_test_error"]  # same seeds
+    assert len(recs) == 2
+    assert (tmp_path / "runs.jsonl.bad").read_text().startswith("2\t" + whole[1][:20])
+
+
+def test_runs_reader_reports_every_unreadable_line(tmp_path, capsys):
+    """Reading only (the reports) skips a damaged line with a warning, never silently, and
+    leaves the file alone; a record cut exactly before its newline is kept and completed."""
+    study = _load_run_study()
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text('{"a": 1}\n[1, 2]\n{"a": \n{"a": 3}')
+    assert study.read_runs(runs) == [{"a": 1}, {"a": 3}]
+    err = capsys.readouterr().err
+    assert "line 2 is not a JSON record" in err and "line 3 is not a JSON record" in err
+    assert runs.read_text().endswith('{"a": 3}')  # untouched without repair
+    assert study.read_runs(runs, repair=True) == [{"a": 1}, {"a": 3}]
+    assert runs.read_text() == '{"a": 1}\n{"a": 3}\n'
+    assert study.read_runs(tmp_path / "none.jsonl") == []
+
+
 def test_variant_study_ci_runs_resumes_and_reports(tmp_path):
     """Issue 10's study (CV for every learner, every Coulomb variant) end to end, tiny."""
     import importlib.util

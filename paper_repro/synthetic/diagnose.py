@@ -14,12 +14,14 @@ inputs (1 for a feature constant on the data), and the direction-averaged shift-
 kernel profile k(r) = (1/m) sum_i E_u cos(|w_i| r u_1), u uniform on the sphere
 (= Gamma(d/2) (2/a)^(d/2-1) J_(d/2-1)(a), a = |w_i| r).
 
-Writes ``results/diagnosis/diagnosis.png``, ``diagnosis.csv`` (the curves), ``summary.md``
-(the numbers quoted in the README) and ``run.json`` (parameters, seed, version, time, machine).
+Writes ``results/diagnosis/diagnosis.png`` (``--out`` names another folder), ``diagnosis.csv``
+(the curves), ``summary.md`` (the numbers quoted in the README) and ``run.json`` (parameters,
+seed, version, time, machine).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -32,6 +34,8 @@ sys.path.insert(0, str(HERE))
 
 from run_study import TASKS  # noqa: E402
 from run_variants import BASE, VARIANTS, machine  # noqa: E402
+
+from meanfield._scripts import output_dir  # noqa: E402
 
 RUNS = {"linear": VARIANTS["linear"], "centred": VARIANTS["centred"]}
 SHOW = ["radial", "gaussian_mixture", "checkerboard"]
@@ -247,5 +251,21 @@ def main(out: Path = HERE / "results" / "diagnosis"):
     print((out / "summary.md").read_text())
 
 
+def cli(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--out",
+        type=output_dir,
+        default=str(HERE / "results" / "diagnosis"),
+        metavar="FOLDER",
+        help="output folder, created if missing [default: results/diagnosis here]",
+    )
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
+    main(args.out)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

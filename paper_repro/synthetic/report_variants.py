@@ -13,7 +13,6 @@ mean +- t_{0.975, k-1} * sd / sqrt(k) over the k seeds present for both learners
 from __future__ import annotations
 
 import csv
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -28,10 +27,10 @@ LABELS = {
 
 
 def load(out: Path) -> list[dict]:
-    runs = Path(out) / "runs.jsonl"
-    if not runs.exists():
-        return []
-    return [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
+    """The cells of ``out/runs.jsonl`` (unreadable lines reported on stderr and left out)."""
+    from run_study import read_runs
+
+    return read_runs(Path(out) / "runs.jsonl")
 
 
 def paired_ci(a, b=None):

@@ -8,7 +8,9 @@ One command regenerates everything in the output folder (default: next to this f
 
 Each finished (task, noise, seed, m) cell -- every learner on the same data split, so the
 comparisons are paired -- is appended as JSON lines to ``<out>/runs.jsonl`` and flushed, so an
-interrupted run resumes where it stopped (``--fresh`` starts over). At the end the runs are
+interrupted run resumes where it stopped (``--fresh`` starts over). A line cut off by an
+interruption (or otherwise unreadable) is set aside into ``runs.jsonl.bad`` with a warning, the
+good lines are kept, and the lost run is recomputed. At the end the runs are
 gathered into ``results.nc`` (an ``xarray.Dataset`` with dims learner, task, noise, m, seed),
 ``table.csv`` / ``table.md`` (mean +- standard error over seeds), ``claims.md`` (the paper's
 claims checked with paired differences) and the figures ``error_vs_m.png`` and
@@ -26,6 +28,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
+
+from meanfield._scripts import int_range, output_dir
 
 HERE = Path(__file__).resolve().parent
 
@@ -128,26 +132,89 @@ def _key(rec) -> tuple:
     return (rec["learner"], rec["task"], float(rec["noise"]), int(rec["seed"]), int(rec["m"]))
 
 
+class StudyInputError(ValueError):
+    """The output folder holds something the study refuses (e.g. runs of another
+    configuration): the command line ends with one line and exit status 2."""
+
+
+def _warn(message: str) -> None:
+    print(f"{Path(sys.argv[0]).name or 'run_study.py'}: warning: {message}", file=sys.stderr)
+
+
+def read_runs(runs: Path, repair: bool = False) -> list[dict]:
+    """The records of the checkpoint file ``runs`` (one JSON object a line; [] if absent).
+
+    A line that is not a JSON object -- the last one cut off mid-write by an interruption, or
+    a damaged one -- is reported on stderr and left out, never silently.  With ``repair``
+    such lines are moved to ``runs.jsonl.bad`` (appended, with their line numbers) and
+    ``runs`` is rewritten with the good lines only, each ending in a newline, so that the
+    next appended record starts on a line of its own; the lost runs are then recomputed by
+    the caller (their keys are missing).
+    """
+    if not runs.exists():
+        return []
+    text = runs.read_text(encoding="utf-8", errors="replace")
+    good, bad = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            rec = None
+        if isinstance(rec, dict):
+            good.append((line, rec))
+        else:
+            bad.append((number, line))
+    for number, line in bad:
+        cut = number == len(text.splitlines()) and not text.endswith("\n")
+        why = "cut off (an interrupted write?)" if cut else "not a JSON record"
+        shown = line if len(line) <= 60 else line[:57] + "..."
+        _warn(
+            f"{runs} line {number} is {why}: {shown!r}; "
+            + (f"set aside in {runs.name}.bad, its run will be recomputed" if repair else "skipped")
+        )
+    if repair and (bad or (text and not text.endswith("\n"))):
+        if bad:
+            with open(runs.with_name(runs.name + ".bad"), "a", encoding="utf-8") as fh:
+                for number, line in bad:
+                    fh.write(f"{number}\t{line}\n")
+        tmp = runs.with_name(runs.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line, _ in good), encoding="utf-8")
+        os.replace(tmp, runs)
+    return [rec for _, rec in good]
+
+
 def open_runs(out: Path, cfg: dict, fresh: bool, key) -> tuple[Path, dict]:
     """The checkpoint file ``out/runs.jsonl`` and its records keyed by ``key(record)``.
 
     ``fresh`` deletes it first; runs of another configuration (``out/config.json``) are refused
-    rather than mixed. Writes the configuration.
+    rather than mixed. Writes the configuration. Unreadable lines (a last line cut off by an
+    interruption) are set aside with a warning (:func:`read_runs`), so their runs are redone.
     """
     out.mkdir(parents=True, exist_ok=True)
     runs, cfg_file = out / "runs.jsonl", out / "config.json"
     if fresh:
         runs.unlink(missing_ok=True)
     plain = json.loads(json.dumps(cfg))  # tuples -> lists, as read back from disk
-    if runs.exists() and cfg_file.exists() and json.loads(cfg_file.read_text()) != plain:
-        raise SystemExit(f"{runs} holds runs of another configuration; pass --fresh to start over")
+    if runs.exists() and cfg_file.exists():
+        try:
+            stored = json.loads(cfg_file.read_text())
+        except json.JSONDecodeError:
+            stored = None  # cut off by an interruption: rewritten below
+            _warn(f"{cfg_file} is unreadable (an interrupted write?); it is written anew")
+        if stored is not None and stored != plain:
+            raise StudyInputError(
+                f"{runs} holds runs of another configuration; pass --fresh to start over "
+                "or choose another --out"
+            )
     cfg_file.write_text(json.dumps(cfg, indent=1))
     done = {}
-    if runs.exists():
-        for line in runs.read_text().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                done[key(rec)] = rec
+    for rec in read_runs(runs, repair=True):
+        try:
+            done[key(rec)] = rec
+        except (KeyError, TypeError, ValueError):
+            _warn(f"{runs}: a record without its keys is skipped: {str(rec)[:60]!r}")
     return runs, done
 
 
@@ -465,16 +532,27 @@ def main(argv=None):
     )
     ap.add_argument("--config", choices=sorted(CONFIGS), default="full")
     ap.add_argument(
-        "--out", type=Path, default=None, help="output folder (default: results/<config>)"
+        "--out",
+        type=output_dir,
+        default=None,
+        metavar="FOLDER",
+        help="output folder, created if missing (default: results/<config> next to this file)",
     )
-    ap.add_argument("--workers", type=int, default=1, help="processes (one run per core)")
+    ap.add_argument(
+        "--workers", type=int_range(1), default=1, help="processes >= 1 (one run per core)"
+    )
     ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
     ap.add_argument("--no-figures", action="store_true")
     ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
+    args = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
     out = args.out or HERE / "results" / args.config
     t0 = time.perf_counter()
-    records = run(args.config, out, workers=args.workers, fresh=args.fresh, progress=not args.quiet)
+    try:
+        records = run(
+            args.config, out, workers=args.workers, fresh=args.fresh, progress=not args.quiet
+        )
+    except StudyInputError as err:
+        ap.error(str(err))
     report(records, args.config, out, figures=not args.no_figures)
     if not args.quiet:
         print(f"done in {time.perf_counter() - t0:.1f} s; results in {out}")

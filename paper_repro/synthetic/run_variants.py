@@ -17,8 +17,9 @@ learner:
   and scored on the test set for the variant table.
 
 Each finished cell is appended to ``<out>/runs.jsonl`` and flushed at once (resumable: a rerun
-skips finished cells; ``--fresh`` starts over; a changed configuration is refused). Records hold
-the parameters, seeds, CV scores, package version, wall time and machine. The report
+skips finished cells; ``--fresh`` starts over; a changed configuration is refused; a line cut
+off by an interruption is set aside into ``runs.jsonl.bad`` with a warning and its cell rerun).
+Records hold the parameters, seeds, CV scores, package version, wall time and machine. The report
 (``report_variants.py``) writes the tables and ``claims.md`` with paired 95 % intervals.
 """
 
@@ -38,7 +39,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_study import TASKS, open_runs  # noqa: E402  (the first study's tasks, unchanged)
+from run_study import TASKS, StudyInputError, open_runs  # noqa: E402  (the first study's tasks)
+
+from meanfield._scripts import existing_dir, output_dir  # noqa: E402
 
 #: Settings shared by every Coulomb variant (the first study's, chosen there on dev seeds).
 BASE = dict(lam=0.3, s=1.0, softening=0.1, beta=1e3, eta=1.0, n_steps=300, data_batch=250)
@@ -221,13 +224,33 @@ def run(config: str, out: Path, fresh: bool = False) -> list[dict]:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=list(CONFIGS), default="full")
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--fresh", action="store_true")
-    ap.add_argument("--report-only", action="store_true")
-    a = ap.parse_args(argv)
+    ap.add_argument(
+        "--out",
+        type=output_dir,
+        default=None,
+        metavar="FOLDER",
+        help="output folder, created if missing (default: results/variants_<config> here)",
+    )
+    ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
+    ap.add_argument(
+        "--report-only", action="store_true", help="tables and claims from the runs on disk"
+    )
+    a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
     out = a.out or HERE / "results" / f"variants_{a.config}"
-    if not a.report_only:
-        run(a.config, out, fresh=a.fresh)
+    if a.report_only:
+        if a.fresh:
+            ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
+        try:
+            existing_dir(str(out))
+        except argparse.ArgumentTypeError as err:
+            ap.error(f"argument --out: --report-only reads the runs there: {err}")
+        if not (out / "runs.jsonl").is_file():
+            ap.error(f"argument --out: --report-only: no runs.jsonl in {str(out)!r}")
+    else:
+        try:
+            run(a.config, out, fresh=a.fresh)
+        except StudyInputError as err:
+            ap.error(str(err))
     from report_variants import report
 
     report(out, CONFIGS[a.config])

@@ -18,7 +18,8 @@ particles get D particles from the sigma = 1 draw: every variant of ``run_varian
 is fitted and scored, and the one chosen by 3-fold CV on a 2000-row subsample of the training
 data (CV on all 10^4 rows x 9 variants is the expensive part) is reported as "Coulomb (CV)".
 
-Each seed is appended to ``results/sinha_duchi/runs.jsonl`` when it finishes (resumable);
+Each seed is appended to ``results/sinha_duchi/runs.jsonl`` (``--out``) when it finishes
+(resumable; a line cut off by an interruption is set aside with a warning and its seed rerun);
 ``table.md`` puts the published numbers beside ours.
 """
 
@@ -36,7 +37,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from run_study import read_runs  # noqa: E402
 from run_variants import BASE, VARIANTS, machine  # noqa: E402
+
+from meanfield._scripts import int_range, output_dir  # noqa: E402
 
 PUBLISHED = {"rff": 0.355, "importance": 0.143}
 PROTOCOL = dict(
@@ -151,17 +155,18 @@ def table(records) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "sinha_duchi")
-    a = ap.parse_args(argv)
+    ap.add_argument("--seeds", type=int_range(0), nargs="+", default=[0, 1, 2], help="seeds (>= 0)")
+    ap.add_argument(
+        "--out",
+        type=output_dir,
+        default=str(HERE / "results" / "sinha_duchi"),
+        metavar="FOLDER",
+        help="output folder, created if missing [default: results/sinha_duchi here]",
+    )
+    a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
     a.out.mkdir(parents=True, exist_ok=True)
     runs = a.out / "runs.jsonl"
-    done = {}
-    if runs.exists():
-        for line in runs.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done[r["seed"]] = r
+    done = {r["seed"]: r for r in read_runs(runs, repair=True) if "seed" in r}
     with open(runs, "a") as fh:
         for s in a.seeds:
             if s in done:
