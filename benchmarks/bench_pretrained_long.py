@@ -73,10 +73,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_attention import fit_slope  # noqa: E402  (the shared log-log slope helper)
 
+from meanfield._scripts import add_bench_out  # noqa: E402
 from meanfield.attention.linear import ATTENTION_KINDS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2"
 NAME = "bench_pretrained_long"
 SANITY_L = 512
@@ -87,12 +87,12 @@ SANITY_L = 512
 # ---------------------------------------------------------------------------------------
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2 (argparse would add its usage)
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+        _fail(message)
 
 
 def _fail(message: str):
-    print(f"error: {message}", file=sys.stderr)
+    # as every script of benchmarks/: "<script>: error: ..." on one line
+    print(f"{Path(__file__).name}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
 
@@ -135,7 +135,7 @@ def parse(argv):
     ap.add_argument("--repeats-long", type=int, default=2, help="timed repeats at L > 4096")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--memory", choices=("subprocess", "inprocess", "none"), default="subprocess")
-    ap.add_argument("--out", default=str(RESULTS), help="results folder")
+    add_bench_out(ap, f"{NAME}.json and .txt")
     ap.add_argument("--note", default="", help="a line of context written into the .txt")
     ap.add_argument("--child-memory", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -566,7 +566,7 @@ def main(argv=None) -> dict:
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{NAME}.json"
-    path.write_text(json.dumps(res, indent=1))
+    path.write_text(json.dumps(res, indent=1, default=str))
     path.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     print(f"wrote {path} and its .txt", flush=True)
     return res

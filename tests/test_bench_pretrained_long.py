@@ -66,7 +66,7 @@ def test_bad_input_exits_2_with_one_line(argv, capsys):
         bench.main(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: --"), err
+    assert len(err) == 1 and err[0].startswith("bench_pretrained_long.py: error: "), err
     assert argv[0] in err[0]
 
 
