@@ -40,6 +40,12 @@ def small():
     return get
 
 
+# the ldp_rate dataset (grid rates in two regimes and tilted Monte Carlo) costs about 9 s: its
+# tests are in the slow tier, so the quick tier never computes it
+SLOW_DATA = {"ldp_rate"}
+DATA_PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_DATA else n for n in DATA]
+
+
 def test_registry_reexports_the_moved_experiments():
     """figures.py keeps the names it had (the cli and older scripts import them from it)."""
     for name, (compute, plot) in figures.FIGURES.items():
@@ -92,6 +98,7 @@ def test_n_limit_distance_falls_like_inverse_sqrt_n(small):
     assert np.all(np.isnan(ds["rate_w2"].values))
 
 
+@pytest.mark.slow
 def test_ldp_rate_grid_scgf_matches_closed_forms(small):
     """Grid side of the figure against independent truths.
 
@@ -121,6 +128,7 @@ def test_ldp_rate_grid_scgf_matches_closed_forms(small):
     assert np.all(np.diff(mean) > 0)  # Λ is convex
 
 
+@pytest.mark.slow
 def test_ldp_rate_monte_carlo_is_precise_and_near_the_grid_rate(small):
     """Monte Carlo side: P(L_N ≥ a) is far below 1/samples yet known to a few % (rate s.e.
     < 5 %); the mean-field rates fall towards J(a) from above with N (measured 0.38, 0.25 vs
@@ -173,7 +181,7 @@ def test_coulomb3d_grid_converges_and_particles_fill_the_ball(small):
     assert ds["w2_grid"].values[-1] < ds["w2_grid"].values[0]
 
 
-@pytest.mark.parametrize("name", list(DATA))
+@pytest.mark.parametrize("name", DATA_PARAMS)
 def test_plot_function_draws_the_data(small, name):
     """Each drawing function returns a Figure with labelled axes and one artist per series."""
     ds = small(name)
@@ -187,6 +195,7 @@ def test_plot_function_draws_the_data(small, name):
     assert buf.tell() > 1000
 
 
+@pytest.mark.slow
 def test_plot_ldp_rate_draws_the_values_it_is_given(small):
     """The grid rate J(a) is drawn at its value and the Monte Carlo points at theirs."""
     ds = small("ldp_rate")
