@@ -37,6 +37,7 @@ def _asserts(nb) -> int:
     )
 
 
+@pytest.mark.slow  # a kernel per notebook: 11-25 s each
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes_and_its_checks_hold(path, tmp_path, monkeypatch):
     nb = jupytext.read(path)
@@ -62,6 +63,7 @@ def test_paired_ipynb_has_the_same_code(path):
     assert code == [c.source.strip() for c in ipynb.cells if c.cell_type == "code"]
 
 
+@pytest.mark.slow  # starts a kernel
 def test_a_failing_notebook_assertion_fails_the_run(tmp_path, monkeypatch):
     """The mechanism the checks rely on: an assert that fails inside a notebook stops the
     execution with an error naming it."""

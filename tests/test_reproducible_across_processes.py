@@ -20,6 +20,9 @@ import pytest
 
 pytest.importorskip("tokenizers")
 
+# two fresh interpreters per check (the first case of each kind pays 10-25 s for all)
+pytestmark = pytest.mark.slow
+
 FIX = Path(__file__).parent / "fixtures" / "nlp"
 
 SCRIPT = r"""

@@ -87,9 +87,9 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        ``prob_N``, ``prob_se_N`` (N, eps_N), ``mean_gap_N`` (N), ``decay_rate_N`` (eps_N);
-        the same with ``_beta`` over (beta, eps_beta); ``prob_w2``, ``prob_w2_se``
-        (N, eps_w2) and ``mean_w2`` (N).
+        ``prob_N``, ``prob_se_N`` (N, eps_N), ``mean_gap_N``, ``mean_gap_se_N`` (N),
+        ``decay_rate_N`` (eps_N); the same with ``_beta`` over (beta, eps_beta); ``prob_w2``,
+        ``prob_w2_se`` (N, eps_w2) and ``mean_w2``, ``mean_w2_se`` (N).
 
     Examples
     --------
@@ -120,8 +120,9 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
         E, X, "softplus", 2.0, cfg["Ns"], [0.75, 1.0, 1.5], eps_w2=[0.3, 0.4, 0.5], **kw
     )
     in_b = kernel_concentration_in_beta(E, X, "softplus", 16, cfg["betas"], [0.5, 1.0], **kw)
-    w2 = in_n[["prob_w2", "prob_w2_se", "mean_w2"]]
-    in_n = in_n.drop_vars(["prob_w2", "prob_w2_se", "mean_w2", "eps_w2"])
+    w2_vars = ["prob_w2", "prob_w2_se", "mean_w2", "mean_w2_se"]
+    w2 = in_n[w2_vars]
+    in_n = in_n.drop_vars([*w2_vars, "eps_w2"])
     in_n, in_b = in_n.rename(eps="eps_N"), in_b.rename(eps="eps_beta")
     out = xr.Dataset(
         {

@@ -575,9 +575,10 @@ def kernel_concentration(
     Returns
     -------
     xarray.Dataset
-        ``prob``, ``prob_se`` (N, eps); ``mean_gap`` (N); ``decay_rate`` (eps): the slope of
-        −log P against N, NaN (undetermined) where fewer than 3 sizes have P > 0.  With
-        ``eps_w2``: ``prob_w2``, ``prob_w2_se`` (N, eps_w2) and ``mean_w2`` (N).
+        ``prob``, ``prob_se`` (N, eps); ``mean_gap``, ``mean_gap_se`` (N); ``decay_rate``
+        (eps): the slope of −log P against N, NaN (undetermined) where fewer than 3 sizes have
+        P > 0.  With ``eps_w2``: ``prob_w2``, ``prob_w2_se`` (N, eps_w2) and ``mean_w2``,
+        ``mean_w2_se`` (N).  Standard errors are over the independent replicas.
 
     Examples
     --------
@@ -658,12 +659,16 @@ def _mala_snapshots(energy, rho, grid, N, n_replicas, gen, burn_in, seed, chain)
 
 def _tail_table(values, eps, dim: str, prob: str, mean: str) -> dict:
     """Dataset variables from per-N samples ``values`` (list of (T, R) arrays): ``prob`` and
-    ``prob`` + ``_se`` over (N, ``dim``) (:func:`_tail_fractions`), ``mean`` over N."""
+    ``prob`` + ``_se`` over (N, ``dim``) (:func:`_tail_fractions`), ``mean`` and ``mean`` +
+    ``_se`` over N (the standard error from the spread of the replicas' own means: replicas are
+    independent, the snapshots of one replica are not)."""
     fractions = [_tail_fractions(v, eps) for v in values]
+    per_replica = [v.mean(0) for v in values]
     return {
         prob: (("N", dim), np.array([f[0] for f in fractions])),
         f"{prob}_se": (("N", dim), np.array([f[1] for f in fractions])),
         mean: ("N", np.array([v.mean() for v in values])),
+        f"{mean}_se": ("N", np.array([m.std(ddof=1) / math.sqrt(len(m)) for m in per_replica])),
     }
 
 
@@ -743,7 +748,8 @@ def kernel_concentration_in_beta(
     Returns
     -------
     xarray.Dataset
-        Over (``beta``, ``eps``): ``prob``, ``prob_se``; over ``beta``: ``mean_gap``;
+        Over (``beta``, ``eps``): ``prob``, ``prob_se``; over ``beta``: ``mean_gap``,
+        ``mean_gap_se``;
         ``decay_rate`` (eps): the slope of −log P against β (NaN, undetermined, where fewer
         than 3 β have P > 0).
 
