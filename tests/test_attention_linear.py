@@ -1,6 +1,8 @@
 """Linear attention and KernelAttention (meanfield.attention.linear)."""
 
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -385,13 +387,56 @@ def test_causal_gradients_match_finite_differences(kind):
     )
 
 
+_PEAK_MEMORY_CHILD = """
+import sys, torch
+from meanfield.attention.features import make_feature_map
+from meanfield.attention.linear import kernel_attention
+
+def hwm():  # peak resident set (kB) since the last reset
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+
+kind, L = sys.argv[1], int(sys.argv[2])
+g = torch.Generator().manual_seed(9)
+q, k, v = (torch.randn(1, L, 1, n, generator=g) for n in (4, 4, 2))
+fm = make_feature_map(kind, 4, 4, seed=0)
+kernel_attention(q[:, :256], k[:, :256], v[:, :256], fm, causal=True)  # warm the allocator
+open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current resident set
+base = hwm()
+out = kernel_attention(q, k, v, fm, causal=True)
+assert out.shape == (1, L, 1, 2) and bool(torch.isfinite(out).all())
+print(hwm() - base)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="peak-RSS reset needs Linux /proc"
+)
 def test_causal_memory_is_linear_in_length():
-    """L = 2^16 in small width: an L x L tensor (16 GiB in float32) would not fit."""
-    q, k, v = _qkv(1, 1 << 16, 1, 4, 2, seed=9, dtype=torch.float32)
+    """The peak memory of causal attention grows linearly in L, measured: L = 2^16, d = 4,
+    m = 4, one head in float32, each call in a fresh process with its peak RSS reset just
+    before it.  An L x L score matrix would be 16 GiB; the linear path holds O(L (m + d)) floats
+    plus one C x C chunk block (C = 64) at a time: q, k, v, the features and the output are
+    ~40 floats per token = 10 MiB at 2^16 (measured: 20 MiB).  The budget, 64 MiB, is 6x that (allocator
+    slack, the prefix-sum buffers) and 1/256 of the quadratic cost; from L = 2^12 to 2^16
+    (16x) the growth must stay under 40x (quadratic: 256x), with 2 MiB of noise floor."""
+    import subprocess
+    import sys
+
+    def peak_kib(kind, L):
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK_MEMORY_CHILD, kind, str(L)],
+            capture_output=True, text=True, timeout=120, check=True,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )  # fmt: skip
+        return int(out.stdout.split()[-1])
+
     for kind in ("favor", "softmaxfeat"):
-        fm = make_feature_map(kind, 4, 4, seed=0)
-        out = kernel_attention(q, k, v, fm, causal=True)
-        assert out.shape == (1, 1 << 16, 1, 2) and torch.isfinite(out).all()
+        small, big = peak_kib(kind, 1 << 12), peak_kib(kind, 1 << 16)
+        assert big < 64 * 1024, (kind, big)
+        assert big < 40 * max(small, 2048), (kind, small, big)
 
 
 def test_input_dtype_must_match_the_parameters_outside_autocast():
