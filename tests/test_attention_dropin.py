@@ -764,3 +764,33 @@ def test_no_f_pad_of_bool_tensors(monkeypatch):
                 out, w = ka(x, x, x, key_padding_mask=kpm, is_causal=causal)
                 assert torch.isfinite(out).all() and w.shape == (2, 6, 8)
                 ka(x, x, x, attn_mask=torch.randn(6, 6), key_padding_mask=kpm)
+
+
+def test_tied_module_inside_an_encoder_built_for_mha_in_eval_with_grad():
+    """tie_qk has no packed parameter, but nn.TransformerEncoder (built with
+    nn.MultiheadAttention layers, nested tensors on) reads ``in_proj_weight.requires_grad`` of
+    its first layer in eval mode with a padding mask: it gets the packed [QK; QK; V] blocks
+    (it was None: AttributeError inside torch)."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2)
+    for block in enc.layers:
+        block.self_attn = KernelAttention(
+            16, 2, feature="favor", n_features=8, tie_qk=True, batch_first=True
+        )
+    enc.eval()
+    x = torch.randn(3, 5, 16)
+    pad = torch.zeros(3, 5, dtype=torch.bool)
+    pad[0, 3:] = True
+    out = enc(x, src_key_padding_mask=pad)  # grad enabled
+    assert out.shape == (3, 5, 16) and torch.isfinite(out).all()
+    attn = enc.layers[0].self_attn
+    qk, v = attn.qk_proj_weight, attn.v_proj_weight
+    assert torch.equal(attn.in_proj_weight, torch.cat([qk, qk, v]))
+    assert attn.in_proj_weight.requires_grad
+    assert torch.equal(attn.in_proj_bias[:16], attn.qk_proj_bias)
+    # the packed view is derived, not a parameter: the state_dict is unchanged by it
+    assert sorted(attn.state_dict()) == sorted(
+        ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+        + ["feature_map.omega", "feature_map._extra_state"]
+    )

@@ -384,6 +384,19 @@ class KernelAttention(nn.Module):
         self.register_state_dict_post_hook(_tied_state_as_mha)
 
     # -- parameters -----------------------------------------------------------------------
+    def __getattr__(self, name: str):
+        # tie_qk has no packed parameter, but torch's containers read in_proj_weight /
+        # in_proj_bias in their fast-path checks (``.requires_grad`` of each): give them the
+        # packed blocks [QK; QK; V] (a new tensor: write to qk_proj_* / v_proj_* instead)
+        if name in ("in_proj_weight", "in_proj_bias") and self.__dict__.get("tie_qk"):
+            # (AttributeError while __init__ has not made the blocks yet)
+            qk = nn.Module.__getattr__(self, "qk_proj_" + name[8:])
+            v = nn.Module.__getattr__(self, "v_proj_" + name[8:])
+            if qk is None or v is None or qk.shape[-1:] != v.shape[-1:]:
+                return None
+            return torch.cat([qk, qk, v])
+        return nn.Module.__getattr__(self, name)
+
     def _blocks(self) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
         """The distinct ``(weight, bias)`` projection blocks (Q, K, V; QK, V if tied)."""
         if self.tie_qk:
