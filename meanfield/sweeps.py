@@ -396,6 +396,7 @@ def run_sweep(
     out_dir,
     *,
     fixed: Mapping | None = None,
+    context: Mapping | None = None,
     scheduler: str = "local",
     n_workers: int | None = None,
     progress: bool = True,
@@ -415,6 +416,11 @@ def run_sweep(
         Where ``runs/<key>.nc`` and the gathered ``sweep.nc`` are written.
     fixed : mapping, optional
         Parameters passed to every run (recorded in the attributes).
+    context : mapping, optional
+        Passed to every run like ``fixed`` but not part of its key: *where* the inputs and
+        outputs live (folders), not *what* is computed, so moving a study's folders (another
+        machine, a clone) finds its finished runs.  Identify the inputs' content in ``fixed``
+        (e.g. a fingerprint of the data files), never their location.
     scheduler : {"local", "threads"} or str
         ``"local"``: a ``distributed.LocalCluster`` of single-threaded processes; ``"threads"``:
         dask's threaded scheduler in this process; else the address of a dask scheduler.
@@ -463,10 +469,15 @@ def run_sweep(
     points, fixed, n_workers, out_dir = _check_arguments(
         func, grid, out_dir, fixed, scheduler, n_workers, on_conflict
     )
+    context = dict(context or {})
+    clash = (set(grid) | set(fixed)) & set(context)
+    if clash:
+        raise InputError(f"parameter(s) {sorted(clash)} are both context and swept or fixed")
     digest, notes = _register_configuration(out_dir, func, fixed, on_conflict)
     paths, todo = _pending_runs(out_dir / "runs", points, digest, notes)
     _report(notes, log)
-    _compute_runs(func, todo, len(points), fixed, digest, scheduler, n_workers, progress)
+    every_run = {**fixed, **context}
+    _compute_runs(func, todo, len(points), every_run, digest, scheduler, n_workers, progress)
     result = gather_runs(paths, points, grid)
     _save_sweep(result, out_dir, func, grid, fixed, digest, notes)
     return result

@@ -4,6 +4,7 @@ Every test builds a tiny random BERT in the Hugging Face layout (no test needs r
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -199,3 +200,87 @@ def test_tiny_study_resumes_and_recomputes_under_a_changed_configuration(bert_di
     cfg["train"] = dict(cfg["train"], lr=5e-4)
     run_study(cfg, **kw)
     assert len(list((tmp_path / "linearized" / "runs").glob("*.nc"))) == 4
+    # the report shows the current setting's runs only, never the stale ones beside them
+    from meanfield.studies.pretrained_nlp_report import load_runs
+
+    rows = [r for r in load_runs(tmp_path) if r["stage"] == "linearized"]
+    assert len(rows) == 2
+
+
+def _mtimes(folder):
+    """The run files' modification times (the gathered sweep.nc is rewritten by every call)."""
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("*/runs/*.nc")}
+
+
+def test_tiny_study_found_again_after_moving_its_folders(bert_dir, tmp_path):
+    """Runs are keyed by what they compute from (configuration, data and weights
+    fingerprints), not by where the folders lie: a moved results folder and a copied model
+    folder find every run (0 recomputed); a lost checkpoint (not kept with the results)
+    recomputes its stage-1 run, not a crash in stage 2."""
+    import shutil
+
+    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+
+    cfg = json.load(open(TINY_CONFIG))
+    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    a, b = tmp_path / "a", tmp_path / "b"
+    first = run_study(cfg, data_dir=FIXTURES, model_dir=bert_dir, out_dir=a, progress=False)
+    shutil.move(a, b)
+    model2 = shutil.copytree(bert_dir, tmp_path / "model-copy")
+    before = _mtimes(b)
+    again = run_study(cfg, data_dir=FIXTURES, model_dir=model2, out_dir=b, progress=False)
+    assert _mtimes(b) == before and len(before) == 2  # no run recomputed
+    np.testing.assert_array_equal(
+        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
+    )
+    for ckpt in (b / "checkpoints").rglob("*"):
+        if ckpt.is_file():
+            ckpt.unlink()
+    third = run_study(cfg, data_dir=FIXTURES, model_dir=model2, out_dir=b, progress=False)
+    assert list((b / "softmax" / "runs" / "set_aside").iterdir())  # stage 1 recomputed
+    np.testing.assert_array_equal(  # deterministic: the same numbers
+        third["softmax"]["clean_accuracy"].values, first["softmax"]["clean_accuracy"].values
+    )
+
+
+def test_runs_of_the_earlier_location_keyed_scheme_are_rekeyed_not_recomputed(bert_dir, tmp_path):
+    import xarray as xr
+
+    from meanfield.results import save_dataset
+    from meanfield.studies import pretrained_nlp as st
+    from meanfield.sweeps import configuration_digest, run_key, sweep_configuration
+
+    cfg = json.load(open(st.TINY_CONFIG))
+    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    kw = dict(data_dir=st.FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
+    first = st.run_study(cfg, **kw)
+    # turn the finished runs into what the earlier scheme wrote: keyed by the folders
+    full = st.check_config(cfg)
+    base = {k: v for k, v in full.items() if k not in st._GRID_ONLY}
+    legacy = {
+        "config": json.dumps(base, sort_keys=True),
+        "data_dir": str(Path(st.FIXTURES).resolve()),
+        "model_dir": str(Path(bert_dir).resolve()),
+        "out_dir": str(tmp_path.resolve()),
+    }
+    for stage, func in (("softmax", st.run_softmax), ("linearized", st.run_linearized)):
+        digest = configuration_digest(sweep_configuration(func, legacy))
+        for path in (tmp_path / stage / "runs").glob("*.nc"):
+            with xr.open_dataset(path, engine="h5netcdf") as ds:
+                ds = ds.load()
+            point = {k[6:]: ds.attrs[k] for k in ("sweep_dataset", "sweep_seed", "sweep_variant")
+                     if k in ds.attrs}  # fmt: skip
+            point["seed"] = int(point["seed"])
+            ds.attrs["sweep_config_digest"] = digest
+            path.unlink()
+            save_dataset(ds, path.parent / f"{run_key(point, digest)}.nc")
+        (tmp_path / stage / "current.json").unlink()
+    again = st.run_study(cfg, **kw)
+    np.testing.assert_array_equal(
+        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
+    )
+    for stage in ("softmax", "linearized"):
+        files = list((tmp_path / stage / "runs").glob("*.nc"))
+        assert len(files) == 1
+        with xr.open_dataset(files[0], engine="h5netcdf") as ds:
+            assert "sweep_rekeyed_from" in ds.attrs

@@ -211,3 +211,41 @@ def test_the_key_holds_the_run_function_defaults(tmp_path, monkeypatch):
     # an object default enters by its type, never by a repr holding a memory address
     f, o1, o2 = sweeps.sweep_configuration, object(), object()
     assert f(lambda a, b=o1: 0, {}) == f(lambda a, b=o2: 0, {})
+
+
+def _run_reading_a_folder(N, *, offset, folder):
+    import xarray as xr
+
+    return xr.Dataset({"x": ((), N + offset + len(folder) * 0)})
+
+
+def test_context_reaches_every_run_but_not_its_key(tmp_path):
+    """``context`` (where inputs lie) is passed to each run like ``fixed`` but is not keyed:
+    another folder finds the same runs; a changed fixed value computes new ones; a name both
+    fixed and context is refused before any work."""
+    from meanfield.errors import InputError
+
+    def sweep(offset, folder):
+        return run_sweep(
+            _run_reading_a_folder,
+            {"N": [1, 2]},
+            tmp_path / "out",
+            fixed={"offset": offset},
+            context={"folder": folder},
+            scheduler="threads",
+            progress=False,
+        )
+
+    first = sweep(10, "/somewhere")
+    names = sorted(p.name for p in (tmp_path / "out" / "runs").glob("*.nc"))
+    again = sweep(10, "/elsewhere/entirely")
+    assert sorted(p.name for p in (tmp_path / "out" / "runs").glob("*.nc")) == names
+    assert again["x"].values.tolist() == first["x"].values.tolist() == [11, 12]
+    assert sweep(20, "/somewhere")["x"].values.tolist() == [21, 22]
+    assert len(list((tmp_path / "out" / "runs").glob("*.nc"))) == 4
+    with pytest.raises(InputError, match="offset"):
+        run_sweep(
+            _run_reading_a_folder, {"N": [1]}, tmp_path / "x", fixed={"offset": 1},
+            context={"offset": 2}, scheduler="threads", progress=False,
+        )  # fmt: skip
+    assert not (tmp_path / "x").exists()

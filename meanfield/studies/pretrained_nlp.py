@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import time
@@ -211,12 +212,122 @@ def _checkpoint(out_dir: str, dataset: str, seed: int) -> Path:
     return Path(out_dir) / "checkpoints" / f"softmax_{dataset}_seed{seed}.pt"
 
 
+def input_fingerprints(cfg: dict, data_dir, model_dir) -> tuple[str, str]:
+    """(data_id, model_id): SHA-1 digests of what the runs compute from, not where it lies.
+
+    ``data_id`` covers the texts and labels of every data set's training and evaluation split
+    as loaded; ``model_id`` the weights, configuration and tokenizer files of ``model_dir``.
+    Runs are keyed by them, so a moved or copied data or model folder finds its runs.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from meanfield.attention.pretrained import save_tiny_bert
+    >>> model_dir = tempfile.mkdtemp(); save_tiny_bert(model_dir)
+    >>> cfg = check_config(json.load(open(TINY_CONFIG)))
+    >>> a = input_fingerprints(cfg, FIXTURES, model_dir)
+    >>> a == input_fingerprints(cfg, FIXTURES, model_dir), [len(x) for x in a]
+    (True, [40, 40])
+    """
+    from ..attention.data import load_split
+
+    h = hashlib.sha1()
+    for ds in cfg["datasets"]:
+        src = ds.get("source", "auto")
+        for split in (ds.get("train_split", "train"), ds.get("eval_split", "test")):
+            sp = load_split(ds["task"], split, data_dir, source=src)
+            h.update(json.dumps([ds["name"], split, list(sp.text_a)]).encode())
+            h.update(json.dumps(list(sp.text_b) if sp.text_b is not None else None).encode())
+            h.update(np.asarray(sp.labels).tobytes())
+    m = hashlib.sha1()
+    for f in sorted(Path(model_dir).iterdir()):
+        if f.is_file() and (f.suffix in (".json", ".safetensors", ".bin", ".txt")):
+            m.update(f.name.encode())
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    m.update(block)
+    return h.hexdigest(), m.hexdigest()
+
+
+def _rekey_location_runs(func, stage_dir: Path, dataset: str, legacy: dict, fixed: dict) -> None:
+    """Runs of ``dataset`` keyed by the earlier scheme (the configuration and the resolved
+    folders) are given the current keys (the configuration and the inputs' fingerprints):
+    the same computation, so nothing is recomputed after the change of scheme.  Every such
+    run file is found (its grid point read from its attributes), whatever the grid now."""
+    from ..results import save_dataset
+    from ..sweeps import configuration_digest, run_key, sweep_configuration
+
+    runs = stage_dir / "runs"
+    if not runs.is_dir():
+        return
+    old = configuration_digest(sweep_configuration(func, legacy))
+    new = configuration_digest(sweep_configuration(func, fixed))
+    for src in sorted(runs.glob("*.nc")):
+        try:
+            with xr.open_dataset(src, engine="h5netcdf") as ds:
+                if ds.attrs.get("sweep_config_digest") != old:
+                    continue
+                if str(ds.attrs.get("sweep_dataset")) != dataset:
+                    continue
+                ds = ds.load()
+        except (OSError, ValueError):
+            continue  # unreadable: the sweep sets it aside itself
+        point = {"dataset": dataset, "seed": int(ds.attrs["sweep_seed"])}
+        if "sweep_variant" in ds.attrs:
+            point["variant"] = str(ds.attrs["sweep_variant"])
+        dst = runs / f"{run_key(point, new)}.nc"
+        if not dst.exists():
+            ds.attrs["sweep_config_digest"] = new
+            ds.attrs["sweep_rekeyed_from"] = src.name
+            save_dataset(ds, dst)
+        src.unlink()
+
+
+def _record_current(stage_dir: Path, dataset: str, digest, func, fixed: dict) -> None:
+    """Note in ``<stage>/current.json`` the configuration digest of ``dataset``'s runs as last
+    computed: the report shows those runs only (never stale runs of another setting)."""
+    from ..sweeps import configuration_digest, sweep_configuration
+
+    digest = digest or configuration_digest(sweep_configuration(func, fixed))
+    path = stage_dir / "current.json"
+    try:
+        current = json.loads(path.read_text())
+    except (OSError, ValueError):
+        current = {}
+    current[dataset] = digest
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(current, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
+def _set_aside_run(func, point: dict, stage_dir: Path, fixed: dict) -> None:
+    """Move one finished run out of the way (to ``runs/set_aside/``) so it is recomputed."""
+    from ..sweeps import configuration_digest, run_key, sweep_configuration
+
+    digest = configuration_digest(sweep_configuration(func, fixed))
+    path = stage_dir / "runs" / f"{run_key(point, digest)}.nc"
+    if path.is_file():
+        aside = path.parent / "set_aside"
+        aside.mkdir(exist_ok=True)
+        path.replace(aside / f"{path.name}.no-checkpoint")
+
+
 def run_softmax(
-    dataset: str, seed: int, *, config: str, data_dir: str, model_dir: str, out_dir: str
+    dataset: str,
+    seed: int,
+    *,
+    config: str,
+    data_id: str,
+    model_id: str,
+    data_dir: str,
+    model_dir: str,
+    out_dir: str,
 ) -> xr.Dataset:
     """Stage 1: fine-tune the softmax encoder; save its checkpoint; clean and noisy metrics.
 
-    ``config`` is the study configuration as JSON (so the run's key covers all of it).
+    ``config`` is the study configuration as JSON, ``data_id`` and ``model_id`` the
+    fingerprints of the data and weights (:func:`input_fingerprints`): the run's key covers
+    what it computes from; the folders are where they are found (not keyed).
 
     Examples
     --------
@@ -252,6 +363,8 @@ def run_linearized(
     variant: str,
     *,
     config: str,
+    data_id: str,
+    model_id: str,
     data_dir: str,
     model_dir: str,
     out_dir: str,
@@ -275,7 +388,13 @@ def run_linearized(
     prep = _prepare(cfg, dataset, data_dir, model_dir)
     t0 = time.perf_counter()
     model, _ = load_pretrained_classifier(model_dir, seed=seed)
-    model.load_state_dict(torch.load(_checkpoint(out_dir, dataset, seed), weights_only=True))
+    ckpt = _checkpoint(out_dir, dataset, seed)
+    if not ckpt.is_file():  # run_study recomputes stage 1 first; a direct caller is told
+        raise FileNotFoundError(
+            f"no softmax checkpoint {str(ckpt)!r} for {dataset} seed {seed}: run stage 1 "
+            "(run_softmax, or run_study with stages including 'softmax') first"
+        )
+    model.load_state_dict(torch.load(ckpt, weights_only=True))
     omega_seed = seed + 500 if method == "redraw" else seed
     linearize(model, feature, n_features=cfg["n_features"][feature], seed=omega_seed)
     extra: dict = {}
@@ -325,28 +444,58 @@ def run_study(
     >>> res["linearized"]["clean_accuracy"].shape  # (dataset, seed, variant)
     (1, 1, 1)
     """
-    from ..sweeps import run_sweep
+    from ..sweeps import grid_points, run_sweep
 
     cfg = check_config(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg, indent=1))
     # what a run computes from: the grid's own lists (seeds, features, methods, controls) and
-    # the labels stay out, so extending a grid never recomputes the runs already done
-    run_cfg = {k: v for k, v in cfg.items() if k not in _GRID_ONLY}
-    fixed = {
-        "config": json.dumps(run_cfg, sort_keys=True),
+    # the labels stay out, so extending a grid never recomputes the runs already done; each
+    # data set is its own sweep, keyed by its own entry, so adding a data set changes nothing
+    base = {k: v for k, v in cfg.items() if k not in _GRID_ONLY}
+    context = {
         "data_dir": str(Path(data_dir).resolve()),
         "model_dir": str(Path(model_dir).resolve()),
         "out_dir": str(out.resolve()),
     }
-    names = [d["name"] for d in cfg["datasets"]]
-    results = {}
-    kw = dict(fixed=fixed, scheduler=scheduler, n_workers=n_workers, progress=progress)
-    if "softmax" in stages:
-        grid = {"dataset": names, "seed": list(cfg["seeds"])}
-        results["softmax"] = run_sweep(run_softmax, grid, out / "softmax", **kw)
-    if "linearized" in stages:
-        grid = {"dataset": names, "seed": list(cfg["seeds"]), "variant": variants(cfg)}
-        results["linearized"] = run_sweep(run_linearized, grid, out / "linearized", **kw)
+    funcs = {"softmax": run_softmax, "linearized": run_linearized}
+    kw = dict(context=context, scheduler=scheduler, n_workers=n_workers, progress=progress)
+    parts: dict = {"softmax": [], "linearized": []}
+    for ds in cfg["datasets"]:
+        one = dict(base, datasets=[ds])
+        data_id, model_id = input_fingerprints(one, data_dir, model_dir)
+        fixed = {
+            "config": json.dumps(one, sort_keys=True),
+            "data_id": data_id,
+            "model_id": model_id,
+        }
+        grids = {
+            "softmax": {"dataset": [ds["name"]], "seed": list(cfg["seeds"])},
+            "linearized": {
+                "dataset": [ds["name"]],
+                "seed": list(cfg["seeds"]),
+                "variant": variants(cfg),
+            },
+        }
+        for stage, func in funcs.items():
+            # the earlier scheme keyed runs by the folders and the whole data set list
+            for datasets in ([ds], cfg["datasets"]):
+                legacy = {"config": json.dumps(dict(base, datasets=datasets), sort_keys=True)}
+                old = {**legacy, **context}
+                _rekey_location_runs(func, out / stage, ds["name"], old, fixed)
+        # a finished stage-1 run whose checkpoint is gone (a clone: checkpoints are not kept
+        # with the results) is recomputed, so that stage 2 finds its starting point
+        for point in grid_points(grids["softmax"]) if "linearized" in stages else []:
+            if not _checkpoint(out, point["dataset"], point["seed"]).is_file():
+                _set_aside_run(run_softmax, point, out / "softmax", fixed)
+        # stage 2 starts from stage 1's checkpoints: stage 1 is always brought up to date
+        todo = ("softmax", "linearized") if "linearized" in stages else ("softmax",)
+        for stage in todo:
+            res = run_sweep(funcs[stage], grids[stage], out / stage, fixed=fixed, **kw)
+            parts[stage].append(res)
+            _record_current(
+                out / stage, ds["name"], res.attrs.get("sweep_config_digest"), funcs[stage], fixed
+            )
+    results = {k: xr.concat(v, dim="dataset") for k, v in parts.items() if v}
     return results

@@ -73,7 +73,9 @@ def holm(pvalues) -> np.ndarray:
 
 
 def load_runs(out: Path) -> list[dict]:
-    """One dict per finished run: the grid point and every scalar result.
+    """One dict per finished run of the current configuration: the grid point and every
+    scalar result.  ``<stage>/current.json`` (written by the study) names each data set's
+    current configuration digest; runs of other settings in the same folder are left out.
 
     Examples
     --------
@@ -83,9 +85,18 @@ def load_runs(out: Path) -> list[dict]:
     """
     rows = []
     for stage in ("softmax", "linearized"):
+        try:
+            current = json.loads((out / stage / "current.json").read_text())
+        except (OSError, ValueError):
+            current = None  # a folder from before current.json: every run
         for path in sorted((out / stage / "runs").glob("*.nc")):
             try:
                 with xr.open_dataset(path, engine="h5netcdf") as ds:
+                    name = str(ds.attrs["sweep_dataset"])
+                    if current is not None and ds.attrs.get("sweep_config_digest") != current.get(
+                        name
+                    ):
+                        continue
                     row = {k: float(ds[k].values) for k in ds.data_vars}
                     row.update(
                         stage=stage,
