@@ -177,7 +177,10 @@ def test_tie_qk_shares_the_projection():
     tied = KernelAttention(16, 2, feature="favor", tie_qk=True)
     free = KernelAttention(16, 2, feature="favor")
     # one (E, E) block and its bias for Q and K (no torch equivalent: see the class notes)
-    assert tied.in_proj_weight is None and tied.k_proj_weight is None
+    assert tied.k_proj_weight is None
+    # torch's containers read in_proj_weight: the packed [QK; QK; V] blocks, not a parameter
+    assert "in_proj_weight" not in dict(tied.named_parameters())
+    assert torch.equal(tied.in_proj_weight[16:32], tied.qk_proj_weight)
     assert tied.qk_proj_weight.shape == (16, 16) and free.in_proj_weight.shape == (48, 16)
     n_tied = sum(p.numel() for p in tied.parameters())
     n_free = sum(p.numel() for p in free.parameters())
