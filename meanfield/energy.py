@@ -639,7 +639,7 @@ class AlignmentTerm(Term):
     """
 
     name = "alignment"
-    _bound_attributes = ("Xt", "offset", "U", "w")
+    _bound_attributes = ("Xt", "offset", "U", "w", "_offset_zero", "_UXt")
 
     def __init__(self, X, y, feature: str | FeatureMap = "positive"):
         X = check_array("X", X, ndim=2)
@@ -677,9 +677,18 @@ class AlignmentTerm(Term):
             )
         X = torch.as_tensor(self.X_np, dtype=dtype, device=device)
         self.Xt, self.offset = self.feature.lift(X)
+        self._bound = (dim, dtype, device)
+        # c(x) = 0 (every map but the positive one): the pre-activation skips adding it (a
+        # mini-batch inherits the flag: its offsets are some of these)
+        self._offset_zero = not bool(self.offset.any())
+        self._bind_rows()
+
+    def _bind_rows(self):
+        """What follows from the bound rows ``Xt``, ``offset`` and ``U_np``: the target
+        tensors (subclasses add theirs). Also run for a mini-batch, on the parent's rows."""
+        _, dtype, device = self._bound
         self.U = torch.as_tensor(self.U_np, dtype=dtype, device=device)
         self.w = torch.as_tensor(self.w_np, dtype=dtype, device=device)
-        self._bound = (dim, dtype, device)
 
     def subset_data(self, index):
         """The same term on the data rows ``index`` (a mini-batch), bound like this one.
@@ -713,7 +722,10 @@ class AlignmentTerm(Term):
         # keep the full-data class structure (U, w) so T is the same matrix restricted
         new.U_np = self.U_np[index]
         if self._bound is not None:
-            new.bind(*self._bound)
+            # the lift is row-wise: index the bound rows instead of lifting the batch again
+            rows = torch.from_numpy(np.arange(self.n)[index]).to(self.Xt.device)
+            new.Xt, new.offset = self.Xt[rows], self.offset[rows]
+            new._bind_rows()
         return new
 
     def features(self, omega):
@@ -739,8 +751,39 @@ class AlignmentTerm(Term):
         >>> tuple(phi.shape), tuple(dphi.shape)
         ((5, 3), (5, 3))
         """
-        z = self.feature.preactivation(self.Xt, self.offset, omega)
-        return self.feature.g_and_dg(z)
+        return self.feature.g_and_dg(self._preactivation(omega))
+
+    def feature_values(self, omega):
+        """The features Φ_ij = φ(x_j; ω_i) alone (no derivative), shape (..., N, n).
+
+        Parameters
+        ----------
+        omega : tensor (..., N, p)
+            Particles; the term must be bound.
+
+        Returns
+        -------
+        tensor (..., N, n)
+            The first output of :meth:`features`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from meanfield.energy import LinearAlignment
+        >>> term = LinearAlignment(np.eye(3, 2), np.array([1.0, -1.0, 1.0]))
+        >>> term.bind(2, torch.float64, "cpu")
+        >>> omega = torch.zeros(5, 2, dtype=torch.float64)
+        >>> bool(torch.equal(term.feature_values(omega), term.features(omega)[0]))
+        True
+        """
+        return self.feature.g(self._preactivation(omega))
+
+    def _preactivation(self, omega):
+        """z = ω x̃ᵀ + c, without the pass that adds c when it is zero."""
+        if self._offset_zero:
+            return omega @ self.Xt.transpose(-1, -2)
+        return self.feature.preactivation(self.Xt, self.offset, omega)
 
     def _grad_from_coeff(self, coeff, dphi):
         """Σ_j coeff_ij g'(z_ij) x̃_j, shape (..., N, p)."""
@@ -755,7 +798,7 @@ class AlignmentTerm(Term):
 
         The two pieces that the risk and normalised forms combine into their value on a measure.
         """
-        phi, _ = self.features(points)
+        phi = self.feature_values(points)
         S = phi @ self.U
         KT = (weights * (S * S * self.w).sum(-1)).sum()  # ⟨K_μ, T⟩
         Kmu = phi.T @ (weights[:, None] * phi)
@@ -835,7 +878,7 @@ class LinearAlignment(AlignmentTerm):
         n = self.n
         out = []
         for s, e in self._particle_chunks(omega.shape[-2]):
-            phi, _ = self.features(omega[..., s:e, :])
+            phi = self.feature_values(omega[..., s:e, :])
             S = phi @ self.U
             out.append(((S * S * self.w).sum(-1) - (phi * phi).sum(-1)) / (n * (n - 1)))
         return torch.cat(out, dim=-1)
@@ -843,13 +886,27 @@ class LinearAlignment(AlignmentTerm):
     def value(self, omega):
         return -self.a(omega).mean(-1)
 
+    def _bind_rows(self):
+        super()._bind_rows()
+        # binary labels (T = y yᵀ): the rows y_j x̃_j, for the O(n N p) gradient below
+        self._UXt = self.U * self.Xt if self.U.shape[1] == 1 else None
+
     def grad(self, omega):
+        # ∇_i a = (2/(n(n−1))) Σ_j c_ij g'(z_ij) x̃_j with c = Φ T − Φ (j = k left out).
+        # Binary labels: Σ_j (Φ T)_ij g'_ij x̃_j = (Φ y)_i (g' ⊙ y x̃)_i, so no (N, n) matrix
+        # Φ T is formed; the constant factors of g, g' (√2 for Fourier) act on (N, p) results.
         n, N = self.n, omega.shape[-2]
         out = torch.empty_like(omega)
         for s, e in self._particle_chunks(N):
-            phi, dphi = self.features(omega[..., s:e, :])
-            coeff = self._T_apply(phi @ self.U) - phi
-            out[..., s:e, :] = self._grad_from_coeff(coeff, dphi)
+            G, D, cg, cd = self.feature.g_and_dg_scaled(self._preactivation(omega[..., s:e, :]))
+            S = (G @ self.U) * self.w  # (Φ U diag(w)) / c_g
+            if self._UXt is not None:
+                cross = S * (D @ self._UXt)  # Σ_j (ΦT)_ij g'_ij x̃_j / (c_g c_d)
+                # G ⊙ D overwrites G (D may be G itself: G is not read again)
+                out[..., s:e, :] = (cg * cd) * (cross - G.mul_(D) @ self.Xt)
+            else:
+                coeff = S @ self.U.transpose(-1, -2) - G  # (Φ T − Φ) / c_g
+                out[..., s:e, :] = (cg * cd) * ((coeff * D) @ self.Xt)
         return out * (-2.0 / (n * (n - 1) * N))
 
     def first_variation(self, at, points=None, weights=None):
@@ -937,7 +994,7 @@ class RiskAlignment(AlignmentTerm):
         return (M * M.T).sum()
 
     def value(self, omega):
-        phi, _ = self.features(omega)
+        phi = self.feature_values(omega)
         N, n, al = omega.shape[-2], self.n, self.alpha
         S = phi @ self.U
         tr_T = (S * S * self.w).sum((-1, -2))  # Σ_i φ_iᵀ T φ_i
@@ -958,8 +1015,8 @@ class RiskAlignment(AlignmentTerm):
         return self._grad_from_coeff(coeff, dphi)
 
     def first_variation(self, at, points, weights):
-        phi_at, _ = self.features(at)  # (M, n)
-        phi_mu, _ = self.features(points)  # (K, n)
+        phi_at = self.feature_values(at)  # (M, n)
+        phi_mu = self.feature_values(points)  # (K, n)
         S = phi_at @ self.U
         tTt = (S * S * self.w).sum(-1)
         Kphi = (phi_at @ phi_mu.T) * weights  # (M, K): w_k φ(ω)·φ_k
@@ -1042,7 +1099,7 @@ class NormalisedAlignment(AlignmentTerm):
         return phi, dphi, S, P, num, Gn
 
     def value(self, omega):
-        _, _, _, _, num, Gn = self._parts(omega)
+        _, _, num, Gn = alignment_parts(self.feature_values(omega), self.U, self.w)
         return -num / (Gn * self._T_norm())
 
     def grad(self, omega):
@@ -1053,7 +1110,7 @@ class NormalisedAlignment(AlignmentTerm):
         return -self._grad_from_coeff(dA, dphi)
 
     def first_variation(self, at, points, weights):
-        phi_at, _ = self.features(at)
+        phi_at = self.feature_values(at)
         S_at = phi_at @ self.U
         KT, Kmu = self._measure_kernel(points, weights)
         Knorm = (Kmu * Kmu).sum().sqrt()
@@ -1108,8 +1165,8 @@ class CentredAlignment(NormalisedAlignment):
     alignment", JMLR 13, 2012.
     """
 
-    def bind(self, dim, dtype, device):
-        super().bind(dim, dtype, device)
+    def _bind_rows(self):
+        super()._bind_rows()
         self.U = self.U - self.U.mean(0, keepdim=True)  # T_c = (HU) diag(w) (HU)ᵀ
 
     def features(self, omega):
@@ -1141,6 +1198,10 @@ class CentredAlignment(NormalisedAlignment):
         """
         phi, dphi = super().features(omega)
         return phi - phi.mean(-1, keepdim=True), dphi
+
+    def feature_values(self, omega):
+        phi = super().feature_values(omega)
+        return phi - phi.mean(-1, keepdim=True)
 
     def _grad_from_coeff(self, coeff, dphi):
         # ∂/∂ω_i Σ_j c_ij (φ_ij − mean_k φ_ik) = Σ_j (c_ij − mean_k c_ik) g'(z_ij) x̃_j

@@ -167,6 +167,36 @@ class FeatureMap:
         """
         return self.g(z), self.dg(z)
 
+    def g_and_dg_scaled(self, z: torch.Tensor):
+        """(G, D, c_g, c_d) with g(z) = c_g G and g'(z) = c_d D, for callers that fold the
+        constant factors into smaller matrices (one elementwise pass less for each).
+
+        ``z`` may be overwritten (pass a tensor of your own, e.g. a fresh pre-activation);
+        G and D may be the same tensor (maps with g = g').
+
+        Parameters
+        ----------
+        z : tensor, any shape
+            Pre-activations.
+
+        Returns
+        -------
+        G, D : tensor
+            The shape of ``z``.
+        c_g, c_d : float
+            The constant factors (1.0 for maps without one).
+
+        Examples
+        --------
+        >>> z = torch.tensor([0.0, 1.0], dtype=torch.float64)
+        >>> G, D, cg, cd = FourierFeatures().g_and_dg_scaled(z.clone())
+        >>> g, dg = FourierFeatures().g_and_dg(z)
+        >>> bool(torch.allclose(cg * G, g)), bool(torch.allclose(cd * D, dg))
+        (True, True)
+        """
+        g, dg = self.g_and_dg(z)
+        return g, dg, 1.0, 1.0
+
     def preactivation(self, Xt, offset, omega):
         """z_{ji} = ω_iᵀ x̃_j + c(x_j): shape (..., N, n) for omega (..., N, p).
 
@@ -323,6 +353,10 @@ class FourierFeatures(FeatureMap):
 
     def dg(self, z):
         return -math.sqrt(2.0) * torch.sin(z)
+
+    def g_and_dg_scaled(self, z):
+        # cos z, then sin z in z's own storage: g = √2 cos z, g' = −√2 sin z
+        return torch.cos(z), z.sin_(), math.sqrt(2.0), -math.sqrt(2.0)
 
 
 class SoftplusFeatures(FeatureMap):

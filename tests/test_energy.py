@@ -9,6 +9,7 @@ import meanfield.energy as energy_mod
 from meanfield.domains import Ball, Box
 from meanfield.energy import (
     CallablePotential,
+    CentredAlignment,
     DoubleWellPotential,
     Energy,
     LinearAlignment,
@@ -222,6 +223,39 @@ def test_data_subset_is_the_same_energy_on_fewer_rows(rng):
     sub = Energy([LinearAlignment(X[idx], y[idx], "positive")], Ball(3, 5.0))
     om = torch.tensor(rng.normal(size=(4, 3)))
     assert torch.allclose(E.drift(om, data_index=idx), sub.drift(om))
+
+
+@pytest.mark.parametrize("feat", FEATURES)
+@pytest.mark.parametrize(
+    "cls", [LinearAlignment, RiskAlignment, NormalisedAlignment, CentredAlignment]
+)
+@pytest.mark.parametrize("classes", [None, 3])
+def test_data_subset_indexes_the_bound_rows(feat, cls, classes, rng):
+    """A mini-batch indexes the parent's lifted rows (no new lift): bit for bit the term built
+    on those rows, for index arrays, lists and boolean masks, binary labels and classes."""
+    X, y = _data(rng, n=15, classes=classes)
+    p = get_feature_map(feat).particle_dim(3)
+    (term,) = Energy([cls(X, y, feat)], Ball(p, 5.0)).terms
+    om = torch.tensor(rng.normal(size=(2, 6, p)))
+    idx = np.arange(15)[rng.permutation(15)[:9]]
+    for index in (idx, idx.tolist(), np.isin(np.arange(15), idx)):
+        rows = np.arange(15)[index]
+        if classes:
+            assert len(np.unique(y[rows])) == classes  # same target factors as the parent
+        (fresh,) = Energy([cls(X[rows], y[rows], feat)], Ball(p, 5.0)).terms
+        sub = term.subset_data(index)
+        assert torch.equal(sub.value(om), fresh.value(om))
+        assert torch.equal(sub.grad(om), fresh.grad(om))
+
+
+@pytest.mark.parametrize("feat", FEATURES)
+def test_scaled_profile_is_the_profile(feat):
+    fmap = get_feature_map(feat)
+    z = torch.linspace(-3.0, 3.0, 13, dtype=torch.float64)
+    G, D, cg, cd = fmap.g_and_dg_scaled(z.clone())
+    g, dg = fmap.g_and_dg(z)
+    assert torch.allclose(cg * G, g, rtol=1e-15, atol=0)
+    assert torch.allclose(cd * D, dg, rtol=1e-15, atol=1e-16)
 
 
 def test_float32_runs_and_agrees(rng):
