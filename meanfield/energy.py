@@ -723,7 +723,8 @@ class AlignmentTerm(Term):
         new.U_np = self.U_np[index]
         if self._bound is not None:
             # the lift is row-wise: index the bound rows instead of lifting the batch again
-            rows = torch.from_numpy(np.arange(self.n)[index]).to(self.Xt.device)
+            rows = torch.as_tensor(index if index.dtype == bool else index.astype(np.int64))
+            rows = rows.to(self.Xt.device)
             new.Xt, new.offset = self.Xt[rows], self.offset[rows]
             new._bind_rows()
         return new
