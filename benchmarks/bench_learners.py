@@ -6,6 +6,10 @@
     python benchmarks/bench_learners.py --fit-cost --out FOLDER   # FOLDER/bench_fit_cost.md
         # issue 10: CoulombFeatures.fit at m = 256, n = 10^4, d = 10, every variant of
         # paper_repro/synthetic/run_variants.py: wall time and peak memory, one process each
+    python benchmarks/bench_learners.py --vs-sklearn [--full-batch]  # FOLDER/bench_vs_sklearn.md
+        # issue 22: CoulombFeatures.fit at its defaults against scikit-learn's RBFSampler and
+        # Nystroem (fit + transform) at m = 256, n = 10^4, d = 10, as ratios (also the last
+        # table of the default run; --full-batch adds the data_batch=None fit, ~10 s each)
 
 The markdown table is printed and written into ``--out`` (by default a folder outside the
 repository; the committed tables are refreshed with ``--out paper_repro/synthetic/results``).
@@ -78,6 +82,60 @@ def to_markdown(rows, ms, ns, learners):
     return "\n".join(out) + "\n"
 
 
+def vs_sklearn(m=256, n=10_000, d=10, repeats=5, full_batch=False):
+    """Wall time of ``CoulombFeatures(m).fit`` (its defaults) against scikit-learn's RBFSampler
+    and Nystroem ``fit`` + ``transform`` of the same m features (the same Gaussian kernel,
+    σ = 1, γ = 1/2) on n radial points: (markdown, {case: median seconds}).
+
+    The cases run interleaved, ``repeats`` rounds after one warm-up each, so a change of load
+    on a shared machine hits them alike; the ratios are of the medians.
+    """
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+
+    from meanfield.learners import CoulombFeatures
+    from meanfield.synthetic import radial
+
+    X, y = radial(n, 10, d=d, seed=0)[:2]
+    cases = {"CoulombFeatures.fit (defaults)": lambda r: CoulombFeatures(m, random_state=r)}
+    if full_batch:
+        cases["CoulombFeatures.fit (data_batch=None)"] = lambda r: CoulombFeatures(
+            m, data_batch=None, random_state=r
+        )
+    sk = {
+        "RBFSampler fit + transform": lambda r: RBFSampler(
+            gamma=0.5, n_components=m, random_state=r
+        ),
+        "Nystroem fit + transform": lambda r: Nystroem(gamma=0.5, n_components=m, random_state=r),
+    }
+
+    def run(name, r, rows=slice(None)):
+        t0 = time.perf_counter()
+        if name in sk:
+            sk[name](r).fit(X[rows]).transform(X[rows])
+        else:
+            cases[name](r).fit(X[rows], y[rows])
+        return time.perf_counter() - t0
+
+    names = list(cases) + list(sk)
+    for name in names:  # warm-up on a tenth of the rows
+        run(name, 0, slice(n // 10))
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names:
+            times[name].append(run(name, r))
+    med = {name: float(np.median(ts)) for name, ts in times.items()}
+    rbf, nys = med["RBFSampler fit + transform"], med["Nystroem fit + transform"]
+    out = [
+        f"Feature training against scikit-learn at m = {m}, n = {n}, d = {d} (radial task),",
+        f"one torch/BLAS thread, wall time, median of {repeats} interleaved repeats",
+        "",
+        "| method | time (s) | / RBFSampler | / Nystroem |",
+        "|---|---|---|---|",
+    ]
+    out += [f"| {k} | {v:.3g} | {v / rbf:.3g} | {v / nys:.3g} |" for k, v in med.items()]
+    return "\n".join(out) + "\n", med
+
+
 def _rss_kib(field: str) -> int:
     """A memory field of /proc/self/status (VmRSS, VmHWM) in KiB (Linux)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -144,8 +202,14 @@ def main(argv=None):
     ap.add_argument(
         "--repeats", type=int_range(1), default=3, help="fits per learner and size (>= 1)"
     )
-    add_bench_out(ap, "bench_learners.md, or bench_fit_cost.md with --fit-cost")
+    add_bench_out(
+        ap,
+        "bench_learners.md, or bench_fit_cost.md with --fit-cost, bench_vs_sklearn.md with "
+        "--vs-sklearn",
+    )
     ap.add_argument("--fit-cost", action="store_true", help="issue 10: m=256, n=1e4 fit cost")
+    ap.add_argument("--vs-sklearn", action="store_true", help="issue 22: only the sklearn ratios")
+    ap.add_argument("--full-batch", action="store_true", help="--vs-sklearn: add data_batch=None")
     ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
     show = not args.no_progress
@@ -161,6 +225,12 @@ def main(argv=None):
 
     torch.set_num_threads(1)
     threadpool_limits(1)
+    if args.vs_sklearn:
+        md = vs_sklearn(repeats=args.repeats, full_batch=args.full_batch)[0]
+        print(md)
+        (args.out / "bench_vs_sklearn.md").write_text(md)
+        print(f"wrote {args.out / 'bench_vs_sklearn.md'}")
+        return 0
     learners = ["rff", "importance", "coulomb", "langevin"]
     if args.quick:
         ms, ns, repeats, coulomb = [16, 64], [250, 1000], 1, {**COULOMB, "n_steps": 30}
@@ -174,6 +244,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     rows = bench(learners, ms, ns, repeats, coulomb, show=show)
     md = to_markdown(rows, ms, ns, learners)
+    md += "\n" + (vs_sklearn(64, 2000, repeats=1) if args.quick else vs_sklearn(repeats=repeats))[0]
     print(md)
     print(f"total {time.perf_counter() - t0:.1f} s")
     (args.out / "bench_learners.md").write_text(md)
