@@ -165,6 +165,8 @@ class _RieszPlan(_Plan):
             w = torch.reciprocal(u, out=buf)
         else:
             w = torch.rsqrt(u, out=buf)
+            if m == 1.5:  # s = 1: u^(−1/2) / u, one pass instead of three (and 1 ulp closer)
+                return w.div_(u)
         return _power_(w, int(m) if m == int(m) else int(2 * m))
 
 
@@ -365,9 +367,9 @@ def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=No
     info = torch.finfo(dtype)
     # applied as two halves, so e^log_factor itself may be outside the float64 range
     half = math.exp(max(min(log_factor, 1400.0), -1400.0) / 2)
-    if not bool(torch.isfinite(x).all()):
-        return (x.double() * (sign * half) * half).to(dtype)  # inf from coincident points
     peak = float(x.abs().max()) if x.numel() else 0.0
+    if not math.isfinite(peak):  # the max propagates NaN: some entry is not finite
+        return (x.double() * (sign * half) * half).to(dtype)  # inf from coincident points
     if peak == 0.0:
         return x.to(dtype, copy=True)
     log_peak = math.log(peak) + log_factor
