@@ -56,8 +56,8 @@ class CoulombFeatures(_FeatureLearner):
     O(n_steps · (min(n, data_batch) · m + m²) · p) for the dynamics, whatever n, plus two
     full-data evaluations of the alignment (``alignment_init_``, ``alignment_``), O(n m p).
     ``data_batch=None`` (every row at every step) costs O(n_steps · n · m · p): at m = 256,
-    n = 10⁴, d = 10 about 18 times the default (10 s against 0.55 s on a loaded 2-core machine,
-    where scikit-learn's RBFSampler fit + transform took 0.05 s;
+    n = 10⁴, d = 10 about 20 times the default (10-12 s against 0.5-0.65 s on a loaded 2-core
+    machine, where scikit-learn's RBFSampler fit + transform took 0.05-0.07 s;
     ``benchmarks/bench_learners.py --vs-sklearn --full-batch``).
 
     ``confinement="prior"``: V(ω) = |w|²/(2 β_N) on the frequencies w = ω[:d] (standardised
@@ -111,7 +111,7 @@ class CoulombFeatures(_FeatureLearner):
         the full one. Changed from None (all rows) to 250, the first synthetic study's value.
         Against the full-batch fits on the package's synthetic tasks (m = 256, median
         bandwidth, seeds 0-2, means over seeds): the held-out ridge error moved by −0.001 to
-        +0.002 (within the seed spread) on all five tasks at n = 2000 and on radial, XOR and
+        +0.003 (within the seed spread) on all five tasks at n = 2000 and on radial, XOR and
         the mixture at n = 10⁴; the held-out Cristianini alignment by −5 % to 0 at n = 2000
         (two moons −5.3 %, checkerboard −4.5 %) and −1 % to +2 % at n = 10⁴ (the centred one
         −5 % to −1 % and −1 % to 0). Fits on more than 250 rows give other results than with
