@@ -119,3 +119,11 @@ def test_the_api_page_lists_every_name_at_its_home():
     page = (ROOT / "docs" / "api.rst").read_text()
     missing = [f"{home}.{n}" for n, home in meanfield._HOME_OF.items() if f"{home}.{n}" not in page]
     assert not missing, f"docs/api.rst does not list the front-door names {missing}"
+
+
+def test_the_api_page_lists_every_module_of_the_package():
+    """The page lists the top-level modules part by part (the subpackages recursively), so a
+    new top-level module must be given its section."""
+    page = (ROOT / "docs" / "api.rst").read_text()
+    missing = [m for m in sorted(MODULES) if f"\n   meanfield.{m}\n" not in page]
+    assert not missing, f"docs/api.rst lists no section for the modules {missing}"
