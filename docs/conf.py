@@ -4,8 +4,10 @@ Build from the repository root with one command (what CI runs)::
 
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
-The API reference is generated at build time by autosummary, recursively over the
-``meanfield`` package, so a module that is added or moved appears without editing docs/.
+The API reference is generated at build time by autosummary, grouped by part in
+docs/api.rst: each top-level module is named there (tests/test_front_door.py checks that every
+one is), each subpackage recursively, so a module added to a subpackage appears without
+editing docs/.
 The gallery (sphinx-gallery) redraws the committed results under ``figures/*.nc`` in seconds;
 the notebooks under ``notebooks/`` are rendered with their stored outputs, never executed.
 """

@@ -661,7 +661,7 @@ def format_rate(fit: dict) -> str:
     Parameters
     ----------
     fit : dict
-        The output of :func:`meanfield.studies.limits.fit_power_law`.
+        The output of :func:`meanfield.stats.fit_power_law`.
 
     Returns
     -------
@@ -672,12 +672,12 @@ def format_rate(fit: dict) -> str:
     --------
     >>> import numpy as np
     >>> from meanfield.cli import format_rate
-    >>> from meanfield.studies.limits import fit_power_law
+    >>> from meanfield.stats import fit_power_law
     >>> n = np.array([100, 400, 1600])
     >>> format_rate(fit_power_law(n, 3 * n**-0.5))  # exact N^(-1/2) data
     '-0.500 [-0.500, -0.500]'
     """
-    from .studies.limits import format_rate as _fmt
+    from .stats import format_rate as _fmt  # numpy: imported when a study prints
 
     return _fmt(fit)
 

@@ -49,6 +49,7 @@ from .pde.potential import check_same_domain
 from .pde.solver import check_step_budget
 from .pde.stepper import Stepper
 from .results import provenance
+from .stats import fit_power_law
 
 #: Default step budget of :func:`compare`, for the particles and the grid alike (the default
 #: ``max_steps`` of :func:`meanfield.pde.solve`).
@@ -313,7 +314,7 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
         \qquad \overline{\text{slope}} \pm t_{S-1}\,
         \frac{\operatorname{sd}(\text{slope}_s)}{\sqrt S}.
 
-    A thin alias of :func:`meanfield.studies.limits.fit_power_law` with ``interval="t"``
+    A thin alias of :func:`meanfield.stats.fit_power_law` with ``interval="t"``
     (the package's one power-law fit).
 
     Parameters
@@ -348,8 +349,6 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     >>> round(r["slope"], 9), r["slopes"].round(9).tolist(), r["confidence"]
     (-0.5, [-0.5, -0.5], 0.95)
     """
-    from .studies.limits import fit_power_law
-
     w = np.asarray(w, dtype=float)
     if w.ndim != 2 or w.shape[1] < 2:
         raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
@@ -360,21 +359,26 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
 
 
 # the default problem and its run moved to meanfield.problems, the rate study in N to
-# meanfield.studies.convergence; both stay importable from here, resolved on first use so
-# that neither module imports the other at load time (no import cycle)
+# meanfield.studies.convergence; both stay importable from here, resolved on first use (PEP
+# 562): meanfield.problems runs compare(), so importing it here at load time would be a cycle.
+# The only imports of a higher module in this file; tests/test_import_graph.py lists them.
 _MOVED = {
-    "DEFAULTS": "meanfield.problems",
-    "default_problem": "meanfield.problems",
-    "run_default_comparison": "meanfield.problems",
-    "convergence_in_n": "meanfield.studies.convergence",
+    "DEFAULTS": "problems",
+    "default_problem": "problems",
+    "run_default_comparison": "problems",
+    "convergence_in_n": "convergence",
 }
 
 
 def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
+    if _MOVED.get(name) == "problems":
+        from . import problems
 
-        return getattr(importlib.import_module(_MOVED[name]), name)
+        return getattr(problems, name)
+    if _MOVED.get(name) == "convergence":
+        from .studies import convergence
+
+        return getattr(convergence, name)
     raise AttributeError(f"module 'meanfield.compare' has no attribute {name!r}")
 
 

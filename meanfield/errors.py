@@ -230,8 +230,8 @@ class PinnedParticlesWarning(MeanfieldWarning):
 
 class LowAcceptanceWarning(MeanfieldWarning):
     """A Metropolis chain (MALA, HMC) that accepted almost none of its proposals: below
-    :data:`meanfield.particles.LOW_ACCEPTANCE` of at least
-    :data:`meanfield.particles.LOW_ACCEPTANCE_MIN_PROPOSALS`, so its samples are (nearly)
+    :data:`meanfield.chains.LOW_ACCEPTANCE` of at least
+    :data:`meanfield.chains.LOW_ACCEPTANCE_MIN_PROPOSALS`, so its samples are (nearly)
     its start.  Usually a step too large for the closest particles (two nearly coincident
     particles under a singular kernel); lower ``eta`` (MALA) or ``step_size`` (HMC), or start
     from separated particles.

@@ -32,6 +32,9 @@ near-harmonic modes (Neal 2011, §3.2).
 
 Chains are batched on the leading axes (shape (..., N, p)), each accepting on its own, with one
 step size shared by the ensemble.  Random numbers come from a seeded CPU ``torch.Generator``.
+The chain state, the Metropolis decision and the records are those of MALA
+(:mod:`meanfield.chains`); :mod:`meanfield.particles` re-exports :class:`HMC` and
+:func:`sample_hmc` beside MALA.
 
 References
 ----------
@@ -53,16 +56,7 @@ import torch
 import xarray as xr
 
 from ._validation import check_choice, check_int, check_positive
-from .domains import Ball, Box, Domain
-from .energy import Energy
-from .errors import (
-    InputError,
-    InputTypeError,
-    LowAcceptanceWarning,
-    StepBudgetError,
-    TrajectoryCappedWarning,
-)
-from .particles import (
+from .chains import (
     REGIMES,
     LangevinState,
     _noise,
@@ -74,6 +68,15 @@ from .particles import (
     low_acceptance_warning,
     metropolis,
     metropolis_init,
+)
+from .domains import Ball, Box, Domain
+from .energy import Energy
+from .errors import (
+    InputError,
+    InputTypeError,
+    LowAcceptanceWarning,
+    StepBudgetError,
+    TrajectoryCappedWarning,
 )
 
 
@@ -285,7 +288,7 @@ class HMC:
 
     One :meth:`step` is one trajectory of L = ⌈T/ε⌉ leapfrog steps (mass β_N, reflection at
     ∂𝒲, see the module docstring) followed by a Metropolis decision per replica.  The state is
-    a :class:`~meanfield.particles.LangevinState` as for MALA; ``state.cache["accept_prob"]``
+    a :class:`~meanfield.chains.LangevinState` as for MALA; ``state.cache["accept_prob"]``
     holds each replica's min(1, exp(−ΔĤ)) of the last step and ``state.cache["divergent"]``
     counts trajectories rejected for a non-finite energy or force.
 
@@ -377,7 +380,7 @@ class HMC:
         return int(min(self.max_leapfrog, max(1, n)))
 
     def init(self, omega) -> LangevinState:
-        """The state at step 0, as :func:`~meanfield.particles.metropolis_init` gives it (Ω
+        """The state at step 0, as :func:`~meanfield.chains.metropolis_init` gives it (Ω
         projected onto 𝒲, U and ∇U cached), with no divergent trajectory counted.
 
         Examples
@@ -665,14 +668,14 @@ def sample_hmc(
     ------
     meanfield.errors.InputError
         A bad argument, a fixed step with ⌈T/ε⌉ > ``max_leapfrog``, or a start with infinite
-        energy or force (:func:`~meanfield.particles.check_finite_start`).
+        energy or force (:func:`~meanfield.chains.check_finite_start`).
 
     Warns
     -----
     meanfield.errors.TrajectoryCappedWarning
         The adapted ε needs more than ``max_leapfrog`` leapfrog steps for T.
     meanfield.errors.LowAcceptanceWarning
-        Some chain accepted under :data:`~meanfield.particles.LOW_ACCEPTANCE` of its recorded
+        Some chain accepted under :data:`~meanfield.chains.LOW_ACCEPTANCE` of its recorded
         trajectories.
 
     Examples

@@ -55,8 +55,8 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from . import __version__
 from ._validation import check_choice, check_int, check_output_path, require_module
+from ._version import __version__
 from .errors import InputError, ResourceError, SweepConflictError
 from .results import load_dataset, provenance, save_dataset
 

@@ -55,6 +55,18 @@ __all__ = [
     "softmax_attention",
 ]
 
-__getattr__ = deprecated_aliases(
+_deprecated = deprecated_aliases(
     __name__, {"FeatureMap": ("AttentionFeatureMap", lambda: AttentionFeatureMap)}
 )
+
+
+def __getattr__(name: str):
+    """A module of this subpackage not imported above (``linearize``, ``pretrained``,
+    ``phases``, ...), imported on first access (PEP 562); else a deprecated alias."""
+    import pkgutil
+
+    if not name.startswith("_") and name in {m.name for m in pkgutil.iter_modules(__path__)}:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    return _deprecated(name)

@@ -15,7 +15,7 @@ from ..particles import simulate
 from ..pde import Density, McKeanVlasov
 from ..pde.potential import check_same_domain
 from ..results import provenance
-from .limits import fit_power_law
+from ..stats import fit_power_law
 
 
 def convergence_in_n(

@@ -58,7 +58,7 @@ def equilibrium_in_n(
     -------
     (xarray.Dataset, dict)
         The sweep (``w1``, ``w2`` over N, seed, replica) and the power-law fits in N of
-        ``w1`` and ``w2`` (:func:`~meanfield.studies.limits.fit_power_law_or_undetermined`).
+        ``w1`` and ``w2`` (:func:`~meanfield.stats.fit_power_law_or_undetermined`).
 
     Examples
     --------

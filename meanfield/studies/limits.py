@@ -11,7 +11,7 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import check_choice, check_fit_sizes, check_int, check_positive
+from .._validation import check_choice, check_int, check_positive
 from ..closed_forms import equilibrium_case, wasserstein_to_law_1d
 from ..domains import Ball, Box
 from ..energy import Energy, PairInteraction, QuadraticPotential
@@ -19,6 +19,10 @@ from ..errors import ConvergenceError
 from ..kernels import Riesz
 from ..particles import simulate
 from ..results import provenance
+
+# the power-law fit and its printing live in meanfield.stats (one definition for the package);
+# re-exported here, their former address
+from ..stats import fit_power_law, fit_power_law_or_undetermined, format_rate  # noqa: F401
 
 
 def closed_form_energy(case: str) -> Energy:
@@ -246,163 +250,6 @@ def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = Fals
     )
 
 
-def fit_power_law(
-    x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, interval: str = "bootstrap"
-) -> dict:
-    """Fit y ≈ C x^slope by least squares in log-log, with a CI over replicates.
-
-    The one power-law fit of the package (:func:`meanfield.compare.fit_rate` is this with
-    ``interval="t"``).
-
-    .. math::
-
-        \\log y = \\log C + \\text{slope} \\cdot \\log x .
-
-    Parameters
-    ----------
-    x : array (K,)
-        Positive abscissae (N, β, …).
-    y : array (K, S)
-        S independent replicates (seeds) at each x.
-    n_boot, seed : int
-        Bootstrap resamples and their seed (``interval="bootstrap"``).
-    level : float
-        Confidence level of the interval.
-    interval : {"bootstrap", "t"}
-        "bootstrap": the line through the seed means, CI by resampling seeds within each x
-        (serves with a single replicate too).  "t": one line per seed (each seed a full
-        curve), slope = their mean, Student-t CI on it (S ≥ 2); also returns ``slopes``
-        and ``pooled_slope`` (least squares on all points).
-
-    Returns
-    -------
-    dict with ``slope``, ``ci_low``, ``ci_high``, ``prefactor``, ``level``.
-
-    Raises
-    ------
-    meanfield.errors.InputError
-        Fewer than 3 distinct x (a line through two points has no error to estimate: the rate
-        is undetermined), x not positive, or y not positive and finite.
-
-    Examples
-    --------
-    Exact data y = 3 x^(−1/2) give the slope and prefactor back:
-
-    >>> import numpy as np
-    >>> from meanfield.studies.limits import fit_power_law
-    >>> x = np.array([1.0, 2.0, 4.0, 8.0])
-    >>> fit = fit_power_law(x, 3 * x**-0.5, n_boot=100)
-    >>> round(fit["slope"], 9), round(fit["prefactor"], 9), fit["level"]
-    (-0.5, 3.0, 0.95)
-    """
-    if interval not in ("bootstrap", "t"):
-        raise ValueError(f"interval must be 'bootstrap' or 't', got {interval!r}")
-    x = check_fit_sizes("x (sizes of the fit)", x)
-    y = np.asarray(y, dtype=float)
-    if y.ndim == 1:
-        y = y[:, None]
-    if y.shape[0] != len(x):
-        raise ValueError(f"y must have one row per x ({len(x)}), got shape {y.shape}")
-    if np.any(~np.isfinite(y)) or np.any(y <= 0):
-        raise ValueError("fit_power_law needs positive, finite y")
-    if interval == "t":
-        return _fit_per_seed(np.log(x), np.log(y), level)
-    return _fit_seed_means(np.log(x), y, level, n_boot, seed)
-
-
-def _fit_seed_means(lx, y, level: float, n_boot: int, seed: int) -> dict:
-    """The log-log line through the seed means of y (K, S) against lx = log x; bootstrap CI
-    on its slope by resampling the seeds (with replacement) within each x."""
-
-    def slope_of(ym):
-        return np.polyfit(lx, np.log(ym), 1)
-
-    b, a = slope_of(y.mean(1))
-    rng = np.random.default_rng(seed)
-    S = y.shape[1]
-    boots = np.array(
-        [
-            slope_of(np.take_along_axis(y, rng.integers(0, S, size=y.shape), axis=1).mean(1))[0]
-            for _ in range(n_boot)
-        ]
-    )
-    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
-    return {
-        "slope": float(b),
-        "ci_low": float(lo),
-        "ci_high": float(hi),
-        "prefactor": float(np.exp(a)),
-        "level": level,
-    }
-
-
-def _fit_per_seed(lx, ly, level: float) -> dict:
-    """One log-log line per seed (column of ly); Student-t CI on the mean slope."""
-    from scipy import stats
-
-    S = ly.shape[1]
-    if S < 2:
-        raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
-    fits = np.array([np.polyfit(lx, ly[:, s], 1) for s in range(S)])
-    slopes = fits[:, 0]
-    m = float(slopes.mean())
-    half = stats.t.ppf(0.5 + level / 2, S - 1) * slopes.std(ddof=1) / np.sqrt(S)
-    pooled = np.polyfit(np.repeat(lx, S), ly.ravel(), 1)[0]
-    return {
-        "slope": m,
-        "ci_low": m - half,
-        "ci_high": m + half,
-        "prefactor": float(np.exp(fits[:, 1].mean())),
-        "level": level,
-        "slopes": slopes,
-        "pooled_slope": float(pooled),
-    }
-
-
-def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
-    """:func:`fit_power_law`, or NaN entries with ``status="undetermined"`` when x holds fewer
-    than 3 distinct values (sweeps gather whatever sizes were asked for; the rate is then
-    reported as undetermined, never as a number with an interval).
-
-    Examples
-    --------
-    >>> from meanfield.studies.limits import fit_power_law_or_undetermined
-    >>> fit_power_law_or_undetermined([1, 2, 4], [1.0, 0.5, 0.25], n_boot=10)["status"]
-    'fitted'
-    >>> fit = fit_power_law_or_undetermined([1, 2], [1.0, 0.5])
-    >>> fit["slope"], fit["status"]
-    (nan, 'undetermined: fewer than 3 distinct sizes')
-    """
-    if len(np.unique(np.asarray(x, dtype=float))) < 3:
-        nan = float("nan")
-        return {
-            "slope": nan,
-            "ci_low": nan,
-            "ci_high": nan,
-            "prefactor": nan,
-            "level": kwargs.get("level", 0.95),
-            "status": "undetermined: fewer than 3 distinct sizes",
-        }
-    return {**fit_power_law(x, y, **kwargs), "status": "fitted"}
-
-
-def format_rate(fit: dict, digits: int = 3) -> str:
-    """``-0.485 [-0.492, -0.478]``, or ``undetermined (fewer than 3 sizes)``.
-
-    Examples
-    --------
-    >>> from meanfield.studies.limits import format_rate
-    >>> format_rate({"slope": -0.485, "ci_low": -0.492, "ci_high": -0.478})
-    '-0.485 [-0.492, -0.478]'
-    >>> format_rate({"slope": float("nan")})
-    'undetermined (fewer than 3 sizes)'
-    """
-    if not np.isfinite(fit["slope"]):
-        return "undetermined (fewer than 3 sizes)"
-    f = f"{{:+.{digits}f}}"
-    return f"{f.format(fit['slope'])} [{f.format(fit['ci_low'])}, {f.format(fit['ci_high'])}]"
-
-
 def free_energy_decay(
     energy: Energy,
     beta: float,
@@ -539,7 +386,8 @@ def particles_vs_grid_run(
     >>> bool((ds["w1"] <= ds["w2"] + 1e-12).all())  # W1 ≤ W2
     True
     """
-    from ..compare import compare, default_problem
+    from ..compare import compare
+    from ..problems import default_problem
 
     prob = default_problem(1, grid_n=grid_n, n_data=n_data, n_particles=N, t_final=t_final)
     prob.pop("config")

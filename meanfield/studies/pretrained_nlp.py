@@ -38,6 +38,8 @@ import numpy as np
 import torch
 import xarray as xr
 
+from .._version import __version__
+
 __all__ = [
     "check_config",
     "variants",
@@ -196,11 +198,9 @@ def _record(kind: str, metrics: dict, extra: dict) -> xr.Dataset:
         if isinstance(v, (int, float, np.floating, np.integer, bool)):
             data[k] = ((), float(v))
     ds = xr.Dataset(data)
-    import meanfield
-
     ds.attrs.update(
         stage=kind,
-        package_version=meanfield.__version__,
+        package_version=__version__,
         torch_version=torch.__version__,
         machine=f"{platform.node()} {platform.processor() or platform.machine()}",
         details=json.dumps({k: v for k, v in extra.items()}, default=float),

@@ -30,28 +30,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..stats import t_interval  # defined in meanfield.stats, re-exported here
+
 __all__ = ["t_interval", "holm", "load_runs", "tfidf_bar", "write_report"]
-
-
-def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t interval of ``values`` (NaN bounds for fewer than 2 values).
-
-    Examples
-    --------
-    >>> t_interval([0.5])
-    (0.5, nan, nan)
-    """
-    from scipy import stats
-
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if len(v) == 0:
-        return float("nan"), float("nan"), float("nan")
-    m = float(v.mean())
-    if len(v) < 2:
-        return m, float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
-    return m, float(m - half), float(m + half)
 
 
 def holm(pvalues) -> np.ndarray:

@@ -65,6 +65,8 @@ import numpy as np
 import torch
 import xarray as xr
 
+from .._version import __version__
+
 __all__ = [
     "FEATURE_LABEL",
     "CONTROLS",
@@ -702,8 +704,6 @@ def record_dataset(rec: dict) -> xr.Dataset:
     >>> float(ds["accuracy"]), json.loads(ds.attrs["record"])["history"]
     (0.75, [[1, 0.5]])
     """
-    import meanfield
-
     data = {k: ((), float(rec[k])) for k in RUN_METRICS if k in rec}
     ds = xr.Dataset(data)
     ds.attrs.update(
@@ -711,7 +711,7 @@ def record_dataset(rec: dict) -> xr.Dataset:
     )
     ds.attrs.update(
         record=json.dumps(rec, default=float),
-        package_version=meanfield.__version__,
+        package_version=__version__,
         torch_version=torch.__version__,
     )
     return ds
@@ -1024,8 +1024,6 @@ def study_record(cfg: dict, specs: dict, **extra) -> dict:
     >>> sorted(rec["sweeps"]["qqp"]), rec["sweeps"]["qqp"]["variants"]["grid"]["tie_qk"]
     (['baseline', 'variants'], [False, True])
     """
-    import meanfield
-
     sweeps = {
         name: {
             part: {k: spec[part][k] for k in ("folder", "grid", "digest")}
@@ -1036,7 +1034,7 @@ def study_record(cfg: dict, specs: dict, **extra) -> dict:
     return {
         "config": cfg,
         **extra,
-        "meanfield_version": meanfield.__version__,
+        "meanfield_version": __version__,
         "torch": torch.__version__,
         "numpy": np.__version__,
         "python": sys.version.split()[0],

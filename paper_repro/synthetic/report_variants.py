@@ -34,17 +34,14 @@ def load(out: Path) -> list[dict]:
 
 
 def paired_ci(a, b=None):
-    """Mean of a - b (seed by seed) with its 95 % t-interval and the number of pairs."""
-    from scipy.stats import t
+    """Mean of a - b (seed by seed) with its 95 % t-interval and the number of pairs
+    (:func:`meanfield.stats.t_interval`, the package's one t-interval)."""
+    from meanfield.stats import t_interval
 
     a = np.asarray(a, dtype=float)
     d = a if b is None else a - np.asarray(b, dtype=float)
     d = d[np.isfinite(d)]
-    k = len(d)
-    if k < 2:
-        return (float(d.mean()) if k else float("nan")), float("nan"), float("nan"), k
-    h = t.ppf(0.975, k - 1) * d.std(ddof=1) / np.sqrt(k)
-    return float(d.mean()), float(d.mean() - h), float(d.mean() + h), k
+    return (*t_interval(d, 0.95), len(d))
 
 
 def _fmt_ci(mean, lo, hi, k=None):

@@ -1,0 +1,217 @@
+"""Small statistics shared by the studies: power-law rates and Student-t intervals.
+
+One definition of each, imported by every module that reports a rate or an interval (and
+re-exported under their former addresses, :mod:`meanfield.studies.limits` and
+:mod:`meanfield.studies.pretrained_nlp_report`):
+
+* :func:`t_interval`: the mean of replicates and its Student-t interval;
+* :func:`fit_power_law`: y ≈ C x^slope in log-log, with a bootstrap interval over seeds or a
+  t-interval (:func:`t_interval`) on the per-seed slopes; :func:`fit_power_law_or_undetermined`
+  for sweeps that may hold too few sizes, and :func:`format_rate` to print the result.
+
+The module imports nothing of the package but input validation, so any module can use it
+(SciPy, for the t quantile, is imported on first use).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_fit_sizes
+
+
+def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and Student-t interval of ``values`` (NaN bounds for fewer than 2 values).
+
+    The interval is m ± t_{(1+level)/2, k−1} · s / √k over the k finite values (s their sample
+    standard deviation, ddof = 1); non-finite values are left out.
+
+    Parameters
+    ----------
+    values : array_like (k,)
+        Replicates (seeds, or paired differences seed by seed).
+    level : float
+        Confidence level of the interval.
+
+    Returns
+    -------
+    (mean, low, high) : tuple of float
+        NaN throughout without a finite value; NaN bounds with one.
+
+    Examples
+    --------
+    >>> from meanfield.stats import t_interval
+    >>> m, lo, hi = t_interval([1.0, 2.0, 3.0])
+    >>> m, round(lo, 3), round(hi, 3)
+    (2.0, -0.484, 4.484)
+    >>> t_interval([0.5, float("nan")])
+    (0.5, nan, nan)
+    """
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan")
+    m = float(v.mean())
+    if len(v) < 2:
+        return m, float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return m, float(m - half), float(m + half)
+
+
+def fit_power_law(
+    x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, interval: str = "bootstrap"
+) -> dict:
+    """Fit y ≈ C x^slope by least squares in log-log, with a CI over replicates.
+
+    The one power-law fit of the package (:func:`meanfield.compare.fit_rate` and
+    :func:`meanfield.studies.convergence.convergence_in_n` use it with ``interval="t"``).
+
+    .. math::
+
+        \\log y = \\log C + \\text{slope} \\cdot \\log x .
+
+    Parameters
+    ----------
+    x : array (K,)
+        Positive abscissae (N, β, …).
+    y : array (K, S)
+        S independent replicates (seeds) at each x.
+    n_boot, seed : int
+        Bootstrap resamples and their seed (``interval="bootstrap"``).
+    level : float
+        Confidence level of the interval.
+    interval : {"bootstrap", "t"}
+        "bootstrap": the line through the seed means, CI by resampling seeds within each x
+        (serves with a single replicate too).  "t": one line per seed (each seed a full
+        curve), slope = their mean, Student-t CI on it (S ≥ 2); also returns ``slopes``
+        and ``pooled_slope`` (least squares on all points).
+
+    Returns
+    -------
+    dict with ``slope``, ``ci_low``, ``ci_high``, ``prefactor``, ``level``.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Fewer than 3 distinct x (a line through two points has no error to estimate: the rate
+        is undetermined), x not positive, or y not positive and finite.
+
+    Examples
+    --------
+    Exact data y = 3 x^(−1/2) give the slope and prefactor back:
+
+    >>> import numpy as np
+    >>> from meanfield.stats import fit_power_law
+    >>> x = np.array([1.0, 2.0, 4.0, 8.0])
+    >>> fit = fit_power_law(x, 3 * x**-0.5, n_boot=100)
+    >>> round(fit["slope"], 9), round(fit["prefactor"], 9), fit["level"]
+    (-0.5, 3.0, 0.95)
+    """
+    if interval not in ("bootstrap", "t"):
+        raise ValueError(f"interval must be 'bootstrap' or 't', got {interval!r}")
+    x = check_fit_sizes("x (sizes of the fit)", x)
+    y = np.asarray(y, dtype=float)
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.shape[0] != len(x):
+        raise ValueError(f"y must have one row per x ({len(x)}), got shape {y.shape}")
+    if np.any(~np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError("fit_power_law needs positive, finite y")
+    if interval == "t":
+        return _fit_per_seed(np.log(x), np.log(y), level)
+    return _fit_seed_means(np.log(x), y, level, n_boot, seed)
+
+
+def _fit_seed_means(lx, y, level: float, n_boot: int, seed: int) -> dict:
+    """The log-log line through the seed means of y (K, S) against lx = log x; bootstrap CI
+    on its slope by resampling the seeds (with replacement) within each x."""
+
+    def slope_of(ym):
+        return np.polyfit(lx, np.log(ym), 1)
+
+    b, a = slope_of(y.mean(1))
+    rng = np.random.default_rng(seed)
+    S = y.shape[1]
+    boots = np.array(
+        [
+            slope_of(np.take_along_axis(y, rng.integers(0, S, size=y.shape), axis=1).mean(1))[0]
+            for _ in range(n_boot)
+        ]
+    )
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return {
+        "slope": float(b),
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "prefactor": float(np.exp(a)),
+        "level": level,
+    }
+
+
+def _fit_per_seed(lx, ly, level: float) -> dict:
+    """One log-log line per seed (column of ly); Student-t CI on the mean slope."""
+    S = ly.shape[1]
+    if S < 2:
+        raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
+    fits = np.array([np.polyfit(lx, ly[:, s], 1) for s in range(S)])
+    slopes = fits[:, 0]
+    m, lo, hi = t_interval(slopes, level)
+    pooled = np.polyfit(np.repeat(lx, S), ly.ravel(), 1)[0]
+    return {
+        "slope": m,
+        "ci_low": lo,
+        "ci_high": hi,
+        "prefactor": float(np.exp(fits[:, 1].mean())),
+        "level": level,
+        "slopes": slopes,
+        "pooled_slope": float(pooled),
+    }
+
+
+def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
+    """:func:`fit_power_law`, or NaN entries with ``status="undetermined"`` when x holds fewer
+    than 3 distinct values (sweeps gather whatever sizes were asked for; the rate is then
+    reported as undetermined, never as a number with an interval).
+
+    Examples
+    --------
+    >>> from meanfield.stats import fit_power_law_or_undetermined
+    >>> fit_power_law_or_undetermined([1, 2, 4], [1.0, 0.5, 0.25], n_boot=10)["status"]
+    'fitted'
+    >>> fit = fit_power_law_or_undetermined([1, 2], [1.0, 0.5])
+    >>> fit["slope"], fit["status"]
+    (nan, 'undetermined: fewer than 3 distinct sizes')
+    """
+    if len(np.unique(np.asarray(x, dtype=float))) < 3:
+        nan = float("nan")
+        return {
+            "slope": nan,
+            "ci_low": nan,
+            "ci_high": nan,
+            "prefactor": nan,
+            "level": kwargs.get("level", 0.95),
+            "status": "undetermined: fewer than 3 distinct sizes",
+        }
+    return {**fit_power_law(x, y, **kwargs), "status": "fitted"}
+
+
+def format_rate(fit: dict, digits: int = 3) -> str:
+    """``-0.485 [-0.492, -0.478]``, or ``undetermined (fewer than 3 sizes)``.
+
+    Examples
+    --------
+    >>> from meanfield.stats import format_rate
+    >>> format_rate({"slope": -0.485, "ci_low": -0.492, "ci_high": -0.478})
+    '-0.485 [-0.492, -0.478]'
+    >>> format_rate({"slope": float("nan")})
+    'undetermined (fewer than 3 sizes)'
+    """
+    if not np.isfinite(fit["slope"]):
+        return "undetermined (fewer than 3 sizes)"
+    f = f"{{:+.{digits}f}}"
+    return f"{f.format(fit['slope'])} [{f.format(fit['ci_low'])}, {f.format(fit['ci_high'])}]"
+
+
+__all__ = ["fit_power_law", "fit_power_law_or_undetermined", "format_rate", "t_interval"]

@@ -1,0 +1,166 @@
+"""The package's import graph has no cycle (issue 21).
+
+Every ``from .x import``, ``from ..x import``, ``from meanfield.x import`` and
+``import meanfield.x`` of every module is read with :mod:`ast`, at module level and inside
+functions alike (an import inside a function only moves a cycle to call time; it does not
+remove it), and so are the re-exports that a module-level ``__getattr__`` (PEP 562) resolves
+on first access, and the front door's lazy names (``meanfield._HOMES``).
+
+The graph must be acyclic twice: between modules (``meanfield.pde.flux`` is one node), and
+between the package's top-level parts (``meanfield.pde.*`` and ``meanfield.studies.*`` each
+collapsed into one node). A lower module never imports a higher one: shared pieces move
+down (``meanfield.chains`` under ``particles`` and ``samplers``, ``meanfield.stats`` under
+``compare`` and the studies), and a name that moved *up* keeps its former address only
+through one of the compatibility ``__getattr__`` re-exports listed in :data:`COMPAT`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import meanfield
+
+PACKAGE = Path(meanfield.__file__).resolve().parent
+
+#: Re-exports of names that moved to a module that builds on their former one; resolved by
+#: a PEP 562 ``__getattr__`` after both modules are fully initialised (so never a partially
+#: imported module), and the only imports of a higher module in the package.
+COMPAT = {
+    # default_problem, DEFAULTS, run_default_comparison moved to problems, which runs compare()
+    ("meanfield.compare", "meanfield.problems"): "moved names, problems runs compare()",
+    # convergence_in_n moved to studies.convergence (the studies build on compare)
+    ("meanfield.compare", "meanfield.studies.convergence"): "moved name, studies above compare",
+    # KernelAttention, is_causal_mask moved to attention.mha, which builds on attention.linear
+    ("meanfield.attention.linear", "meanfield.attention.mha"): "moved names, mha on linear",
+}
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _edges(module: str, path: Path) -> dict[str, str]:
+    """{imported meanfield module: "import" or "__getattr__"} of one module's source."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: dict[str, str] = {}
+
+    def add(target: str, how: str) -> None:
+        if target.split(".")[0] == "meanfield" and target != module:
+            found[target] = "import" if found.get(target) == "import" else how
+
+    def visit(node: ast.AST, how: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = how
+            if isinstance(child, ast.FunctionDef) and node is tree and child.name == "__getattr__":
+                inner = "__getattr__"
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                for alias in child.names:  # ``from . import x`` imports the module x
+                    sub = f"{target}.{alias.name}"
+                    add(sub if sub in MODULES else target, inner)
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    add(alias.name, inner)
+            visit(child, inner)
+
+    visit(tree, "import")
+    return found
+
+
+def _graph() -> dict[str, dict[str, str]]:
+    graph = {m: _edges(m, p) for m, p in MODULES.items()}
+    for home in meanfield._HOMES:  # the front door imports each home on first access
+        graph["meanfield"].setdefault(home, "__getattr__")
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a path [a, b, ..., a], or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def dfs(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph.get(v, ())):
+            if state.get(w) == 1:
+                return path[path.index(w) :] + [w]
+            if w not in state and (found := dfs(w)):
+                return found
+        state[v] = 2
+        path.pop()
+        return None
+
+    for v in sorted(graph):
+        if v not in state and (found := dfs(v)):
+            return found
+    return None
+
+
+def _top(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _collapsed(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        out.setdefault(_top(a), set()).update(_top(b) for b in targets if _top(b) != _top(a))
+    return out
+
+
+def _without_compat(graph) -> dict[str, set[str]]:
+    return {a: {b for b in t if (a, b) not in COMPAT} for a, t in graph.items()}
+
+
+def test_every_import_names_a_module_of_the_package():
+    """The parser resolves what it reads (a typo here would hide an edge)."""
+    unknown = {(a, b) for a, t in _graph().items() for b in t if b not in MODULES}
+    assert not unknown
+
+
+@pytest.mark.parametrize("granularity", ["modules", "top-level parts"])
+def test_no_import_cycle(granularity):
+    graph = _without_compat(_graph())
+    if granularity != "modules":
+        graph = _collapsed(graph)
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_compatibility_re_exports_are_lazy_and_still_needed():
+    """Each listed edge exists and only as a ``__getattr__`` re-export (an eager import, or
+    a listed edge that no longer exists, fails)."""
+    graph = _graph()
+    for (a, b), why in COMPAT.items():
+        assert graph[a].get(b) == "__getattr__", (a, b, why)
+
+
+def test_the_shared_pieces_sit_low():
+    """What MALA and HMC share, the statistics and the version import (almost) nothing."""
+    graph = _graph()
+    low = {"meanfield._validation", "meanfield.energy", "meanfield.errors", "meanfield.results"}
+    assert set(graph["meanfield.chains"]) <= low
+    assert set(graph["meanfield.stats"]) == {"meanfield._validation"}
+    assert set(graph["meanfield._version"]) == set()
+    assert "meanfield.particles" not in graph["meanfield.samplers"]
+    assert "meanfield.studies.limits" not in graph["meanfield.compare"]
+
+
+def test_no_module_imports_the_front_door():
+    """The front door imports every part lazily; a part that imported the package itself
+    (``from . import __version__``) would close a cycle through it (the version lives in
+    ``meanfield._version``)."""
+    users = sorted(m for m, targets in _graph().items() if "meanfield" in targets)
+    assert not users
