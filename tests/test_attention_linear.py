@@ -422,7 +422,8 @@ def test_causal_memory_is_linear_in_length():
     m = 4, one head in float32, each call in a fresh process with its peak RSS reset just
     before it.  An L x L score matrix would be 16 GiB; the linear path holds O(L (m + d)) floats
     plus one C x C chunk block (C = 64) at a time: q, k, v, the features and the output are
-    ~40 floats per token = 10 MiB at 2^16 (measured: 20 MiB).  The budget, 64 MiB, is 6x that (allocator
+    ~40 floats per token = 10 MiB at 2^16 (measured: 20 MiB).
+    The budget, 64 MiB, is 6x that (allocator
     slack, the prefix-sum buffers) and 1/256 of the quadratic cost; from L = 2^12 to 2^16
     (16x) the growth must stay under 40x (quadratic: 256x), with 2 MiB of noise floor."""
     import subprocess
