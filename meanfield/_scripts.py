@@ -63,7 +63,18 @@ def bench_out_default() -> Path:
 
 def add_bench_out(ap: argparse.ArgumentParser, writes: str) -> None:
     """``--out FOLDER``: where a benchmark writes ``writes`` (checked like :func:`output_dir`;
-    the default, outside the repository, is checked too)."""
+    the default, outside the repository, is checked too).
+
+    Examples
+    --------
+    >>> import argparse, tempfile
+    >>> from meanfield._scripts import add_bench_out
+    >>> ap = argparse.ArgumentParser()
+    >>> add_bench_out(ap, "x.json")
+    >>> folder = tempfile.mkdtemp()
+    >>> str(ap.parse_args(["--out", folder]).out) == folder
+    True
+    """
     ap.add_argument(
         "--out",
         type=output_dir,
@@ -252,7 +263,19 @@ def output_dir(text: str) -> Path:
 
 
 def output_file(text: str) -> Path:
-    """An argparse type: a file to write (not a folder; its folder existing or creatable)."""
+    """An argparse type: a file to write (not a folder; its folder existing or creatable).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield._scripts import output_file
+    >>> output_file(tempfile.mkdtemp() + "/result.json").name
+    'result.json'
+    >>> output_file(tempfile.mkdtemp())
+    Traceback (most recent call last):
+        ...
+    argparse.ArgumentTypeError: ... is a folder, not a file
+    """
     if not text.strip():
         _fail("must name a file, got ''")
     path = Path(text).expanduser()
@@ -304,7 +327,19 @@ def file_stem(text: str) -> str:
 
 
 def existing_dir(text: str) -> Path:
-    """An argparse type: a folder that exists (to read from)."""
+    """An argparse type: a folder that exists (to read from).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield._scripts import existing_dir
+    >>> existing_dir(tempfile.mkdtemp()).is_dir()
+    True
+    >>> existing_dir("/no/such/folder")
+    Traceback (most recent call last):
+        ...
+    argparse.ArgumentTypeError: no such folder: '/no/such/folder'
+    """
     path = Path(text).expanduser()
     if not path.exists():
         _fail(f"no such folder: {str(path)!r}")
@@ -315,7 +350,14 @@ def existing_dir(text: str) -> Path:
 
 def progress(iterable, *, enabled: bool = True, **kwargs):
     """``iterable`` under a tqdm bar on stderr (``enabled=False``: unchanged). Lines printed
-    meanwhile should go through ``tqdm.write`` (:func:`say`) so the bar stays whole."""
+    meanwhile should go through ``tqdm.write`` (:func:`say`) so the bar stays whole.
+
+    Examples
+    --------
+    >>> from meanfield._scripts import progress
+    >>> list(progress([1, 2], enabled=False))
+    [1, 2]
+    """
     if not enabled:
         return iterable
     import sys
@@ -326,7 +368,14 @@ def progress(iterable, *, enabled: bool = True, **kwargs):
 
 
 def say(*parts) -> None:
-    """``print`` (to stdout) that keeps a running tqdm bar whole (``tqdm.write``)."""
+    """``print`` (to stdout) that keeps a running tqdm bar whole (``tqdm.write``).
+
+    Examples
+    --------
+    >>> from meanfield._scripts import say
+    >>> say("N =", 3)
+    N = 3
+    """
     import sys
 
     from tqdm import tqdm
