@@ -28,23 +28,21 @@ LABELS = {
 
 def load(out: Path) -> list[dict]:
     """The cells of ``out/runs.jsonl`` (unreadable lines reported on stderr and left out)."""
-    from run_study import read_runs
+    from jsonl_runs import read_runs
 
     return read_runs(Path(out) / "runs.jsonl")
 
 
 def paired_ci(a, b=None):
-    """Mean of a - b (seed by seed) with its 95 % t-interval and the number of pairs."""
-    from scipy.stats import t
+    """Mean of a - b (seed by seed) with its 95 % t-interval and the number of pairs: the
+    package's one t-interval (:func:`meanfield.studies.pretrained_nlp_report.t_interval`)."""
+    from meanfield.studies.pretrained_nlp_report import t_interval
 
     a = np.asarray(a, dtype=float)
     d = a if b is None else a - np.asarray(b, dtype=float)
     d = d[np.isfinite(d)]
-    k = len(d)
-    if k < 2:
-        return (float(d.mean()) if k else float("nan")), float("nan"), float("nan"), k
-    h = t.ppf(0.975, k - 1) * d.std(ddof=1) / np.sqrt(k)
-    return float(d.mean()), float(d.mean() - h), float(d.mean() + h), k
+    mean, lo, hi = t_interval(d, 0.95)
+    return mean, lo, hi, len(d)
 
 
 def _fmt_ci(mean, lo, hi, k=None):

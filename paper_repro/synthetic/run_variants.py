@@ -39,9 +39,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_study import TASKS, StudyInputError, open_runs  # noqa: E402  (the first study's tasks)
+from jsonl_runs import StudyInputError, open_runs  # noqa: E402
 
 from meanfield._scripts import existing_dir, output_dir  # noqa: E402
+from meanfield.studies.synthetic_kernels import TASKS  # noqa: E402  (the first study's tasks)
 
 #: Settings shared by every Coulomb variant (the first study's, chosen there on dev seeds).
 BASE = dict(lam=0.3, s=1.0, softening=0.1, beta=1e3, eta=1.0, n_steps=300, data_batch=250)
