@@ -41,6 +41,16 @@ from pathlib import Path
 
 from meanfield._scripts import int_range, output_dir
 
+# benchmarks/bench_learners.py imports the learners and their settings from here
+from meanfield.studies.synthetic_kernels import (  # noqa: F401
+    CONFIGS,
+    COULOMB,
+    IMPORTANCE,
+    LEARNER_LABELS,
+    TASKS,
+    make_learner,
+)
+
 HERE = Path(__file__).resolve().parent
 NAMES = ("ci", "full")
 
@@ -91,7 +101,7 @@ def _configuration(ap, args):
 
     if args.config is None or args.config in NAMES:
         name = args.config or "full"
-        return study.check_config(study.CONFIGS[name]), name
+        return study.check_config(CONFIGS[name]), name
     path = Path(args.config).expanduser()
     if not path.is_file():
         ap.error(
@@ -112,6 +122,19 @@ def main(argv=None) -> int:
             ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
         if not (out / "config.json").is_file():
             ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
+        if args.config is not None:
+            from meanfield.studies.synthetic_kernels import config_differences
+
+            try:
+                recorded = json.loads((out / "config.json").read_text())["config"]
+            except (ValueError, KeyError, TypeError):
+                ap.error(f"argument --out: {out / 'config.json'} is not a study record")
+            if diff := config_differences(recorded, cfg):
+                ap.error(
+                    f"argument --config: differs from the configuration last run into "
+                    f"{str(out)!r} ({'; '.join(diff[:5])}{'; ...' if len(diff) > 5 else ''}); "
+                    "run without --report-only to compute it"
+                )
     else:
         from meanfield.errors import MeanfieldError
         from meanfield.sweeps import check_scheduler
