@@ -69,6 +69,8 @@ CASES = [
     ("paper_repro/synthetic/run_variants.py", ["--out", "{file}"], "--out"),
     ("paper_repro/synthetic/run_variants.py", ["--report-only", "--out", "{missing}"], "--out"),
     ("paper_repro/synthetic/run_variants.py", ["--report-only", "--out", "{dir}"], "--out"),
+    ("paper_repro/synthetic/run_variants.py", ["--scheduler", "nowhere"], "--scheduler"),
+    ("paper_repro/synthetic/run_variants.py", ["--n-workers", "0"], "--n-workers"),
     ("paper_repro/synthetic/sinha_duchi.py", ["--seeds", "-1"], "--seeds"),
     ("paper_repro/synthetic/sinha_duchi.py", ["--out", "{file}"], "--out"),
     ("paper_repro/synthetic/diagnose.py", ["--out", "{file}"], "--out"),

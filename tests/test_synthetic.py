@@ -325,30 +325,35 @@ def test_runs_reader_reports_every_unreadable_line(tmp_path, capsys):
 
 
 def test_variant_study_ci_runs_resumes_and_reports(tmp_path):
-    """Issue 10's study (CV for every learner, every Coulomb variant) end to end, tiny."""
-    import importlib.util
+    """Issue 10's study (CV for every learner, every Coulomb variant) end to end on the sweeps
+    runner, tiny: a rerun computes nothing; the report reads the run files."""
     import json
     import sys
     from pathlib import Path
 
+    from meanfield.studies import synthetic_variants as study
+
     here = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic"
+    cfg = study.CONFIGS["ci"]
+    kw = dict(scheduler="threads", n_workers=1, progress=False)
+    res = study.run_study(cfg, tmp_path, **kw)
+    n = len(cfg["seeds"]) * len(cfg["tasks"]) * len(cfg["m"])
+    assert res["runs_done"] == res["runs_total"] == n
+    files = _run_files(tmp_path)
+    assert study.run_study(cfg, tmp_path, **kw)["runs_done"] == 0  # resumes
+    assert _run_files(tmp_path) == files
     sys.path.insert(0, str(here))
     try:
-        spec = importlib.util.spec_from_file_location("run_variants", here / "run_variants.py")
-        study = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(study)
-        cfg = study.CONFIGS["ci"]
-        recs = study.run("ci", tmp_path)
-        lines = (tmp_path / "runs.jsonl").read_text().splitlines()
-        assert len(recs) == len(lines) == len(cfg["seeds"]) * len(cfg["tasks"]) * len(cfg["m"])
-        assert len(study.run("ci", tmp_path)) == len(recs)  # resumes: nothing new is run
-        assert (tmp_path / "runs.jsonl").read_text().splitlines() == lines
         from report_variants import paired_ci, report
 
-        report(tmp_path, cfg)
+        report(tmp_path)
+        with pytest.raises(ValueError, match="another configuration"):
+            report(tmp_path, {**cfg, "cv": 3})
     finally:
         sys.path.remove(str(here))
-    rec = json.loads(lines[0])
+    _, recs = study.load_records(tmp_path)
+    assert len(recs) == n
+    rec = recs[0]
     assert {"meanfield_version", "machine", "wall_s", "seed", "m", "task"} <= set(rec)
     expect = {"rff_median", "rff", "importance", "coulomb_cv"}
     expect |= {f"coulomb_{v}" for v in cfg["variants"]}
@@ -356,7 +361,28 @@ def test_variant_study_ci_runs_resumes_and_reports(tmp_path):
     assert rec["learners"]["coulomb_cv"]["variant"] in cfg["variants"]
     for f in ("table.csv", "table.md", "claims.md", "cv_choices.md"):
         assert (tmp_path / f).stat().st_size > 0
-    # the paired interval is the t-interval: for d = (1, 2, 3), mean 2, half-width
+    # the paired interval is the shared t-interval: for d = (1, 2, 3), mean 2, half-width
     # t_{0.975,2} * 1 / sqrt(3) = 4.303 / 1.732 = 2.484
     mean, lo, hi, k = paired_ci([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
     assert (mean, k) == (2.0, 3) and hi - mean == pytest.approx(2.4841, abs=1e-4)
+
+    # the converter: the same records in the old layout (runs.jsonl + config.json) become run
+    # files of this configuration's keys; the report from them is byte-identical
+    import importlib.util
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text(json.dumps(study.check_config(cfg), indent=1))
+    (old / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    spec = importlib.util.spec_from_file_location("convert_results", here / "convert_results.py")
+    conv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conv)
+    assert conv.convert(old)["cells"] == n
+    assert sorted(_run_files(old)) == sorted(files)  # the same keys as the study's own
+    sys.path.insert(0, str(here))
+    try:
+        report(old)
+    finally:
+        sys.path.remove(str(here))
+    for f in ("table.csv", "table.md", "claims.md", "cv_choices.md"):
+        assert (old / f).read_bytes() == (tmp_path / f).read_bytes(), f

@@ -1,5 +1,10 @@
 """One-off: convert a study folder of the old engine (``runs.jsonl``) to the sweep layout.
 
+Two studies used it: ``run_study.py`` (one record per learner and cell; converted as below)
+and ``run_variants.py`` (one record per cell holding every learner, with the package version
+that computed it; converted the same way into :mod:`meanfield.studies.synthetic_variants`'s
+layout, each run file's ``record`` attribute holding the old record).
+
 Before issue 21, ``run_study.py`` kept its own resume engine: a process pool appending one
 JSON record per learner and (task, noise, seed, m) cell to ``<out>/runs.jsonl``, checked
 against the ``config.json`` beside it. The study now runs on :func:`meanfield.sweeps.run_sweep`
@@ -17,6 +22,8 @@ Usage::
 
     python paper_repro/synthetic/convert_results.py paper_repro/synthetic/results/full
     python paper_repro/synthetic/run_study.py --out paper_repro/synthetic/results/full --report-only
+    python paper_repro/synthetic/convert_results.py paper_repro/synthetic/results/variants_full
+    python paper_repro/synthetic/run_variants.py --config full --report-only
 """
 
 from __future__ import annotations
@@ -46,14 +53,8 @@ def _recorded_version(folder: Path) -> str | None:
 
 
 def convert(folder, *, version: str | None = None, note: str = "") -> dict:
-    """Convert ``folder`` in place; returns the counts (cells, records, incomplete cells)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from jsonl_runs import read_runs
-
-    from meanfield.results import load_dataset, save_dataset
-    from meanfield.studies import synthetic_kernels as study
-    from meanfield.sweeps import grid_points, run_key
-
+    """Convert ``folder`` in place (a study of ``run_study.py`` or of ``run_variants.py``, told
+    apart by its ``config.json``); returns the counts (cells, records, incomplete cells)."""
     folder = Path(folder)
     old = json.loads((folder / "config.json").read_text())
     if "sweep" in old:
@@ -61,6 +62,96 @@ def convert(folder, *, version: str | None = None, note: str = "") -> dict:
     runs = folder / "runs.jsonl"
     if not runs.is_file():
         raise FileNotFoundError(f"no runs.jsonl in {str(folder)!r}")
+    if "variants" in old:
+        return _convert_variants(folder, old, version=version, note=note)
+    return _convert_study(folder, old, version=version, note=note)
+
+
+def _converted(version, note, stamp, counts, what) -> dict:
+    return {
+        "by": SCRIPT,
+        "on": stamp,
+        "from": f"runs.jsonl and config.json (the engine of {what} before issue 21)",
+        "counts": counts,
+        "keyed_by": "the config.json stored beside them and meanfield_version "
+        f"{version} (the version that computed them)",
+        "note": note,
+    }
+
+
+def _convert_variants(folder: Path, old: dict, *, version=None, note="") -> dict:
+    """The variant study: one record per (task, seed, m) cell, its package version inside."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from jsonl_runs import read_runs
+
+    from meanfield.results import load_dataset, save_dataset
+    from meanfield.studies import synthetic_kernels as kernels
+    from meanfield.studies import synthetic_variants as study
+    from meanfield.sweeps import grid_points, run_key
+
+    records = read_runs(folder / "runs.jsonl")
+    versions = {r.get("meanfield_version") for r in records} - {None}
+    if version is None:
+        if len(versions) != 1:
+            raise ValueError(f"the runs record versions {sorted(versions)}: pass --version")
+        (version,) = versions
+    cfg = study.check_config(old)
+    spec = study.sweep_spec(cfg, version=version)
+    points = grid_points(spec["grid"])
+    index = {(p["task"], p["seed"], p["m"]): p for p in points}
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    written = []
+    for rec in records:
+        key = (rec["task"], int(rec["seed"]), int(rec["m"]))
+        if key not in index:
+            raise ValueError(f"a record off the configuration's grid: {key}")
+        ds = study.record_dataset(rec)
+        ds.attrs.update({f"sweep_{k}": v for k, v in index[key].items()})
+        ds.attrs.update(
+            sweep_config_digest=spec["digest"],
+            package_version=version,
+            converted_from="runs.jsonl (the engine of run_variants.py before issue 21)",
+            converted_by=f"{SCRIPT} on {stamp}",
+        )
+        path = folder / "runs" / f"{run_key(index[key], spec['digest'])}.nc"
+        save_dataset(ds, path)
+        written.append((path, rec))
+    for path, rec in written:  # every number reads back before runs.jsonl goes
+        back = json.loads(load_dataset(path).attrs["record"])
+        if _canonical(back) != _canonical(rec):
+            raise RuntimeError(f"{path} does not read back as its record; nothing removed")
+    (folder / "configurations.json").write_text(
+        json.dumps({spec["digest"]: spec["configuration"]}, indent=1, sort_keys=True)
+    )
+    counts = {
+        "cells": len(written),
+        "records": len(written),
+        "incomplete_cells": 0,
+        "missing_cells": len(points)
+        - len({r["task"] + str(r["seed"]) + str(r["m"]) for r in records}),
+    }
+    record = kernels.study_record(
+        cfg,
+        spec,
+        name=folder.name,
+        converted=_converted(version, note, stamp, counts, "run_variants.py"),
+    )
+    record["meanfield_version"] = version
+    (folder / "config.json").write_text(json.dumps(record, indent=1, default=float))
+    (folder / "runs.jsonl").unlink()
+    return counts
+
+
+def _convert_study(folder: Path, old: dict, *, version=None, note="") -> dict:
+    """The first study: one record per learner and (task, noise, seed, m) cell."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from jsonl_runs import read_runs
+
+    from meanfield.results import load_dataset, save_dataset
+    from meanfield.studies import synthetic_kernels as study
+    from meanfield.sweeps import grid_points, run_key
+
+    runs = folder / "runs.jsonl"
     version = version or _recorded_version(folder)
     if version is None:
         raise ValueError(
@@ -107,21 +198,13 @@ def convert(folder, *, version: str | None = None, note: str = "") -> dict:
         "cells": len(written),
         "records": sum(len(r) for _, r in written),
         "incomplete_cells": len(cells) - len(written),
-        "missing_cells": len(points) - len(cells),
+        "missing_cells": len(points) - len({p for p, _ in written}),
     }
     record = study.study_record(
         cfg,
         spec,
         name=folder.name,
-        converted={
-            "by": SCRIPT,
-            "on": stamp,
-            "from": "runs.jsonl and config.json (the engine of run_study.py before issue 21)",
-            "counts": counts,
-            "keyed_by": "the config.json stored beside them and meanfield_version "
-            f"{version} (recorded in results.nc)",
-            "note": note,
-        },
+        converted=_converted(version, note, stamp, counts, "run_study.py"),
     )
     record["meanfield_version"] = version  # what computed the runs
     (folder / "config.json").write_text(json.dumps(record, indent=1, default=float))
