@@ -325,7 +325,14 @@ def cell_dataset(records: list[dict]) -> xr.Dataset:
 
 
 def cell_records(ds: xr.Dataset) -> list[dict]:
-    """The records a run file holds (:func:`cell_dataset`'s ``records``)."""
+    """The records a run file holds (:func:`cell_dataset`'s ``records``).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_kernels import cell_dataset, cell_records
+    >>> cell_records(cell_dataset([{"learner": "rff", "m": 8}]))
+    [{'learner': 'rff', 'm': 8}]
+    """
     return json.loads(ds.attrs["records"])
 
 
@@ -351,6 +358,14 @@ def run_cell(
     -------
     xarray.Dataset
         :func:`cell_dataset` of the records, one per learner.
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_kernels import COULOMB, IMPORTANCE, TASKS, run_cell
+    >>> ds = run_cell("two_moons", 0.1, 0, 8, learners=["rff", "importance"], n_train=40,
+    ...               n_test=20, coulomb=COULOMB, importance=IMPORTANCE, task_settings=TASKS)
+    >>> ds["metrics"].sel(metric="ridge_test_error").learner.values.tolist()
+    ['rff', 'importance']
     """
     import torch
     from threadpoolctl import threadpool_limits

@@ -86,6 +86,14 @@ CONFIGS: dict = {}
 
 
 def machine() -> dict:
+    """Where a cell ran: host, platform, Python, cores (recorded, not part of the key).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_variants import machine
+    >>> sorted(machine())
+    ['cpu_count', 'host', 'platform', 'python']
+    """
     return {
         "host": socket.gethostname(),
         "platform": platform.platform(),
@@ -100,6 +108,16 @@ def cell_record(cfg: dict, task: str, seed: int, m: int) -> dict:
     ``cfg`` holds the settings of :func:`run_cell` (``noise``, ``n_train``, ``n_test``,
     ``cv``, ``base``, ``variants``, ``bandwidth_factors``, ``rho_fractions``,
     ``task_settings``); returns the cell's record (JSON-ready).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_variants import CONFIGS, TASKS, cell_record
+    >>> from meanfield.studies.synthetic_variants import check_config
+    >>> cfg = {**check_config(CONFIGS["ci"]), "task_settings": TASKS, "n_train": 60}
+    >>> cfg["variants"] = {"linear": {}}
+    >>> rec = cell_record(cfg, "two_moons", 0, 8)
+    >>> sorted(rec["learners"]), rec["learners"]["coulomb_cv"]["variant"]
+    (['coulomb_cv', 'coulomb_linear', 'importance', 'rff', 'rff_median'], 'linear')
     """
     import torch
     from threadpoolctl import threadpool_limits
@@ -318,7 +336,17 @@ def run_cell(
     rho_fractions: list,
     task_settings: dict,
 ) -> xr.Dataset:
-    """One cell of the sweep: :func:`cell_record` as a dataset (:func:`record_dataset`)."""
+    """One cell of the sweep: :func:`cell_record` as a dataset (:func:`record_dataset`).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_variants import CONFIGS, check_config, run_cell
+    >>> from meanfield.studies.synthetic_variants import sweep_spec
+    >>> cfg = check_config({**CONFIGS["ci"], "n_train": 60, "variants": {"linear": {}}})
+    >>> ds = run_cell("two_moons", 0, 8, **sweep_spec(cfg)["fixed"])
+    >>> ds["ridge_test_error"].sizes["learner"]
+    5
+    """
     cfg = dict(
         noise=noise,
         n_train=n_train,
@@ -384,6 +412,15 @@ def load_records(out) -> tuple[dict, list[dict]]:
         No ``config.json`` in ``out``.
     meanfield.errors.DataFileError
         ``config.json`` is not a study record of the sweep layout.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.synthetic_variants import load_records
+    >>> load_records(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.MissingFileError: no config.json in ...
     """
     from ..errors import DataFileError, MissingFileError
     from ..sweeps import grid_points, run_key
@@ -423,7 +460,20 @@ def run_study(
 ) -> dict:
     """Run (or resume) the variant study into ``out_dir``; as
     :func:`meanfield.studies.synthetic_kernels.run_study` (``runs_done``, ``runs_total``,
-    ``notes``, ``wall_s``, ``result``)."""
+    ``notes``, ``wall_s``, ``result``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.synthetic_variants import CONFIGS, load_records, run_study
+    >>> cfg = {**CONFIGS["ci"], "seeds": [0], "n_train": 60, "variants": {"linear": {}}}
+    >>> out = tempfile.mkdtemp()
+    >>> kw = dict(scheduler="threads", progress=False)
+    >>> run_study(cfg, out, **kw)["runs_done"], run_study(cfg, out, **kw)["runs_done"]
+    (1, 0)
+    >>> len(load_records(out)[1])
+    1
+    """
     from .._validation import check_output_path
     from ..sweeps import check_scheduler, run_sweep
     from .synthetic_kernels import _written_since, study_record
