@@ -1,9 +1,10 @@
-"""The JSON-lines checkpoint of the issue-10 scripts (``run_variants.py``, ``sinha_duchi.py``).
+"""The JSON-lines checkpoint of ``sinha_duchi.py`` (and of the studies before issue 21).
 
 Each finished cell is one JSON object a line of ``<out>/runs.jsonl``, appended and flushed; a
 line cut off by an interruption is set aside into ``runs.jsonl.bad`` with a warning and its
-cell recomputed. The first study (``run_study.py``) runs on :mod:`meanfield.sweeps` instead
-(one netCDF file per cell, keyed by the whole configuration); these two still use this reader.
+cell recomputed. ``run_study.py`` and ``run_variants.py`` run on :mod:`meanfield.sweeps`
+instead (one netCDF file per cell, keyed by the whole configuration); ``convert_results.py``
+reads their old ``runs.jsonl`` folders with :func:`read_runs`.
 """
 
 from __future__ import annotations
