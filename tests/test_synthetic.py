@@ -123,93 +123,196 @@ def test_bad_sizes_and_names():
         syn.make_task("spiral")
 
 
-def test_study_ci_configuration_runs_resumes_and_reports(tmp_path):
-    """The small study configuration runs end to end, resumes from disk and writes its report."""
-    import importlib.util
-    from pathlib import Path
+# ----------------------------------------------------------------------------- the study
+# (meanfield.studies.synthetic_kernels on meanfield.sweeps; threads, tiny sizes: ~1 s a run)
 
-    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "run_study.py"
-    spec = importlib.util.spec_from_file_location("run_study", path)
-    study = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(study)
-    cfg = study.CONFIGS["ci"]
-    study.CONFIGS["tiny"] = {
-        **cfg,
-        "m": [8],
-        "seeds": [0],
-        "tasks": ["two_moons"],
-        "n_train": 120,
-        "n_test": 60,
-    }
-    try:
-        recs = study.run("tiny", tmp_path, progress=False)
-        assert len(recs) == len(cfg["learners"])  # one record per learner
-        lines = (tmp_path / "runs.jsonl").read_text().splitlines()
-        again = study.run("tiny", tmp_path, progress=False)  # resumes: nothing new is run
-        assert (tmp_path / "runs.jsonl").read_text().splitlines() == lines
-        assert len(again) == len(recs)
-        ds = study.report(recs, "tiny", tmp_path, figures=False)
-    finally:
-        del study.CONFIGS["tiny"]
-    assert ds["ridge_test_error"].shape == (4, 1, 1, 1, 1)
+TINY = dict(
+    learners=["rff", "coulomb"],
+    tasks=["two_moons"],
+    noise=[0.1],
+    m=[8],
+    seeds=[0, 1],
+    n_train=60,
+    n_test=30,
+    coulomb={"n_steps": 5},
+)
+
+
+def _study(cfg, out, notes=None):
+    from meanfield.studies.synthetic_kernels import run_study
+
+    log = None if notes is None else notes.append
+    return run_study(cfg, out, scheduler="threads", n_workers=1, progress=False, log=log)
+
+
+def _run_files(out):
+    return {p.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*.nc")}
+
+
+def test_study_runs_on_sweeps_resumes_and_reports(tmp_path):
+    """The tiny study: one run file per (m, task, noise, seed) cell, every learner in it; a
+    rerun computes nothing; the report has the dims learner x task x noise x m x seed."""
+    from meanfield.studies.synthetic_kernels_report import report
+
+    res = _study(TINY, tmp_path)
+    assert (res["runs_done"], res["runs_total"]) == (2, 2)
+    files = _run_files(tmp_path)
+    assert len(files) == 2 and all(
+        f.startswith("m=8_task=two_moons_noise=0.1_seed=") for f in files
+    )
+    assert res["result"]["metrics"].dims == ("m", "task", "noise", "seed", "learner", "metric")
+    again = _study(TINY, tmp_path)
+    assert again["runs_done"] == 0 and _run_files(tmp_path) == files
+    ds = report(tmp_path, figures=False)
+    assert ds["ridge_test_error"].shape == (2, 1, 1, 1, 2)
     assert np.all(np.isfinite(ds["ridge_test_error"].values))
-    for f in ("table.csv", "table.md", "claims.md", "results.nc"):
+    assert np.isnan(ds["min_distance"].sel(learner="rff")).all()  # RFF has no particles
+    assert np.isfinite(ds["min_distance"].sel(learner="coulomb")).all()
+    np.testing.assert_array_equal(  # the report holds the sweep's numbers
+        ds["ridge_test_error"].sel(learner="coulomb", task="two_moons", noise=0.1, m=8).values,
+        again["result"]["metrics"]
+        .sel(learner="coulomb", metric="ridge_test_error", m=8, task="two_moons", noise=0.1)
+        .values,
+    )
+    for f in ("table.csv", "table.md", "claims.md", "results.nc", "config.json"):
         assert (tmp_path / f).stat().st_size > 0
 
 
-def _load_run_study():
+def test_study_changed_setting_computes_new_runs_and_reports_only_them(tmp_path):
+    from meanfield.studies.synthetic_kernels_report import load_study, report
+
+    _study(TINY, tmp_path)
+    first = _run_files(tmp_path)
+    notes = []
+    res = _study({**TINY, "n_train": 80}, tmp_path, notes)
+    assert res["runs_done"] == 2  # another n_train: nothing reused
+    assert len(_run_files(tmp_path)) == 4 and set(first) <= set(_run_files(tmp_path))
+    assert any("n_train: 60 -> 80" in n for n in notes), notes
+    study = load_study(tmp_path)
+    assert study["config"]["n_train"] == 80 and len(study["records"]) == 4  # 2 cells x 2
+    ds = report(tmp_path, figures=False)
+    np.testing.assert_array_equal(
+        ds["ridge_test_error"].sel(learner="rff", task="two_moons", noise=0.1, m=8).values,
+        res["result"]["metrics"]
+        .sel(learner="rff", metric="ridge_test_error", m=8, task="two_moons", noise=0.1)
+        .values,
+    )
+    assert "n_train = 80" in (tmp_path / "table.md").read_text()
+
+
+def test_study_recomputes_only_a_deleted_run(tmp_path):
+    _study(TINY, tmp_path)
+    files = _run_files(tmp_path)
+    gone = sorted(files)[0]
+    (tmp_path / "runs" / gone).unlink()
+    assert _study(TINY, tmp_path)["runs_done"] == 1
+    after = _run_files(tmp_path)
+    assert set(after) == set(files) and after[gone] != files[gone]
+    assert all(after[f] == files[f] for f in files if f != gone)  # the other one untouched
+
+
+def test_study_sets_a_truncated_run_file_aside_and_recomputes_it(tmp_path):
+    from meanfield.results import load_dataset
+    from meanfield.studies.synthetic_kernels import cell_records
+
+    _study(TINY, tmp_path)
+    victim = tmp_path / "runs" / sorted(_run_files(tmp_path))[1]
+    before = cell_records(load_dataset(victim))
+    victim.write_bytes(victim.read_bytes()[:500])  # cut mid-write
+    notes = []
+    assert _study(TINY, tmp_path, notes)["runs_done"] == 1
+    aside = list((tmp_path / "runs" / "set_aside").iterdir())
+    assert len(aside) == 1 and aside[0].name.startswith(victim.name)
+    assert any("unreadable" in n and "recomputed" in n for n in notes), notes
+    after = cell_records(load_dataset(victim))
+    assert [r["ridge_test_error"] for r in after] == [r["ridge_test_error"] for r in before]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        ({"n_trian": 10}, "'n_trian' \\(did you mean 'n_train'\\?\\)"),
+        ({"coulomb": {"n_step": 10}}, "'coulomb.n_step' \\(did you mean 'coulomb.n_steps'\\?\\)"),
+        ({"importance": {"rhoo": 1}}, "'importance.rhoo' \\(did you mean 'importance.rho'\\?\\)"),
+        ({"learners": ["rff", "sinkhorn"]}, "unknown learner 'sinkhorn'"),
+        ({"tasks": ["spiral"]}, "unknown task 'spiral'"),
+        ({"noise": [0.5]}, "noise must hold values in"),
+        ({"m": [8, 8]}, "distinct"),
+        ({"n_test": 1}, "n_test must be an integer >= 2"),
+    ],
+)
+def test_study_config_refuses_unknown_keys_naming_the_nearest(cfg, match):
+    from meanfield.errors import InputError
+    from meanfield.studies.synthetic_kernels import check_config
+
+    with pytest.raises(InputError, match=match):
+        check_config(cfg)
+
+
+def test_converter_moves_an_old_runs_jsonl_folder_into_the_sweep_layout(tmp_path):
+    """A folder of the old engine (runs.jsonl + config.json + results.nc) converts into run
+    files keyed by its configuration; the report rebuilt from them is byte-identical to the
+    old report of the same records; a rerun of the study then computes nothing."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import meanfield
+    from meanfield.studies import synthetic_kernels as study
+    from meanfield.studies import synthetic_kernels_report as rep
+
+    cfg = study.check_config(TINY)
+    records = []
+    for seed in cfg["seeds"]:
+        ds = study.run_cell("two_moons", 0.1, seed, 8, **study.sweep_spec(cfg)["fixed"])
+        records += study.cell_records(ds)
+    old, expect = tmp_path / "old", tmp_path / "expect"
+    for folder in (old, expect):
+        folder.mkdir()
+        ds = rep.to_dataset(records, cfg)  # what the old engine reported
+        ds.to_netcdf(folder / "results.nc", engine="h5netcdf")
+        rep.write_tables(ds, folder)
+        rep.write_claims(ds, folder)
+    (old / "config.json").write_text(json.dumps(cfg, indent=1))
+    # the old engine wrote records as they finished, in any order
+    lines = [json.dumps(r) for r in records[::-1]]
+    (old / "runs.jsonl").write_text("\n".join(lines) + "\n")
+
+    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "convert_results.py"
+    spec = importlib.util.spec_from_file_location("convert_results", path)
+    conv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conv)
+    counts = conv.convert(old)
+    assert counts == {"cells": 2, "records": 4, "incomplete_cells": 0, "missing_cells": 0}
+    assert not (old / "runs.jsonl").exists() and len(_run_files(old)) == 2
+    assert json.loads((old / "config.json").read_text())["converted"]["counts"] == counts
+    rep.report(old, figures=False)
+    for f in ("table.md", "claims.md", "table.csv"):
+        assert (old / f).read_bytes() == (expect / f).read_bytes(), f
+    # keyed by the recorded version (the installed one here): the study finds every cell
+    assert json.loads((old / "config.json").read_text())["meanfield_version"] == (
+        meanfield.__version__
+    )
+    assert _study(cfg, old)["runs_done"] == 0
+    with pytest.raises(ValueError, match="already in the sweep layout"):
+        conv.convert(old)
+
+
+def _jsonl_runs():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "run_study.py"
-    spec = importlib.util.spec_from_file_location("run_study", path)
-    study = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(study)
-    return study
-
-
-def test_study_resumes_from_a_runs_file_cut_mid_line(tmp_path, capsys):
-    """An interruption mid-write leaves runs.jsonl ending in half a record: the rerun warns,
-    sets the fragment aside (runs.jsonl.bad), keeps the good lines and recomputes the lost run,
-    and the file is whole again (one record a line)."""
-    import json
-
-    study = _load_run_study()
-    study.CONFIGS["tiny"] = {
-        **study.CONFIGS["ci"],
-        "learners": ["rff", "importance"],
-        "m": [8],
-        "seeds": [0],
-        "tasks": ["two_moons"],
-        "n_train": 60,
-        "n_test": 30,
-    }
-    runs = tmp_path / "runs.jsonl"
-    try:
-        study.run("tiny", tmp_path, progress=False)
-        whole = runs.read_text().splitlines()
-        assert len(whole) == 2
-        runs.write_text(whole[0] + "\n" + whole[1][: len(whole[1]) // 2])  # cut mid-line
-        capsys.readouterr()
-        recs = study.run("tiny", tmp_path, progress=False)
-    finally:
-        del study.CONFIGS["tiny"]
-    err = capsys.readouterr().err
-    assert "warning:" in err and "line 2 is cut off" in err and "recomputed" in err
-    lines = runs.read_text().splitlines()
-    assert lines[0] == whole[0] and len(lines) == 2  # the good line kept, the lost run redone
-    assert runs.read_text().endswith("\n")
-    redone = json.loads(lines[1])
-    assert redone["learner"] == json.loads(whole[1])["learner"]
-    assert redone["ridge_test_error"] == json.loads(whole[1])["ridge_test_error"]  # same seeds
-    assert len(recs) == 2
-    assert (tmp_path / "runs.jsonl.bad").read_text().startswith("2\t" + whole[1][:20])
+    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "jsonl_runs.py"
+    spec = importlib.util.spec_from_file_location("jsonl_runs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_runs_reader_reports_every_unreadable_line(tmp_path, capsys):
     """Reading only (the reports) skips a damaged line with a warning, never silently, and
     leaves the file alone; a record cut exactly before its newline is kept and completed."""
-    study = _load_run_study()
+    study = _jsonl_runs()
     runs = tmp_path / "runs.jsonl"
     runs.write_text('{"a": 1}\n[1, 2]\n{"a": \n{"a": 3}')
     assert study.read_runs(runs) == [{"a": 1}, {"a": 3}]
@@ -222,30 +325,35 @@ def test_runs_reader_reports_every_unreadable_line(tmp_path, capsys):
 
 
 def test_variant_study_ci_runs_resumes_and_reports(tmp_path):
-    """Issue 10's study (CV for every learner, every Coulomb variant) end to end, tiny."""
-    import importlib.util
+    """Issue 10's study (CV for every learner, every Coulomb variant) end to end on the sweeps
+    runner, tiny: a rerun computes nothing; the report reads the run files."""
     import json
     import sys
     from pathlib import Path
 
+    from meanfield.studies import synthetic_variants as study
+
     here = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic"
+    cfg = study.CONFIGS["ci"]
+    kw = dict(scheduler="threads", n_workers=1, progress=False)
+    res = study.run_study(cfg, tmp_path, **kw)
+    n = len(cfg["seeds"]) * len(cfg["tasks"]) * len(cfg["m"])
+    assert res["runs_done"] == res["runs_total"] == n
+    files = _run_files(tmp_path)
+    assert study.run_study(cfg, tmp_path, **kw)["runs_done"] == 0  # resumes
+    assert _run_files(tmp_path) == files
     sys.path.insert(0, str(here))
     try:
-        spec = importlib.util.spec_from_file_location("run_variants", here / "run_variants.py")
-        study = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(study)
-        cfg = study.CONFIGS["ci"]
-        recs = study.run("ci", tmp_path)
-        lines = (tmp_path / "runs.jsonl").read_text().splitlines()
-        assert len(recs) == len(lines) == len(cfg["seeds"]) * len(cfg["tasks"]) * len(cfg["m"])
-        assert len(study.run("ci", tmp_path)) == len(recs)  # resumes: nothing new is run
-        assert (tmp_path / "runs.jsonl").read_text().splitlines() == lines
         from report_variants import paired_ci, report
 
-        report(tmp_path, cfg)
+        report(tmp_path)
+        with pytest.raises(ValueError, match="another configuration"):
+            report(tmp_path, {**cfg, "cv": 3})
     finally:
         sys.path.remove(str(here))
-    rec = json.loads(lines[0])
+    _, recs = study.load_records(tmp_path)
+    assert len(recs) == n
+    rec = recs[0]
     assert {"meanfield_version", "machine", "wall_s", "seed", "m", "task"} <= set(rec)
     expect = {"rff_median", "rff", "importance", "coulomb_cv"}
     expect |= {f"coulomb_{v}" for v in cfg["variants"]}
@@ -253,7 +361,28 @@ def test_variant_study_ci_runs_resumes_and_reports(tmp_path):
     assert rec["learners"]["coulomb_cv"]["variant"] in cfg["variants"]
     for f in ("table.csv", "table.md", "claims.md", "cv_choices.md"):
         assert (tmp_path / f).stat().st_size > 0
-    # the paired interval is the t-interval: for d = (1, 2, 3), mean 2, half-width
+    # the paired interval is the shared t-interval: for d = (1, 2, 3), mean 2, half-width
     # t_{0.975,2} * 1 / sqrt(3) = 4.303 / 1.732 = 2.484
     mean, lo, hi, k = paired_ci([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
     assert (mean, k) == (2.0, 3) and hi - mean == pytest.approx(2.4841, abs=1e-4)
+
+    # the converter: the same records in the old layout (runs.jsonl + config.json) become run
+    # files of this configuration's keys; the report from them is byte-identical
+    import importlib.util
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "config.json").write_text(json.dumps(study.check_config(cfg), indent=1))
+    (old / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    spec = importlib.util.spec_from_file_location("convert_results", here / "convert_results.py")
+    conv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conv)
+    assert conv.convert(old)["cells"] == n
+    assert sorted(_run_files(old)) == sorted(files)  # the same keys as the study's own
+    sys.path.insert(0, str(here))
+    try:
+        report(old)
+    finally:
+        sys.path.remove(str(here))
+    for f in ("table.csv", "table.md", "claims.md", "cv_choices.md"):
+        assert (old / f).read_bytes() == (tmp_path / f).read_bytes(), f

@@ -32,10 +32,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_study import TASKS  # noqa: E402
 from run_variants import BASE, VARIANTS, machine  # noqa: E402
 
 from meanfield._scripts import output_dir  # noqa: E402
+from meanfield.studies.synthetic_kernels import TASKS  # noqa: E402
 
 RUNS = {"linear": VARIANTS["linear"], "centred": VARIANTS["centred"]}
 SHOW = ["radial", "gaussian_mixture", "checkerboard"]

@@ -1,4 +1,4 @@
-"""Tables and claims of the issue-10 variant study (``run_variants.py``), from ``runs.jsonl``.
+"""Tables and claims of the issue-10 variant study (``run_variants.py``), from its run files.
 
 Writes, next to the runs: ``table.csv`` (one row per learner x task x m x seed), ``table.md``
 (every learner x task at each m: mean test error +- standard error, and the paired differences
@@ -26,11 +26,12 @@ LABELS = {
 }
 
 
-def load(out: Path) -> list[dict]:
-    """The cells of ``out/runs.jsonl`` (unreadable lines reported on stderr and left out)."""
-    from run_study import read_runs
+def load(out: Path) -> tuple[dict, list[dict]]:
+    """The configuration last run into ``out`` and the records of its cells on disk
+    (:func:`meanfield.studies.synthetic_variants.load_records`)."""
+    from meanfield.studies.synthetic_variants import load_records
 
-    return read_runs(Path(out) / "runs.jsonl")
+    return load_records(out)
 
 
 def paired_ci(a, b=None):
@@ -275,9 +276,16 @@ def write_claims(records, cfg, out: Path):
     (out / "claims.md").write_text("\n".join(lines) + "\n")
 
 
-def report(out, cfg):
+def report(out, cfg=None):
+    """Every report of the variant study folder ``out``, from the cells of the configuration
+    last run there (``cfg``, if given, must be that configuration)."""
+    from meanfield.studies.synthetic_variants import check_config, config_differences
+
     out = Path(out)
-    records = load(out)
+    recorded, records = load(out)
+    if cfg is not None and (diff := config_differences(recorded, check_config(cfg))):
+        raise ValueError(f"{out} holds another configuration: {'; '.join(diff[:5])}")
+    cfg = recorded
     if not records:
         print("no runs yet")
         return

@@ -37,7 +37,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_study import read_runs  # noqa: E402
+from jsonl_runs import read_runs  # noqa: E402
 from run_variants import BASE, VARIANTS, machine  # noqa: E402
 
 from meanfield._scripts import int_range, output_dir  # noqa: E402
