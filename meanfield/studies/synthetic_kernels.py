@@ -458,12 +458,12 @@ def study_record(cfg: dict, spec: dict, **extra) -> dict:
     """
     import sys
 
-    import meanfield
+    from .._version import __version__
 
     return {
         "config": cfg,
         **extra,
-        "meanfield_version": meanfield.__version__,
+        "meanfield_version": __version__,
         "numpy": np.__version__,
         "python": sys.version.split()[0],
         "sweep": {"grid": spec["grid"], "digest": spec["digest"]},

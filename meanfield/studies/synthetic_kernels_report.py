@@ -55,7 +55,7 @@ def to_dataset(records, cfg):
     """
     import xarray as xr
 
-    import meanfield
+    from .._version import __version__
 
     coords = {
         "learner": cfg["learners"],
@@ -82,7 +82,7 @@ def to_dataset(records, cfg):
             "bandwidth": "median heuristic on the training inputs",
             "ridge_alpha": "exact leave-one-out over n_train * 10^[-7..0]",
             "logistic_C": 100.0,
-            "meanfield_version": meanfield.__version__,
+            "meanfield_version": __version__,
         }
     )
     return ds

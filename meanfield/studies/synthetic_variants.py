@@ -124,8 +124,7 @@ def cell_record(cfg: dict, task: str, seed: int, m: int) -> dict:
 
     torch.set_num_threads(1)
     threadpool_limits(1)
-    import meanfield
-
+    from .._version import __version__
     from ..learners import (
         CoulombFeatures,
         ImportanceSampledFeatures,
@@ -200,7 +199,7 @@ def cell_record(cfg: dict, task: str, seed: int, m: int) -> dict:
         score(f"coulomb_{name}", learner, cv_scores[name])
     out["learners"]["coulomb_cv"] = {**out["learners"][f"coulomb_{best}"], "variant": best}
     out["wall_s"] = time.perf_counter() - t_cell
-    out["meanfield_version"] = meanfield.__version__
+    out["meanfield_version"] = __version__
     out["machine"] = machine()
     out["noise"] = cfg["noise"]
     return out
