@@ -604,6 +604,16 @@ def summarise_comparison(ds) -> str:
     ...                        "eta": 0.05, "seed": 0})
     >>> print(summarise_comparison(ds).splitlines()[-1])
       w2                 +0.3           +0.1
+
+    A quantity the run did not compute reads n/a, with the reason (not ``+nan``):
+
+    >>> ds["w1"] = ("time", [np.nan, np.nan])
+    >>> ds.attrs["w_method"] = "sparse_exact"
+    >>> for line in summarise_comparison(ds).splitlines()[-2:]:
+    ...     print(line)
+      w1                  n/a            n/a
+      n/a: w1 is computed only by the dense exact solver (W method exact; this run used
+      sparse_exact, chosen for its size)
     """
     a = ds.attrs
     t_end = float(ds["time"][-1])
@@ -620,8 +630,21 @@ def summarise_comparison(ds) -> str:
     head0, head1 = "t = 0", f"t = {t_end:g}"
     lines.append(f"  {'quantity':<{width}}  {head0:>13}  {head1:>13}")
     lines.append(f"  {'-' * width}  {'-' * 13}  {'-' * 13}")
+    not_computed = []
     for k, v in rows:
-        lines.append(f"  {k:<{width}}  {v[0]:>+13.5g}  {v[-1]:>+13.5g}")
+        if np.isnan(v).all():  # a quantity this run did not compute: say so, not "+nan"
+            not_computed.append(k)
+            lines.append(f"  {k:<{width}}  {'n/a':>13}  {'n/a':>13}")
+        else:
+            lines.append(f"  {k:<{width}}  {v[0]:>+13.5g}  {v[-1]:>+13.5g}")
+    for k in not_computed:
+        why = (
+            f"computed only by the dense exact solver (W method exact; this run used "
+            f"{a.get('w_method', '?')}, chosen for its size)"
+            if k == "w1"
+            else "not computed in this run"
+        )
+        lines.append(f"  n/a: {k} is {why}")
     return "\n".join(lines)
 
 
