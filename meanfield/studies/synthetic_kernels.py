@@ -45,6 +45,7 @@ __all__ = [
     "COULOMB",
     "IMPORTANCE",
     "TASKS",
+    "read_study_record",
     "CONFIGS",
     "LEARNER_LABELS",
     "FIELDS",
@@ -482,6 +483,42 @@ def _written_since(out: Path, spec: dict, t0_ns: int) -> int:
 
     paths = [out / "runs" / f"{run_key(p, spec['digest'])}.nc" for p in grid_points(spec["grid"])]
     return sum(p.is_file() and p.stat().st_mtime_ns >= t0_ns for p in paths)
+
+
+def read_study_record(out) -> tuple[dict, dict]:
+    """(sweep, configuration) of a study folder's ``config.json`` (the sweep layout).
+
+    Raises
+    ------
+    meanfield.errors.MissingFileError
+        No ``config.json``: nothing was run in ``out``.
+    meanfield.errors.DataFileError
+        ``config.json`` is not a study record of the sweep layout.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.synthetic_kernels import read_study_record
+    >>> read_study_record(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.MissingFileError: no config.json in ...
+    """
+    from ..errors import DataFileError, MissingFileError
+
+    out = Path(out)
+    path = out / "config.json"
+    if not path.is_file():
+        raise MissingFileError(f"no config.json in {str(out)!r}: nothing was run there")
+    try:
+        study = json.loads(path.read_text())
+        sweep, cfg = study["sweep"], study["config"]
+    except (ValueError, KeyError, TypeError):
+        raise DataFileError(
+            f"{path} is not a study record of the sweep layout (an old runs.jsonl folder? "
+            "convert it with paper_repro/synthetic/convert_results.py)"
+        ) from None
+    return sweep, cfg
 
 
 def run_study(

@@ -346,22 +346,11 @@ def load_study(out) -> dict:
     >>> study["n_cells"], study["missing"], len(study["records"])
     (2, 0, 2)
     """
-    from ..errors import DataFileError, MissingFileError
     from ..sweeps import grid_points, run_key
-    from .synthetic_kernels import cell_records
+    from .synthetic_kernels import cell_records, read_study_record
 
     out = Path(out)
-    path = out / "config.json"
-    if not path.is_file():
-        raise MissingFileError(f"no config.json in {str(out)!r}: nothing was run there")
-    try:
-        study = json.loads(path.read_text())
-        sweep, cfg = study["sweep"], study["config"]
-    except (ValueError, KeyError, TypeError):
-        raise DataFileError(
-            f"{path} is not a study record of the sweep layout (an old runs.jsonl folder? "
-            "convert it with paper_repro/synthetic/convert_results.py)"
-        ) from None
+    sweep, cfg = read_study_record(out)
     import xarray as xr
 
     records, missing = [], 0

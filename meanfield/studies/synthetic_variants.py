@@ -421,21 +421,11 @@ def load_records(out) -> tuple[dict, list[dict]]:
         ...
     meanfield.errors.MissingFileError: no config.json in ...
     """
-    from ..errors import DataFileError, MissingFileError
     from ..sweeps import grid_points, run_key
+    from .synthetic_kernels import read_study_record
 
     out = Path(out)
-    path = out / "config.json"
-    if not path.is_file():
-        raise MissingFileError(f"no config.json in {str(out)!r}: nothing was run there")
-    try:
-        study = json.loads(path.read_text())
-        sweep, cfg = study["sweep"], study["config"]
-    except (ValueError, KeyError, TypeError):
-        raise DataFileError(
-            f"{path} is not a study record of the sweep layout (an old runs.jsonl folder? "
-            "convert it with paper_repro/synthetic/convert_results.py)"
-        ) from None
+    sweep, cfg = read_study_record(out)
     records = []
     for p in grid_points(sweep["grid"]):
         run = out / "runs" / f"{run_key(p, sweep['digest'])}.nc"
