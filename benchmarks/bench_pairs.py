@@ -45,6 +45,7 @@ from meanfield._scripts import (
     choice_list,
     device_name,
     file_stem,
+    float_range,
     int_list,
     int_range,
     progress,
@@ -142,20 +143,25 @@ def interleaved_medians(fns: dict, repeats: int, device="cpu") -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def _particles(N, p, dtype, device, seed=0):
+def _particles(N, p, dtype, device, seed=0, radius=None):
+    """randn particles, or with ``radius`` their projections onto the sphere of that radius
+    (at p = 64 raw randn pair terms ~1e-59 are not float32 numbers: the sums refuse them)."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(N, p, generator=g, dtype=torch.float64).to(dtype=dtype, device=device)
+    x = torch.randn(N, p, generator=g, dtype=torch.float64)
+    if radius is not None:
+        x = radius * x / x.norm(dim=1, keepdim=True)
+    return x.to(dtype=dtype, device=device)
 
 
-def section_pairs(N, p, repeats, device, keops: bool, n_other: int) -> dict:
+def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None) -> dict:
     import torch
 
     from meanfield.energy import PairInteraction
     from meanfield.kernels import Gaussian, Riesz
 
-    om = _particles(N, p, torch.float32, device)
+    om = _particles(N, p, torch.float32, device, radius=radius)
     s, eps = p - 2.0, 0.1
     kern = Riesz(s, eps)
     term = PairInteraction(kern, 1.0)
@@ -433,6 +439,13 @@ def main(argv=None):
         "--N-other", type=int_range(2), default=3000, help="N >= 2 of the other-kernel rows"
     )
     ap.add_argument("--p", type=int_range(1), default=16, help="particle dimension p >= 1")
+    ap.add_argument(
+        "--radius",
+        type=float_range(0, lo_open=True),
+        default=None,
+        help="particles on the sphere of this radius > 0 (pairs section; default: randn; "
+        "p = 64 needs one, e.g. 1.5 or 3)",
+    )
     ap.add_argument("--repeats", type=int_range(1), default=7, help="timed repeats (>= 1)")
     ap.add_argument("--threads", type=int_range(1), default=2, help="torch threads (>= 1)")
     ap.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:K")
@@ -471,7 +484,7 @@ def main(argv=None):
     }
     if "pairs" in sections:
         res["pairs"] = section_pairs(
-            args.N, args.p, args.repeats, args.device, not args.no_keops, args.N_other
+            args.N, args.p, args.repeats, args.device, not args.no_keops, args.N_other, args.radius
         )
     if "tiles" in sections:
         res["tiles"] = section_tiles(args.N, args.p, args.repeats, args.device, args.tiles)

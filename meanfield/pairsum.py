@@ -27,13 +27,15 @@ Range.  The terms u^(−m), m = s/2 + 1, of a Riesz kernel with large s leave th
 (p = 64, s = 62, u ≈ 36: 10^-50, below float32's smallest normal number 1.2·10^-38), where
 a CPU computes denormals very slowly and the sums silently become 0.  When the bounds
 ε² ≤ u ≤ (2 max|ω|)² + ε² allow terms outside 2^(±100) (float32; 2^(±1000) in float64), the
-sums are rescaled by the smallest u of the call, u₀ (a first pass of matrix products):
-u^(−m) = u₀^(−m) (u₀/u)^m, the second factor in (0, 1] and floored at 2^(−100) (float32;
-2^(−1000) in float64), which changes each row sum by at most N · 2^(−100) of its largest
-term.  The constant u₀^(−m) is applied in float64 at the end.  Entries of the result below the
-dtype's smallest normal number keep an absolute error below it (1.2·10^-38 in float32); if
-the whole result is that small (or overflows), :class:`~meanfield.errors.NumericalError` is
-raised naming float64, instead of returning zeros.
+sums are rescaled by a running reference u₀, the smallest u of the tiles seen so far
+(lowered, with the sums so far, only when a tile's terms would pass 2^(|floor|/2)):
+u^(−m) = u₀^(−m) (u₀/u)^m, the second factor at most 2^50 (float32; 2^500 in float64) and
+floored at 2^(−100) (2^(−1000)), which changes each row sum by at most N · 2^(−100) of the
+largest term (≥ 1 in these units).  The constant u₀^(−m) is applied in float64 at the end.
+Entries of the result below the dtype's smallest normal number keep an absolute error below
+it (1.2·10^-38 in float32); if the whole result is that small (or overflows),
+:class:`~meanfield.errors.NumericalError` is raised naming float64, instead of returning
+zeros.
 """
 
 from __future__ import annotations
@@ -291,19 +293,6 @@ class _Tiles:
             return acc
         return acc[self.p][:, None] * self.omega - acc[: self.p].T
 
-    def min_u(self, tol: float = 0.0) -> float:
-        """The smallest u over all pairs i ≠ j (the rescaling reference u₀); entries within
-        ``tol`` (the round-off bound) are recomputed exactly first."""
-        mn = math.inf
-        for rows, cols in self.pairs():
-            u, _ = self.u(rows, cols)
-            if tol:
-                self.exact_below(u, rows, cols, tol)
-            if rows[0] == cols[0]:
-                u.diagonal().fill_(math.inf)
-            mn = min(mn, float(u.min()))
-        return mn
-
 
 def _needs_rescale(plan, sq_max: float, dtype) -> bool:
     """Whether terms u^(−m) can leave 2^(±|floor|) for u in [ε², (2 max|ω|)² + ε²]."""
@@ -540,8 +529,8 @@ def pair_sums(
     """
     plan = make_plan(kernel)
     tiles = _Tiles(omega, plan.eps2, tile or default_tile(omega.device))
-    u0 = _rescale_reference(plan, tiles)
-    total, acc = _sum_tiles(plan, tiles, u0, want_value, want_grad)
+    rescale = _needs_rescale(plan, float(tiles.sq.max()), omega.dtype)
+    total, acc, u0 = _sum_tiles(plan, tiles, rescale, want_value, want_grad)
     # the constant u₀^(−m) of rescaled terms, applied once with the scales, in float64
     log_unit = -plan.power * math.log(u0) if u0 is not None else 0.0
     value = grad = None
@@ -554,29 +543,42 @@ def pair_sums(
     return value, grad
 
 
-def _rescale_reference(plan: _Plan, tiles: _Tiles) -> float | None:
-    """The rescaling reference u₀, the smallest u of the call, when the terms u^(−m) may leave
-    the range of the particles' dtype (see the module docstring); else None (no rescaling)."""
-    dtype = tiles.omega.dtype
-    sq_max = float(tiles.sq.max())
-    if not _needs_rescale(plan, sq_max, dtype):
-        return None
-    tol = (
-        roundoff_bound(tiles.p, dtype, sq_max, plan.eps2)
-        if _needs_check(plan, tiles, dtype)
-        else 0.0
-    )
-    u0 = tiles.min_u(tol)
-    return u0 if 0.0 < u0 < math.inf else None
+def _lower_reference(u, diag: bool, u0, plan: _Plan, floor_log2: float, total, acc):
+    """The rescaling reference after one more tile: the tile's smallest u (i ≠ j) when the
+    terms (u₀/u)^m would pass 2^(|floor|/2) with the current u₀ (or there is none yet), with
+    the sums so far rescaled to it in place; else the current u₀.
+
+    A running reference replaces a first pass over every tile for the smallest u of the call:
+    the products are formed once.  Lowering it only past 2^(|floor|/2) keeps every term below
+    that bound (far inside the dtype's range) and rescales the sums at most a few times; the
+    floor 2^floor of the terms is then relative to a largest term ≥ 1, as with the exact
+    minimum."""
+    if diag:
+        u.diagonal().fill_(math.inf)
+    u_min = float(u.min())
+    if diag:
+        u.diagonal().fill_(1.0)  # the placeholder of i = j (the coefficient there is zeroed)
+    if not 0.0 < u_min < math.inf:
+        return u0
+    if u0 is None:
+        return u_min
+    if plan.power * math.log2(u0 / u_min) <= -floor_log2 / 2:
+        return u0
+    factor = math.exp(plan.power * (math.log(u_min) - math.log(u0)))  # (u_new/u_old)^m < 1
+    total.mul_(factor)
+    if acc is not None:
+        acc.mul_(factor)
+    return u_min
 
 
-def _sum_tiles(plan: _Plan, tiles: _Tiles, u0, want_value: bool, want_grad: bool):
+def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want_grad: bool):
     """Visit each unordered tile pair once: the float64 sum of the bare values (an off-diagonal
-    tile stands for both orders, so it counts twice) and the accumulated gradient products
-    (``_Tiles.accumulate``; None unless ``want_grad``).  Where u ≤ 0 or a coincident pair
+    tile stands for both orders, so it counts twice), the accumulated gradient products
+    (``_Tiles.accumulate``; None unless ``want_grad``) and the rescaling reference u₀ of both
+    (None unless ``rescale``; :func:`_lower_reference`).  Where u ≤ 0 or a coincident pair
     can occur (``_needs_check``), entries within round-off of ε² are recomputed exactly
     (``_Tiles.exact_below``) and a tile that then holds u ≤ 0 is evaluated by the kernel's
-    own κ and κ' (the zero subgradient), in the bare units of ``plan``."""
+    own κ and κ' (the zero subgradient), in float64 and in the bare units of ``plan``."""
     dtype = tiles.omega.dtype
     floor = _FLOOR_LOG2.get(dtype, -100.0)
     check = _needs_check(plan, tiles, dtype)
@@ -584,23 +586,36 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, u0, want_value: bool, want_grad: bool
     generic = _Plan(plan.kernel)
     acc = tiles.new_acc() if want_grad else None
     total = torch.zeros((), dtype=torch.float64, device=tiles.omega.device)
+    u0 = None
     for rows, cols in tiles.pairs():
         u, d = tiles.u(rows, cols)
         diag = rows[0] == cols[0]
         cbuf = tiles.cbuffer(u.shape)
         if check:
             tiles.exact_below(u, rows, cols, tol)
+        if rescale:
+            u0 = _lower_reference(u, diag, u0, plan, floor, total, acc)
         if check and not bool(u.min() > 0):  # coincident points: the safe generic path
-            c, v = generic.coeff(u.sub_(plan.eps2), cbuf, want_value, diag)
-            c = c / plan.grad_factor
-            v = v / plan.value_factor if v is not None else None
+            c, v = _generic_tile(generic, plan, u, diag, want_value, u0)
         else:
             c, v = plan.coeff(u, cbuf, want_value, diag, u0, floor)
         if want_value:
             total += v.double() * (1.0 if diag else 2.0)
         if want_grad:
             tiles.accumulate(acc, c, d, rows, cols)
-    return total, acc
+    return total, acc, u0
+
+
+def _generic_tile(generic: _Plan, plan: _Plan, u, diag: bool, want_value: bool, u0):
+    """A tile holding coincident points (u = ε² = 0) through the kernel's own κ and κ' (the
+    zero subgradient there), in float64 (the true terms may lie outside the dtype's range)
+    and converted to the bare units of ``plan`` (÷ its constant factors, × u₀^m when
+    rescaling)."""
+    unit = math.exp(plan.power * math.log(u0)) if u0 is not None else 1.0
+    c, v = generic.coeff(u.double().sub_(plan.eps2), None, want_value, diag)
+    c = (c * (unit / plan.grad_factor)).to(u.dtype)
+    v = v * (unit / plan.value_factor) if v is not None else None
+    return c, v
 
 
 def _apply_factor(x: torch.Tensor, factor: float, log_unit: float, what: str, like):

@@ -178,6 +178,66 @@ def test_float32_at_p64_rescales_instead_of_underflowing():
     assert float(gE.abs().max()) > 1e4 * tiny
 
 
+def _reference_lowerings(monkeypatch):
+    """Record (u₀ before, u₀ after) of every call of the running rescaling reference."""
+    import meanfield.pairsum as ps
+
+    seen, inner = [], ps._lower_reference
+
+    def spy(u, diag, u0, *args):
+        out = inner(u, diag, u0, *args)
+        seen.append((u0, out))
+        return out
+
+    monkeypatch.setattr(ps, "_lower_reference", spy)
+    return seen
+
+
+def test_float32_p64_reference_lowered_mid_sum_keeps_accuracy(monkeypatch):
+    """The reference u₀ starts at the first tile's smallest u (≈ 10 on the radius-3 sphere)
+    and must drop to ≈ 1 at the last tile, which holds a close pair: (10/1)^32 ≈ 2^106 would
+    overflow float32, so the sums of the earlier tiles are rescaled in place.  The result
+    equals the float64 direct sum to float32 accuracy (the bound of the test above; the close
+    pair's u = 1.01 carries the product's round-off ~ 18 · 64 · 6e-8 ≈ 7e-5, × m = 32 in
+    its terms: 2e-3 relative at worst, ~1e-4 typical, so 3e-3)."""
+    N, p = 320, 64
+    om = _sphere(N, p, 3.0, seed=4)
+    om[-1] = om[-2] + 1.0 * torch.nn.functional.normalize(torch.ones(p, dtype=om.dtype), dim=0)
+    k = Riesz(62.0, 0.1)
+    seen = _reference_lowerings(monkeypatch)
+    v, g = pair_sums(om.float(), k, tile=64)
+    lowered = [(a, b) for a, b in seen if a is not None and b < a]
+    assert lowered and lowered[-1][1] < 1.1 < 5.0 < lowered[-1][0]  # the path was taken
+    want_v, want_g = _direct(om, k)
+    assert abs(float(v) / float(want_v) - 1) < 3e-3
+    # every row to 3e-3 relative, up to the floor 2^(−100) of the bare terms (the stated
+    # guarantee: N · 2^(−100) of the largest term, × the largest |ω_i − ω_j| = 6), which the
+    # rows far from the close pair (forces ~1e-33 against ~5) lie below
+    floor = N * 2.0**-100 * 6.0 * float(want_g.norm(dim=1).max())
+    err = (g.double() - want_g).norm(dim=1)
+    assert bool((err <= 3e-3 * want_g.norm(dim=1) + floor).all())
+    assert float(err[-2:].max() / want_g[-2:].norm(dim=1).min()) < 3e-3  # the close pair
+
+
+def test_float32_p64_coincident_points_rescaled_generic_tile():
+    """An unsoftened s = 62 kernel with a duplicated point needs both the rescaling (terms
+    ≈ 18^(−32)) and the generic tile of the zero subgradient (u = 0): that tile is computed
+    in float64 in the rescaled units, so the force equals the float64 direct sum over the
+    other pairs (the duplicated pair contributes nothing)."""
+    N, p = 200, 64
+    om = _sphere(N, p, 3.0, seed=6)
+    om[-1] = om[0]
+    k = Riesz(62.0)
+    v, g = pair_sums(om.float(), k, tile=64)
+    diff = om[:, None] - om[None]
+    r2 = (diff * diff).sum(-1)
+    keep = r2 > 0
+    c = torch.where(keep, k.grad_coeff_sq(torch.where(keep, r2, 1.0)), 0.0)
+    want_g = (c[..., None] * diff).sum(1)
+    rows = want_g.norm(dim=1)
+    assert float(((g.double() - want_g).norm(dim=1) / rows).max()) < 1e-3
+
+
 def test_float32_replicas_and_random_batches_at_p64_are_not_zero():
     """The row-chunk paths (replicas, random batches) compute in float64 when float32 would
     leave its range, and round the result: the same numbers as a float64 run.  On the
