@@ -42,6 +42,7 @@ from .._version import __version__
 
 __all__ = [
     "check_config",
+    "dataset_seeds",
     "variants",
     "run_softmax",
     "run_linearized",
@@ -82,7 +83,7 @@ TINY_CONFIG = str(
     Path(__file__).resolve().parents[2] / "paper_repro" / "nlp_pretrained" / "configs" / "tiny.json"
 )
 _GRID_ONLY = ("name", "description", "seeds", "features", "methods", "controls")
-_DATASET_KEYS = ("name", "task", "source", "train_split", "eval_split", "max_train")
+_DATASET_KEYS = ("name", "task", "source", "train_split", "eval_split", "max_train", "seeds")
 
 
 def _nearest(key, allowed) -> str:
@@ -121,10 +122,32 @@ def check_config(cfg: dict) -> dict:
                 raise InputError(f"unknown dataset key {k!r}{_nearest(k, _DATASET_KEYS)}")
         if "name" not in ds or "task" not in ds:
             raise InputError(f"each dataset needs 'name' and 'task', got {ds}")
+        if "seeds" in ds and (
+            not isinstance(ds["seeds"], list)
+            or not ds["seeds"]
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in ds["seeds"])
+        ):
+            raise InputError(
+                f"dataset {ds['name']!r}: 'seeds' must be a non-empty list of integers, "
+                f"got {ds['seeds']!r}"
+            )
     for m in out["methods"]:
         if m not in ("vanilla", "kernel", "hedgehog"):
             raise InputError(f"methods must be among vanilla, kernel, hedgehog; got {m!r}")
     return out
+
+
+def dataset_seeds(cfg: dict, ds: dict) -> list[int]:
+    """The seeds of one data set: its own ``seeds`` entry if it has one (e.g. fewer seeds
+    for a costly data set), else the configuration's.
+
+    Examples
+    --------
+    >>> cfg = {"seeds": [0, 1, 2, 3, 4]}
+    >>> dataset_seeds(cfg, {"name": "qqp", "seeds": [0, 1, 2]}), dataset_seeds(cfg, {"name": "rt"})
+    ([0, 1, 2], [0, 1, 2, 3, 4])
+    """
+    return list(ds.get("seeds", cfg["seeds"]))
 
 
 def variants(cfg: dict) -> list[str]:
@@ -428,8 +451,13 @@ def run_study(
     n_workers: int | None = 1,
     stages=("softmax", "linearized"),
     progress: bool = True,
+    record: dict | None = None,
 ) -> dict:
     """Run (or resume) both stages; returns the gathered datasets by stage.
+
+    ``record`` is the configuration written to ``<out_dir>/config.json`` for the report
+    (default ``cfg``): a run of a subset (some data sets, seeds or variants) records the
+    whole study it belongs to, so the report keeps every variant and comparison.
 
     Examples
     --------
@@ -449,7 +477,7 @@ def run_study(
     cfg = check_config(cfg)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg, indent=1))
+    (out / "config.json").write_text(json.dumps(check_config(record or cfg), indent=1))
     # what a run computes from: the grid's own lists (seeds, features, methods, controls) and
     # the labels stay out, so extending a grid never recomputes the runs already done; each
     # data set is its own sweep, keyed by its own entry, so adding a data set changes nothing
@@ -463,7 +491,9 @@ def run_study(
     kw = dict(context=context, scheduler=scheduler, n_workers=n_workers, progress=progress)
     parts: dict = {"softmax": [], "linearized": []}
     for ds in cfg["datasets"]:
-        one = dict(base, datasets=[ds])
+        seeds = dataset_seeds(cfg, ds)
+        # the data set's own seed list is a grid list too: out of the key
+        one = dict(base, datasets=[{k: v for k, v in ds.items() if k != "seeds"}])
         data_id, model_id = input_fingerprints(one, data_dir, model_dir)
         fixed = {
             "config": json.dumps(one, sort_keys=True),
@@ -471,16 +501,16 @@ def run_study(
             "model_id": model_id,
         }
         grids = {
-            "softmax": {"dataset": [ds["name"]], "seed": list(cfg["seeds"])},
+            "softmax": {"dataset": [ds["name"]], "seed": seeds},
             "linearized": {
                 "dataset": [ds["name"]],
-                "seed": list(cfg["seeds"]),
+                "seed": seeds,
                 "variant": variants(cfg),
             },
         }
         for stage, func in funcs.items():
             # the earlier scheme keyed runs by the folders and the whole data set list
-            for datasets in ([ds], cfg["datasets"]):
+            for datasets in (one["datasets"], cfg["datasets"]):
                 legacy = {"config": json.dumps(dict(base, datasets=datasets), sort_keys=True)}
                 old = {**legacy, **context}
                 _rekey_location_runs(func, out / stage, ds["name"], old, fixed)

@@ -32,7 +32,9 @@ def parse(argv):
     p.add_argument("--data-dir", required=True, type=Path)
     p.add_argument("--model-dir", required=True, type=Path)
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--seeds", type=int, nargs="+", help="override the configuration's seeds")
+    p.add_argument(
+        "--seeds", type=int, nargs="+", help="only these seeds (every data set's own list too)"
+    )
     p.add_argument("--datasets", nargs="+", help="only these data sets (names)")
     p.add_argument("--features", nargs="+", help="only these feature maps (of the configuration's)")
     p.add_argument("--methods", nargs="+", help="only these methods (of the configuration's)")
@@ -61,8 +63,12 @@ def main(argv=None) -> int:
         if args.n_workers < 1:
             raise ValueError(f"--n-workers must be >= 1, got {args.n_workers}")
         cfg = study.check_config(json.loads(args.config.read_text()))
-        if args.seeds:
+        record = json.loads(json.dumps(cfg))  # the whole study, for config.json and the report
+        if args.seeds:  # every data set's seeds, its own list included
             cfg["seeds"] = args.seeds
+            cfg["datasets"] = [
+                {k: v for k, v in d.items() if k != "seeds"} for d in cfg["datasets"]
+            ]
         if args.datasets:
             unknown = set(args.datasets) - {d["name"] for d in cfg["datasets"]}
             if unknown:
@@ -100,6 +106,7 @@ def main(argv=None) -> int:
             scheduler=args.scheduler,
             n_workers=args.n_workers,
             stages=stages,
+            record=record,
         )
     write_report(args.out, data_dir=args.data_dir)
     return 0
