@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield._scripts import (
+from meanfield.workbench._scripts import (
     BENCH_OUT_ENV,
     bench_out_default,
     device_name,
@@ -72,9 +72,9 @@ def learned_omega(n_features: int, head_dim: int, seed: int = 0) -> np.ndarray:
 
     from meanfield.attention.features import orthogonal_omega
     from meanfield.domains import Ball
+    from meanfield.dynamics.langevin import simulate
     from meanfield.energy import Energy, NormalisedAlignment, PairInteraction
     from meanfield.kernels import Riesz
-    from meanfield.particles import simulate
 
     rng = np.random.default_rng(seed)
     y = np.where(rng.random(256) < 0.5, -1.0, 1.0)

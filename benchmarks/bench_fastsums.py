@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 
-from meanfield._scripts import add_bench_out, float_range, int_range, progress, say
+from meanfield.workbench._scripts import add_bench_out, float_range, int_range, progress, say
 
 GRID = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 PATHS = {1: "ranks (exact)", 2: "NUFFT spectral Ewald (finufft)", 3: "FMM (fmm3dpy)"}

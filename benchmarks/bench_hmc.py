@@ -1,4 +1,4 @@
-"""Effective samples per second: HMC (meanfield.samplers) against MALA (issue 14).
+"""Effective samples per second: HMC (meanfield.dynamics.hmc) against MALA (issue 14).
 
 Two models of THEORY §5 (V = ω²/2, λ = 1/2, p = 1, box [−4, 4]):
 
@@ -7,12 +7,12 @@ Two models of THEORY §5 (V = ω²/2, λ = 1/2, p = 1, box [−4, 4]):
 * ``uniform``: k = −|z|, mean-field regime β = 1 (the large-deviation study's model).
 
 For each N both samplers start from the same equilibrated configurations (an HMC warm-up) and
-are tuned by the same dual averaging (meanfield.samplers.DualAveraging): HMC's leapfrog step to
+are tuned by the same dual averaging (meanfield.dynamics.hmc.DualAveraging): HMC's leapfrog step to
 acceptance 0.65 with trajectory length T, MALA's η to acceptance 0.574 (the optimal scalings of
 Beskos et al. 2013 and Roberts & Rosenthal 1998).
 Then each runs with the step frozen for a fixed wall-clock budget.  Observables: the energy
 H_N and L_N = ∫ω² dμ_N (= 2 × the confinement term, recorded at every step).  τ_int by Geyer's
-initial monotone sequence pooled over R chains (meanfield.samplers.integrated_autocorr_time,
+initial monotone sequence pooled over R chains (meanfield.dynamics.hmc.integrated_autocorr_time,
 tested against AR(1)); ESS = n R / τ; ESS/s counts the sampling phase only (tuning is reported
 separately).  A run shorter than 50 τ is flagged: its τ is then likely underestimated and its
 ESS/s an upper bound.
@@ -32,7 +32,14 @@ import math
 import time
 from pathlib import Path
 
-from meanfield._scripts import add_bench_out, file_stem, float_range, int_range, progress, say
+from meanfield.workbench._scripts import (
+    add_bench_out,
+    file_stem,
+    float_range,
+    int_range,
+    progress,
+    say,
+)
 
 CASES = {
     # name: (closed-form case, regime, beta, trajectory length T)
@@ -52,7 +59,7 @@ def observables(ds):
 
 
 def ess_row(ds, wall):
-    from meanfield.samplers import integrated_autocorr_time
+    from meanfield.dynamics.hmc import integrated_autocorr_time
 
     out = {}
     for name, x in observables(ds).items():
@@ -71,8 +78,8 @@ def tune_mala(E, start, beta, regime, n_tune, seed):
     """η by dual averaging to acceptance 0.574 on the replica-mean accept indicator."""
     import torch
 
-    from meanfield.particles import MALA
-    from meanfield.samplers import DualAveraging
+    from meanfield.dynamics.hmc import DualAveraging
+    from meanfield.dynamics.langevin import MALA
 
     N = start.shape[-2]
     mala = MALA(E, 0.05 / N, beta, regime)
@@ -90,7 +97,7 @@ def tune_mala(E, start, beta, regime, n_tune, seed):
 def bench_one(case, N, *, replicas, budget, trajectory_length, target, n_warmup, seed=0):
     import torch
 
-    from meanfield.particles import sample_hmc, simulate
+    from meanfield.dynamics.langevin import sample_hmc, simulate
     from meanfield.studies.limits import closed_form_energy
 
     cf_case, regime, beta, T = CASES[case]

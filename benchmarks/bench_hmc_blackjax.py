@@ -9,7 +9,7 @@ flow is Ω'' = −N∇H_N) and no step jitter.  BlackJAX (``blackjax.hmc``, vmap
 the whole chain one ``jax.lax.scan`` under ``jax.jit``, float64) does not reflect at the box;
 the log gas lives on [−√2, √2] and never reaches the walls at ±4 (checked: no particle beyond
 3 in any run).  Observables: H_N and L_N = ∫ω² dμ_N; τ_int by Geyer's initial monotone
-sequence pooled over chains (meanfield.samplers.integrated_autocorr_time); ESS/s counts the
+sequence pooled over chains (meanfield.dynamics.hmc.integrated_autocorr_time); ESS/s counts the
 sampling phase only; compilation (torch.compile, jax.jit) is timed and reported apart.
 
     python benchmarks/bench_hmc_blackjax.py                 # N = 32 64 128, 8 chains
@@ -24,7 +24,14 @@ import math
 import platform
 import time
 
-from meanfield._scripts import add_bench_out, file_stem, float_range, int_range, progress, say
+from meanfield.workbench._scripts import (
+    add_bench_out,
+    file_stem,
+    float_range,
+    int_range,
+    progress,
+    say,
+)
 
 T = math.pi / 4
 BETA = 2.0
@@ -58,7 +65,7 @@ def observables_np(w, N):
 
 
 def ess(x, wall):
-    from meanfield.samplers import integrated_autocorr_time
+    from meanfield.dynamics.hmc import integrated_autocorr_time
 
     tau = integrated_autocorr_time(x)
     n, R = x.shape
@@ -66,7 +73,7 @@ def ess(x, wall):
 
 
 def run_meanfield(E, start, eps, n, seed, compile):
-    from meanfield.samplers import sample_hmc
+    from meanfield.dynamics.hmc import sample_hmc
 
     kw = dict(
         beta=BETA,
@@ -146,8 +153,8 @@ def bench_one(N, replicas, budget, seed=0):
     import numpy as np
     import torch
 
-    from meanfield.particles import gibbs_potential
-    from meanfield.samplers import sample_hmc
+    from meanfield.dynamics.hmc import sample_hmc
+    from meanfield.dynamics.langevin import gibbs_potential
     from meanfield.studies.limits import closed_form_energy
 
     E = closed_form_energy("semicircle")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield._scripts import add_bench_out, int_range, progress, say
+from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic"))
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_repro" / "sy
 def bench(learners, ms, ns, repeats, coulomb, show=False):
     from run_study import make_learner
 
-    from meanfield.synthetic import radial
+    from meanfield.learners.tasks import radial
 
     warm = radial(100, 10, d=10, seed=0)
     for name in learners:  # first calls pay one-time imports and allocations
@@ -93,7 +93,7 @@ def vs_sklearn(m=256, n=10_000, d=10, repeats=5, full_batch=False):
     from sklearn.kernel_approximation import Nystroem, RBFSampler
 
     from meanfield.learners import CoulombFeatures
-    from meanfield.synthetic import radial
+    from meanfield.learners.tasks import radial
 
     X, y = radial(n, 10, d=d, seed=0)[:2]
     cases = {"CoulombFeatures.fit (defaults)": lambda r: CoulombFeatures(m, random_state=r)}
@@ -152,7 +152,7 @@ def _fit_cost_one(args):
     from threadpoolctl import threadpool_limits
 
     from meanfield.learners import CoulombFeatures
-    from meanfield.synthetic import radial
+    from meanfield.learners.tasks import radial
 
     torch.set_num_threads(1)
     threadpool_limits(1)

@@ -40,7 +40,7 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield._scripts import (
+from meanfield.workbench._scripts import (
     add_bench_out,
     choice_list,
     device_name,
@@ -267,9 +267,9 @@ def scaling_one(N: int, p: int, repeats: int, device: str) -> dict:
     import torch
 
     from meanfield.domains import Ball
+    from meanfield.dynamics.langevin import ProjectedLangevin
     from meanfield.energy import Energy, LinearAlignment, PairInteraction
     from meanfield.kernels import Riesz
-    from meanfield.particles import ProjectedLangevin
 
     rng = np.random.default_rng(0)
     X = rng.normal(scale=1 / np.sqrt(p), size=(1000, p))

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from meanfield._scripts import add_bench_out, int_range, progress, say
+from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
 
 
 def run_one(N: int, p: int, dtype: str, batch: int | None, n_data: int, repeats: int) -> dict:
@@ -35,9 +35,9 @@ def run_one(N: int, p: int, dtype: str, batch: int | None, n_data: int, repeats:
     import torch
 
     from meanfield.domains import Ball
+    from meanfield.dynamics.langevin import ProjectedLangevin
     from meanfield.energy import Energy, LinearAlignment, PairInteraction
     from meanfield.kernels import Riesz
-    from meanfield.particles import ProjectedLangevin
 
     rng = np.random.default_rng(0)
     X = rng.normal(scale=1 / np.sqrt(p), size=(n_data, p))

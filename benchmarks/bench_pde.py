@@ -16,7 +16,7 @@ Three measurements, printed side by side as medians over repeats:
    compilation, ≈ 25 s per grid size);
 3. W2 between N particles and a 2D grid density: exact ``ot.emd2`` (time and peak memory, each
    case in a fresh subprocess) and sliced W2, including N = 10⁴ on a 128² grid; this
-   measurement sets ``meanfield.diagnostics.EXACT_MAX_PAIRS``;
+   measurement sets ``meanfield.ot.diagnostics.EXACT_MAX_PAIRS``;
 5. the grid in p = 3 on the Coulomb gas of R³ (V = |ω|²/2, cell-integrated k = 1/|z|, λ = 1/2,
    the model of ``meanfield.studies.coulomb3d``) for n³ = 32³ … 128³ cells, each size in a
    fresh one-thread subprocess: set-up (cell-integrated kernel and its FFT), the pair
@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield._scripts import (
+from meanfield.workbench._scripts import (
     add_bench_out,
     choice_list,
     float_range,
@@ -487,7 +487,7 @@ import json, resource, sys, time
 import numpy as np
 from meanfield.domains import Box
 from meanfield.pde import Density, Grid
-from meanfield.diagnostics import wasserstein_particles_grid
+from meanfield.ot.diagnostics import wasserstein_particles_grid
 N, n, method = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 g = Grid(Box(2, 3.0), n)
 rho = Density.gaussian(g, 0.0, 0.8)
@@ -814,7 +814,7 @@ def section_w2(quick: bool, emd_timeout: float) -> None:
 
 def section_rate() -> None:
     """The full W2-vs-N study (the small version is tests/test_compare.py)."""
-    from meanfield.compare import convergence_in_n, default_problem
+    from meanfield.workbench.compare import convergence_in_n, default_problem
 
     print("\n== 4. W2(mu_N(t), rho_t) vs N at t = 0.2 (default 1D problem, 8 seeds) ==")
     prob = default_problem(1, grid_n=256)

@@ -73,8 +73,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_attention import fit_slope  # noqa: E402  (the shared log-log slope helper)
 
-from meanfield._scripts import add_bench_out  # noqa: E402
 from meanfield.attention.linear import ATTENTION_KINDS  # noqa: E402
+from meanfield.workbench._scripts import add_bench_out  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2"

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield._scripts import add_bench_out, int_range, progress
+from meanfield.workbench._scripts import add_bench_out, int_range, progress
 
 ROOT = Path(__file__).resolve().parents[1]
 

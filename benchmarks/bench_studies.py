@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from meanfield._scripts import add_bench_out, progress, say
+from meanfield.workbench._scripts import add_bench_out, progress, say
 
 
 def integrated_autocorr_time(x: np.ndarray, c: float = 5.0) -> float:
@@ -42,7 +42,7 @@ def integrated_autocorr_time(x: np.ndarray, c: float = 5.0) -> float:
 
 def bench_sweep(show: bool = True) -> dict:
     from meanfield.studies.limits import particle_equilibrium_run
-    from meanfield.sweeps import run_sweep
+    from meanfield.workbench.sweeps import run_sweep
 
     grid = {"N": [32, 48, 64, 96], "seed": [0, 1, 2, 3]}
     fixed = {"beta": 4.0, "case": "uniform", "t_end": 30.0}
@@ -73,7 +73,7 @@ def bench_sweep(show: bool = True) -> dict:
 def bench_sampler(show: bool = True) -> list[dict]:
     import torch
 
-    from meanfield.particles import simulate
+    from meanfield.dynamics.langevin import simulate
     from meanfield.studies.limits import closed_form_energy
 
     torch.set_num_threads(1)

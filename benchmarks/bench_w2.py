@@ -3,7 +3,7 @@
 The case of ``benchmarks/bench_pde.py`` (and of issue 13): particles x ~ N(0, 0.8² I) clipped
 to the box [−3, 3]², the grid density the same Gaussian on n² cells, W2 between the particles
 and the cell-centre atoms.  Both solvers compute the same exact value; the sparse one
-(:func:`meanfield.transport.w2_sparse`, method "sparse_exact", the one ``method="auto"`` uses
+(:func:`meanfield.ot.sparse.w2_sparse`, method "sparse_exact", the one ``method="auto"`` uses
 above ``EXACT_MAX_PAIRS``) is timed against ``ot.emd2`` in the same run, medians over repeats,
 and the ratio reported.  The issue's case, N = 10⁴ against 128², runs the dense solver only
 with ``--exact-large`` (minutes, 6.8 GB); otherwise its exact value is the one stored in
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield._scripts import add_bench_out, int_range, output_dir, progress, say
+from meanfield.workbench._scripts import add_bench_out, int_range, output_dir, progress, say
 
 #: The dense exact value at N = 1e4, 128²: ``ot.emd2`` (numItermax 1e8) in the
 #: ``--exact-large`` run of 2026-12-01 on this 2-core machine, 135.6 s (issue 13: 0.04634,
@@ -82,7 +82,7 @@ def timed(fn, repeats: int):
 
 
 def run(N: int, n: int, repeats: int, with_dense: bool, dense_repeats: int | None = None) -> dict:
-    from meanfield.transport import w2_sparse
+    from meanfield.ot.sparse import w2_sparse
 
     x, y, b = case(N, n)
     res, t_sparse = timed(lambda: w2_sparse(x, np.ones(N), y, b), repeats)
@@ -216,7 +216,7 @@ def certificate(x, y, b, res, chunk: int = 2**23) -> dict:
 
 def panel_row(name, N, n, repeats, folder, with_dense=True, check=True) -> dict:
     """One panel case: sparse (median of ``repeats``), cached dense value, certificate."""
-    from meanfield.transport import w2_sparse
+    from meanfield.ot.sparse import w2_sparse
 
     x, y, b = panel_case(name, N, n)
     walls, cpus, res = [], [], None

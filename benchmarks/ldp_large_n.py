@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from meanfield._scripts import add_bench_out, int_range, progress, say
+from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
 
 FIGURE_DATA = Path(__file__).resolve().parents[1] / "figures" / "ldp_rate.nc"
 

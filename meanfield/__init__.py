@@ -1,6 +1,6 @@
 """meanfield: random features as charged particles.
 
-The same model seen as N particles (projected Langevin dynamics, :mod:`meanfield.particles`)
+The same model seen as N particles (projected Langevin dynamics, :mod:`meanfield.dynamics`)
 and as its N -> infinity limit (a McKean-Vlasov equation on a grid, :mod:`meanfield.pde`),
 with one definition of the energy (:mod:`meanfield.energy`) consumed by both.
 
@@ -9,8 +9,8 @@ The front door
 ``import meanfield as mf`` gives the main entry points of every part under one name
 (:data:`__all__`, grouped by part: model, dynamics, PDE, transport and diagnostics,
 attention, learners and data, workbench, errors), and every module of the package as an
-attribute (``mf.pde``, ``mf.attention``, ``mf.sweeps``, ``mf.compare``, ...).  Each name is
-the object of its home module (``mf.Energy is meanfield.energy.Energy``); the API reference
+attribute (``mf.pde``, ``mf.attention``, ``mf.workbench.sweeps``, ...).  Each name is the
+object of its home module (``mf.Energy is meanfield.energy.Energy``); the API reference
 lists them at their homes.
 
 Nothing is imported before it is used: ``import meanfield`` loads neither torch nor any other
@@ -24,7 +24,7 @@ Examples
 >>> ds = mf.simulate(energy, [[0.5], [-0.5]], eta=0.01, beta=1.0, n_steps=10, seed=0)
 >>> ds["omega"].dims
 ('time', 'particle', 'dim')
->>> mf.pde.solve is mf.solve, mf.sample_hmc is mf.particles.sample_hmc
+>>> mf.pde.solve is mf.solve, mf.sample_hmc is mf.dynamics.langevin.sample_hmc
 (True, True)
 """
 
@@ -32,7 +32,12 @@ from __future__ import annotations
 
 import importlib
 
+from ._deprecation import MOVED_MODULES as _MOVED_MODULES
+from ._deprecation import install_moved_module_finder as _install_moved_module_finder
 from ._version import __version__
+
+# old module paths (meanfield.particles, meanfield.sweeps, ...) keep working for one release
+_install_moved_module_finder()
 
 __all__ = [
     "__version__",
@@ -83,14 +88,16 @@ __all__ = [
     # errors: every error of the package is a MeanfieldError; bad input is an InputError
     "MeanfieldError",
     "InputError",
-    # modules used as namespaces (mf.compare.compare: the module shares the function's name;
-    # every other module of the package is an attribute too, imported on first access)
+    # the wing packages (every module of the package is an attribute too, imported on first
+    # access: mf.energy, mf.kernels, ...)
+    "dynamics",
     "pde",
+    "ot",
     "attention",
     "learners",
+    "workbench",
     "studies",
-    "sweeps",
-    "compare",
+    "cli",
 ]
 
 #: The home module of each front-door name (where it is defined, not a re-export).
@@ -100,24 +107,25 @@ _HOMES = {
     "meanfield.domains": ("Box", "Ball"),
     "meanfield.features": ("sample_initial_particles",),
     "meanfield.closed_forms": ("equilibrium_case",),
-    "meanfield.particles": ("simulate", "ProjectedLangevin", "MALA"),
-    "meanfield.samplers": ("HMC", "sample_hmc", "effective_sample_size"),
+    "meanfield.dynamics.langevin": ("simulate", "ProjectedLangevin", "MALA"),
+    "meanfield.dynamics.hmc": ("HMC", "sample_hmc"),
+    "meanfield.stats": ("effective_sample_size",),
     "meanfield.pde.grid": ("Grid",),
     "meanfield.pde.field": ("Density",),
     "meanfield.pde.equation": ("McKeanVlasov",),
     "meanfield.pde.solver": ("solve",),
     "meanfield.pde.stationary": ("gibbs_state", "equilibrium_measure"),
-    "meanfield.transport": ("w2_sparse",),
-    "meanfield.diagnostics": ("w2_particles_grid", "kernel_gap", "free_energy"),
-    "meanfield.spacing": ("min_pair_distance",),
+    "meanfield.ot.sparse": ("w2_sparse",),
+    "meanfield.ot.diagnostics": ("w2_particles_grid", "kernel_gap", "free_energy"),
+    "meanfield.ot.spacing": ("min_pair_distance",),
     "meanfield.attention.mha": ("KernelAttention",),
     "meanfield.attention.linearize": ("linearize",),
-    "meanfield.synthetic": ("make_task",),
-    "meanfield.problems": ("default_problem", "run_default_comparison"),
-    "meanfield.sweeps": ("run_sweep",),
-    "meanfield.config": ("SimulationConfig",),
+    "meanfield.learners.tasks": ("make_task",),
+    "meanfield.workbench.problems": ("default_problem", "run_default_comparison"),
+    "meanfield.workbench.sweeps": ("run_sweep",),
+    "meanfield.workbench.config": ("SimulationConfig",),
     "meanfield.results": ("save_dataset", "load_dataset"),
-    "meanfield.figures": ("make_figures",),
+    "meanfield.studies.figures": ("make_figures",),
     "meanfield.errors": ("MeanfieldError", "InputError"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -144,6 +152,12 @@ def __getattr__(name: str):
         return value
     if not name.startswith("_") and name in _public_submodules():
         return importlib.import_module(f"{__name__}.{name}")  # which sets the attribute
+    new = _MOVED_MODULES.get(f"{__name__}.{name}")
+    if new is not None:  # a module that moved to a wing: warns, then the module
+        from ._deprecation import warn_moved
+
+        warn_moved(f"{__name__}.{name}", new, stacklevel=3)
+        return importlib.import_module(new)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -3,7 +3,7 @@ r"""Exact equilibrium laws of THEORY §5 (V = |ω|²/2, λ = 1/2, β = ∞), for
 Each law has a density, a CDF and a quantile function (numpy, vectorised).  In 1D these give
 exact W_p distances to an empirical measure through quantile functions (see
 :func:`wasserstein_to_law_1d`), an independent check on the transport code of
-:mod:`meanfield.diagnostics`.  The equilibrium measure μ* minimises
+:mod:`meanfield.ot.diagnostics`.  The equilibrium measure μ* minimises
 
 .. math::
 

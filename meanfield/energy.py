@@ -10,7 +10,7 @@ An :class:`Energy` is a sum of terms.  Each term gives, for particles Ω of shap
   for a measure μ = Σ_k w_k δ_{points_k}: what the grid solver consumes, with the grid cells as
   the weighted points.
 
-So the particle dynamics (:mod:`meanfield.particles`) and the McKean–Vlasov solver
+So the particle dynamics (:mod:`meanfield.dynamics.langevin`) and the McKean–Vlasov solver
 (:mod:`meanfield.pde`) read the same object.  Everything is batched torch, float64 by default,
 on CPU or CUDA; pair sums are chunked so memory stays O(N · chunk).
 

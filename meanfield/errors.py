@@ -216,7 +216,7 @@ class PinnedParticlesWarning(MeanfieldWarning):
     """Projected Langevin whose steps carry particles out of the domain, so that the
     projection pins them to its boundary instead of sampling.
 
-    Issued by :func:`meanfield.particles.simulate` before a run whose noise step √(2η/β_N)
+    Issued by :func:`meanfield.dynamics.langevin.simulate` before a run whose noise step √(2η/β_N)
     is at least the domain's width, and after one that left half the particles or more on
     the boundary; lower ``eta`` (or raise β).
 
@@ -230,8 +230,8 @@ class PinnedParticlesWarning(MeanfieldWarning):
 
 class LowAcceptanceWarning(MeanfieldWarning):
     """A Metropolis chain (MALA, HMC) that accepted almost none of its proposals: below
-    :data:`meanfield.chains.LOW_ACCEPTANCE` of at least
-    :data:`meanfield.chains.LOW_ACCEPTANCE_MIN_PROPOSALS`, so its samples are (nearly)
+    :data:`meanfield.dynamics.chains.LOW_ACCEPTANCE` of at least
+    :data:`meanfield.dynamics.chains.LOW_ACCEPTANCE_MIN_PROPOSALS`, so its samples are (nearly)
     its start.  Usually a step too large for the closest particles (two nearly coincident
     particles under a singular kernel); lower ``eta`` (MALA) or ``step_size`` (HMC), or start
     from separated particles.
@@ -278,7 +278,7 @@ class TrajectoryCappedWarning(MeanfieldWarning):
     """HMC whose adapted leapfrog step ε would need more than ``max_leapfrog`` steps for the
     requested trajectory length T, so each trajectory ran only ``max_leapfrog`` · ε.
 
-    Issued by :func:`meanfield.samplers.sample_hmc` after the warm-up; the dataset's
+    Issued by :func:`meanfield.dynamics.hmc.sample_hmc` after the warm-up; the dataset's
     ``trajectory_length`` attribute then holds the length that ran (and
     ``trajectory_length_requested`` T).  Raise ``max_leapfrog`` or shorten T.
 

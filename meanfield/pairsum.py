@@ -33,9 +33,10 @@ u^(−m) = u₀^(−m) (u₀/u)^m, the second factor at most 2^50 (float32; 2^50
 floored at 2^(−100) (2^(−1000)), which changes each row sum by at most N · 2^(−100) of the
 largest term (≥ 1 in these units).  The constant u₀^(−m) is applied in float64 at the end.
 Entries of the result below the dtype's smallest normal number keep an absolute error below
-it (1.2·10^-38 in float32); if the whole result is that small (or overflows),
+it (1.2·10^-38 in float32); if the whole float32 result is that small (or overflows),
 :class:`~meanfield.errors.NumericalError` is raised naming float64, instead of returning
-zeros.
+zeros.  In float64 only an overflow raises: a result below float64's normal range (a
+vanishing λ, say) is zero to float64's own accuracy and is returned rounded.
 """
 
 from __future__ import annotations
@@ -351,7 +352,8 @@ def _needs_check(plan, tiles: _Tiles, dtype) -> bool:
 
 def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=None):
     """x · sign · e^log_factor formed in float64 and rounded to ``dtype`` (default x's),
-    raising if the largest entry is nonzero but outside the normal range of ``dtype``."""
+    raising if the largest entry is nonzero but outside the normal range of ``dtype`` (in
+    float64 only above it: a float64 result below the normal range is rounded, as any)."""
     dtype = dtype or x.dtype
     info = torch.finfo(dtype)
     # applied as two halves, so e^log_factor itself may be outside the float64 range
@@ -362,6 +364,10 @@ def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=No
     if peak == 0.0:
         return x.to(dtype, copy=True)
     log_peak = math.log(peak) + log_factor
+    if log_peak < math.log(info.tiny) and dtype == torch.float64:
+        # below float64's normal range the result is 0 to float64's own absolute accuracy
+        # (e.g. a vanishing λ); there is no wider dtype to name, so it is returned as rounded
+        return (x.double() * (sign * half) * half).to(dtype)
     if log_peak < math.log(info.tiny) or log_peak > math.log(info.max):
         side = "below the smallest normal" if log_peak < 0 else "above the largest"
         raise NumericalError(

@@ -1,4 +1,5 @@
-"""Small statistics shared by the studies: power-law rates and Student-t intervals.
+"""Small statistics shared by the studies and samplers: power-law rates, Student-t intervals
+and effective sample sizes.
 
 One definition of each, imported by every module that reports a rate or an interval (and
 re-exported under their former addresses, :mod:`meanfield.studies.limits` and
@@ -7,7 +8,9 @@ re-exported under their former addresses, :mod:`meanfield.studies.limits` and
 * :func:`t_interval`: the mean of replicates and its Student-t interval;
 * :func:`fit_power_law`: y ≈ C x^slope in log-log, with a bootstrap interval over seeds or a
   t-interval (:func:`t_interval`) on the per-seed slopes; :func:`fit_power_law_or_undetermined`
-  for sweeps that may hold too few sizes, and :func:`format_rate` to print the result.
+  for sweeps that may hold too few sizes, and :func:`format_rate` to print the result;
+* :func:`integrated_autocorr_time` and :func:`effective_sample_size` of Markov chains
+  (re-exported by :mod:`meanfield.dynamics.hmc`, their former home).
 
 The module imports nothing of the package but input validation, so any module can use it
 (SciPy, for the t quantile, is imported on first use).
@@ -15,9 +18,12 @@ The module imports nothing of the package but input validation, so any module ca
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validation import check_fit_sizes
+from .errors import InputError
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -65,7 +71,7 @@ def fit_power_law(
 ) -> dict:
     """Fit y ≈ C x^slope by least squares in log-log, with a CI over replicates.
 
-    The one power-law fit of the package (:func:`meanfield.compare.fit_rate` and
+    The one power-law fit of the package (:func:`meanfield.workbench.compare.fit_rate` and
     :func:`meanfield.studies.convergence.convergence_in_n` use it with ``interval="t"``).
 
     .. math::
@@ -214,4 +220,96 @@ def format_rate(fit: dict, digits: int = 3) -> str:
     return f"{f.format(fit['slope'])} [{f.format(fit['ci_low'])}, {f.format(fit['ci_high'])}]"
 
 
-__all__ = ["fit_power_law", "fit_power_law_or_undetermined", "format_rate", "t_interval"]
+__all__ = [
+    "effective_sample_size",
+    "fit_power_law",
+    "fit_power_law_or_undetermined",
+    "format_rate",
+    "integrated_autocorr_time",
+    "t_interval",
+]
+
+
+def integrated_autocorr_time(x) -> float:
+    r"""Integrated autocorrelation time τ = 1 + 2 Σ_{t≥1} ρ_t of chains, pooled.
+
+    Geyer's initial monotone sequence estimator on the multi-chain autocorrelation of Stan and
+    ArviZ (without rank normalisation or chain splitting): ρ_t = 1 − (W − ⟨γ_t⟩)/V̂, with γ_t
+    each chain's autocovariance (FFT, divisor n), W the mean within-chain variance and
+    V̂ = (n − 1)/n W + B/n (B/n the variance of the chain means), so chains that disagree
+    inflate τ.  Pairs Γ_k = ρ_{2k} + ρ_{2k+1} are summed while positive and made
+    non-increasing; τ = −1 + 2 Σ_k Γ_k.
+
+    .. math::
+
+        \tau = 1 + 2 \sum_{t \ge 1} \rho_t = -1 + 2 \sum_{k} \Gamma_k, \qquad
+        \Gamma_k = \rho_{2k} + \rho_{2k+1}
+
+    Parameters
+    ----------
+    x : array (n,) or (n, m)
+        n ≥ 4 draws of m chains.
+
+    Returns
+    -------
+    float
+        τ (in draws); the effective sample size is n m / τ (:func:`effective_sample_size`).
+
+    Examples
+    --------
+    Independent draws have τ ≈ 1; each draw repeated 4 times gives τ ≈ 4.
+
+    >>> import numpy as np
+    >>> from meanfield.stats import integrated_autocorr_time
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal(1000)
+    >>> 0.9 < integrated_autocorr_time(x) < 1.1
+    True
+    >>> 3.5 < integrated_autocorr_time(np.repeat(x[:250], 4)) < 5.0
+    True
+    """
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] < 4:
+        raise InputError(f"x must have shape (n,) or (n, m) with n >= 4 draws, got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise InputError("x contains non-finite values (NaN or inf); all must be finite")
+    n, m = x.shape
+    xc = x - x.mean(0)
+    f = np.fft.rfft(xc, n=2 * n, axis=0)
+    acov = np.fft.irfft(f * np.conj(f), n=2 * n, axis=0)[:n] / n  # (n, m), divisor n
+    W = acov[0].mean() * n / (n - 1)
+    B_over_n = x.mean(0).var(ddof=1) if m > 1 else 0.0
+    var_plus = W * (n - 1) / n + B_over_n
+    if var_plus <= 0:
+        return 1.0  # a constant chain: nothing to correlate (ESS as for independent draws)
+    rho = 1 - (W - acov.mean(1)) / var_plus
+    rho[0] = 1.0
+    n_pairs = n // 2
+    pairs = rho[: 2 * n_pairs].reshape(n_pairs, 2).sum(1)
+    stop = np.argmax(pairs <= 0) if np.any(pairs <= 0) else n_pairs
+    pairs = np.minimum.accumulate(pairs[: max(stop, 1)])
+    return float(max(-1 + 2 * pairs.sum(), 1.0 / math.log10(max(n * m, 10))))
+
+
+def effective_sample_size(x) -> float:
+    r"""n m / τ for chains x of shape (n,) or (n, m) (see :func:`integrated_autocorr_time`).
+
+    .. math::
+
+        \mathrm{ESS} = \frac{n m}{\tau}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.stats import effective_sample_size
+    >>> x = np.random.default_rng(0).standard_normal(1000)
+    >>> 900 < effective_sample_size(x) < 1100
+    True
+    >>> 200 < effective_sample_size(np.repeat(x[:250], 4)) < 300  # 1000 draws, 250 independent
+    True
+    """
+    x = np.asarray(x, dtype=float)
+    size = x.shape[0] * (x.shape[1] if x.ndim == 2 else 1)
+    return size / integrated_autocorr_time(x)

@@ -33,7 +33,7 @@ import os
 
 import numpy as np
 
-from meanfield.figures import beta_limit_data, plot_beta_limit
+from meanfield.studies.figures import beta_limit_data, plot_beta_limit
 from meanfield.studies.limits import fit_power_law
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")

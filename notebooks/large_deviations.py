@@ -39,8 +39,8 @@ from scipy import stats
 
 from meanfield.domains import Box
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
-from meanfield.figures import ldp_rate_data, plot_ldp_rate
 from meanfield.kernels import Riesz
+from meanfield.studies.figures import ldp_rate_data, plot_ldp_rate
 from meanfield.studies.ldp import statistic, tail_probability
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")
@@ -136,7 +136,7 @@ assert np.all(np.abs(r_cg / J_cg - 1) < 0.25), (r_cg, J_cg)
 # exponentially in N (mean-field regime, limit ρ_β) and in β (Coulomb-gas regime, limit μ*).
 
 # %%
-from meanfield.figures import kernel_concentration_data, plot_kernel_concentration  # noqa: E402
+from meanfield.studies.figures import kernel_concentration_data, plot_kernel_concentration  # noqa: E402
 
 kc = kernel_concentration_data(size=SIZE)
 print(kc[["decay_rate_N"]].to_dataframe())

@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from meanfield.studies.limits import fit_power_law, particle_equilibrium_run
-from meanfield.sweeps import run_sweep
+from meanfield.workbench.sweeps import run_sweep
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")
 Ns = [8, 16, 32] if SIZE == "small" else [16, 32, 64, 128, 256]

@@ -262,7 +262,7 @@ def test_phase_a_uses_the_package_energy_and_dynamics(warmed, monkeypatch):
     prior confinement |w|^2/2 (as E/gamma at beta = gamma) and a Riesz s = 1 repulsion."""
     import copy
 
-    import meanfield.particles as particles
+    import meanfield.dynamics.langevin as particles
     from meanfield.energy import CentredAlignment, Energy, PairInteraction, QuadraticPotential
     from meanfield.kernels import Riesz
 

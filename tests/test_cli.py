@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from meanfield.cli import main
-from meanfield.config import SimulationConfig
 from meanfield.results import load_dataset
+from meanfield.workbench.config import SimulationConfig
 
 
 def test_simulate_writes_dataset_and_summary(tmp_path, capsys):
@@ -341,7 +341,7 @@ def test_pinned_particles_are_reported(tmp_path, capsys):
 def test_min_pair_distance_is_exact_and_linear_in_memory():
     import tracemalloc
 
-    from meanfield.cli import min_pair_distance
+    from meanfield.ot.spacing import min_pair_distance
 
     rng = np.random.default_rng(0)
     for p in (1, 2, 3):
@@ -397,9 +397,9 @@ def test_t_decay_too_short_prints_an_undetermined_rate(tmp_path, capsys, monkeyp
 def test_a_run_that_diverges_ends_with_one_line_and_status_2(tmp_path, capsys, monkeypatch):
     """A numerical failure part-way (a NumericalError, e.g. a non-finite drift from too large
     a step) is a user error: one line naming what to change, exit 2; --debug re-raises."""
-    from meanfield.config import SimulationConfig
+    from meanfield.dynamics.langevin import _check_finite
     from meanfield.errors import MeanfieldError, NumericalError
-    from meanfield.particles import _check_finite
+    from meanfield.workbench.config import SimulationConfig
 
     def diverge(self, progress=False):
         _check_finite(torch.tensor([float("nan")]), "the drift", 7)
@@ -553,7 +553,7 @@ def test_compare_help_states_the_grid_minimum_and_figures_help_the_summed_estima
 
 
 def test_simulate_runs_hmc_with_its_flags(tmp_path, capsys):
-    """Issue 24: HMC existed (meanfield.particles.sample_hmc) but the CLI refused it."""
+    """Issue 24: HMC existed (meanfield.dynamics.langevin.sample_hmc) but the CLI refused it."""
     out = tmp_path / "hmc.nc"
     args = [*LOG_GAS, "--method", "hmc", "--n-steps", "60", "--n-warmup", "40"]
     args += ["--trajectory-length", "0.5", "--target-accept", "0.7", "--out", str(out)]

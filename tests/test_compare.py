@@ -4,18 +4,18 @@ import numpy as np
 import pytest
 import torch
 
-from meanfield.compare import (
+from meanfield.domains import Box
+from meanfield.energy import Energy, QuadraticPotential
+from meanfield.ot.diagnostics import kernel_gap, wasserstein_particles_grid
+from meanfield.pde import Density, Grid
+from meanfield.results import load_dataset
+from meanfield.workbench.compare import (
     compare,
     convergence_in_n,
     default_problem,
     fit_rate,
     run_default_comparison,
 )
-from meanfield.diagnostics import kernel_gap, wasserstein_particles_grid
-from meanfield.domains import Box
-from meanfield.energy import Energy, QuadraticPotential
-from meanfield.pde import Density, Grid
-from meanfield.results import load_dataset
 
 
 @pytest.fixture(autouse=True)
@@ -92,7 +92,7 @@ def test_compare_dataset_holds_both_views_and_diagnostics():
 
 
 def test_compare_2d_uses_exact_emd(capsys):
-    from meanfield.plotting import plot_comparison
+    from meanfield.workbench.plotting import plot_comparison
 
     prob = _small(2, n_particles=80, t_final=0.1)
     prob.pop("config")
@@ -127,7 +127,7 @@ def test_compare_names_each_distance_by_its_method():
     # smaller quantity
     assert np.all(sliced["sliced_w2"].values <= exact["w2"].values + 1e-12)
     # the figure shows the sliced distance under its own label, not as W2
-    from meanfield.plotting import plot_comparison
+    from meanfield.workbench.plotting import plot_comparison
 
     fig = plot_comparison(sliced)
     labels = [t.get_text() for a in fig.axes if a.get_legend() for t in a.get_legend().texts]

@@ -9,7 +9,11 @@ import torch
 from scipy.linalg import sqrtm
 from scipy.optimize import linear_sum_assignment
 
-from meanfield.diagnostics import (
+from meanfield.domains import Box
+from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+from meanfield.features import get_feature_map
+from meanfield.kernels import Quadratic
+from meanfield.ot.diagnostics import (
     free_energy,
     grid_kernel,
     kernel_gap,
@@ -19,10 +23,6 @@ from meanfield.diagnostics import (
     wasserstein_grids,
     wasserstein_particles_grid,
 )
-from meanfield.domains import Box
-from meanfield.energy import Energy, PairInteraction, QuadraticPotential
-from meanfield.features import get_feature_map
-from meanfield.kernels import Quadratic
 from meanfield.pde import Density, Grid
 
 

@@ -1,5 +1,5 @@
 """The theory figures' experiments (meanfield.studies) at their small size, checked against
-theory, and each drawing function (meanfield.plotting) on that data.
+theory, and each drawing function (meanfield.workbench.plotting) on that data.
 
 Each experiment runs once per module (fixture) and takes a few seconds on two cores.
 """
@@ -11,11 +11,12 @@ import pytest
 import xarray as xr
 from matplotlib.figure import Figure
 
-from meanfield import figures, plotting
+from meanfield.studies import figures
 from meanfield.studies.coulomb3d import BALL_ENERGY, coulomb3d_data
 from meanfield.studies.kernel_figure import kernel_concentration_data
 from meanfield.studies.ldp_rate import ldp_rate_data
 from meanfield.studies.limit_curves import beta_limit_data, n_limit_data, t_limit_data
+from meanfield.workbench import plotting
 
 DATA = {
     "t_limit": t_limit_data,

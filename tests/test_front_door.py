@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import meanfield
+from meanfield._deprecation import MOVED_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = [n for n in meanfield.__all__ if n != "__version__"]
@@ -60,19 +61,19 @@ def test_namespaces_are_the_modules(name):
 def test_the_main_entry_points_are_where_the_issue_names_them():
     mf = meanfield
     assert mf.pde.solve is mf.solve and mf.pde.McKeanVlasov is mf.McKeanVlasov
-    assert mf.sweeps.run_sweep is mf.run_sweep
-    assert mf.particles.sample_hmc is mf.sample_hmc is mf.samplers.sample_hmc
+    assert mf.workbench.sweeps.run_sweep is mf.run_sweep
+    assert mf.dynamics.langevin.sample_hmc is mf.sample_hmc is mf.dynamics.hmc.sample_hmc
     assert mf.attention.linearize.linearize is mf.linearize
-    assert mf.compare.compare.__module__ == "meanfield.compare"
+    assert mf.workbench.compare.compare.__module__ == "meanfield.workbench.compare"
 
 
 def test_every_module_is_an_attribute_loaded_on_first_use():
     out = _fresh(
         "import sys, meanfield as mf\n"
-        "assert 'meanfield.transport' not in sys.modules\n"
-        "print(mf.transport.__name__, 'meanfield.transport' in sys.modules)\n"
+        "assert 'meanfield.ot.sparse' not in sys.modules\n"
+        "print(mf.ot.sparse.__name__, 'meanfield.ot.sparse' in sys.modules)\n"
     )
-    assert out.split() == ["meanfield.transport", "True"]
+    assert out.split() == ["meanfield.ot.sparse", "True"]
 
 
 def test_import_meanfield_imports_no_torch_and_no_package_module():
@@ -80,14 +81,15 @@ def test_import_meanfield_imports_no_torch_and_no_package_module():
         "import sys, meanfield\n"
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('meanfield.')))\n"
     )
-    assert out.strip() == "['meanfield._version']"
+    # the version and the finder of moved module paths (warnings only): nothing heavy
+    assert out.strip() == "['meanfield._deprecation', 'meanfield._version']"
 
 
 def test_a_name_imports_only_what_it_needs():
     out = _fresh(
         "import sys, meanfield as mf\n"
         "mf.run_sweep\n"
-        "print('torch' in sys.modules, 'meanfield.sweeps' in sys.modules)\n"
+        "print('torch' in sys.modules, 'meanfield.workbench.sweeps' in sys.modules)\n"
     )
     assert out.split() == ["False", "True"]
 
@@ -127,3 +129,40 @@ def test_the_api_page_lists_every_module_of_the_package():
     page = (ROOT / "docs" / "api.rst").read_text()
     missing = [m for m in sorted(MODULES) if f"\n   meanfield.{m}\n" not in page]
     assert not missing, f"docs/api.rst lists no section for the modules {missing}"
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_moved_module_paths_warn_and_give_the_new_module(old):
+    """Every module that moved into a wing is still importable at its old path for one
+    release: the same module object (so names, patches and isinstance are shared), with a
+    DeprecationWarning naming the new path, also as a front-door attribute."""
+    new = MOVED_MODULES[old]
+    out = _fresh(
+        "import importlib, sys, warnings\n"
+        "import meanfield as mf\n"
+        f"sys.modules.pop({old!r}, None)\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    m = importlib.import_module({old!r})\n"
+        f"    a = getattr(mf, {old.split('.')[1]!r})\n"
+        f"print(m is importlib.import_module({new!r}), a is m, m.__spec__.name)\n"
+        "print(sorted({str(w.category.__name__) + ': ' + str(w.message).split(';')[0] "
+        "for w in seen}))\n"
+    )
+    same, spec = out.splitlines()[0].rsplit(" ", 1)
+    assert same == "True True" and spec == new
+    assert out.splitlines()[1] == f"['DeprecationWarning: {old} moved to {new}']"
+
+
+def test_moved_module_import_warning_points_at_the_importing_line(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text("import meanfield\nfrom meanfield.particles import simulate\n")
+    out = subprocess.run(
+        [sys.executable, "-W", "always::DeprecationWarning", str(script)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"{script}:2: DeprecationWarning: meanfield.particles moved" in out.stderr

@@ -1,4 +1,4 @@
-"""HMC with reflection (meanfield.samplers) against exact Gibbs laws, and its building blocks.
+"""HMC with reflection (meanfield.dynamics.hmc) against exact Gibbs laws, and its building blocks.
 
 Statistical tests use fixed seeds, so each is deterministic; the stated level (or the number of
 standard errors) is the chance that a correct sampler would fail with a fresh seed.
@@ -12,6 +12,13 @@ import torch
 from scipy import integrate, stats
 
 from meanfield.domains import Ball, Box
+from meanfield.dynamics.hmc import (
+    DualAveraging,
+    billiard,
+    effective_sample_size,
+    integrated_autocorr_time,
+)
+from meanfield.dynamics.langevin import HMC, gibbs_potential, sample_hmc, simulate
 from meanfield.energy import (
     DoubleWellPotential,
     Energy,
@@ -21,13 +28,6 @@ from meanfield.energy import (
 )
 from meanfield.errors import InputError, InputTypeError
 from meanfield.kernels import Quadratic, Riesz
-from meanfield.particles import HMC, gibbs_potential, sample_hmc, simulate
-from meanfield.samplers import (
-    DualAveraging,
-    billiard,
-    effective_sample_size,
-    integrated_autocorr_time,
-)
 from meanfield.studies.ldp import TiltPotential, statistic, tail_probability
 
 KS_LEVEL = 1e-3

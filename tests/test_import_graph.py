@@ -9,7 +9,7 @@ on first access, and the front door's lazy names (``meanfield._HOMES``).
 The graph must be acyclic twice: between modules (``meanfield.pde.flux`` is one node), and
 between the package's top-level parts (``meanfield.pde.*`` and ``meanfield.studies.*`` each
 collapsed into one node). A lower module never imports a higher one: shared pieces move
-down (``meanfield.chains`` under ``particles`` and ``samplers``, ``meanfield.stats`` under
+down (``meanfield.dynamics.chains`` under ``langevin`` and ``hmc``, ``meanfield.stats`` under
 ``compare`` and the studies), and a name that moved *up* keeps its former address only
 through one of the compatibility ``__getattr__`` re-exports listed in :data:`COMPAT`.
 """
@@ -30,9 +30,15 @@ PACKAGE = Path(meanfield.__file__).resolve().parent
 #: imported module), and the only imports of a higher module in the package.
 COMPAT = {
     # default_problem, DEFAULTS, run_default_comparison moved to problems, which runs compare()
-    ("meanfield.compare", "meanfield.problems"): "moved names, problems runs compare()",
+    (
+        "meanfield.workbench.compare",
+        "meanfield.workbench.problems",
+    ): "moved names, problems runs compare()",
     # convergence_in_n moved to studies.convergence (the studies build on compare)
-    ("meanfield.compare", "meanfield.studies.convergence"): "moved name, studies above compare",
+    (
+        "meanfield.workbench.compare",
+        "meanfield.studies.convergence",
+    ): "moved name, studies above compare",
     # KernelAttention, is_causal_mask moved to attention.mha, which builds on attention.linear
     ("meanfield.attention.linear", "meanfield.attention.mha"): "moved names, mha on linear",
 }
@@ -151,11 +157,11 @@ def test_the_shared_pieces_sit_low():
     """What MALA and HMC share, the statistics and the version import (almost) nothing."""
     graph = _graph()
     low = {"meanfield._validation", "meanfield.energy", "meanfield.errors", "meanfield.results"}
-    assert set(graph["meanfield.chains"]) <= low
-    assert set(graph["meanfield.stats"]) == {"meanfield._validation"}
+    assert set(graph["meanfield.dynamics.chains"]) <= low
+    assert set(graph["meanfield.stats"]) == {"meanfield._validation", "meanfield.errors"}
     assert set(graph["meanfield._version"]) == set()
-    assert "meanfield.particles" not in graph["meanfield.samplers"]
-    assert "meanfield.studies.limits" not in graph["meanfield.compare"]
+    assert "meanfield.dynamics.langevin" not in graph["meanfield.dynamics.hmc"]
+    assert "meanfield.studies.limits" not in graph["meanfield.workbench.compare"]
 
 
 def test_no_module_imports_the_front_door():
@@ -164,3 +170,34 @@ def test_no_module_imports_the_front_door():
     ``meanfield._version``)."""
     users = sorted(m for m, targets in _graph().items() if "meanfield" in targets)
     assert not users
+
+
+#: the wing packages, lowest first: a wing imports only wings before it and the top level
+WINGS = ["pde", "dynamics", "ot", "learners", "attention", "workbench", "studies", "cli"]
+
+
+def test_wings_import_only_what_lies_below_them():
+    """The layering of docs/architecture.rst: the top-level modules (the model and the shared
+    pieces) import no wing except through a listed compatibility re-export, and each wing
+    imports only wings below it in :data:`WINGS`."""
+
+    def wing(module: str) -> str | None:
+        part = module.split(".")[1] if module.count(".") else None
+        return part if part in WINGS else None
+
+    bad = []
+    for a, targets in _graph().items():
+        for b, how in targets.items():
+            if how == "__getattr__" or wing(b) is None or wing(a) == wing(b):
+                continue
+            if wing(a) is None or WINGS.index(wing(b)) > WINGS.index(wing(a)):
+                bad.append((a, b))
+    assert not bad, f"imports against the layering: {bad}"
+
+
+def test_at_most_twelve_public_top_level_modules():
+    """Issue 21: the top level keeps the model's nouns and the shared pieces (12 at most,
+    underscore modules aside); everything else lives in a wing package."""
+    top = sorted(m for m in MODULES if m.count(".") == 1 and not m.split(".")[1].startswith("_"))
+    modules = [m for m in top if not (PACKAGE / m.split(".")[1]).is_dir()]
+    assert len(modules) <= 12, modules

@@ -25,7 +25,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import meanfield.learners as L
 from meanfield.domains import Box
-from meanfield.synthetic import gaussian_mixture, two_moons, xor
+from meanfield.learners.tasks import gaussian_mixture, two_moons, xor
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -453,8 +453,8 @@ def test_frequency_confinement_gradient_and_ula_stationary_variance():
     sample variance has standard error sqrt(2/N) * var ~ 0.010, so a 4 SE tolerance is 0.04.
     """
     from meanfield.domains import Box
+    from meanfield.dynamics.langevin import simulate
     from meanfield.energy import Energy
-    from meanfield.particles import simulate
 
     conf = L.FrequencyConfinement(0.7)
     om = torch.tensor(np.random.default_rng(0).normal(size=(5, 4)), requires_grad=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from meanfield.domains import Ball
+from meanfield.domains import Ball, Box
 from meanfield.energy import Energy, PairInteraction
 from meanfield.errors import NumericalError
 from meanfield.kernels import Gaussian, PairKernel, Quadratic, Riesz
@@ -291,7 +291,7 @@ def test_cuda_pair_sums_match_cpu(kernel):
 def test_cuda_langevin_step_matches_cpu():
     """One projected-Langevin step on the GPU against the same step on the CPU (float64, the
     same noise drawn on the CPU generator)."""
-    from meanfield.particles import ProjectedLangevin
+    from meanfield.dynamics.langevin import ProjectedLangevin
 
     p, N = 3, 200
     om = _sphere(N, p, 1.0, seed=1)
@@ -410,3 +410,16 @@ def test_coincident_pairs_give_the_fast_sum_and_a_double_loop(p, monkeypatch):
 
 def rel_err(a, b) -> float:
     return float((a - b).norm() / b.norm())
+
+
+def test_float64_force_below_the_normal_range_is_rounded_not_refused():
+    """Found by the property test of finite energies: λ = 1e-291 and two points 8e-133 apart
+    give a force ~1e-423, below float64's smallest normal number.  There is no wider dtype to
+    ask for, so the result is float64's rounding of it (zeros), not a NumericalError."""
+    om = torch.tensor([[8.2e-133], [0.0]], dtype=torch.float64)
+    k = Riesz(0.5, 0.05)
+    v, g = pair_sums(om, k)
+    e = Energy([PairInteraction(k, 1e-291)], Box(1, 2.0))
+    grad = e.grad(om)
+    assert torch.isfinite(grad).all() and float(grad.abs().max()) < 1e-307
+    assert float(g.abs().max()) > 0  # the bare sums themselves are representable

@@ -8,6 +8,7 @@ import torch
 from scipy import integrate, stats
 
 from meanfield.domains import Ball, Box
+from meanfield.dynamics.langevin import simulate
 from meanfield.energy import (
     DoubleWellPotential,
     Energy,
@@ -16,7 +17,6 @@ from meanfield.energy import (
     QuadraticPotential,
 )
 from meanfield.kernels import Quadratic, Riesz
-from meanfield.particles import simulate
 from meanfield.results import load_dataset, save_dataset
 
 # Statistical tests: seeds are fixed, so each is deterministic; the stated level is the chance
@@ -376,8 +376,8 @@ def test_integrator_state_is_immutable_a_new_state_per_step(method):
     counters and cache); the state itself refuses in-place changes."""
     import dataclasses
 
-    from meanfield.particles import make_integrator
-    from meanfield.samplers import HMC
+    from meanfield.dynamics.hmc import HMC
+    from meanfield.dynamics.langevin import make_integrator
 
     E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], Box(1, 4.0))
     if method == "hmc":

@@ -8,13 +8,13 @@ import pytest
 import xarray as xr
 from scipy.integrate import tplquad
 
-from meanfield.diagnostics import (
+from meanfield.domains import Box
+from meanfield.kernels import Coulomb, Gaussian, Riesz
+from meanfield.ot.diagnostics import (
     resolve_w_method,
     wasserstein_grids,
     wasserstein_particles_grid,
 )
-from meanfield.domains import Box
-from meanfield.kernels import Coulomb, Gaussian, Riesz
 from meanfield.pde import (
     Density,
     FFTConvolution,
@@ -136,7 +136,7 @@ def test_3d_w2_is_exact_on_small_grids_and_sparse_exact_otherwise():
 
 def test_coulomb3d_figure_small(tmp_path):
     """Smoke test of the registered figure at its small size (N = 40, 80 on a 10³ grid)."""
-    from meanfield.figures import FIGURES, make_figures
+    from meanfield.studies.figures import FIGURES, make_figures
 
     assert "coulomb3d" in FIGURES
     paths = make_figures(tmp_path, size="small", only=["coulomb3d"], log=None)["coulomb3d"]

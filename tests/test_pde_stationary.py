@@ -6,11 +6,11 @@ import warnings
 import numpy as np
 import pytest
 
-from meanfield.diagnostics import wasserstein_grids
 from meanfield.domains import Box
 from meanfield.energy import DoubleWellPotential, Energy, PairInteraction, QuadraticPotential
 from meanfield.errors import ConvergenceWarning
 from meanfield.kernels import Riesz
+from meanfield.ot.diagnostics import wasserstein_grids
 from meanfield.pde import (
     Density,
     Grid,

@@ -248,7 +248,7 @@ def test_runs_of_the_earlier_location_keyed_scheme_are_rekeyed_not_recomputed(be
 
     from meanfield.results import save_dataset
     from meanfield.studies import pretrained_nlp as st
-    from meanfield.sweeps import configuration_digest, run_key, sweep_configuration
+    from meanfield.workbench.sweeps import configuration_digest, run_key, sweep_configuration
 
     cfg = json.load(open(st.TINY_CONFIG))
     cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})

@@ -83,7 +83,7 @@ def energy_1d():
 
 
 def simulate_small(N, seed, **kw):
-    from meanfield.particles import simulate
+    from meanfield.dynamics.langevin import simulate
 
     omega0 = np.linspace(-1, 1, N)[:, None]
     return simulate(energy_1d(), omega0, eta=0.01, beta=2.0, record_every=10, seed=seed, **kw)
@@ -119,7 +119,7 @@ def large_langevin():
     from meanfield.domains import Ball
     from meanfield.energy import Energy, PairInteraction, QuadraticPotential
     from meanfield.kernels import Riesz
-    from meanfield.particles import simulate
+    from meanfield.dynamics.langevin import simulate
 
     E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.5), lam=0.5)], Ball(2, 3.0))
     omega0 = np.random.default_rng(0).normal(size=(300, 2)) * 0.5
@@ -140,7 +140,7 @@ def case_langevin_random_batch():
 
 
 def case_mala():
-    from meanfield.particles import simulate
+    from meanfield.dynamics.langevin import simulate
 
     # distinct starting points: coincident ones have infinite energy under the singular kernel
     omega0 = np.broadcast_to(np.linspace(-1.0, 1.0, 8)[:, None], (3, 8, 1)).copy()
@@ -148,7 +148,7 @@ def case_mala():
 
 
 def case_hmc():
-    from meanfield.samplers import sample_hmc
+    from meanfield.dynamics.hmc import sample_hmc
 
     omega0 = np.broadcast_to(np.linspace(-1.0, 1.0, 6)[:, None], (2, 6, 1)).copy()
     return sample_hmc(energy_1d(), omega0, beta=1.0, n_samples=10, n_warmup=10, seed=5)
@@ -164,7 +164,7 @@ def case_pde_solve():
 
 
 def case_compare():
-    from meanfield.compare import compare
+    from meanfield.workbench.compare import compare
     from meanfield.domains import Box
     from meanfield.energy import Energy, QuadraticPotential
     from meanfield.pde import Density, Grid
@@ -175,7 +175,7 @@ def case_compare():
 
 
 def case_synthetic():
-    from meanfield.synthetic import make_task
+    from meanfield.learners.tasks import make_task
 
     names = ("radial", "gaussian_mixture", "checkerboard", "xor", "two_moons")
     return [make_task(name, 50, 10, seed=7) for name in names]
@@ -188,7 +188,7 @@ def case_learners():
         RandomFourierFeatures,
     )
     from meanfield.learners.evaluation import evaluate, select_by_cv
-    from meanfield.synthetic import make_task
+    from meanfield.learners.tasks import make_task
 
     Xtr, ytr, Xte, yte = make_task("two_moons", 60, 30, seed=2)
     cf = CoulombFeatures(n_features=6, n_steps=10, early_stopping=True, n_checkpoints=2,
@@ -203,7 +203,7 @@ def case_learners():
 
 
 def case_sweep():
-    from meanfield.sweeps import run_sweep
+    from meanfield.workbench.sweeps import run_sweep
 
     with tempfile.TemporaryDirectory() as folder:
         ds = run_sweep(sweep_run, {"N": [4], "seed": [0, 1]}, folder, scheduler="threads",
@@ -213,7 +213,7 @@ def case_sweep():
 
 
 def case_w2_sparse():
-    from meanfield.transport import w2_sparse
+    from meanfield.ot.sparse import w2_sparse
 
     rng = np.random.default_rng(0)
     x, z, wz = rng.normal(size=(60, 2)), rng.normal(size=(70, 2)), rng.random(70)

@@ -19,7 +19,7 @@ pytest.importorskip("sklearn")
 from meanfield.errors import InputError  # noqa: E402
 from meanfield.studies import scratch_nlp as study  # noqa: E402
 from meanfield.studies.scratch_nlp_report import read_record, write_report  # noqa: E402
-from meanfield.sweeps import run_key  # noqa: E402
+from meanfield.workbench.sweeps import run_key  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "nlp"

@@ -45,9 +45,9 @@ def test_every_help_of_the_command_line_loads_no_heavy_dependency():
 
 
 def test_the_configuration_module_loads_torch_only_when_used():
-    assert _loaded("import meanfield.config") == []
+    assert _loaded("import meanfield.workbench.config") == []
     code = (
-        "from meanfield.config import CONFIG_METHODS, SimulationConfig\n"
+        "from meanfield.workbench.config import CONFIG_METHODS, SimulationConfig\n"
         "assert CONFIG_METHODS == ('langevin', 'mala', 'hmc'), CONFIG_METHODS\n"
         "SimulationConfig(n_particles=4)\n"
     )

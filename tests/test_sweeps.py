@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from meanfield.studies.limits import particle_equilibrium_run
-from meanfield.sweeps import grid_points, run_key, run_sweep
+from meanfield.workbench.sweeps import grid_points, run_key, run_sweep
 
 GRID = {"N": [8, 16], "seed": [0, 1, 2]}
 FIXED = {"beta": 2.0, "case": "uniform", "t_end": 2.0}
@@ -69,7 +69,7 @@ def test_threads_and_local_cluster_give_identical_results(tmp_path):
 
 SCRIPT = """
 import sys, time
-from meanfield.sweeps import run_sweep
+from meanfield.workbench.sweeps import run_sweep
 from meanfield.studies.limits import particle_equilibrium_run
 run_sweep(particle_equilibrium_run, {{"N": [8, 12, 16, 20, 24, 28]}}, {out!r},
           fixed={{"beta": 2.0, "case": "uniform", "t_end": 3.0, "seed": 0}},
@@ -142,7 +142,7 @@ def test_rerun_with_other_parameters_never_reuses_stale_runs(tmp_path):
 
 
 def test_the_key_holds_the_package_version(monkeypatch):
-    from meanfield import sweeps
+    from meanfield.workbench import sweeps
 
     fixed = {"beta": 1.0}
     a = sweeps.configuration_digest(sweeps.sweep_configuration(particle_equilibrium_run, fixed))
@@ -188,7 +188,7 @@ def test_the_key_holds_the_run_function_defaults(tmp_path, monkeypatch):
     """A run function whose default changes (same package version, parameter not fixed)
     must not reuse the runs made under the old default: the key holds the defaults too, and
     the note names the changed default."""
-    from meanfield import sweeps
+    from meanfield.workbench import sweeps
 
     def sweep(**kw):
         return run_sweep(

@@ -1,10 +1,10 @@
-"""Tests of meanfield.synthetic: each task against its defining rule, noise rates, seeds."""
+"""Tests of meanfield.learners.tasks: each task against its defining rule, noise rates, seeds."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from meanfield import synthetic as syn
+from meanfield.learners import tasks as syn
 
 BINARY_TASKS = ["radial", "checkerboard", "xor", "two_moons", "gaussian_mixture"]
 
@@ -124,7 +124,8 @@ def test_bad_sizes_and_names():
 
 
 # ----------------------------------------------------------------------------- the study
-# (meanfield.studies.synthetic_kernels on meanfield.sweeps; threads, tiny sizes: ~1 s a run)
+# (meanfield.studies.synthetic_kernels on meanfield.workbench.sweeps; threads, tiny sizes: ~1 s a
+# run)
 
 TINY = dict(
     learners=["rff", "coulomb"],

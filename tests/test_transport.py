@@ -1,14 +1,14 @@
-"""The sparse exact W2 (meanfield.transport.w2_sparse) against POT's dense network simplex."""
+"""The sparse exact W2 (meanfield.ot.sparse.w2_sparse) against POT's dense network simplex."""
 
 import numpy as np
 import ot
 import pytest
 
-from meanfield.diagnostics import resolve_w_method, w_name, wasserstein_particles_grid
 from meanfield.domains import Box
 from meanfield.errors import InputError
+from meanfield.ot.diagnostics import resolve_w_method, w_name, wasserstein_particles_grid
+from meanfield.ot.sparse import _violations, w2_sparse
 from meanfield.pde import Density, Grid
-from meanfield.transport import _violations, w2_sparse
 
 
 def _exact(xa, wa, xb, wb):
@@ -110,7 +110,7 @@ def test_w2_sparse_in_3d_equals_dense_emd():
 def test_w2_sparse_in_1d_equals_quantile_formula():
     """p = 1: W2 between two weighted clouds is the L2 distance of their quantile functions
     (an independent closed form); the space-filling order is the sorted order there."""
-    from meanfield.diagnostics import _quantile_distance, _segments_atoms
+    from meanfield.ot.diagnostics import _quantile_distance, _segments_atoms
 
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=(300, 1)), rng.normal(0.4, 1.3, size=(200, 1))
@@ -228,7 +228,7 @@ def test_multiscale_off_gives_the_same_value():
 def test_refined_support_holds_the_product_plan():
     """Every fine pair below a coarse transported pair is in the refined support, so the
     product plan Π_AB a_i b_j / (a_A b_B) is feasible on it: its marginals are a and b."""
-    from meanfield.transport import _coarsen, _merged, _refine, _solve_level
+    from meanfield.ot.sparse import _coarsen, _merged, _refine, _solve_level
 
     rng = np.random.default_rng(2)
     xa, xb = rng.normal(size=(700, 2)), rng.uniform(-2, 2, size=(900, 2))
@@ -270,7 +270,7 @@ def test_particles_grid_auto_with_four_cells(monkeypatch):
     EXACT_MAX_PAIRS it runs the sparse solver, which crashed with fewer than 6 cells (the
     issue's case is 300 000 particles × 4 cells; EXACT_MAX_PAIRS is lowered here so that the
     same path runs at 3000 particles).  Same value as the dense solver (tolerance as above)."""
-    import meanfield.diagnostics as diag
+    import meanfield.ot.diagnostics as diag
 
     monkeypatch.setattr(diag, "EXACT_MAX_PAIRS", 1000)
     g = Grid(Box(2, 1.0), 4)

@@ -214,13 +214,13 @@ def _solve(*args, **kw):
 
 
 def _w(*args, **kw):
-    from meanfield.diagnostics import wasserstein_particles_grid
+    from meanfield.ot.diagnostics import wasserstein_particles_grid
 
     return wasserstein_particles_grid(*args, **kw)
 
 
 def _sliced(*args, **kw):
-    from meanfield.diagnostics import sliced_w2
+    from meanfield.ot.diagnostics import sliced_w2
 
     return sliced_w2(*args, **kw)
 
@@ -238,14 +238,14 @@ def _fit(x, y):
 
 
 def _fit_rate(n, w):
-    from meanfield.compare import fit_rate
+    from meanfield.workbench.compare import fit_rate
 
     return fit_rate(n, w)
 
 
 def _sweep(out, **kw):
     from meanfield.studies.limits import particle_equilibrium_run
-    from meanfield.sweeps import run_sweep
+    from meanfield.workbench.sweeps import run_sweep
 
     kw.setdefault("scheduler", "threads")
     return run_sweep(
@@ -273,19 +273,19 @@ def _save(path):
 
 
 def _config(**kw):
-    from meanfield.config import SimulationConfig
+    from meanfield.workbench.config import SimulationConfig
 
     return SimulationConfig(**kw)
 
 
 def _figures(**kw):
-    from meanfield.figures import make_figures
+    from meanfield.studies.figures import make_figures
 
     return make_figures(log=None, **kw)
 
 
 def _compare(**kw):
-    from meanfield.compare import compare, default_problem
+    from meanfield.workbench.compare import compare, default_problem
 
     prob = default_problem(1, grid_n=32, n_data=20)
     prob.pop("config"), prob.pop("data")
@@ -305,7 +305,7 @@ def _gibbs_zero():
 
 
 def _kernel_gap_empty():
-    from meanfield.diagnostics import kernel_gap
+    from meanfield.ot.diagnostics import kernel_gap
 
     return kernel_gap(np.zeros((0, 1)), _gauss(), np.ones((5, 1)), "positive")
 
@@ -453,7 +453,7 @@ def _twin_start():
 
 
 def _twin_chain(method):
-    from meanfield.particles import sample_hmc, simulate
+    from meanfield.dynamics.langevin import sample_hmc, simulate
 
     E, om = _twin_start()
     if method == "hmc":
@@ -465,8 +465,8 @@ def _capped_hmc():
     import torch
 
     from meanfield.domains import Box
+    from meanfield.dynamics.langevin import sample_hmc
     from meanfield.energy import Energy, QuadraticPotential
-    from meanfield.particles import sample_hmc
 
     E = Energy([QuadraticPotential()], Box(1, 2.0))
     return sample_hmc(E, torch.zeros(4, 1), beta=1.0, n_samples=3, n_warmup=0, step_size=1e-5)
@@ -484,13 +484,13 @@ def _huge_grid_equation():
 
 
 def _default_problem(**kw):
-    from meanfield.problems import default_problem
+    from meanfield.workbench.problems import default_problem
 
     return default_problem(2, n_data=20, **kw)
 
 
 def _unseparable_start():
-    from meanfield.config import SimulationConfig
+    from meanfield.workbench.config import SimulationConfig
 
     cfg = SimulationConfig(
         alignment="none", confinement=1.0, kernel="log", softening=0.0, lam=0.5,

@@ -78,7 +78,7 @@ def test_energy_refuses_non_finite_particles(omega, bad, where):
     regime=st.sampled_from(["mean-field", "coulomb-gas"]),
 )
 def test_simulate_keeps_finite_particles_in_the_domain(omega, eta, beta, regime):
-    from meanfield.particles import simulate
+    from meanfield.dynamics.langevin import simulate
 
     ds = simulate(_energy(1, 0.0, 0.5), omega, eta=eta, beta=beta, n_steps=3, regime=regime, seed=0)
     om = ds["omega"].values
@@ -120,7 +120,7 @@ def test_density_refuses_non_finite_values(rho, bad, where):
 @given(omega=particles(1, n_max=30), order=st.sampled_from([1, 2]))
 def test_distances_of_finite_samples_are_finite(omega, order):
     from meanfield.closed_forms import equilibrium_case, wasserstein_to_law_1d
-    from meanfield.diagnostics import wasserstein_particles_grid
+    from meanfield.ot.diagnostics import wasserstein_particles_grid
     from meanfield.pde import Density, Grid
 
     rho = Density.gaussian(Grid(Box(1, R), 32), 0.0, 0.5)
@@ -133,7 +133,7 @@ def test_distances_of_finite_samples_are_finite(omega, order):
 @FAST
 @given(omega=particles(2, n_max=20), bad=bad_value, where=st.integers(0, 100))
 def test_distances_refuse_non_finite_or_empty_samples(omega, bad, where):
-    from meanfield.diagnostics import sliced_w2, wasserstein_particles_grid
+    from meanfield.ot.diagnostics import sliced_w2, wasserstein_particles_grid
     from meanfield.pde import Density, Grid
 
     rho = Density.gaussian(Grid(Box(2, R), 8), 0.0, 0.5)

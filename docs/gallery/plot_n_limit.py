@@ -4,8 +4,8 @@ N → ∞: particles against the McKean–Vlasov density
 
 Propagation of chaos: the Wasserstein distance between N particles (projected Langevin,
 mean-field regime) and the grid solution :math:`\\rho_t` of the McKean–Vlasov equation
-started from the same law, at several times, on ``meanfield.compare``'s default 1D problem.
-Mean ± 2 standard errors over 8 seeds; the dotted line is the iid rate :math:`N^{-1/2}`.
+started from the same law, at several times, on ``meanfield.workbench.compare``'s default 1D
+problem. Mean ± 2 standard errors over 8 seeds; the dotted line is the iid rate :math:`N^{-1/2}`.
 """
 
 from pathlib import Path

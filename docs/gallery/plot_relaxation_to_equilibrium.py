@@ -24,9 +24,9 @@ import torch
 
 from meanfield.closed_forms import UniformInterval, wasserstein_to_law_1d
 from meanfield.domains import Box
+from meanfield.dynamics.langevin import simulate
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.kernels import Riesz
-from meanfield.particles import simulate
 
 torch.set_num_threads(1)  # N = 200: one thread is fastest; more only contend for the cores
 

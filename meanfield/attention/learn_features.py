@@ -10,7 +10,7 @@ Kernel: Phase A on the deployed kernel
 --------------------------------------
 Per layer ``l`` and head ``h`` the particles ``omega_1..omega_m`` (the rows of
 ``Omega[l, h]``) follow the package's projected Langevin dynamics
-(:func:`meanfield.particles.simulate`) on the energy of :mod:`meanfield.attention.phases`,
+(:func:`meanfield.dynamics.langevin.simulate`) on the energy of :mod:`meanfield.attention.phases`,
 
 .. math::
 

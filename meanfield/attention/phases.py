@@ -1,7 +1,7 @@
 """Phase A (learning the attention particles) and Phase B (fine-tuning with Omega frozen).
 
 Phase A (THEORY.md §2-3, §7) learns each layer's feature matrix ``Omega`` (its rows are the
-particles) by projected Langevin dynamics -- :func:`meanfield.particles.simulate` on an
+particles) by projected Langevin dynamics -- :func:`meanfield.dynamics.langevin.simulate` on an
 :class:`meanfield.energy.Energy`; nothing here re-implements the energy or the step.
 
 What is aligned, and at which scale (``representation``)
@@ -589,8 +589,8 @@ def _align_layer(Xa, ya, omega0, layer: int, st: PhaseASettings, feature: str, r
     Returns the learned particles (float64, shape of ``omega0``).
     """
     from ..domains import Ball
+    from ..dynamics.langevin import simulate
     from ..learners import ALIGNMENTS as ALIGNMENT_TERMS  # name -> energy term, one mapping
-    from ..particles import simulate
 
     align_cls = ALIGNMENT_TERMS[st.alignment]
     d_h = omega0.shape[1]
@@ -675,7 +675,7 @@ def phase_a(model: TransformerClassifier, train_data: EncodedData, **settings) -
                   + \\lambda \\iint k_s\\, d\\mu\\, d\\mu
 
     (A the alignment form, k_s the softened Riesz kernel) is run by
-    :func:`meanfield.particles.simulate` from the model's ``Omega``, with gamma and lambda
+    :func:`meanfield.dynamics.langevin.simulate` from the model's ``Omega``, with gamma and lambda
     calibrated at the starting particles. See the module notes for the reasoning behind each
     default. Every argument is checked before any work.
 

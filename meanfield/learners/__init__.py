@@ -9,7 +9,7 @@ map of :mod:`meanfield.features`, used by every learner so the comparison is fai
   law, reweight them by the χ²-constrained alignment maximiser q (:func:`solve_importance_weights`),
   then resample m of them from q (or keep them weighted by √q);
 - :class:`CoulombFeatures`: m particles started from the fixed draw and moved by the projected
-  Langevin dynamics of :mod:`meanfield.particles` on the energy of :mod:`meanfield.energy`,
+  Langevin dynamics of :mod:`meanfield.dynamics.langevin` on the energy of :mod:`meanfield.energy`,
   H = −(linear alignment) + λ · (Riesz repulsion), on a box domain (THEORY §2-3). ``lam=0``
   is the same dynamics without repulsion.
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from meanfield._validation import check_choice, check_int, check_positive
 from meanfield.domains import Box
+from meanfield.dynamics.langevin import simulate
 from meanfield.energy import (
     CentredAlignment,
     Energy,
@@ -20,8 +21,7 @@ from meanfield.energy import (
 )
 from meanfield.features import sample_initial_particles
 from meanfield.kernels import Riesz
-from meanfield.particles import simulate
-from meanfield.spacing import min_pair_distance
+from meanfield.ot.spacing import min_pair_distance
 
 from ._common import FEATURE, fourier_features
 from .base import _FeatureLearner
@@ -35,7 +35,7 @@ class CoulombFeatures(_FeatureLearner):
 
     Particles (frequencies and phase) start from the Gaussian-kernel draw of
     :class:`RandomFourierFeatures` and follow Algorithm 1 of THEORY §3
-    (:func:`meanfield.particles.simulate`) on
+    (:func:`meanfield.dynamics.langevin.simulate`) on
 
     .. math::
 
@@ -145,7 +145,7 @@ class CoulombFeatures(_FeatureLearner):
         H_N before and after.
     min_distance_init_, min_distance_ : float
         Smallest pairwise particle distance before and after (of ``omega_``;
-        :func:`meanfield.spacing.min_pair_distance`, NaN for a single particle).
+        :func:`meanfield.ot.spacing.min_pair_distance`, NaN for a single particle).
     checkpoint_steps_ : ndarray of shape (K,)
         Steps of the checkpoints (only with checkpoints).
     checkpoints_ : ndarray of shape (K, m, d + 1)

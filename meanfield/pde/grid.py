@@ -65,7 +65,7 @@ def check_grid_domain(domain: Domain) -> Box:
     if domain.dim not in GRID_DIMS:
         raise ValueError(
             f"the grid solver handles particle dimension p in {{1, 2, 3}}, got p={domain.dim}; "
-            "use the particle dynamics (meanfield.particles) for p > 3"
+            "use the particle dynamics (meanfield.dynamics.langevin) for p > 3"
         )
     return domain
 

@@ -9,8 +9,8 @@ from .._validation import check_choice
 SIZES = ("small", "full")
 
 #: Measured wall time (s) of each figure at full size on the 2-core development machine
-#: (README, Performance): what the stage messages of :func:`meanfield.figures.make_figures`
-#: and ``meanfield figures --help`` quote (here, not in :mod:`meanfield.figures`, so the
+#: (README, Performance): what the stage messages of :func:`meanfield.studies.figures.make_figures`
+#: and ``meanfield figures --help`` quote (here, not in :mod:`meanfield.studies.figures`, so the
 #: command line reads them without importing the studies).
 FULL_SIZE_SECONDS = {
     "n_limit": 101,

@@ -1,6 +1,6 @@
 """The rate in N of W2(μ_N(t), ρ_t) → 0: particles against the grid over several N and seeds.
 
-(Moved out of :mod:`meanfield.compare`, which re-exports :func:`convergence_in_n`.)
+(Moved out of :mod:`meanfield.workbench.compare`, which re-exports :func:`convergence_in_n`.)
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import xarray as xr
 
 from .._validation import check_fit_sizes, check_int
-from ..diagnostics import wasserstein_particles_grid
+from ..dynamics.langevin import simulate
 from ..energy import Energy
-from ..particles import simulate
+from ..ot.diagnostics import wasserstein_particles_grid
 from ..pde import Density, McKeanVlasov
 from ..pde.potential import check_same_domain
 from ..results import provenance

@@ -12,12 +12,12 @@ Three views of μ* are compared:
 * the grid equilibrium μ*_h (:func:`meanfield.pde.equilibrium_measure` on an n³ grid), read
   through :func:`ball_diagnostics` (second-moment radius, flatness inside the ball, mass
   outside it);
-* N particles sampled by HMC (:func:`meanfield.particles.sample_hmc`) in the Coulomb-gas
+* N particles sampled by HMC (:func:`meanfield.dynamics.langevin.sample_hmc`) in the Coulomb-gas
   regime β_N = βN, whose empirical measure tends to μ* as N → ∞ (:func:`particle_run`);
 * N iid uniform points in the unit ball, the Monte Carlo reference at equal N.
 
 Distances: W2(μ_N, μ*_h) exact (``ot.emd2`` between the particles and the cell-centre atoms
-of μ*_h, :func:`meanfield.diagnostics.wasserstein_particles_grid` with ``method="exact"``),
+of μ*_h, :func:`meanfield.ot.diagnostics.wasserstein_particles_grid` with ``method="exact"``),
 and the exact 1D W2 between the law of |ω| under μ_N and under the unit ball (CDF r³,
 :class:`~meanfield.closed_forms.BallRadius`).
 """
@@ -277,7 +277,7 @@ def particle_run(
     >>> out["omega"].shape, 0 <= out["acceptance"] <= 1, out["w2_grid"] > 0
     ((4, 3), True, True)
     """
-    from ..particles import sample_hmc
+    from ..dynamics.langevin import sample_hmc
 
     N = check_int("n_particles (N)", n_particles, minimum=2)
     n_keep = check_int("n_keep", n_keep)
@@ -320,7 +320,7 @@ def _chain_summary(ds: xr.Dataset, grid_rho: Density, n_keep: int, iid: np.ndarr
 
 def _ball_distances(x: np.ndarray, grid_rho: Density) -> tuple[float, float]:
     """Exact W2 of the points x (N, 3) to μ*_h, and of their radii to the ball's radial law."""
-    from ..diagnostics import wasserstein_particles_grid
+    from ..ot.diagnostics import wasserstein_particles_grid
 
     return (
         wasserstein_particles_grid(x, grid_rho, order=2, method="exact"),

@@ -30,9 +30,9 @@ import torch
 import xarray as xr
 
 from .._validation import check_choice, check_int, check_positive
+from ..dynamics.langevin import sample_hmc, simulate
 from ..energy import Energy, Potential
 from ..errors import ConvergenceError
-from ..particles import sample_hmc, simulate
 from ..results import provenance
 from ._deprecation import renamed_keywords
 
@@ -386,7 +386,7 @@ def tail_probability(
         Starting configuration (default: N points spread on [−1, 1] in every coordinate).
     regime, sampler : {"mean-field", "coulomb-gas"}, {"mala", "hmc"}
         The temperature regime, and the exact sampler of the tilted laws
-        (:class:`~meanfield.particles.MALA` or :func:`~meanfield.samplers.sample_hmc`).
+        (:class:`~meanfield.dynamics.langevin.MALA` or :func:`~meanfield.dynamics.hmc.sample_hmc`).
 
     Returns
     -------
@@ -550,7 +550,7 @@ def kernel_concentration(
     μ_N is drawn from the exact Gibbs law ∝ exp(−β_N N H_N) (MALA, independent replicas).  The
     reference is that law's limit: the grid Gibbs state ρ_β (mean-field regime) or the β = ∞
     equilibrium measure μ* (Coulomb-gas regime, β_N = βN); the gap is
-    :func:`meanfield.diagnostics.kernel_gap`.  Each replica contributes the fraction of its
+    :func:`meanfield.ot.diagnostics.kernel_gap`.  Each replica contributes the fraction of its
     post-burn-in snapshots above ε (standard errors from the spread over replicas):
 
     .. math::
@@ -641,7 +641,7 @@ def _thresholds(eps):
 def _gap_and_w2(om: np.ndarray, rho, X, feature: str, *, with_w2: bool):
     """The kernel gap and (or None) W2(μ_N, ρ) of each snapshot of ``om`` (T, R, N, p),
     each of shape (T, R)."""
-    from ..diagnostics import kernel_gap, wasserstein_particles_grid
+    from ..ot.diagnostics import kernel_gap, wasserstein_particles_grid
 
     gaps = _over_snapshots(om, lambda x: kernel_gap(x, rho, X, feature))
     if not with_w2:

@@ -43,7 +43,7 @@ def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     """N → ∞: W2(μ_N(t), ρ_t) and the kernel gap against N at several times.
 
     On the default side-by-side problem (p = 1, mean-field regime,
-    :func:`meanfield.compare.default_problem`), with bootstrap intervals over seeds of the
+    :func:`meanfield.workbench.compare.default_problem`), with bootstrap intervals over seeds of the
     fitted rates (expected :math:`W_2(\\mu_N(t), \\rho_t) \\sim N^{-1/2}`).
 
     Parameters
@@ -95,7 +95,7 @@ def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
             "figure": "n_limit",
             "size": size,
             "t_final": cfg["t_final"],
-            "problem": "meanfield.compare.default_problem(1)",
+            "problem": "meanfield.workbench.compare.default_problem(1)",
         },
         seed=seed,
     )

@@ -1,8 +1,8 @@
 """The ``meanfield study`` computations: limit studies as resumable sweeps, with their fits.
 
 The command line (:mod:`meanfield.cli`) only parses, calls these and prints.  Each sweep is
-written as its runs finish, keyed by the whole configuration (:func:`meanfield.sweeps.run_sweep`),
-so rerunning the same call resumes.
+written as its runs finish, keyed by the whole configuration
+(:func:`meanfield.workbench.sweeps.run_sweep`), so rerunning the same call resumes.
 
 Names: ``n_particles`` is a number of particles N (a list of them for a sweep), ``t_final``
 the final time of each run; datasets keep the mathematical names (coordinates ``N``,
@@ -52,7 +52,7 @@ def equilibrium_in_n(
         Inverse temperature, temperature regime and Langevin time of each run
         (:func:`~meanfield.studies.limits.particle_equilibrium_run`).
     scheduler, n_workers, progress, log :
-        As :func:`meanfield.sweeps.run_sweep`.
+        As :func:`meanfield.workbench.sweeps.run_sweep`.
 
     Returns
     -------
@@ -71,7 +71,7 @@ def equilibrium_in_n(
     >>> ds["w2"].dims, fits["w2"]["status"]
     (('N', 'seed', 'replica'), 'undetermined: fewer than 3 distinct sizes')
     """
-    from ..sweeps import run_sweep
+    from ..workbench.sweeps import run_sweep
 
     grid = {"N": list(n_particles), "seed": list(seeds)}
     fixed = {"beta": beta, "case": case, "regime": regime, "t_end": t_final}

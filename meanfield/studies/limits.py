@@ -1,7 +1,7 @@
 """Run functions for limit studies (N → ∞, β → ∞) on the closed-form cases of THEORY §5.
 
 Each function is a module-level ``f(**params) -> xarray.Dataset`` so that
-:func:`meanfield.sweeps.run_sweep` can map it over a grid on any dask scheduler.
+:func:`meanfield.workbench.sweeps.run_sweep` can map it over a grid on any dask scheduler.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from tqdm.auto import tqdm
 from .._validation import check_choice, check_int, check_positive
 from ..closed_forms import equilibrium_case, wasserstein_to_law_1d
 from ..domains import Ball, Box
+from ..dynamics.langevin import simulate
 from ..energy import Energy, PairInteraction, QuadraticPotential
 from ..errors import ConvergenceError
 from ..kernels import Riesz
-from ..particles import simulate
 from ..results import provenance
 
 # the power-law fit and its printing live in meanfield.stats (one definition for the package);
@@ -142,7 +142,7 @@ def _relax_replicas(energy: Energy, N: int, p: int, n_replicas: int, run: dict):
 
     The start is evenly spread on [−1, 1] with a random jitter below the spacing (p = 1: no
     near-collisions for the stiff singular kernels), or uniform on [−0.6, 0.6]^p (p = 2);
-    ``run`` holds :func:`~meanfield.particles.simulate`'s ``eta``, ``beta``, ``n_steps``,
+    ``run`` holds :func:`~meanfield.dynamics.langevin.simulate`'s ``eta``, ``beta``, ``n_steps``,
     ``regime`` and ``seed`` (which also seeds the start).  Returns the final positions
     (replica, particle, dim) and the final energies (replica,).
     """
@@ -230,7 +230,7 @@ def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = Fals
     >>> ds["beta"].values.tolist(), bool(ds["w2_grid"][1] < ds["w2_grid"][0])
     ([2.0, 8.0], True)
     """
-    from ..diagnostics import wasserstein_grids
+    from ..ot.diagnostics import wasserstein_grids
     from ..pde import Grid, gibbs_state
 
     betas = np.sort(np.asarray(betas, dtype=float))
@@ -374,7 +374,7 @@ def particles_vs_grid_run(
     grid_n: int = 128,
     n_data: int = 200,
 ) -> xr.Dataset:
-    """One (N, seed) run of the default side-by-side problem (:mod:`meanfield.compare`),
+    """One (N, seed) run of the default side-by-side problem (:mod:`meanfield.workbench.compare`),
     reduced to its diagnostics over time: ``w2``, ``w1`` and ``kernel_gap`` (time).
 
     Examples
@@ -386,8 +386,8 @@ def particles_vs_grid_run(
     >>> bool((ds["w1"] <= ds["w2"] + 1e-12).all())  # W1 ≤ W2
     True
     """
-    from ..compare import compare
-    from ..problems import default_problem
+    from ..workbench.compare import compare
+    from ..workbench.problems import default_problem
 
     prob = default_problem(1, grid_n=grid_n, n_data=n_data, n_particles=N, t_final=t_final)
     prob.pop("config")
@@ -425,7 +425,7 @@ def particles_vs_grid_in_n(
     >>> dict(ds["w2"].sizes), ds.attrs["rate_status"]
     ({'N': 2, 'seed': 1, 'time': 2}, 'undetermined: fewer than 3 distinct sizes')
     """
-    from ..sweeps import run_sweep
+    from ..workbench.sweeps import run_sweep
 
     ds = run_sweep(
         particles_vs_grid_run,
@@ -479,7 +479,7 @@ def beta_limit_particles(
     >>> ds["w2"].dims, ds.attrs["rate_status"]
     (('beta', 'seed', 'replica'), 'undetermined: fewer than 3 distinct sizes')
     """
-    from ..sweeps import run_sweep
+    from ..workbench.sweeps import run_sweep
 
     ds = run_sweep(
         particle_equilibrium_run,

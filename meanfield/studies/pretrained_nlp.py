@@ -1,6 +1,6 @@
 """The pretrained-model kernel-attention study: linearize MiniLM, three ways to get Omega.
 
-One study, two stages, both on :func:`meanfield.sweeps.run_sweep` (each run keyed by the
+One study, two stages, both on :func:`meanfield.workbench.sweeps.run_sweep` (each run keyed by the
 whole configuration, written when it finishes, resumed after an interruption, corrupt runs
 set aside; threads locally, or a dask cluster with ``scheduler``):
 
@@ -278,7 +278,7 @@ def _rekey_location_runs(func, stage_dir: Path, dataset: str, legacy: dict, fixe
     the same computation, so nothing is recomputed after the change of scheme.  Every such
     run file is found (its grid point read from its attributes), whatever the grid now."""
     from ..results import save_dataset
-    from ..sweeps import configuration_digest, run_key, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, run_key, sweep_configuration
 
     runs = stage_dir / "runs"
     if not runs.is_dir():
@@ -309,7 +309,7 @@ def _rekey_location_runs(func, stage_dir: Path, dataset: str, legacy: dict, fixe
 def _record_current(stage_dir: Path, dataset: str, digest, func, fixed: dict) -> None:
     """Note in ``<stage>/current.json`` the configuration digest of ``dataset``'s runs as last
     computed: the report shows those runs only (never stale runs of another setting)."""
-    from ..sweeps import configuration_digest, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, sweep_configuration
 
     digest = digest or configuration_digest(sweep_configuration(func, fixed))
     path = stage_dir / "current.json"
@@ -325,7 +325,7 @@ def _record_current(stage_dir: Path, dataset: str, digest, func, fixed: dict) ->
 
 def _set_aside_run(func, point: dict, stage_dir: Path, fixed: dict) -> None:
     """Move one finished run out of the way (to ``runs/set_aside/``) so it is recomputed."""
-    from ..sweeps import configuration_digest, run_key, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, run_key, sweep_configuration
 
     digest = configuration_digest(sweep_configuration(func, fixed))
     path = stage_dir / "runs" / f"{run_key(point, digest)}.nc"
@@ -472,7 +472,7 @@ def run_study(
     >>> res["linearized"]["clean_accuracy"].shape  # (dataset, seed, variant)
     (1, 1, 1)
     """
-    from ..sweeps import grid_points, run_sweep
+    from ..workbench.sweeps import grid_points, run_sweep
 
     cfg = check_config(cfg)
     out = Path(out_dir)

@@ -4,7 +4,7 @@ The study of ``paper_repro/nlp/README.md``: a small Transformer trained from scr
 Rotten Tomatoes, SST-2 and QQP, with softmax attention or a random-feature map X (FAVOR,
 PORF-softplus, softmaxfeat), the feature matrix ``Omega`` drawn from the prior (vanilla X) or
 learned by Phase A (Kernel-X), and controls. Each data set is one sweep of
-:func:`meanfield.sweeps.run_sweep` over (seed, Q = K, variant), so every run
+:func:`meanfield.workbench.sweeps.run_sweep` over (seed, Q = K, variant), so every run
 
 * is keyed by the whole configuration that computes it (data, tokenizer, model, training,
   Phase A, noise, device, data folder, package version): a rerun with another setting computes
@@ -494,7 +494,7 @@ def config_differences(old: dict, new: dict) -> list[str]:
 
 
 def _digest(func, fixed: dict, version: str | None = None) -> tuple[str, dict]:
-    from ..sweeps import configuration_digest, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, sweep_configuration
 
     config = sweep_configuration(func, fixed)
     if version is not None:  # the version a converted run was computed with
@@ -525,7 +525,7 @@ def sweep_specs(cfg: dict, data_dir, device: str = "cpu", *, version: str | None
     dict
         Data set name -> ``{"variants": spec, "baseline": spec}``, each spec a dict with
         ``folder`` (relative to the study folder), ``grid``, ``fixed``, ``digest`` and
-        ``configuration`` (:func:`meanfield.sweeps.sweep_configuration`).
+        ``configuration`` (:func:`meanfield.workbench.sweeps.sweep_configuration`).
 
     Examples
     --------
@@ -1044,7 +1044,7 @@ def study_record(cfg: dict, specs: dict, **extra) -> dict:
 
 def _written_since(folder: Path, spec: dict, t0_ns: int) -> tuple[int, int]:
     """(runs of ``spec`` written since ``t0_ns``, runs of ``spec`` in all)."""
-    from ..sweeps import grid_points, run_key
+    from ..workbench.sweeps import grid_points, run_key
 
     paths = [
         folder / "runs" / f"{run_key(p, spec['digest'])}.nc" for p in grid_points(spec["grid"])
@@ -1111,7 +1111,7 @@ def run_study(
     """
     from .._validation import check_output_path
     from ..errors import InputError, ResourceError
-    from ..sweeps import check_scheduler, run_sweep
+    from ..workbench.sweeps import check_scheduler, run_sweep
 
     log = print if log is None else log
     cfg = check_config(cfg)

@@ -119,7 +119,7 @@ def read_record(path) -> dict | None:
 
 
 def _expected(out: Path, spec: dict) -> list[Path]:
-    from ..sweeps import grid_points, run_key
+    from ..workbench.sweeps import grid_points, run_key
 
     runs = out / spec["folder"] / "runs"
     return [runs / f"{run_key(p, spec['digest'])}.nc" for p in grid_points(spec["grid"])]

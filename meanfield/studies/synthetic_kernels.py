@@ -2,10 +2,10 @@
 
 The study of ``paper_repro/synthetic/README.md``: fixed random Fourier features, importance
 sampling (Sinha & Duchi 2016), Coulomb particles and the same Langevin dynamics without
-repulsion, on the tasks of :mod:`meanfield.synthetic`, across label noise and feature budgets
+repulsion, on the tasks of :mod:`meanfield.learners.tasks`, across label noise and feature budgets
 m. One grid point (:func:`run_cell`) is a (m, task, noise, seed) cell: every learner on the
 same data split and from the same initial draw, so the comparisons are paired. The cells are
-one sweep of :func:`meanfield.sweeps.run_sweep`, so every cell
+one sweep of :func:`meanfield.workbench.sweeps.run_sweep`, so every cell
 
 * is keyed by the whole configuration that computes it (learners, sizes, the Coulomb and
   importance-sampling settings, the task settings, the package version): a rerun with another
@@ -71,7 +71,7 @@ COULOMB = dict(eta=1.0, lam=0.3, s=1.0, softening=0.1, beta=1e3, n_steps=300, da
 #: 0.2, 0.5}: small budgets win (0.5 was at chance on the checkerboard); rho = 1 is fixed in m.
 IMPORTANCE = dict(rho=1.0)
 
-#: Each task's settings (:func:`meanfield.synthetic.make_task` keywords); part of every key.
+#: Each task's settings (:func:`meanfield.learners.tasks.make_task` keywords); part of every key.
 TASKS = {
     "radial": dict(d=10),
     "gaussian_mixture": dict(d=5),
@@ -375,7 +375,7 @@ def run_cell(
     # ridge fit slows down ~50x on a loaded machine (threads contending for 2 cores).
     torch.set_num_threads(1)
     from ..learners import evaluate
-    from ..synthetic import make_task
+    from ..learners.tasks import make_task
 
     threadpool_limits(1)
     split = make_task(task, n_train, n_test, noise=noise, seed=seed, **task_settings[task])
@@ -412,7 +412,7 @@ def sweep_spec(cfg: dict, *, version: str | None = None) -> dict:
     -------
     dict
         ``grid``, ``fixed``, ``digest`` and ``configuration``
-        (:func:`meanfield.sweeps.sweep_configuration`).
+        (:func:`meanfield.workbench.sweeps.sweep_configuration`).
 
     Examples
     --------
@@ -422,7 +422,7 @@ def sweep_spec(cfg: dict, *, version: str | None = None) -> dict:
     >>> list(a["grid"]), a["grid"]["m"], a["digest"] != b["digest"]
     (['m', 'task', 'noise', 'seed'], [32, 16], True)
     """
-    from ..sweeps import configuration_digest, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, sweep_configuration
 
     grid = {
         "m": sorted(cfg["m"], reverse=True),
@@ -479,7 +479,7 @@ def _write_json(path: Path, obj) -> None:
 
 
 def _written_since(out: Path, spec: dict, t0_ns: int) -> int:
-    from ..sweeps import grid_points, run_key
+    from ..workbench.sweeps import grid_points, run_key
 
     paths = [out / "runs" / f"{run_key(p, spec['digest'])}.nc" for p in grid_points(spec["grid"])]
     return sum(p.is_file() and p.stat().st_mtime_ns >= t0_ns for p in paths)
@@ -570,7 +570,7 @@ def run_study(
     (1, 0)
     """
     from .._validation import check_output_path
-    from ..sweeps import check_scheduler, run_sweep
+    from ..workbench.sweeps import check_scheduler, run_sweep
 
     cfg = check_config(cfg)
     out = check_output_path("out_dir", out_dir, kind="dir")

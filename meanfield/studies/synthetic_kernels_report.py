@@ -346,7 +346,7 @@ def load_study(out) -> dict:
     >>> study["n_cells"], study["missing"], len(study["records"])
     (2, 0, 2)
     """
-    from ..sweeps import grid_points, run_key
+    from ..workbench.sweeps import grid_points, run_key
     from .synthetic_kernels import cell_records, read_study_record
 
     out = Path(out)

@@ -13,12 +13,11 @@ learner:
   fixed RFF stays paired. ``coulomb_cv`` is the variant CV picked; every variant is also fitted
   and scored on the test set for the variant table.
 
-The cells are one sweep of :func:`meanfield.sweeps.run_sweep` over (m, seed, task), keyed by
-the whole configuration (a rerun resumes; another setting computes new cells; a corrupt run
-file is set aside and recomputed). A run file (:func:`run_cell`) holds the test errors along
-``learner`` and the cell's whole record (parameters, seeds, CV scores, package version, wall
-time and machine) as the JSON attribute ``record``. The report is
-``paper_repro/synthetic/report_variants.py``.
+The cells are one sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (m, seed, task), keyed
+by the whole configuration (a rerun resumes; another setting computes new cells; a corrupt run file
+is set aside and recomputed). A run file (:func:`run_cell`) holds the test errors along ``learner``
+and the cell's whole record (parameters, seeds, CV scores, package version, wall time and machine)
+as the JSON attribute ``record``. The report is ``paper_repro/synthetic/report_variants.py``.
 
 Examples
 --------
@@ -133,7 +132,7 @@ def cell_record(cfg: dict, task: str, seed: int, m: int) -> dict:
         median_bandwidth,
         select_by_cv,
     )
-    from ..synthetic import make_task
+    from ..learners.tasks import make_task
 
     t_cell = time.perf_counter()
     split = make_task(
@@ -389,7 +388,7 @@ def sweep_spec(cfg: dict, *, version: str | None = None) -> dict:
     >>> list(sweep_spec(check_config(CONFIGS["ci"]))["grid"])
     ['m', 'seed', 'task']
     """
-    from ..sweeps import configuration_digest, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, sweep_configuration
 
     grid = {"m": sorted(cfg["m"]), "seed": list(cfg["seeds"]), "task": list(cfg["tasks"])}
     fixed = {k: copy.deepcopy(cfg[k]) for k in cfg if k not in ("m", "seeds", "tasks")}
@@ -421,7 +420,7 @@ def load_records(out) -> tuple[dict, list[dict]]:
         ...
     meanfield.errors.MissingFileError: no config.json in ...
     """
-    from ..sweeps import grid_points, run_key
+    from ..workbench.sweeps import grid_points, run_key
     from .synthetic_kernels import read_study_record
 
     out = Path(out)
@@ -464,7 +463,7 @@ def run_study(
     1
     """
     from .._validation import check_output_path
-    from ..sweeps import check_scheduler, run_sweep
+    from ..workbench.sweeps import check_scheduler, run_sweep
     from .synthetic_kernels import _written_since, study_record
 
     cfg = check_config(cfg)

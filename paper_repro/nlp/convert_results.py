@@ -3,15 +3,15 @@
 Before issue 24, ``run_study.py`` kept its own resume engine: one JSON per run under
 ``<out>/runs/`` named by data set, variant, Q = K and seed only, so a rerun with another
 configuration found them and reported "0 run(s) done". The study now runs on
-:func:`meanfield.sweeps.run_sweep` (:mod:`meanfield.studies.scratch_nlp`), where a run's key
-holds the whole configuration. This script moves the recorded runs of such a folder into that
-layout, keyed by the configuration they were computed with: the ``config.json`` stored beside
-them (its settings, its data folder, its package version, the runs' device). Nothing is
-recomputed; every number is kept (each run file's ``record`` attribute holds the old JSON
-record, checked to read back identical before the JSON is removed), and each file records
-that it was converted (``converted_from``, ``converted_by``). The tokenizers the runs used are
-kept as ``<data set>/tokenizer_recorded.json``; ``config.json`` is rewritten in the new format
-with a ``converted`` entry.
+:func:`meanfield.workbench.sweeps.run_sweep` (:mod:`meanfield.studies.scratch_nlp`), where a run's
+key holds the whole configuration. This script moves the recorded runs of such a folder into that
+layout, keyed by the configuration they were computed with: the ``config.json`` stored beside them
+(its settings, its data folder, its package version, the runs' device). Nothing is recomputed; every
+number is kept (each run file's ``record`` attribute holds the old JSON record, checked to read back
+identical before the JSON is removed), and each file records that it was converted
+(``converted_from``, ``converted_by``). The tokenizers the runs used are kept as ``<data
+set>/tokenizer_recorded.json``; ``config.json`` is rewritten in the new format with a ``converted``
+entry.
 
 Usage::
 
@@ -44,7 +44,7 @@ def convert(folder, *, note: str = "") -> dict:
     from meanfield.results import save_dataset
     from meanfield.studies import scratch_nlp as study
     from meanfield.studies.scratch_nlp_report import read_record
-    from meanfield.sweeps import grid_points, run_key
+    from meanfield.workbench.sweeps import grid_points, run_key
 
     folder = Path(folder)
     old = json.loads((folder / "config.json").read_text())

@@ -1,8 +1,8 @@
 """The kernel-attention study: does Kernel-X beat vanilla X? Resumable, paired, with controls.
 
 The study of README.md in this directory, on :mod:`meanfield.studies.scratch_nlp` (one sweep
-of :func:`meanfield.sweeps.run_sweep` per data set over seed x Q = K x variant, and one for
-the TF-IDF bar; the design is in that module's docstring) with its reports from
+of :func:`meanfield.workbench.sweeps.run_sweep` per data set over seed x Q = K x variant, and one
+for the TF-IDF bar; the design is in that module's docstring) with its reports from
 :mod:`meanfield.studies.scratch_nlp_report`. Usage::
 
     python paper_repro/nlp/run_study.py --config paper_repro/nlp/configs/tiny.json \\
@@ -63,7 +63,7 @@ def _checked(args):
     from meanfield.errors import ResourceError
     from meanfield.studies import scratch_nlp as study
     from meanfield.studies.scratch_nlp_report import read_study
-    from meanfield.sweeps import check_scheduler
+    from meanfield.workbench.sweeps import check_scheduler
 
     if args.out.exists() and not args.out.is_dir():
         raise FileExistsError(f"--out: {str(args.out)!r} is a file, not a folder")

@@ -1,7 +1,7 @@
 """Kernel attention in a pretrained Transformer: linearize MiniLM; vanilla, Kernel, Hedgehog.
 
 The study of README.md in this directory, on :mod:`meanfield.studies.pretrained_nlp` (two
-resumable sweeps on :func:`meanfield.sweeps.run_sweep`). Usage::
+resumable sweeps on :func:`meanfield.workbench.sweeps.run_sweep`). Usage::
 
     python paper_repro/nlp_pretrained/run_study.py \\
         --config paper_repro/nlp_pretrained/configs/full.json \\

@@ -7,16 +7,16 @@ layout, each run file's ``record`` attribute holding the old record).
 
 Before issue 21, ``run_study.py`` kept its own resume engine: a process pool appending one
 JSON record per learner and (task, noise, seed, m) cell to ``<out>/runs.jsonl``, checked
-against the ``config.json`` beside it. The study now runs on :func:`meanfield.sweeps.run_sweep`
-(:mod:`meanfield.studies.synthetic_kernels`), where a cell's key holds the whole
-configuration. This script moves the recorded cells of such a folder into that layout
-(``runs/<key>.nc``, ``configurations.json``, ``config.json``), keyed by the configuration they
-were computed with: the ``config.json`` stored beside them and the package version recorded
-in ``results.nc`` (or ``--version``). Nothing is recomputed; every number is kept (each run
-file's ``records`` attribute holds the old JSON records, checked to read back identical before
-``runs.jsonl`` is removed) and each file records that it was converted (``converted_from``,
-``converted_by``). A cell some of whose learners are missing is not converted (its records
-are kept in ``runs.jsonl.unconverted``); the run of the study recomputes it.
+against the ``config.json`` beside it. The study now runs on
+:func:`meanfield.workbench.sweeps.run_sweep` (:mod:`meanfield.studies.synthetic_kernels`), where a
+cell's key holds the whole configuration. This script moves the recorded cells of such a folder into
+that layout (``runs/<key>.nc``, ``configurations.json``, ``config.json``), keyed by the
+configuration they were computed with: the ``config.json`` stored beside them and the package
+version recorded in ``results.nc`` (or ``--version``). Nothing is recomputed; every number is kept
+(each run file's ``records`` attribute holds the old JSON records, checked to read back identical
+before ``runs.jsonl`` is removed) and each file records that it was converted (``converted_from``,
+``converted_by``). A cell some of whose learners are missing is not converted (its records are kept
+in ``runs.jsonl.unconverted``); the run of the study recomputes it.
 
 Usage::
 
@@ -87,7 +87,7 @@ def _convert_variants(folder: Path, old: dict, *, version=None, note="") -> dict
     from meanfield.results import load_dataset, save_dataset
     from meanfield.studies import synthetic_kernels as kernels
     from meanfield.studies import synthetic_variants as study
-    from meanfield.sweeps import grid_points, run_key
+    from meanfield.workbench.sweeps import grid_points, run_key
 
     records = read_runs(folder / "runs.jsonl")
     versions = {r.get("meanfield_version") for r in records} - {None}
@@ -149,7 +149,7 @@ def _convert_study(folder: Path, old: dict, *, version=None, note="") -> dict:
 
     from meanfield.results import load_dataset, save_dataset
     from meanfield.studies import synthetic_kernels as study
-    from meanfield.sweeps import grid_points, run_key
+    from meanfield.workbench.sweeps import grid_points, run_key
 
     runs = folder / "runs.jsonl"
     version = version or _recorded_version(folder)

@@ -34,8 +34,8 @@ sys.path.insert(0, str(HERE))
 
 from run_variants import BASE, VARIANTS, machine  # noqa: E402
 
-from meanfield._scripts import output_dir  # noqa: E402
 from meanfield.studies.synthetic_kernels import TASKS  # noqa: E402
+from meanfield.workbench._scripts import output_dir  # noqa: E402
 
 RUNS = {"linear": VARIANTS["linear"], "centred": VARIANTS["centred"]}
 SHOW = ["radial", "gaussian_mixture", "checkerboard"]
@@ -93,7 +93,7 @@ def main(out: Path = HERE / "results" / "diagnosis"):
 
     import meanfield
     from meanfield.learners import CoulombFeatures, fourier_features, median_bandwidth
-    from meanfield.synthetic import make_task
+    from meanfield.learners.tasks import make_task
 
     torch.set_num_threads(1)
     threadpool_limits(1)

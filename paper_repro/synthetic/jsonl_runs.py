@@ -2,7 +2,7 @@
 
 Each finished cell is one JSON object a line of ``<out>/runs.jsonl``, appended and flushed; a
 line cut off by an interruption is set aside into ``runs.jsonl.bad`` with a warning and its
-cell recomputed. ``run_study.py`` and ``run_variants.py`` run on :mod:`meanfield.sweeps`
+cell recomputed. ``run_study.py`` and ``run_variants.py`` run on :mod:`meanfield.workbench.sweeps`
 instead (one netCDF file per cell, keyed by the whole configuration); ``convert_results.py``
 reads their old ``runs.jsonl`` folders with :func:`read_runs`.
 """

@@ -1,8 +1,8 @@
 """The synthetic kernel-learning study: learner x task x noise x m x seed, on the sweep runner.
 
 The study of README.md in this directory, on :mod:`meanfield.studies.synthetic_kernels` (one
-sweep of :func:`meanfield.sweeps.run_sweep` over m x task x noise x seed; each cell runs every
-learner on the same data split, so the comparisons are paired) with its reports from
+sweep of :func:`meanfield.workbench.sweeps.run_sweep` over m x task x noise x seed; each cell runs
+every learner on the same data split, so the comparisons are paired) with its reports from
 :mod:`meanfield.studies.synthetic_kernels_report`. Usage::
 
     python paper_repro/synthetic/run_study.py --config full      # the study (see README)
@@ -39,8 +39,6 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield._scripts import int_range, output_dir
-
 # benchmarks/bench_learners.py imports the learners and their settings from here
 from meanfield.studies.synthetic_kernels import (  # noqa: F401
     CONFIGS,
@@ -50,6 +48,7 @@ from meanfield.studies.synthetic_kernels import (  # noqa: F401
     TASKS,
     make_learner,
 )
+from meanfield.workbench._scripts import int_range, output_dir
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("ci", "full")
@@ -137,7 +136,7 @@ def main(argv=None) -> int:
                 )
     else:
         from meanfield.errors import MeanfieldError
-        from meanfield.sweeps import check_scheduler
+        from meanfield.workbench.sweeps import check_scheduler
 
         try:
             check_scheduler(args.scheduler)

@@ -6,14 +6,14 @@
     python paper_repro/synthetic/run_variants.py --config full --scheduler tcp://host:8786
 
 The study of :mod:`meanfield.studies.synthetic_variants` (the design is in its docstring): one
-sweep of :func:`meanfield.sweeps.run_sweep` over (m, seed, task), every learner of a cell on
-the same split and tuned by cross-validation on the training rows. Every cell is written to
-``<out>/runs/<key>.nc`` when it finishes, keyed by the whole configuration: a rerun resumes, a
-rerun with another configuration computes its own cells (the report shows those of the
-configuration last run there), a corrupt run file is set aside into ``runs/set_aside/`` and
-recomputed, ``--fresh`` starts over. Cells run on a local cluster of ``--n-workers``
-processes (default 1), on threads (``--scheduler threads``) or on a dask cluster. The report
-(``report_variants.py``) writes the tables and ``claims.md`` with paired 95 % intervals.
+sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (m, seed, task), every learner of a cell
+on the same split and tuned by cross-validation on the training rows. Every cell is written to
+``<out>/runs/<key>.nc`` when it finishes, keyed by the whole configuration: a rerun resumes, a rerun
+with another configuration computes its own cells (the report shows those of the configuration last
+run there), a corrupt run file is set aside into ``runs/set_aside/`` and recomputed, ``--fresh``
+starts over. Cells run on a local cluster of ``--n-workers`` processes (default 1), on threads
+(``--scheduler threads``) or on a dask cluster. The report (``report_variants.py``) writes the
+tables and ``claims.md`` with paired 95 % intervals.
 
 Bad input ends with one line ``run_variants.py: error: ...`` (exit 2) before any work.
 """
@@ -28,8 +28,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from meanfield._scripts import existing_dir, int_range, output_dir  # noqa: E402
-
 # diagnose.py and sinha_duchi.py import the variants and machine() from here
 from meanfield.studies.synthetic_variants import (  # noqa: E402, F401
     BANDWIDTH_FACTORS,
@@ -39,6 +37,7 @@ from meanfield.studies.synthetic_variants import (  # noqa: E402, F401
     VARIANTS,
     machine,
 )
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir  # noqa: E402
 
 
 def main(argv=None):
@@ -72,7 +71,7 @@ def main(argv=None):
             ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
     else:
         from meanfield.errors import MeanfieldError
-        from meanfield.sweeps import check_scheduler
+        from meanfield.workbench.sweeps import check_scheduler
 
         try:
             check_scheduler(a.scheduler)

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 from jsonl_runs import read_runs  # noqa: E402
 from run_variants import BASE, VARIANTS, machine  # noqa: E402
 
-from meanfield._scripts import int_range, output_dir  # noqa: E402
+from meanfield.workbench._scripts import int_range, output_dir  # noqa: E402
 
 PUBLISHED = {"rff": 0.355, "importance": 0.143}
 PROTOCOL = dict(
@@ -63,7 +63,7 @@ def run_seed(seed: int) -> dict:
         RidgeFeatureClassifier,
         select_by_cv,
     )
-    from meanfield.synthetic import radial
+    from meanfield.learners.tasks import radial
 
     P = PROTOCOL
     t_seed = time.perf_counter()

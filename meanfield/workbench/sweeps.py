@@ -26,7 +26,7 @@ Examples
 --------
 >>> import tempfile
 >>> import xarray as xr
->>> from meanfield.sweeps import run_sweep
+>>> from meanfield.workbench.sweeps import run_sweep
 >>> def run(N, seed):  # a study's run function: parameters in, a Dataset out
 ...     return xr.Dataset({"x": ((), float(N + seed))})
 >>> with tempfile.TemporaryDirectory() as folder:
@@ -55,10 +55,10 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ._validation import check_choice, check_int, check_output_path, require_module
-from ._version import __version__
-from .errors import InputError, ResourceError, SweepConflictError
-from .results import load_dataset, provenance, save_dataset
+from .._validation import check_choice, check_int, check_output_path, require_module
+from .._version import __version__
+from ..errors import InputError, ResourceError, SweepConflictError
+from ..results import load_dataset, provenance, save_dataset
 
 #: The install command printed when dask is missing.
 DASK_INSTALL = 'pip install "dask[distributed]>=2023.1"'
@@ -86,7 +86,7 @@ def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
 
     Examples
     --------
-    >>> from meanfield.sweeps import grid_points
+    >>> from meanfield.workbench.sweeps import grid_points
     >>> grid_points({"N": [10, 20], "seed": [0, 1]})
     [{'N': 10, 'seed': 0}, {'N': 10, 'seed': 1}, {'N': 20, 'seed': 0}, {'N': 20, 'seed': 1}]
     """
@@ -122,7 +122,7 @@ def run_key(params: Mapping, config: str | None = None) -> str:
 
     Examples
     --------
-    >>> from meanfield.sweeps import run_key
+    >>> from meanfield.workbench.sweeps import run_key
     >>> run_key({"N": 10, "seed": 3})
     'N=10_seed=3-aece0b01'
     >>> run_key({"N": 10, "seed": 3}, config="abc") != run_key({"N": 10, "seed": 3})
@@ -177,7 +177,7 @@ def sweep_configuration(func: Callable, fixed: Mapping) -> dict:
 
     Examples
     --------
-    >>> from meanfield.sweeps import sweep_configuration
+    >>> from meanfield.workbench.sweeps import sweep_configuration
     >>> def run(N, seed, scale=1.0, method="langevin"):
     ...     pass
     >>> config = sweep_configuration(run, {"scale": 2.0})
@@ -207,7 +207,7 @@ def configuration_digest(config: Mapping) -> str:
 
     Examples
     --------
-    >>> from meanfield.sweeps import configuration_digest
+    >>> from meanfield.workbench.sweeps import configuration_digest
     >>> a = configuration_digest({"fixed": {"beta": 1.0}})
     >>> len(a), a == configuration_digest({"fixed": {"beta": 2.0}})
     (12, False)
@@ -231,7 +231,7 @@ def configuration_differences(old: Mapping, new: Mapping) -> list[str]:
 
     Examples
     --------
-    >>> from meanfield.sweeps import configuration_differences
+    >>> from meanfield.workbench.sweeps import configuration_differences
     >>> configuration_differences({"fixed": {"beta": 1.0}}, {"fixed": {"beta": 2.0, "N": 8}})
     ["N: '<unset>' -> 8", 'beta: 1.0 -> 2.0']
     """
@@ -281,7 +281,7 @@ def check_scheduler(scheduler: str, *, timeout: float = 3.0) -> str:
 
     Examples
     --------
-    >>> from meanfield.sweeps import check_scheduler
+    >>> from meanfield.workbench.sweeps import check_scheduler
     >>> check_scheduler("threads")
     'threads'
     >>> check_scheduler("nowhere")  # doctest: +ELLIPSIS
@@ -454,7 +454,7 @@ def run_sweep(
 
     >>> import tempfile
     >>> import xarray as xr
-    >>> from meanfield.sweeps import run_sweep
+    >>> from meanfield.workbench.sweeps import run_sweep
     >>> def run(N, seed, scale=1.0):
     ...     return xr.Dataset({"x": ((), scale * (N + seed))})
     >>> grid = {"N": [10, 20], "seed": [0, 1]}
@@ -670,7 +670,7 @@ def gather_runs(paths: Sequence, points: Sequence[Mapping], grid: Mapping) -> xr
     >>> import os, tempfile
     >>> import xarray as xr
     >>> from meanfield.results import save_dataset
-    >>> from meanfield.sweeps import gather_runs, grid_points
+    >>> from meanfield.workbench.sweeps import gather_runs, grid_points
     >>> grid = {"N": [1, 2]}
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     runs = [xr.Dataset({"x": ("particle", [0.0] * p["N"])},

@@ -15,7 +15,7 @@ Conventions
   ``ot.emd2`` (network simplex, float64 weights, cells of zero mass dropped).  Moving each
   cell's mass to its centre costs at most h √(p/12) in W2, a bias of that size.
 * For large problems (N × M_support > :data:`EXACT_MAX_PAIRS`) ``method="auto"`` switches to
-  :func:`meanfield.transport.w2_sparse` ("sparse_exact"): the same exact W2, solved by POT's
+  :func:`meanfield.ot.sparse.w2_sparse` ("sparse_exact"): the same exact W2, solved by POT's
   network simplex on a sparse support grown by column generation and certified by a dual
   check over every pair (order 2 only; W1 stays on the dense simplex).  The sliced distance SW_2
   (``ot.sliced_wasserstein_distance``, SW_2 ≤ W_2, a different quantity) is computed only when
@@ -31,17 +31,17 @@ import numpy as np
 import ot
 import torch
 
-from ._validation import check_array, check_choice, check_int, check_sample
-from .energy import Energy
-from .errors import ConvergenceError, InputError
-from .features import FeatureMap, get_feature_map
-from .pde.field import Density
-from .pde.potential import GridEnergy
-from .transport import w2_sparse
+from .._validation import check_array, check_choice, check_int, check_sample
+from ..energy import Energy
+from ..errors import ConvergenceError, InputError
+from ..features import FeatureMap, get_feature_map
+from ..pde.field import Density
+from ..pde.potential import GridEnergy
+from .sparse import w2_sparse
 
 #: Largest N × M (number of cost-matrix entries) for which ``method="auto"`` runs the dense
 #: network simplex (``ot.emd2``) in p = 2, 3.  Above it the sparse exact solver
-#: (:func:`meanfield.transport.w2_sparse`, the same value to rounding) is faster: measured
+#: (:func:`meanfield.ot.sparse.w2_sparse`, the same value to rounding) is faster: measured
 #: with benchmarks/bench_w2.py on the 2-core CPU, the dense solve takes 0.1 s at 1e6 entries,
 #: 0.9 s at 4.4e6 and 3.5 s at 1.2e7 against 0.1, 0.1 and 0.3 s for the sparse one (and
 #: minutes and gigabytes at 1.6e8, against seconds).
@@ -74,11 +74,11 @@ def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto", order: in
     str
         ``method`` itself unless "auto"; then "exact" in p = 1, for W1, or while
         n_a × n_b ≤ :data:`EXACT_MAX_PAIRS`, else "sparse_exact" (the same value, exact, on
-        a sparse support: :func:`meanfield.transport.w2_sparse`).
+        a sparse support: :func:`meanfield.ot.sparse.w2_sparse`).
 
     Examples
     --------
-    >>> from meanfield.diagnostics import resolve_w_method
+    >>> from meanfield.ot.diagnostics import resolve_w_method
     >>> resolve_w_method(2, 100, 100), resolve_w_method(2, 10_000, 10_000)
     ('exact', 'sparse_exact')
     >>> resolve_w_method(1, 10_000, 10_000), resolve_w_method(2, 100, 100, "sliced")
@@ -106,7 +106,7 @@ def w_name(method: str) -> str:
 
     Examples
     --------
-    >>> from meanfield.diagnostics import w_name
+    >>> from meanfield.ot.diagnostics import w_name
     >>> w_name("sliced"), w_name("sparse_exact"), w_name("auto")
     ('sliced_w2', 'w2', 'w2')
     """
@@ -279,7 +279,7 @@ def sliced_w2(xa, wa, xb, wb, *, n_projections: int = 200, seed: int = 0) -> flo
     A translation by v in the plane: W2 = |v| and SW2 = |v|/√2 ≈ 0.707 for |v| = 1.
 
     >>> import numpy as np
-    >>> from meanfield.diagnostics import sliced_w2
+    >>> from meanfield.ot.diagnostics import sliced_w2
     >>> sw = sliced_w2([[0.0, 0.0]], [1.0], [[1.0, 0.0]], [1.0], n_projections=500)
     >>> bool(abs(sw - 2**-0.5) < 0.05), bool(sw <= 1.0)
     (True, True)
@@ -344,7 +344,7 @@ def wasserstein_particles_grid(
         q.
     method : {"auto", "exact", "sparse_exact", "sliced"}
         ``exact``: quantile functions in p = 1, ``ot.emd2`` in p = 2, 3.  ``sparse_exact``:
-        the same W2 by :func:`meanfield.transport.w2_sparse` (order 2).  ``sliced``: SW2, a
+        the same W2 by :func:`meanfield.ot.sparse.w2_sparse` (order 2).  ``sliced``: SW2, a
         different, smaller quantity (order 2 only; record it as "sliced_w2").  ``auto``:
         exact, or sparse_exact when N × M > :data:`EXACT_MAX_PAIRS`, never sliced
         (:func:`resolve_w_method` says which).
@@ -367,7 +367,7 @@ def wasserstein_particles_grid(
     W1 = E|X| = 1/2.
 
     >>> import math
-    >>> from meanfield.diagnostics import wasserstein_particles_grid
+    >>> from meanfield.ot.diagnostics import wasserstein_particles_grid
     >>> from meanfield.domains import Box
     >>> from meanfield.pde.field import Density
     >>> from meanfield.pde.grid import Grid
@@ -400,7 +400,7 @@ def w1_particles_grid(omega, density: Density, **kwargs) -> float:
 
     Examples
     --------
-    >>> from meanfield.diagnostics import w1_particles_grid
+    >>> from meanfield.ot.diagnostics import w1_particles_grid
     >>> from meanfield.domains import Box
     >>> from meanfield.pde.field import Density
     >>> from meanfield.pde.grid import Grid
@@ -419,7 +419,7 @@ def w2_particles_grid(omega, density: Density, **kwargs) -> float:
     In p = 2 the density is read as atoms at the cell centres; particles on those centres
     are at distance 0.
 
-    >>> from meanfield.diagnostics import w2_particles_grid
+    >>> from meanfield.ot.diagnostics import w2_particles_grid
     >>> from meanfield.domains import Box
     >>> from meanfield.pde.field import Density
     >>> from meanfield.pde.grid import Grid
@@ -443,7 +443,7 @@ def wasserstein_grids(
 
     p = 1: exact, both densities piecewise constant (the grids may differ but must be 1D).
     p = 2, 3: ``ot.emd2`` between the cell-centre atoms (cost matrix M_a × M_b, zero cells
-    dropped), the same value on a sparse support (:func:`meanfield.transport.w2_sparse`)
+    dropped), the same value on a sparse support (:func:`meanfield.ot.sparse.w2_sparse`)
     when ``method="sparse_exact"`` or the product exceeds :data:`EXACT_MAX_PAIRS` under
     ``method="auto"``, or the sliced W2 only when ``method="sliced"``.
 
@@ -469,7 +469,7 @@ def wasserstein_grids(
     and W1 = 1/2.
 
     >>> import math
-    >>> from meanfield.diagnostics import wasserstein_grids
+    >>> from meanfield.ot.diagnostics import wasserstein_grids
     >>> from meanfield.domains import Box
     >>> from meanfield.pde.field import Density
     >>> from meanfield.pde.grid import Grid
@@ -530,7 +530,7 @@ def grid_kernel(feature, X, density: Density) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from meanfield.diagnostics import grid_kernel
+    >>> from meanfield.ot.diagnostics import grid_kernel
     >>> from meanfield.domains import Box
     >>> from meanfield.pde.field import Density
     >>> from meanfield.pde.grid import Grid
@@ -582,7 +582,7 @@ def kernel_gap(omega, density: Density, X, feature: str | FeatureMap = "positive
     One particle on each cell centre of a uniform density: the two kernels coincide.
 
     >>> import numpy as np
-    >>> from meanfield.diagnostics import kernel_gap
+    >>> from meanfield.ot.diagnostics import kernel_gap
     >>> from meanfield.domains import Box
     >>> from meanfield.pde.field import Density
     >>> from meanfield.pde.grid import Grid
@@ -626,7 +626,7 @@ def free_energy(energy: Energy, density: Density, beta: float) -> dict:
     ±1/4, ±3/4 averages 5/32.
 
     >>> import math
-    >>> from meanfield.diagnostics import free_energy
+    >>> from meanfield.ot.diagnostics import free_energy
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.pde.field import Density

@@ -2,23 +2,24 @@
 
 :func:`default_problem` builds the problem (a synthetic two-class data set, so the particles
 are the model's random features and the energy contains the alignment term);
-:func:`run_default_comparison` runs :func:`meanfield.compare.compare` on it and writes the
-dataset (netCDF) and a figure.  (Moved out of :mod:`meanfield.compare`, which re-exports both.)
+:func:`run_default_comparison` runs :func:`meanfield.workbench.compare.compare` on it and writes the
+dataset (netCDF) and a figure.  (Moved out of :mod:`meanfield.workbench.compare`, which re-exports
+both.)
 """
 
 from __future__ import annotations
 
 import xarray as xr
 
-from ._resources import check_grid_memory
-from ._validation import check_int, check_output_path
+from .._resources import check_grid_memory
+from .._validation import check_int, check_output_path
+from ..domains import Box
+from ..energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
+from ..kernels import Coulomb
+from ..learners.tasks import radial
+from ..pde import Density, Grid
+from ..results import save_dataset
 from .compare import compare
-from .domains import Box
-from .energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
-from .kernels import Coulomb
-from .pde import Density, Grid
-from .results import save_dataset
-from .synthetic import radial
 
 DEFAULTS = {
     1: {
@@ -78,7 +79,7 @@ def default_problem(dim: int = 1, **overrides) -> dict:
 
     Examples
     --------
-    >>> from meanfield.problems import default_problem
+    >>> from meanfield.workbench.problems import default_problem
     >>> prob = default_problem(1, n_data=20, grid_n=32)
     >>> prob["energy"].term_names, prob["n_particles"], prob["data"][0].shape
     (['confinement', 'alignment', 'interaction'], 500, (20, 1))
@@ -148,7 +149,7 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
     --------
     A very short run (writes into ``out/``; the figure takes most of the second it needs):
 
-    >>> from meanfield.problems import run_default_comparison
+    >>> from meanfield.workbench.problems import run_default_comparison
     >>> ds = run_default_comparison(
     ...     "out", n_data=10, grid_n=16, n_particles=20, t_final=0.02, n_records=1
     ... )

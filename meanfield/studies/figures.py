@@ -8,7 +8,7 @@ committed.
 This module only orchestrates: the experiments live in :mod:`meanfield.studies`
 (:mod:`~meanfield.studies.limit_curves`, :mod:`~meanfield.studies.ldp_rate`,
 :mod:`~meanfield.studies.kernel_figure`, :mod:`~meanfield.studies.coulomb3d`) and the drawing
-in :mod:`meanfield.plotting`; their names are re-exported here for compatibility.
+in :mod:`meanfield.workbench.plotting`; their names are re-exported here for compatibility.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import xarray as xr
 
-from ._validation import check_choice, check_output_path
-from .plotting import (
+from .._validation import check_choice, check_output_path
+from ..results import save_dataset
+from ..workbench.plotting import (
     plot_beta_limit,
     plot_coulomb3d,
     plot_kernel_concentration,
@@ -27,12 +28,11 @@ from .plotting import (
     plot_n_limit,
     plot_t_limit,
 )
-from .results import save_dataset
-from .studies._sizes import FULL_SIZE_SECONDS, SIZES
-from .studies.coulomb3d import coulomb3d_data
-from .studies.kernel_figure import kernel_concentration_data, kernel_model
-from .studies.ldp_rate import ldp_rate_data
-from .studies.limit_curves import beta_limit_data, n_limit_data, t_limit_data
+from ._sizes import FULL_SIZE_SECONDS, SIZES
+from .coulomb3d import coulomb3d_data
+from .kernel_figure import kernel_concentration_data, kernel_model
+from .ldp_rate import ldp_rate_data
+from .limit_curves import beta_limit_data, n_limit_data, t_limit_data
 
 
 def _save(fig, ds: xr.Dataset, out_dir: Path, name: str) -> list[Path]:
@@ -82,7 +82,7 @@ def make_figures(
     Names and sizes are checked before any work (nothing is computed or written):
 
     >>> from pathlib import Path
-    >>> from meanfield.figures import make_figures
+    >>> from meanfield.studies.figures import make_figures
     >>> make_figures("out", size="small", only=["nope"], log=None)
     Traceback (most recent call last):
     ...

@@ -13,7 +13,7 @@ with c = ``confinement``, A the ``alignment`` (linear, risk or normalised) and k
 
 Examples
 --------
->>> from meanfield.config import SimulationConfig
+>>> from meanfield.workbench.config import SimulationConfig
 >>> cfg = SimulationConfig(n_particles=16, n_data=20, n_steps=5)
 >>> [type(t).__name__ for t in cfg.build_energy().terms]
 ['LinearAlignment', 'PairInteraction']
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._validation import (
+from .._validation import (
     check_array,
     check_choice,
     check_device,
@@ -38,15 +38,15 @@ from ._validation import (
     check_int,
     check_positive,
 )
-from .errors import DataFileError, InputError, MissingFileError
+from ..errors import DataFileError, InputError, MissingFileError
 
 # torch and the computational modules (energy, kernels, particles, ...) are imported where
 # they are used, so that ``meanfield --help`` (whose flags are this dataclass's fields) and
-# ``import meanfield.config`` load no torch.
+# ``import meanfield.workbench.config`` load no torch.
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from .energy import Energy
+    from ..energy import Energy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,15 +58,16 @@ ALIGNMENTS = ("linear", "risk", "normalised", "none")
 
 def __getattr__(name: str):
     """``CONFIG_METHODS``: the dynamics a configuration can run, the integrators of
-    :func:`meanfield.particles.simulate` (:data:`meanfield.particles.METHODS`) and ``"hmc"``
-    (:func:`meanfield.samplers.sample_hmc`); computed on first use (it imports torch)."""
+    :func:`meanfield.dynamics.langevin.simulate` (:data:`meanfield.dynamics.langevin.METHODS`) and
+    ``"hmc"`` (:func:`meanfield.dynamics.hmc.sample_hmc`); computed on first use (it imports
+    torch)."""
     if name == "CONFIG_METHODS":
         return _config_methods()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _config_methods() -> tuple[str, ...]:
-    from .particles import METHODS
+    from ..dynamics.langevin import METHODS
 
     return (*METHODS, "hmc")
 
@@ -85,7 +86,7 @@ START_MAX_ROUNDS = 100
 class SimulationConfig:
     """Every parameter of one particle run (defaults: the README's main job).
 
-    Data: ``data`` names a synthetic task of :mod:`meanfield.synthetic` (drawn with ``n_data``
+    Data: ``data`` names a synthetic task of :mod:`meanfield.learners.tasks` (drawn with ``n_data``
     points in ``data_dim`` dimensions and ``seed``), or ``data_file`` points at a ``.npz``
     (arrays ``X``, ``y``) or ``.csv`` (features then label in the last column).
 
@@ -95,7 +96,7 @@ class SimulationConfig:
     Parameters
     ----------
     data : str, default "two_moons"
-        Synthetic task (:data:`meanfield.synthetic.TASKS`).
+        Synthetic task (:data:`meanfield.learners.tasks.TASKS`).
     data_file : str, optional
         ``.npz`` or ``.csv`` file of training data, instead of ``data``.
     n_data : int, default 400
@@ -131,8 +132,8 @@ class SimulationConfig:
     bandwidth : float, default 1
         σ of the initial law ω ~ N(0, σ⁻² I).
     method : str, default "langevin"
-        Dynamics, one of :data:`CONFIG_METHODS`: :data:`meanfield.particles.METHODS` or
-        ``"hmc"`` (:func:`meanfield.samplers.sample_hmc`; ``n_steps`` recorded trajectories
+        Dynamics, one of :data:`CONFIG_METHODS`: :data:`meanfield.dynamics.langevin.METHODS` or
+        ``"hmc"`` (:func:`meanfield.dynamics.hmc.sample_hmc`; ``n_steps`` recorded trajectories
         after ``n_warmup``, and ``eta`` unused).
     regime : {"mean-field", "coulomb-gas"}, default "mean-field"
         β_N = β or β_N = βN.
@@ -172,7 +173,7 @@ class SimulationConfig:
 
     Examples
     --------
-    >>> from meanfield.config import SimulationConfig
+    >>> from meanfield.workbench.config import SimulationConfig
     >>> SimulationConfig(n_particles=0)
     Traceback (most recent call last):
         ...
@@ -217,8 +218,8 @@ class SimulationConfig:
     step_size: float | None = None
 
     def __post_init__(self):
-        from .kernels import KERNEL_NAMES
-        from .particles import REGIMES
+        from ..dynamics.langevin import REGIMES
+        from ..kernels import KERNEL_NAMES
 
         check_choice("alignment", self.alignment, ALIGNMENTS)
         check_choice("feature", self.feature, ("positive", "fourier", "softplus"))
@@ -326,7 +327,7 @@ class SimulationConfig:
         Examples
         --------
         >>> import os, tempfile
-        >>> from meanfield.config import SimulationConfig
+        >>> from meanfield.workbench.config import SimulationConfig
         >>> with tempfile.TemporaryDirectory() as folder:
         ...     path = os.path.join(folder, "run.toml")
         ...     with open(path, "w") as f:
@@ -367,7 +368,7 @@ class SimulationConfig:
 
         Examples
         --------
-        >>> from meanfield.config import SimulationConfig
+        >>> from meanfield.workbench.config import SimulationConfig
         >>> SimulationConfig().as_dict()["regime"]
         'mean-field'
         """
@@ -385,7 +386,7 @@ class SimulationConfig:
 
         Examples
         --------
-        >>> from meanfield.config import SimulationConfig
+        >>> from meanfield.workbench.config import SimulationConfig
         >>> X, y = SimulationConfig(n_data=20).load_data()
         >>> X.shape, y.shape
         ((20, 2), (20,))
@@ -394,7 +395,7 @@ class SimulationConfig:
             return None, None
         if self.data_file:
             return load_xy(self.data_file)
-        from .synthetic import make_task
+        from ..learners.tasks import make_task
 
         split = make_task(self.data, n_train=self.n_data, n_test=1, d=self.data_dim, seed=self.seed)
         return split.X_train, split.y_train
@@ -418,15 +419,15 @@ class SimulationConfig:
 
         Examples
         --------
-        >>> from meanfield.config import SimulationConfig
+        >>> from meanfield.workbench.config import SimulationConfig
         >>> energy = SimulationConfig(n_data=20, domain="ball", confinement=1.0).build_energy()
         >>> energy.domain
         Ball(dim=3, radius=4.0)
         """
         import torch
 
-        from .domains import make_domain
-        from .energy import (
+        from ..domains import make_domain
+        from ..energy import (
             Energy,
             LinearAlignment,
             NormalisedAlignment,
@@ -434,8 +435,8 @@ class SimulationConfig:
             QuadraticPotential,
             RiskAlignment,
         )
-        from .features import get_feature_map
-        from .kernels import make_kernel
+        from ..features import get_feature_map
+        from ..kernels import make_kernel
 
         dtype = torch.float64 if self.dtype == "float64" else torch.float32
         if X is None:
@@ -488,8 +489,8 @@ class SimulationConfig:
 
         Examples
         --------
-        >>> from meanfield.config import SimulationConfig
-        >>> from meanfield.spacing import min_pair_distance
+        >>> from meanfield.workbench.config import SimulationConfig
+        >>> from meanfield.ot.spacing import min_pair_distance
         >>> SimulationConfig(n_particles=16).initial_particles(2).shape  # fourier: p = d + 1
         torch.Size([16, 3])
         >>> cfg = SimulationConfig(alignment="none", confinement=1.0, kernel="log", softening=0.0,
@@ -497,9 +498,9 @@ class SimulationConfig:
         >>> min_pair_distance(cfg.initial_particles(1)) >= cfg.start_spacing(1)  # 0.5 / 50
         True
         """
-        from .domains import make_domain
-        from .features import sample_initial_particles
-        from .spacing import too_close
+        from ..domains import make_domain
+        from ..features import sample_initial_particles
+        from ..ot.spacing import too_close
 
         draw = {"method": self.init, "bandwidth": self.bandwidth}
         omega = sample_initial_particles(
@@ -540,13 +541,13 @@ class SimulationConfig:
 
         Examples
         --------
-        >>> from meanfield.config import SimulationConfig
+        >>> from meanfield.workbench.config import SimulationConfig
         >>> SimulationConfig(kernel="log", softening=0.0, n_particles=50).start_spacing(1)
         0.01
         >>> SimulationConfig(n_particles=50).start_spacing(1)  # softened: no spacing
         0.0
         """
-        from .kernels import make_kernel
+        from ..kernels import make_kernel
 
         kernel = make_kernel(
             self.kernel, dim=p, s=self.s, softening=self.softening, width=self.width
@@ -566,17 +567,17 @@ class SimulationConfig:
         Returns
         -------
         xarray.Dataset
-            What :func:`meanfield.particles.simulate` returns, with every field of this
+            What :func:`meanfield.dynamics.langevin.simulate` returns, with every field of this
             configuration as a ``config_<name>`` attribute.
 
         Examples
         --------
-        >>> from meanfield.config import SimulationConfig
+        >>> from meanfield.workbench.config import SimulationConfig
         >>> ds = SimulationConfig(n_particles=16, n_data=20, n_steps=5).run()
         >>> int(ds.attrs["config_n_particles"]), ds.sizes["time"]
         (16, 6)
         """
-        from .particles import simulate
+        from ..dynamics.langevin import simulate
 
         X, y = self.load_data()
         energy = self.build_energy(X, y)
@@ -600,9 +601,9 @@ class SimulationConfig:
         )
 
     def _run_hmc(self, energy: Energy, omega0, progress: bool):
-        """:func:`meanfield.samplers.sample_hmc` with this configuration (``n_steps``
+        """:func:`meanfield.dynamics.hmc.sample_hmc` with this configuration (``n_steps``
         recorded trajectories; unset HMC fields take the sampler's defaults)."""
-        from .samplers import sample_hmc
+        from ..dynamics.hmc import sample_hmc
 
         given = {
             k: getattr(self, k)
@@ -651,7 +652,7 @@ def load_xy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> import os, tempfile
     >>> import numpy as np
-    >>> from meanfield.config import load_xy
+    >>> from meanfield.workbench.config import load_xy
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = os.path.join(folder, "data.csv")
     ...     np.savetxt(path, [[0.5, 1.0, 1], [0.0, -1.0, -1]], delimiter=",")

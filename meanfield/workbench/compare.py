@@ -1,14 +1,14 @@
 """Particles and grid side by side: the same Energy, the same β, the same initial law.
 
-:func:`compare` evolves N particles by projected Langevin (:func:`meanfield.particles.simulate`,
-mean-field regime β_N = β) and the grid density by the McKean–Vlasov solver
-(:class:`meanfield.pde.McKeanVlasov`) from one initial law, and returns one
-``xarray.Dataset`` holding both trajectories and the diagnostics over time.  The initial
-particles are an exact iid sample of the initial grid density (piecewise constant), so at
-t = 0 the only gap is the sampling error.
+:func:`compare` evolves N particles by projected Langevin
+(:func:`meanfield.dynamics.langevin.simulate`, mean-field regime β_N = β) and the grid density by
+the McKean–Vlasov solver (:class:`meanfield.pde.McKeanVlasov`) from one initial law, and returns one
+``xarray.Dataset`` holding both trajectories and the diagnostics over time.  The initial particles
+are an exact iid sample of the initial grid density (piecewise constant), so at t = 0 the only gap
+is the sampling error.
 
 :func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem and
-its one-call run with I/O) live in :mod:`meanfield.problems` and are re-exported here.
+its one-call run with I/O) live in :mod:`meanfield.workbench.problems` and are re-exported here.
 :func:`convergence_in_n` (the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over
 seeds) lives in :mod:`meanfield.studies.convergence` and is re-exported here.
 
@@ -36,20 +36,20 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ._validation import check_fit_sizes, check_int, check_positive
-from .diagnostics import kernel_gap, resolve_w_method, w_name, wasserstein_particles_grid
-from .energy import (
+from .._validation import check_fit_sizes, check_int, check_positive
+from ..dynamics.langevin import simulate
+from ..energy import (
     AlignmentTerm,
     Energy,
 )
-from .errors import StepBudgetError
-from .particles import simulate
-from .pde import Density, FreeEnergyTracker, MassTracker, McKeanVlasov, StorageTracker
-from .pde.potential import check_same_domain
-from .pde.solver import check_step_budget
-from .pde.stepper import Stepper
-from .results import provenance
-from .stats import fit_power_law
+from ..errors import StepBudgetError
+from ..ot.diagnostics import kernel_gap, resolve_w_method, w_name, wasserstein_particles_grid
+from ..pde import Density, FreeEnergyTracker, MassTracker, McKeanVlasov, StorageTracker
+from ..pde.potential import check_same_domain
+from ..pde.solver import check_step_budget
+from ..pde.stepper import Stepper
+from ..results import provenance
+from ..stats import fit_power_law
 
 #: Default step budget of :func:`compare`, for the particles and the grid alike (the default
 #: ``max_steps`` of :func:`meanfield.pde.solve`).
@@ -108,7 +108,7 @@ def compare(
         Grid scheme (see :class:`~meanfield.pde.McKeanVlasov` and
         :func:`~meanfield.pde.solver.solve`).
     w_method : {"auto", "exact", "sparse_exact", "sliced"}
-        How W2 is computed (:func:`~meanfield.diagnostics.wasserstein_particles_grid`;
+        How W2 is computed (:func:`~meanfield.ot.diagnostics.wasserstein_particles_grid`;
         "auto" is exact or sparse_exact, never sliced).
     progress, extra_attrs : bool, dict, optional
         Show progress bars; more attributes for the dataset.
@@ -126,7 +126,7 @@ def compare(
 
     Examples
     --------
-    >>> from meanfield.compare import compare
+    >>> from meanfield.workbench.compare import compare
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.pde import Density, Grid
@@ -342,7 +342,7 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     Two seeds following W = C N^(−1/2) exactly:
 
     >>> import numpy as np
-    >>> from meanfield.compare import fit_rate
+    >>> from meanfield.workbench.compare import fit_rate
     >>> n = np.array([100, 200, 400, 800])
     >>> w = n[:, None] ** -0.5 * np.array([1.0, 1.1])
     >>> r = fit_rate(n, w)
@@ -358,10 +358,10 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     return {**out, "confidence": confidence}
 
 
-# the default problem and its run moved to meanfield.problems, the rate study in N to
+# the default problem and its run moved to meanfield.workbench.problems, the rate study in N to
 # meanfield.studies.convergence; both stay importable from here, resolved on first use (PEP
-# 562): meanfield.problems runs compare(), so importing it here at load time would be a cycle.
-# The only imports of a higher module in this file; tests/test_import_graph.py lists them.
+# 562): meanfield.workbench.problems runs compare(), so importing it here at load time would be a
+# cycle. The only imports of a higher module in this file; tests/test_import_graph.py lists them.
 _MOVED = {
     "DEFAULTS": "problems",
     "default_problem": "problems",
@@ -376,10 +376,10 @@ def __getattr__(name: str):
 
         return getattr(problems, name)
     if _MOVED.get(name) == "convergence":
-        from .studies import convergence
+        from ..studies import convergence
 
         return getattr(convergence, name)
-    raise AttributeError(f"module 'meanfield.compare' has no attribute {name!r}")
+    raise AttributeError(f"module 'meanfield.workbench.compare' has no attribute {name!r}")
 
 
 __all__ = ["compare", "fit_rate", *_MOVED]  # noqa: F822 (moved names resolve lazily)

@@ -17,8 +17,8 @@ Random numbers come from a seeded CPU ``torch.Generator`` and are moved to the d
 seed fixes the noise on every device and the same seed gives the same bits on the CPU.
 
 The chain state, the Metropolis step and the records that MALA shares with HMC live in
-:mod:`meanfield.chains`, HMC itself in :mod:`meanfield.samplers`; both are re-exported here
-(``from meanfield.particles import HMC, LangevinState`` works as it always did).
+:mod:`meanfield.dynamics.chains`, HMC itself in :mod:`meanfield.dynamics.hmc`; both are re-exported
+here (``from meanfield.dynamics.langevin import HMC, LangevinState`` works as it always did).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ import numpy as np
 import torch
 import xarray as xr
 
-from ._validation import check_choice, check_int, check_positive
+from .._validation import check_choice, check_int, check_positive
+from ..energy import Energy
+from ..errors import LowAcceptanceWarning, NumericalError, PinnedParticlesWarning
 from .chains import (
     LOW_ACCEPTANCE,
     LOW_ACCEPTANCE_MIN_PROPOSALS,
@@ -49,9 +51,7 @@ from .chains import (
     metropolis,
     metropolis_init,
 )
-from .energy import Energy
-from .errors import LowAcceptanceWarning, NumericalError, PinnedParticlesWarning
-from .samplers import HMC, sample_hmc
+from .hmc import HMC, sample_hmc
 
 #: The integrators of :func:`simulate` (HMC runs through :func:`sample_hmc`).
 METHODS = ("langevin", "mala")
@@ -92,7 +92,7 @@ class ProjectedLangevin:
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.particles import ProjectedLangevin
+    >>> from meanfield.dynamics.langevin import ProjectedLangevin
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> lang = ProjectedLangevin(E, eta=0.01, beta=1.0)
     >>> s = lang.step(lang.init(torch.zeros(4, 1)), torch.Generator().manual_seed(0))
@@ -131,7 +131,7 @@ class ProjectedLangevin:
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.particles import ProjectedLangevin
+        >>> from meanfield.dynamics.langevin import ProjectedLangevin
         >>> lang = ProjectedLangevin(Energy([QuadraticPotential()], Box(1, 2.0)), 0.01, 1.0)
         >>> s = lang.init([[3.0], [0.5]])  # 3 lies outside [−2, 2]
         >>> s.omega.flatten().tolist(), s.step
@@ -165,7 +165,7 @@ class ProjectedLangevin:
         >>> import torch
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.particles import ProjectedLangevin
+        >>> from meanfield.dynamics.langevin import ProjectedLangevin
         >>> lang = ProjectedLangevin(Energy([QuadraticPotential()], Box(1, 2.0)), 0.01, 1.0)
         >>> s0 = lang.init(torch.zeros(3, 1))
         >>> s1 = lang.step(s0, torch.Generator().manual_seed(0))
@@ -224,7 +224,7 @@ class MALA:
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.particles import MALA
+    >>> from meanfield.dynamics.langevin import MALA
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> mala = MALA(E, eta=0.01, beta=1.0)
     >>> s = mala.step(mala.init(torch.zeros(4, 1)), torch.Generator().manual_seed(0))
@@ -253,7 +253,7 @@ class MALA:
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.particles import MALA
+        >>> from meanfield.dynamics.langevin import MALA
         >>> mala = MALA(Energy([QuadraticPotential()], Box(1, 2.0)), eta=0.01, beta=1.0)
         >>> s = mala.init([[3.0], [0.0]])  # U = β N H_N = 2 · (4/2 + 0)/2
         >>> s.omega.flatten().tolist(), float(s.cache["U"]), s.proposed
@@ -289,7 +289,7 @@ class MALA:
         >>> import torch
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.particles import MALA
+        >>> from meanfield.dynamics.langevin import MALA
         >>> mala = MALA(Energy([QuadraticPotential()], Box(1, 2.0)), eta=1e-4, beta=1.0)
         >>> s = mala.init(torch.zeros(5, 4, 1))  # 5 replicas
         >>> g = torch.Generator().manual_seed(0)
@@ -332,7 +332,7 @@ def make_integrator(
     --------
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.particles import make_integrator
+    >>> from meanfield.dynamics.langevin import make_integrator
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> type(make_integrator(E, eta=0.1, beta=1.0)).__name__
     'ProjectedLangevin'
@@ -357,7 +357,7 @@ def boundary_fraction(omega, domain) -> float:
     Examples
     --------
     >>> from meanfield.domains import Ball, Box
-    >>> from meanfield.particles import boundary_fraction
+    >>> from meanfield.dynamics.langevin import boundary_fraction
     >>> boundary_fraction([[2.0], [0.0], [-2.0], [1.0]], Box(1, 2.0))
     0.5
     >>> boundary_fraction([[0.6, 0.8], [0.0, 0.0]], Ball(2, 1.0))
@@ -386,7 +386,7 @@ def pinning_step_warning(domain, eta: float, beta: float, beta_N: float) -> str 
     Examples
     --------
     >>> from meanfield.domains import Box
-    >>> from meanfield.particles import pinning_step_warning
+    >>> from meanfield.dynamics.langevin import pinning_step_warning
     >>> pinning_step_warning(Box(1, 2.0), 0.01, 1.0, 1.0) is None
     True
     >>> pinning_step_warning(Box(1, 1.0), 8.0, 1.0, 1.0)
@@ -489,7 +489,7 @@ def simulate(
     --------
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.particles import simulate
+    >>> from meanfield.dynamics.langevin import simulate
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))  # V(ω) = ω²/2 on [−2, 2]
     >>> ds = simulate(E, [[0.0]] * 5, eta=0.01, beta=1.0, n_steps=10, record_every=5)
     >>> dict(ds["omega"].sizes), ds["step"].values.tolist(), ds["time"].values.round(2).tolist()
@@ -548,9 +548,9 @@ def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_at
     }
 
 
-#: The public names of this module: its own, then those defined in :mod:`meanfield.chains`
-#: (the chain state and Metropolis machinery it shares with :mod:`meanfield.samplers`) and
-#: HMC from :mod:`meanfield.samplers`, re-exported under their former addresses.
+#: The public names of this module: its own, then those defined in :mod:`meanfield.dynamics.chains`
+#: (the chain state and Metropolis machinery it shares with :mod:`meanfield.dynamics.hmc`) and
+#: HMC from :mod:`meanfield.dynamics.hmc`, re-exported under their former addresses.
 __all__ = [
     "METHODS",
     "MALA",
@@ -559,7 +559,7 @@ __all__ = [
     "make_integrator",
     "pinning_step_warning",
     "simulate",
-    # from meanfield.chains
+    # from meanfield.dynamics.chains
     "LOW_ACCEPTANCE",
     "LOW_ACCEPTANCE_MIN_PROPOSALS",
     "REGIMES",
@@ -573,7 +573,7 @@ __all__ = [
     "low_acceptance_warning",
     "metropolis",
     "metropolis_init",
-    # from meanfield.samplers
+    # from meanfield.dynamics.hmc
     "HMC",
     "sample_hmc",
 ]

@@ -93,7 +93,7 @@ def _panel_kernel_gap(ax, ds: xr.Dataset) -> None:
 
 
 def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figure:
-    """Particles vs grid from a :func:`meanfield.compare.compare` dataset.
+    """Particles vs grid from a :func:`meanfield.workbench.compare.compare` dataset.
 
     Panels: (a) the grid density at a few times with the particle histograms (p = 1), or the
     final density with the particles on top (p = 2); (b) W2 (and W1) between them over time;
@@ -103,7 +103,7 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     Parameters
     ----------
     ds : xarray.Dataset
-        Output of :func:`~meanfield.compare.compare`.
+        Output of :func:`~meanfield.workbench.compare.compare`.
     path : path, optional
         Write a PNG there.
     n_snapshots : int
@@ -115,12 +115,12 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
 
     Examples
     --------
-    A hand-made dataset with the variables of :func:`~meanfield.compare.compare` (p = 1,
+    A hand-made dataset with the variables of :func:`~meanfield.workbench.compare.compare` (p = 1,
     two records, 8 particles, a 4-cell grid), without a kernel gap: three panels.
 
     >>> import numpy as np
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_comparison
+    >>> from meanfield.workbench.plotting import plot_comparison
     >>> t, x = [0.0, 1.0], np.linspace(-0.75, 0.75, 4)
     >>> omega = np.linspace(-0.9, 0.9, 8).reshape(1, 8, 1).repeat(2, 0)
     >>> ds = xr.Dataset(
@@ -140,7 +140,9 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     """
     for v in ("omega", "rho", "w2" if "sliced_w2" not in ds else "sliced_w2"):
         if v not in ds:
-            raise ValueError(f"dataset lacks {v!r}: pass the output of meanfield.compare.compare")
+            raise ValueError(
+                f"dataset lacks {v!r}: pass the output of meanfield.workbench.compare.compare"
+            )
     p = ds.sizes["dim"]
     has_gap = "kernel_gap" in ds
     ncol = 4 if has_gap else 3
@@ -195,7 +197,7 @@ def plot_ldp_rate(ds: xr.Dataset) -> Figure:
     Examples
     --------
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_ldp_rate
+    >>> from meanfield.workbench.plotting import plot_ldp_rate
     >>> tag = {}
     >>> for r in ("mf", "cg"):
     ...     tag |= {
@@ -252,7 +254,7 @@ def plot_beta_limit(ds: xr.Dataset) -> Figure:
     --------
     >>> import numpy as np
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_beta_limit
+    >>> from meanfield.workbench.plotting import plot_beta_limit
     >>> beta = np.array([1.0, 2.0, 4.0])
     >>> ds = xr.Dataset(
     ...     {
@@ -311,7 +313,7 @@ def plot_t_limit(ds: xr.Dataset) -> Figure:
 
     >>> import numpy as np
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_t_limit
+    >>> from meanfield.workbench.plotting import plot_t_limit
     >>> t = np.linspace(0.0, 2.0, 5)
     >>> ds = xr.Dataset(
     ...     {
@@ -362,7 +364,7 @@ def plot_kernel_concentration(ds: xr.Dataset) -> Figure:
     Examples
     --------
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_kernel_concentration
+    >>> from meanfield.workbench.plotting import plot_kernel_concentration
     >>> p = [[0.5, 0.1]]  # one threshold ε, two values of N (or β)
     >>> ds = xr.Dataset(
     ...     {
@@ -453,7 +455,7 @@ def plot_n_limit(ds: xr.Dataset) -> Figure:
 
     >>> import numpy as np
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_n_limit
+    >>> from meanfield.workbench.plotting import plot_n_limit
     >>> N = np.array([4, 16, 64])
     >>> d = np.broadcast_to((N ** -0.5)[None, :, None], (2, 3, 2)) * [1.0, 1.1]
     >>> rates = {f"rate_{k}{x}": ("time", [np.nan, r]) for k in ("w2", "kernel_gap")
@@ -513,7 +515,7 @@ def plot_coulomb3d(ds: xr.Dataset) -> Figure:
     --------
     >>> import numpy as np
     >>> import xarray as xr
-    >>> from meanfield.plotting import plot_coulomb3d
+    >>> from meanfield.workbench.plotting import plot_coulomb3d
     >>> r, N, h = np.linspace(0.1, 1.3, 4), np.array([8, 64]), np.array([0.2, 0.1])
     >>> dist = ("N", N ** (-1 / 3))
     >>> errors = ("grid_h", h**2)

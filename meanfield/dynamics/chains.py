@@ -1,9 +1,9 @@
 """The chain machinery shared by every sampler: state, Metropolis step, set-up and records.
 
-:mod:`meanfield.particles` (projected Langevin, MALA) and :mod:`meanfield.samplers` (HMC) both
-build on this module and neither imports the other's internals, so the import graph has no
-cycle: ``chains`` <- ``samplers`` <- ``particles`` (which re-exports HMC beside MALA, and every
-name below under its former address, ``meanfield.particles.<name>``).
+:mod:`meanfield.dynamics.langevin` (projected Langevin, MALA) and :mod:`meanfield.dynamics.hmc`
+(HMC) both build on this module and neither imports the other's internals, so the import graph has
+no cycle: ``chains`` <- ``hmc`` <- ``langevin`` (which re-exports HMC beside MALA, and every
+name below, ``meanfield.dynamics.langevin.<name>``).
 
 * :class:`LangevinState`, the immutable state of a chain (JAX-MD style);
 * :func:`effective_beta` (β_N of the two temperature regimes, THEORY §3) and
@@ -26,10 +26,10 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ._validation import check_choice, check_int
-from .energy import Energy
-from .errors import InputError
-from .results import provenance
+from .._validation import check_choice, check_int
+from ..energy import Energy
+from ..errors import InputError
+from ..results import provenance
 
 #: The temperature regimes of :func:`effective_beta`.
 REGIMES = ("mean-field", "coulomb-gas")
@@ -63,7 +63,7 @@ def effective_beta(beta: float, n_particles: int, regime: str) -> float:
 
     Examples
     --------
-    >>> from meanfield.chains import effective_beta
+    >>> from meanfield.dynamics.chains import effective_beta
     >>> effective_beta(2.0, 10, "mean-field"), effective_beta(2.0, 10, "coulomb-gas")
     (2.0, 20.0)
     """
@@ -100,7 +100,7 @@ class LangevinState:
     Examples
     --------
     >>> import torch
-    >>> from meanfield.chains import LangevinState
+    >>> from meanfield.dynamics.chains import LangevinState
     >>> s = LangevinState(torch.zeros(3, 1))
     >>> s2 = s.evolve(step=1, cache={"U": 0.0})
     >>> s.step, s2.step, dict(s2.cache), dict(s.cache)
@@ -135,7 +135,7 @@ class LangevinState:
         Examples
         --------
         >>> import torch
-        >>> from meanfield.chains import LangevinState
+        >>> from meanfield.dynamics.chains import LangevinState
         >>> s = LangevinState(torch.zeros(2, 1), cache={"U": 1.0})
         >>> s2 = s.evolve(step=3, cache={"gradU": 0.0})
         >>> s2.step, sorted(s2.cache), s.step, sorted(s.cache)
@@ -175,7 +175,7 @@ def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.chains import gibbs_potential
+    >>> from meanfield.dynamics.chains import gibbs_potential
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> U, gradU = gibbs_potential(E, torch.tensor([[1.0], [0.0]], dtype=torch.float64), 2.0)
     >>> float(U), gradU.flatten().tolist()
@@ -208,7 +208,7 @@ def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> Langevin
 
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.chains import metropolis_init
+    >>> from meanfield.dynamics.chains import metropolis_init
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> s = metropolis_init(E, [[3.0], [0.0]], 1.0, "mean-field")
     >>> s.omega.flatten().tolist(), float(s.cache["U"]), float(s.accepted)
@@ -251,7 +251,7 @@ def check_finite_start(energy: Energy, omega: torch.Tensor, U, gradU) -> None:
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, PairInteraction
     >>> from meanfield.kernels import Riesz
-    >>> from meanfield.chains import metropolis_init
+    >>> from meanfield.dynamics.chains import metropolis_init
     >>> E = Energy([PairInteraction(Riesz(0.0))], Box(1, 2.0))
     >>> metropolis_init(E, [[0.5], [0.0], [0.5]], 1.0, "mean-field")
     Traceback (most recent call last):
@@ -323,7 +323,7 @@ def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) 
     log α = 0 is always accepted, log α = −∞ never; an invalid proposal is rejected.
 
     >>> import torch
-    >>> from meanfield.chains import metropolis
+    >>> from meanfield.dynamics.chains import metropolis
     >>> g = torch.Generator().manual_seed(0)
     >>> metropolis(torch.tensor([0.0, -float("inf")]), g).tolist()
     [True, False]
@@ -347,7 +347,7 @@ def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinSta
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.chains import accept_or_keep, metropolis_init
+    >>> from meanfield.dynamics.chains import accept_or_keep, metropolis_init
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> s = metropolis_init(E, torch.zeros(2, 3, 1), 1.0, "mean-field")  # 2 replicas
     >>> ones = torch.ones(2, 3, 1, dtype=torch.float64)
@@ -376,7 +376,7 @@ def initial_particles(energy: Energy, omega0) -> torch.Tensor:
     --------
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.chains import initial_particles
+    >>> from meanfield.dynamics.chains import initial_particles
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> x = initial_particles(E, [[0.5], [1.0]])
     >>> tuple(x.shape), x.dtype
@@ -412,7 +412,7 @@ def chain_setup(energy: Energy, omega0, n_steps: int, record_every, seed):
     --------
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.chains import chain_setup
+    >>> from meanfield.dynamics.chains import chain_setup
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> omega0, record_every, seed, gen = chain_setup(E, [[0.5]], 1000, None, 3)
     >>> record_every, seed, gen.initial_seed()
@@ -520,7 +520,7 @@ def low_acceptance_warning(state: LangevinState, step_name: str, step: float) ->
     Examples
     --------
     >>> import torch
-    >>> from meanfield.chains import LangevinState, low_acceptance_warning
+    >>> from meanfield.dynamics.chains import LangevinState, low_acceptance_warning
     >>> s = LangevinState(torch.zeros(3, 1), accepted=torch.tensor(0.0), proposed=5000)
     >>> low_acceptance_warning(s, "eta", 0.001)[:48]
     'the chain accepted 0 of 5000 proposals (0.000 < '

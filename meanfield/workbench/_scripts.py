@@ -48,7 +48,7 @@ def bench_out_default() -> Path:
     Examples
     --------
     >>> import os
-    >>> from meanfield._scripts import bench_out_default
+    >>> from meanfield.workbench._scripts import bench_out_default
     >>> os.environ["MEANFIELD_BENCH_OUT"] = "/tmp/my-bench"
     >>> str(bench_out_default())
     '/tmp/my-bench'
@@ -68,7 +68,7 @@ def add_bench_out(ap: argparse.ArgumentParser, writes: str) -> None:
     Examples
     --------
     >>> import argparse, tempfile
-    >>> from meanfield._scripts import add_bench_out
+    >>> from meanfield.workbench._scripts import add_bench_out
     >>> ap = argparse.ArgumentParser()
     >>> add_bench_out(ap, "x.json")
     >>> folder = tempfile.mkdtemp()
@@ -105,7 +105,7 @@ def int_range(lo: int | None = 1, hi: int | None = None) -> Callable[[str], int]
 
     Examples
     --------
-    >>> from meanfield._scripts import int_range
+    >>> from meanfield.workbench._scripts import int_range
     >>> int_range(1)("3")
     3
     >>> int_range(1)("0")
@@ -139,7 +139,7 @@ def float_range(
 
     Examples
     --------
-    >>> from meanfield._scripts import float_range
+    >>> from meanfield.workbench._scripts import float_range
     >>> float_range(0)("0.5")
     0.5
     >>> float_range(0, 1, hi_open=True)("1")
@@ -172,7 +172,7 @@ def int_list(lo: int | None = 1, hi: int | None = None) -> Callable[[str], list[
 
     Examples
     --------
-    >>> from meanfield._scripts import int_list
+    >>> from meanfield.workbench._scripts import int_list
     >>> int_list(1)("64,256")
     [64, 256]
     >>> int_list(1)("64,x")
@@ -199,7 +199,7 @@ def choice_list(choices: Iterable[str]) -> Callable[[str], list[str]]:
 
     Examples
     --------
-    >>> from meanfield._scripts import choice_list
+    >>> from meanfield.workbench._scripts import choice_list
     >>> choice_list(["a", "b"])("b,a")
     ['b', 'a']
     >>> choice_list(["a", "b"])("a,c")
@@ -241,7 +241,7 @@ def output_dir(text: str) -> Path:
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from meanfield._scripts import output_dir
+    >>> from meanfield.workbench._scripts import output_dir
     >>> f = pathlib.Path(tempfile.mkdtemp()) / "f"
     >>> _ = f.write_text("")
     >>> output_dir(str(f))
@@ -268,7 +268,7 @@ def output_file(text: str) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from meanfield._scripts import output_file
+    >>> from meanfield.workbench._scripts import output_file
     >>> output_file(tempfile.mkdtemp() + "/result.json").name
     'result.json'
     >>> output_file(tempfile.mkdtemp())
@@ -295,7 +295,7 @@ def device_name(text: str) -> str:
 
     Examples
     --------
-    >>> from meanfield._scripts import device_name
+    >>> from meanfield.workbench._scripts import device_name
     >>> device_name("cuda:1")
     'cuda:1'
     >>> device_name("gpu")
@@ -315,7 +315,7 @@ def file_stem(text: str) -> str:
 
     Examples
     --------
-    >>> from meanfield._scripts import file_stem
+    >>> from meanfield.workbench._scripts import file_stem
     >>> file_stem("a/b")
     Traceback (most recent call last):
     ...
@@ -332,7 +332,7 @@ def existing_dir(text: str) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from meanfield._scripts import existing_dir
+    >>> from meanfield.workbench._scripts import existing_dir
     >>> existing_dir(tempfile.mkdtemp()).is_dir()
     True
     >>> existing_dir("/no/such/folder")
@@ -354,7 +354,7 @@ def progress(iterable, *, enabled: bool = True, **kwargs):
 
     Examples
     --------
-    >>> from meanfield._scripts import progress
+    >>> from meanfield.workbench._scripts import progress
     >>> list(progress([1, 2], enabled=False))
     [1, 2]
     """
@@ -372,7 +372,7 @@ def say(*parts) -> None:
 
     Examples
     --------
-    >>> from meanfield._scripts import say
+    >>> from meanfield.workbench._scripts import say
     >>> say("N =", 3)
     N = 3
     """

@@ -58,7 +58,7 @@ import time
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .errors import ConvergenceError, InputError
+from ..errors import ConvergenceError, InputError
 
 #: Relative tolerance of the dual check: τ = DUAL_TOL · (1 + the largest cost + max|u| + max|v|),
 #: far above the rounding of a float64 reduced cost, far below any cost that matters (raised to
@@ -173,7 +173,7 @@ def _solve_restricted(a, b, I, J, c, init):
         from ot.lp.emd_wrap import emd_c_sparse
     except ImportError as err:  # pragma: no cover - depends on the installed POT
         raise ImportError(
-            "meanfield.transport.w2_sparse needs POT >= 0.9.7 (its sparse network simplex): "
+            "meanfield.ot.sparse.w2_sparse needs POT >= 0.9.7 (its sparse network simplex): "
             "pip install 'pot>=0.9.7'"
         ) from err
 
@@ -354,7 +354,7 @@ def w2_sparse(
     A cloud against its translate by v = (0.3, 0.4): W2 = |v| = 0.5.
 
     >>> import numpy as np
-    >>> from meanfield.transport import w2_sparse
+    >>> from meanfield.ot.sparse import w2_sparse
     >>> x = np.random.default_rng(0).normal(size=(30, 2))
     >>> w = np.ones(30)
     >>> r = w2_sparse(x, w, x + np.array([0.3, 0.4]), w, k=2)

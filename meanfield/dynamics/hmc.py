@@ -2,7 +2,7 @@
 compare samplers (integrated autocorrelation time, effective sample size).
 
 Target (THEORY §3): π(Ω) ∝ exp(−U(Ω)) on 𝒲^N, U = β_N N H_N, with β_N = β (mean-field) or
-β N (Coulomb-gas), exactly as :class:`~meanfield.particles.MALA`.
+β N (Coulomb-gas), exactly as :class:`~meanfield.dynamics.langevin.MALA`.
 
 **Dynamics.**  Velocities v ∈ R^{N×p} with mass β_N: the extended Hamiltonian is
 
@@ -33,7 +33,7 @@ near-harmonic modes (Neal 2011, §3.2).
 Chains are batched on the leading axes (shape (..., N, p)), each accepting on its own, with one
 step size shared by the ensemble.  Random numbers come from a seeded CPU ``torch.Generator``.
 The chain state, the Metropolis decision and the records are those of MALA
-(:mod:`meanfield.chains`); :mod:`meanfield.particles` re-exports :class:`HMC` and
+(:mod:`meanfield.dynamics.chains`); :mod:`meanfield.dynamics.langevin` re-exports :class:`HMC` and
 :func:`sample_hmc` beside MALA.
 
 References
@@ -55,7 +55,17 @@ import numpy as np
 import torch
 import xarray as xr
 
-from ._validation import check_choice, check_int, check_positive
+from .._validation import check_choice, check_int, check_positive
+from ..domains import Ball, Box, Domain
+from ..energy import Energy
+from ..errors import (
+    InputError,
+    InputTypeError,
+    LowAcceptanceWarning,
+    StepBudgetError,
+    TrajectoryCappedWarning,
+)
+from ..stats import effective_sample_size, integrated_autocorr_time  # re-exported
 from .chains import (
     REGIMES,
     LangevinState,
@@ -68,15 +78,6 @@ from .chains import (
     low_acceptance_warning,
     metropolis,
     metropolis_init,
-)
-from .domains import Ball, Box, Domain
-from .energy import Energy
-from .errors import (
-    InputError,
-    InputTypeError,
-    LowAcceptanceWarning,
-    StepBudgetError,
-    TrajectoryCappedWarning,
 )
 
 
@@ -114,7 +115,7 @@ def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bo
 
     >>> import torch
     >>> from meanfield.domains import Ball, Box
-    >>> from meanfield.samplers import billiard
+    >>> from meanfield.dynamics.hmc import billiard
     >>> omega, v = billiard(Box(1, 1.0), torch.tensor([[0.5]]), torch.tensor([[1.0]]), 1.0)
     >>> omega.tolist(), v.tolist()
     ([[0.5]], [[-1.0]])
@@ -198,7 +199,7 @@ class DualAveraging:
     --------
     Acceptances above the target lengthen the step:
 
-    >>> from meanfield.samplers import DualAveraging
+    >>> from meanfield.dynamics.hmc import DualAveraging
     >>> adapt = DualAveraging(0.1)
     >>> adapt.final_step_size  # before any update: ε₀
     0.1
@@ -236,7 +237,7 @@ class DualAveraging:
         Acceptances below the target shrink the step, after a first move towards 10 ε₀ (the
         centre μ of the averaging):
 
-        >>> from meanfield.samplers import DualAveraging
+        >>> from meanfield.dynamics.hmc import DualAveraging
         >>> adapt = DualAveraging(0.1, target=0.8)
         >>> [round(adapt.update(0.0), 4) for _ in range(3)], adapt.m
         ([0.2335, 0.023, 0.0017], 3)
@@ -255,7 +256,7 @@ class DualAveraging:
 
         Examples
         --------
-        >>> from meanfield.samplers import DualAveraging
+        >>> from meanfield.dynamics.hmc import DualAveraging
         >>> adapt = DualAveraging(0.1)
         >>> round(adapt.step_size, 12), adapt.update(0.5) == adapt.step_size
         (0.1, True)
@@ -270,7 +271,7 @@ class DualAveraging:
         --------
         The average lags behind the step itself:
 
-        >>> from meanfield.samplers import DualAveraging
+        >>> from meanfield.dynamics.hmc import DualAveraging
         >>> adapt = DualAveraging(0.1)
         >>> steps = [adapt.update(1.0) for _ in range(5)]
         >>> round(steps[-1], 2), round(adapt.final_step_size, 2)
@@ -288,7 +289,7 @@ class HMC:
 
     One :meth:`step` is one trajectory of L = ⌈T/ε⌉ leapfrog steps (mass β_N, reflection at
     ∂𝒲, see the module docstring) followed by a Metropolis decision per replica.  The state is
-    a :class:`~meanfield.chains.LangevinState` as for MALA; ``state.cache["accept_prob"]``
+    a :class:`~meanfield.dynamics.chains.LangevinState` as for MALA; ``state.cache["accept_prob"]``
     holds each replica's min(1, exp(−ΔĤ)) of the last step and ``state.cache["divergent"]``
     counts trajectories rejected for a non-finite energy or force.
 
@@ -324,7 +325,7 @@ class HMC:
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.samplers import HMC
+    >>> from meanfield.dynamics.hmc import HMC
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> hmc = HMC(E, beta=1.0, step_size=0.25)
     >>> hmc.n_leapfrog  # ⌈1 / 0.25⌉
@@ -369,7 +370,7 @@ class HMC:
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.samplers import HMC
+        >>> from meanfield.dynamics.hmc import HMC
         >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
         >>> HMC(E, 1.0, step_size=0.3).n_leapfrog, HMC(E, 1.0, 1e-6, max_leapfrog=50).n_leapfrog
         (4, 50)
@@ -380,7 +381,7 @@ class HMC:
         return int(min(self.max_leapfrog, max(1, n)))
 
     def init(self, omega) -> LangevinState:
-        """The state at step 0, as :func:`~meanfield.chains.metropolis_init` gives it (Ω
+        """The state at step 0, as :func:`~meanfield.dynamics.chains.metropolis_init` gives it (Ω
         projected onto 𝒲, U and ∇U cached), with no divergent trajectory counted.
 
         Examples
@@ -388,7 +389,7 @@ class HMC:
         >>> import torch
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.samplers import HMC
+        >>> from meanfield.dynamics.hmc import HMC
         >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0)
         >>> s = hmc.init(torch.zeros(2, 3, 1))  # 2 replicas
         >>> s.step, s.cache["divergent"], tuple(s.cache["U"].shape), s.accepted.tolist()
@@ -424,7 +425,7 @@ class HMC:
         >>> import torch
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.samplers import HMC
+        >>> from meanfield.dynamics.hmc import HMC
         >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 5.0)), beta=1.0)
         >>> s = hmc.init([[1.0]])
         >>> v = torch.zeros(1, 1, dtype=torch.float64)
@@ -476,7 +477,7 @@ class HMC:
         >>> import torch
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.samplers import HMC
+        >>> from meanfield.dynamics.hmc import HMC
         >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0, step_size=0.1)
         >>> s0 = hmc.init(torch.zeros(3, 4, 1))  # 3 replicas
         >>> s1 = hmc.step(s0, torch.Generator().manual_seed(0))
@@ -566,7 +567,7 @@ def find_reasonable_step_size(
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.samplers import HMC, find_reasonable_step_size
+    >>> from meanfield.dynamics.hmc import HMC, find_reasonable_step_size
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> hmc = HMC(E, beta=1.0)
     >>> eps = find_reasonable_step_size(hmc, hmc.init(torch.zeros(4, 1)), torch.Generator())
@@ -649,7 +650,7 @@ def sample_hmc(
     seed : int
         Seeds every random number (warm-up included).
     record_positions, progress, extra_attrs :
-        As :func:`meanfield.particles.simulate`.
+        As :func:`meanfield.dynamics.langevin.simulate`.
     compile : bool
         Compile the leapfrog step (:class:`HMC`'s ``compile``): faster for small systems after
         a one-off compilation.
@@ -657,7 +658,7 @@ def sample_hmc(
     Returns
     -------
     xarray.Dataset
-        As :func:`~meanfield.particles.simulate`, with ``acceptance_rate``; ``step`` counts
+        As :func:`~meanfield.dynamics.langevin.simulate`, with ``acceptance_rate``; ``step`` counts
         trajectories from the warm-up's start (records start at ``n_warmup``) and ``time`` =
         L ε · step is Hamiltonian time.  Attributes: every parameter, the frozen ``step_size``,
         ``n_leapfrog``, ``trajectory_length`` = L ε (the time each trajectory ran) and
@@ -668,21 +669,21 @@ def sample_hmc(
     ------
     meanfield.errors.InputError
         A bad argument, a fixed step with ⌈T/ε⌉ > ``max_leapfrog``, or a start with infinite
-        energy or force (:func:`~meanfield.chains.check_finite_start`).
+        energy or force (:func:`~meanfield.dynamics.chains.check_finite_start`).
 
     Warns
     -----
     meanfield.errors.TrajectoryCappedWarning
         The adapted ε needs more than ``max_leapfrog`` leapfrog steps for T.
     meanfield.errors.LowAcceptanceWarning
-        Some chain accepted under :data:`~meanfield.chains.LOW_ACCEPTANCE` of its recorded
+        Some chain accepted under :data:`~meanfield.dynamics.chains.LOW_ACCEPTANCE` of its recorded
         trajectories.
 
     Examples
     --------
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.samplers import sample_hmc
+    >>> from meanfield.dynamics.hmc import sample_hmc
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))  # V(ω) = ω²/2 on [−2, 2]
     >>> ds = sample_hmc(E, [[0.0]] * 4, beta=1.0, n_samples=5, n_warmup=5, seed=0)
     >>> ds["step"].values.tolist(), dict(ds["omega"].sizes), ds.attrs["method"]
@@ -777,7 +778,7 @@ def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
     >>> import torch
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.samplers import HMC, warm_up
+    >>> from meanfield.dynamics.hmc import HMC, warm_up
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> gen = torch.Generator().manual_seed(0)
     >>> hmc0 = HMC(E, 1.0, step_size=0.5)
@@ -833,94 +834,6 @@ def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, ex
         **integrator.energy.describe(),
         **(extra or {}),
     }
-
-
-# ----------------------------------------------------------------------------------------
-# chain statistics
-# ----------------------------------------------------------------------------------------
-def integrated_autocorr_time(x) -> float:
-    r"""Integrated autocorrelation time τ = 1 + 2 Σ_{t≥1} ρ_t of chains, pooled.
-
-    Geyer's initial monotone sequence estimator on the multi-chain autocorrelation of Stan and
-    ArviZ (without rank normalisation or chain splitting): ρ_t = 1 − (W − ⟨γ_t⟩)/V̂, with γ_t
-    each chain's autocovariance (FFT, divisor n), W the mean within-chain variance and
-    V̂ = (n − 1)/n W + B/n (B/n the variance of the chain means), so chains that disagree
-    inflate τ.  Pairs Γ_k = ρ_{2k} + ρ_{2k+1} are summed while positive and made
-    non-increasing; τ = −1 + 2 Σ_k Γ_k.
-
-    .. math::
-
-        \tau = 1 + 2 \sum_{t \ge 1} \rho_t = -1 + 2 \sum_{k} \Gamma_k, \qquad
-        \Gamma_k = \rho_{2k} + \rho_{2k+1}
-
-    Parameters
-    ----------
-    x : array (n,) or (n, m)
-        n ≥ 4 draws of m chains.
-
-    Returns
-    -------
-    float
-        τ (in draws); the effective sample size is n m / τ (:func:`effective_sample_size`).
-
-    Examples
-    --------
-    Independent draws have τ ≈ 1; each draw repeated 4 times gives τ ≈ 4.
-
-    >>> import numpy as np
-    >>> from meanfield.samplers import integrated_autocorr_time
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.standard_normal(1000)
-    >>> 0.9 < integrated_autocorr_time(x) < 1.1
-    True
-    >>> 3.5 < integrated_autocorr_time(np.repeat(x[:250], 4)) < 5.0
-    True
-    """
-    x = np.asarray(x, dtype=float)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2 or x.shape[0] < 4:
-        raise InputError(f"x must have shape (n,) or (n, m) with n >= 4 draws, got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise InputError("x contains non-finite values (NaN or inf); all must be finite")
-    n, m = x.shape
-    xc = x - x.mean(0)
-    f = np.fft.rfft(xc, n=2 * n, axis=0)
-    acov = np.fft.irfft(f * np.conj(f), n=2 * n, axis=0)[:n] / n  # (n, m), divisor n
-    W = acov[0].mean() * n / (n - 1)
-    B_over_n = x.mean(0).var(ddof=1) if m > 1 else 0.0
-    var_plus = W * (n - 1) / n + B_over_n
-    if var_plus <= 0:
-        return 1.0  # a constant chain: nothing to correlate (ESS as for independent draws)
-    rho = 1 - (W - acov.mean(1)) / var_plus
-    rho[0] = 1.0
-    n_pairs = n // 2
-    pairs = rho[: 2 * n_pairs].reshape(n_pairs, 2).sum(1)
-    stop = np.argmax(pairs <= 0) if np.any(pairs <= 0) else n_pairs
-    pairs = np.minimum.accumulate(pairs[: max(stop, 1)])
-    return float(max(-1 + 2 * pairs.sum(), 1.0 / math.log10(max(n * m, 10))))
-
-
-def effective_sample_size(x) -> float:
-    r"""n m / τ for chains x of shape (n,) or (n, m) (see :func:`integrated_autocorr_time`).
-
-    .. math::
-
-        \mathrm{ESS} = \frac{n m}{\tau}
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from meanfield.samplers import effective_sample_size
-    >>> x = np.random.default_rng(0).standard_normal(1000)
-    >>> 900 < effective_sample_size(x) < 1100
-    True
-    >>> 200 < effective_sample_size(np.repeat(x[:250], 4)) < 300  # 1000 draws, 250 independent
-    True
-    """
-    x = np.asarray(x, dtype=float)
-    size = x.shape[0] * (x.shape[1] if x.ndim == 2 else 1)
-    return size / integrated_autocorr_time(x)
 
 
 __all__ = [

@@ -24,7 +24,7 @@ task, section 4.1).
 
 Examples
 --------
->>> from meanfield.synthetic import make_task
+>>> from meanfield.learners.tasks import make_task
 >>> X_train, y_train, X_test, y_test = make_task("radial", 200, 50, d=10, seed=0)
 >>> X_train.shape, X_test.shape, sorted(set(y_train.tolist()))
 ((200, 10), (50, 10), [-1, 1])
@@ -67,7 +67,7 @@ class Split(NamedTuple):
 
     Examples
     --------
-    >>> from meanfield.synthetic import two_moons
+    >>> from meanfield.learners.tasks import two_moons
     >>> split = two_moons(100, 20, seed=0)
     >>> split.X_train.shape, split.y_test.dtype
     ((100, 2), dtype('int64'))
@@ -129,7 +129,7 @@ def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None
     another class.
 
     >>> import numpy as np
-    >>> from meanfield.synthetic import flip_labels
+    >>> from meanfield.learners.tasks import flip_labels
     >>> flip_labels(np.array([1, -1, 1, 1]), 1.0, np.random.default_rng(0))
     array([-1,  1, -1, -1])
     >>> y = np.array([0, 1, 2, 0])
@@ -217,7 +217,7 @@ def radial(
     Examples
     --------
     >>> import numpy as np
-    >>> from meanfield.synthetic import radial
+    >>> from meanfield.learners.tasks import radial
     >>> split = radial(2000, 10, d=10, seed=0)
     >>> bool(abs((split.y_train == 1).mean() - 0.4405) < 3 * np.sqrt(0.25 / 2000))
     True
@@ -293,7 +293,7 @@ def gaussian_mixture(
 
     Examples
     --------
-    >>> from meanfield.synthetic import gaussian_mixture
+    >>> from meanfield.learners.tasks import gaussian_mixture
     >>> split = gaussian_mixture(100, 10, n_classes=3, seed=0)
     >>> split.X_train.shape, sorted(set(split.y_train.tolist()))
     ((100, 5), [0, 1, 2])
@@ -357,7 +357,7 @@ def checkerboard(
 
     Examples
     --------
-    >>> from meanfield.synthetic import checkerboard
+    >>> from meanfield.learners.tasks import checkerboard
     >>> split = checkerboard(200, 10, n_cells=4, d=3, seed=0)
     >>> split.X_train.shape, bool(abs(split.X_train).max() <= 1)
     ((200, 3), True)
@@ -403,7 +403,7 @@ def xor(
     Examples
     --------
     >>> import numpy as np
-    >>> from meanfield.synthetic import xor
+    >>> from meanfield.learners.tasks import xor
     >>> X, y, _, _ = xor(200, 10, seed=0)
     >>> bool(np.all(y == np.sign(X[:, 0] * X[:, 1])))
     True
@@ -455,7 +455,7 @@ def two_moons(
 
     Examples
     --------
-    >>> from meanfield.synthetic import two_moons
+    >>> from meanfield.learners.tasks import two_moons
     >>> X, y, _, _ = two_moons(400, 10, jitter=0.0, seed=0)
     >>> upper = X[y == 1]  # on the unit circle without jitter
     >>> float(abs(upper[:, 0] ** 2 + upper[:, 1] ** 2 - 1).max()) < 1e-12
@@ -509,7 +509,7 @@ def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> S
 
     Examples
     --------
-    >>> from meanfield.synthetic import make_task
+    >>> from meanfield.learners.tasks import make_task
     >>> make_task("checkerboard", 50, 5, n_cells=3, seed=1).X_train.shape
     (50, 2)
     """

@@ -1,0 +1,492 @@
+"""The sub-commands of ``meanfield``: ``simulate``, ``compare``, ``figures``, ``study``.
+
+Each ``cmd_*`` function checks its flags (before any work), runs the package's functions
+and prints through :mod:`meanfield.cli.output`; :data:`COMMANDS` is the table the parser
+is built from (name -> help, description, flag adder, command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+from .._validation import check_int, check_output_path, check_positive
+from ..workbench.config import SimulationConfig
+from .output import (
+    _RATE_KEYS,
+    _note,
+    _notes,
+    _package_warnings_as_lines,
+    _warn,
+    coincidence_warnings,
+    format_rate,
+    summarise_comparison,
+    summarise_run,
+)
+from .parser import (
+    COMPARE_FLAGS,
+    _add_beta_flags,
+    _add_compare_flags,
+    _add_equilibrium_flags,
+    _add_figures_flags,
+    _add_particles_vs_grid_flags,
+    _add_simulate_flags,
+    _add_t_decay_flags,
+)
+
+
+def _config_from_args(args) -> SimulationConfig:
+    overrides = {f.name: getattr(args, f.name) for f in fields(SimulationConfig)}
+    if args.config:
+        return SimulationConfig.from_toml(args.config, **overrides)
+    return SimulationConfig(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _set_threads(args) -> None:
+    """``--threads``: checked (before any work) and applied to torch."""
+    if getattr(args, "threads", None) is not None:
+        import torch
+
+        torch.set_num_threads(check_int("--threads", args.threads))
+
+
+def cmd_simulate(args) -> int:
+    """``meanfield simulate``: run the configured particle dynamics, save and summarise it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``simulate`` and its flags or ``--config`` file).
+
+    Returns
+    -------
+    int
+        0; the dataset is written to ``--out`` and its summary printed.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> from meanfield.cli import build_parser, cmd_simulate
+    >>> args = build_parser().parse_args(
+    ...     ["simulate", "--n-particles", "8", "--n-steps", "5", "--no-progress", "--out", "run.nc"]
+    ... )
+    >>> printed = io.StringIO()
+    >>> with contextlib.redirect_stdout(printed):
+    ...     status = cmd_simulate(args)
+    >>> status, printed.getvalue().splitlines()[-1]
+    (0, 'wrote run.nc')
+    """
+    from ..results import save_dataset
+
+    cfg = _config_from_args(args)
+    out = check_output_path("--out", args.out, kind="file")
+    _set_threads(args)
+    t0 = time.perf_counter()
+    with _package_warnings_as_lines():
+        ds = cfg.run(progress=not args.no_progress)
+    wall = time.perf_counter() - t0
+    ds.attrs["wall_time_s"] = wall
+    save_dataset(ds, out)
+    print(summarise_run(ds))
+    print(f"  wall time              {wall:.2f} s")
+    print(f"wrote {out}")
+    for w in coincidence_warnings(ds):
+        _warn(w)
+    return 0
+
+
+def _flag(args, dest: str, name: str) -> str:
+    """The flag as the user spelled it: ``name``, or the deprecated alias that set ``dest``."""
+    return getattr(args, "_spelled", {}).get(dest, name)
+
+
+def _add_study_kinds(st) -> None:
+    """The kinds of ``meanfield study``, each a sub-parser with its own flags."""
+    kinds = st.add_subparsers(dest="kind", required=True, metavar="KIND")
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    for name, (summary, description, add_flags, _) in STUDY_KINDS.items():
+        kind = kinds.add_parser(name, formatter_class=fmt, help=summary, description=description)
+        add_flags(kind)
+
+
+def cmd_compare(args) -> int:
+    """``meanfield compare``: particles vs the McKean–Vlasov grid on the default problem.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``compare``: ``--dim``, overrides of the default
+        problem, ``--out``).
+
+    Returns
+    -------
+    int
+        0; ``comparison.nc`` and ``comparison.png`` are written to ``--out`` and the
+        diagnostics printed. Flags are checked before any work.
+
+    Examples
+    --------
+    A refusal comes before any work (here a grid of one cell):
+
+    >>> from meanfield.cli import build_parser, cmd_compare
+    >>> cmd_compare(build_parser().parse_args(["compare", "--cells", "1", "--out", "cmp"]))
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: --cells ...
+    """
+    from ..workbench.compare import DEFAULTS, run_default_comparison
+
+    keys = [name for name, _, _ in COMPARE_FLAGS]
+    overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    _check_compare_flags(overrides, args)
+    out = check_output_path("--out", args.out, kind="dir")
+    _set_threads(args)
+    # the default problem may still call the grid size grid_n (its former name)
+    grid_key = "cells" if "cells" in DEFAULTS[args.dim] else "grid_n"
+    if "cells" in overrides:
+        overrides[grid_key] = overrides.pop("cells")
+    cfg = {**DEFAULTS[args.dim], **overrides}
+    _preflight_compare(cfg, args.dim, grid_key, args)
+    progress = not args.no_progress
+    if progress:
+        print(
+            f"particles vs McKean-Vlasov grid, p = {args.dim}: N = {cfg['n_particles']}, "
+            f"beta = {cfg['beta']:g}, grid {cfg[grid_key]}^{args.dim}, t = {cfg['t_final']:g}; "
+            "stages: particles, grid, distances, figure",
+            file=sys.stderr,
+        )
+    t0 = time.perf_counter()
+    ds = run_default_comparison(out, dim=args.dim, progress=progress, **overrides)
+    print(summarise_comparison(ds))
+    print(f"  wall time {time.perf_counter() - t0:.2f} s")
+    print(f"wrote {ds.attrs['dataset_path']} and {ds.attrs['figure_path']}")
+    return 0
+
+
+def _check_compare_flags(overrides: dict, args=None) -> None:
+    """The compare flags, checked before any work (names as on the command line)."""
+    from ..pde.grid import MIN_CELLS
+
+    minimum = {"n_particles": 1, "cells": MIN_CELLS, "n_data": 2}  # as COMPARE_FLAGS says
+    for k in ("n_particles", "cells", "n_data"):
+        if k in overrides:
+            name = _flag(args, k, "--" + k.replace("_", "-"))
+            check_int(name, overrides[k], minimum=minimum[k])
+    for k in ("beta", "t_final", "eta"):
+        if k in overrides:
+            check_positive("--" + k.replace("_", "-"), overrides[k])
+    if "lam" in overrides:
+        check_positive("--lam", overrides["lam"], allow_zero=True)
+    if "seed" in overrides:
+        check_int("--seed", overrides["seed"], minimum=0)
+
+
+def _preflight_compare(cfg: dict, dim: int, grid_key: str, args=None) -> None:
+    """Sizes of ``compare`` checked before any work, naming the flag to change: the grid's
+    estimated memory against the memory available (``--cells``) and the particles' number of
+    steps t_final / eta against the step budget (``--t-final``, ``--eta``)."""
+    from .._resources import check_grid_memory
+    from ..errors import StepBudgetError
+    from ..workbench.compare import MAX_STEPS
+
+    cells = _flag(args, "cells", "--cells")
+    check_grid_memory(cells, (cfg[grid_key],) * dim, pair_terms=int(cfg["lam"] > 0))
+    n_steps = round(cfg["t_final"] / cfg["eta"])
+    if n_steps > MAX_STEPS:
+        t_final = _flag(args, "t_final", "--t-final")
+        raise StepBudgetError(
+            f"{t_final} / --eta = {cfg['t_final']:g} / {cfg['eta']:g} gives {n_steps:.3g} "
+            f"particle steps, above the budget of {MAX_STEPS} (allowed: {t_final} / --eta "
+            f"<= {MAX_STEPS}); lower {t_final} or raise --eta"
+        )
+
+
+def _study_preflight(args, *, sizes=None) -> range:
+    """Checks shared by the sweep studies, before any work: output folder, scheduler (and
+    dask), seeds and sizes (named as the user spelled the flag).  Returns the seeds."""
+    from ..workbench.sweeps import check_scheduler
+
+    check_output_path("--out", args.out, kind="dir")
+    check_scheduler(args.scheduler)
+    if args.workers is not None:
+        check_int("--workers", args.workers)
+    for n in sizes or ():
+        check_int(_flag(args, "n_particles", "--n-particles"), n)
+    return range(check_int("--seeds", args.seeds, minimum=2))
+
+
+def _check_t_final(args) -> float:
+    return check_positive(_flag(args, "t_final", "--t-final"), args.t_final)
+
+
+def _study_particles_vs_grid(args) -> int:
+    from ..studies.limits import particles_vs_grid_in_n
+
+    seeds = _study_preflight(args, sizes=args.n_particles)
+    t_final = _check_t_final(args)
+    ds = particles_vs_grid_in_n(
+        args.n_particles,
+        seeds,
+        args.out,
+        t_final=t_final,
+        scheduler=args.scheduler,
+        n_workers=args.workers,
+        progress=not args.no_progress,
+    )
+    _notes(ds)
+    if str(ds.attrs.get("rate_status", "fitted")) != "fitted":
+        print(f"rates in N: {ds.attrs['rate_status']} (N = {sorted(set(args.n_particles))})")
+    print(f"{'time':>6}  {'W2 ~ N^rate [95% CI]':<30}  kernel gap ~ N^rate [95% CI]")
+    for i, t in enumerate(ds["time"].values):
+        r = {
+            k: {x: float(ds[f"rate_{k}{y}"][i]) for x, y in _RATE_KEYS}
+            for k in ("w2", "kernel_gap")
+        }
+        print(f"{t:6.3g}  {format_rate(r['w2']):<30}  {format_rate(r['kernel_gap'])}")
+    print(f"wrote {args.out}/sweep.nc")
+    return 0
+
+
+def _study_beta(args) -> int:
+    from ..studies.limit_sweeps import beta_limit_on_grid
+    from ..studies.limits import beta_limit_particles
+
+    seeds = _study_preflight(args, sizes=[args.n_particles])
+    for b in args.betas:
+        check_positive("--betas", b)
+    t_final = _check_t_final(args)
+    progress = not args.no_progress
+    if args.case != "disk":
+        g, fit = beta_limit_on_grid(args.case, args.betas, args.out, progress=progress)
+        w2 = ", ".join(f"{w:.4g}" for w in g["w2_grid"].values)
+        print(f"grid, {args.case}: W2(rho_beta, mu*) = {w2}  ~ beta^rate, rate {format_rate(fit)}")
+    for regime in ("mean-field", "coulomb-gas"):
+        ds = beta_limit_particles(
+            args.case,
+            args.betas,
+            args.n_particles,
+            seeds,
+            Path(args.out) / regime,
+            regime=regime,
+            scheduler=args.scheduler,
+            n_workers=args.workers,
+            t_end=t_final,
+            progress=progress,
+        )
+        _notes(ds)
+        w2 = ", ".join(f"{w:.4g}" for w in ds["w2"].mean(("seed", "replica")).values)
+        fit = {"slope": ds.attrs["rate"], "ci_low": ds.attrs["rate_ci_low"]}
+        fit["ci_high"] = ds.attrs["rate_ci_high"]
+        print(
+            f"particles N={args.n_particles}, {regime}: W2(mu_N, mu*) = {w2}"
+            f"  ~ beta^rate, rate {format_rate(fit)} (95% bootstrap CI)"
+        )
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _study_t_decay(args) -> int:
+    from ..studies.limit_sweeps import t_decay
+
+    out = check_output_path("--out", args.out, kind="dir")
+    beta = check_positive("--beta", args.beta)
+    t_final = _check_t_final(args)
+    if not args.no_progress:
+        print(
+            f"{args.case}: Gibbs state, then the McKean-Vlasov flow to t = {t_final:g} ...",
+            file=sys.stderr,
+        )
+    a = t_decay(args.case, beta, t_final, out, progress=not args.no_progress).attrs
+    head = f"{args.case}, beta={beta:g}: F(rho_t) - F(rho_beta) ~ "
+    if a["rate_status"] == "fitted":
+        print(
+            f"{head}exp(-{a['rate']:.4f} t) "
+            f"(95% bootstrap CI [{a['rate_ci_low']:.4f}, {a['rate_ci_high']:.4f}])"
+        )
+    else:
+        print(f"{head}exp(-rate t), rate {a['rate_status'].replace('t_end', '--t-final')}")
+    print(f"wrote {out}/t_decay.nc")
+    return 0
+
+
+def cmd_figures(args) -> int:
+    """``meanfield figures``: compute and draw the theory figures
+    (:mod:`meanfield.studies.figures`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``figures``: ``--size``, ``--only``, ``--seed``,
+        ``--out``).
+
+    Returns
+    -------
+    int
+        0; each figure's data (.nc) and drawing (.png, .pdf) are written to ``--out``.
+
+    Examples
+    --------
+    An unknown figure is refused before any work:
+
+    >>> from meanfield.cli import build_parser, cmd_figures
+    >>> cmd_figures(build_parser().parse_args(["figures", "--only", "nope", "--out", "f"]))
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: unknown figure 'nope'; ...
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no window, whatever the user's default backend
+    from ..studies.figures import make_figures
+
+    check_int("--seed", args.seed, minimum=0)
+    _set_threads(args)
+    make_figures(
+        args.out,
+        size=args.size,
+        only=args.only,
+        seed=args.seed,
+        log=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    return 0
+
+
+def _study_equilibrium(args) -> int:
+    from ..studies.limit_sweeps import equilibrium_in_n
+
+    seeds = _study_preflight(args, sizes=args.n_particles)
+    check_positive("--beta", args.beta)
+    t_final = _check_t_final(args)
+    ds, fits = equilibrium_in_n(
+        args.case,
+        args.n_particles,
+        seeds,
+        args.out,
+        beta=args.beta,
+        regime=args.regime,
+        t_final=t_final,
+        scheduler=args.scheduler,
+        n_workers=args.workers,
+        progress=not args.no_progress,
+        log=_note,
+    )
+    print(f"{args.case}, {args.regime}, beta={args.beta:g}:  N -> W1, W2 (mean over seeds)")
+    for N in ds["N"].values:
+        sel = ds.sel(N=N)
+        print(
+            f"  N={int(N):>6d}  W1={float(sel['w1'].mean()):.4g}  W2={float(sel['w2'].mean()):.4g}"
+        )
+    for k, fit in fits.items():
+        print(f"  {k.upper()} ~ N^rate, rate {format_rate(fit)} (95% bootstrap CI)")
+    print(f"wrote {args.out}/sweep.nc")
+    return 0
+
+
+#: The ``meanfield study`` kinds, in the order of the help: name -> (one-line help,
+#: description, the function adding its flags, the function running it).
+STUDY_KINDS = {
+    "equilibrium": (
+        "particles relaxed on a closed-form case: W1/W2 to the exact law against N",
+        "N -> infinity on a closed-form case of THEORY 5: particles relaxed by "
+        "Langevin at each (N, seed), W1/W2 to the exact equilibrium law, and the fitted rate "
+        "in N with a bootstrap 95% interval over seeds (needs >= 3 distinct N).",
+        _add_equilibrium_flags,
+        _study_equilibrium,
+    ),
+    "particles-vs-grid": (
+        "W2(mu_N(t), rho_t) and the kernel gap against N on the default problem",
+        "N -> infinity at several times on the default side-by-side problem "
+        "(p = 1): W2 between the particles and the McKean-Vlasov density and the kernel gap, "
+        "with fitted rates in N (needs >= 3 distinct N).",
+        _add_particles_vs_grid_flags,
+        _study_particles_vs_grid,
+    ),
+    "beta": (
+        "W2(rho_beta, mu*) on the grid and W2(mu_N, mu*) for particles against beta",
+        "beta -> infinity: the grid Gibbs state rho_beta against the exact law "
+        "mu* (p = 1 cases), and particles in both regimes, with fitted rates in beta (needs "
+        ">= 3 distinct beta).",
+        _add_beta_flags,
+        _study_beta,
+    ),
+    "t-decay": (
+        "the free-energy gap along the McKean-Vlasov flow and its exponential rate",
+        "t -> infinity: F(rho_t) - F(rho_beta) along the McKean-Vlasov flow from "
+        "a Gaussian (p = 1 cases) and its fitted exponential rate.",
+        _add_t_decay_flags,
+        _study_t_decay,
+    ),
+}
+
+
+def cmd_study(args) -> int:
+    """``meanfield study KIND``: the limit studies (equilibrium, particles-vs-grid, beta, t-decay).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by :func:`build_parser` (``study`` with its kind and flags).
+
+    Returns
+    -------
+    int
+        0; the study's runs and gathered dataset are written to ``--out`` (resumable) and its
+        fitted rates printed.
+
+    Examples
+    --------
+    Bad input is refused before any run starts:
+
+    >>> from meanfield.cli import build_parser, cmd_study
+    >>> args = build_parser().parse_args(
+    ...     ["study", "t-decay", "--no-progress", "--t-final", "0", "--out", "td"]
+    ... )
+    >>> cmd_study(args)
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: ...t-final...
+    """
+    return STUDY_KINDS[args.kind][3](args)
+
+
+#: The sub-commands, in the order of the help: name -> (one-line help, description, the
+#: function adding its flags, the ``cmd_*`` function running it).
+COMMANDS = {
+    "simulate": (
+        "run the particle dynamics and write an xarray dataset (netCDF)",
+        "Evolve N particles (random features) under alignment + Riesz repulsion "
+        "by projected Langevin dynamics (Algorithm 1) or MALA, and write positions, "
+        "energies and every parameter to a netCDF file. Flags override --config.",
+        _add_simulate_flags,
+        cmd_simulate,
+    ),
+    "compare": (
+        "particles and the McKean-Vlasov grid density side by side (the main job)",
+        "Evolve N particles (projected Langevin) and the grid density "
+        "(finite-volume McKean-Vlasov) from the same initial law under the same energy and "
+        "beta, on the embedded default problem: positive random features on Sinha-Duchi "
+        "radial two-class data, V = |w|^2/2 + linear alignment + Coulomb repulsion. Writes "
+        "comparison.nc (both views and W1/W2, free energies, mass over time) and "
+        "comparison.png.",
+        _add_compare_flags,
+        cmd_compare,
+    ),
+    "figures": (
+        "regenerate the theory figures (PNG, PDF + netCDF)",
+        "Recompute and draw every theory figure into --out, each "
+        "next to a netCDF record of its numbers and parameters.",
+        _add_figures_flags,
+        cmd_figures,
+    ),
+    "study": (
+        "limit studies as resumable dask sweeps",
+        "Limit studies (THEORY 5). Each kind has its own flags and defaults: "
+        "'meanfield study KIND --help'. Sweep runs are written as they finish, keyed by "
+        "their whole configuration; rerunning the same command resumes.",
+        _add_study_kinds,
+        cmd_study,
+    ),
+}

@@ -1,0 +1,262 @@
+"""The flags of the ``meanfield`` command: help texts and the argparse flags of each
+sub-command, including deprecated spellings that still work with a warning.
+
+Every flag of ``simulate`` is a field of :class:`meanfield.workbench.config.SimulationConfig`
+(read from the dataclass, so the two cannot drift); ``compare``, ``figures`` and the
+``study`` kinds add their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from dataclasses import MISSING, fields
+
+from ..workbench.config import SimulationConfig
+
+CASES = ("semicircle", "uniform", "disk")
+
+
+HELP = {
+    "data": "synthetic task for the alignment data: two_moons, xor, checkerboard, radial, "
+    "gaussian_mixture (default two_moons)",
+    "data_file": "read the data from a .npz (arrays X, y) or .csv (label last) instead",
+    "n_data": "number of data points drawn from the synthetic task (>= 2)",
+    "data_dim": "input dimension d of the synthetic task",
+    "feature": "feature map phi(x; omega): fourier (sqrt2 cos(w.x + b), p = d + 1), positive "
+    "(exp(w.x - |x|^2/2), p = d) or softplus (p = d)",
+    "alignment": "alignment form: linear (U-statistic), risk (with --alpha), normalised "
+    "(Cristianini) or none",
+    "alpha": "scale of the ideal kernel alpha*T in the risk form (> 0)",
+    "kernel": "pair kernel: coulomb (Riesz s = p - 2), riesz (needs --s), log, gaussian, quadratic",
+    "s": "Riesz exponent s of --kernel riesz, required with it (any real; s < p unless "
+    "--softening > 0)",
+    "softening": "softening length epsilon >= 0 of the pair kernel",
+    "width": "width of the gaussian pair kernel (> 0)",
+    "lam": "interaction strength lambda >= 0 (0 switches the pair term off)",
+    "confinement": "strength of the confining potential |omega|^2/2 (>= 0; 0 = none)",
+    "domain": "particle domain: box [-R, R]^p or ball B(0, R)",
+    "radius": "R > 0, half-width of the box or radius of the ball",
+    "n_particles": "number of particles N >= 1",
+    "init": "initial particles: gaussian or orthogonal (blocks of orthogonal rows); with "
+    "--softening 0 and a singular kernel they are drawn >= 0.5 N^(-1/p) / bandwidth apart",
+    "bandwidth": "initial particles omega ~ N(0, bandwidth^-2 I) (> 0)",
+    "method": "langevin (Algorithm 1, projected), mala (exact Gibbs sampler) or hmc (exact, "
+    "Hamiltonian Monte Carlo with reflection: --trajectory-length, --n-warmup, "
+    "--target-accept, --step-size)",
+    "regime": "mean-field (beta_N = beta) or coulomb-gas (beta_N = beta N)",
+    "eta": "step size eta > 0 of langevin and mala; time t = eta * steps",
+    "beta": "inverse temperature beta > 0",
+    "n_steps": "number of steps >= 1 (hmc: recorded trajectories, after the warm-up)",
+    "trajectory_length": "hmc only: Hamiltonian time T > 0 of one trajectory (default 1)",
+    "n_warmup": "hmc only: warm-up trajectories >= 0 adapting the leapfrog step (default 200; "
+    "0 needs --step-size)",
+    "target_accept": "hmc only: target mean acceptance probability in (0, 1) of the warm-up "
+    "(default 0.8)",
+    "step_size": "hmc only: initial (fixed with --n-warmup 0) leapfrog step > 0 (default: "
+    "Hoffman-Gelman heuristic)",
+    "record_every": "record positions and energies every this many steps (default ~100 records)",
+    "interaction_batch": "random-batch size B >= 2 for the pair term (O(N B) per step)",
+    "data_batch": "mini-batch size of data rows per step for the alignment",
+    "dtype": "float64 (default, for the science) or float32 (speed)",
+    "device": "torch device: cpu or cuda",
+    "seed": "seed of every random number (data, initial particles, noise)",
+}
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    for f in fields(SimulationConfig):
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not MISSING else None
+        # "int", "float | None", ...: the first type named is the flag's type
+        typ = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
+        parser.add_argument(
+            flag,
+            dest=f.name,
+            type=typ,
+            default=None,
+            help=f"{HELP.get(f.name, '')} [default: {default}]",
+        )
+
+
+THREADS_HELP = (
+    "torch CPU threads (default: torch's choice, one per core; 1 is often several times "
+    "faster on a busy shared machine)"
+)
+
+
+class _DeprecatedFlag(argparse.Action):
+    """A deprecated spelling of a flag, kept for one version: stores into the new flag's
+    destination, warns (``FutureWarning``) and records the spelling, so that an error about
+    the value names the flag the user typed (:func:`_flag`)."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warnings.warn(
+            f"{option_string} is deprecated and will be removed in the next version; "
+            f"use {self.new}",
+            FutureWarning,
+            stacklevel=2,
+        )
+        setattr(namespace, self.dest, values)
+        spelled = dict(getattr(namespace, "_spelled", {}))
+        spelled[self.dest] = option_string
+        namespace._spelled = spelled
+
+
+def _add_deprecated(parser, old: str, new: str, dest: str, **kwargs) -> None:
+    """``old`` as a hidden deprecated alias of ``new`` (same ``dest``, type and nargs)."""
+    parser.add_argument(
+        old,
+        dest=dest,
+        action=_DeprecatedFlag,
+        new=new,
+        help=argparse.SUPPRESS,
+        default=argparse.SUPPRESS,
+        **kwargs,
+    )
+
+
+def _add_simulate_flags(sim) -> None:
+    """The flags of ``meanfield simulate``: ``--config``, output, and every config field."""
+    sim.add_argument(
+        "--config",
+        help="TOML file with any of the flags below (underscored "
+        "names, top level or a [simulate] table)",
+    )
+    sim.add_argument(
+        "--out", default="runs/simulate.nc", help="output netCDF file [default: runs/simulate.nc]"
+    )
+    sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    sim.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    _add_config_flags(sim)
+
+
+#: The ``compare`` flags that override the default problem: (name, type, help).
+COMPARE_FLAGS = (
+    ("n_particles", int, "number of particles N"),
+    ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
+    ("t_final", float, "final time > 0"),
+    ("eta", float, "particle step size eta > 0"),
+    ("cells", int, "grid cells per axis (>= 4, the grid's minimum)"),
+    ("lam", float, "Coulomb interaction strength lambda >= 0"),
+    ("n_data", int, "number of data points"),
+    ("seed", int, "seed of the particle sample and noise"),
+)
+
+
+def _add_compare_flags(cmp) -> None:
+    """The flags of ``meanfield compare``: dimension, output, overrides of the problem."""
+    cmp.add_argument("--out", default="runs/compare", help="output folder [default: runs/compare]")
+    cmp.add_argument(
+        "--dim", type=int, default=1, choices=(1, 2), help="particle dimension p: 1 or 2"
+    )
+    cmp.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    cmp.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    for name, typ, text in COMPARE_FLAGS:
+        cmp.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            type=typ,
+            default=None,
+            help=f"{text} [default: the problem's]",
+        )
+    _add_deprecated(cmp, "--grid-n", "--cells", "cells", type=int)
+
+
+def _add_figures_flags(fig) -> None:
+    """The flags of ``meanfield figures``."""
+    fig.add_argument("--out", default="figures", help="output folder [default: figures]")
+    from ..studies._sizes import FULL_SIZE_SECONDS
+
+    total = sum(FULL_SIZE_SECONDS.values())  # the per-figure estimates the stages announce
+    fig.add_argument(
+        "--size",
+        default="full",
+        choices=("full", "small"),
+        help=f"full (committed figures, ~{round(total / 60)} min on 2 cores: the sum of the "
+        "per-figure estimates) or small (quick) [default: full]",
+    )
+    fig.add_argument("--only", nargs="*", help="names of the figures to make (default: all)")
+    fig.add_argument("--seed", type=int, default=0)
+    fig.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+
+
+def _add_sweep_flags(k, out: str, scheduler: bool = True) -> None:
+    """Flags every study shares: the output folder, the dask scheduler, the progress bars."""
+    k.add_argument("--out", default=out, help="output folder")
+    if scheduler:
+        k.add_argument(
+            "--scheduler",
+            default="local",
+            help="'local' (LocalCluster, one worker per core), 'threads', or the "
+            "address of a running dask scheduler (tcp://host:8786)",
+        )
+        k.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="local workers (%(default)s: one per core)",
+        )
+    k.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def _add_n_particles(k, default, *, many: bool) -> None:
+    """``--n-particles`` (one N, or a list for a sweep) and its deprecated alias ``--n``."""
+    nargs = "+" if many else None
+    text = "particle numbers N" if many else "number of particles N"
+    k.add_argument(
+        "--n-particles", dest="n_particles", type=int, nargs=nargs, default=default, help=text
+    )
+    _add_deprecated(k, "--n", "--n-particles", "n_particles", type=int, nargs=nargs)
+
+
+def _add_t_final(k, default: float, text: str, *, deprecated_t_end: bool = False) -> None:
+    """``--t-final`` (and, where it was spelled so before, the deprecated ``--t-end``)."""
+    k.add_argument("--t-final", dest="t_final", type=float, default=default, help=text)
+    if deprecated_t_end:
+        _add_deprecated(k, "--t-end", "--t-final", "t_final", type=float)
+
+
+def _add_equilibrium_flags(eq) -> None:
+    """The flags of ``meanfield study equilibrium``."""
+    eq.add_argument("--case", default="uniform", choices=CASES, help="closed-form case")
+    _add_n_particles(eq, [16, 32, 64, 128], many=True)
+    eq.add_argument("--beta", type=float, default=4.0, help="inverse temperature beta > 0")
+    eq.add_argument("--regime", default="coulomb-gas", choices=("mean-field", "coulomb-gas"))
+    eq.add_argument("--seeds", type=int, default=8, help="number of seeds per N (>= 2)")
+    _add_t_final(eq, 6.0, "Langevin time per run (> 0)", deprecated_t_end=True)
+    _add_sweep_flags(eq, "runs/nlimit")
+
+
+def _add_particles_vs_grid_flags(pg) -> None:
+    """The flags of ``meanfield study particles-vs-grid``."""
+    _add_n_particles(pg, [100, 400, 1600], many=True)
+    pg.add_argument("--seeds", type=int, default=8, help="number of seeds per N (>= 2)")
+    _add_t_final(pg, 1.0, "final time of each run (> 0)")
+    _add_sweep_flags(pg, "runs/pvg")
+
+
+def _add_beta_flags(bt) -> None:
+    """The flags of ``meanfield study beta``."""
+    bt.add_argument("--case", default="uniform", choices=CASES, help="closed-form case")
+    bt.add_argument(
+        "--betas", type=float, nargs="+", default=[1.0, 4.0, 16.0, 64.0], help="betas to sweep"
+    )
+    _add_n_particles(bt, 64, many=False)
+    bt.add_argument("--seeds", type=int, default=4, help="number of seeds per beta (>= 2)")
+    _add_t_final(bt, 6.0, "Langevin time per run (> 0)", deprecated_t_end=True)
+    _add_sweep_flags(bt, "runs/beta")
+
+
+def _add_t_decay_flags(td) -> None:
+    """The flags of ``meanfield study t-decay``."""
+    td.add_argument(
+        "--case", default="uniform", choices=("semicircle", "uniform"), help="closed-form case"
+    )
+    td.add_argument("--beta", type=float, default=1.0, help="inverse temperature beta > 0")
+    _add_t_final(td, 6.0, "final time of the flow (> 0)")
+    _add_sweep_flags(td, "runs/tdecay", scheduler=False)
