@@ -284,3 +284,72 @@ def test_runs_of_the_earlier_location_keyed_scheme_are_rekeyed_not_recomputed(be
         assert len(files) == 1
         with xr.open_dataset(files[0], engine="h5netcdf") as ds:
             assert "sweep_rekeyed_from" in ds.attrs
+
+
+def test_report_corrects_for_every_planned_comparison(tmp_path):
+    """Holm is over the planned family (every data set x comparison of the configuration),
+    not over the comparisons that happen to have runs: with one computable comparison out of
+    the 2 data sets x 2 comparisons planned, its Holm p is min(1, 4 p)."""
+    import xarray as xr
+    from scipy import stats
+
+    from meanfield.results import save_dataset
+    from meanfield.studies.pretrained_nlp_report import write_report
+
+    cfg = {
+        "name": "t",
+        "datasets": [{"name": "a", "task": "rotten_tomatoes"}, {"name": "b", "task": "sst2"}],
+        "features": ["favor"],
+        "methods": ["vanilla", "kernel"],
+        "controls": {"feature": "favor", "kinds": ["lam0"]},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    acc = {"vanilla-favor": [0.70, 0.72, 0.71], "kernel-favor": [0.71, 0.74, 0.72]}
+    runs = tmp_path / "linearized" / "runs"
+    runs.mkdir(parents=True)
+    for variant, values in acc.items():
+        for seed, a in enumerate(values):
+            ds = xr.Dataset({"clean_accuracy": ((), a), "noisy_accuracy": ((), a)})
+            ds["clean_ece"] = ((), 0.0)
+            ds.attrs.update(sweep_dataset="a", sweep_seed=seed, sweep_variant=variant)
+            save_dataset(ds, runs / f"{variant}-{seed}.nc")
+    rep = write_report(tmp_path)
+    assert (rep["comparisons"], rep["planned"]) == (1, 4)
+    d = np.array(acc["kernel-favor"]) - np.array(acc["vanilla-favor"])
+    p = stats.ttest_1samp(d, 0.0).pvalue
+    text = (tmp_path / "report.md").read_text()
+    assert "over the 4 planned comparisons (3 not yet computable" in text
+    assert f"| {p:.3g} | {min(1.0, 4 * p):.3g} |" in text
+
+
+def test_tiny_study_per_dataset_seeds_and_no_warning_about_other_datasets(bert_dir, tmp_path):
+    """Two data sets share each stage folder as two sweeps: the second's runs must not warn
+    that the folder "also holds runs of another configuration" (the first data set's); a
+    data set's own ``seeds`` list replaces the configuration's, outside the run keys."""
+    import warnings
+
+    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+
+    cfg = json.load(open(TINY_CONFIG))
+    qqp = {"name": "qqp", "task": "qqp", "source": "bimpm", "train_split": "validation",
+           "eval_split": "test", "seeds": [1]}  # fmt: skip
+    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    cfg["datasets"] = cfg["datasets"] + [qqp]
+    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = run_study(cfg, **kw)
+    notes = [str(w.message) for w in seen if "another configuration" in str(w.message)]
+    assert not notes
+    seeds = {
+        (str(d), int(s)) for d, s, a in zip(*_points(res["softmax"]), strict=True) if np.isfinite(a)
+    }
+    assert seeds == {("rotten_tomatoes", 0), ("qqp", 1)}
+    # the recorded configuration is the whole study, each data set keyed without its seeds
+    assert json.loads((tmp_path / "config.json").read_text())["datasets"][1]["seeds"] == [1]
+
+
+def _points(ds):
+    """(dataset, seed, accuracy) of every grid point of a gathered stage."""
+    stacked = ds["clean_accuracy"].stack(point=("dataset", "seed"))
+    return stacked["dataset"].values, stacked["seed"].values, stacked.values

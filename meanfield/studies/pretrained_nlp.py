@@ -323,6 +323,31 @@ def _record_current(stage_dir: Path, dataset: str, digest, func, fixed: dict) ->
     tmp.replace(path)
 
 
+def _notes_of_dataset(stage_dir: Path, dataset: str):
+    """A ``log`` for :func:`~meanfield.workbench.sweeps.run_sweep` that warns of the sweep's
+    notes except "also holds runs of another configuration" where that configuration is
+    another data set's: every data set is its own sweep in the same stage folder, so those
+    configurations are expected there (a stale setting of the *same* data set still warns)."""
+    import re
+    import warnings
+
+    from ..workbench.sweeps import MANIFEST
+
+    def log(note: str) -> None:
+        other = re.search(r"another configuration \((\w+)\)", note)
+        if other:
+            try:
+                manifest = json.loads((stage_dir / MANIFEST).read_text())
+                cfg = json.loads(manifest[other.group(1)]["fixed"]["config"])
+                if [d["name"] for d in cfg["datasets"]] != [dataset]:
+                    return
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # unreadable: the note is shown
+        warnings.warn(note, stacklevel=2)
+
+    return log
+
+
 def _set_aside_run(func, point: dict, stage_dir: Path, fixed: dict) -> None:
     """Move one finished run out of the way (to ``runs/set_aside/``) so it is recomputed."""
     from ..workbench.sweeps import configuration_digest, run_key, sweep_configuration
@@ -522,7 +547,8 @@ def run_study(
         # stage 2 starts from stage 1's checkpoints: stage 1 is always brought up to date
         todo = ("softmax", "linearized") if "linearized" in stages else ("softmax",)
         for stage in todo:
-            res = run_sweep(funcs[stage], grids[stage], out / stage, fixed=fixed, **kw)
+            log = _notes_of_dataset(out / stage, ds["name"])
+            res = run_sweep(funcs[stage], grids[stage], out / stage, fixed=fixed, log=log, **kw)
             parts[stage].append(res)
             _record_current(
                 out / stage, ds["name"], res.attrs.get("sweep_config_digest"), funcs[stage], fixed
