@@ -9,11 +9,15 @@ float32, softened Riesz s = p − 2 (ε = 0.1), for
 * ``previous``: meanfield's implementation before issue 13 (row chunks of 2¹⁸ entries, a
   verbatim copy below), the reference of the ratio;
 * ``torch_plain``: a plain torch matrix-product form, 256-row chunks, written for the comparison;
+* ``torch_symmetric``: the plain (N, N) form a user would write (one matrix of u, κ and 2κ'
+  elementwise, the force from the symmetric coefficient matrix as c.sum(1) ω − c @ ω; O(N²)
+  memory, ≈ 2 GB at N = 10⁴ in float32), the reference of the ``× symmetric`` column;
 * ``keops``: pykeops LazyTensors (skipped if pykeops is missing or does not compile);
 
 then meanfield against ``previous`` for the other kernels (log, s = 1, s = −1, s = 2.5,
 Gaussian) at ``--N-other`` (default 3000).
-Section ``tiles`` — meanfield's Mpairs/s for several tile sizes.
+Section ``tiles`` — meanfield's Mpairs/s for several tile sizes, and ``torch_symmetric``'s in
+the same interleaved repeats (the ``× symmetric`` column).
 Section ``scaling`` — one full projected-Langevin step (the energy of bench_particles.py:
 linear alignment on n = 1000 points + Riesz s = p − 2, ε = 0.1, p = 16, float32) at
 N = 10³, 3·10³, 10⁴, 3·10⁴: median seconds per step and the peak RSS of a process doing only
@@ -22,6 +26,13 @@ that N, with the fitted exponent of time ∝ N^a.
     python benchmarks/bench_pairs.py                     # pairs + tiles + scaling
     python benchmarks/bench_pairs.py --sections pairs    # just the side-by-side table
     python benchmarks/bench_pairs.py --device cuda       # on a GPU (pairs, scaling)
+    python benchmarks/bench_pairs.py --sections pairs --p 64 --radius 1.5   # p = 64, float32
+
+At p = 64 (s = 62, ε = 0.1) the range bound of :mod:`meanfield.pairsum` (terms ε^(−64) ≈
+2^212) makes meanfield rescale its float32 sums; ``--radius 1.5`` keeps every actual term
+u^(−32), u ∈ [0.01, 9], a normal float32 number, so the plain forms run at full speed too
+(randn particles give terms ~1e-59, not float32 numbers: meanfield refuses them, the plain
+forms compute denormals).
 
 Results go to pairs.{json,md} in ``--out`` (by default a folder outside the repository;
 ``--name`` changes the stem), with the machine, thread count, load average and wall time.
@@ -103,6 +114,22 @@ def torch_plain(omega, s, eps2, chunk=256):
     return total, grad
 
 
+def torch_symmetric(omega, s, eps2):
+    """The plain (N, N) symmetric form: u as one matrix (|ω_i|² + |ω_j|² − 2 ω_i·ω_j + ε²),
+    κ = u^(−s/2) and 2κ' = −s u^(−s/2 − 1) elementwise, value Σ_{i≠j} κ and force
+    Σ_j c_ij (ω_i − ω_j) = c.sum(1) ω_i − (c @ ω)_i; the same dtype as ``omega``."""
+    import torch
+
+    sq = (omega * omega).sum(1)
+    u = torch.addmm(sq[:, None] + sq[None, :], omega, omega.T, alpha=-2.0)
+    u = u.clamp_min_(0.0).add_(eps2).fill_diagonal_(1.0)
+    k = u ** (-s / 2)
+    c = (-s) * k / u
+    k.fill_diagonal_(0.0)
+    c.fill_diagonal_(0.0)
+    return k.sum(), c.sum(1, keepdim=True) * omega - c @ omega
+
+
 def keops_pairs(omega, s, eps2):
     """pykeops LazyTensors: value and Σ_j c_ij (ω_i − ω_j) (the i = j terms: c·0 in the
     gradient, ε^(−s) each in the value, removed)."""
@@ -169,6 +196,7 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
         "meanfield": lambda: term.value_and_grad(om),
         "previous": lambda: previous_pair_pass(om, kern),
         "torch_plain": lambda: torch_plain(om, s, eps**2),
+        "torch_symmetric": lambda: torch_symmetric(om, s, eps**2),
     }
     notes = {}
     if keops:
@@ -180,7 +208,12 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
     with torch.no_grad():
         med = interleaved_medians(fns, repeats, device)
         main = {
-            name: {"sec": t, "Mpairs_per_s": N * N / t / 1e6, "vs_previous": med["previous"] / t}
+            name: {
+                "sec": t,
+                "Mpairs_per_s": N * N / t / 1e6,
+                "vs_previous": med["previous"] / t,
+                "vs_symmetric": med["torch_symmetric"] / t,
+            }
             for name, t in med.items()
         }
         others = []
@@ -212,8 +245,9 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
             )
     for name, r in main.items():
         print(
-            f"pairs N={N} p={p} float32 Riesz s={s:g} eps={eps}: {name:12s} "
-            f"{r['Mpairs_per_s']:8.0f} Mpairs/s  ({r['vs_previous']:.2f}x previous)",
+            f"pairs N={N} p={p} float32 Riesz s={s:g} eps={eps}: {name:15s} "
+            f"{r['Mpairs_per_s']:8.0f} Mpairs/s  ({r['vs_previous']:.2f}x previous, "
+            f"{r['vs_symmetric']:.2f}x symmetric)",
             flush=True,
         )
     for r in others:
@@ -222,23 +256,39 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
             f"previous {r['previous_Mpairs_per_s']:7.0f} Mpairs/s  ({r['ratio']:.2f}x)",
             flush=True,
         )
-    return {"N": N, "p": p, "s": s, "eps": eps, "main": main, "other_kernels": others, **notes}
+    out = {"N": N, "p": p, "s": s, "eps": eps, "radius": radius, "main": main}
+    return {**out, "other_kernels": others, **notes}
 
 
-def section_tiles(N, p, repeats, device, tiles) -> list[dict]:
+def _tile_label(tile) -> str:
+    return f"tile {tile}" if isinstance(tile, int) else str(tile)
+
+
+def section_tiles(N, p, repeats, device, tiles, radius=None) -> list[dict]:
     import torch
 
     from meanfield import pairsum
     from meanfield.kernels import Riesz
 
-    om = _particles(N, p, torch.float32, device)
+    om = _particles(N, p, torch.float32, device, radius=radius)
     kern = Riesz(p - 2.0, 0.1)
     fns = {t: (lambda t=t: pairsum.pair_sums(om, kern, tile=t)) for t in tiles}
+    fns["torch_symmetric"] = lambda: torch_symmetric(om, p - 2.0, 0.01)  # the reference
     with torch.no_grad():
         med = interleaved_medians(fns, repeats, device)
-    rows = [{"tile": t, "Mpairs_per_s": N * N / med[t] / 1e6} for t in tiles]
+    rows = [
+        {
+            "tile": t,
+            "Mpairs_per_s": N * N / med[t] / 1e6,
+            "vs_symmetric": med["torch_symmetric"] / med[t],
+        }
+        for t in fns
+    ]
     for r in rows:
-        print(f"tiles N={N} p={p}: tile {r['tile']:5d}  {r['Mpairs_per_s']:7.0f} Mpairs/s")
+        print(
+            f"tiles N={N} p={p}: {_tile_label(r['tile']):>20}  {r['Mpairs_per_s']:7.0f} Mpairs/s  "
+            f"({r['vs_symmetric']:.2f}x symmetric)"
+        )
     return rows
 
 
@@ -373,15 +423,18 @@ def markdown(res: dict) -> str:
     lines.append("")
     if "pairs" in res:
         P = res["pairs"]
+        where = f"on the sphere of radius {P['radius']:g}" if P.get("radius") else "randn"
         lines += [
             f"Pair force, value and gradient together: N = {P['N']}, p = {P['p']}, float32, "
-            f"Riesz s = {P['s']:g}, ε = {P['eps']} (median of interleaved repeats):",
+            f"Riesz s = {P['s']:g}, ε = {P['eps']}, particles {where} "
+            "(median of interleaved repeats):",
             "",
-            "| implementation | Mpairs/s | × previous |",
-            "| --- | --- | --- |",
+            "| implementation | Mpairs/s | × previous | × symmetric |",
+            "| --- | --- | --- | --- |",
         ]
         for name, r in P["main"].items():
-            lines.append(f"| {name} | {r['Mpairs_per_s']:.0f} | {r['vs_previous']:.2f} |")
+            sym = f"{r['vs_symmetric']:.2f}" if "vs_symmetric" in r else ""
+            lines.append(f"| {name} | {r['Mpairs_per_s']:.0f} | {r['vs_previous']:.2f} | {sym} |")
         if "keops" in P:
             lines.append(f"| keops | {P['keops']} | |")
         lines.append("")
@@ -396,8 +449,10 @@ def markdown(res: dict) -> str:
             )
         lines.append("")
     if "tiles" in res:
-        lines += ["| tile rows | Mpairs/s |", "| --- | --- |"]
-        lines += [f"| {r['tile']} | {r['Mpairs_per_s']:.0f} |" for r in res["tiles"]]
+        lines += ["| tile rows | Mpairs/s | × symmetric |", "| --- | --- | --- |"]
+        for r in res["tiles"]:
+            sym = f"{r['vs_symmetric']:.2f}" if "vs_symmetric" in r else ""
+            lines.append(f"| {r['tile']} | {r['Mpairs_per_s']:.0f} | {sym} |")
         lines.append("")
     if "scaling" in res:
         S = res["scaling"]
@@ -443,7 +498,7 @@ def main(argv=None):
         "--radius",
         type=float_range(0, lo_open=True),
         default=None,
-        help="particles on the sphere of this radius > 0 (pairs section; default: randn; "
+        help="particles on the sphere of this radius > 0 (pairs and tiles; default: randn; "
         "p = 64 needs one, e.g. 1.5 or 3)",
     )
     ap.add_argument("--repeats", type=int_range(1), default=7, help="timed repeats (>= 1)")
@@ -487,7 +542,9 @@ def main(argv=None):
             args.N, args.p, args.repeats, args.device, not args.no_keops, args.N_other, args.radius
         )
     if "tiles" in sections:
-        res["tiles"] = section_tiles(args.N, args.p, args.repeats, args.device, args.tiles)
+        res["tiles"] = section_tiles(
+            args.N, args.p, args.repeats, args.device, args.tiles, args.radius
+        )
     if "scaling" in sections:
         res["scaling"] = section_scaling(
             args.scaling_N,

@@ -27,16 +27,24 @@ Range.  The terms u^(−m), m = s/2 + 1, of a Riesz kernel with large s leave th
 (p = 64, s = 62, u ≈ 36: 10^-50, below float32's smallest normal number 1.2·10^-38), where
 a CPU computes denormals very slowly and the sums silently become 0.  When the bounds
 ε² ≤ u ≤ (2 max|ω|)² + ε² allow terms outside 2^(±100) (float32; 2^(±1000) in float64), the
-sums are rescaled by a running reference u₀, the smallest u of the tiles seen so far
+sums are rescaled by a running reference u₀, the smallest u > 0 of the tiles seen so far
 (lowered, with the sums so far, only when a tile's terms would pass 2^(|floor|/2)):
 u^(−m) = u₀^(−m) (u₀/u)^m, the second factor at most 2^50 (float32; 2^500 in float64) and
-floored at 2^(−100) (2^(−1000)), which changes each row sum by at most N · 2^(−100) of the
-largest term (≥ 1 in these units).  The constant u₀^(−m) is applied in float64 at the end.
-Entries of the result below the dtype's smallest normal number keep an absolute error below
-it (1.2·10^-38 in float32); if the whole float32 result is that small (or overflows),
-:class:`~meanfield.errors.NumericalError` is raised naming float64, instead of returning
-zeros.  In float64 only an overflow raises: a result below float64's normal range (a
-vanishing λ, say) is zero to float64's own accuracy and is returned rounded.
+floored at 2^(−100) (2^(−1000)) — a pass that runs only where the bound allows smaller terms,
+(u₀/(4 max|ω|² + ε²))^m < 2^(−100) (not on the p = 64 spheres of the benchmark, where u₀ is
+a good fraction of the squared radius).  The floor changes each term by at most 2^(−100) of
+the largest term (≥ 1 in these units: the pair that set the final u₀; the sums of earlier
+tiles were multiplied by (u₀/u₀_before)^m < 2^(−50) at each lowering, which shrinks their
+floored terms with them), so each row's force by at most N · 2^(−100) · max|ω_i − ω_j| of
+the largest coefficient: a normwise bound, relative only for rows near the closest pairs.
+The constant u₀^(−m) is applied in float64 at the end, with the scales, as a logarithm
+(u₀^m itself may leave even the float64 range).  Coincident points (u = ε² = 0) take the
+zero subgradient without any factor u₀^m.  Rounding the result to the dtype leaves entries
+below its smallest normal number an absolute error below it (1.2·10^-38 in float32); if the
+whole float32 result is that small (or overflows), :class:`~meanfield.errors.NumericalError`
+is raised naming float64, instead of returning zeros.  In float64 only an overflow raises: a
+result below float64's normal range (a vanishing λ, say) is zero to float64's own accuracy
+and is returned rounded.
 """
 
 from __future__ import annotations
@@ -54,7 +62,9 @@ from .kernels import Coulomb, Gaussian, PairKernel, Riesz
 #: 1371 / 818 / 541 Mpairs/s (``results/pairs_tiles_quiet.md``); under load (load average 11)
 #: 39 / 77 / 93 / 97, because each tile costs ~7 parallel regions and an oversubscribed
 #: OpenMP region waits for its slowest thread.  1024 is within 1 % of the best quiet and 17 %
-#: below the best loaded; a float32 tile is 4 MiB.
+#: below the best loaded; a float32 tile is 4 MiB.  At p = 64 under load (load average 14,
+#: 2 threads) 1024 / 2048 / 4096 rows ran 0.85 / 1.70 / 1.93× a plain symmetric torch form
+#: (docs/performance.rst, "p = 64, float32"): kept at 1024 until a quiet p = 64 run decides.
 TILE_ROWS = 1024
 #: Rows per tile with one CPU thread (no barriers to amortise, the tile stays in L2): at
 #: N = 10^4 512 rows ran 287 Mpairs/s against 247 (1024) and 172 (2048) on this machine.
@@ -78,6 +88,13 @@ def _power_(w: torch.Tensor, k: int) -> torch.Tensor:
         if not k:
             return result
         w.square_()
+
+
+def _ratio_(u: torch.Tensor, buf: torch.Tensor, u0: float, floor_log2) -> torch.Tensor:
+    """u₀/u into ``buf`` (one division by a 0-dim tensor: one pass, not a reciprocal and a
+    product), floored at 2^floor_log2 unless that is None."""
+    w = torch.div(u.new_full((), u0), u, out=buf)
+    return w if floor_log2 is None else w.clamp_min_(2.0**floor_log2)
 
 
 class _Plan:
@@ -153,15 +170,15 @@ class _RieszPlan(_Plan):
         return c, value
 
     def _bare(self, u, buf, u0, floor_log2):
-        """u^(−m), or (u₀/u)^m floored at 2^floor_log2 when rescaling."""
+        """u^(−m), or (u₀/u)^m when rescaling, floored at 2^floor_log2 unless that is None."""
         m = self.m
+        w_floor = floor_log2 / m if floor_log2 is not None else None
         if m <= 0 or not self.twice_int:
             if u0 is None:
                 return torch.pow(u, -m, out=buf)
-            w = torch.reciprocal(u, out=buf).mul_(u0).clamp_min_(2.0 ** (floor_log2 / m))
-            return w.pow_(m)
+            return _ratio_(u, buf, u0, w_floor).pow_(m)
         if u0 is not None:
-            w = torch.reciprocal(u, out=buf).mul_(u0).clamp_min_(2.0 ** (floor_log2 / m))
+            w = _ratio_(u, buf, u0, w_floor)
             if m != int(m):
                 w.sqrt_()
         elif m == int(m):
@@ -370,10 +387,15 @@ def _scaled(x: torch.Tensor, log_factor: float, sign: float, what: str, dtype=No
         return (x.double() * (sign * half) * half).to(dtype)
     if log_peak < math.log(info.tiny) or log_peak > math.log(info.max):
         side = "below the smallest normal" if log_peak < 0 else "above the largest"
+        fix = (
+            "use dtype=float64 (Energy(..., dtype=torch.float64))"
+            if dtype != torch.float64
+            else "rescale the particles or the interaction strength"  # float64: overflow
+        )
         raise NumericalError(
             f"the pair-interaction {what} (|largest entry| ≈ e^{log_peak:.0f}) lies {side} "
             f"{str(dtype).replace('torch.', '')} number: every entry would be rounded to 0 "
-            "or inf; use dtype=float64 (Energy(..., dtype=torch.float64))"
+            f"or inf; {fix}"
         )
     return (x.double() * (sign * half) * half).to(dtype)
 
@@ -549,19 +571,25 @@ def pair_sums(
     return value, grad
 
 
-def _lower_reference(u, diag: bool, u0, plan: _Plan, floor_log2: float, total, acc):
-    """The rescaling reference after one more tile: the tile's smallest u (i ≠ j) when the
+def _lower_reference(u, diag: bool, u0, plan: _Plan, floor_log2: float, total, acc, zeros):
+    """The rescaling reference after one more tile: the tile's smallest u > 0 (i ≠ j) when the
     terms (u₀/u)^m would pass 2^(|floor|/2) with the current u₀ (or there is none yet), with
-    the sums so far rescaled to it in place; else the current u₀.
+    the sums so far rescaled to it in place; else the current u₀.  ``zeros``: the tile holds
+    coincident pairs (u = 0), which the minimum skips (they take the zero subgradient).
 
     A running reference replaces a first pass over every tile for the smallest u of the call:
     the products are formed once.  Lowering it only past 2^(|floor|/2) keeps every term below
-    that bound (far inside the dtype's range) and rescales the sums at most a few times; the
-    floor 2^floor of the terms is then relative to a largest term ≥ 1, as with the exact
-    minimum."""
+    that bound (far inside the dtype's range), and each lowering divides the terms by at
+    least that much; the floor 2^floor of the terms is then relative to a largest term ≥ 1
+    (the pair that set the final u₀), as with the exact minimum.  The partial sums are
+    multiplied by (u_new/u_old)^m < 2^(floor/2) (one rounding each; the terms that factor
+    pushes below the dtype's range were below the floor of the new units anyway)."""
     if diag:
         u.diagonal().fill_(math.inf)
-    u_min = float(u.min())
+    if zeros:
+        u_min = float(torch.where(u > 0, u, math.inf).min())
+    else:
+        u_min = float(u.min())
     if diag:
         u.diagonal().fill_(1.0)  # the placeholder of i = j (the coefficient there is zeroed)
     if not 0.0 < u_min < math.inf:
@@ -583,12 +611,15 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want
     (``_Tiles.accumulate``; None unless ``want_grad``) and the rescaling reference u₀ of both
     (None unless ``rescale``; :func:`_lower_reference`).  Where u ≤ 0 or a coincident pair
     can occur (``_needs_check``), entries within round-off of ε² are recomputed exactly
-    (``_Tiles.exact_below``) and a tile that then holds u ≤ 0 is evaluated by the kernel's
-    own κ and κ' (the zero subgradient), in float64 and in the bare units of ``plan``."""
+    (``_Tiles.exact_below``) and a tile that then holds u = 0 gives those pairs the zero
+    subgradient (:func:`_coincident_tile`), in the bare units of ``plan``."""
     dtype = tiles.omega.dtype
     floor = _FLOOR_LOG2.get(dtype, -100.0)
     check = _needs_check(plan, tiles, dtype)
-    tol = roundoff_bound(tiles.p, dtype, float(tiles.sq.max()), plan.eps2) if check else 0.0
+    sq_max = float(tiles.sq.max())
+    tol = roundoff_bound(tiles.p, dtype, sq_max, plan.eps2) if check else 0.0
+    # the largest u the bound allows: terms (u₀/u)^m ≥ (u₀/u_top)^m need no floor above it
+    log2_top = math.log2(max(4.0 * sq_max + plan.eps2, 1e-300))
     generic = _Plan(plan.kernel)
     acc = tiles.new_acc() if want_grad else None
     total = torch.zeros((), dtype=torch.float64, device=tiles.omega.device)
@@ -599,12 +630,16 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want
         cbuf = tiles.cbuffer(u.shape)
         if check:
             tiles.exact_below(u, rows, cols, tol)
+        zeros = check and not bool(u.min() > 0)  # coincident points (u = ε² = 0)
+        tile_floor = None
         if rescale:
-            u0 = _lower_reference(u, diag, u0, plan, floor, total, acc)
-        if check and not bool(u.min() > 0):  # coincident points: the safe generic path
-            c, v = _generic_tile(generic, plan, u, diag, want_value, u0)
+            u0 = _lower_reference(u, diag, u0, plan, floor, total, acc, zeros)
+            if u0 is not None and plan.power * (log2_top - math.log2(u0)) > -floor:
+                tile_floor = floor  # else the bound proves every term ≥ 2^floor: no pass
+        if zeros:
+            c, v = _coincident_tile(generic, plan, u, cbuf, diag, want_value, u0, tile_floor)
         else:
-            c, v = plan.coeff(u, cbuf, want_value, diag, u0, floor)
+            c, v = plan.coeff(u, cbuf, want_value, diag, u0, tile_floor)
         if want_value:
             total += v.double() * (1.0 if diag else 2.0)
         if want_grad:
@@ -612,15 +647,31 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want
     return total, acc, u0
 
 
-def _generic_tile(generic: _Plan, plan: _Plan, u, diag: bool, want_value: bool, u0):
-    """A tile holding coincident points (u = ε² = 0) through the kernel's own κ and κ' (the
-    zero subgradient there), in float64 (the true terms may lie outside the dtype's range)
-    and converted to the bare units of ``plan`` (÷ its constant factors, × u₀^m when
-    rescaling)."""
-    unit = math.exp(plan.power * math.log(u0)) if u0 is not None else 1.0
-    c, v = generic.coeff(u.double().sub_(plan.eps2), None, want_value, diag)
-    c = (c * (unit / plan.grad_factor)).to(u.dtype)
-    v = v * (unit / plan.value_factor) if v is not None else None
+def _coincident_tile(generic: _Plan, plan: _Plan, u, cbuf, diag, want_value, u0, floor_log2):
+    """A tile holding coincident points (u = ε² = 0, where a coincident pair takes the zero
+    subgradient: its force c_ij (ω_i − ω_j) is 0 whatever c_ij) in the bare units of ``plan``.
+
+    Without rescaling (``u0`` None; every term then lies in the dtype's range) through the
+    kernel's own κ and κ', in float64, ÷ the plan's constant factors.  With rescaling the
+    coincident entries are given the placeholder u = u₀ (a bare term 1) and the other entries
+    the plan's own rescaled terms (u₀/u)^m; the placeholders' coefficients are then zeroed,
+    and their value κ(0) (+∞ for s > 0, 0 for s < 0) is added: no factor u₀^m is formed
+    (it may leave even the float64 range)."""
+    if u0 is None:
+        c, v = generic.coeff(u.double().sub_(plan.eps2), None, want_value, diag)
+        c = (c / plan.grad_factor).to(u.dtype)
+        return c, (v / plan.value_factor if v is not None else None)
+    zero = u <= 0
+    u.masked_fill_(zero, u0)
+    c, _ = plan.coeff(u, cbuf, False, diag, u0, floor_log2)
+    c.masked_fill_(zero, 0.0)
+    if not want_value:
+        return c, None
+    v = torch.dot(c.reshape(-1), u.reshape(-1)).double()
+    n0 = int(zero.sum())
+    k0 = float(plan.kernel.value_sq(torch.zeros((), dtype=torch.float64))) if n0 else 0.0
+    if k0 != 0.0:  # κ(0) = ±∞ here: the value is infinite whatever the units
+        v = v + n0 * k0 / plan.value_factor
     return c, v
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from meanfield import pairsum
 from meanfield.domains import Ball, Box
 from meanfield.energy import Energy, PairInteraction
 from meanfield.errors import NumericalError
@@ -219,23 +220,155 @@ def test_float32_p64_reference_lowered_mid_sum_keeps_accuracy(monkeypatch):
     assert float(err[-2:].max() / want_g[-2:].norm(dim=1).min()) < 3e-3  # the close pair
 
 
-def test_float32_p64_coincident_points_rescaled_generic_tile():
-    """An unsoftened s = 62 kernel with a duplicated point needs both the rescaling (terms
-    ≈ 18^(−32)) and the generic tile of the zero subgradient (u = 0): that tile is computed
-    in float64 in the rescaled units, so the force equals the float64 direct sum over the
-    other pairs (the duplicated pair contributes nothing)."""
-    N, p = 200, 64
-    om = _sphere(N, p, 3.0, seed=6)
-    om[-1] = om[0]
-    k = Riesz(62.0)
-    v, g = pair_sums(om.float(), k, tile=64)
+def _direct_twins(om, kernel):
+    """(Σ_{j≠i} 2κ'(u_ij)(ω_i − ω_j), max |2κ'(u_ij)|) in float64 from explicit differences,
+    coincident pairs taking the zero subgradient (as :func:`_direct`, which needs u > 0)."""
     diff = om[:, None] - om[None]
     r2 = (diff * diff).sum(-1)
     keep = r2 > 0
-    c = torch.where(keep, k.grad_coeff_sq(torch.where(keep, r2, 1.0)), 0.0)
-    want_g = (c[..., None] * diff).sum(1)
+    c = torch.where(keep, kernel.grad_coeff_sq(torch.where(keep, r2, 1.0)), 0.0)
+    return (c[..., None] * diff).sum(1), float(c.abs().max())
+
+
+@pytest.mark.parametrize("twin", [1, -1], ids=["first-tile", "last-tile"])
+def test_float32_p64_coincident_points_rescaled_generic_tile(twin):
+    """An unsoftened s = 62 kernel with a duplicated point needs both the rescaling (terms
+    ≈ 18^(−32)) and the zero subgradient of the coincident pair (u = 0), so the force equals
+    the float64 direct sum over the other pairs (the duplicated pair contributes nothing).
+    The twin of point 0 sits in the first tile (whose smallest u is then 0: the reference
+    must come from the smallest u > 0, or the first tile's sums stay in other units) or in
+    the last one.  Tolerance as in the p = 64 test above (u ≳ 10, relative error ≲ 33 · 1e-5)."""
+    N, p = 200, 64
+    om = _sphere(N, p, 3.0, seed=6)
+    om[twin] = om[0]
+    k = Riesz(62.0)
+    v, g = pair_sums(om.float(), k, tile=64)
+    want_g, _ = _direct_twins(om, k)
     rows = want_g.norm(dim=1)
     assert float(((g.double() - want_g).norm(dim=1) / rows).max()) < 1e-3
+    assert math.isinf(float(v)) and float(v) > 0  # κ(0) = +∞ for s > 0
+
+
+def _central_pair(om, i, j, half, axis):
+    """Points i, j at ±half · e_axis: a pair at distance 2·half with |ω|² = half², whose
+    matrix-product u carries a round-off ~ (p + 2) · eps · 2 half² only (not · 9, as on the
+    radius-3 sphere)."""
+    om[i] = 0.0
+    om[j] = 0.0
+    om[i, axis] = half
+    om[j, axis] = -half
+
+
+def test_float32_p64_twins_and_a_closer_pair_in_one_tile():
+    """The last tile holds both a duplicated point (u = 0) and a pair at distance 0.3
+    (u = 0.09) far closer than the reference of the earlier tiles (u₀ ≈ 10): the reference
+    must drop to 0.09 there ((10/0.09)^32 ≈ 2^217 is no float32 number), although the tile's
+    smallest u is 0.  The close pair sits at ±0.15 e₁, so its u carries a round-off
+    ~ 66 · 1.2e-7 · 0.045 ≈ 4e-7, 4e-6 relative, × m + 1 = 33: ≲ 1.5e-4 in its force; 1e-3.
+    The other rows are exact up to the stated floor: N · 2^(−100) of the largest coefficient,
+    × the largest |ω_i − ω_j| = 6."""
+    N, p = 200, 64
+    om = _sphere(N, p, 3.0, seed=6)
+    om[-1] = om[-3]
+    _central_pair(om, -2, -4, 0.15, 0)
+    k = Riesz(62.0)
+    _, g = pair_sums(om.float(), k, tile=64)
+    want_g, c_max = _direct_twins(om, k)
+    rows = want_g.norm(dim=1)
+    err = (g.double() - want_g).norm(dim=1)
+    assert bool(torch.isfinite(g).all())
+    assert float(err[[-2, -4]].max() / rows[[-2, -4]].min()) < 1e-3
+    assert bool((err <= 1e-3 * rows + N * 2.0**-100 * c_max * 6.0).all())
+
+
+def test_float32_p64_reference_lowered_twice_keeps_accuracy(monkeypatch):
+    """Radius-3 sphere (first tile: u₀ ≈ 10), then a pair at ±0.85 e₁ (u = 2.9, in tile 2)
+    and one at ±0.4 e₂ (in tile 4; u = 0.88 to the first pair, met in tile (2, 4)): each
+    step is (u_old/u_new)^32 > 2^50, so the reference drops twice and the sums of the
+    earlier tiles are rescaled twice in place; the floor pass runs only once u₀ has dropped.
+    Tolerances: the central pairs' u carry a round-off ~ 66 · 1.2e-7 · 1.4 ≈ 1e-5, ≲ 1.5e-5
+    relative at u ≥ 0.65, × 33: ≲ 5e-4; the sphere rows are exact up to the floor
+    (N · 2^(−100) of the largest coefficient × 6)."""
+    N, p = 320, 64
+    om = _sphere(N, p, 3.0, seed=4)
+    _central_pair(om, 130, 131, 0.85, 0)
+    _central_pair(om, 290, 291, 0.4, 1)
+    k = Riesz(62.0, 0.1)
+    seen = _reference_lowerings(monkeypatch)
+    floors, ratio = [], pairsum._ratio_
+    monkeypatch.setattr(pairsum, "_ratio_", lambda *a: floors.append(a[3]) or ratio(*a))
+    v, g = pair_sums(om.float(), k, tile=64)
+    lowered = [(a, b) for a, b in seen if a is not None and b < a]
+    assert len(lowered) >= 2  # the path under test was taken
+    # the floor pass: skipped while u₀ ≈ 10 ((10/36)^32 ≈ 2^(−59) ≥ 2^(−100) is proved),
+    # run once u₀ ≤ 2.9 ((2.9/36)^32 ≈ 2^(−116))
+    assert None in floors and any(f is not None for f in floors)
+    want_v, want_g = _direct(om, k)
+    _, c_max = _direct_twins(om, k)
+    assert abs(float(v) / float(want_v) - 1) < 1e-3
+    rows = want_g.norm(dim=1)
+    err = (g.double() - want_g).norm(dim=1)
+    central = [130, 131, 290, 291]
+    assert float((err[central] / rows[central]).max()) < 1e-3
+    assert bool((err <= 1e-3 * rows + N * 2.0**-100 * c_max * 6.0).all())
+
+
+@pytest.mark.parametrize(
+    "dtype, log_lam, shift", [(torch.float64, 5, 300), (torch.float32, 1, 60)], ids=str
+)
+def test_rescaled_far_points_by_homogeneity(dtype, log_lam, shift):
+    """k = |z|^(−62) is homogeneous: at λ times the points the force is λ^(−63) times the
+    force at scale 1, and ``grad_scale`` = 10^shift brings it back.  float64 at λ = 10^5:
+    10^(−315) is below even float64's range, so float64 rescales too, and the rescaling
+    constant u₀^m ≈ (2·10^10)^32 is never formed (it overflows float64); float32 at λ = 10:
+    10^(−63), u₀^m ≈ 200^32 beyond float32's range.  A duplicated point takes the zero
+    subgradient.  Tolerance: float64 1e-12 (u ≳ 1, |ω|² = 1: round-off 66 · 2.2e-16 × 33 ≈
+    5e-13 relative at worst); float32 1e-3 (the same × 5e8: ≲ 3e-4)."""
+    N, p = 100, 64
+    x = _sphere(N, p, 1.0, seed=6)
+    x[-1] = x[0]
+    k = Riesz(62.0)
+    want, _ = _direct_twins(x, k)
+    _, g = pair_sums((10.0**log_lam * x).to(dtype), k, grad_scale=10.0**shift, tile=32)
+    want = want * 10.0 ** (shift - 63 * log_lam)
+    tol = 1e-12 if dtype == torch.float64 else 1e-3
+    assert float(((g.double() - want).norm(dim=1) / want.norm(dim=1)).max()) < tol
+
+
+def test_float64_p64_is_not_rescaled(monkeypatch):
+    """The p = 64 case of the float32 tests above lies inside float64's range (terms
+    ~ 18^(−32) ≫ 2^(−1000)): no rescaling reference, the plain sums, equal to the direct sum
+    within the matrix-product bound (``_tolerance``)."""
+    N, p = 200, 64
+    om = _sphere(N, p, 3.0, seed=0)
+    k = Riesz(62.0, 0.1)
+    seen = _reference_lowerings(monkeypatch)
+    v, g = pair_sums(om, k, tile=64)
+    assert not seen
+    want_v, want_g = _direct(om, k)
+    tol = _tolerance(om, k, torch.float64)
+    assert abs(float(v) - float(want_v)) <= tol * abs(float(want_v))
+    assert float((g - want_g).abs().max()) <= tol * float(want_g.abs().max())
+
+
+def test_float32_large_replicas_at_p64_rescale_each_replica():
+    """Replicas of N ≥ ``tiled_replica_min_n`` take the tiled sums one replica at a time,
+    each with its own rescaling reference (u₀ ≈ 10 and ≈ 14 on the radius-3 and 3.5
+    spheres): equal to a float64 energy (tolerance as above; λ = 10^12 brings the forces
+    ≈ 10^(−33) into float32's normal range, as in the test below)."""
+    N, p = 256, 64
+    reps = torch.stack([_sphere(N, p, 3.0, seed=8), _sphere(N, p, 3.5, seed=9)])
+    terms = [PairInteraction(Riesz(62.0, 0.1), 1e12)]
+    E32 = Energy(terms, Ball(p, 4.0), dtype=torch.float32)
+    E64 = Energy(terms, Ball(p, 4.0))
+    assert E32.terms[0]._uses_tiles(reps.float())
+    v32, g32 = E32.value_and_grad(reps.float())
+    v64, g64 = E64.value_and_grad(reps)
+    assert torch.allclose(v32.double(), v64, rtol=1e-3, atol=0)
+    assert float(g64.abs().max()) > 1e4 * torch.finfo(torch.float32).tiny
+    # per row (a single component may cancel far below its row's norm)
+    rows = g64.norm(dim=-1)
+    assert float(((g32.double() - g64).norm(dim=-1) / rows).max()) < 1e-3
 
 
 def test_float32_replicas_and_random_batches_at_p64_are_not_zero():
@@ -334,6 +467,7 @@ def test_bench_pairs_smoke(tmp_path):
         for got_v, got_g in (
             bench.previous_pair_pass(om, k),
             bench.torch_plain(om, 1.0, 0.01, chunk=16),
+            bench.torch_symmetric(om, 1.0, 0.01),
         ):
             assert float(got_v) == pytest.approx(float(v), rel=1e-5)
             assert torch.allclose(got_g, g, rtol=1e-4, atol=1e-6 * float(g.abs().max()))
@@ -341,7 +475,13 @@ def test_bench_pairs_smoke(tmp_path):
         args = ["--sections", "pairs,tiles", "--N", "60", "--N-other", "30", "--repeats", "1"]
         bench.main([*args, "--tiles", "16,64", "--no-keops", "--out", str(tmp_path)])
         res = json.loads(out.with_suffix(".json").read_text())
-        assert set(res["pairs"]["main"]) == {"meanfield", "previous", "torch_plain"}
+        assert set(res["pairs"]["main"]) == {
+            "meanfield",
+            "previous",
+            "torch_plain",
+            "torch_symmetric",
+        }
+        assert res["pairs"]["main"]["torch_symmetric"]["vs_symmetric"] == 1.0
         assert "| meanfield |" in out.with_suffix(".md").read_text()
         step = bench.scaling_one(50, 3, 1, "cpu")
         assert step["sec_per_step"] > 0 and step["peak_rss_MiB"] > 0
