@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 
+from ._validation import shown
 from .errors import SizeLimitError
 
 #: Bytes per grid cell every scheme needs (see the module docstring).
@@ -143,6 +144,7 @@ def check_grid_memory(name: str, n: tuple, *, pair_terms: int = 0, scheme: str =
     ...     print(str(err)[:40])
     --cells: a grid of 100000 x 100000 cells
     """
+    name = shown(name)
     need = grid_bytes(n, pair_terms=pair_terms, scheme=scheme)
     have = available_memory()
     if have is None or need <= have:
