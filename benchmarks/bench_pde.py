@@ -818,14 +818,14 @@ def section_rate() -> None:
     from meanfield.workbench.compare import convergence_in_n, default_problem
 
     print("\n== 4. W2(mu_N(t), rho_t) vs N at t = 0.2 (default 1D problem, 8 seeds) ==")
-    prob = default_problem(1, grid_n=256)
+    prob = default_problem(1, cells=256)
     ns = [100, 200, 400, 800, 1600, 3200]
     ds = convergence_in_n(
-        prob["energy"],
-        prob["initial"],
+        prob.energy,
+        prob.initial,
         n_values=ns,
         seeds=range(8),
-        beta=prob["beta"],
+        beta=prob.beta,
         t_final=0.2,
         eta=0.01,
     )

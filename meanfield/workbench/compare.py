@@ -7,8 +7,11 @@ the McKean–Vlasov solver (:class:`meanfield.pde.McKeanVlasov`) from one initia
 are an exact iid sample of the initial grid density (piecewise constant), so at t = 0 the only gap
 is the sampling error.
 
-:func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem and
-its one-call run with I/O) live in :mod:`meanfield.workbench.problems` and are re-exported here.
+It reads one :class:`~meanfield.dynamics.spec.RunSpec` (``compare(spec)``), or builds it from
+keywords (``compare(energy, initial, n_particles=..., beta=..., t_final=..., eta=...)``).
+:func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem, a
+:class:`~meanfield.workbench.problems.ComparisonConfig`, and its one-call run with I/O) live in
+:mod:`meanfield.workbench.problems` and are re-exported here.
 :func:`convergence_in_n` (the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over
 seeds) lives in :mod:`meanfield.studies.convergence` and is re-exported here.
 
