@@ -144,11 +144,11 @@ def check_grid_memory(name: str, n: tuple, *, pair_terms: int = 0, scheme: str =
     ...     print(str(err)[:40])
     --cells: a grid of 100000 x 100000 cells
     """
-    name = shown(name)
     need = grid_bytes(n, pair_terms=pair_terms, scheme=scheme)
     have = available_memory()
     if have is None or need <= have:
         return
+    name = shown(name)
     shape = " x ".join(str(int(k)) for k in n)
     per_axis = _largest_fitting(n, pair_terms, scheme, have)
     raise SizeLimitError(

@@ -60,7 +60,9 @@ def shown(name: str) -> str:
     """The parameter label ``name`` as the caller spelled it (:func:`spelled_as`).
 
     A label is a field name, possibly followed by an explanation ("eta (step size)"); inside
-    :func:`spelled_as` a field with a spelling is shown by its spelling alone.
+    :func:`spelled_as` a field with a spelling is shown by its spelling alone.  The checks call
+    it only on their error path, so a check that passes reads no context (and stays traceable
+    by ``torch.compile``).
 
     Parameters
     ----------
@@ -113,14 +115,13 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     >>> check_positive("lam", 0, allow_zero=True)
     0.0
     """
-    name = shown(name)
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise InputTypeError(f"{name} must be a real number, got {value!r}") from None
+        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
     if not math.isfinite(v) or (v < 0 if allow_zero else v <= 0):
         rng = "[0, inf)" if allow_zero else "(0, inf)"
-        raise InputError(f"{name} must be a finite number in {rng}, got {value!r}")
+        raise InputError(f"{shown(name)} must be a finite number in {rng}, got {value!r}")
     return v
 
 
@@ -154,11 +155,10 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
     >>> check_int("seed", np.int64(0), minimum=0)
     0
     """
-    name = shown(name)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise InputTypeError(f"{shown(name)} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value}")
+        raise InputError(f"{shown(name)} must be an integer >= {minimum}, got {value}")
     return int(value)
 
 
@@ -189,13 +189,12 @@ def check_finite_real(name: str, value) -> float:
     >>> check_finite_real("s", -1)
     -1.0
     """
-    name = shown(name)
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise InputTypeError(f"{name} must be a real number, got {value!r}") from None
+        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
     if not math.isfinite(v):
-        raise InputError(f"{name} must be finite, got {value!r}")
+        raise InputError(f"{shown(name)} must be finite, got {value!r}")
     return v
 
 
@@ -229,10 +228,11 @@ def check_choice(name: str, value, choices: Iterable[str]) -> str:
         ...
     meanfield.errors.InputError: unknown domain 'disk'; choose one of 'box', 'ball'
     """
-    name = shown(name)
     choices = tuple(choices)
     if value not in choices:
-        raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, choices))}")
+        raise InputError(
+            f"unknown {shown(name)} {value!r}; choose one of {', '.join(map(repr, choices))}"
+        )
     return value
 
 
