@@ -329,8 +329,9 @@ def _implicit_step_times(M: int) -> dict:
     g = Grid(Box(1, OU["L"]), M)
     U = 0.5 * g.centers[:, 0] ** 2
     rho = Density.gaussian(g, OU["m0"], OU["s0"]).data
-    sg, mp, dt = ScharfetterGummel(implicit=True), ScharfetterGummelMPRK(), 0.01
-    ((c_lr, c_rl),) = sg.face_rates(U, g, OU["beta"])
+    sg = ScharfetterGummel(implicit=True).bind(g, OU["beta"])
+    mp, dt = ScharfetterGummelMPRK().bind(g, OU["beta"]), 0.01
+    ((c_lr, c_rl),) = sg.face_rates(U)
     ab = np.zeros((3, M))
     ab[1] = 1.0
     ab[1, :-1] += dt * c_lr
@@ -339,9 +340,9 @@ def _implicit_step_times(M: int) -> dict:
     ab[2, :-1] = -dt * c_lr
     reps = 200 if M <= 4096 else 50
     t_ref = _median_time(lambda: [solve_banded((1, 1), ab, rho) for _ in range(reps)], 5)
-    t_ie = _median_time(lambda: [sg.advance(rho, U, g, 1.0, dt) for _ in range(reps)], 5)
-    t_mp = _median_time(lambda: [mp.advance(rho, U, g, 1.0, dt) for _ in range(reps)], 5)
-    t_frozen = _median_time(lambda: sg.advance_frozen(rho, U, g, 1.0, dt, reps), 5)
+    t_ie = _median_time(lambda: [sg.advance(rho, U, dt) for _ in range(reps)], 5)
+    t_mp = _median_time(lambda: [mp.advance(rho, U, dt) for _ in range(reps)], 5)
+    t_frozen = _median_time(lambda: sg.advance_frozen(rho, U, dt, reps), 5)
     return {
         "M": M,
         "solve_banded_s": t_ref / reps,
@@ -363,8 +364,8 @@ def implicit_step_2d(n: int) -> dict:
     rho = Density.gaussian(g, OU["m0"], OU["s0"]).data
     out = {"n": n, "M": g.size}
     for key, split in (("sparse_lu_s", False), ("split_s", True)):
-        sch = ScharfetterGummelMPRK(split=split)
-        out[key] = _adaptive_median(lambda sch=sch: sch.advance(rho, U, g, OU["beta"], 0.01))
+        sch = ScharfetterGummelMPRK(split=split).bind(g, OU["beta"])
+        out[key] = _adaptive_median(lambda sch=sch: sch.advance(rho, U, 0.01))
     return out
 
 
@@ -566,8 +567,8 @@ def potential():
     return ge.potential(rho0)
 def step():
     U = ge.potential(rho0)
-    out, inn, dt = sch.prepare(rho0, U, grid, eq.beta, stiff * rho0.max())
-    return sch.advance(rho0, U, grid, eq.beta, 0.5 * dt, out, inn)
+    out, inn, dt = sch.prepare(rho0, U, stiff * rho0.max())
+    return sch.advance(rho0, U, 0.5 * dt, out, inn)
 def median(fn):
     fn()  # warm-up
     ts = []
@@ -817,14 +818,14 @@ def section_rate() -> None:
     from meanfield.workbench.compare import convergence_in_n, default_problem
 
     print("\n== 4. W2(mu_N(t), rho_t) vs N at t = 0.2 (default 1D problem, 8 seeds) ==")
-    prob = default_problem(1, grid_n=256)
+    prob = default_problem(1, cells=256)
     ns = [100, 200, 400, 800, 1600, 3200]
     ds = convergence_in_n(
-        prob["energy"],
-        prob["initial"],
+        prob.energy,
+        prob.initial,
         n_values=ns,
         seeds=range(8),
-        beta=prob["beta"],
+        beta=prob.beta,
         t_final=0.2,
         eta=0.01,
     )

@@ -52,7 +52,8 @@ __all__ = [
     "Ball",
     "sample_initial_particles",
     "equilibrium_case",
-    # dynamics: projected Langevin, MALA, HMC and chain statistics
+    # dynamics: the run specification, projected Langevin, MALA, HMC and chain statistics
+    "RunSpec",
     "simulate",
     "ProjectedLangevin",
     "MALA",
@@ -79,6 +80,7 @@ __all__ = [
     "make_task",
     # workbench: the default problem, sweeps, configurations, results, figures
     "default_problem",
+    "ComparisonConfig",
     "run_default_comparison",
     "run_sweep",
     "SimulationConfig",
@@ -107,6 +109,7 @@ _HOMES = {
     "meanfield.domains": ("Box", "Ball"),
     "meanfield.features": ("sample_initial_particles",),
     "meanfield.closed_forms": ("equilibrium_case",),
+    "meanfield.dynamics.spec": ("RunSpec",),
     "meanfield.dynamics.langevin": ("simulate", "ProjectedLangevin", "MALA"),
     "meanfield.dynamics.hmc": ("HMC", "sample_hmc"),
     "meanfield.stats": ("effective_sample_size",),
@@ -121,7 +124,11 @@ _HOMES = {
     "meanfield.attention.mha": ("KernelAttention",),
     "meanfield.attention.linearize": ("linearize",),
     "meanfield.learners.tasks": ("make_task",),
-    "meanfield.workbench.problems": ("default_problem", "run_default_comparison"),
+    "meanfield.workbench.problems": (
+        "default_problem",
+        "ComparisonConfig",
+        "run_default_comparison",
+    ),
     "meanfield.workbench.sweeps": ("run_sweep",),
     "meanfield.workbench.config": ("SimulationConfig",),
     "meanfield.results": ("save_dataset", "load_dataset"),

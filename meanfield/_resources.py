@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 
+from ._validation import shown
 from .errors import SizeLimitError
 
 #: Bytes per grid cell every scheme needs (see the module docstring).
@@ -147,6 +148,7 @@ def check_grid_memory(name: str, n: tuple, *, pair_terms: int = 0, scheme: str =
     have = available_memory()
     if have is None or need <= have:
         return
+    name = shown(name)
     shape = " x ".join(str(int(k)) for k in n)
     per_axis = _largest_fitting(n, pair_terms, scheme, have)
     raise SizeLimitError(

@@ -15,11 +15,75 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
 from .errors import InputError, InputTypeError
+
+#: How the caller spelled each parameter (a command-line flag), for the errors of a block.
+_SPELLED: ContextVar[Mapping[str, str] | None] = ContextVar("meanfield_spelled", default=None)
+
+
+@contextmanager
+def spelled_as(names: Mapping[str, str]) -> Iterator[None]:
+    """Inside the block, an error about parameter ``k`` names it ``names[k]``.
+
+    The command line builds a typed configuration from its flags inside this block, so that
+    the configuration's one validation names each value as the user typed it (``--cells``,
+    or a deprecated ``--grid-n``) and not by its field name (``cells``).
+
+    Parameters
+    ----------
+    names : mapping of str to str
+        Field name -> how it was spelled.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_int, spelled_as
+    >>> with spelled_as({"cells": "--cells"}):
+    ...     check_int("cells (grid cells per axis)", 1, minimum=4)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: --cells must be an integer >= 4, got 1
+    """
+    token = _SPELLED.set(dict(names))
+    try:
+        yield
+    finally:
+        _SPELLED.reset(token)
+
+
+def shown(name: str) -> str:
+    """The parameter label ``name`` as the caller spelled it (:func:`spelled_as`).
+
+    A label is a field name, possibly followed by an explanation ("eta (step size)"); inside
+    :func:`spelled_as` a field with a spelling is shown by its spelling alone.  The checks call
+    it only on their error path, so a check that passes reads no context (and stays traceable
+    by ``torch.compile``).
+
+    Parameters
+    ----------
+    name : str
+        The label.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from meanfield._validation import shown, spelled_as
+    >>> shown("eta (step size)")
+    'eta (step size)'
+    >>> with spelled_as({"eta": "--eta"}):
+    ...     shown("eta (step size)")
+    '--eta'
+    """
+    names = _SPELLED.get()
+    return names.get(name.split(" ", 1)[0], name) if names else name
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
@@ -54,10 +118,10 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise InputTypeError(f"{name} must be a real number, got {value!r}") from None
+        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
     if not math.isfinite(v) or (v < 0 if allow_zero else v <= 0):
         rng = "[0, inf)" if allow_zero else "(0, inf)"
-        raise InputError(f"{name} must be a finite number in {rng}, got {value!r}")
+        raise InputError(f"{shown(name)} must be a finite number in {rng}, got {value!r}")
     return v
 
 
@@ -92,9 +156,9 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
     0
     """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise InputTypeError(f"{shown(name)} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value}")
+        raise InputError(f"{shown(name)} must be an integer >= {minimum}, got {value}")
     return int(value)
 
 
@@ -128,9 +192,9 @@ def check_finite_real(name: str, value) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise InputTypeError(f"{name} must be a real number, got {value!r}") from None
+        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
     if not math.isfinite(v):
-        raise InputError(f"{name} must be finite, got {value!r}")
+        raise InputError(f"{shown(name)} must be finite, got {value!r}")
     return v
 
 
@@ -166,7 +230,9 @@ def check_choice(name: str, value, choices: Iterable[str]) -> str:
     """
     choices = tuple(choices)
     if value not in choices:
-        raise InputError(f"unknown {name} {value!r}; choose one of {', '.join(map(repr, choices))}")
+        raise InputError(
+            f"unknown {shown(name)} {value!r}; choose one of {', '.join(map(repr, choices))}"
+        )
     return value
 
 

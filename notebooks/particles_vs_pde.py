@@ -65,12 +65,12 @@ Image(ds.attrs["figure_path"])
 # the slope of log W₂ against log N with a 95 % interval over seeds.
 
 # %%
-prob = default_problem(1, grid_n=128)
+prob = default_problem(1, cells=128)
 Ns = [64, 128, 256] if SIZE == "small" else [100, 200, 400, 800, 1600, 3200]
 seeds = range(3 if SIZE == "small" else 8)
-conv = convergence_in_n(prob["energy"], prob["initial"], n_values=Ns, seeds=seeds,
-                        beta=prob["beta"], t_final=0.5 if SIZE == "small" else 1.0,
-                        eta=prob["eta"])
+conv = convergence_in_n(prob.energy, prob.initial, n_values=Ns, seeds=seeds,
+                        beta=prob.beta, t_final=0.5 if SIZE == "small" else 1.0,
+                        eta=prob.eta)
 print(f"W2(mu_N(t), rho_t) ~ N^{conv.attrs['rate']:.3f}, 95% CI "
       f"[{conv.attrs['rate_ci_low']:.3f}, {conv.attrs['rate_ci_high']:.3f}]")
 fig, ax = plt.subplots(figsize=(5, 3.5))

@@ -586,3 +586,22 @@ def test_hmc_flags_are_checked_before_work(flags, match, capsys, tmp_path):
     assert main(["simulate", "--out", str(tmp_path / "x.nc"), "--no-progress", *flags]) == 2
     assert match in capsys.readouterr().err
     assert not (tmp_path / "x.nc").exists()
+
+
+def test_compare_reads_a_toml_file_and_its_flags_override_it(tmp_path, capsys):
+    """Issue 21: ``meanfield compare`` builds one ComparisonConfig from ``--config`` and the
+    flags (flags win), the same run as the flags alone; the dataset records every field."""
+    from meanfield.workbench.problems import ComparisonConfig
+
+    cfg = ComparisonConfig(n_particles=30, t_final=0.04, cells=16, n_data=10, seed=5, beta=4.0)
+    cfg.to_toml(tmp_path / "cmp.toml")
+    common = ["compare", "--no-progress"]
+    argv = [*common, "--config", str(tmp_path / "cmp.toml"), "--beta", "2", "--out"]
+    assert main([*argv, str(tmp_path / "a")]) == 0
+    flags = "--n-particles 30 --t-final 0.04 --cells 16 --n-data 10 --seed 5 --beta 2".split()
+    assert main([*common, *flags, "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    a, b = (load_dataset(tmp_path / k / "comparison.nc") for k in "ab")
+    np.testing.assert_array_equal(a["w2"].values, b["w2"].values)
+    assert a.attrs["beta"] == 2.0 and a.attrs["problem_seed"] == 5
+    assert a.attrs["problem_cells"] == 16

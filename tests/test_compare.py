@@ -16,6 +16,7 @@ from meanfield.workbench.compare import (
     fit_rate,
     run_default_comparison,
 )
+from meanfield.workbench.problems import ComparisonConfig
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +34,7 @@ def _small(dim=1, **kw):
         "n_particles": 120,
         "t_final": 0.2,
         "eta": 0.02,
-        "grid_n": 48 if dim == 1 else 20,
+        "cells": 48 if dim == 1 else 20,
         "n_data": 40,
     }
     cfg.update(kw)
@@ -42,9 +43,8 @@ def _small(dim=1, **kw):
 
 def test_compare_dataset_holds_both_views_and_diagnostics():
     prob = _small()
-    prob.pop("config")
-    X, _ = prob.pop("data")
-    ds = compare(**prob, n_records=5, seed=3)
+    X, _ = prob.data
+    ds = compare(prob.spec(), n_records=5, seed=3)
     assert ds.sizes == {"time": 6, "particle": 120, "dim": 1, "x": 48}
     np.testing.assert_allclose(ds["time"].values, 0.04 * np.arange(6), atol=1e-12)
     for v in (
@@ -68,7 +68,7 @@ def test_compare_dataset_holds_both_views_and_diagnostics():
         assert k in ds.attrs, k
     assert ds.attrs["seed"] == 3 and ds.attrs["N"] == 120
     # the diagnostics are what the diagnostics module computes on the stored arrays
-    rho0 = Density(prob["initial"].grid, ds["rho"].values[0])
+    rho0 = Density(prob.initial.grid, ds["rho"].values[0])
     assert ds["w2"].values[0] == wasserstein_particles_grid(ds["omega"].values[0], rho0)
     # ... and that is W2 itself: the quantile formula written out independently, midpoint rule
     # on K points of (0, 1).  Q_μ jumps N times by gaps ~1e-2, so (Q_μ − Q_ρ)² jumps by
@@ -95,9 +95,7 @@ def test_compare_2d_uses_exact_emd(capsys):
     from meanfield.workbench.plotting import plot_comparison
 
     prob = _small(2, n_particles=80, t_final=0.1)
-    prob.pop("config")
-    prob.pop("data")
-    ds = compare(**prob, n_records=2, progress=True)
+    ds = compare(prob.spec(), n_records=2, progress=True)
     assert ds.sizes["dim"] == 2 and ds.sizes["y"] == 20
     assert ds.attrs["w_method"] == "exact" and np.isfinite(ds["w1"].values).all()
     # issue 11: every stage shows progress (the distances included), every panel is labelled
@@ -113,14 +111,12 @@ def test_compare_names_each_distance_by_its_method():
     """Issue 13: the sliced distance is recorded as sliced_w2 (never w2); sparse_exact is W2,
     the same value as the dense simplex (tolerance: the sparse solver's integer rounding,
     ≤ 1e-5 relative, see tests/test_transport.py)."""
-    prob = _small(2, n_particles=60, t_final=0.04, grid_n=16)
-    prob.pop("config")
-    prob.pop("data")
-    sliced = compare(**prob, n_records=1, w_method="sliced")
+    spec = _small(2, n_particles=60, t_final=0.04, cells=16).spec()
+    sliced = compare(spec, n_records=1, w_method="sliced")
     assert "w2" not in sliced and "sliced_w2" in sliced
     assert sliced["sliced_w2"].attrs["long_name"].startswith("sliced")
-    exact = compare(**prob, n_records=1, w_method="exact")
-    sparse = compare(**prob, n_records=1, w_method="sparse_exact")
+    exact = compare(spec, n_records=1, w_method="exact")
+    sparse = compare(spec, n_records=1, w_method="sparse_exact")
     assert sparse.attrs["w_method"] == sparse["w2"].attrs["method"] == "sparse_exact"
     np.testing.assert_allclose(sparse["w2"].values, exact["w2"].values, rtol=1e-5)
     # SW2 ≤ W2 for every set of directions (each projection is 1-Lipschitz): a different,
@@ -137,7 +133,7 @@ def test_compare_names_each_distance_by_its_method():
 
 def test_run_default_comparison_writes_dataset_and_figure(tmp_path):
     ds = run_default_comparison(
-        tmp_path / "out", n_particles=60, t_final=0.1, eta=0.02, grid_n=32, n_data=30, n_records=2
+        tmp_path / "out", n_particles=60, t_final=0.1, eta=0.02, cells=32, n_data=30, n_records=2
     )
     nc, png = tmp_path / "out" / "comparison.nc", tmp_path / "out" / "comparison.png"
     assert nc.exists() and png.exists() and png.stat().st_size > 10_000
@@ -145,6 +141,7 @@ def test_run_default_comparison_writes_dataset_and_figure(tmp_path):
     np.testing.assert_array_equal(back["rho"].values, ds["rho"].values)
     np.testing.assert_array_equal(back["w2"].values, ds["w2"].values)
     assert back.attrs["problem"] == "default" and back.attrs["N"] == 60
+    assert back.attrs["problem_cells"] == 32 and back.attrs["problem_scheme"] == "upwind"
 
 
 def test_default_problem_rejects_unknown_parameters():
@@ -182,16 +179,86 @@ def test_w2_particles_vs_grid_shrinks_like_n_to_minus_half():
     # THEORY §6: W2(μ_N(t), ρ_t) → 0 at about N^(−1/2) in p = 1.  Small version of the
     # study (N = 64…1024, 5 seeds, t = 0.2): the 95 % Student-t interval of the per-seed
     # slopes must contain −1/2 and lie below 0 (measured −0.52 [−0.65, −0.39]).
-    prob = default_problem(1, grid_n=128, n_data=200)
+    prob = default_problem(1, cells=128, n_data=200)
     ds = convergence_in_n(
-        prob["energy"],
-        prob["initial"],
+        prob.energy,
+        prob.initial,
         n_values=[64, 256, 1024],
         seeds=range(5),
-        beta=prob["beta"],
+        beta=prob.beta,
         t_final=0.2,
         eta=0.01,
     )
     lo, hi = ds.attrs["rate_ci_low"], ds.attrs["rate_ci_high"]
     assert lo < -0.5 < hi and hi < -0.25
     assert ds["w2"].sizes == {"N": 3, "seed": 5}
+
+
+# ---- the run specification (issue 21) ------------------------------------------------------
+def test_compare_reads_one_spec_and_the_keyword_form_builds_the_same_run():
+    """compare(spec) and compare(energy, initial, **fields) are one run: the same numbers to
+    the last bit; keywords given with a spec replace its fields."""
+    prob = _small(n_particles=30, t_final=0.06, eta=0.02, cells=24, n_data=10)
+    spec = prob.spec()
+    assert (spec.n_steps, spec.t_final, spec.grid.n) == (3, 0.06, (24,))
+    a = compare(spec, n_records=3, seed=2)
+    b = compare(
+        prob.energy, prob.initial, n_particles=30, beta=10.0, t_final=0.06, eta=0.02, seed=2,
+        n_records=3,
+    )  # fmt: skip
+    for v in ("omega", "rho", "w2", "kernel_gap", "free_energy_grid"):
+        np.testing.assert_array_equal(a[v].values, b[v].values)
+    assert a.attrs["seed"] == 2 and a.attrs["n_steps"] == 3
+
+
+def test_compare_refuses_what_the_grid_cannot_be_compared_with():
+    """A spec that starts from particles, or runs another regime or MALA, is refused before
+    any work, naming what to change."""
+    from meanfield.dynamics.spec import RunSpec
+    from meanfield.errors import InputError, InputTypeError
+
+    spec = _small(n_particles=10, t_final=0.04, cells=16, n_data=10).spec()
+    with pytest.raises(InputError, match="mean-field regime.*coulomb-gas"):
+        compare(spec, regime="coulomb-gas")
+    with pytest.raises(InputError, match="method='mala'"):
+        compare(spec.replace(method="mala"))
+    particles = RunSpec(
+        energy=spec.energy, initial=np.zeros((10, 1)), beta=1.0, eta=0.01, n_steps=2
+    )
+    with pytest.raises(InputTypeError, match="initial must be a meanfield.pde.Density"):
+        compare(particles)
+    with pytest.raises(InputTypeError, match="holds its initial state"):
+        compare(spec, spec.initial)
+
+
+def test_comparison_config_round_trips_through_toml(tmp_path):
+    """The plain configuration of ``meanfield compare``: written, read back, equal; its
+    dimension-dependent defaults filled in (p = 2: 48 cells, N = 1000, t = 1)."""
+    cfg = ComparisonConfig(dim=2, n_data=20, beta=3.5, scheme="sg-mprk22-split", seed=7)
+    assert (cfg.cells, cfg.n_particles, cfg.t_final, cfg.init_std) == (48, 1000, 1.0, 0.4)
+    path = tmp_path / "cmp.toml"
+    text = cfg.to_toml(path)
+    assert text.startswith("[compare]\n") and 'scheme = "sg-mprk22-split"' in text
+    back = ComparisonConfig.from_toml(path)
+    assert back == cfg and back.to_toml() == text
+    assert ComparisonConfig.from_toml(path, seed=1, beta=None).seed == 1  # flags win, None not
+
+
+def test_the_dict_of_the_previous_version_still_reads_with_a_warning():
+    """default_problem() returned a dict; its keys, pop("config") and compare(**problem)
+    keep working for one release, each with a DeprecationWarning."""
+    prob = default_problem(1, n_data=10, cells=16, n_particles=10, t_final=0.02)
+    with pytest.warns(DeprecationWarning, match="returns a ComparisonConfig"):
+        cfg = prob.pop("config")
+    assert cfg["cells"] == 16
+    with pytest.warns(DeprecationWarning):
+        X, y = prob.pop("data")
+        assert prob["energy"] is prob.energy and X is prob.data[0]
+        ds = compare(**prob, n_records=1)
+    np.testing.assert_array_equal(ds["w2"].values, compare(prob.spec(), n_records=1)["w2"].values)
+    with pytest.warns(DeprecationWarning, match="use cells"):
+        assert default_problem(1, grid_n=16, n_data=10).cells == 16
+    from meanfield.workbench import problems
+
+    with pytest.warns(DeprecationWarning, match="DEFAULTS is deprecated"):
+        assert problems.DEFAULTS[2]["grid_n"] == 48

@@ -35,12 +35,12 @@ def test_compiled_sg_steps_equal_the_numpy_reference(implicit, rng):
     for _ in range(40):
         if implicit:
             # independent truth: scipy's sparse LU (with pivoting) on the assembled generator
-            A = generator_matrix(sch.face_rates(U, g, eq.beta), g)
+            A = generator_matrix(sch.face_rates(U), g)
             ref = spsolve((sp.identity(g.size) - dt * A).tocsc(), ref)
         else:
-            out, inn = sch.flows(ref, U, g, eq.beta)  # the numpy out/in form
+            out, inn = sch.flows(ref, U)  # the numpy out/in form
             ref = (ref - dt * out) + dt * inn
-    fast = sch.advance_frozen(rho, U, g, eq.beta, dt, 40)
+    fast = sch.advance_frozen(rho, U, dt, 40)
     # explicit: the same operations in the same order (equal to the last bit in practice);
     # implicit: two different LU algorithms, cond(I − Δt A) ≈ 30: 40 steps × 1e-14 relative
     np.testing.assert_allclose(fast, ref, rtol=1e-13 if not implicit else 1e-12, atol=0)
@@ -51,18 +51,18 @@ def test_mprk22_step_matches_its_definition(rng):
     eq, g, rho0 = _ou(40, "sg-mprk22")
     rho = rho0.data * (0.5 + rng.random(g.shape))
     U, dt = eq.potential(rho0), 0.2
-    A = generator_matrix(ScharfetterGummel().face_rates(U, g, 1.0), g).toarray()
+    A = generator_matrix(ScharfetterGummel().bind(g, 1.0).face_rates(U), g).toarray()
     I = np.eye(g.size)
     stage = np.linalg.solve(I - dt * A, rho)
     B = 0.5 * A @ np.diag(1.0 + rho / stage)
     ref = np.linalg.solve(I - dt * B, rho)
     sch = eq.scheme
     # cond(I − Δt A) ≈ 1 + Δt max rate ≈ 40: agreement to 1e-12 relative
-    np.testing.assert_allclose(sch.advance(rho, U, g, 1.0, dt), ref, rtol=1e-12, atol=1e-300)
-    many = sch.advance_frozen(rho, U, g, 1.0, dt, 5)
+    np.testing.assert_allclose(sch.advance(rho, U, dt), ref, rtol=1e-12, atol=1e-300)
+    many = sch.advance_frozen(rho, U, dt, 5)
     one_by_one = rho
     for _ in range(5):
-        one_by_one = sch.advance(one_by_one, U, g, 1.0, dt)
+        one_by_one = sch.advance(one_by_one, U, dt)
     np.testing.assert_allclose(many, one_by_one, rtol=1e-13, atol=0)
 
 
@@ -74,7 +74,7 @@ def _time_slope(errors, dts):
 def test_mprk22_is_second_order_in_time_linear():
     # reference: the exact semi-discrete solution exp(T A) ρ0, so only the time error remains
     eq, g, rho0 = _ou(64, "sg-mprk22")
-    A = generator_matrix(ScharfetterGummel().face_rates(eq.potential(rho0), g, 1.0), g)
+    A = generator_matrix(ScharfetterGummel().bind(g, 1.0).face_rates(eq.potential(rho0)), g)
     exact = expm(A.toarray()) @ rho0.data
     dts = np.array([0.05, 0.025, 0.0125, 0.00625])
     errs = {}
@@ -192,7 +192,7 @@ def test_kernels_keep_vacuum_and_mass():
 def test_mprk22_needs_no_stable_step_for_positivity():
     eq, g, rho0 = _ou(64, "sg-mprk22")
     # 1000 × the explicit bound: still positive and conservative
-    big = 1000 * ScharfetterGummel().stable_dt(rho0.data, eq.potential(rho0), g, 1.0)
+    big = 1000 * ScharfetterGummel().bind(g, 1.0).stable_dt(rho0.data, eq.potential(rho0))
     res = eq.solve(rho0, 10 * big, dt=big)
     assert res.state.data.min() >= 0 and abs(res.state.mass - 1.0) < 1e-13
     assert isinstance(eq.scheme, ScharfetterGummelMPRK) and eq.scheme.time_order == 2
@@ -208,10 +208,10 @@ def test_frozen_2d_steps_reuse_the_factorisation(scheme, rng):
     U, sch = eq.potential(rho), eq.scheme
     one_by_one = rho
     for _ in range(6):
-        one_by_one = sch.advance(one_by_one, U, g, 2.0, 0.05)
+        one_by_one = sch.advance(one_by_one, U, 0.05)
     # the same factorisation algorithm on the same matrix: agreement to round-off
     np.testing.assert_allclose(
-        sch.advance_frozen(rho, U, g, 2.0, 0.05, 6), one_by_one, rtol=1e-13, atol=1e-300
+        sch.advance_frozen(rho, U, 0.05, 6), one_by_one, rtol=1e-13, atol=1e-300
     )
 
 
@@ -249,11 +249,11 @@ def test_split_mprk22_is_second_order_and_positive_in_2d():
     for dim, n in [(2, 16), (3, 8)]:
         dom = Box(dim, 2.0)
         g = Grid(dom, n)
-        sch = ScharfetterGummelMPRK(split=True)
+        sch = ScharfetterGummelMPRK(split=True).bind(g, 4.0)
         rho = Density.gaussian(g, 0.3, 0.2).data
         U = 3.0 * (g.centers**4).sum(1).reshape(g.shape)  # steep: rates up to ~1e3
         for dt in (1e-3, 1.0, 1e6):
-            new = sch.advance(rho, U, g, 4.0, dt)
+            new = sch.advance(rho, U, dt)
             # every line is a subtraction-free tridiagonal solve: ≥ 0, mass to O(M ε)
             assert new.min() >= 0.0 and abs(new.sum() - rho.sum()) <= 1e-13 * rho.sum()
 

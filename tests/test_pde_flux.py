@@ -112,9 +112,9 @@ def test_implicit_step_positive_for_huge_time_steps(rng, dim, n):
     rho = Density.gaussian(g, 0.3, 0.2).data * (rng.random(g.shape) > 0.3)
     rho.flat[3] = 1e-300
     U = E.first_variation(g.centers, g.centers[:1], np.zeros(1)).numpy().reshape(g.shape)
-    sg = ScharfetterGummel(implicit=True)
-    coeffs = sg.face_rates(U, g, 4.0)
-    max_rate = float(np.max(sg._exit_rates(U, g, 4.0, drift_only=False)))
+    sg = ScharfetterGummel(implicit=True).bind(g, 4.0)
+    coeffs = sg.face_rates(U)
+    max_rate = float(np.max(sg._exit_rates(U, drift_only=False)))
     for dt in (1e-3, 1.0, 1e6):
         raw = solve_raw(coeffs, g, dt, rho)
         assert raw.min() >= 0.0, (dt, raw.min())
@@ -126,8 +126,8 @@ def test_implicit_step_positive_for_huge_time_steps(rng, dim, n):
             # LU pivots formed by subtractions: ε · cond(I − Δt A) ≤ ε (1 + 2 Δt max rate)
             assert drift <= 1e-15 * (1 + 2 * dt * max_rate), (dt, drift)
         # what the schemes return: the same up to that mass correction, positive, conservative
-        for scheme in (sg, ScharfetterGummelMPRK()):
-            new = scheme.advance(rho, U, g, 4.0, dt)
+        for scheme in (sg, ScharfetterGummelMPRK().bind(g, 4.0)):
+            new = scheme.advance(rho, U, dt)
             assert new.min() >= 0 and abs(new.sum() - rho.sum()) <= 1e-13 * rho.sum()
 
 
@@ -137,7 +137,7 @@ def test_implicit_solve_reports_a_broken_potential():
     U = np.zeros(g.shape)
     U[7] = np.nan
     with pytest.raises(FloatingPointError, match="negative or non-finite"):
-        ScharfetterGummel(implicit=True).advance(Density.uniform(g).data, U, g, 1.0, 0.1)
+        ScharfetterGummel(implicit=True).bind(g, 1.0).advance(Density.uniform(g).data, U, 0.1)
 
 
 @pytest.mark.parametrize("scheme, order", SCHEMES)
@@ -154,3 +154,38 @@ def test_gibbs_state_is_an_exact_steady_state(scheme, order, dim):
     rate = eq.evolution_rate(gibbs)
     scale = gibbs.max() / (beta * min(g.h) ** 2)
     assert np.abs(rate).max() <= 1e-12 * scale
+
+
+# ---- schemes are bound once to (grid, beta) ------------------------------------------------
+def test_a_scheme_is_bound_once_and_the_bound_copy_takes_the_state_alone(rng):
+    """Issue 21: (grid, beta) are fixed by ``bind`` (as py-pde's ``make_stepper`` fixes the
+    state's grid), not passed through every method; the unbound scheme refuses to step."""
+    from meanfield.errors import InputTypeError
+
+    g = Grid(Box(2, 2.0), 8)
+    U = (g.centers**2).sum(1).reshape(g.shape)
+    rho = rng.random(g.shape)
+    for name in ("upwind", "sg", "sg-implicit", "sg-mprk22", "sg-mprk22-split"):
+        eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 3.0, scheme=name)
+        assert eq.scheme.grid is g and eq.scheme.beta == 3.0
+        unbound = type(eq.scheme)(**({"order": 2} if name == "upwind" else {}))
+        with pytest.raises(InputTypeError, match="not bound .* scheme.bind"):
+            unbound.stable_dt(rho, U)
+    sg = ScharfetterGummel().bind(g, 3.0)
+    assert sg.bind(g, 5.0).beta == 5.0 and sg.beta == 3.0  # a new copy each time
+    with pytest.raises(TypeError, match="grid must be a meanfield.pde.Grid"):
+        ScharfetterGummel().bind("grid", 1.0)
+
+
+@pytest.mark.parametrize("scheme", [UpwindScheme(2), ScharfetterGummel(), ScharfetterGummelMPRK()])
+def test_the_previous_call_form_still_works_for_one_release(scheme, rng):
+    """``scheme.method(rho, U, grid, beta, ...)`` of the previous version: same numbers, and
+    a DeprecationWarning naming the bound form."""
+    g = Grid(Box(1, 2.0), 16)
+    U, rho = 0.5 * g.centers[:, 0] ** 2, rng.random(16)
+    bound = scheme.bind(g, 2.0)
+    with pytest.warns(DeprecationWarning, match=r"scheme.bind\(grid, beta\).advance"):
+        old = scheme.advance(rho, U, g, 2.0, 0.01)
+    np.testing.assert_array_equal(old, bound.advance(rho, U, 0.01))
+    with pytest.warns(DeprecationWarning, match="stable_dt"):
+        assert scheme.stable_dt(rho, U, g, beta=2.0) == bound.stable_dt(rho, U)

@@ -40,6 +40,7 @@ def workdir(tmp_path, monkeypatch):
     (tmp_path / "a_dir").mkdir()
     (tmp_path / "bad.txt").write_text("1,2,3\n")
     (tmp_path / "bad.toml").write_text("n_particle = 3\n")
+    (tmp_path / "cmp_bad.toml").write_text("[compare]\nn_particle = 3\n")
     (tmp_path / "broken.toml").write_text("n_particles = [\n")
     (tmp_path / "table.toml").write_text("simulate = 3\n")
     (tmp_path / "binary.toml").write_bytes(b"\x89HDF\r\n\x1a\n\x00\x00")
@@ -151,6 +152,11 @@ CLI_CASES = [
     (CMP + ["--cells", "3"], "--cells"),
     (CMP + ["--dim", "2", "--cells", "100000"], "--cells"),
     (CMP + ["--t-final", "1e9"], "--t-final"),
+    (CMP + ["--scheme", "central"], "--scheme"),
+    (CMP + ["--order", "3"], "--order"),
+    (CMP + ["--dim", "3"], "dim"),
+    (CMP + ["--config", "missing.toml"], "missing.toml"),
+    (CMP + ["--config", "cmp_bad.toml"], "n_particle"),
     (SIM + ["--method", "hmc", "--trajectory-length", "0"], "trajectory_length"),
     (SIM + ["--method", "hmc", "--target-accept", "1"], "target_accept"),
     (SIM + ["--method", "hmc", "--n-warmup", "-1"], "n_warmup"),
@@ -287,9 +293,22 @@ def _figures(**kw):
 def _compare(**kw):
     from meanfield.workbench.compare import compare, default_problem
 
-    prob = default_problem(1, grid_n=32, n_data=20)
-    prob.pop("config"), prob.pop("data")
-    return compare(**{**prob, **kw})
+    prob = default_problem(1, cells=32, n_data=20)
+    fields = dict(n_particles=prob.n_particles, beta=prob.beta, t_final=prob.t_final)
+    return compare(prob.energy, prob.initial, **{**fields, "eta": prob.eta, **kw})
+
+
+def _spec(**kw):
+    from meanfield.dynamics.spec import RunSpec
+
+    fields = dict(energy=_ou().energy, initial=_gauss(), n_particles=8, beta=1.0, eta=0.1)
+    return RunSpec(**{**fields, "n_steps": 2, **kw})
+
+
+def _comparison(**kw):
+    from meanfield.workbench.problems import ComparisonConfig
+
+    return ComparisonConfig(**{"n_data": 20, **kw})
 
 
 def _particle_run(**kw):
@@ -430,6 +449,7 @@ API_CASES = [
     (lambda: _capped_hmc(), InputError, "max_leapfrog"),
     (lambda: _huge_grid_equation(), SizeLimitError, "grid"),
     (lambda: _default_problem(grid_n=100000), SizeLimitError, "grid_n"),
+    (lambda: _default_problem(cells=100000), SizeLimitError, "cells"),
     (lambda: _compare(t_final=1e9), StepBudgetError, "t_final"),
     (lambda: _compare(max_steps=0), InputError, "max_steps"),
     (lambda: _solve(_ou(), _gauss(), 1.0, step_rtol=-1.0), InputError, "step_rtol"),
@@ -437,6 +457,17 @@ API_CASES = [
     (lambda: _config(method="hmc", data_batch=4), InputError, "data_batch"),
     (lambda: _config(step_size=0.1), InputError, "step_size"),
     (lambda: _unseparable_start(), InputError, "n_particles"),
+    # issue 21: the run specification and the comparison's configuration, checked once
+    (lambda: _spec(beta=-1.0), InputError, "beta (inverse temperature)"),
+    (lambda: _spec(n_particles=None), InputError, "n_particles (N) is needed"),
+    (lambda: _spec(scheme="central"), InputError, "scheme"),
+    (lambda: _spec(order=0), InputError, "order"),
+    (lambda: _spec(safety=0.0), InputError, "safety"),
+    (lambda: _spec(method="mala", data_batch=2), ValueError, "data_batch"),
+    (lambda: _compare(regime="coulomb-gas"), InputError, "regime"),
+    (lambda: _comparison(dim=3), InputError, "dim"),
+    (lambda: _comparison(init_std=0.0), InputError, "init_std"),
+    (lambda: _comparison(safety=2.0), InputError, "safety"),
 ]
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from .._validation import check_int, check_output_path, check_positive
+from .._validation import check_int, check_output_path, check_positive, spelled_as
 from ..workbench.config import SimulationConfig
 from .output import (
     _RATE_KEYS,
@@ -27,7 +27,6 @@ from .output import (
     summarise_run,
 )
 from .parser import (
-    COMPARE_FLAGS,
     _add_beta_flags,
     _add_compare_flags,
     _add_equilibrium_flags,
@@ -69,7 +68,8 @@ def cmd_simulate(args) -> int:
     Examples
     --------
     >>> import contextlib, io
-    >>> from meanfield.cli import build_parser, cmd_simulate
+    >>> from meanfield.cli import build_parser
+    >>> from meanfield.cli.commands import cmd_simulate
     >>> args = build_parser().parse_args(
     ...     ["simulate", "--n-particles", "8", "--n-steps", "5", "--no-progress", "--out", "run.nc"]
     ... )
@@ -118,8 +118,8 @@ def cmd_compare(args) -> int:
     Parameters
     ----------
     args : argparse.Namespace
-        Parsed by :func:`build_parser` (``compare``: ``--dim``, overrides of the default
-        problem, ``--out``).
+        Parsed by :func:`build_parser` (``compare``: ``--config``, the fields of
+        :class:`~meanfield.workbench.problems.ComparisonConfig`, ``--out``).
 
     Returns
     -------
@@ -131,77 +131,45 @@ def cmd_compare(args) -> int:
     --------
     A refusal comes before any work (here a grid of one cell):
 
-    >>> from meanfield.cli import build_parser, cmd_compare
+    >>> from meanfield.cli import build_parser
+    >>> from meanfield.cli.commands import cmd_compare
     >>> cmd_compare(build_parser().parse_args(["compare", "--cells", "1", "--out", "cmp"]))
     Traceback (most recent call last):
     ...
     meanfield.errors.InputError: --cells ...
     """
-    from ..workbench.compare import DEFAULTS, run_default_comparison
+    from ..workbench.problems import run_default_comparison
 
-    keys = [name for name, _, _ in COMPARE_FLAGS]
-    overrides = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    _check_compare_flags(overrides, args)
+    problem = _comparison_from_args(args)
     out = check_output_path("--out", args.out, kind="dir")
     _set_threads(args)
-    # the default problem may still call the grid size grid_n (its former name)
-    grid_key = "cells" if "cells" in DEFAULTS[args.dim] else "grid_n"
-    if "cells" in overrides:
-        overrides[grid_key] = overrides.pop("cells")
-    cfg = {**DEFAULTS[args.dim], **overrides}
-    _preflight_compare(cfg, args.dim, grid_key, args)
     progress = not args.no_progress
     if progress:
         print(
-            f"particles vs McKean-Vlasov grid, p = {args.dim}: N = {cfg['n_particles']}, "
-            f"beta = {cfg['beta']:g}, grid {cfg[grid_key]}^{args.dim}, t = {cfg['t_final']:g}; "
-            "stages: particles, grid, distances, figure",
+            f"particles vs McKean-Vlasov grid, p = {problem.dim}: N = {problem.n_particles}, "
+            f"beta = {problem.beta:g}, grid {problem.cells}^{problem.dim}, "
+            f"t = {problem.t_final:g}; stages: particles, grid, distances, figure",
             file=sys.stderr,
         )
     t0 = time.perf_counter()
-    ds = run_default_comparison(out, dim=args.dim, progress=progress, **overrides)
+    ds = run_default_comparison(out, problem, progress=progress)
     print(summarise_comparison(ds))
     print(f"  wall time {time.perf_counter() - t0:.2f} s")
     print(f"wrote {ds.attrs['dataset_path']} and {ds.attrs['figure_path']}")
     return 0
 
 
-def _check_compare_flags(overrides: dict, args=None) -> None:
-    """The compare flags, checked before any work (names as on the command line)."""
-    from ..pde.grid import MIN_CELLS
+def _comparison_from_args(args):
+    """The problem's configuration from ``--config`` and the flags (flags win), checked once;
+    an error names each parameter by its flag (as the user typed it: ``--grid-n`` too)."""
+    from ..workbench.problems import ComparisonConfig
 
-    minimum = {"n_particles": 1, "cells": MIN_CELLS, "n_data": 2}  # as COMPARE_FLAGS says
-    for k in ("n_particles", "cells", "n_data"):
-        if k in overrides:
-            name = _flag(args, k, "--" + k.replace("_", "-"))
-            check_int(name, overrides[k], minimum=minimum[k])
-    for k in ("beta", "t_final", "eta"):
-        if k in overrides:
-            check_positive("--" + k.replace("_", "-"), overrides[k])
-    if "lam" in overrides:
-        check_positive("--lam", overrides["lam"], allow_zero=True)
-    if "seed" in overrides:
-        check_int("--seed", overrides["seed"], minimum=0)
-
-
-def _preflight_compare(cfg: dict, dim: int, grid_key: str, args=None) -> None:
-    """Sizes of ``compare`` checked before any work, naming the flag to change: the grid's
-    estimated memory against the memory available (``--cells``) and the particles' number of
-    steps t_final / eta against the step budget (``--t-final``, ``--eta``)."""
-    from .._resources import check_grid_memory
-    from ..errors import StepBudgetError
-    from ..workbench.compare import MAX_STEPS
-
-    cells = _flag(args, "cells", "--cells")
-    check_grid_memory(cells, (cfg[grid_key],) * dim, pair_terms=int(cfg["lam"] > 0))
-    n_steps = round(cfg["t_final"] / cfg["eta"])
-    if n_steps > MAX_STEPS:
-        t_final = _flag(args, "t_final", "--t-final")
-        raise StepBudgetError(
-            f"{t_final} / --eta = {cfg['t_final']:g} / {cfg['eta']:g} gives {n_steps:.3g} "
-            f"particle steps, above the budget of {MAX_STEPS} (allowed: {t_final} / --eta "
-            f"<= {MAX_STEPS}); lower {t_final} or raise --eta"
-        )
+    given = {f.name: getattr(args, f.name) for f in fields(ComparisonConfig)}
+    spelled = {k: _flag(args, k, "--" + k.replace("_", "-")) for k in given}
+    with spelled_as(spelled):
+        if args.config:
+            return ComparisonConfig.from_toml(args.config, **given)
+        return ComparisonConfig(**{k: v for k, v in given.items() if v is not None})
 
 
 def _study_preflight(args, *, sizes=None) -> range:
@@ -331,7 +299,8 @@ def cmd_figures(args) -> int:
     --------
     An unknown figure is refused before any work:
 
-    >>> from meanfield.cli import build_parser, cmd_figures
+    >>> from meanfield.cli import build_parser
+    >>> from meanfield.cli.commands import cmd_figures
     >>> cmd_figures(build_parser().parse_args(["figures", "--only", "nope", "--out", "f"]))
     Traceback (most recent call last):
     ...
@@ -440,7 +409,8 @@ def cmd_study(args) -> int:
     --------
     Bad input is refused before any run starts:
 
-    >>> from meanfield.cli import build_parser, cmd_study
+    >>> from meanfield.cli import build_parser
+    >>> from meanfield.cli.commands import cmd_study
     >>> args = build_parser().parse_args(
     ...     ["study", "t-decay", "--no-progress", "--t-final", "0", "--out", "td"]
     ... )

@@ -35,7 +35,7 @@ def coincidence_warnings(ds) -> list[str]:
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> from meanfield.cli import coincidence_warnings
+    >>> from meanfield.cli.output import coincidence_warnings
     >>> omega = np.array([[[0.0], [1.0]], [[0.5], [0.5]]])  # two particles meet at t = 1
     >>> coincidence_warnings(xr.Dataset({"omega": (("time", "particle", "dim"), omega)}))
     ['some particles coincide (minimum pair distance 0)']
@@ -66,7 +66,7 @@ def summarise_run(ds) -> str:
     Examples
     --------
     >>> import torch
-    >>> from meanfield.cli import summarise_run
+    >>> from meanfield.cli.output import summarise_run
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.dynamics.langevin import simulate
@@ -140,7 +140,7 @@ def summarise_comparison(ds) -> str:
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> from meanfield.cli import summarise_comparison
+    >>> from meanfield.cli.output import summarise_comparison
     >>> ds = xr.Dataset({"w2": ("time", [0.3, 0.1])}, coords={"time": [0.0, 2.0]},
     ...                 attrs={"meanfield_version": "0", "N": 10, "p": 1, "beta": 10.0,
     ...                        "eta": 0.05, "seed": 0})
@@ -218,7 +218,7 @@ def format_rate(fit: dict) -> str:
     Examples
     --------
     >>> import numpy as np
-    >>> from meanfield.cli import format_rate
+    >>> from meanfield.cli.output import format_rate
     >>> from meanfield.stats import fit_power_law
     >>> n = np.array([100, 400, 1600])
     >>> format_rate(fit_power_law(n, 3 * n**-0.5))  # exact N^(-1/2) data

@@ -1,9 +1,11 @@
 """The flags of the ``meanfield`` command: help texts and the argparse flags of each
 sub-command, including deprecated spellings that still work with a warning.
 
-Every flag of ``simulate`` is a field of :class:`meanfield.workbench.config.SimulationConfig`
-(read from the dataclass, so the two cannot drift); ``compare``, ``figures`` and the
-``study`` kinds add their own.
+Every flag of ``simulate`` is a field of :class:`meanfield.workbench.config.SimulationConfig`,
+every problem flag of ``compare`` a field of
+:class:`meanfield.workbench.problems.ComparisonConfig` (read from the dataclasses, so flags,
+TOML keys and the run specification cannot drift); ``figures`` and the ``study`` kinds add
+their own.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import warnings
 from dataclasses import MISSING, fields
 
 from ..workbench.config import SimulationConfig
+from ..workbench.problems import PER_DIMENSION, ComparisonConfig
 
 CASES = ("semicircle", "uniform", "disk")
 
@@ -64,10 +67,34 @@ HELP = {
 }
 
 
-def _add_config_flags(parser: argparse.ArgumentParser) -> None:
-    for f in fields(SimulationConfig):
+#: Help texts of the ``compare`` flags (the fields of ComparisonConfig).
+COMPARE_HELP = {
+    "dim": "particle dimension p: 1 or 2",
+    "radius": "half-width R > 0 of the box [-R, R]^p",
+    "cells": "grid cells per axis (>= 4, the grid's minimum)",
+    "n_data": "number of data points of the radial task (>= 2)",
+    "lam": "Coulomb interaction strength lambda >= 0",
+    "init_mean": "mean of the Gaussian initial law",
+    "init_std": "standard deviation > 0 of the Gaussian initial law",
+    "beta": "inverse temperature beta > 0 (mean-field regime)",
+    "n_particles": "number of particles N >= 1",
+    "eta": "particle step size eta > 0",
+    "t_final": "final time > 0 (t_final / eta particle steps)",
+    "seed": "seed of the particle sample and noise",
+    "scheme": "grid flux scheme: upwind, sg, sg-implicit, chang-cooper, sg-mprk22, sg-mprk22-split",
+    "order": "order of the upwind reconstruction: 1 or 2",
+    "safety": "fraction in (0, 1] of the stable grid step taken",
+}
+
+
+def _add_config_flags(parser: argparse.ArgumentParser, cls, helps: dict) -> None:
+    """One flag per field of the configuration dataclass ``cls`` (``--n-particles`` for
+    ``n_particles``), unset (None) unless given, so a TOML file's value stands."""
+    for f in fields(cls):
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not MISSING else None
+        if default is None and f.name in PER_DIMENSION:  # ComparisonConfig's, by p
+            default = " in p = 1, ".join(str(v) for v in PER_DIMENSION[f.name]) + " in p = 2"
         # "int", "float | None", ...: the first type named is the flag's type
         typ = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
         parser.add_argument(
@@ -75,7 +102,7 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
             dest=f.name,
             type=typ,
             default=None,
-            help=f"{HELP.get(f.name, '')} [default: {default}]",
+            help=f"{helps.get(f.name, '')} [default: {default}]",
         )
 
 
@@ -132,38 +159,21 @@ def _add_simulate_flags(sim) -> None:
     )
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     sim.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    _add_config_flags(sim)
-
-
-#: The ``compare`` flags that override the default problem: (name, type, help).
-COMPARE_FLAGS = (
-    ("n_particles", int, "number of particles N"),
-    ("beta", float, "inverse temperature beta > 0 (mean-field regime)"),
-    ("t_final", float, "final time > 0"),
-    ("eta", float, "particle step size eta > 0"),
-    ("cells", int, "grid cells per axis (>= 4, the grid's minimum)"),
-    ("lam", float, "Coulomb interaction strength lambda >= 0"),
-    ("n_data", int, "number of data points"),
-    ("seed", int, "seed of the particle sample and noise"),
-)
+    _add_config_flags(sim, SimulationConfig, HELP)
 
 
 def _add_compare_flags(cmp) -> None:
-    """The flags of ``meanfield compare``: dimension, output, overrides of the problem."""
-    cmp.add_argument("--out", default="runs/compare", help="output folder [default: runs/compare]")
+    """The flags of ``meanfield compare``: ``--config``, output, and every field of the
+    problem's configuration."""
     cmp.add_argument(
-        "--dim", type=int, default=1, choices=(1, 2), help="particle dimension p: 1 or 2"
+        "--config",
+        help="TOML file with any of the problem flags below (underscored names, top level or "
+        "a [compare] table)",
     )
+    cmp.add_argument("--out", default="runs/compare", help="output folder [default: runs/compare]")
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     cmp.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    for name, typ, text in COMPARE_FLAGS:
-        cmp.add_argument(
-            "--" + name.replace("_", "-"),
-            dest=name,
-            type=typ,
-            default=None,
-            help=f"{text} [default: the problem's]",
-        )
+    _add_config_flags(cmp, ComparisonConfig, COMPARE_HELP)
     _add_deprecated(cmp, "--grid-n", "--cells", "cells", type=int)
 
 

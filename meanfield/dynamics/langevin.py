@@ -52,9 +52,7 @@ from .chains import (
     metropolis_init,
 )
 from .hmc import HMC, sample_hmc
-
-#: The integrators of :func:`simulate` (HMC runs through :func:`sample_hmc`).
-METHODS = ("langevin", "mala")
+from .spec import METHODS, RunSpec, as_spec, check_batches
 
 
 def _check_finite(x: torch.Tensor, what: str, step: int):
@@ -111,17 +109,9 @@ class ProjectedLangevin:
         self.eta = check_positive("eta (step size)", self.eta)
         self.beta = check_positive("beta (inverse temperature)", self.beta)
         check_choice("regime", self.regime, REGIMES)
-        if self.interaction_batch is not None:
-            self.interaction_batch = check_int(
-                "interaction_batch (B)", self.interaction_batch, minimum=2
-            )
-        if self.data_batch is not None:
-            self.data_batch = check_int("data_batch", self.data_batch, minimum=2)
-            n = self.energy.n_data()
-            if n is None:
-                raise ValueError("data_batch needs an energy with an alignment (data) term")
-            if self.data_batch > n:
-                raise ValueError(f"data_batch must be in [2, n={n}], got {self.data_batch}")
+        self.interaction_batch, self.data_batch = check_batches(
+            "langevin", self.energy, self.interaction_batch, self.data_batch
+        )
 
     def init(self, omega) -> LangevinState:
         """The state at step 0: ``omega`` (..., N, p) as a tensor of the energy's dtype,
@@ -341,11 +331,7 @@ def make_integrator(
     """
     check_choice("method", method, METHODS)
     if method == "mala":
-        if interaction_batch is not None or data_batch is not None:
-            raise ValueError(
-                "method 'mala' samples the exact Gibbs law: it takes neither "
-                "interaction_batch nor data_batch"
-            )
+        check_batches(method, energy, interaction_batch, data_batch)
         return MALA(energy, eta, beta, regime)
     return ProjectedLangevin(energy, eta, beta, regime, interaction_batch, data_batch)
 
@@ -419,45 +405,53 @@ def _warn_if_pinned(ds: xr.Dataset, integrator) -> None:
             f"(R = {R:g}): the step eta = {eta:g} at beta = {beta:g} carries them out of the "
             "domain and the projection pins them; lower eta",
             PinnedParticlesWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
 def simulate(
-    energy: Energy,
-    omega0,
+    spec,
+    omega0=None,
     *,
-    eta: float,
-    beta: float,
-    n_steps: int,
-    regime: str = "mean-field",
-    method: str = "langevin",
+    eta: float | None = None,
+    beta: float | None = None,
+    n_steps: int | None = None,
+    regime: str | None = None,
+    method: str | None = None,
     record_every: int | None = None,
     interaction_batch: int | None = None,
     data_batch: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     record_positions: bool = True,
     progress: bool = False,
     extra_attrs: dict | None = None,
 ) -> xr.Dataset:
-    """Run the particle dynamics and return the trajectory as a labelled dataset.
+    """Run the particle dynamics of a run specification and return the trajectory as a
+    labelled dataset.
+
+    Two forms, the same run: ``simulate(spec)`` with a :class:`~meanfield.dynamics.spec.RunSpec`
+    (keywords given, not None, replace its fields), or the keyword form
+    ``simulate(energy, omega0, eta=..., beta=..., n_steps=..., ...)``, which builds the spec.
 
     Parameters
     ----------
-    energy : Energy
-    omega0 : array (N, p) or (R, N, p)
-        Initial particles, projected onto 𝒲; a leading axis runs R independent replicas.
+    spec : RunSpec or Energy
+        The run; or the energy, in the keyword form.
+    omega0 : array (N, p) or (R, N, p), optional
+        Keyword form: the initial particles, projected onto 𝒲; a leading axis runs R
+        independent replicas (a :class:`~meanfield.pde.Density` is sampled, as a spec's
+        initial law is).
     eta, beta : float
         Step size η > 0 and inverse temperature β > 0.
     n_steps : int
         Number of steps ≥ 1; the final time is η · n_steps.
-    regime : {"mean-field", "coulomb-gas"}
-    method : {"langevin", "mala"}
+    regime : {"mean-field", "coulomb-gas"}, default "mean-field"
+    method : {"langevin", "mala"}, default "langevin"
     record_every : int, optional
         Record every this many steps (default: ~100 records) and always at the first and last.
     interaction_batch, data_batch : int, optional
         Random-batch size for the pair term, mini-batch size for the data (Langevin only).
-    seed : int
+    seed : int, default 0
         Seeds every random number of the run.
     record_positions, progress : bool
         Store every record's positions (else the last only, as ``omega_final``); a progress bar.
@@ -474,8 +468,8 @@ def simulate(
     Raises
     ------
     meanfield.errors.InputError
-        A bad argument, or (MALA) a start with infinite energy or force
-        (:func:`check_finite_start`).
+        A bad argument (checked when the spec is made), or (MALA) a start with infinite energy
+        or force (:func:`check_finite_start`).
 
     Warns
     -----
@@ -496,11 +490,43 @@ def simulate(
     ({'time': 3, 'particle': 5, 'dim': 1}, [0, 5, 10], [0.0, 0.05, 0.1])
     >>> float(ds["energy"][0]), bool((ds["energy"] >= 0).all()), ds.attrs["method"]
     (0.0, True, 'langevin')
+
+    The same run from a spec, and the spec with another seed:
+
+    >>> from meanfield.dynamics.spec import RunSpec
+    >>> spec = RunSpec(energy=E, initial=[[0.0]] * 5, eta=0.01, beta=1.0, n_steps=10)
+    >>> bool((simulate(spec, record_every=5)["omega"] == ds["omega"]).all())
+    True
+    >>> simulate(spec, seed=1).attrs["seed"]
+    1
     """
-    n_steps = check_int("n_steps", n_steps)
-    kw = dict(method=method, eta=eta, beta=beta, regime=regime, interaction_batch=interaction_batch)
-    integrator = make_integrator(energy, data_batch=data_batch, **kw)
-    omega0, record_every, seed, generator = chain_setup(energy, omega0, n_steps, record_every, seed)
+    if not isinstance(spec, RunSpec) and n_steps is not None:
+        n_steps = check_int("n_steps", n_steps)  # named before the time it gives
+    spec = as_spec(
+        spec,
+        omega0,
+        eta=eta,
+        beta=beta,
+        n_steps=n_steps,
+        regime=regime,
+        method=method,
+        interaction_batch=interaction_batch,
+        data_batch=data_batch,
+        seed=seed,
+    )
+    return _simulate(spec, record_every, record_positions, progress, extra_attrs)
+
+
+def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_attrs):
+    """:func:`simulate` of a checked spec."""
+    energy, n_steps, method = spec.energy, spec.n_steps, spec.method
+    kw = dict(method=method, eta=spec.eta, beta=spec.beta, regime=spec.regime)
+    integrator = make_integrator(
+        energy, interaction_batch=spec.interaction_batch, data_batch=spec.data_batch, **kw
+    )
+    omega0, record_every, seed, generator = chain_setup(
+        energy, spec.particles(), n_steps, record_every, spec.seed
+    )
     _warn_if_step_pins(integrator, omega0.shape[-2])
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
     start = integrator.init(omega0)
@@ -513,7 +539,7 @@ def simulate(
     if isinstance(integrator, MALA):
         note = low_acceptance_warning(state, "eta", integrator.eta)
         if note:
-            warnings.warn(note, LowAcceptanceWarning, stacklevel=2)
+            warnings.warn(note, LowAcceptanceWarning, stacklevel=3)
     return ds
 
 
@@ -525,7 +551,7 @@ def _warn_if_step_pins(integrator, N: int) -> None:
     beta_N = effective_beta(integrator.beta, N, integrator.regime)
     note = pinning_step_warning(integrator.energy.domain, integrator.eta, integrator.beta, beta_N)
     if note:
-        warnings.warn(note, PinnedParticlesWarning, stacklevel=3)
+        warnings.warn(note, PinnedParticlesWarning, stacklevel=4)
 
 
 def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_attrs) -> dict:

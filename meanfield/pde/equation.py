@@ -50,9 +50,13 @@ class McKeanVlasov:
     beta : float
         Inverse temperature β > 0 (finite; use :func:`~meanfield.pde.stationary.equilibrium_measure`
         for β = inf).
-    scheme : {"upwind", "sg", "sg-implicit", "chang-cooper", "sg-mprk22"} or Scheme
-        Flux scheme (see :mod:`meanfield.pde.flux`); ``sg-mprk22`` is the implicit scheme
-        of second order in time.
+    scheme : str or Scheme
+        Flux scheme, a name of :data:`~meanfield.pde.flux.SCHEMES` ("upwind", "sg",
+        "sg-implicit", "chang-cooper", "sg-mprk22", "sg-mprk22-split") or a Scheme object
+        (see :mod:`meanfield.pde.flux`); ``sg-mprk22`` is the implicit scheme
+        of second order in time.  Bound here, once, to ``grid`` and ``beta``
+        (:meth:`~meanfield.pde.flux.Scheme.bind`: a bound copy, :attr:`scheme`; a given
+        Scheme object is left unbound).
     order : {1, 2}
         Order of the upwind reconstruction.
     workers : int, optional
@@ -117,9 +121,10 @@ class McKeanVlasov:
             )
         self.grid_energy = GridEnergy(energy, grid, workers=workers)
         self.energy, self.grid = energy, grid
-        self.scheme: Scheme = (
-            scheme if isinstance(scheme, Scheme) else make_scheme(scheme, order=order)
-        )
+        if not isinstance(scheme, Scheme):
+            scheme = make_scheme(scheme, order=order)
+        # bound once to (grid, beta): every step below passes the state alone
+        self.scheme: Scheme = scheme.bind(grid, self.beta)
         self._fixed_potential = None
         self._linear = hasattr(self.scheme, "advance_frozen") and not (
             self.grid_energy.depends_on_density
@@ -236,7 +241,7 @@ class McKeanVlasov:
         (array([-0.75,  0.25,  0.25,  0.25,  0.25,  0.25,  0.25, -0.75]), True)
         """
         rho = self._values(state)
-        return self.scheme.rate(rho, self._potential(rho), self.grid, self.beta)
+        return self.scheme.rate(rho, self._potential(rho))
 
     def operator(self, state):
         """The generator A at ρ, with U frozen at ρ: dρ/dt = A ρ.
@@ -275,7 +280,7 @@ class McKeanVlasov:
                 "log rho); use scheme='sg', 'sg-implicit' or 'sg-mprk22'"
             )
         rho = self._values(state)
-        return self.scheme.matrix(self._potential(rho), self.grid, self.beta)
+        return self.scheme.matrix(self._potential(rho))
 
     def prepare_step(self, rho) -> StepPlan:
         """U, the explicit fluxes and the stable step at ρ (what one step needs).
@@ -312,9 +317,9 @@ class McKeanVlasov:
         if not math.isfinite(float(U.sum())) and not np.all(np.isfinite(U)):
             raise NumericalError("the potential dE/drho became non-finite")
         if self.linear:  # no pair term (stiffness 0); the flows are recomputed per step
-            return StepPlan(U, None, None, self.scheme.stable_dt(rho, U, self.grid, self.beta))
+            return StepPlan(U, None, None, self.scheme.stable_dt(rho, U))
         stiff = self.grid_energy.pair_stiffness * float(rho.max())
-        out, inn, dt_stable = self.scheme.prepare(rho, U, self.grid, self.beta, stiff)
+        out, inn, dt_stable = self.scheme.prepare(rho, U, stiff)
         return StepPlan(U, out, inn, dt_stable)
 
     def advance(self, rho, dt: float, plan: StepPlan) -> np.ndarray:
@@ -348,9 +353,9 @@ class McKeanVlasov:
         """
         if self.scheme.needs_potential and self.grid_energy.depends_on_density:
             return self.scheme.advance(
-                rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn, potential=self._potential
+                rho, plan.U, dt, plan.out, plan.inn, potential=self._potential
             )
-        return self.scheme.advance(rho, plan.U, self.grid, self.beta, dt, plan.out, plan.inn)
+        return self.scheme.advance(rho, plan.U, dt, plan.out, plan.inn)
 
     def advance_frozen(
         self, rho, dt: float, n_steps: int, plan: StepPlan, last: float = 0.0
@@ -389,7 +394,7 @@ class McKeanVlasov:
         """
         if not self.linear:
             raise ValueError("advance_frozen needs a linear equation (see McKeanVlasov.linear)")
-        return self.scheme.advance_frozen(rho, plan.U, self.grid, self.beta, dt, n_steps, last)
+        return self.scheme.advance_frozen(rho, plan.U, dt, n_steps, last)
 
     def stable_dt(self, state) -> float:
         """The largest time step the scheme allows at this state (before the safety factor).

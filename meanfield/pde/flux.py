@@ -9,7 +9,12 @@ part leaving the right cell, both ≥ 0.  A forward-Euler step is then written a
 where out_i ≤ ρ_i / Δt under the time-step bound returned by ``stable_dt``; the bracket is a
 product of ρ_i with a number in [0, 1] and ``in_i`` ≥ 0, so ρ stays ≥ 0 *in floating point*,
 and the total mass changes only by round-off (each face flux is added once and subtracted
-once).  With D = β⁻¹:
+once).
+
+A scheme is made with its options alone (``UpwindScheme(order=2)``, :func:`make_scheme`) and
+bound once to a grid and an inverse temperature, :meth:`Scheme.bind` (as a py-pde solver's
+``make_stepper`` fixes the grid of the state it will step); the bound scheme's methods take the
+state (ρ, U) and the step, nothing else.  With D = β⁻¹:
 
 ``UpwindScheme`` (Carrillo, Chertock & Huang, Commun. Comput. Phys. 17, 2015)
     ξ = D log ρ + U,  face velocity u_{i+½} = −(ξ_{i+1} − ξ_i)/h, upwind flux
@@ -30,14 +35,17 @@ once).  With D = β⁻¹:
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from .._validation import check_choice, check_positive
-from ..errors import NumericalError
+from ..errors import InputTypeError, NumericalError
 from . import _kernels
 from .grid import Grid
 
@@ -195,11 +203,50 @@ def reconstruct(rho: np.ndarray, axis: int, theta: float = 2.0):
     return np.maximum(rho + 0.5 * sigma, 0.0), np.maximum(rho - 0.5 * sigma, 0.0)
 
 
+def _previous_call_form(n_state: int):
+    """Accept, for one release, the call form of the previous version, in which ``grid`` and
+    ``beta`` followed the ``n_state`` state arguments of every method (``scheme.advance(rho, U,
+    grid, beta, dt)``): the scheme is bound to them (:meth:`Scheme.bind`) with a
+    ``DeprecationWarning`` and the bound copy answers."""
+
+    def wrap(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            if len(args) > n_state and isinstance(args[n_state], Grid):
+                grid, rest = args[n_state], args[n_state + 1 :]
+            elif "grid" in kwargs:
+                grid, rest = kwargs.pop("grid"), args[n_state:]
+            else:
+                return method(self, *args, **kwargs)
+            if "beta" in kwargs:
+                beta = kwargs.pop("beta")
+            else:
+                beta, rest = rest[0], rest[1:]
+            warnings.warn(
+                f"{type(self).__name__}.{method.__name__}(..., grid, beta, ...) is deprecated "
+                "and will be removed in the next version: bind the scheme once, "
+                f"scheme.bind(grid, beta).{method.__name__}(...), as McKeanVlasov does",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            bound = self.bind(grid, beta)
+            return getattr(bound, method.__name__)(*args[:n_state], *rest, **kwargs)
+
+        return call
+
+    return wrap
+
+
 class Scheme:
     r"""Base class of the flux schemes.
 
+    A scheme is made unbound, with its options only (``UpwindScheme(order=2)``), and bound
+    once to a grid and an inverse temperature, :meth:`bind` (as a py-pde solver makes its
+    stepper for one state): the bound scheme is the stepper, its methods take the state
+    alone.  :class:`~meanfield.pde.equation.McKeanVlasov` binds its scheme when it is made.
+
     Arrays ``rho`` and ``U`` have the grid's shape; ``rho`` is a density (mass / volume), ``U``
-    the potential δE/δρ at the cell centres (energy units), ``beta`` the inverse temperature.
+    the potential δE/δρ at the cell centres (energy units).
     ``flows`` gives the outflow and inflow of every cell, both ≥ 0 (density / time);
     ``prepare`` gives them together with the stable time step; ``advance`` takes the step.
     ``U`` must not be modified in place between calls (schemes may cache per ``U`` object).
@@ -218,12 +265,12 @@ class Scheme:
     >>> from meanfield.pde.flux import Scheme, UpwindScheme
     >>> from meanfield.pde.grid import Grid
     >>> g = Grid(Box(1, 1.0), 8)
-    >>> scheme = UpwindScheme()
+    >>> scheme = UpwindScheme().bind(g, beta=1.0)
     >>> isinstance(scheme, Scheme)
     True
     >>> rho, U = np.ones(8) / 2, g.centers[:, 0] ** 2
-    >>> out, inn, dt = scheme.prepare(rho, U, g, beta=1.0)
-    >>> new = scheme.advance(rho, U, g, 1.0, dt, out, inn)
+    >>> out, inn, dt = scheme.prepare(rho, U)
+    >>> new = scheme.advance(rho, U, dt, out, inn)
     >>> bool(new.min() >= 0), round(g.integrate(new), 12)
     (True, 1.0)
     """
@@ -234,8 +281,91 @@ class Scheme:
     time_order = 1
     #: True if :meth:`advance` takes ``potential`` (ρ -> U) to re-evaluate U inside the step.
     needs_potential = False
+    _grid = None
+    _beta = None
 
-    def flows(self, rho, U, grid: Grid, beta: float):
+    def bind(self, grid: Grid, beta: float) -> Scheme:
+        """This scheme bound to ``grid`` and ``beta``: a copy whose methods take the state alone.
+
+        Parameters
+        ----------
+        grid : Grid
+            The grid of every state the bound scheme steps.
+        beta : float
+            Inverse temperature β > 0 (the diffusion is D = β⁻¹).
+
+        Returns
+        -------
+        Scheme
+            A new scheme of the same kind and options (this one is left unbound).
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``beta`` is not a finite number > 0.
+        TypeError
+            ``grid`` is not a :class:`~meanfield.pde.grid.Grid`.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> scheme = UpwindScheme(order=1)
+        >>> bound = scheme.bind(Grid(Box(1, 1.0), 4), beta=2.0)
+        >>> bound.beta, bound.grid.n, bound.describe() == scheme.describe()
+        (2.0, (4,), True)
+        """
+        if not isinstance(grid, Grid):
+            raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
+        bound = copy.copy(self)
+        bound._grid = grid
+        bound._beta = check_positive("beta (inverse temperature)", beta)
+        bound._cache = None
+        return bound
+
+    @property
+    def grid(self) -> Grid:
+        """The grid the scheme is bound to (:meth:`bind`).
+
+        Raises
+        ------
+        meanfield.errors.InputTypeError
+            The scheme is not bound.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> UpwindScheme().bind(Grid(Box(1, 1.0), 4), 1.0).grid
+        Grid(domain=Box(dim=1, half_width=1.0), n=(4,))
+        """
+        if self._grid is None:
+            raise self._unbound()
+        return self._grid
+
+    @property
+    def beta(self) -> float:
+        """The inverse temperature the scheme is bound to (:meth:`bind`).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde.grid import Grid
+        >>> ScharfetterGummel().bind(Grid(Box(1, 1.0), 4), 3).beta
+        3.0
+        """
+        if self._beta is None:
+            raise self._unbound()
+        return self._beta
+
+    def _unbound(self) -> Exception:
+        return InputTypeError(
+            f"the {self.name!r} scheme is not bound to a grid and beta: bind it once, "
+            "scheme.bind(grid, beta), and call the bound scheme (McKeanVlasov does this)"
+        )
+
+    @_previous_call_form(2)
+    def flows(self, rho, U):
         """Outflow and inflow of every cell (density / time), both ≥ 0.
 
         Parameters
@@ -244,9 +374,6 @@ class Scheme:
             Density.
         U : numpy.ndarray, shape ``grid.shape``
             Potential δE/δρ at the cell centres.
-        grid : Grid
-        beta : float
-            Inverse temperature.
 
         Returns
         -------
@@ -260,17 +387,18 @@ class Scheme:
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> UpwindScheme(order=1).flows(rho, U, g, beta=1.0)  # mass moves left, down U
+        >>> UpwindScheme(order=1).bind(g, beta=1.0).flows(rho, U)  # mass moves left, down U
         (array([0., 1., 1., 1.]), array([1., 1., 1., 0.]))
         """
         raise NotImplementedError
 
-    def rate(self, rho, U, grid: Grid, beta: float) -> np.ndarray:
+    @_previous_call_form(2)
+    def rate(self, rho, U) -> np.ndarray:
         """dρ/dt = in − out of the semi-discrete scheme.
 
         Parameters
         ----------
-        rho, U, grid, beta
+        rho, U
             As in :meth:`flows`.
 
         Returns
@@ -284,20 +412,19 @@ class Scheme:
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> UpwindScheme(order=1).rate(rho, U, g, beta=1.0).round(12)
+        >>> UpwindScheme(order=1).bind(g, beta=1.0).rate(rho, U).round(12)
         array([ 1., -0.,  0., -1.])
         """
-        out, inn = self.flows(rho, U, grid, beta)
+        out, inn = self.flows(rho, U)
         return inn - out
 
-    def stable_dt(
-        self, rho, U, grid: Grid, beta: float, out=None, nonlocal_rate: float = 0.0
-    ) -> float:
+    @_previous_call_form(2)
+    def stable_dt(self, rho, U, out=None, nonlocal_rate: float = 0.0) -> float:
         """Largest Δt keeping the step positive and monotone (before the safety factor).
 
         Parameters
         ----------
-        rho, U, grid, beta
+        rho, U
             As in :meth:`flows`.
         out : numpy.ndarray, optional
             The outflows at ``rho``, if already computed.
@@ -317,20 +444,21 @@ class Scheme:
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> scheme = ScharfetterGummel()
-        >>> round(scheme.stable_dt(rho, U, g, 1.0), 4)
+        >>> scheme = ScharfetterGummel().bind(g, beta=1.0)
+        >>> round(scheme.stable_dt(rho, U), 4)
         0.1225
-        >>> scheme.stable_dt(rho, U, g, 1.0, nonlocal_rate=100.0)  # the pair term is faster
+        >>> scheme.stable_dt(rho, U, nonlocal_rate=100.0)  # the pair term is faster
         0.01
         """
         raise NotImplementedError
 
-    def prepare(self, rho, U, grid: Grid, beta: float, nonlocal_rate: float = 0.0):
+    @_previous_call_form(2)
+    def prepare(self, rho, U, nonlocal_rate: float = 0.0):
         """(out, in, stable Δt) for one step: what the solver needs, computed once.
 
         Parameters
         ----------
-        rho, U, grid, beta
+        rho, U
             As in :meth:`flows`.
         nonlocal_rate : float, default 0.0
             As in :meth:`stable_dt`.
@@ -347,18 +475,19 @@ class Scheme:
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> UpwindScheme(order=1).prepare(rho, U, g, beta=1.0)
+        >>> UpwindScheme(order=1).bind(g, beta=1.0).prepare(rho, U)
         (array([0., 1., 1., 1.]), array([1., 1., 1., 0.]), 0.0625)
         """
-        out, inn = self.flows(rho, U, grid, beta)
-        return out, inn, self.stable_dt(rho, U, grid, beta, out, nonlocal_rate)
+        out, inn = self.flows(rho, U)
+        return out, inn, self.stable_dt(rho, U, out, nonlocal_rate)
 
-    def advance(self, rho, U, grid: Grid, beta: float, dt: float, out=None, inn=None):
+    @_previous_call_form(2)
+    def advance(self, rho, U, dt: float, out=None, inn=None):
         """One step of size ``dt``: forward Euler here (implicit schemes override).
 
         Parameters
         ----------
-        rho, U, grid, beta
+        rho, U
             As in :meth:`flows`.
         dt : float
             Step size (≤ :meth:`stable_dt` for an explicit scheme).
@@ -377,11 +506,11 @@ class Scheme:
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> UpwindScheme(order=1).advance(rho, U, g, 1.0, dt=0.01)
+        >>> UpwindScheme(order=1).bind(g, 1.0).advance(rho, U, dt=0.01)
         array([0.51, 0.5 , 0.5 , 0.49])
         """
         if out is None:
-            out, inn = self.flows(rho, U, grid, beta)
+            out, inn = self.flows(rho, U)
         return (rho - dt * out) + dt * inn
 
     def describe(self) -> dict:
@@ -426,10 +555,10 @@ class UpwindScheme(Scheme):
     >>> g = Grid(Box(1, 1.0), 8)
     >>> U = 0.5 * g.centers[:, 0] ** 2
     >>> rho = np.exp(-2.0 * U)
-    >>> scheme = UpwindScheme(order=2)
-    >>> bool(np.abs(scheme.rate(rho, U, g, beta=2.0)).max() < 1e-12)
+    >>> scheme = UpwindScheme(order=2).bind(g, beta=2.0)
+    >>> bool(np.abs(scheme.rate(rho, U)).max() < 1e-12)
     True
-    >>> scheme.stable_dt(rho, U, g, beta=2.0)  # 1 / (D 4/h^2), h = 1/4
+    >>> scheme.stable_dt(rho, U)  # 1 / (D 4/h^2), h = 1/4
     0.03125
     """
 
@@ -445,9 +574,11 @@ class UpwindScheme(Scheme):
             )
         self.order, self.theta = order, theta
 
-    def flows(self, rho, U, grid, beta):
+    @_previous_call_form(2)
+    def flows(self, rho, U):
+        grid = self.grid
         p = grid.dim
-        xi = np.log(np.maximum(rho, TINY)) / beta + U
+        xi = np.log(np.maximum(rho, TINY)) / self.beta + U
         out = np.zeros_like(rho)
         inn = np.zeros_like(rho)
         for a in range(p):
@@ -463,7 +594,8 @@ class UpwindScheme(Scheme):
             scatter_faces(out, inn, a, f_lr, f_rl)
         return out, inn
 
-    def stable_dt(self, rho, U, grid, beta, out=None, nonlocal_rate=0.0):
+    @_previous_call_form(2)
+    def stable_dt(self, rho, U, out=None, nonlocal_rate=0.0):
         r"""The positivity bound and the monotonicity bound, whichever is smaller.
 
         .. math::
@@ -483,15 +615,15 @@ class UpwindScheme(Scheme):
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> UpwindScheme(order=1).stable_dt(rho, U, g, 1.0)  # h²/4 = 1/16: diffusion limits
+        >>> UpwindScheme(order=1).bind(g, 1.0).stable_dt(rho, U)  # h²/4 = 1/16: diffusion limits
         0.0625
         """
         if out is None:
-            out, _ = self.flows(rho, U, grid, beta)
+            out, _ = self.flows(rho, U)
         pos = rho > 0
         ratio = float(np.max(out[pos] / rho[pos])) if pos.any() else 0.0
         dt_pos = math.inf if ratio == 0 else 1.0 / ratio
-        dt_mono = 1.0 / (sum(4.0 / h**2 for h in grid.h) / beta + nonlocal_rate)
+        dt_mono = 1.0 / (sum(4.0 / h**2 for h in self.grid.h) / self.beta + nonlocal_rate)
         return min(dt_pos, dt_mono)
 
     def describe(self):  # the base docstring (and example) applies
@@ -532,14 +664,14 @@ class ScharfetterGummel(Scheme):
     >>> g = Grid(Box(1, 1.0), 8)
     >>> U, beta = 0.5 * g.centers[:, 0] ** 2, 2.0
     >>> gibbs = np.exp(-beta * U)
-    >>> sg = ScharfetterGummel()
-    >>> bool(np.abs(sg.rate(gibbs, U, g, beta)).max() < 1e-12)
+    >>> sg = ScharfetterGummel().bind(g, beta)
+    >>> bool(np.abs(sg.rate(gibbs, U)).max() < 1e-12)
     True
-    >>> A = sg.matrix(U, g, beta)  # a generator: columns sum to zero
+    >>> A = sg.matrix(U)  # a generator: columns sum to zero
     >>> A.shape, bool(abs(A.sum(axis=0)).max() < 1e-12)
     ((8, 8), True)
     >>> rho = np.ones(8)
-    >>> new = ScharfetterGummel(implicit=True).advance(rho, U, g, beta, dt=10.0)
+    >>> new = ScharfetterGummel(implicit=True).bind(g, beta).advance(rho, U, dt=10.0)
     >>> bool(new.min() > 0), round(float(new.sum()), 12)  # any dt: positive, mass kept
     (True, 8.0)
     """
@@ -552,13 +684,13 @@ class ScharfetterGummel(Scheme):
         self.name = "sg-implicit" if self.implicit else "sg"
         self._cache = None
 
-    @staticmethod
-    def _coefficients(U, grid, beta, a):
+    def _coefficients(self, U, a):
         """Rates (c_lr, c_rl) per face: out of the left cell c_lr ρ_L, out of the right c_rl ρ_R.
 
         One exponential per face: with b = B(|z|), B(z) = b for z ≥ 0 and |z| + b for z < 0
         (the identity B(−z) = z + B(z) applied without cancellation), so both are ≥ 0.
         """
+        grid, beta = self.grid, self.beta
         p = grid.dim
         z = beta * (U[_right(a, p)] - U[_left(a, p)])
         az = np.abs(z)
@@ -567,7 +699,8 @@ class ScharfetterGummel(Scheme):
         big = az + b
         return scale * np.where(z >= 0, b, big), scale * np.where(z >= 0, big, b)
 
-    def face_rates(self, U, grid, beta) -> list:
+    @_previous_call_form(1)
+    def face_rates(self, U) -> list:
         r"""Per axis, the rates (1/time) at which mass leaves the left and the right cell of a face.
 
         .. math::
@@ -578,8 +711,6 @@ class ScharfetterGummel(Scheme):
         Parameters
         ----------
         U : numpy.ndarray, shape ``grid.shape``
-        grid : Grid
-        beta : float
 
         Returns
         -------
@@ -592,30 +723,31 @@ class ScharfetterGummel(Scheme):
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
-        >>> [(c_lr, c_rl)] = ScharfetterGummel().face_rates(np.zeros(4), g, 1.0)
+        >>> [(c_lr, c_rl)] = ScharfetterGummel().bind(g, 1.0).face_rates(np.zeros(4))
         >>> c_lr, c_rl  # U = 0: pure diffusion, D/h² both ways
         (array([4., 4., 4.]), array([4., 4., 4.]))
         """
-        return [self._coefficients(U, grid, beta, a) for a in range(grid.dim)]
+        return [self._coefficients(U, a) for a in range(self.grid.dim)]
 
-    def _face_data(self, U, grid, beta):
+    def _face_data(self, U):
         """Face coefficients per axis and the largest exit rate, cached for the last U.
 
         The solver passes the same U object while it does not depend on ρ (one-body terms
         only), so the exponentials are then computed once per run.
         """
-        key = (id(U), beta, grid)
-        if self._cache is not None and self._cache[0] == key and self._cache[1] is U:
-            return self._cache[2]
-        coeffs, exit_rate = self.face_rates(U, grid, beta), np.zeros(grid.shape)
+        if self._cache is not None and self._cache[0] is U:
+            return self._cache[1]
+        grid = self.grid
+        coeffs, exit_rate = self.face_rates(U), np.zeros(grid.shape)
         for a, (c_lr, c_rl) in enumerate(coeffs):
             exit_rate[_left(a, grid.dim)] += c_lr
             exit_rate[_right(a, grid.dim)] += c_rl
         data = (coeffs, float(exit_rate.max()))
-        self._cache = (key, U, data)
+        self._cache = (U, data)
         return data
 
-    def prepare(self, rho, U, grid, beta, nonlocal_rate=0.0):
+    @_previous_call_form(2)
+    def prepare(self, rho, U, nonlocal_rate=0.0):
         """(out, in, stable Δt) from one evaluation of the face coefficients.
 
         Implicit: ``(None, None, stable Δt)`` (the solve needs no flows).  Parameters as in
@@ -628,25 +760,27 @@ class ScharfetterGummel(Scheme):
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> out, inn, dt = ScharfetterGummel(implicit=True).prepare(rho, U, g, 1.0)
+        >>> out, inn, dt = ScharfetterGummel(implicit=True).bind(g, 1.0).prepare(rho, U)
         >>> out, inn, dt  # the drift's CFL bound h² / max|ΔU| = 1/2
         (None, None, 0.5)
         """
         if self.implicit:
-            return None, None, self.stable_dt(rho, U, grid, beta, None, nonlocal_rate)
-        out, inn = self.flows(rho, U, grid, beta)
-        r = max(self._face_data(U, grid, beta)[1], nonlocal_rate)
+            return None, None, self.stable_dt(rho, U, None, nonlocal_rate)
+        out, inn = self.flows(rho, U)
+        r = max(self._face_data(U)[1], nonlocal_rate)
         return out, inn, (math.inf if r == 0 else 1.0 / r)
 
-    def flows(self, rho, U, grid, beta):
-        p = grid.dim
+    @_previous_call_form(2)
+    def flows(self, rho, U):
+        p = self.grid.dim
         out = np.zeros_like(rho)
         inn = np.zeros_like(rho)
-        for a, (c_lr, c_rl) in enumerate(self._face_data(U, grid, beta)[0]):
+        for a, (c_lr, c_rl) in enumerate(self._face_data(U)[0]):
             scatter_faces(out, inn, a, c_lr * rho[_left(a, p)], c_rl * rho[_right(a, p)])
         return out, inn
 
-    def _exit_rates(self, U, grid, beta, drift_only: bool):
+    def _exit_rates(self, U, drift_only: bool):
+        grid = self.grid
         p = grid.dim
         total = np.zeros(grid.shape)
         for a in range(p):
@@ -655,12 +789,13 @@ class ScharfetterGummel(Scheme):
                 h = grid.h[a]
                 c_lr, c_rl = np.maximum(-dU, 0.0) / h**2, np.maximum(dU, 0.0) / h**2
             else:
-                c_lr, c_rl = self._face_data(U, grid, beta)[0][a]
+                c_lr, c_rl = self._face_data(U)[0][a]
             total[_left(a, p)] += c_lr
             total[_right(a, p)] += c_rl
         return total
 
-    def stable_dt(self, rho, U, grid, beta, out=None, nonlocal_rate=0.0):
+    @_previous_call_form(2)
+    def stable_dt(self, rho, U, out=None, nonlocal_rate=0.0):
         """Explicit: 1 / max_i (exit rate of cell i).  Implicit: the same for the drift alone.
 
         Both are further bounded by 1/nonlocal_rate.  The explicit bound makes the step for a
@@ -676,26 +811,25 @@ class ScharfetterGummel(Scheme):
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> round(ScharfetterGummel().stable_dt(rho, U, g, 1.0), 4)
+        >>> round(ScharfetterGummel().bind(g, 1.0).stable_dt(rho, U), 4)
         0.1225
-        >>> ScharfetterGummel(implicit=True).stable_dt(rho, U, g, 1.0)
+        >>> ScharfetterGummel(implicit=True).bind(g, 1.0).stable_dt(rho, U)
         0.5
         """
         if self.implicit:
-            r = float(np.max(self._exit_rates(U, grid, beta, drift_only=True)))
+            r = float(np.max(self._exit_rates(U, drift_only=True)))
         else:
-            r = self._face_data(U, grid, beta)[1]  # cached with the face rates
+            r = self._face_data(U)[1]  # cached with the face rates
         r = max(r, nonlocal_rate)
         return math.inf if r == 0 else 1.0 / r
 
-    def matrix(self, U, grid, beta):
+    @_previous_call_form(1)
+    def matrix(self, U):
         """The generator A with dρ/dt = A ρ (see :func:`generator_matrix`).
 
         Parameters
         ----------
         U : numpy.ndarray, shape ``grid.shape``
-        grid : Grid
-        beta : float
 
         Returns
         -------
@@ -708,15 +842,16 @@ class ScharfetterGummel(Scheme):
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
-        >>> ScharfetterGummel().matrix(np.zeros(4), g, 1.0).toarray()  # the heat equation
+        >>> ScharfetterGummel().bind(g, 1.0).matrix(np.zeros(4)).toarray()  # the heat equation
         array([[-4.,  4.,  0.,  0.],
                [ 4., -8.,  4.,  0.],
                [ 0.,  4., -8.,  4.],
                [ 0.,  0.,  4., -4.]])
         """
-        return generator_matrix(self._face_data(U, grid, beta)[0], grid)
+        return generator_matrix(self._face_data(U)[0], self.grid)
 
-    def advance(self, rho, U, grid, beta, dt, out=None, inn=None):
+    @_previous_call_form(2)
+    def advance(self, rho, U, dt, out=None, inn=None):
         """One step: forward Euler, or implicit Euler (I − Δt A) ρⁿ⁺¹ = ρⁿ (:func:`implicit_solve`).
 
         Parameters as in :meth:`Scheme.advance`; the implicit step ignores ``out`` and ``inn``.
@@ -728,15 +863,16 @@ class ScharfetterGummel(Scheme):
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> new = ScharfetterGummel(implicit=True).advance(rho, U, g, 1.0, dt=100.0)
+        >>> new = ScharfetterGummel(implicit=True).bind(g, 1.0).advance(rho, U, dt=100.0)
         >>> bool(new.min() > 0), round(g.integrate(new), 12), bool(np.all(np.diff(new) < 0))
         (True, 1.0, True)
         """
         if not self.implicit:
-            return super().advance(rho, U, grid, beta, dt, out, inn)
-        return implicit_solve(self._face_data(U, grid, beta)[0], grid, dt, rho)
+            return super().advance(rho, U, dt, out, inn)
+        return implicit_solve(self._face_data(U)[0], self.grid, dt, rho)
 
-    def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int, last: float = 0.0):
+    @_previous_call_form(2)
+    def advance_frozen(self, rho, U, dt, n_steps: int, last: float = 0.0):
         """``n_steps`` equal steps of size ``dt`` with U fixed, then one of size ``last`` if > 0.
 
         For a potential U independent of ρ.  In 1D the steps run in one compiled loop
@@ -746,7 +882,7 @@ class ScharfetterGummel(Scheme):
 
         Parameters
         ----------
-        rho, U, grid, beta
+        rho, U
             As in :meth:`Scheme.flows`.
         dt : float
             Step size.
@@ -766,24 +902,25 @@ class ScharfetterGummel(Scheme):
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> sg = ScharfetterGummel()
-        >>> by_hand = sg.advance(sg.advance(rho, U, g, 1.0, 0.1), U, g, 1.0, 0.05)
-        >>> bool(np.allclose(sg.advance_frozen(rho, U, g, 1.0, 0.1, 1, last=0.05), by_hand))
+        >>> sg = ScharfetterGummel().bind(g, 1.0)
+        >>> by_hand = sg.advance(sg.advance(rho, U, 0.1), U, 0.05)
+        >>> bool(np.allclose(sg.advance_frozen(rho, U, 0.1, 1, last=0.05), by_hand))
         True
         """
+        grid = self.grid
         if grid.dim == 1:
-            ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
+            ((c_lr, c_rl),), _ = self._face_data(U)
             kernel = _kernels.implicit_euler_steps if self.implicit else _kernels.explicit_steps
             return kernel(rho, c_lr, c_rl, float(dt), int(n_steps), float(last))
         if self.implicit and n_steps > 0:  # 2D/3D: one factorisation for every step
-            coeffs = self._face_data(U, grid, beta)[0]
+            coeffs = self._face_data(U)[0]
             lu = sparse_factor(coeffs, grid, dt)
             for _ in range(n_steps):
                 rho = implicit_solve(coeffs, grid, dt, rho, lu)
         else:
             for _ in range(n_steps):
-                rho = self.advance(rho, U, grid, beta, dt)
-        return self.advance(rho, U, grid, beta, last) if last > 0 else rho
+                rho = self.advance(rho, U, dt)
+        return self.advance(rho, U, last) if last > 0 else rho
 
 
 class ScharfetterGummelMPRK(ScharfetterGummel):
@@ -827,12 +964,12 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
     >>> g = Grid(Box(1, 1.0), 16)
     >>> U, beta = g.centers[:, 0], 1.0
     >>> rho0 = np.ones(16) / 2
-    >>> scheme = ScharfetterGummelMPRK()
-    >>> big = scheme.advance(rho0, U, g, beta, dt=100.0)
+    >>> scheme = ScharfetterGummelMPRK().bind(g, beta)
+    >>> big = scheme.advance(rho0, U, dt=100.0)
     >>> bool(big.min() > 0), round(g.integrate(big), 12)
     (True, 1.0)
     >>> def run(dt, n):
-    ...     return scheme.advance_frozen(rho0, U, g, beta, dt, n)
+    ...     return scheme.advance_frozen(rho0, U, dt, n)
     >>> ref = run(0.5 / 512, 512)  # up to t = 0.5
     >>> e1 = np.abs(run(0.5 / 8, 8) - ref).max()
     >>> e2 = np.abs(run(0.5 / 16, 16) - ref).max()
@@ -850,7 +987,7 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         if self.split:
             self.needs_potential = False  # U frozen over the step (see the class notes)
 
-    def _split_step(self, rho, coeffs, grid, dt):
+    def _split_step(self, rho, coeffs, dt):
         r"""Strang splitting: 1D MPRK22 sweeps along every axis, Δt/2 … Δt on the last … Δt/2.
 
         .. math::
@@ -858,6 +995,7 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
             S(\Delta t) = X_1(\tfrac{\Delta t}{2}) \cdots X_{p-1}(\tfrac{\Delta t}{2})\,
             X_p(\Delta t)\, X_{p-1}(\tfrac{\Delta t}{2}) \cdots X_1(\tfrac{\Delta t}{2})
         """
+        grid = self.grid
         p = grid.dim
         order = [(a, 0.5 * dt) for a in range(p - 1)] + [(p - 1, dt)]
         order += [(a, 0.5 * dt) for a in reversed(range(p - 1))]
@@ -914,7 +1052,8 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
             )
         return out
 
-    def advance(self, rho, U, grid, beta, dt, out=None, inn=None, potential=None):
+    @_previous_call_form(2)
+    def advance(self, rho, U, dt, out=None, inn=None, potential=None):
         """One MPRK22 step; ``potential`` (ρ -> U) gives A⁽¹⁾ when U depends on ρ.
 
         Other parameters as in :meth:`Scheme.advance` (``out`` and ``inn`` are ignored).
@@ -926,35 +1065,38 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         >>> from meanfield.pde.grid import Grid
         >>> g = Grid(Box(1, 1.0), 4)
         >>> U, rho = g.centers[:, 0], np.full(4, 0.5)  # a linear potential, uniform ρ
-        >>> scheme = ScharfetterGummelMPRK()
-        >>> new = scheme.advance(rho, U, g, 1.0, dt=0.1)
+        >>> scheme = ScharfetterGummelMPRK().bind(g, 1.0)
+        >>> new = scheme.advance(rho, U, dt=0.1)
         >>> bool(new.min() > 0), round(g.integrate(new), 12)
         (True, 1.0)
-        >>> frozen = scheme.advance(rho, U, g, 1.0, 0.1, potential=lambda r: U)  # U fixed
+        >>> frozen = scheme.advance(rho, U, 0.1, potential=lambda r: U)  # U fixed
         >>> bool(np.allclose(frozen, new))
         True
         """
-        coeffs = self._face_data(U, grid, beta)[0]
+        grid = self.grid
+        coeffs = self._face_data(U)[0]
         if self.split and grid.dim > 1:
-            return self._split_step(rho, coeffs, grid, dt)
+            return self._split_step(rho, coeffs, dt)
         stage = implicit_solve(coeffs, grid, dt, rho)
-        coeffs1 = coeffs if potential is None else self.face_rates(potential(stage), grid, beta)
+        coeffs1 = coeffs if potential is None else self.face_rates(potential(stage))
         return implicit_solve(self.patankar_rates(coeffs, coeffs1, rho, stage), grid, dt, rho)
 
-    def advance_frozen(self, rho, U, grid, beta, dt, n_steps: int, last: float = 0.0):
+    @_previous_call_form(2)
+    def advance_frozen(self, rho, U, dt, n_steps: int, last: float = 0.0):
+        grid = self.grid
         if grid.dim == 1:
-            ((c_lr, c_rl),), _ = self._face_data(U, grid, beta)
+            ((c_lr, c_rl),), _ = self._face_data(U)
             return _kernels.mprk22_steps(rho, c_lr, c_rl, float(dt), int(n_steps), float(last))
-        coeffs = self._face_data(U, grid, beta)[0]
+        coeffs = self._face_data(U)[0]
         if self.split:
             for _ in range(n_steps):
-                rho = self._split_step(rho, coeffs, grid, dt)
-            return self._split_step(rho, coeffs, grid, last) if last > 0 else rho
+                rho = self._split_step(rho, coeffs, dt)
+            return self._split_step(rho, coeffs, last) if last > 0 else rho
         lu = sparse_factor(coeffs, grid, dt) if n_steps > 0 else None  # stage 1: same matrix
         for _ in range(n_steps):
             stage = implicit_solve(coeffs, grid, dt, rho, lu)
             rho = implicit_solve(self.patankar_rates(coeffs, coeffs, rho, stage), grid, dt, rho)
-        return self.advance(rho, U, grid, beta, last) if last > 0 else rho
+        return self.advance(rho, U, last) if last > 0 else rho
 
 
 def generator_matrix(coeffs, grid: Grid):
@@ -1029,7 +1171,7 @@ def sparse_factor(coeffs, grid: Grid, dt: float):
     >>> from meanfield.pde.flux import ScharfetterGummel, sparse_factor
     >>> from meanfield.pde.grid import Grid
     >>> g = Grid(Box(2, 1.0), 4)
-    >>> coeffs = ScharfetterGummel().face_rates(np.zeros(g.shape), g, 1.0)
+    >>> coeffs = ScharfetterGummel().bind(g, 1.0).face_rates(np.zeros(g.shape))
     >>> lu = sparse_factor(coeffs, g, 0.1)
     >>> lu.shape
     (16, 16)
@@ -1054,7 +1196,7 @@ def solve_raw(coeffs, grid: Grid, dt: float, rhs: np.ndarray, lu=None) -> np.nda
     >>> from meanfield.pde.flux import ScharfetterGummel, solve_raw
     >>> from meanfield.pde.grid import Grid
     >>> g = Grid(Box(1, 1.0), 8)
-    >>> coeffs = ScharfetterGummel().face_rates(np.zeros(g.shape), g, 1.0)
+    >>> coeffs = ScharfetterGummel().bind(g, 1.0).face_rates(np.zeros(g.shape))
     >>> x = solve_raw(coeffs, g, 0.5, np.eye(8)[0])  # diffuse a unit mass from cell 0
     >>> bool(x.min() > 0), round(float(x.sum()), 12), bool(np.all(np.diff(x) < 0))
     (True, 1.0, True)
@@ -1113,7 +1255,7 @@ def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray, lu=None) -> n
     >>> from meanfield.pde.grid import Grid
     >>> g = Grid(Box(2, 1.0), 4)
     >>> U = g.mesh[0] + g.mesh[1]
-    >>> coeffs = ScharfetterGummel().face_rates(U, g, 1.0)
+    >>> coeffs = ScharfetterGummel().bind(g, 1.0).face_rates(U)
     >>> x = implicit_solve(coeffs, g, 1e3, np.ones(g.shape))
     >>> bool(x.min() >= 0), round(float(x.sum()), 9)
     (True, 16.0)

@@ -10,10 +10,10 @@ import xarray as xr
 
 from .._validation import check_fit_sizes, check_int
 from ..dynamics.langevin import simulate
+from ..dynamics.spec import RunSpec, as_spec
 from ..energy import Energy
 from ..ot.diagnostics import wasserstein_particles_grid
-from ..pde import Density, McKeanVlasov
-from ..pde.potential import check_same_domain
+from ..pde import Density
 from ..results import provenance
 from ..stats import fit_power_law
 
@@ -69,13 +69,19 @@ def convergence_in_n(
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2:
         raise ValueError(f"seeds: need at least 2 seeds to fit a rate with a CI, got {len(seeds)}")
-    check_same_domain(energy, initial.grid)
-    initial = initial.normalised()
-    eq = McKeanVlasov(energy, initial.grid, beta, scheme=scheme)
-    n_steps = int(round(t_final / eta))
-    res = eq.solve(initial, eta * n_steps, safety=safety)
-    run = dict(eta=eta, beta=beta, n_steps=n_steps)
-    w2, w2_0 = _particle_distances(energy, initial, res.state, n_values, seeds, run)
+    spec = as_spec(
+        energy,
+        initial,
+        beta=beta,
+        t_final=t_final,
+        eta=eta,
+        n_particles=n_values[0],
+        scheme=scheme,
+        safety=safety,
+    )
+    eq = spec.equation()
+    res = eq.solve(spec.law, spec.t_final, safety=spec.safety)
+    w2, w2_0 = _particle_distances(spec, res.state, n_values, seeds)
     fit = fit_power_law(n_values, w2, level=confidence, interval="t")
     out = xr.Dataset(
         {"w2": (("N", "seed"), w2), "w2_initial": (("N", "seed"), w2_0)},
@@ -83,16 +89,16 @@ def convergence_in_n(
     )
     out.attrs = provenance(
         {
-            "beta": beta,
-            "t_final": eta * n_steps,
-            "eta": eta,
+            "beta": spec.beta,
+            "t_final": spec.t_final,
+            "eta": spec.eta,
             "grid_scheme": eq.scheme.name,
             "rate": fit["slope"],
             "rate_ci_low": fit["ci_low"],
             "rate_ci_high": fit["ci_high"],
             "rate_confidence": confidence,
             "rate_pooled": fit["pooled_slope"],
-            **initial.grid.describe(),
+            **spec.grid.describe(),
             **energy.describe(),
         },
         seed=None,
@@ -100,24 +106,23 @@ def convergence_in_n(
     return out
 
 
-def _particle_distances(energy, initial, rho_t, n_values, seeds, run: dict):
+def _particle_distances(spec: RunSpec, rho_t, n_values, seeds):
     """W2(μ_N(t), ρ_t) and W2(μ_N(0), ρ_0) for each N and seed, each of shape
     (len(n_values), len(seeds)).
 
-    Each (N, seed) runs N particles in the mean-field regime from an iid sample of
-    ``initial`` (seeded by the seed) for ``run["n_steps"]`` steps of size ``run["eta"]`` at
-    ``run["beta"]``; the t = 0 distance is the sampling error alone.
+    Each (N, seed) runs ``spec`` with N particles and that seed (mean-field regime, an iid
+    sample of the initial law seeded by the seed); the t = 0 distance is the sampling error
+    alone.
     """
     w2 = np.empty((len(n_values), len(seeds)))
     w2_0 = np.empty_like(w2)
     for i, N in enumerate(n_values):
         for j, s in enumerate(seeds):
-            omega0 = initial.sample(N, s)
-            ds = simulate(
-                energy, omega0, regime="mean-field", record_every=run["n_steps"], seed=s, **run
-            )
+            run = spec.replace(n_particles=N, seed=s)
+            omega0 = run.particles()
+            ds = simulate(run.replace(initial=omega0), record_every=run.n_steps)
             w2[i, j] = wasserstein_particles_grid(ds["omega"].values[-1], rho_t, order=2)
-            w2_0[i, j] = wasserstein_particles_grid(omega0, initial, order=2)
+            w2_0[i, j] = wasserstein_particles_grid(omega0, spec.law, order=2)
     return w2, w2_0
 
 

@@ -15,6 +15,7 @@ from .._validation import check_choice, check_int, check_positive
 from ..closed_forms import equilibrium_case, wasserstein_to_law_1d
 from ..domains import Ball, Box
 from ..dynamics.langevin import simulate
+from ..dynamics.spec import RunSpec
 from ..energy import Energy, PairInteraction, QuadraticPotential
 from ..errors import ConvergenceError
 from ..kernels import Riesz
@@ -142,8 +143,9 @@ def _relax_replicas(energy: Energy, N: int, p: int, n_replicas: int, run: dict):
 
     The start is evenly spread on [−1, 1] with a random jitter below the spacing (p = 1: no
     near-collisions for the stiff singular kernels), or uniform on [−0.6, 0.6]^p (p = 2);
-    ``run`` holds :func:`~meanfield.dynamics.langevin.simulate`'s ``eta``, ``beta``, ``n_steps``,
-    ``regime`` and ``seed`` (which also seeds the start).  Returns the final positions
+    ``run`` holds the run's fields of a :class:`~meanfield.dynamics.spec.RunSpec`: ``eta``,
+    ``beta``, ``n_steps``, ``regime`` and ``seed`` (which also seeds the start).  Returns the
+    final positions
     (replica, particle, dim) and the final energies (replica,).
     """
     gen = torch.Generator().manual_seed(int(run["seed"]))
@@ -153,7 +155,7 @@ def _relax_replicas(energy: Energy, N: int, p: int, n_replicas: int, run: dict):
         omega0 = (base + jitter)[..., None]
     else:
         omega0 = (torch.rand(n_replicas, N, p, generator=gen, dtype=torch.float64) - 0.5) * 1.2
-    ds = simulate(energy, omega0, record_positions=False, **run)
+    ds = simulate(RunSpec(energy=energy, initial=omega0, **run), record_positions=False)
     return ds["omega_final"].values, ds["energy"].isel(time=-1).values
 
 
@@ -374,8 +376,10 @@ def particles_vs_grid_run(
     grid_n: int = 128,
     n_data: int = 200,
 ) -> xr.Dataset:
-    """One (N, seed) run of the default side-by-side problem (:mod:`meanfield.workbench.compare`),
-    reduced to its diagnostics over time: ``w2``, ``w1`` and ``kernel_gap`` (time).
+    """One (N, seed) run of the default side-by-side problem
+    (:class:`~meanfield.workbench.problems.ComparisonConfig` with ``cells = grid_n``, compared by
+    :func:`~meanfield.workbench.compare.compare`), reduced to its diagnostics over time: ``w2``,
+    ``w1`` and ``kernel_gap`` (time).
 
     Examples
     --------
@@ -387,12 +391,12 @@ def particles_vs_grid_run(
     True
     """
     from ..workbench.compare import compare
-    from ..workbench.problems import default_problem
+    from ..workbench.problems import ComparisonConfig
 
-    prob = default_problem(1, grid_n=grid_n, n_data=n_data, n_particles=N, t_final=t_final)
-    prob.pop("config")
-    prob.pop("data")
-    ds = compare(**prob, n_records=n_records, seed=seed)
+    problem = ComparisonConfig(
+        dim=1, cells=grid_n, n_data=n_data, n_particles=N, t_final=t_final, seed=seed
+    )
+    ds = compare(problem.spec(), n_records=n_records)
     return ds[["w2", "w1", "kernel_gap"]]
 
 

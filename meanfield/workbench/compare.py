@@ -7,8 +7,11 @@ the McKean–Vlasov solver (:class:`meanfield.pde.McKeanVlasov`) from one initia
 are an exact iid sample of the initial grid density (piecewise constant), so at t = 0 the only gap
 is the sampling error.
 
-:func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem and
-its one-call run with I/O) live in :mod:`meanfield.workbench.problems` and are re-exported here.
+It reads one :class:`~meanfield.dynamics.spec.RunSpec` (``compare(spec)``), or builds it from
+keywords (``compare(energy, initial, n_particles=..., beta=..., t_final=..., eta=...)``).
+:func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem, a
+:class:`~meanfield.workbench.problems.ComparisonConfig`, and its one-call run with I/O) live in
+:mod:`meanfield.workbench.problems` and are re-exported here.
 :func:`convergence_in_n` (the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over
 seeds) lives in :mod:`meanfield.studies.convergence` and is re-exported here.
 
@@ -36,24 +39,20 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import check_fit_sizes, check_int, check_positive
+from .._validation import check_fit_sizes, check_int
 from ..dynamics.langevin import simulate
+from ..dynamics.spec import MAX_STEPS, RunSpec, as_spec, n_steps_for
 from ..energy import (
     AlignmentTerm,
     Energy,
 )
-from ..errors import StepBudgetError
+from ..errors import InputError, InputTypeError
 from ..ot.diagnostics import kernel_gap, resolve_w_method, w_name, wasserstein_particles_grid
-from ..pde import Density, FreeEnergyTracker, MassTracker, McKeanVlasov, StorageTracker
-from ..pde.potential import check_same_domain
+from ..pde import Density, FreeEnergyTracker, MassTracker, StorageTracker
 from ..pde.solver import check_step_budget
 from ..pde.stepper import Stepper
 from ..results import provenance
 from ..stats import fit_power_law
-
-#: Default step budget of :func:`compare`, for the particles and the grid alike (the default
-#: ``max_steps`` of :func:`meanfield.pde.solve`).
-MAX_STEPS = 10_000_000
 
 
 def _data_term(energy: Energy):
@@ -65,22 +64,15 @@ def _data_term(energy: Energy):
 
 
 def compare(
-    energy: Energy,
-    initial: Density,
+    spec=None,
+    initial=None,
     *,
-    n_particles: int,
-    beta: float,
-    t_final: float,
-    eta: float,
     n_records: int = 20,
-    seed: int = 0,
-    scheme: str = "upwind",
-    order: int = 2,
-    safety: float = 0.5,
     w_method: str = "auto",
     progress: bool = False,
     extra_attrs: dict | None = None,
     max_steps: int = MAX_STEPS,
+    **run,
 ) -> xr.Dataset:
     r"""Evolve N particles and the grid density from the same law; diagnostics over time.
 
@@ -93,29 +85,36 @@ def compare(
         \partial_t \rho = \nabla \cdot \Big(\rho\, \nabla \frac{\delta E}{\delta \rho}\Big)
         + \beta^{-1} \Delta \rho.
 
+    Two forms, the same run: ``compare(spec)`` with a
+    :class:`~meanfield.dynamics.spec.RunSpec` whose initial state is a law on a grid (keywords
+    of ``run`` replace its fields), or the keyword form ``compare(energy, initial,
+    n_particles=..., beta=..., t_final=..., eta=..., ...)``, which builds the spec.
+
     Parameters
     ----------
-    energy, initial : Energy, Density
-        The model and the initial law ρ_0 on a grid of its box; the particles sample ρ_0 iid.
-    n_particles, beta : int, float
-        N ≥ 1; the inverse temperature (mean-field regime: the particles use β_N = β).
-    t_final, eta : float
-        Final time (> 0) and Langevin step η; the particles take round(t_final/η) steps.
-    n_records, seed : int
-        About this many records (every ``n_steps // n_records`` steps, plus the last); the
-        seed of the initial sample and of the Langevin noise.
-    scheme, order, safety :
-        Grid scheme (see :class:`~meanfield.pde.McKeanVlasov` and
-        :func:`~meanfield.pde.solver.solve`).
+    spec : RunSpec or Energy
+        The run (mean-field regime, projected Langevin, an initial :class:`~meanfield.pde.Density`
+        that the particles sample iid); or the model, in the keyword form.
+    initial : Density, optional
+        Keyword form: the initial law ρ_0 on a grid of the energy's box.
+    n_records : int
+        About this many records (every ``n_steps // n_records`` steps, plus the last).
     w_method : {"auto", "exact", "sparse_exact", "sliced"}
         How W2 is computed (:func:`~meanfield.ot.diagnostics.wasserstein_particles_grid`;
         "auto" is exact or sparse_exact, never sliced).
     progress, extra_attrs : bool, dict, optional
         Show progress bars; more attributes for the dataset.
     max_steps : int
-        The most steps either side may take (default :data:`MAX_STEPS`): the particles'
-        round(t_final/η) and the grid's, estimated from its stable step at ρ_0, are both
-        checked before any work (:class:`~meanfield.errors.StepBudgetError`).
+        The most steps either side may take (default
+        :data:`~meanfield.dynamics.spec.MAX_STEPS`): the particles' round(t_final/η) and the
+        grid's, estimated from its stable step at ρ_0, are both checked before any work
+        (:class:`~meanfield.errors.StepBudgetError`).
+    **run
+        Fields of the spec: in the keyword form ``n_particles`` (N ≥ 1), ``beta``,
+        ``t_final`` (> 0; the particles take round(t_final/η) steps) or ``n_steps``, ``eta``,
+        and optionally ``seed`` (of the initial sample and the Langevin noise), ``scheme``,
+        ``order``, ``safety`` (the grid scheme, :class:`~meanfield.pde.McKeanVlasov` and
+        :func:`~meanfield.pde.solver.solve`); with a spec, the fields to change.
 
     Returns
     -------
@@ -135,41 +134,67 @@ def compare(
     >>> ds = compare(E, rho0, n_particles=20, beta=10.0, t_final=0.05, eta=0.01, n_records=1)
     >>> dict(ds.sizes), bool((ds["w2"] > 0).all()), round(float(ds["mass_grid"][-1]), 9)
     ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, True, 1.0)
+
+    The same run from its spec:
+
+    >>> from meanfield.dynamics.spec import RunSpec
+    >>> spec = RunSpec(energy=E, initial=rho0, n_particles=20, beta=10.0, eta=0.01, n_steps=5)
+    >>> bool((compare(spec, n_records=1)["w2"] == ds["w2"]).all())
+    True
     """
-    n_steps, record_every = _check_run(
-        energy, initial, n_particles, beta, t_final, eta, n_records, max_steps
+    max_steps = check_int("max_steps", max_steps)
+    spec = as_spec(spec, initial, max_steps=max_steps, **run)
+    n_records = check_int("n_records", n_records)
+    _check_spec(spec, max_steps)
+    law, grid = spec.law, spec.grid
+    eq = spec.equation()  # the grid's step count too, before the particles run
+    check_step_budget(Stepper(eq, safety=spec.safety), law.data, spec.t_final, max_steps)
+    record_every = max(1, spec.n_steps // n_records)
+    ds_p, t_particles = _particle_run(spec, record_every, progress)
+    res, grid_ds = _grid_run(
+        eq, law, ds_p["time"].values, spec.eta * record_every, spec.safety, progress
     )
-    n_particles, beta, eta = int(n_particles), float(beta), float(eta)
-    grid = initial.grid
-    initial = initial.normalised()
-    eq = McKeanVlasov(energy, grid, beta, scheme=scheme, order=order)  # validates first
-    # the grid's step count too, before the particles run (the solve would refuse it later)
-    check_step_budget(Stepper(eq, safety=safety), initial.data, n_steps * eta, max_steps)
-    run = {"N": n_particles, "eta": eta, "n_steps": n_steps, "record_every": record_every}
-    ds_p, t_particles = _particle_run(energy, initial, beta, run, seed, progress)
-    res, grid_ds = _grid_run(eq, initial, ds_p["time"].values, eta * record_every, safety, progress)
-    method = resolve_w_method(grid.dim, n_particles, int(np.count_nonzero(initial.data)), w_method)
-    diag = _diagnostics(energy, grid, ds_p["omega"].values, grid_ds, method, seed, progress)
-    run["t_final"] = float(ds_p["time"].values[-1])
-    attrs = _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
+    method = resolve_w_method(grid.dim, spec.n_particles, int(np.count_nonzero(law.data)), w_method)
+    diag = _diagnostics(
+        spec.energy, grid, ds_p["omega"].values, grid_ds, method, spec.seed, progress
+    )
+    record = {"record_every": record_every, "t_final": float(ds_p["time"].values[-1])}
+    attrs = _attrs(spec, record, eq, res, method, t_particles, extra_attrs)
     return _assemble(ds_p, grid_ds, grid, method, diag).assign_attrs(attrs)
 
 
-def _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed) -> dict:
+def _check_spec(spec: RunSpec, max_steps: int) -> None:
+    """What :func:`compare` needs of a spec beyond its own checks: the initial law on a grid,
+    the mean-field regime and Langevin (the grid equation is their limit), the step budget."""
+    if spec.law is None:
+        raise InputTypeError(
+            "initial must be a meanfield.pde.Density for compare (the law both views start "
+            f"from), got particles of shape {tuple(np.shape(spec.initial))}"
+        )
+    if spec.regime != "mean-field" or spec.method != "langevin":
+        raise InputError(
+            "compare runs the particles by projected Langevin in the mean-field regime (the "
+            f"McKean-Vlasov equation is their limit), got method={spec.method!r}, "
+            f"regime={spec.regime!r}"
+        )
+    n_steps_for(spec.t_final, spec.eta, max_steps=max_steps)
+
+
+def _attrs(spec: RunSpec, record, eq, res, method, t_particles, extra_attrs) -> dict:
     """The dataset's attributes: every parameter, solver statistics, provenance."""
     grid = eq.grid
     params = {
-        "N": run["N"],
+        "N": spec.n_particles,
         "p": grid.dim,
         "beta": eq.beta,
-        "regime": "mean-field",
-        "eta": run["eta"],
-        "t_final": run["t_final"],
-        "n_steps": run["n_steps"],
-        "record_every": run["record_every"],
+        "regime": spec.regime,
+        "eta": spec.eta,
+        "t_final": record["t_final"],
+        "n_steps": spec.n_steps,
+        "record_every": record["record_every"],
         "w_method": method,
         "grid_scheme": eq.scheme.name,
-        "grid_safety": safety,
+        "grid_safety": spec.safety,
         "grid_steps": res.n_steps,
         "grid_dt_min": res.dt_min,
         "grid_dt_max": res.dt_max,
@@ -177,51 +202,18 @@ def _attrs(run, eq, res, method, safety, t_particles, energy, extra_attrs, seed)
         "wall_grid_s": res.wall_time,
         **grid.describe(),
         **eq.scheme.describe(),
-        **energy.describe(),
+        **spec.energy.describe(),
         **(extra_attrs or {}),
     }
     params.pop("scheme", None)
-    return provenance(params, seed=seed)
+    return provenance(params, seed=spec.seed)
 
 
-def _particle_run(energy, initial, beta, run, seed, progress):
-    """Projected Langevin from an iid sample of ``initial``: (dataset, wall seconds)."""
+def _particle_run(spec: RunSpec, record_every: int, progress: bool):
+    """Projected Langevin from an iid sample of the initial law: (dataset, wall seconds)."""
     start = time.perf_counter()
-    ds = simulate(
-        energy,
-        initial.sample(run["N"], seed),
-        eta=run["eta"],
-        beta=beta,
-        n_steps=run["n_steps"],
-        regime="mean-field",
-        record_every=run["record_every"],
-        seed=seed,
-        progress=progress,
-    )
+    ds = simulate(spec, record_every=record_every, progress=progress)
     return ds, time.perf_counter() - start
-
-
-def _check_run(energy, initial, n_particles, beta, t_final, eta, n_records, max_steps):
-    """Every argument of :func:`compare` checked before work; (n_steps, record_every)."""
-    if not isinstance(initial, Density):
-        raise TypeError(f"initial must be a meanfield.pde.Density, got {initial!r}")
-    check_same_domain(energy, initial.grid)
-    check_int("n_particles (N)", n_particles)
-    check_positive("beta", beta)
-    t_final = check_positive("t_final", t_final)
-    eta = check_positive("eta (step size)", eta)
-    n_records = check_int("n_records", n_records)
-    max_steps = check_int("max_steps", max_steps)
-    n_steps = int(round(t_final / eta))
-    if n_steps < 1:
-        raise ValueError(f"t_final/eta must give at least one step, got {t_final}/{eta}")
-    if n_steps > max_steps:
-        raise StepBudgetError(
-            f"t_final/eta = {t_final:g}/{eta:g} gives {n_steps:.3g} particle steps, above "
-            f"max_steps = {max_steps} (allowed: t_final/eta <= max_steps); lower t_final, "
-            "raise eta or raise max_steps"
-        )
-    return n_steps, max(1, n_steps // n_records)
 
 
 def _grid_run(eq, initial, times, interval, safety, progress):

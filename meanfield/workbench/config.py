@@ -1,6 +1,14 @@
 r"""Plain-parameter description of a particle simulation, shared by the CLI, TOML files and
 sweeps: one place that turns names and numbers into an :class:`~meanfield.energy.Energy`.
 
+:class:`SimulationConfig` is what ``meanfield simulate`` and its TOML file fill; its
+:meth:`~SimulationConfig.spec` is the typed run specification
+(:class:`~meanfield.dynamics.spec.RunSpec`) that :func:`~meanfield.dynamics.langevin.simulate`
+reads.  Every configuration here (and :class:`~meanfield.workbench.problems.ComparisonConfig`,
+``meanfield compare``'s) is a frozen dataclass, checked when made, that reads and writes
+TOML (``from_toml``, ``to_toml``) and checks the run parameters it shares with a spec by the
+spec's own checks (:data:`meanfield.dynamics.spec.RUN_CHECKS`).
+
 The energy built from a configuration is (THEORY §2)
 
 .. math::
@@ -22,6 +30,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import zipfile
 from dataclasses import dataclass, fields
@@ -38,7 +47,7 @@ from .._validation import (
     check_int,
     check_positive,
 )
-from ..errors import DataFileError, InputError, MissingFileError
+from ..errors import DataFileError, InputError, InputTypeError, MissingFileError
 
 # torch and the computational modules (energy, kernels, particles, ...) are imported where
 # they are used, so that ``meanfield --help`` (whose flags are this dataclass's fields) and
@@ -82,8 +91,145 @@ START_SPACING = 0.5
 START_MAX_ROUNDS = 100
 
 
-@dataclass
-class SimulationConfig:
+def _toml_value(value) -> str:
+    """One value in TOML: a string, a boolean, an integer or a float (inf and nan included)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if np.isnan(v):
+            return "nan"
+        return repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    raise InputTypeError(f"a configuration value must be a string or a number, got {value!r}")
+
+
+class _TomlConfig:
+    """Reading and writing a plain configuration (a dataclass of names and numbers) as TOML:
+    the file's top-level keys or its ``[<TABLE>]`` table, one key per field."""
+
+    #: The TOML table of the configuration (also its command).
+    TABLE = ""
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **overrides):
+        r"""Read a TOML file (top-level keys or the configuration's table), then apply overrides.
+
+        A missing file, a folder, or a file that is not UTF-8 TOML raises a
+        :class:`~meanfield.errors.MeanfieldError` naming the file, before any work.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The TOML file.
+        **overrides
+            Field values that replace the file's (``None`` values are ignored, so unset
+            command-line flags do not override the file).
+
+        Returns
+        -------
+        The configuration.
+
+        Raises
+        ------
+        meanfield.errors.MissingFileError
+            ``path`` does not exist.
+        meanfield.errors.InputError
+            ``path`` is a folder or not valid TOML, or a value is out of range.
+        ValueError
+            An unknown key (the message lists the allowed ones).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meanfield.workbench.config import SimulationConfig
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "run.toml")
+        ...     with open(path, "w") as f:
+        ...         _ = f.write("[simulate]\nbeta = 10.0\nn_particles = 64\n")
+        ...     cfg = SimulationConfig.from_toml(path, n_particles=32, eta=None)
+        >>> cfg.beta, cfg.n_particles, cfg.eta
+        (10.0, 32, 0.05)
+        """
+        path = Path(path)
+        if not path.exists():
+            raise MissingFileError(f"config file {path} does not exist")
+        if not path.is_file():
+            raise InputError(f"config {path} is not a file (a TOML file is expected)")
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise InputError(f"config file {path} is not valid TOML: {err}") from None
+        raw = raw.get(cls.TABLE, raw)
+        if not isinstance(raw, dict):
+            raise InputError(f"'{cls.TABLE}' in config file {path} must be a table ([{cls.TABLE}])")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown key(s) in {path}: {', '.join(unknown)}; "
+                f"allowed: {', '.join(sorted(known))}"
+            )
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**raw)
+
+    def to_toml(self, path: str | Path | None = None) -> str:
+        """This configuration as TOML, a ``[<TABLE>]`` table of every field that is set;
+        :meth:`from_toml` reads it back to an equal configuration.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path, optional
+            Also write the text to this file.
+
+        Returns
+        -------
+        str
+            The TOML text.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from meanfield.workbench.config import SimulationConfig
+        >>> cfg = SimulationConfig(n_particles=16, beta=5.0)
+        >>> print(cfg.to_toml().splitlines()[0])
+        [simulate]
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = os.path.join(folder, "run.toml")
+        ...     _ = cfg.to_toml(path)
+        ...     back = SimulationConfig.from_toml(path)
+        >>> back == cfg
+        True
+        """
+        lines = [f"[{self.TABLE}]"]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in self.as_dict().items() if v is not None]
+        text = "\n".join(lines) + "\n"
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def as_dict(self) -> dict:
+        """Every field as a plain dict (what a dataset's ``config_*`` attributes hold).
+
+        Returns
+        -------
+        dict
+            Field name -> value.
+
+        Examples
+        --------
+        >>> from meanfield.workbench.config import SimulationConfig
+        >>> SimulationConfig().as_dict()["regime"]
+        'mean-field'
+        """
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SimulationConfig(_TomlConfig):
     """Every parameter of one particle run (defaults: the README's main job).
 
     Data: ``data`` names a synthetic task of :mod:`meanfield.learners.tasks` (drawn with ``n_data``
@@ -217,26 +363,24 @@ class SimulationConfig:
     target_accept: float | None = None
     step_size: float | None = None
 
+    TABLE = "simulate"
+
     def __post_init__(self):
-        from ..dynamics.langevin import REGIMES
+        from ..dynamics.spec import check_fields
         from ..kernels import KERNEL_NAMES
 
         check_choice("alignment", self.alignment, ALIGNMENTS)
         check_choice("feature", self.feature, ("positive", "fourier", "softplus"))
         check_choice("method", self.method, _config_methods())
         self._check_hmc()
-        check_choice("regime", self.regime, REGIMES)
+        # the run parameters a RunSpec shares, by the spec's own checks
+        check_fields(self, ("regime", "n_particles", "n_steps", "eta", "beta", "seed"))
         check_choice("dtype", self.dtype, ("float64", "float32"))
         check_choice("init", self.init, ("gaussian", "orthogonal"))
-        check_int("n_particles (N)", self.n_particles)
-        check_int("n_steps", self.n_steps)
         check_int("n_data", self.n_data, minimum=2)
-        check_positive("eta (step size)", self.eta)
-        check_positive("beta (inverse temperature)", self.beta)
         check_positive("radius (R)", self.radius)
         check_positive("lam (lambda)", self.lam, allow_zero=True)
         check_positive("confinement", self.confinement, allow_zero=True)
-        check_int("seed", self.seed, minimum=0)
         check_choice("kernel", self.kernel, KERNEL_NAMES)
         if self.kernel == "riesz":
             if self.s is None:
@@ -261,7 +405,7 @@ class SimulationConfig:
             check_int("interaction_batch", self.interaction_batch, minimum=2)
         check_int("data_dim", self.data_dim)
         check_choice("domain", self.domain, ("box", "ball"))
-        self.device = check_device("device", self.device)
+        object.__setattr__(self, "device", check_device("device", self.device))
         if self.alignment == "none" and self.confinement == 0.0:
             raise InputError(
                 "with alignment 'none' set confinement > 0: the energy needs a term "
@@ -295,84 +439,6 @@ class SimulationConfig:
             raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
         if self.step_size is not None:
             check_positive("step_size", self.step_size)
-
-    @classmethod
-    def from_toml(cls, path: str | Path, **overrides) -> SimulationConfig:
-        r"""Read a TOML file (top-level keys or a ``[simulate]`` table), then apply overrides.
-
-        A missing file, a folder, or a file that is not UTF-8 TOML raises a
-        :class:`~meanfield.errors.MeanfieldError` naming the file, before any work.
-
-        Parameters
-        ----------
-        path : str or pathlib.Path
-            The TOML file.
-        **overrides
-            Field values that replace the file's (``None`` values are ignored, so unset
-            command-line flags do not override the file).
-
-        Returns
-        -------
-        SimulationConfig
-
-        Raises
-        ------
-        meanfield.errors.MissingFileError
-            ``path`` does not exist.
-        meanfield.errors.InputError
-            ``path`` is a folder or not valid TOML, or a value is out of range.
-        ValueError
-            An unknown key (the message lists the allowed ones).
-
-        Examples
-        --------
-        >>> import os, tempfile
-        >>> from meanfield.workbench.config import SimulationConfig
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     path = os.path.join(folder, "run.toml")
-        ...     with open(path, "w") as f:
-        ...         _ = f.write("[simulate]\nbeta = 10.0\nn_particles = 64\n")
-        ...     cfg = SimulationConfig.from_toml(path, n_particles=32, eta=None)
-        >>> cfg.beta, cfg.n_particles, cfg.eta
-        (10.0, 32, 0.05)
-        """
-        path = Path(path)
-        if not path.exists():
-            raise MissingFileError(f"config file {path} does not exist")
-        if not path.is_file():
-            raise InputError(f"config {path} is not a file (a TOML file is expected)")
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            raise InputError(f"config file {path} is not valid TOML: {err}") from None
-        raw = raw.get("simulate", raw)
-        if not isinstance(raw, dict):
-            raise InputError(f"'simulate' in config file {path} must be a table ([simulate])")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown key(s) in {path}: {', '.join(unknown)}; "
-                f"allowed: {', '.join(sorted(known))}"
-            )
-        raw.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**raw)
-
-    def as_dict(self) -> dict:
-        """Every field as a plain dict (what a dataset's ``config_*`` attributes hold).
-
-        Returns
-        -------
-        dict
-            Field name -> value.
-
-        Examples
-        --------
-        >>> from meanfield.workbench.config import SimulationConfig
-        >>> SimulationConfig().as_dict()["regime"]
-        'mean-field'
-        """
-        return dataclasses.asdict(self)
 
     # --- building blocks --------------------------------------------------------------------
     def load_data(self) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -556,6 +622,55 @@ class SimulationConfig:
             return 0.0
         return START_SPACING * self.n_particles ** (-1.0 / p) / self.bandwidth
 
+    def _model(self):
+        """The energy and the initial particles of this configuration."""
+        X, y = self.load_data()
+        energy = self.build_energy(X, y)
+        return energy, self.initial_particles(self.data_dim if X is None else X.shape[1])
+
+    def spec(self):
+        """The :class:`~meanfield.dynamics.spec.RunSpec` of this configuration: the energy and
+        the initial particles built, the run parameters copied (Langevin and MALA; ``method =
+        "hmc"`` runs through :meth:`run`).
+
+        Returns
+        -------
+        meanfield.dynamics.spec.RunSpec
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``method = "hmc"``: HMC is not a :func:`~meanfield.dynamics.langevin.simulate`
+            run.
+
+        Examples
+        --------
+        >>> from meanfield.workbench.config import SimulationConfig
+        >>> spec = SimulationConfig(n_particles=16, n_data=20, n_steps=5, beta=10.0).spec()
+        >>> spec.n_particles, spec.beta, spec.energy.term_names
+        (16, 10.0, ['alignment', 'interaction'])
+        """
+        from ..dynamics.spec import RunSpec
+
+        if self.method == "hmc":
+            raise InputError(
+                "method 'hmc' samples through meanfield.dynamics.hmc.sample_hmc, not from a "
+                "RunSpec: call SimulationConfig.run()"
+            )
+        energy, omega0 = self._model()
+        return RunSpec(
+            energy=energy,
+            initial=omega0,
+            beta=self.beta,
+            eta=self.eta,
+            n_steps=self.n_steps,
+            regime=self.regime,
+            method=self.method,
+            interaction_batch=self.interaction_batch,
+            data_batch=self.data_batch,
+            seed=self.seed,
+        )
+
     def run(self, *, progress: bool = False):
         """Build everything and simulate; the dataset's attributes hold this whole config.
 
@@ -567,8 +682,9 @@ class SimulationConfig:
         Returns
         -------
         xarray.Dataset
-            What :func:`meanfield.dynamics.langevin.simulate` returns, with every field of this
-            configuration as a ``config_<name>`` attribute.
+            What :func:`meanfield.dynamics.langevin.simulate` returns (of :meth:`spec`), or
+            :func:`meanfield.dynamics.hmc.sample_hmc` for ``method = "hmc"``, with every field
+            of this configuration as a ``config_<name>`` attribute.
 
         Examples
         --------
@@ -579,23 +695,11 @@ class SimulationConfig:
         """
         from ..dynamics.langevin import simulate
 
-        X, y = self.load_data()
-        energy = self.build_energy(X, y)
-        omega0 = self.initial_particles(self.data_dim if X is None else X.shape[1])
         if self.method == "hmc":
-            return self._run_hmc(energy, omega0, progress)
+            return self._run_hmc(*self._model(), progress)
         return simulate(
-            energy,
-            omega0,
-            eta=self.eta,
-            beta=self.beta,
-            n_steps=self.n_steps,
-            regime=self.regime,
-            method=self.method,
+            self.spec(),
             record_every=self.record_every,
-            interaction_batch=self.interaction_batch,
-            data_batch=self.data_batch,
-            seed=self.seed,
             progress=progress,
             extra_attrs={f"config_{k}": v for k, v in self.as_dict().items()},
         )

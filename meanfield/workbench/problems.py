@@ -1,60 +1,93 @@
-"""The embedded default problem of the README and its one-call run (data, energy, I/O).
+r"""The embedded default problem of the README: its configuration, its run specification and
+its one-call run (data, energy, I/O).
 
-:func:`default_problem` builds the problem (a synthetic two-class data set, so the particles
-are the model's random features and the energy contains the alignment term);
-:func:`run_default_comparison` runs :func:`meanfield.workbench.compare.compare` on it and writes the
-dataset (netCDF) and a figure.  (Moved out of :mod:`meanfield.workbench.compare`, which re-exports
-both.)
+:class:`ComparisonConfig` holds every parameter of ``meanfield compare`` in plain names and
+numbers (the flags and the TOML keys of the command): the problem (a synthetic two-class data
+set, so the particles are the model's random features and the energy contains the alignment
+term) and the run (β, N, η, t, the seed and the grid's scheme).  It builds the energy and the
+initial law, and its :meth:`~ComparisonConfig.spec` is the typed run specification
+(:class:`~meanfield.dynamics.spec.RunSpec`) that :func:`meanfield.workbench.compare.compare`
+reads.  :func:`default_problem` makes one; :func:`run_default_comparison` runs it and writes
+the dataset (netCDF) and a figure.
+
+The module imports nothing heavy until a problem is built, so the command line's help reads
+the fields without loading torch.
+
+Examples
+--------
+>>> from meanfield.workbench.problems import ComparisonConfig
+>>> problem = ComparisonConfig(dim=2, n_data=20)
+>>> problem.cells, problem.n_particles, problem.spec().n_steps  # p = 2 defaults; t = 1
+(48, 1000, 200)
 """
 
 from __future__ import annotations
 
-import xarray as xr
+import dataclasses
+import functools
+import warnings
+from dataclasses import dataclass, fields
 
-from .._resources import check_grid_memory
-from .._validation import check_int, check_output_path
-from ..domains import Box
-from ..energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
-from ..kernels import Coulomb
-from ..learners.tasks import radial
-from ..pde import Density, Grid
-from ..results import save_dataset
-from .compare import compare
+from .._validation import (
+    check_finite_real,
+    check_int,
+    check_output_path,
+    check_positive,
+    shown,
+    spelled_as,
+)
+from ..errors import InputError
+from .config import _TomlConfig
 
-DEFAULTS = {
-    1: {
-        "radius": 2.0,
-        "grid_n": 128,
-        "n_data": 200,
-        "lam": 0.5,
-        "beta": 10.0,
-        "n_particles": 500,
-        "eta": 0.005,
-        "t_final": 2.0,
-        "init_mean": 0.0,
-        "init_std": 0.3,
-    },
-    2: {
-        "radius": 2.0,
-        "grid_n": 48,
-        "n_data": 200,
-        "lam": 0.5,
-        "beta": 10.0,
-        "n_particles": 1000,
-        "eta": 0.005,
-        "t_final": 1.0,
-        "init_mean": 0.0,
-        "init_std": 0.4,
-    },
+#: The parameters whose default depends on the dimension p = 1, 2 (None in a configuration).
+PER_DIMENSION = {
+    "cells": (128, 48),
+    "n_particles": (500, 1000),
+    "t_final": (2.0, 1.0),
+    "init_std": (0.3, 0.4),
 }
 
 
-def default_problem(dim: int = 1, **overrides) -> dict:
-    r"""The README's problem: random features on a synthetic two-class data set.
+class _DeprecatedProblemDict:
+    """The dict that :func:`default_problem` returned before it returned a configuration:
+    ``problem["energy"]``, ``problem.pop("config")`` and ``compare(**problem)`` keep working
+    for one release, with a DeprecationWarning."""
 
-    Data: the radial task of Sinha & Duchi in d = ``dim`` (x ~ N(0, I_d), y = sign(|x| − √d),
-    ``n_data`` points, seed 0).  Particles: positive (FAVOR+) features ω ∈ R^d, so p = d.
-    Energy on the box [−R, R]^p:
+    _KEYS = ("energy", "initial", "n_particles", "beta", "t_final", "eta")
+
+    def _warn(self) -> None:
+        warnings.warn(
+            "default_problem() returns a ComparisonConfig, not a dict: read its attributes "
+            "(problem.energy, problem.initial, problem.data, problem.beta, ...) and run "
+            "compare(problem.spec()); dict access will be removed in the next version",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+    def __getitem__(self, key):
+        self._warn()
+        if key == "config":
+            return self.as_dict()
+        if key == "data" or key in self._KEYS:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def keys(self):
+        self._warn()
+        return self._KEYS
+
+    def pop(self, key, *default):
+        self._warn()
+        return self[key] if key in (*self._KEYS, "data", "config") or not default else default[0]
+
+
+@dataclass(frozen=True)
+class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
+    r"""The README's problem and its side-by-side run, in plain parameters (checked when made).
+
+    Data: the radial task of Sinha & Duchi in d = ``dim`` (x ~ N(0, I_d),
+    y = sign(|x| − √d), ``n_data`` points, seed 0).  Particles: positive (FAVOR+) features
+    ω ∈ R^d, so p = d.  Energy on the box [−R, R]^p:
 
     .. math::
 
@@ -62,88 +95,297 @@ def default_problem(dim: int = 1, **overrides) -> dict:
         + \lambda \iint k(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega'),
 
     with the linear (U-statistic) alignment a and the Coulomb kernel of R^p (k = −|z| in
-    p = 1, −log|z| in p = 2).  Initial law: N(init_mean, init_std² I) on the grid.
+    p = 1, −log|z| in p = 2).  Initial law: N(init_mean, init_std² I) on the grid.  Every
+    field is a ``meanfield compare`` flag and a key of its TOML file (a ``[compare]`` table).
+
+    Parameters
+    ----------
+    dim : {1, 2}, default 1
+        Particle dimension p.
+    radius : float, default 2
+        R > 0 of the box.
+    cells : int, optional
+        Grid cells per axis (≥ 4; default 128 in p = 1, 48 in p = 2).
+    n_data : int, default 200
+        Data points (≥ 2).
+    lam : float, default 0.5
+        Coulomb interaction strength λ ≥ 0.
+    init_mean, init_std : float, optional
+        Mean and standard deviation (> 0; default 0.3 in p = 1, 0.4 in p = 2) of the initial
+        law.
+    beta : float, default 10
+        Inverse temperature β > 0 (mean-field regime).
+    n_particles : int, optional
+        N ≥ 1 (default 500 in p = 1, 1000 in p = 2).
+    eta : float, default 0.005
+        Langevin step η > 0.
+    t_final : float, optional
+        Final time > 0 (default 2 in p = 1, 1 in p = 2); round(t_final/η) particle steps, at
+        most :data:`~meanfield.dynamics.spec.MAX_STEPS`.
+    seed : int, default 0
+        Seeds the particles' sample and noise.
+    scheme : str, default "upwind"
+        Grid flux scheme (:data:`meanfield.pde.flux.SCHEMES`).
+    order : {1, 2}, default 2
+        Order of the upwind reconstruction.
+    safety : float in (0, 1], default 0.5
+        Fraction of the stable grid step taken.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A value out of range (the message names the parameter and the range; on the command
+        line, the flag as typed).
+    meanfield.errors.SizeLimitError
+        A grid too large for the memory available.
+    meanfield.errors.StepBudgetError
+        More particle steps than :data:`~meanfield.dynamics.spec.MAX_STEPS`.
+
+    Examples
+    --------
+    >>> from meanfield.workbench.problems import ComparisonConfig
+    >>> problem = ComparisonConfig(n_data=20, cells=32)
+    >>> problem.energy.term_names, problem.n_particles, problem.data[0].shape
+    (['confinement', 'alignment', 'interaction'], 500, (20, 1))
+    >>> problem.energy.terms[2].kernel  # the Coulomb kernel of R^1: k(z) = −|z|
+    Coulomb(dim=1, softening=0.0)
+    >>> ComparisonConfig(cells=3)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: cells (grid cells per axis) must be an integer >= 4, got 3
+    """
+
+    TABLE = "compare"
+
+    dim: int = 1
+    radius: float = 2.0
+    cells: int | None = None
+    n_data: int = 200
+    lam: float = 0.5
+    init_mean: float = 0.0
+    init_std: float | None = None
+    beta: float = 10.0
+    n_particles: int | None = None
+    eta: float = 0.005
+    t_final: float | None = None
+    seed: int = 0
+    scheme: str = "upwind"
+    order: int = 2
+    safety: float = 0.5
+
+    def __post_init__(self):
+        from .._resources import check_grid_memory
+        from ..dynamics.spec import MAX_STEPS, check_fields, n_steps_for
+        from ..pde.grid import MIN_CELLS
+
+        if self.dim not in (1, 2) or isinstance(self.dim, bool):
+            dim = shown("dim")
+            raise InputError(f"{dim} must be 1 or 2 for the default problem, got {self.dim!r}")
+        for name, values in PER_DIMENSION.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, values[self.dim - 1])
+        check_int("cells (grid cells per axis)", self.cells, minimum=MIN_CELLS)
+        check_int("n_data", self.n_data, minimum=2)
+        check_positive("radius (R)", self.radius)
+        check_positive("lam (lambda)", self.lam, allow_zero=True)
+        check_finite_real("init_mean", self.init_mean)
+        check_positive("init_std", self.init_std)
+        check_fields(self, ("beta", "eta", "n_particles", "seed", "scheme", "order", "safety"))
+        n_steps_for(self.t_final, self.eta, max_steps=MAX_STEPS)
+        # before anything is allocated (a 100000² grid: 80 GB for the density alone)
+        cells = (self.cells,) * self.dim
+        check_grid_memory("cells (grid cells per axis)", cells, pair_terms=int(self.lam > 0))
+
+    @functools.cached_property
+    def data(self):
+        """The training data (X, y) of the radial task: ``n_data`` points in d = ``dim``.
+
+        Examples
+        --------
+        >>> from meanfield.workbench.problems import ComparisonConfig
+        >>> X, y = ComparisonConfig(dim=2, n_data=10).data
+        >>> X.shape, sorted(set(y.tolist()))
+        ((10, 2), [-1.0, 1.0])
+        """
+        from ..learners.tasks import radial
+
+        split = radial(self.n_data, 1, d=self.dim, seed=0)
+        return split.X_train, split.y_train
+
+    @functools.cached_property
+    def energy(self):
+        """The :class:`~meanfield.energy.Energy`: confinement, linear alignment on
+        :attr:`data`, Coulomb repulsion of strength λ, on the box [−R, R]^p.
+
+        Examples
+        --------
+        >>> from meanfield.workbench.problems import ComparisonConfig
+        >>> ComparisonConfig(n_data=10, radius=3.0).energy.domain
+        Box(dim=1, half_width=3.0)
+        """
+        from ..domains import Box
+        from ..energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
+        from ..kernels import Coulomb
+
+        X, y = self.data
+        terms = [
+            QuadraticPotential(1.0),
+            LinearAlignment(X, y, "positive"),
+            PairInteraction(Coulomb(self.dim), self.lam),
+        ]
+        return Energy(terms, Box(self.dim, self.radius))
+
+    @functools.cached_property
+    def initial(self):
+        """The initial law: a Gaussian N(init_mean, init_std² I) on the grid of ``cells``
+        cells per axis over the energy's box (:class:`~meanfield.pde.Density`).
+
+        Examples
+        --------
+        >>> from meanfield.workbench.problems import ComparisonConfig
+        >>> rho0 = ComparisonConfig(n_data=10, cells=32).initial
+        >>> rho0.grid.n, round(rho0.mass, 12)
+        ((32,), 1.0)
+        """
+        from ..pde import Density, Grid
+
+        return Density.gaussian(Grid(self.energy.domain, self.cells), self.init_mean, self.init_std)
+
+    def spec(self):
+        """The run specification of this problem, what :func:`~meanfield.workbench.compare.compare`
+        reads (round(t_final/η) particle steps).
+
+        Returns
+        -------
+        meanfield.dynamics.spec.RunSpec
+
+        Examples
+        --------
+        >>> from meanfield.workbench.problems import ComparisonConfig
+        >>> spec = ComparisonConfig(n_data=10, cells=32).spec()
+        >>> spec.n_particles, spec.n_steps, spec.grid.n, spec.scheme
+        (500, 400, (32,), 'upwind')
+        """
+        from ..dynamics.spec import RunSpec, n_steps_for
+
+        return RunSpec(
+            energy=self.energy,
+            initial=self.initial,
+            beta=self.beta,
+            eta=self.eta,
+            n_steps=n_steps_for(self.t_final, self.eta),
+            n_particles=self.n_particles,
+            seed=self.seed,
+            scheme=self.scheme,
+            order=self.order,
+            safety=self.safety,
+        )
+
+    def replace(self, **changes) -> ComparisonConfig:
+        """A new configuration with ``changes`` (checked as a new one is; a parameter whose
+        default depends on the dimension keeps its value unless changed).
+
+        Parameters
+        ----------
+        **changes
+            Field values.
+
+        Returns
+        -------
+        ComparisonConfig
+
+        Examples
+        --------
+        >>> from meanfield.workbench.problems import ComparisonConfig
+        >>> ComparisonConfig(n_data=10).replace(seed=4).seed
+        4
+        """
+        return dataclasses.replace(self, **changes)
+
+
+def default_problem(dim: int = 1, **overrides) -> ComparisonConfig:
+    r"""The README's problem: random features on a synthetic two-class data set.
 
     Parameters
     ----------
     dim : {1, 2}
     **overrides
-        Any key of :data:`DEFAULTS` (``radius``, ``grid_n``, ``n_data``, ``lam``, ``beta``,
-        ``n_particles``, ``eta``, ``t_final``, ``init_mean``, ``init_std``).
+        Any field of :class:`ComparisonConfig` (``radius``, ``cells``, ``n_data``, ``lam``,
+        ``init_mean``, ``init_std``, ``beta``, ``n_particles``, ``eta``, ``t_final``,
+        ``seed``, ``scheme``, ``order``, ``safety``); ``grid_n``, the former name of
+        ``cells``, works for one release with a DeprecationWarning.
 
     Returns
     -------
-    dict
-        Keyword arguments for :func:`compare` (``energy``, ``initial``, ``n_particles``,
-        ``beta``, ``t_final``, ``eta``) and ``data`` = (X, y).
+    ComparisonConfig
+        The problem: ``.energy``, ``.initial``, ``.data`` = (X, y), the run parameters, and
+        ``.spec()`` for :func:`~meanfield.workbench.compare.compare`.  (Reading it as the
+        dict of the previous version warns.)
+
+    Raises
+    ------
+    ValueError
+        An unknown parameter (the message lists the allowed ones), or one out of range.
 
     Examples
     --------
     >>> from meanfield.workbench.problems import default_problem
-    >>> prob = default_problem(1, n_data=20, grid_n=32)
-    >>> prob["energy"].term_names, prob["n_particles"], prob["data"][0].shape
+    >>> prob = default_problem(1, n_data=20, cells=32)
+    >>> prob.energy.term_names, prob.n_particles, prob.data[0].shape
     (['confinement', 'alignment', 'interaction'], 500, (20, 1))
-    >>> prob["energy"].terms[2].kernel  # the Coulomb kernel of R^1: k(z) = −|z|
-    Coulomb(dim=1, softening=0.0)
     """
-    if dim not in DEFAULTS:
-        raise ValueError(f"dim must be 1 or 2 for the default problem, got {dim!r}")
-    cfg = dict(DEFAULTS[dim])
-    unknown = set(overrides) - set(cfg)
+    spelled = {}
+    if "grid_n" in overrides:
+        warnings.warn(
+            "default_problem(grid_n=...) is deprecated and will be removed in the next "
+            "version; use cells=...",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        overrides["cells"] = overrides.pop("grid_n")
+        spelled["cells"] = "grid_n"
+    known = {f.name for f in fields(ComparisonConfig)} - {"dim"}
+    unknown = set(overrides) - known
     if unknown:
         raise ValueError(
-            f"unknown default-problem parameter(s) {sorted(unknown)}; choose from {sorted(cfg)}"
+            f"unknown default-problem parameter(s) {sorted(unknown)}; choose from {sorted(known)}"
         )
-    cfg.update(overrides)
-    split = radial(check_int("n_data", cfg["n_data"], minimum=2), 1, d=dim, seed=0)
-    X, y = split.X_train, split.y_train
-    domain = Box(dim, cfg["radius"])
-    energy = Energy(
-        [
-            QuadraticPotential(1.0),
-            LinearAlignment(X, y, "positive"),
-            PairInteraction(Coulomb(dim), cfg["lam"]),
-        ],
-        domain,
-    )
-    grid = Grid(domain, cfg["grid_n"])
-    # before the initial density is allocated (a 100000² grid: 80 GB for it alone)
-    check_grid_memory("grid_n (cells per axis)", grid.n, pair_terms=int(cfg["lam"] > 0))
-    initial = Density.gaussian(grid, cfg["init_mean"], cfg["init_std"])
-    return {
-        "energy": energy,
-        "initial": initial,
-        "n_particles": cfg["n_particles"],
-        "beta": cfg["beta"],
-        "t_final": cfg["t_final"],
-        "eta": cfg["eta"],
-        "data": (X, y),
-        "config": cfg,
-    }
+    with spelled_as(spelled):
+        return ComparisonConfig(dim=dim, **overrides)
 
 
-_COMPARE_KEYS = {"n_records", "seed", "scheme", "order", "safety", "w_method", "progress"}
-
-
-def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
+def run_default_comparison(
+    out_dir,
+    problem: ComparisonConfig | None = None,
+    *,
+    dim: int = 1,
+    n_records: int = 20,
+    w_method: str = "auto",
+    progress: bool = False,
+    **overrides,
+):
     """Run the default problem, write ``comparison.nc`` and ``comparison.png`` to ``out_dir``.
 
     Parameters
     ----------
     out_dir : path
         Created if missing.
+    problem : ComparisonConfig, optional
+        The problem and its run (default: :func:`default_problem` of ``dim`` and
+        ``overrides``; given, ``overrides`` replace its fields).
     dim : {1, 2}
         Particle dimension of the default problem.
+    n_records, w_method, progress :
+        As :func:`~meanfield.workbench.compare.compare`.
     **overrides
-        Default-problem parameters (:func:`default_problem`) and :func:`compare` options
-        (``n_records``, ``seed``, ``scheme``, ``order``, ``safety``, ``w_method``,
-        ``progress``).
+        Fields of :class:`ComparisonConfig`.
 
     Returns
     -------
     xarray.Dataset
-        As :func:`compare`; ``attrs["dataset_path"]`` and ``attrs["figure_path"]`` say where
-        the files went.
+        As :func:`compare`, with every field of the problem as a ``problem_<name>``
+        attribute; ``attrs["dataset_path"]`` and ``attrs["figure_path"]`` say where the files
+        went.
 
     Examples
     --------
@@ -151,22 +393,27 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
 
     >>> from meanfield.workbench.problems import run_default_comparison
     >>> ds = run_default_comparison(
-    ...     "out", n_data=10, grid_n=16, n_particles=20, t_final=0.02, n_records=1
+    ...     "out", n_data=10, cells=16, n_particles=20, t_final=0.02, n_records=1
     ... )
-    >>> dict(ds.sizes), ds.attrs["figure_path"]
-    ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, 'out/comparison.png')
+    >>> dict(ds.sizes), ds.attrs["figure_path"], int(ds.attrs["problem_cells"])
+    ({'time': 2, 'particle': 20, 'dim': 1, 'x': 16}, 'out/comparison.png', 16)
     """
+    from ..results import save_dataset
+    from .compare import compare
     from .plotting import plot_comparison
 
     out_dir = check_output_path("out (folder)", out_dir, kind="dir")
     for name in ("comparison.nc", "comparison.png"):
         check_output_path("out (folder)", out_dir / name, kind="file")
-    cmp_kw = {k: overrides.pop(k) for k in list(overrides) if k in _COMPARE_KEYS}
-    prob = default_problem(dim, **overrides)
-    cfg = prob.pop("config")
-    prob.pop("data")
-    extra = {"problem": "default", "task": "radial", **{f"problem_{k}": v for k, v in cfg.items()}}
-    ds = compare(**prob, **cmp_kw, extra_attrs=extra)
+    if problem is None:
+        problem = default_problem(dim, **overrides)
+    elif overrides:
+        problem = problem.replace(**overrides)
+    extra = {"problem": "default", "task": "radial"}
+    extra |= {f"problem_{k}": v for k, v in problem.as_dict().items()}
+    ds = compare(
+        problem.spec(), n_records=n_records, w_method=w_method, progress=progress, extra_attrs=extra
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     nc = save_dataset(ds, out_dir / "comparison.nc")
     png = out_dir / "comparison.png"
@@ -177,4 +424,25 @@ def run_default_comparison(out_dir, *, dim: int = 1, **overrides) -> xr.Dataset:
     return ds
 
 
-__all__ = ["DEFAULTS", "default_problem", "run_default_comparison"]
+def __getattr__(name: str):
+    """``DEFAULTS``, the dicts of the previous version (p -> parameter -> value), for one
+    release with a DeprecationWarning: the defaults are :class:`ComparisonConfig`'s."""
+    if name == "DEFAULTS":
+        warnings.warn(
+            "meanfield.workbench.problems.DEFAULTS is deprecated and will be removed in the "
+            "next version: the defaults are those of ComparisonConfig(dim=p)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        keep = ("radius", "cells", "n_data", "lam", "beta", "n_particles", "eta", "t_final")
+        out = {}
+        for p in (1, 2):
+            values = {f.name: f.default for f in fields(ComparisonConfig)}
+            values.update({k: v[p - 1] for k, v in PER_DIMENSION.items()})
+            out[p] = {("grid_n" if k == "cells" else k): values[k] for k in keep}
+            out[p] |= {"init_mean": values["init_mean"], "init_std": values["init_std"]}
+        return out
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["PER_DIMENSION", "ComparisonConfig", "default_problem", "run_default_comparison"]

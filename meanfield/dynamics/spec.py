@@ -1,0 +1,577 @@
+r"""One run of the model, for both views: the typed run specification.
+
+A :class:`RunSpec` holds everything that fixes a run: the energy, the initial law (or the
+initial particles), β, the regime, the particles' step η and number of steps (so the time
+t = η · steps), N, the seed, and the grid's scheme.  It is checked once, when it is made
+(every message names the parameter and its allowed range), and then read by
+
+* :func:`meanfield.dynamics.langevin.simulate` (the particles: ``simulate(spec)``),
+* :func:`meanfield.workbench.compare.compare` (particles and grid side by side),
+* :meth:`RunSpec.equation` (the grid: the McKean–Vlasov equation, its scheme bound to the
+  grid and β), and the studies, which make one spec per run.
+
+The configurations that the command line and TOML files fill, in plain names and numbers
+(:class:`~meanfield.workbench.config.SimulationConfig` for ``meanfield simulate``,
+:class:`~meanfield.workbench.problems.ComparisonConfig` for ``meanfield compare``), build
+their energy and initial law and return a spec from ``.spec()``.  The checks of the
+parameters they share with a spec are written once, in :data:`RUN_CHECKS`.
+
+Examples
+--------
+>>> from meanfield.domains import Box
+>>> from meanfield.dynamics.spec import RunSpec
+>>> from meanfield.energy import Energy, QuadraticPotential
+>>> from meanfield.pde import Density, Grid
+>>> box = Box(1, 2.0)
+>>> spec = RunSpec(
+...     energy=Energy([QuadraticPotential()], box),
+...     initial=Density.gaussian(Grid(box, 16), 0.0, 0.5),
+...     n_particles=20, beta=10.0, eta=0.01, n_steps=5,
+... )
+>>> spec.t_final, spec.particles().shape, spec.equation().scheme.beta
+(0.05, (20, 1), 10.0)
+>>> RunSpec(energy=spec.energy, initial=spec.initial, beta=-1.0, eta=0.01, n_steps=5)
+Traceback (most recent call last):
+    ...
+meanfield.errors.InputError: beta (inverse temperature) must be a finite number in (0, inf), ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice, check_int, check_positive, shown
+from ..energy import Energy
+from ..errors import InputError, InputTypeError, StepBudgetError
+from ..pde.field import Density
+from ..pde.flux import SCHEMES, Scheme
+from .chains import REGIMES
+
+#: The integrators of :func:`~meanfield.dynamics.langevin.simulate` (HMC runs through
+#: :func:`~meanfield.dynamics.hmc.sample_hmc`).
+METHODS = ("langevin", "mala")
+#: Default step budget of a side-by-side run (:func:`meanfield.workbench.compare.compare`),
+#: for the particles and the grid alike (the default ``max_steps`` of
+#: :func:`meanfield.pde.solve`).
+MAX_STEPS = 10_000_000
+
+
+def _check_scheme(value):
+    return value if isinstance(value, Scheme) else check_choice("scheme", value, SCHEMES)
+
+
+def _check_order(value):
+    if value not in (1, 2) or isinstance(value, bool):
+        raise InputError(f"{shown('order')} must be 1 or 2 (upwind reconstruction), got {value!r}")
+    return int(value)
+
+
+def _check_safety(value):
+    value = check_positive("safety", value)
+    if value > 1:
+        raise InputError(f"{shown('safety')} must be in (0, 1], got {value}")
+    return value
+
+
+#: The check of every run parameter a :class:`RunSpec` shares with the plain configurations:
+#: name -> function(value) -> the checked value (raising with the parameter's name and range).
+RUN_CHECKS = {
+    "beta": lambda v: check_positive("beta (inverse temperature)", v),
+    "eta": lambda v: check_positive("eta (step size)", v),
+    "n_steps": lambda v: check_int("n_steps", v),
+    "n_particles": lambda v: check_int("n_particles (N)", v),
+    "regime": lambda v: check_choice("regime", v, REGIMES),
+    "method": lambda v: check_choice("method", v, METHODS),
+    "seed": lambda v: check_int("seed", v, minimum=0),
+    "scheme": _check_scheme,
+    "order": _check_order,
+    "safety": _check_safety,
+}
+
+
+def check_fields(obj, names, *, store: bool = False) -> None:
+    """Check the fields ``names`` of the dataclass ``obj`` by :data:`RUN_CHECKS` (None: unset).
+
+    Parameters
+    ----------
+    obj : dataclass instance
+        A spec or a configuration (frozen or not).
+    names : iterable of str
+        Keys of :data:`RUN_CHECKS`, checked in this order.
+    store : bool, default False
+        Write the checked values back (floats for the real parameters, ints for the counts).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from meanfield.dynamics.spec import check_fields
+    >>> check_fields(SimpleNamespace(beta=2, seed=None), ["beta", "seed"])  # fine
+    >>> check_fields(SimpleNamespace(seed=-1), ["seed"])
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: seed must be an integer >= 0, got -1
+    """
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            checked = RUN_CHECKS[name](value)
+            if store:
+                object.__setattr__(obj, name, checked)
+
+
+def check_batches(method: str, energy: Energy, interaction_batch, data_batch):
+    """The random batches of a particle run, checked: ``(interaction_batch, data_batch)``.
+
+    Projected Langevin only (MALA samples the exact Gibbs law); B ≥ 2 for the pair term,
+    2 ≤ ``data_batch`` ≤ the energy's number of data points for the alignment.
+
+    Parameters
+    ----------
+    method : {"langevin", "mala"}
+    energy : Energy
+    interaction_batch, data_batch : int or None
+
+    Returns
+    -------
+    (int or None, int or None)
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.dynamics.spec import check_batches
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+    >>> check_batches("langevin", E, 4, None)
+    (4, None)
+    >>> check_batches("langevin", E, None, 4)
+    Traceback (most recent call last):
+        ...
+    ValueError: data_batch needs an energy with an alignment (data) term
+    """
+    if method == "mala" and (interaction_batch is not None or data_batch is not None):
+        raise ValueError(
+            "method 'mala' samples the exact Gibbs law: it takes neither "
+            "interaction_batch nor data_batch"
+        )
+    if interaction_batch is not None:
+        interaction_batch = check_int("interaction_batch (B)", interaction_batch, minimum=2)
+    if data_batch is not None:
+        data_batch = check_int("data_batch", data_batch, minimum=2)
+        n = energy.n_data()
+        if n is None:
+            raise ValueError("data_batch needs an energy with an alignment (data) term")
+        if data_batch > n:
+            raise ValueError(f"data_batch must be in [2, n={n}], got {data_batch}")
+    return interaction_batch, data_batch
+
+
+def n_steps_for(t_final: float, eta: float, *, max_steps: int | None = None) -> int:
+    """The particle steps round(t_final / η) of a run to time ``t_final``, checked.
+
+    Parameters
+    ----------
+    t_final, eta : float
+        Final time and step, both > 0.
+    max_steps : int, optional
+        The most steps allowed (a run budget); None for no limit.
+
+    Returns
+    -------
+    int
+        ≥ 1.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A bad time or step, or fewer than one step.
+    meanfield.errors.StepBudgetError
+        More than ``max_steps`` steps.
+
+    Examples
+    --------
+    >>> from meanfield.dynamics.spec import n_steps_for
+    >>> n_steps_for(2.0, 0.005)
+    400
+    >>> n_steps_for(1e9, 0.005, max_steps=10_000_000)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.StepBudgetError: t_final / eta = 1e+09 / 0.005 gives 2e+11 particle steps, ...
+    """
+    t_final = check_positive("t_final", t_final)
+    eta = RUN_CHECKS["eta"](eta)
+    T, E = shown("t_final"), shown("eta")
+    n_steps = int(round(t_final / eta))
+    if n_steps < 1:
+        raise InputError(f"{T} / {E} must give at least one step, got {t_final:g} / {eta:g}")
+    if max_steps is not None and n_steps > max_steps:
+        raise StepBudgetError(
+            f"{T} / {E} = {t_final:g} / {eta:g} gives {n_steps:.3g} particle steps, above "
+            f"max_steps = {max_steps} (allowed: {T} / {E} <= {max_steps}); lower {T} or "
+            f"raise {E}"
+        )
+    return n_steps
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class RunSpec:
+    r"""Every parameter of one run, both views, checked once when made.
+
+    The particles follow projected Langevin (or MALA) from N samples of the initial law (or
+    from the given particles) for ``n_steps`` steps of size η; the grid follows the
+    McKean–Vlasov equation from the initial law to the same time t = η · n_steps:
+
+    .. math::
+
+        d\omega_i = -N \nabla_{\omega_i} H_N(\Omega)\, dt + \sqrt{2/\beta_N}\, dW_i, \qquad
+        \partial_t \rho = \nabla \cdot \Big(\rho\, \nabla \frac{\delta E}{\delta \rho}\Big)
+        + \beta^{-1} \Delta \rho.
+
+    Parameters
+    ----------
+    energy : Energy
+        The model.
+    initial : Density or array_like
+        The initial law on a grid of the energy's box (the particles sample it iid; the grid
+        starts from it, normalised to mass 1), or the initial particles, shape (N, p) or
+        (R, N, p) for R replicas (a particle run only).
+    beta : float
+        Inverse temperature β > 0.
+    eta : float
+        Langevin step η > 0.
+    n_steps : int
+        Particle steps ≥ 1; the final time is t = η · n_steps (:attr:`t_final`;
+        :func:`n_steps_for` converts a time).
+    n_particles : int, optional
+        N ≥ 1: needed with an initial law; with particles, their number (checked if given).
+    regime : {"mean-field", "coulomb-gas"}, default "mean-field"
+        β_N = β or β_N = βN (the grid is the mean-field limit).
+    method : {"langevin", "mala"}, default "langevin"
+        Projected Langevin (Algorithm 1) or the Metropolis-adjusted sampler.
+    interaction_batch, data_batch : int, optional
+        Random-batch size B ≥ 2 of the pair force, mini-batch of data rows (Langevin only).
+    seed : int, default 0
+        Seeds the sample of the initial law and the noise.
+    scheme : str or Scheme, default "upwind"
+        Grid flux scheme (:data:`meanfield.pde.flux.SCHEMES`).
+    order : {1, 2}, default 2
+        Order of the upwind reconstruction.
+    safety : float in (0, 1], default 0.5
+        Fraction of the stable grid step taken.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A value out of range (the message names the parameter and the range), an initial law
+        on another box, or no ``n_particles`` with an initial law.
+    meanfield.errors.InputTypeError
+        ``energy`` is not an Energy, or a parameter of the wrong type.
+
+    Examples
+    --------
+    Particles given directly (N comes from their shape), and a field changed:
+
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.dynamics.spec import RunSpec
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> spec = RunSpec(energy=Energy([QuadraticPotential()], Box(1, 2.0)),
+    ...                initial=np.zeros((5, 1)), beta=1.0, eta=0.01, n_steps=10)
+    >>> spec.n_particles, spec.replace(seed=3).seed, spec.law is None
+    (5, 3, True)
+    >>> spec.replace(regime="hot")
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: unknown regime 'hot'; choose one of 'mean-field', 'coulomb-gas'
+    """
+
+    energy: Energy
+    initial: Any
+    beta: float
+    eta: float
+    n_steps: int
+    n_particles: int | None = None
+    regime: str = "mean-field"
+    method: str = "langevin"
+    interaction_batch: int | None = None
+    data_batch: int | None = None
+    seed: int = 0
+    scheme: Any = "upwind"
+    order: int = 2
+    safety: float = 0.5
+
+    def __post_init__(self):
+        if not isinstance(self.energy, Energy):
+            raise InputTypeError(f"energy must be a meanfield.energy.Energy, got {self.energy!r}")
+        check_fields(self, RUN_CHECKS, store=True)
+        batches = check_batches(self.method, self.energy, self.interaction_batch, self.data_batch)
+        object.__setattr__(self, "interaction_batch", batches[0])
+        object.__setattr__(self, "data_batch", batches[1])
+        self._check_initial()
+
+    def _check_initial(self) -> None:
+        """The initial law lies on the energy's box and has an N; particles agree with N."""
+        initial = self.initial
+        if isinstance(initial, Density):
+            from ..pde.potential import check_same_domain
+
+            check_same_domain(self.energy, initial.grid)
+            if self.n_particles is None:
+                raise InputError(
+                    "n_particles (N) is needed with an initial law (a Density): the particles "
+                    "are N iid samples of it"
+                )
+            return
+        if initial is None:
+            raise InputTypeError(
+                "initial must be a meanfield.pde.Density (the initial law) or the initial "
+                "particles, shape (N, p) or (R, N, p); got None"
+            )
+        shape = tuple(getattr(initial, "shape", None) or np.shape(initial))
+        if len(shape) < 2:
+            return  # the chain's own check names the array (omega0) and the shapes it takes
+        if self.n_particles is None:
+            object.__setattr__(self, "n_particles", int(shape[-2]))
+        elif self.n_particles != shape[-2]:
+            raise InputError(
+                f"n_particles (N) = {self.n_particles}, but the initial particles are "
+                f"{shape[-2]} (shape {shape}); drop n_particles or make them agree"
+            )
+
+    @property
+    def t_final(self) -> float:
+        """The final time t = η · n_steps (the particles' time; the grid's end time).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+        >>> RunSpec(energy=E, initial=np.zeros((3, 1)), beta=1.0, eta=0.25, n_steps=6).t_final
+        1.5
+        """
+        return self.eta * self.n_steps
+
+    @property
+    def grid(self):
+        """The grid of the initial law (:class:`~meanfield.pde.grid.Grid`), None for particles.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> box = Box(1, 1.0)
+        >>> rho = Density.uniform(Grid(box, 8))
+        >>> E = Energy([QuadraticPotential()], box)
+        >>> RunSpec(energy=E, initial=rho, n_particles=4, beta=1.0, eta=0.1, n_steps=1).grid.n
+        (8,)
+        """
+        return self.initial.grid if isinstance(self.initial, Density) else None
+
+    @functools.cached_property
+    def law(self) -> Density | None:
+        """The initial law normalised to mass 1, what both views start from (None for particles).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> box = Box(1, 1.0)
+        >>> rho = Density(Grid(box, 4), [2.0, 2.0, 0.0, 0.0])
+        >>> E = Energy([QuadraticPotential()], box)
+        >>> RunSpec(energy=E, initial=rho, n_particles=4, beta=1.0, eta=0.1, n_steps=1).law.mass
+        1.0
+        """
+        return self.initial.normalised() if isinstance(self.initial, Density) else None
+
+    def particles(self):
+        """The initial particles: N iid samples of :attr:`law` (seeded by ``seed``), or the
+        particles given as ``initial``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (N, p), or what ``initial`` holds
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> box = Box(1, 1.0)
+        >>> rho = Density(Grid(box, 4), [0.0, 0.0, 0.0, 1.0])  # all mass in [0.5, 1]
+        >>> E = Energy([QuadraticPotential()], box)
+        >>> spec = RunSpec(energy=E, initial=rho, n_particles=6, beta=1.0, eta=0.1, n_steps=1)
+        >>> x = spec.particles()
+        >>> x.shape, bool((x >= 0.5).all())
+        ((6, 1), True)
+        """
+        if self.law is None:
+            return self.initial
+        return self.law.sample(self.n_particles, self.seed)
+
+    def equation(self, *, workers: int | None = None):
+        """The grid view: the McKean–Vlasov equation of this energy on the initial law's grid,
+        its scheme bound to that grid and β.
+
+        Parameters
+        ----------
+        workers : int, optional
+            Threads for the FFTs.
+
+        Returns
+        -------
+        meanfield.pde.McKeanVlasov
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            The initial state is particles: there is no grid.
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.pde import Density, Grid
+        >>> box = Box(1, 1.0)
+        >>> E, rho = Energy([QuadraticPotential()], box), Density.uniform(Grid(box, 8))
+        >>> spec = RunSpec(energy=E, initial=rho, n_particles=4, beta=2.0, eta=0.1, n_steps=1,
+        ...                scheme="sg")
+        >>> spec.equation()
+        McKeanVlasov(grid=Grid(domain=Box(dim=1, half_width=1.0), n=(8,)), beta=2, scheme='sg')
+        """
+        if self.law is None:
+            raise InputError(
+                "the grid view needs an initial law on a grid (a meanfield.pde.Density); "
+                "this spec starts from particles"
+            )
+        from ..pde.equation import McKeanVlasov
+
+        return McKeanVlasov(
+            self.energy, self.grid, self.beta, scheme=self.scheme, order=self.order, workers=workers
+        )
+
+    def replace(self, **changes) -> RunSpec:
+        """A new spec with ``changes`` (checked as a new spec is).
+
+        Parameters
+        ----------
+        **changes
+            Field values.
+
+        Returns
+        -------
+        RunSpec
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+        >>> spec = RunSpec(energy=E, initial=np.zeros((3, 1)), beta=1.0, eta=0.1, n_steps=2)
+        >>> spec.replace(n_steps=5).t_final
+        0.5
+        """
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> dict:
+        """The plain parameters (everything but the energy and the initial state).
+
+        Returns
+        -------
+        dict
+            Field name -> value, with ``t_final``; a Scheme object is given by its name.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+        >>> d = RunSpec(energy=E, initial=np.zeros((3, 1)), beta=1.0, eta=0.1, n_steps=2).describe()
+        >>> d["n_particles"], d["regime"], d["t_final"]
+        (3, 'mean-field', 0.2)
+        """
+        out = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("energy", "initial")
+        }
+        if isinstance(self.scheme, Scheme):
+            out["scheme"] = self.scheme.name
+        return {**out, "t_final": self.t_final}
+
+    def __repr__(self) -> str:
+        if isinstance(self.initial, Density):
+            start = f"Density on {self.initial.grid!r}"
+        else:
+            start = f"particles {tuple(np.shape(self.initial))}"
+        plain = ", ".join(f"{k}={v!r}" for k, v in self.describe().items() if v is not None)
+        return f"RunSpec(energy={self.energy.term_names}, initial={start}, {plain})"
+
+
+def as_spec(spec, initial=None, *, max_steps: int | None = None, **fields) -> RunSpec:
+    """The spec of a run given in either form: a :class:`RunSpec` (the ``fields`` given,
+    not None, replace its own), or the keyword form (an Energy, the initial state and the
+    fields).  ``t_final`` stands for ``n_steps`` = :func:`n_steps_for` (t_final, eta,
+    max_steps).
+
+    Parameters
+    ----------
+    spec : RunSpec or Energy
+    initial : Density or array_like, optional
+        The keyword form's initial state (refused with a spec, which holds its own).
+    max_steps : int, optional
+        Step budget applied to ``t_final``.
+    **fields
+        Fields of :class:`RunSpec` (None: not given), and ``t_final``.
+
+    Returns
+    -------
+    RunSpec
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.dynamics.spec import as_spec
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+    >>> spec = as_spec(E, np.zeros((3, 1)), beta=1.0, eta=0.1, t_final=0.5, seed=None)
+    >>> spec.n_steps, as_spec(spec, seed=4).seed
+    (5, 4)
+    """
+    given = {k: v for k, v in fields.items() if v is not None}
+    if isinstance(spec, RunSpec):
+        if initial is not None:
+            raise InputTypeError(
+                "a RunSpec holds its initial state (spec.initial): give no second argument, "
+                "or replace it with initial=..."
+            )
+        if "t_final" in given:
+            eta = given.get("eta", spec.eta)
+            given["n_steps"] = n_steps_for(given.pop("t_final"), eta, max_steps=max_steps)
+        return spec.replace(**given) if given else spec
+    if "t_final" in given:
+        given["n_steps"] = n_steps_for(given.pop("t_final"), given.get("eta"), max_steps=max_steps)
+    given.setdefault("energy", spec)
+    return RunSpec(initial=initial, **given)
+
+
+__all__ = [
+    "MAX_STEPS",
+    "METHODS",
+    "RUN_CHECKS",
+    "RunSpec",
+    "as_spec",
+    "check_batches",
+    "check_fields",
+    "n_steps_for",
+]
