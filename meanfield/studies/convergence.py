@@ -11,7 +11,8 @@ import xarray as xr
 from .._validation import check_fit_sizes, check_int
 from ..dynamics.langevin import simulate
 from ..energy import Energy
-from ..ot.diagnostics import wasserstein_particles_grid
+from ..ot.distance import w2 as _w2
+from ..ot.measure import Measure
 from ..pde import Density, McKeanVlasov
 from ..pde.potential import check_same_domain
 from ..results import provenance
@@ -116,8 +117,9 @@ def _particle_distances(energy, initial, rho_t, n_values, seeds, run: dict):
             ds = simulate(
                 energy, omega0, regime="mean-field", record_every=run["n_steps"], seed=s, **run
             )
-            w2[i, j] = wasserstein_particles_grid(ds["omega"].values[-1], rho_t, order=2)
-            w2_0[i, j] = wasserstein_particles_grid(omega0, initial, order=2)
+            final = Measure.from_particles(ds["omega"].values[-1])
+            w2[i, j] = _w2(final, Measure.from_density(rho_t)).distance
+            w2_0[i, j] = _w2(Measure.from_particles(omega0), Measure.from_density(initial)).distance
     return w2, w2_0
 
 
