@@ -488,14 +488,14 @@ import json, resource, sys, time
 import numpy as np
 from meanfield.domains import Box
 from meanfield.pde import Density, Grid
-from meanfield.ot.diagnostics import wasserstein_particles_grid
+from meanfield.ot import Measure, w2
 N, n, method = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 g = Grid(Box(2, 3.0), n)
 rho = Density.gaussian(g, 0.0, 0.8)
 x = np.random.default_rng(0).normal(scale=0.8, size=(N, 2)).clip(-3, 3)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
-w = wasserstein_particles_grid(x, rho, method=method, n_projections=200)
+w = w2(Measure.from_particles(x), Measure.from_density(rho), method, n_projections=200).distance
 dt = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"N": N, "grid": n, "method": method, "w2": w, "s": dt,

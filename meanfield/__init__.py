@@ -26,6 +26,9 @@ Examples
 ('time', 'particle', 'dim')
 >>> mf.pde.solve is mf.solve, mf.sample_hmc is mf.dynamics.langevin.sample_hmc
 (True, True)
+>>> r = mf.ot.w2(mf.Measure.from_particles(ds["omega"][-1]), mf.Measure([[0.0]]))
+>>> r.method, r.certified
+('quantile', True)
 """
 
 from __future__ import annotations
@@ -67,9 +70,11 @@ __all__ = [
     "solve",
     "gibbs_state",
     "equilibrium_measure",
-    # transport and diagnostics: exact W2, particles against a grid density, spacing
+    # transport and diagnostics: one measure type, one distance (mf.ot.w1, mf.ot.w2), the
+    # certified sparse W2, the kernel gap, the free energy, spacing
+    "Measure",
+    "wasserstein",
     "w2_sparse",
-    "w2_particles_grid",
     "kernel_gap",
     "free_energy",
     "min_pair_distance",
@@ -118,8 +123,10 @@ _HOMES = {
     "meanfield.pde.equation": ("McKeanVlasov",),
     "meanfield.pde.solver": ("solve",),
     "meanfield.pde.stationary": ("gibbs_state", "equilibrium_measure"),
+    "meanfield.ot.measure": ("Measure",),
+    "meanfield.ot.distance": ("wasserstein",),
     "meanfield.ot.sparse": ("w2_sparse",),
-    "meanfield.ot.diagnostics": ("w2_particles_grid", "kernel_gap", "free_energy"),
+    "meanfield.ot.diagnostics": ("kernel_gap", "free_energy"),
     "meanfield.ot.spacing": ("min_pair_distance",),
     "meanfield.attention.mha": ("KernelAttention",),
     "meanfield.attention.linearize": ("linearize",),

@@ -6,7 +6,8 @@ import torch
 
 from meanfield.domains import Box
 from meanfield.energy import Energy, QuadraticPotential
-from meanfield.ot.diagnostics import kernel_gap, wasserstein_particles_grid
+from meanfield.ot import Measure, w2
+from meanfield.ot.diagnostics import kernel_gap
 from meanfield.pde import Density, Grid
 from meanfield.results import load_dataset
 from meanfield.workbench.compare import (
@@ -69,7 +70,8 @@ def test_compare_dataset_holds_both_views_and_diagnostics():
     assert ds.attrs["seed"] == 3 and ds.attrs["N"] == 120
     # the diagnostics are what the diagnostics module computes on the stored arrays
     rho0 = Density(prob.initial.grid, ds["rho"].values[0])
-    assert ds["w2"].values[0] == wasserstein_particles_grid(ds["omega"].values[0], rho0)
+    first = Measure.from_particles(ds["omega"].values[0])
+    assert ds["w2"].values[0] == w2(first, Measure.from_density(rho0)).distance
     # ... and that is W2 itself: the quantile formula written out independently, midpoint rule
     # on K points of (0, 1).  Q_μ jumps N times by gaps ~1e-2, so (Q_μ − Q_ρ)² jumps by
     # ≲ 2e-3 and the rule errs by ≲ N · 2e-3 / K ≈ 1e-10 on W2² ≈ 1e-3: rel 1e-4 on W2 is wide

@@ -1,4 +1,5 @@
-"""Every diagnostic against a second, independent computation."""
+"""Every diagnostic against a second, independent computation (the distances through the one
+entry point, meanfield.ot.wasserstein; their deprecated forerunners in tests/test_ot.py)."""
 
 import math
 
@@ -13,17 +14,15 @@ from meanfield.domains import Box
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.features import get_feature_map
 from meanfield.kernels import Quadratic
-from meanfield.ot.diagnostics import (
-    free_energy,
-    grid_kernel,
-    kernel_gap,
-    sliced_w2,
-    w1_particles_grid,
-    w2_particles_grid,
-    wasserstein_grids,
-    wasserstein_particles_grid,
-)
+from meanfield.ot import Measure, w1, w2, wasserstein
+from meanfield.ot.diagnostics import free_energy, grid_kernel, kernel_gap
 from meanfield.pde import Density, Grid
+
+P, D = Measure.from_particles, Measure.from_density
+
+
+def _grids(a, b, **kw) -> float:
+    return wasserstein(D(a), D(b), **kw).distance
 
 
 def _subdivided_atoms(rho: Density, K: int):
@@ -42,7 +41,7 @@ def test_1d_particles_vs_cells_matches_emd_on_refined_atoms(rng, order):
     g = Grid(Box(1, 4.0), 30)
     rho = Density.gaussian(g, 0.3, 0.7)
     x = rng.normal(size=(100, 1))
-    exact = wasserstein_particles_grid(x, rho, order=order)
+    exact = wasserstein(P(x), D(rho), order=order).distance
     metric = "sqeuclidean" if order == 2 else "euclidean"
     a = np.full(100, 1 / 100)
     for K, solver in ((20, "emd2"), (2000, "wasserstein_1d")):
@@ -54,7 +53,7 @@ def test_1d_particles_vs_cells_matches_emd_on_refined_atoms(rng, order):
         ref = math.sqrt(c) if order == 2 else c
         # triangle inequality: |W(μ, cells) − W(μ, atoms)| ≤ W(cells, atoms) ≤ h/(K√12)
         assert abs(exact - ref) <= g.h[0] / (K * math.sqrt(12)) + 1e-12, (K, exact, ref)
-    assert (w2_particles_grid if order == 2 else w1_particles_grid)(x, rho) == exact
+    assert (w2 if order == 2 else w1)(P(x), D(rho)).distance == exact
 
 
 def test_1d_centres_model_equals_emd_and_wasserstein_1d(rng):
@@ -62,7 +61,7 @@ def test_1d_centres_model_equals_emd_and_wasserstein_1d(rng):
     rho = Density(g, rng.random(25) * (rng.random(25) > 0.2))
     x = rng.uniform(-2, 2, size=(40, 1))
     w = rng.random(40)
-    ours = wasserstein_particles_grid(x, rho, weights=w, density_model="centres")
+    ours = w2(P(x, w), D(rho).atoms()).distance  # the density read as atoms at centres
     a, b = w / w.sum(), rho.masses / rho.mass
     ref_emd = math.sqrt(ot.emd2(a, b, ot.dist(x, g.centers)))
     ref_1d = math.sqrt(ot.wasserstein_1d(x[:, 0], g.centers[:, 0], a, b, p=2))
@@ -87,7 +86,7 @@ def test_1d_grid_vs_grid_matches_refined_atoms():
                 c = ot.wasserstein_1d(xa, xb, wa, wb, p=order)
             ref = math.sqrt(c) if order == 2 else c
             bound = (ga.h[0] + gb.h[0]) / (K * math.sqrt(12))
-            assert abs(wasserstein_grids(a, b, order=order) - ref) <= bound + 1e-12
+            assert abs(_grids(a, b, order=order) - ref) <= bound + 1e-12
 
 
 def test_1d_gaussian_w2_closed_form():
@@ -98,7 +97,7 @@ def test_1d_gaussian_w2_closed_form():
     exact = math.hypot(m1 - m2, s1 - s2)
     for n in (400, 800):
         g = Grid(Box(1, 8.0), n)
-        d = wasserstein_grids(Density.gaussian(g, m1, s1), Density.gaussian(g, m2, s2))
+        d = _grids(Density.gaussian(g, m1, s1), Density.gaussian(g, m2, s2))
         assert abs(d - exact) <= 0.5 * g.h[0] ** 2
 
 
@@ -114,7 +113,9 @@ def test_2d_gaussian_w2_closed_form_with_centre_atoms():
     r = sqrtm(S1)
     exact = math.sqrt(np.sum((m1 - m2) ** 2) + np.trace(S1 + S2 - 2 * sqrtm(r @ S2 @ r)).real)
     h = g.h[0]
-    assert abs(wasserstein_grids(a, b) - exact) <= 2 * h * math.sqrt(2 / 12) + h**2
+    r = w2(D(a), D(b))
+    assert r.details["centre_bias"] == pytest.approx(2 * h * math.sqrt(2 / 12), rel=1e-12)
+    assert abs(r.distance - exact) <= r.details["centre_bias"] + h**2
 
 
 def test_2d_particles_vs_uniform_grid_equals_assignment(rng):
@@ -125,11 +126,11 @@ def test_2d_particles_vs_uniform_grid_equals_assignment(rng):
     C = ((x[:, None, :] - g.centers[None, :, :]) ** 2).sum(-1)
     r, c = linear_sum_assignment(C)
     ref = math.sqrt(C[r, c].mean())
-    ours = w2_particles_grid(x, Density.uniform(g), method="exact")
+    ours = w2(P(x), D(Density.uniform(g)), method="exact").distance
     assert ours == pytest.approx(ref, abs=1e-12)
     C1 = np.sqrt(C)
     r1, c1 = linear_sum_assignment(C1)
-    assert w1_particles_grid(x, Density.uniform(g)) == pytest.approx(C1[r1, c1].mean(), abs=1e-12)
+    assert w1(P(x), D(Density.uniform(g))).distance == pytest.approx(C1[r1, c1].mean(), abs=1e-12)
 
 
 def test_sliced_w2_isotropic_closed_form_and_bound(rng):
@@ -139,14 +140,14 @@ def test_sliced_w2_isotropic_closed_form_and_bound(rng):
     x = rng.normal(size=(500, 2))
     delta = np.array([1.0, 0.5])
     w = np.full(500, 1 / 500)
-    sw = sliced_w2(x, w, x + delta, w, n_projections=2000, seed=3)
+    sw = w2(Measure(x, w), Measure(x + delta, w), "sliced", n_projections=2000, seed=3).distance
     assert sw**2 == pytest.approx(np.sum(delta**2) / 2, rel=0.05)
     g = Grid(Box(2, 3.0), 16)
     rho = Density.gaussian(g, 0.2, 0.7)
     y = rng.normal(size=(200, 2)) * 0.7
     assert (
-        wasserstein_particles_grid(y, rho, method="sliced", n_projections=500)
-        <= wasserstein_particles_grid(y, rho, method="exact") + 1e-12
+        w2(P(y), D(rho), "sliced", n_projections=500).distance
+        <= w2(P(y), D(rho), "exact").distance + 1e-12
     )
 
 
@@ -189,14 +190,11 @@ def test_free_energy_of_gaussian_closed_form():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda rho: w2_particles_grid(np.zeros((5, 2)), rho), r"shape \(N, 1\)"),
-        (lambda rho: wasserstein_particles_grid(np.zeros((5, 1)), rho, order=3), "order must"),
-        (lambda rho: wasserstein_grids(rho, rho, method="sliced"), "p = 2"),
-        (lambda rho: w2_particles_grid(np.full((5, 1), np.nan), rho), "non-finite"),
-        (
-            lambda rho: wasserstein_particles_grid(np.zeros((5, 1)), rho, method="fast"),
-            "unknown method",
-        ),
+        (lambda rho: w2(P(np.zeros((5, 2))), D(rho)), "same dimension p, got 2 and 1"),
+        (lambda rho: wasserstein(P(np.zeros((5, 1))), D(rho), order=3), "order must"),
+        (lambda rho: wasserstein(D(rho), D(rho), 1, "sliced"), "order=2"),
+        (lambda rho: w2(P(np.full((5, 1), np.nan)), D(rho)), "non-finite"),
+        (lambda rho: w2(P(np.zeros((5, 1))), D(rho), method="fast"), "unknown method"),
         (
             lambda rho: free_energy(Energy([QuadraticPotential()], Box(1, 3.0)), rho, 1.0),
             "incompatible domains",
@@ -210,11 +208,13 @@ def test_bad_input_errors(call, match):
         call(rho)
 
 
-def test_2d_requires_centres_model_and_matching_dims():
+def test_2d_quantile_refused_and_matching_dims():
     g2 = Grid(Box(2, 1.0), 8)
-    with pytest.raises(ValueError, match="'cells' is exact only in p = 1"):
-        w2_particles_grid(np.zeros((4, 2)), Density.uniform(g2), density_model="cells")
-    with pytest.raises(ValueError, match="incompatible densities"):
-        wasserstein_grids(Density.uniform(g2), Density.uniform(Grid(Box(1, 1.0), 8)))
+    with pytest.raises(ValueError, match="'quantile' is exact in p = 1 only"):
+        w2(P(np.zeros((4, 2))), D(Density.uniform(g2)), method="quantile")
+    with pytest.raises(ValueError, match="same dimension"):
+        _grids(Density.uniform(g2), Density.uniform(Grid(Box(1, 1.0), 8)))
     with pytest.raises(TypeError, match="must be a meanfield.pde.Density"):
-        w2_particles_grid(np.zeros((4, 2)), np.ones((8, 8)))
+        D(np.ones((8, 8)))
+    with pytest.raises(TypeError, match="must be a meanfield.ot.Measure"):
+        w2(np.zeros((4, 2)), D(Density.uniform(g2)))

@@ -65,6 +65,8 @@ def test_the_main_entry_points_are_where_the_issue_names_them():
     assert mf.dynamics.langevin.sample_hmc is mf.sample_hmc is mf.dynamics.hmc.sample_hmc
     assert mf.attention.linearize.linearize is mf.linearize
     assert mf.workbench.compare.compare.__module__ == "meanfield.workbench.compare"
+    assert mf.ot.w2 is mf.ot.distance.w2 and mf.ot.wasserstein is mf.wasserstein
+    assert mf.ot.Measure is mf.Measure is mf.ot.measure.Measure
 
 
 def test_every_module_is_an_attribute_loaded_on_first_use():

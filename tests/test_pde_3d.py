@@ -10,11 +10,8 @@ from scipy.integrate import tplquad
 
 from meanfield.domains import Box
 from meanfield.kernels import Coulomb, Gaussian, Riesz
-from meanfield.ot.diagnostics import (
-    resolve_w_method,
-    wasserstein_grids,
-    wasserstein_particles_grid,
-)
+from meanfield.ot import Measure, w2
+from meanfield.ot.distance import resolve_w_method
 from meanfield.pde import (
     Density,
     FFTConvolution,
@@ -120,13 +117,13 @@ def test_3d_w2_is_exact_on_small_grids_and_sparse_exact_otherwise():
     grid = Grid(Box(3, 1.0), 6)
     rho = Density.gaussian(grid, std=0.4)
     # the cell-centre atoms with the cell masses are the grid measure: exact W2 = 0
-    assert wasserstein_particles_grid(
-        grid.centers, rho, weights=rho.masses.ravel(), method="exact"
-    ) == pytest.approx(0.0, abs=1e-7)
+    atoms = Measure.from_particles(grid.centers, weights=rho.masses.ravel())
+    assert w2(atoms, Measure.from_density(rho), "exact").distance == pytest.approx(0.0, abs=1e-7)
     shifted = Density.gaussian(grid, mean=[1 / 3, 0, 0], std=0.4)  # one cell along x
-    w2 = wasserstein_grids(rho, shifted, method="exact")
-    sw2 = wasserstein_grids(rho, shifted, method="sliced", n_projections=500)
-    assert 0 < sw2 < w2 <= 1 / 3 + 1e-12
+    a, b = Measure.from_density(rho), Measure.from_density(shifted)
+    exact = w2(a, b, "exact").distance
+    sw2 = w2(a, b, "sliced", n_projections=500).distance
+    assert 0 < sw2 < exact <= 1 / 3 + 1e-12
     assert resolve_w_method(3, 10, 10) == "exact"
     # above EXACT_MAX_PAIRS "auto" stays exact on a sparse support, never sliced (issue 13)
     assert resolve_w_method(3, 10_000, 10_000) == "sparse_exact"

@@ -10,7 +10,7 @@ from meanfield.domains import Box
 from meanfield.energy import DoubleWellPotential, Energy, PairInteraction, QuadraticPotential
 from meanfield.errors import ConvergenceWarning
 from meanfield.kernels import Riesz
-from meanfield.ot.diagnostics import wasserstein_grids
+from meanfield.ot import Measure, w2
 from meanfield.pde import (
     Density,
     Grid,
@@ -207,6 +207,6 @@ def test_large_beta_pde_uniform_disk():
     mu, _ = equilibrium_measure(E, g)
     # W2 between the β = 200 steady state and μ* (exact emd on 1600 × 1600 atoms):
     # measured 0.022, of order the edge width β^(−1/2) ≈ 0.07
-    assert wasserstein_grids(rho, mu) <= 0.05
+    assert w2(Measure.from_density(rho), Measure.from_density(mu)).distance <= 0.05
     X, Y = g.mesh
     assert np.abs(rho.data[np.hypot(X, Y) < 0.5] - 1 / math.pi).max() <= 0.02

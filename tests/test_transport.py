@@ -6,9 +6,12 @@ import pytest
 
 from meanfield.domains import Box
 from meanfield.errors import InputError
-from meanfield.ot.diagnostics import resolve_w_method, w_name, wasserstein_particles_grid
+from meanfield.ot import Measure, w2, wasserstein
+from meanfield.ot.distance import resolve_w_method, w_name
 from meanfield.ot.sparse import _violations, w2_sparse
 from meanfield.pde import Density, Grid
+
+P, D = Measure.from_particles, Measure.from_density
 
 
 def _exact(xa, wa, xb, wb):
@@ -66,11 +69,12 @@ def test_particles_grid_sparse_exact_matches_exact():
     g = Grid(Box(2, 2.0), 20)
     rho = Density.gaussian(g, 0.3, 0.5)
     x = np.random.default_rng(3).normal(size=(250, 2)).clip(-2, 2)
-    a = wasserstein_particles_grid(x, rho, method="exact")
-    b = wasserstein_particles_grid(x, rho, method="sparse_exact")
-    assert b == pytest.approx(a, rel=1e-9)  # same tolerance argument as above
+    a = w2(P(x), D(rho), method="exact").distance
+    b = w2(P(x), D(rho), method="sparse")
+    assert b.distance == pytest.approx(a, rel=1e-9)  # same tolerance argument as above
+    assert b.lower <= a * (1 + 1e-12) and b.upper == b.distance  # the certificate brackets it
     with pytest.raises(ValueError, match="order"):
-        wasserstein_particles_grid(x, rho, order=1, method="sparse_exact")
+        wasserstein(P(x), D(rho), order=1, method="sparse_exact")
 
 
 @pytest.mark.parametrize(
@@ -110,14 +114,10 @@ def test_w2_sparse_in_3d_equals_dense_emd():
 def test_w2_sparse_in_1d_equals_quantile_formula():
     """p = 1: W2 between two weighted clouds is the L2 distance of their quantile functions
     (an independent closed form); the space-filling order is the sorted order there."""
-    from meanfield.ot.diagnostics import _quantile_distance, _segments_atoms
-
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=(300, 1)), rng.normal(0.4, 1.3, size=(200, 1))
     wx, wy = rng.random(300) + 0.1, rng.random(200) + 0.1
-    want = _quantile_distance(
-        _segments_atoms(x[:, 0], wx / wx.sum()), _segments_atoms(y[:, 0], wy / wy.sum()), 2
-    )
+    want = w2(Measure(x, wx), Measure(y, wy), method="quantile").distance
     assert w2_sparse(x, wx, y, wy, k=1, pool=2)["w2"] == pytest.approx(want, rel=1e-9)
 
 
@@ -270,15 +270,16 @@ def test_particles_grid_auto_with_four_cells(monkeypatch):
     EXACT_MAX_PAIRS it runs the sparse solver, which crashed with fewer than 6 cells (the
     issue's case is 300 000 particles × 4 cells; EXACT_MAX_PAIRS is lowered here so that the
     same path runs at 3000 particles).  Same value as the dense solver (tolerance as above)."""
-    import meanfield.ot.diagnostics as diag
+    import meanfield.ot.distance as dist
 
-    monkeypatch.setattr(diag, "EXACT_MAX_PAIRS", 1000)
+    monkeypatch.setattr(dist, "EXACT_MAX_PAIRS", 1000)
     g = Grid(Box(2, 1.0), 4)
     data = np.zeros((4, 4))
     data[1:3, 1:3] = [[1.0, 2.0], [3.0, 4.0]]
     rho = Density(g, data)
     x = np.random.default_rng(0).uniform(-1, 1, size=(3000, 2))
-    assert diag.resolve_w_method(2, 3000, 4) == "sparse_exact"
-    got = wasserstein_particles_grid(x, rho)
-    want = wasserstein_particles_grid(x, rho, method="exact")
+    assert dist.resolve_w_method(2, 3000, 4) == "sparse_exact"
+    auto = w2(P(x), D(rho))
+    assert auto.method == "sparse"
+    got, want = auto.distance, w2(P(x), D(rho), method="exact").distance
     assert abs(got**2 - want**2) <= 4 * 3004 * EPS * 8.0

@@ -219,16 +219,16 @@ def _solve(*args, **kw):
     return solve(*args, **kw)
 
 
-def _w(*args, **kw):
-    from meanfield.ot.diagnostics import wasserstein_particles_grid
+def _w(omega, rho, *, weights=None, **kw):
+    from meanfield.ot import Measure, wasserstein
 
-    return wasserstein_particles_grid(*args, **kw)
+    return wasserstein(Measure.from_particles(omega, weights), Measure.from_density(rho), **kw)
 
 
-def _sliced(*args, **kw):
-    from meanfield.ot.diagnostics import sliced_w2
+def _sliced(xa, wa, xb, wb):
+    from meanfield.ot import Measure, w2
 
-    return sliced_w2(*args, **kw)
+    return w2(Measure(xa, wa), Measure(xb, wb), method="sliced")
 
 
 def _law_w(samples):
@@ -384,19 +384,23 @@ API_CASES = [
     (lambda: _gibbs_zero(), ValueError, "mass"),
     (lambda: _w(np.zeros((0, 1)), _gauss()), InputError, "omega"),
     (lambda: _w(NAN1, _gauss()), InputError, "omega"),
-    (lambda: _w(np.zeros((3, 2)), _gauss()), InputError, "omega"),
+    (lambda: _w(np.zeros((3, 2)), _gauss()), InputError, "same dimension"),
     (lambda: _w(np.zeros((3, 1)), _zero()), InputError, "zero mass"),
     (lambda: _w(np.zeros((3, 1)), _gauss(), order=3), ValueError, "order"),
     (lambda: _w(np.zeros((3, 1)), _gauss(), method="fast"), ValueError, "method"),
     (lambda: _w(np.zeros((3, 1)), _gauss(), weights=[1, -1, 1]), InputError, "weights"),
     (lambda: _w(np.zeros((3, 1)), _gauss(), weights=[0, 0, 0]), InputError, "weights"),
-    (lambda: _sliced(np.zeros((0, 2)), [], np.zeros((3, 2)), np.ones(3)), InputError, "xa"),
+    (lambda: _sliced(np.zeros((0, 2)), [], np.zeros((3, 2)), np.ones(3)), InputError, "points"),
     (
         lambda: _sliced(np.array([[np.nan, 1.0]]), [1.0], np.zeros((3, 2)), np.ones(3)),
         InputError,
-        "xa",
+        "points",
     ),
-    (lambda: _sliced(np.zeros((2, 2)), [1, 1], np.zeros((3, 2)), [np.nan, 1, 1]), InputError, "wb"),
+    (
+        lambda: _sliced(np.zeros((2, 2)), [1, 1], np.zeros((3, 2)), [np.nan, 1, 1]),
+        InputError,
+        "weights",
+    ),
     (
         lambda: _sliced(np.zeros((2, 2)), [1, 1], np.zeros((3, 3)), np.ones(3)),
         InputError,

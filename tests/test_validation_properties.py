@@ -120,11 +120,11 @@ def test_density_refuses_non_finite_values(rho, bad, where):
 @given(omega=particles(1, n_max=30), order=st.sampled_from([1, 2]))
 def test_distances_of_finite_samples_are_finite(omega, order):
     from meanfield.closed_forms import equilibrium_case, wasserstein_to_law_1d
-    from meanfield.ot.diagnostics import wasserstein_particles_grid
+    from meanfield.ot import Measure, wasserstein
     from meanfield.pde import Density, Grid
 
     rho = Density.gaussian(Grid(Box(1, R), 32), 0.0, 0.5)
-    w = wasserstein_particles_grid(omega, rho, order=order)
+    w = wasserstein(Measure.from_particles(omega), Measure.from_density(rho), order).distance
     assert np.isfinite(w) and w >= 0
     law = equilibrium_case("uniform")[2]
     assert np.isfinite(wasserstein_to_law_1d(omega[:, 0], law, order=order))
@@ -133,17 +133,15 @@ def test_distances_of_finite_samples_are_finite(omega, order):
 @FAST
 @given(omega=particles(2, n_max=20), bad=bad_value, where=st.integers(0, 100))
 def test_distances_refuse_non_finite_or_empty_samples(omega, bad, where):
-    from meanfield.ot.diagnostics import sliced_w2, wasserstein_particles_grid
-    from meanfield.pde import Density, Grid
+    from meanfield.ot import Measure
 
-    rho = Density.gaussian(Grid(Box(2, R), 8), 0.0, 0.5)
     bad_omega = _with_bad_value(omega, bad, where)
     with pytest.raises(InputError, match="omega"):
-        wasserstein_particles_grid(bad_omega, rho)
-    with pytest.raises(InputError, match="xa"):
-        sliced_w2(bad_omega, np.ones(len(omega)), rho.grid.centers, rho.masses.ravel())
+        Measure.from_particles(bad_omega)
+    with pytest.raises(InputError, match="points"):
+        Measure(bad_omega, np.ones(len(omega)))
     with pytest.raises(InputError, match="empty"):
-        wasserstein_particles_grid(omega[:0], rho)
+        Measure.from_particles(omega[:0])
 
 
 # ---- linear attention --------------------------------------------------------------------------

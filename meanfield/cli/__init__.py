@@ -4,6 +4,10 @@
 
 Every flag of ``simulate`` is a field of :class:`meanfield.workbench.config.SimulationConfig`; a
 TOML file sets any of them and flags override the file.
+
+The package: :mod:`~meanfield.cli.parser` (the flags), :mod:`~meanfield.cli.commands` (the
+sub-commands) and :mod:`~meanfield.cli.output` (what is printed).  The commands and
+formatters are re-exported here, where they lived when the command line was one module.
 """
 
 from __future__ import annotations
@@ -12,7 +16,21 @@ import argparse
 import sys
 
 from ..errors import MeanfieldError
-from .commands import COMMANDS
+from .commands import COMMANDS, cmd_compare, cmd_figures, cmd_simulate, cmd_study
+from .output import coincidence_warnings, format_rate, summarise_comparison, summarise_run
+
+__all__ = [
+    "build_parser",
+    "main",
+    "cmd_simulate",
+    "cmd_compare",
+    "cmd_figures",
+    "cmd_study",
+    "coincidence_warnings",
+    "format_rate",
+    "summarise_comparison",
+    "summarise_run",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,129 +1,61 @@
-"""How far the particles are from the grid density, measured as a user would measure it.
+"""The kernel gap on the data and the free energy of a density; the distances of earlier versions.
 
-Wasserstein distances (on POT), the kernel gap on the data, and the free energy of a density.
+* :func:`kernel_gap`, :func:`grid_kernel`: how far the kernel of the particles is from the
+  kernel of the grid density on the data points;
+* :func:`free_energy`: the discrete free energy of a density and its parts.
 
-Conventions
------------
-* Both measures are normalised to probability measures before any distance is taken.
-* A grid density is *piecewise constant* on its cells (``density_model="cells"``): this is
-  how the finite-volume solver reads it.  In p = 1 every distance to or between such
-  densities is computed exactly from quantile functions (piecewise linear for a cell
-  density, piecewise constant for particles), merged on their common breakpoints and
-  integrated in closed form: W_q^q = ∫_0^1 |Q_μ(u) − Q_ρ(u)|^q du.
-* In p = 2 and 3 the grid density is replaced by atoms at the cell centres carrying the cell masses
-  (``density_model="centres"``), and W_q is the exact optimal-transport cost from
-  ``ot.emd2`` (network simplex, float64 weights, cells of zero mass dropped).  Moving each
-  cell's mass to its centre costs at most h √(p/12) in W2, a bias of that size.
-* For large problems (N × M_support > :data:`EXACT_MAX_PAIRS`) ``method="auto"`` switches to
-  :func:`meanfield.ot.sparse.w2_sparse` ("sparse_exact"): the same exact W2, solved by POT's
-  network simplex on a sparse support grown by column generation and certified by a dual
-  check over every pair (order 2 only; W1 stays on the dense simplex).  The sliced distance SW_2
-  (``ot.sliced_wasserstein_distance``, SW_2 ≤ W_2, a different quantity) is computed only when
-  asked for with ``method="sliced"``, and whoever records it names it "sliced_w2", never
-  "w2".  :func:`resolve_w_method` is the one place where "auto" is decided.
+The Wasserstein distances moved to one entry point, :func:`meanfield.ot.distance.wasserstein`
+on two :class:`~meanfield.ot.measure.Measure`\\ s (``mf.ot.w2(a, b)``).  The functions of
+earlier versions — :func:`wasserstein_particles_grid`, :func:`w1_particles_grid`,
+:func:`w2_particles_grid`, :func:`wasserstein_grids`, :func:`sliced_w2` — still work for one
+release, with a ``DeprecationWarning`` naming the call that replaces them, and return the
+same numbers bit for bit (they build the two measures and run the same method).
+:func:`resolve_w_method`, :func:`w_name`, :data:`EXACT_MAX_PAIRS` and :data:`W2_METHODS` live
+in :mod:`meanfield.ot.distance` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
+import warnings
 
 import numpy as np
-import ot
 import torch
 
 from .._validation import check_array, check_choice, check_int, check_sample
 from ..energy import Energy
-from ..errors import ConvergenceError, InputError
+from ..errors import InputError
 from ..features import FeatureMap, get_feature_map
 from ..pde.field import Density
 from ..pde.potential import GridEnergy
-from .sparse import w2_sparse
+from .distance import EMD_MAX_ITER, EXACT_MAX_PAIRS, W2_METHODS, _compute, resolve_w_method, w_name
+from .measure import Measure
+from .measure import _check_weights as _weights
 
-#: Largest N × M (number of cost-matrix entries) for which ``method="auto"`` runs the dense
-#: network simplex (``ot.emd2``) in p = 2, 3.  Above it the sparse exact solver
-#: (:func:`meanfield.ot.sparse.w2_sparse`, the same value to rounding) is faster: measured
-#: with benchmarks/bench_w2.py on the 2-core CPU, the dense solve takes 0.1 s at 1e6 entries,
-#: 0.9 s at 4.4e6 and 3.5 s at 1.2e7 against 0.1, 0.1 and 0.3 s for the sparse one (and
-#: minutes and gigabytes at 1.6e8, against seconds).
-EXACT_MAX_PAIRS = 1_000_000
-#: Iteration cap of the network simplex (POT's default, 1e5, is too small for 1e4 × 1e4).
-EMD_MAX_ITER = 100_000_000
-
-
-# ----------------------------------------------------------------------------------------
-# inputs
-# ----------------------------------------------------------------------------------------
-W2_METHODS = ("auto", "exact", "sparse_exact", "sliced")
-
-
-def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto", order: int = 2) -> str:
-    """The distance ``method="auto"`` computes: "exact" or "sparse_exact", never "sliced".
-
-    Parameters
-    ----------
-    p : int
-        Dimension.
-    n_a, n_b : int
-        Support sizes of the two measures (particles, cells of non-zero mass).
-    method : {"auto", "exact", "sparse_exact", "sliced"}
-    order : {1, 2}
-        W1 has no sparse solver: "auto" keeps it on the dense simplex.
-
-    Returns
-    -------
-    str
-        ``method`` itself unless "auto"; then "exact" in p = 1, for W1, or while
-        n_a × n_b ≤ :data:`EXACT_MAX_PAIRS`, else "sparse_exact" (the same value, exact, on
-        a sparse support: :func:`meanfield.ot.sparse.w2_sparse`).
-
-    Examples
-    --------
-    >>> from meanfield.ot.diagnostics import resolve_w_method
-    >>> resolve_w_method(2, 100, 100), resolve_w_method(2, 10_000, 10_000)
-    ('exact', 'sparse_exact')
-    >>> resolve_w_method(1, 10_000, 10_000), resolve_w_method(2, 100, 100, "sliced")
-    ('exact', 'sliced')
-    """
-    check_choice("method", method, W2_METHODS)
-    if method != "auto":
-        return method
-    small = p == 1 or order == 1 or int(n_a) * int(n_b) <= EXACT_MAX_PAIRS
-    return "exact" if small else "sparse_exact"
+__all__ = [
+    "grid_kernel",
+    "kernel_gap",
+    "free_energy",
+    "wasserstein_particles_grid",
+    "w1_particles_grid",
+    "w2_particles_grid",
+    "wasserstein_grids",
+    "sliced_w2",
+    "EXACT_MAX_PAIRS",
+    "EMD_MAX_ITER",
+    "W2_METHODS",
+    "resolve_w_method",
+    "w_name",
+]
 
 
-def w_name(method: str) -> str:
-    """The name a recorded distance carries: "sliced_w2" for the sliced one, else "w2".
-
-    Parameters
-    ----------
-    method : str
-        A method of :data:`W2_METHODS` (resolved or not).
-
-    Returns
-    -------
-    str
-        "sliced_w2" or "w2".
-
-    Examples
-    --------
-    >>> from meanfield.ot.diagnostics import w_name
-    >>> w_name("sliced"), w_name("sparse_exact"), w_name("auto")
-    ('sliced_w2', 'w2', 'w2')
-    """
-    return "sliced_w2" if method == "sliced" else "w2"
-
-
-def _point_distance(xa, wa, xb, wb, order: int, method: str, n_projections: int, seed: int):
-    """W_order between two weighted point clouds by an already resolved method (p ≥ 2)."""
-    if method == "sliced":
-        if order != 2:
-            raise ValueError("method='sliced' gives the sliced W2 only (order=2)")
-        return sliced_w2(xa, wa, xb, wb, n_projections=n_projections, seed=seed)
-    if method == "sparse_exact":
-        if order != 2:
-            raise ValueError("method='sparse_exact' gives W2 only (order=2); use 'exact'")
-        return w2_sparse(xa, wa, xb, wb)["w2"]
-    return _emd(xa, wa, xb, wb, order)
+def _deprecated(old: str, new: str) -> None:
+    """The DeprecationWarning of a distance function of earlier versions, at its caller."""
+    warnings.warn(
+        f"meanfield.ot.diagnostics.{old} is deprecated and will be removed in the next "
+        f"version; use {new}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def _particles(omega, p: int, weights=None):
@@ -142,17 +74,6 @@ def _particles(omega, p: int, weights=None):
     return x, w
 
 
-def _weights(name: str, w, n: int) -> np.ndarray:
-    """Non-negative, finite weights, one per point, not all zero."""
-    w = check_array(name, w, ndim=1)
-    if len(w) != n or np.any(w < 0) or not w.sum() > 0:
-        raise InputError(
-            f"{name} must be one non-negative number per point ({n}), not all zero; "
-            f"got shape {w.shape}"
-        )
-    return w
-
-
 def _density(rho, name="density") -> Density:
     if not isinstance(rho, Density):
         raise TypeError(f"{name} must be a meanfield.pde.Density, got {type(rho).__name__}")
@@ -167,89 +88,262 @@ def _check_order(order) -> int:
     return int(order)
 
 
-# ----------------------------------------------------------------------------------------
-# exact 1D transport from quantile functions
-# ----------------------------------------------------------------------------------------
-def _segments_atoms(x, w):
-    """Quantile function of Σ w_k δ_{x_k} as segments (cum (K+1,), lo (K,), hi (K,))."""
-    order = np.argsort(x, kind="stable")
-    x, w = x[order], w[order]
-    keep = w > 0
-    x, w = x[keep], w[keep]
-    cum = np.concatenate([[0.0], np.cumsum(w)])
-    cum /= cum[-1]
-    return cum, x, x
+def _density_model(density_model: str | None, p: int) -> str:
+    """The checked reading of the grid density: "cells" (default, exact) only in p = 1."""
+    model = density_model or ("cells" if p == 1 else "centres")
+    check_choice("density_model", model, ("cells", "centres"))
+    if model == "cells" and p != 1:
+        raise ValueError(f"density_model='cells' is exact only in p = 1; use 'centres' in p = {p}")
+    return model
 
 
-def _segments_cells(rho: Density):
-    """Quantile function of a 1D piecewise-constant density (linear on each cell of mass > 0)."""
-    m = rho.masses.ravel()
-    e = rho.grid.edges[0]
-    keep = m > 0
-    cum = np.concatenate([[0.0], np.cumsum(m[keep])])
-    cum /= cum[-1]
-    lo, hi = e[:-1][keep], e[1:][keep]
-    # masses below the rounding of the running sum give zero-width quantile pieces: drop them
-    step = np.diff(cum) > 0
-    return np.concatenate([[0.0], cum[1:][step]]), lo[step], hi[step]
-
-
-def _quantile_distance(seg_a, seg_b, order: int) -> float:
-    """(∫_0^1 |Q_a − Q_b|^q du)^(1/q) for piecewise-linear quantile functions, exactly."""
-    ca, la, ha = seg_a
-    cb, lb, hb = seg_b
-    u = np.union1d(ca, cb)
-    u0, u1 = u[:-1], u[1:]
-    du = u1 - u0
-    keep = du > 0
-    u0, u1, du = u0[keep], u1[keep], du[keep]
-    mid = 0.5 * (u0 + u1)
-
-    def q(c, lo, hi, k, uu):
-        span = c[k + 1] - c[k]
-        return lo[k] + (uu - c[k]) / span * (hi[k] - lo[k])
-
-    ka = np.clip(np.searchsorted(ca, mid, side="right") - 1, 0, len(la) - 1)
-    kb = np.clip(np.searchsorted(cb, mid, side="right") - 1, 0, len(lb) - 1)
-    d0 = q(ca, la, ha, ka, u0) - q(cb, lb, hb, kb, u0)
-    d1 = q(ca, la, ha, ka, u1) - q(cb, lb, hb, kb, u1)
-    if order == 2:
-        total = (du * (d0 * d0 + d0 * d1 + d1 * d1) / 3.0).sum()
-        return math.sqrt(max(float(total), 0.0))
-    a0, a1 = np.abs(d0), np.abs(d1)
-    same = d0 * d1 >= 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cross = (d0 * d0 + d1 * d1) / (2.0 * (a0 + a1))
-    part = np.where(same, 0.5 * (a0 + a1), np.nan_to_num(cross))
-    return float((du * part).sum())
+def _run(a: Measure, b: Measure, order: int, method: str, n_projections: int, seed: int) -> float:
+    """The distance of the old functions: their resolved method run by the new code."""
+    if method == "sliced":
+        if order != 2:
+            raise ValueError("method='sliced' gives the sliced W2 only (order=2)")
+        opts = {"n_projections": check_int("n_projections", n_projections), "seed": seed}
+        return _compute(a, b, 2, "sliced", opts).distance
+    if method == "sparse_exact":
+        if order != 2:
+            raise ValueError("method='sparse_exact' gives W2 only (order=2); use 'exact'")
+        return _compute(a, b, 2, "sparse", {}).distance
+    return _compute(a, b, order, method, {}).distance
 
 
 # ----------------------------------------------------------------------------------------
-# public distances
+# the distance functions of earlier versions (deprecated)
 # ----------------------------------------------------------------------------------------
-def _emd(xa, wa, xb, wb, order: int) -> float:
-    metric = "sqeuclidean" if order == 2 else "euclidean"
-    keep_a, keep_b = wa > 0, wb > 0
-    xa, wa, xb, wb = xa[keep_a], wa[keep_a], xb[keep_b], wb[keep_b]
-    wa = np.ascontiguousarray(wa / wa.sum(), dtype=np.float64)
-    wb = np.ascontiguousarray(wb / wb.sum(), dtype=np.float64)
-    M = ot.dist(
-        np.ascontiguousarray(xa, dtype=np.float64),
-        np.ascontiguousarray(xb, dtype=np.float64),
-        metric=metric,
+_NEW_PG = (
+    "meanfield.ot.wasserstein(Measure.from_particles(omega, weights), "
+    "Measure.from_density(density), order, method)"
+)
+
+
+def wasserstein_particles_grid(
+    omega,
+    density: Density,
+    *,
+    order: int = 2,
+    method: str = "auto",
+    weights=None,
+    density_model: str | None = None,
+    n_projections: int = 200,
+    seed: int = 0,
+) -> float:
+    r"""W_q(μ_N, ρ) between a particle cloud and a grid density (q = 1 or 2). Deprecated.
+
+    .. deprecated:: 0.1.0
+        Use ``meanfield.ot.wasserstein(Measure.from_particles(omega, weights),
+        Measure.from_density(density), order, method).distance`` (the same number);
+        ``density_model="centres"`` in p = 1 is ``Measure.from_density(density).atoms()``.
+
+    Parameters
+    ----------
+    omega : array (N, p)
+        Particles (same unit as the grid coordinates).
+    density : Density
+        Grid density on p ∈ {1, 2, 3}; normalised to mass 1 here.
+    order : {1, 2}
+        q.
+    method : {"auto", "exact", "sparse_exact", "sliced"}
+        As in :func:`meanfield.ot.distance.wasserstein` ("sparse_exact" is its "sparse");
+        in p = 1 every method but "sliced" is the exact quantile formula.
+    weights : array (N,), optional
+        Particle weights (default uniform).
+    density_model : {"cells", "centres"}, optional
+        "cells" (default in p = 1, exact) or "centres" (atoms at the cell centres, the only
+        reading in p = 2, 3).
+    n_projections, seed : int
+        Sliced distance only.
+
+    Returns
+    -------
+    float
+        The distance, in the unit of ω.
+
+    Examples
+    --------
+    >>> import math, warnings
+    >>> from meanfield.ot.diagnostics import wasserstein_particles_grid
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.field import Density
+    >>> from meanfield.pde.grid import Grid
+    >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     d = wasserstein_particles_grid([[0.0]], rho)
+    >>> math.isclose(d, 1 / math.sqrt(3)), seen[0].category.__name__
+    (True, 'DeprecationWarning')
+    """
+    _deprecated("wasserstein_particles_grid", _NEW_PG)
+    return _particles_grid(
+        omega, density, order, method, weights, density_model, n_projections, seed
     )
-    cost, log = ot.emd2(wa, wb, M, numItermax=EMD_MAX_ITER, log=True)
-    if log.get("warning"):
-        raise ConvergenceError(f"ot.emd2 did not solve the transport problem: {log['warning']}")
-    cost = float(cost)
-    return math.sqrt(max(cost, 0.0)) if order == 2 else cost
+
+
+def _particles_grid(omega, density, order, method, weights, density_model, n_projections, seed):
+    rho = _density(density)
+    p = rho.grid.dim
+    order = _check_order(order)
+    check_choice("method", method, W2_METHODS)
+    model = _density_model(density_model, p)
+    x, w = _particles(omega, p, weights)
+    cells = rho.masses.ravel()
+    method = resolve_w_method(p, len(x), np.count_nonzero(cells), method, order)
+    b = Measure.from_density(rho)
+    if model == "centres":
+        b = b.atoms()
+    if p == 1 and method != "sliced":  # the quantile formula is exact and cheapest in p = 1
+        method = "quantile"
+    return _run(Measure(x, w), b, order, method, n_projections, seed)
+
+
+def w1_particles_grid(omega, density: Density, **kwargs) -> float:
+    """W1(μ_N, ρ); see :func:`wasserstein_particles_grid`. Deprecated.
+
+    .. deprecated:: 0.1.0
+        Use ``meanfield.ot.w1(Measure.from_particles(omega), Measure.from_density(density))``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from meanfield.ot.diagnostics import w1_particles_grid
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.field import Density
+    >>> from meanfield.pde.grid import Grid
+    >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     round(w1_particles_grid([[0.0]], rho), 12)  # E|X| for X ~ U(−1, 1)
+    0.5
+    """
+    _deprecated(
+        "w1_particles_grid",
+        "meanfield.ot.w1(Measure.from_particles(omega), Measure.from_density(density))",
+    )
+    return _particles_grid_kw(omega, density, 1, **kwargs)
+
+
+def w2_particles_grid(omega, density: Density, **kwargs) -> float:
+    """W2(μ_N, ρ); see :func:`wasserstein_particles_grid`. Deprecated.
+
+    .. deprecated:: 0.1.0
+        Use ``meanfield.ot.w2(Measure.from_particles(omega), Measure.from_density(density))``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from meanfield.ot.diagnostics import w2_particles_grid
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.field import Density
+    >>> from meanfield.pde.grid import Grid
+    >>> grid = Grid(Box(2, 1.0), 4)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     round(w2_particles_grid(grid.centers, Density.uniform(grid)), 12)
+    0.0
+    """
+    _deprecated(
+        "w2_particles_grid",
+        "meanfield.ot.w2(Measure.from_particles(omega), Measure.from_density(density))",
+    )
+    return _particles_grid_kw(omega, density, 2, **kwargs)
+
+
+def _particles_grid_kw(
+    omega,
+    density,
+    order,
+    *,
+    method="auto",
+    weights=None,
+    density_model=None,
+    n_projections=200,
+    seed=0,
+):
+    return _particles_grid(
+        omega, density, order, method, weights, density_model, n_projections, seed
+    )
+
+
+def wasserstein_grids(
+    rho_a: Density,
+    rho_b: Density,
+    *,
+    order: int = 2,
+    method: str = "auto",
+    n_projections: int = 200,
+    seed: int = 0,
+) -> float:
+    """W_q between two grid densities (normalised to mass 1). Deprecated.
+
+    .. deprecated:: 0.1.0
+        Use ``meanfield.ot.wasserstein(Measure.from_density(rho_a),
+        Measure.from_density(rho_b), order, method).distance`` (the same number).
+
+    Parameters
+    ----------
+    rho_a, rho_b : Density
+        Grid densities of the same dimension p (exact in p = 1, the cells read as atoms at
+        their centres in p = 2, 3).
+    order : {1, 2}
+        q.
+    method : {"auto", "exact", "sparse_exact", "sliced"}
+        As in :func:`wasserstein_particles_grid` ("sliced" only in p = 2, 3).
+    n_projections, seed : int
+        Sliced distance only.
+
+    Returns
+    -------
+    float
+        The distance, in the unit of ω.
+
+    Examples
+    --------
+    U(−1, 1) against U(0, 1): W2 = 1/√3.
+
+    >>> import math, warnings
+    >>> from meanfield.ot.diagnostics import wasserstein_grids
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde.field import Density
+    >>> from meanfield.pde.grid import Grid
+    >>> grid = Grid(Box(1, 1.0), 4)
+    >>> a, b = Density.uniform(grid), Density(grid, [0.0, 0.0, 1.0, 1.0])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     math.isclose(wasserstein_grids(a, b), 1 / math.sqrt(3))
+    True
+    """
+    _deprecated(
+        "wasserstein_grids",
+        "meanfield.ot.wasserstein(Measure.from_density(rho_a), Measure.from_density(rho_b), "
+        "order, method)",
+    )
+    a, b = _density(rho_a, "rho_a"), _density(rho_b, "rho_b")
+    if a.grid.dim != b.grid.dim:
+        raise ValueError(f"incompatible densities: p={a.grid.dim} and p={b.grid.dim}")
+    order = _check_order(order)
+    check_choice("method", method, W2_METHODS)
+    ma, mb = Measure.from_density(a), Measure.from_density(b)
+    if a.grid.dim == 1:
+        if method == "sliced":
+            raise ValueError(
+                "method='sliced' is for p = 2, 3; in p = 1 the exact distance is cheap"
+            )
+        return _run(ma, mb, order, "quantile", n_projections, seed)
+    n_a, n_b = np.count_nonzero(ma.weights), np.count_nonzero(mb.weights)
+    method = resolve_w_method(a.grid.dim, n_a, n_b, method, order)
+    return _run(ma, mb, order, method, n_projections, seed)
 
 
 def sliced_w2(xa, wa, xb, wb, *, n_projections: int = 200, seed: int = 0) -> float:
     r"""Sliced W2 between two weighted point clouds (``ot.sliced_wasserstein_distance``).
+    Deprecated.
 
-    SW2² = E_θ W2²(θ·μ, θ·ν) over uniform directions θ, estimated with ``n_projections``
-    seeded directions; SW2 ≤ W2.
+    .. deprecated:: 0.1.0
+        Use ``meanfield.ot.w2(Measure(xa, wa), Measure(xb, wb), method="sliced",
+        n_projections=..., seed=...).distance`` (the same number).
 
     .. math::
 
@@ -278,12 +372,18 @@ def sliced_w2(xa, wa, xb, wb, *, n_projections: int = 200, seed: int = 0) -> flo
     --------
     A translation by v in the plane: W2 = |v| and SW2 = |v|/√2 ≈ 0.707 for |v| = 1.
 
-    >>> import numpy as np
+    >>> import warnings
     >>> from meanfield.ot.diagnostics import sliced_w2
-    >>> sw = sliced_w2([[0.0, 0.0]], [1.0], [[1.0, 0.0]], [1.0], n_projections=500)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     sw = sliced_w2([[0.0, 0.0]], [1.0], [[1.0, 0.0]], [1.0], n_projections=500)
     >>> bool(abs(sw - 2**-0.5) < 0.05), bool(sw <= 1.0)
     (True, True)
     """
+    _deprecated(
+        "sliced_w2",
+        'meanfield.ot.w2(Measure(xa, wa), Measure(xb, wb), method="sliced", ...)',
+    )
     n_projections = check_int("n_projections", n_projections)
     xa = check_sample("xa (points)", xa, ndim=2)
     xb = check_sample("xb (points)", xb, ndim=2)
@@ -292,210 +392,7 @@ def sliced_w2(xa, wa, xb, wb, *, n_projections: int = 200, seed: int = 0) -> flo
             f"xa and xb must have the same dimension p, got {xa.shape[1]} and {xb.shape[1]}"
         )
     wa, wb = _weights("wa", wa, len(xa)), _weights("wb", wb, len(xb))
-    return float(
-        ot.sliced_wasserstein_distance(
-            np.ascontiguousarray(xa, dtype=np.float64),
-            np.ascontiguousarray(xb, dtype=np.float64),
-            a=np.asarray(wa, dtype=np.float64) / np.sum(wa),
-            b=np.asarray(wb, dtype=np.float64) / np.sum(wb),
-            n_projections=n_projections,
-            p=2,
-            seed=int(seed),
-        )
-    )
-
-
-def _density_model(density_model: str | None, p: int) -> str:
-    """The checked reading of the grid density: "cells" (default, exact) only in p = 1."""
-    model = density_model or ("cells" if p == 1 else "centres")
-    check_choice("density_model", model, ("cells", "centres"))
-    if model == "cells" and p != 1:
-        raise ValueError(f"density_model='cells' is exact only in p = 1; use 'centres' in p = {p}")
-    return model
-
-
-def wasserstein_particles_grid(
-    omega,
-    density: Density,
-    *,
-    order: int = 2,
-    method: str = "auto",
-    weights=None,
-    density_model: str | None = None,
-    n_projections: int = 200,
-    seed: int = 0,
-) -> float:
-    r"""W_q(μ_N, ρ) between a particle cloud and a grid density (q = 1 or 2).
-
-    .. math::
-
-        W_q^q(\mu_N, \rho) = \min_{\pi \in \Pi(\mu_N, \rho)} \int |\omega - \omega'|^q\,
-        d\pi(\omega, \omega') = \int_0^1 |Q_{\mu_N}(u) - Q_\rho(u)|^q\, du \ \ (p = 1),
-
-    with Q the quantile functions.
-
-    Parameters
-    ----------
-    omega : array (N, p)
-        Particles (same unit as the grid coordinates).
-    density : Density
-        Grid density on p ∈ {1, 2, 3}; normalised to mass 1 here.
-    order : {1, 2}
-        q.
-    method : {"auto", "exact", "sparse_exact", "sliced"}
-        ``exact``: quantile functions in p = 1, ``ot.emd2`` in p = 2, 3.  ``sparse_exact``:
-        the same W2 by :func:`meanfield.ot.sparse.w2_sparse` (order 2).  ``sliced``: SW2, a
-        different, smaller quantity (order 2 only; record it as "sliced_w2").  ``auto``:
-        exact, or sparse_exact when N × M > :data:`EXACT_MAX_PAIRS`, never sliced
-        (:func:`resolve_w_method` says which).
-    weights : array (N,), optional
-        Particle weights (default uniform).
-    density_model : {"cells", "centres"}, optional
-        How the grid density is read (module docstring); default "cells" in p = 1 (exact),
-        "centres" in p = 2, 3 (the only one available there).
-    n_projections, seed : int
-        Sliced distance only.
-
-    Returns
-    -------
-    float
-        The distance, in the unit of ω.
-
-    Examples
-    --------
-    One particle at 0 against the uniform law on [−1, 1]: W2 = (E X²)^½ = 1/√3 and
-    W1 = E|X| = 1/2.
-
-    >>> import math
-    >>> from meanfield.ot.diagnostics import wasserstein_particles_grid
-    >>> from meanfield.domains import Box
-    >>> from meanfield.pde.field import Density
-    >>> from meanfield.pde.grid import Grid
-    >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
-    >>> math.isclose(wasserstein_particles_grid([[0.0]], rho), 1 / math.sqrt(3))
-    True
-    >>> round(wasserstein_particles_grid([[0.0]], rho, order=1), 12)
-    0.5
-    """
-    rho = _density(density)
-    p = rho.grid.dim
-    order = _check_order(order)
-    check_choice("method", method, W2_METHODS)
-    model = _density_model(density_model, p)
-    x, w = _particles(omega, p, weights)
-    cells = rho.masses.ravel()
-    method = resolve_w_method(p, len(x), np.count_nonzero(cells), method, order)
-    if p == 1 and method != "sliced":  # the quantile formula is exact and cheapest in p = 1
-        seg_b = (
-            _segments_cells(rho)
-            if model == "cells"
-            else _segments_atoms(rho.grid.centers[:, 0], cells)
-        )
-        return _quantile_distance(_segments_atoms(x[:, 0], w), seg_b, order)
-    return _point_distance(x, w, rho.grid.centers, cells, order, method, n_projections, seed)
-
-
-def w1_particles_grid(omega, density: Density, **kwargs) -> float:
-    """W1(μ_N, ρ); see :func:`wasserstein_particles_grid`.
-
-    Examples
-    --------
-    >>> from meanfield.ot.diagnostics import w1_particles_grid
-    >>> from meanfield.domains import Box
-    >>> from meanfield.pde.field import Density
-    >>> from meanfield.pde.grid import Grid
-    >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
-    >>> round(w1_particles_grid([[0.0]], rho), 12)  # E|X| for X ~ U(−1, 1)
-    0.5
-    """
-    return wasserstein_particles_grid(omega, density, order=1, **kwargs)
-
-
-def w2_particles_grid(omega, density: Density, **kwargs) -> float:
-    """W2(μ_N, ρ); see :func:`wasserstein_particles_grid`.
-
-    Examples
-    --------
-    In p = 2 the density is read as atoms at the cell centres; particles on those centres
-    are at distance 0.
-
-    >>> from meanfield.ot.diagnostics import w2_particles_grid
-    >>> from meanfield.domains import Box
-    >>> from meanfield.pde.field import Density
-    >>> from meanfield.pde.grid import Grid
-    >>> grid = Grid(Box(2, 1.0), 4)
-    >>> round(w2_particles_grid(grid.centers, Density.uniform(grid)), 12)
-    0.0
-    """
-    return wasserstein_particles_grid(omega, density, order=2, **kwargs)
-
-
-def wasserstein_grids(
-    rho_a: Density,
-    rho_b: Density,
-    *,
-    order: int = 2,
-    method: str = "auto",
-    n_projections: int = 200,
-    seed: int = 0,
-) -> float:
-    """W_q between two grid densities (normalised to mass 1).
-
-    p = 1: exact, both densities piecewise constant (the grids may differ but must be 1D).
-    p = 2, 3: ``ot.emd2`` between the cell-centre atoms (cost matrix M_a × M_b, zero cells
-    dropped), the same value on a sparse support (:func:`meanfield.ot.sparse.w2_sparse`)
-    when ``method="sparse_exact"`` or the product exceeds :data:`EXACT_MAX_PAIRS` under
-    ``method="auto"``, or the sliced W2 only when ``method="sliced"``.
-
-    Parameters
-    ----------
-    rho_a, rho_b : Density
-        Grid densities of the same dimension p.
-    order : {1, 2}
-        q.
-    method : {"auto", "exact", "sparse_exact", "sliced"}
-        As in :func:`wasserstein_particles_grid`.
-    n_projections, seed : int
-        Sliced distance only.
-
-    Returns
-    -------
-    float
-        The distance, in the unit of ω.
-
-    Examples
-    --------
-    U(−1, 1) against U(0, 1): Q_a(u) = 2u − 1, Q_b(u) = u, so W2² = ∫(1 − u)² du = 1/3
-    and W1 = 1/2.
-
-    >>> import math
-    >>> from meanfield.ot.diagnostics import wasserstein_grids
-    >>> from meanfield.domains import Box
-    >>> from meanfield.pde.field import Density
-    >>> from meanfield.pde.grid import Grid
-    >>> grid = Grid(Box(1, 1.0), 4)
-    >>> a, b = Density.uniform(grid), Density(grid, [0.0, 0.0, 1.0, 1.0])
-    >>> math.isclose(wasserstein_grids(a, b), 1 / math.sqrt(3))
-    True
-    >>> round(wasserstein_grids(a, b, order=1), 12)
-    0.5
-    """
-    a, b = _density(rho_a, "rho_a"), _density(rho_b, "rho_b")
-    if a.grid.dim != b.grid.dim:
-        raise ValueError(f"incompatible densities: p={a.grid.dim} and p={b.grid.dim}")
-    order = _check_order(order)
-    check_choice("method", method, W2_METHODS)
-    if a.grid.dim == 1:
-        if method == "sliced":
-            raise ValueError(
-                "method='sliced' is for p = 2, 3; in p = 1 the exact distance is cheap"
-            )
-        return _quantile_distance(_segments_cells(a), _segments_cells(b), order)
-    ma, mb = a.masses.ravel(), b.masses.ravel()
-    method = resolve_w_method(a.grid.dim, np.count_nonzero(ma), np.count_nonzero(mb), method, order)
-    return _point_distance(
-        a.grid.centers, ma, b.grid.centers, mb, order, method, n_projections, seed
-    )
+    return _run(Measure(xa, wa), Measure(xb, wb), 2, "sliced", n_projections, seed)
 
 
 # ----------------------------------------------------------------------------------------
@@ -642,19 +539,3 @@ def free_energy(energy: Energy, density: Density, beta: float) -> dict:
     if not (beta > 0):
         raise ValueError(f"beta must be in (0, inf], got {beta!r}")
     return GridEnergy(energy, rho.grid).free_energy_terms(rho.data, float(beta))
-
-
-__all__ = [
-    "wasserstein_particles_grid",
-    "w1_particles_grid",
-    "w2_particles_grid",
-    "wasserstein_grids",
-    "sliced_w2",
-    "grid_kernel",
-    "kernel_gap",
-    "free_energy",
-    "EXACT_MAX_PAIRS",
-    "W2_METHODS",
-    "resolve_w_method",
-    "w_name",
-]

@@ -12,7 +12,8 @@ from .._validation import check_fit_sizes, check_int
 from ..dynamics.langevin import simulate
 from ..dynamics.spec import RunSpec, as_spec
 from ..energy import Energy
-from ..ot.diagnostics import wasserstein_particles_grid
+from ..ot.distance import w2 as _w2
+from ..ot.measure import Measure
 from ..pde import Density
 from ..results import provenance
 from ..stats import fit_power_law
@@ -121,8 +122,11 @@ def _particle_distances(spec: RunSpec, rho_t, n_values, seeds):
             run = spec.replace(n_particles=N, seed=s)
             omega0 = run.particles()
             ds = simulate(run.replace(initial=omega0), record_every=run.n_steps)
-            w2[i, j] = wasserstein_particles_grid(ds["omega"].values[-1], rho_t, order=2)
-            w2_0[i, j] = wasserstein_particles_grid(omega0, spec.law, order=2)
+            final = Measure.from_particles(ds["omega"].values[-1])
+            w2[i, j] = _w2(final, Measure.from_density(rho_t)).distance
+            w2_0[i, j] = _w2(
+                Measure.from_particles(omega0), Measure.from_density(spec.law)
+            ).distance
     return w2, w2_0
 
 

@@ -17,7 +17,7 @@ Three views of μ* are compared:
 * N iid uniform points in the unit ball, the Monte Carlo reference at equal N.
 
 Distances: W2(μ_N, μ*_h) exact (``ot.emd2`` between the particles and the cell-centre atoms
-of μ*_h, :func:`meanfield.ot.diagnostics.wasserstein_particles_grid` with ``method="exact"``),
+of μ*_h, :func:`meanfield.ot.distance.w2` with ``method="exact"``),
 and the exact 1D W2 between the law of |ω| under μ_N and under the unit ball (CDF r³,
 :class:`~meanfield.closed_forms.BallRadius`).
 """
@@ -320,10 +320,11 @@ def _chain_summary(ds: xr.Dataset, grid_rho: Density, n_keep: int, iid: np.ndarr
 
 def _ball_distances(x: np.ndarray, grid_rho: Density) -> tuple[float, float]:
     """Exact W2 of the points x (N, 3) to μ*_h, and of their radii to the ball's radial law."""
-    from ..ot.diagnostics import wasserstein_particles_grid
+    from ..ot.distance import w2
+    from ..ot.measure import Measure
 
     return (
-        wasserstein_particles_grid(x, grid_rho, order=2, method="exact"),
+        w2(Measure.from_particles(x), Measure.from_density(grid_rho), method="exact").distance,
         wasserstein_to_law_1d(np.linalg.norm(x, axis=1), BallRadius(3), order=2, n_quad=16),
     )
 

@@ -641,12 +641,15 @@ def _thresholds(eps):
 def _gap_and_w2(om: np.ndarray, rho, X, feature: str, *, with_w2: bool):
     """The kernel gap and (or None) W2(μ_N, ρ) of each snapshot of ``om`` (T, R, N, p),
     each of shape (T, R)."""
-    from ..ot.diagnostics import kernel_gap, wasserstein_particles_grid
+    from ..ot.diagnostics import kernel_gap
+    from ..ot.distance import w2
+    from ..ot.measure import Measure
 
     gaps = _over_snapshots(om, lambda x: kernel_gap(x, rho, X, feature))
     if not with_w2:
         return gaps, None
-    return gaps, _over_snapshots(om, lambda x: wasserstein_particles_grid(x, rho, order=2))
+    target = Measure.from_density(rho)
+    return gaps, _over_snapshots(om, lambda x: w2(Measure.from_particles(x), target).distance)
 
 
 def _mala_snapshots(energy, rho, grid, N, n_replicas, gen, burn_in, seed, chain) -> np.ndarray:

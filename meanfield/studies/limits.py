@@ -232,21 +232,22 @@ def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = Fals
     >>> ds["beta"].values.tolist(), bool(ds["w2_grid"][1] < ds["w2_grid"][0])
     ([2.0, 8.0], True)
     """
-    from ..ot.diagnostics import wasserstein_grids
+    from ..ot.distance import w2
+    from ..ot.measure import Measure
     from ..pde import Grid, gibbs_state
 
     betas = np.sort(np.asarray(betas, dtype=float))
     energy = closed_form_energy(case)
     grid = Grid(energy.domain, cells)
     mstar = exact_cell_density(case, grid)
-    w2, rho = [], None
+    dist, rho = [], None
     for beta in tqdm(betas, desc="grid Gibbs states", unit="beta", disable=not progress):
         rho, report = gibbs_state(energy, grid, float(beta), method="newton", rho0=rho)
         if not report.converged:
             raise ConvergenceError(f"Gibbs state at beta={beta} did not converge: {report}")
-        w2.append(wasserstein_grids(rho, mstar))
+        dist.append(w2(Measure.from_density(rho), Measure.from_density(mstar)).distance)
     return xr.Dataset(
-        {"w2_grid": ("beta", np.asarray(w2))},
+        {"w2_grid": ("beta", np.asarray(dist))},
         coords={"beta": betas},
         attrs=provenance({"case": case, "cells": cells}, seed=None),
     )

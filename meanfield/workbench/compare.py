@@ -47,7 +47,9 @@ from ..energy import (
     Energy,
 )
 from ..errors import InputError, InputTypeError
-from ..ot.diagnostics import kernel_gap, resolve_w_method, w_name, wasserstein_particles_grid
+from ..ot.diagnostics import kernel_gap, resolve_w_method, w_name
+from ..ot.distance import wasserstein
+from ..ot.measure import Measure
 from ..pde import Density, FreeEnergyTracker, MassTracker, StorageTracker
 from ..pde.solver import check_step_budget
 from ..pde.stepper import Stepper
@@ -100,7 +102,7 @@ def compare(
     n_records : int
         About this many records (every ``n_steps // n_records`` steps, plus the last).
     w_method : {"auto", "exact", "sparse_exact", "sliced"}
-        How W2 is computed (:func:`~meanfield.ot.diagnostics.wasserstein_particles_grid`;
+        How W2 is computed (:func:`~meanfield.ot.distance.wasserstein`;
         "auto" is exact or sparse_exact, never sliced).
     progress, extra_attrs : bool, dict, optional
         Show progress bars; more attributes for the dataset.
@@ -239,11 +241,14 @@ def _diagnostics(energy, grid, omega, grid_ds, method, seed, progress) -> dict:
         unit="record",
         disable=not progress,
     )
+    # in 1D every exact method is the quantile formula (as the particles-vs-grid distance was)
+    solver = "exact" if grid.dim == 1 and method == "sparse_exact" else method
     for k in records:
         rho_k = Density(grid, grid_ds["rho"].values[k])
-        w2[k] = wasserstein_particles_grid(omega[k], rho_k, order=2, method=method, seed=seed)
+        a, b = Measure.from_particles(omega[k]), Measure.from_density(rho_k)
+        w2[k] = wasserstein(a, b, 2, solver, seed=seed).distance
         if method == "exact":
-            w1[k] = wasserstein_particles_grid(omega[k], rho_k, order=1, method="exact")
+            w1[k] = wasserstein(a, b, 1, "exact").distance
         if data is not None:
             gap[k] = kernel_gap(omega[k], rho_k, data.X_np, data.feature)
     return {"w2": w2, "w1": w1, "gap": gap}
