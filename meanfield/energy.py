@@ -1695,12 +1695,39 @@ class Energy:
         >>> bool(torch.isclose(v, E.value(omega))), bool(torch.allclose(g, E.grad(omega)))
         (True, True)
         """
+        values, grad = self.term_values_and_grad(omega)
+        return sum(values.values()), grad
+
+    def term_values_and_grad(self, omega) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Each term's value (as :meth:`term_values`) and ∇H_N, with one pass over the pairs.
+
+        :meth:`value_and_grad` is the sum of these values with the same gradient.
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+
+        Returns
+        -------
+        values : dict of str to tensor (...)
+            Keyed by :attr:`term_names`.
+        grad : tensor (..., N, p)
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import DoubleWellPotential, Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential(), DoubleWellPotential()], Box(1, 2.0))
+        >>> values, grad = E.term_values_and_grad([[2.0]])
+        >>> {k: float(v) for k, v in values.items()}, grad.ravel().tolist()  # ω, ω³ − ω
+        ({'confinement': 2.0, 'confinement_2': 2.0}, [8.0])
+        """
         omega = self.as_tensor(omega)
-        value, grad = 0, 0
-        for t in self.terms:
-            v, g = t.value_and_grad(omega)
-            value, grad = value + v, grad + g
-        return value, grad
+        values, grad = {}, 0
+        for k, t in zip(self.term_names, self.terms, strict=True):
+            values[k], g = t.value_and_grad(omega)
+            grad = grad + g
+        return values, grad
 
     def grad(self, omega) -> torch.Tensor:
         """∇_Ω H_N, the analytic gradient of the sum of the terms.
