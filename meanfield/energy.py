@@ -1316,6 +1316,12 @@ class PairInteraction(Term):
             r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
             if tol >= 0:
                 r2 = self._exact_near(r2, block, omega, tol)
+            if torch.compiler.is_compiling():
+                v, g = self._masked_block(r2, diff, block, omega, s, want_value, want_grad)
+                total = total + v if want_value else None
+                if want_grad:
+                    grad[..., s:e, :] = g
+                continue
             # the i = j entries of this row block lie on its diagonal at column offset s: give
             # them a harmless distance 1, then leave them out of the sums below
             r2.diagonal(offset=s, dim1=-2, dim2=-1).fill_(1.0)
@@ -1331,6 +1337,26 @@ class PairInteraction(Term):
                 else:
                     grad[..., s:e, :] = c.sum(-1, keepdim=True) * block - c @ omega
         return total, grad
+
+    def _masked_block(self, r2, diff, block, omega, s: int, want_value: bool, want_grad: bool):
+        """A row block's sums as :meth:`_pair_pass` makes them, its i = j entries (on the
+        diagonal at column offset s) masked instead of written in place: traced by
+        :func:`torch.compile` (HMC's fused trajectory), the block then fuses into one pass
+        over the pairs.  Equal to the eager sums to round-off (the diagonal is left out of
+        the sums instead of subtracted)."""
+        rows = torch.arange(s, s + r2.shape[-2], device=r2.device)
+        eye = rows[:, None] == torch.arange(r2.shape[-1], device=r2.device)
+        r2 = torch.where(eye, torch.ones_like(r2), r2)
+        value = grad = None
+        if want_value:
+            value = torch.where(eye, 0.0, self.kernel.value_sq(r2)).sum((-1, -2))
+        if want_grad:
+            c = torch.where(eye, 0.0, self.kernel.grad_coeff_sq_(r2.clone()))
+            if diff is not None:
+                grad = (c.unsqueeze(-1) * diff).sum(-2)
+            else:
+                grad = c.sum(-1, keepdim=True) * block - c @ omega
+        return value, grad
 
     #: Replicas (..., N, p) with at least this many particles take the tiled sums one replica
     #: at a time; below it one batched row-chunk pass over all replicas costs fewer calls.
