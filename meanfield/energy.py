@@ -1308,20 +1308,23 @@ class PairInteraction(Term):
     def _pair_pass(self, omega, want_value: bool, want_grad: bool):
         N, p = omega.shape[-2], omega.shape[-1]
         sq = (omega * omega).sum(-1)
-        tol = self._near_tol(omega, sq)
+        traced = torch.compiler.is_compiling()
+        tol = -1.0 if traced else self._near_tol(omega, sq)
         total = omega.new_zeros(omega.shape[:-2]) if want_value else None
         grad = torch.empty_like(omega) if want_grad else None
         for s, e in self._chunks(N, p):
             block = omega[..., s:e, :]
-            r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
-            if tol >= 0:
-                r2 = self._exact_near(r2, block, omega, tol)
-            if torch.compiler.is_compiling():
+            if traced:  # explicit differences in any p: exact, and fused with the sums
+                diff = block.unsqueeze(-2) - omega.unsqueeze(-3)
+                r2 = (diff * diff).sum(-1)
                 v, g = self._masked_block(r2, diff, block, omega, s, want_value, want_grad)
                 total = total + v if want_value else None
                 if want_grad:
                     grad[..., s:e, :] = g
                 continue
+            r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
+            if tol >= 0:
+                r2 = self._exact_near(r2, block, omega, tol)
             # the i = j entries of this row block lie on its diagonal at column offset s: give
             # them a harmless distance 1, then leave them out of the sums below
             r2.diagonal(offset=s, dim1=-2, dim2=-1).fill_(1.0)
@@ -1341,9 +1344,11 @@ class PairInteraction(Term):
     def _masked_block(self, r2, diff, block, omega, s: int, want_value: bool, want_grad: bool):
         """A row block's sums as :meth:`_pair_pass` makes them, its i = j entries (on the
         diagonal at column offset s) masked instead of written in place: traced by
-        :func:`torch.compile` (HMC's fused trajectory), the block then fuses into one pass
+        :func:`torch.compile` (HMC's fused trajectory, with the explicit differences ``diff``
+        in any p, so no near-pair check reads a value), the block then fuses into one pass
         over the pairs.  Equal to the eager sums to round-off (the diagonal is left out of
-        the sums instead of subtracted)."""
+        the sums instead of subtracted; in p ≥ 2 the distances are exact where the eager
+        matrix product rounds)."""
         rows = torch.arange(s, s + r2.shape[-2], device=r2.device)
         eye = rows[:, None] == torch.arange(r2.shape[-1], device=r2.device)
         r2 = torch.where(eye, torch.ones_like(r2), r2)

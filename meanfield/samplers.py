@@ -147,25 +147,52 @@ def _reflect_ball(omega, v, dt, R, max_bounces):
     q, v = omega, v
     dt = torch.as_tensor(dt, dtype=q.dtype, device=q.device)
     tau = torch.broadcast_to(dt, (*q.shape[:-1], 1))[..., 0].clone()  # flight time left
+    if torch.compiler.is_compiling():
+        return _reflect_ball_traced(q, v, tau, R, max_bounces)
     for _ in range(max_bounces):
         if not bool((tau > 0).any()):
             return q, v
-        qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
-        gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
-        disc = torch.sqrt(qv * qv + vv * gap)
-        # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
-        t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
-        t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
-        hit = (tau > 0) & (t_hit < tau)
-        t = torch.where(hit, t_hit, tau.clamp_min(0))
-        q = q + t[..., None] * v
-        n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
-        v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
-        tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
+        q, v, tau = _bounce(q, v, tau, R)
     raise StepBudgetError(
         f"a particle hit the ball's wall more than {max_bounces} times in one leapfrog step: "
         "lower step_size"
     )
+
+
+def _bounce(q, v, tau, R):
+    """Each particle's flight to its next wall hit, or to the end of its flight time ``tau``
+    (...): (q, v, tau) after it, the velocity mirrored at a hit."""
+    qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
+    gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
+    disc = torch.sqrt(qv * qv + vv * gap)
+    # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
+    t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
+    t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
+    hit = (tau > 0) & (t_hit < tau)
+    t = torch.where(hit, t_hit, tau.clamp_min(0))
+    q = q + t[..., None] * v
+    n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
+    v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
+    tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
+    return q, v, tau
+
+
+def _reflect_ball_traced(q, v, tau, R, max_bounces):
+    """The bounces of :func:`_reflect_ball` as one :func:`torch.while_loop` (a compiled
+    trajectory cannot read whether flight time is left).  A particle still in flight after
+    ``max_bounces`` (eagerly a StepBudgetError) gets NaN positions, so its trajectory counts
+    as divergent and is rejected: the bounce count is the same backwards, so the rejection
+    keeps the chain exact."""
+
+    def cond(i, q, v, tau):
+        return (tau > 0).any() & (i < max_bounces)
+
+    def body(i, q, v, tau):
+        return (i + 1, *_bounce(q, v, tau, R))
+
+    i0 = torch.zeros((), dtype=torch.int64, device=q.device)
+    _, q, v, tau = torch.while_loop(cond, body, (i0, q, v, tau))
+    return torch.where((tau > 0)[..., None], torch.full_like(q, math.nan), q), v
 
 
 # ----------------------------------------------------------------------------------------

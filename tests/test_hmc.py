@@ -13,6 +13,7 @@ from scipy import integrate, stats
 
 from meanfield.domains import Ball, Box
 from meanfield.energy import (
+    CallablePotential,
     DoubleWellPotential,
     Energy,
     LinearAlignment,
@@ -557,19 +558,42 @@ def test_compiled_single_chain_is_the_eager_chain():
         assert 0.2 < eager["acceptance_rate"].values[1:].mean() < 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")
 def test_an_energy_that_does_not_trace_warns_and_runs_the_eager_chain():
-    """A ball's reflections loop until no particle has flight time left (a value read in the
-    loop): the trajectory does not compile as one graph, so compile=True warns once and runs
-    eagerly, the very chain of compile=False (bit for bit: the generator is rewound)."""
-    E = Energy([DoubleWellPotential(), PairInteraction(Riesz(0.0, 0.05), 0.5)], Ball(2, 1.0))
-    om0 = np.random.default_rng(0).normal(scale=0.3, size=(2, 5, 2))
+    """A user potential differentiated by autograd (CallablePotential) does not trace as one
+    graph: compile=True warns once and runs eagerly, the very chain of compile=False (bit for
+    bit: the generator is rewound)."""
+    E = Energy([CallablePotential(lambda w: (w**2).sum(-1) / 2)], Box(1, 3.0))
+    om0 = np.random.default_rng(0).normal(scale=0.3, size=(2, 5, 1))
     kw = dict(beta=2.0, n_samples=6, n_warmup=3, seed=1, record_every=1)
     eager = sample_hmc(E, om0, **kw)
     with pytest.warns(UserWarning, match="does not compile as one graph.*runs eagerly"):
         compiled = sample_hmc(E, om0, compile=True, **kw)
     for k in ("omega", "energy", "acceptance_rate"):
         np.testing.assert_array_equal(compiled[k], eager[k], err_msg=k)
+    assert float(eager["acceptance_rate"].values[1:].mean()) > 0  # the chain moved
+
+
+@pytest.mark.slow
+@_NEEDS_CXX
+@pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")
+def test_compiled_ball_chain_is_the_eager_chain():
+    """In a ball the reflections are a loop until no flight time is left, compiled as a
+    torch.while_loop: with a fixed step the chain is the eager one (tolerance as above: 40
+    trajectories of 8 steps, each with wall hits, round-off ~1e-13 measured)."""
+    E = Energy([DoubleWellPotential(), PairInteraction(Riesz(0.0, 0.05), 0.5)], Ball(2, 1.0))
+    om0 = np.random.default_rng(0).normal(scale=0.3, size=(2, 5, 2))
+    kw = dict(beta=2.0, regime="coulomb-gas", n_samples=40, n_warmup=0, step_size=0.1)
+    kw.update(trajectory_length=0.8, seed=5, record_every=1, jitter=0.0)
+    eager = sample_hmc(E, om0, **kw)
+    compiled = sample_hmc(E, om0, compile=True, **kw)
+    np.testing.assert_array_equal(compiled["acceptance_rate"], eager["acceptance_rate"])
+    for k in ("omega", "energy"):
+        np.testing.assert_allclose(compiled[k], eager[k], rtol=0, atol=1e-11, err_msg=k)
+    assert 0.2 < eager["acceptance_rate"].values[1:].mean() < 1.0
+    # the particles reached the wall: reflections happened
+    assert np.linalg.norm(eager["omega"].values, axis=-1).max() > 0.9
 
 
 def test_advance_is_steps_one_after_another():
