@@ -1370,8 +1370,8 @@ class PairInteraction(Term):
     def _uses_tiles(self, omega) -> bool:
         """No autograd graph, and one set of particles or large replicas: the tiled symmetric
         sums of :mod:`meanfield.pairsum` (the rest takes the row chunks)."""
-        if torch.is_grad_enabled() and omega.requires_grad:
-            return False
+        if torch.is_grad_enabled() and omega.requires_grad or torch.compiler.is_compiling():
+            return False  # (a trace takes the row chunks: the tiles' range check reads a value)
         return omega.ndim == 2 or omega.shape[-2] >= self.tiled_replica_min_n
 
     def _replica_pass(self, omega, want_value: bool, want_grad: bool):

@@ -343,16 +343,22 @@ class HMC:
     max_leapfrog : int
         Upper bound on L (guards the cost when ε is tiny early in the warm-up).
     compile : bool
-        Run each :meth:`step` (the whole trajectory, its L leapfrog steps a
-        :func:`torch.while_loop`, and the Metropolis decision) as one call compiled by
-        :func:`torch.compile` with Inductor's C++ wrapper, instead of ~30 small torch calls per
+        Run blocks of up to ``FUSED_BLOCK`` = 32 trajectories (:meth:`advance`; :meth:`step`
+        is a block of one) as one call compiled by :func:`torch.compile` (Inductor with its
+        C++ wrapper): each trajectory's L leapfrog steps a :func:`torch.while_loop`, its
+        Metropolis decision and its records inside, instead of ~30 small torch calls per
         leapfrog step.  It pays for small systems, where the eager step is bound by per-call
-        overhead (``benchmarks/bench_hmc_blackjax.py``), after a one-off compilation of
-        20–60 s per (energy, shape, dtype, β_N); ε and L are inputs, so the warm-up does not
-        recompile.  The chain is the same Markov chain: the same random numbers, the same
-        functions traced (the compiled trajectory agrees with the eager one to round-off,
-        ~1e-14 in float64).  An energy or domain that does not trace as one graph (a ball's
-        reflections, data-dependent branches) warns once and runs eagerly.
+        overhead (``benchmarks/bench_hmc_blackjax.py``: faster than BlackJAX on the log gas),
+        after a one-off compilation of 30–90 s per (energy, shape, dtype, β_N, jitter); ε, L
+        and the block's length are inputs, so the warm-up does not recompile.  The chain is
+        the same Markov chain: the same random numbers drawn in the same order, the same
+        functions traced (the pair sums with their i = j entries masked and, in p ≥ 2,
+        explicit differences), so it agrees with the eager chain to round-off (~1e-14 per
+        step in float64).  One difference: a particle still in flight after the ball's
+        bounce budget makes its trajectory divergent (rejected) instead of raising
+        :class:`~meanfield.errors.StepBudgetError`.  An energy that does not trace as one
+        graph (a potential differentiated by autograd, data-dependent branches) warns once
+        and runs eagerly.
 
     Examples
     --------
@@ -602,20 +608,14 @@ class HMC:
         (the state after them, their records), or None when it does not compile."""
         omega, device = state.omega, state.omega.device
         carry = (omega, state.cache["U"], state.cache["gradU"], _terms_of(self.energy, state))
-        # one chain (N, p) runs as (1, N, p): the row-chunk pair sums trace, the tiled sums of
-        # a single set of particles (their range check reads a value) do not
-        one = omega.ndim == 2
-        carry = tuple(t[None] for t in carry) if one else carry
         rng = generator.get_state()
-        args = (*carry, *self._draws_block(carry[0], generator, K, m))
+        args = (*carry, *self._draws_block(omega, generator, K, m))
         args += (_step_tensor(self.step_size, omega), _int_tensor(self.n_leapfrog - 1, device))
         args += (_int_tensor(m, device),)
         out = _run_compiled(self.energy, _Constants(self._beta_N(omega), self.jitter), args)
         if out is None:
             generator.set_state(rng)
             return None
-        if one:
-            out = (*(t[0] for t in out[:5]), out[5], *(t[:, 0] for t in out[6:]))
         omega, U, gradU, terms, accept_prob, n_divergent, r_omega, r_terms, r_accept = out
         accepted = state.accepted + r_accept[:m].to(state.accepted.dtype).cpu().cumsum(0)
         state = _moved(state, m, omega, U, gradU, terms, accept_prob, n_divergent, accepted[-1])
@@ -1004,8 +1004,9 @@ def sample_hmc(
     record_positions, progress, extra_attrs :
         As :func:`meanfield.particles.simulate`.
     compile : bool
-        Compile each trajectory with its decision as one call (:class:`HMC`'s ``compile``):
-        faster for small systems after a one-off compilation.
+        Run blocks of trajectories with their decisions as one compiled call (:class:`HMC`'s
+        ``compile``): the same chain to round-off, faster for small systems after a one-off
+        compilation.
 
     Returns
     -------

@@ -537,8 +537,8 @@ def test_compiled_advance_matches_eager_positions_forces_and_energies():
 @_NEEDS_CXX
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")
 def test_compiled_single_chain_is_the_eager_chain():
-    """One chain (N, p) runs compiled as (1, N, p) (the row-chunk pair sums, where eager
-    takes the tiled ones: equal to round-off).  With a fixed step, tolerance as above.  With
+    """One chain (N, p) compiled takes the row-chunk pair sums, where eager takes the tiled
+    ones (equal to round-off).  With a fixed step, tolerance as above.  With
     a warm-up through the compiled single trajectories, dual averaging feeds each
     acceptance probability (round-off ~1e-13 here, |U| ~ 1e2) back into log ε times
     √m/γ ≈ 60, and a different ε moves every later trajectory: measured 3e-10 relative in
