@@ -5,15 +5,23 @@ The same sampler on the same target, side by side in one run: the log gas of THE
 potential is U = β N² H_N), R chains from the same equilibrated start, the same leapfrog step ε
 (adapted once by meanfield's warm-up to acceptance 0.65), the same number L = ⌈T/ε⌉ of
 leapfrog steps (T = π/4, a quarter period of the breathing mode), the same mass (β_N, so the
-flow is Ω'' = −N∇H_N) and no step jitter.  BlackJAX (``blackjax.hmc``, vmapped over chains,
-the whole chain one ``jax.lax.scan`` under ``jax.jit``, float64) does not reflect at the box;
-the log gas lives on [−√2, √2] and never reaches the walls at ±4 (checked: no particle beyond
-3 in any run).  Observables: H_N and L_N = ∫ω² dμ_N; τ_int by Geyer's initial monotone
-sequence pooled over chains (meanfield.dynamics.hmc.integrated_autocorr_time); ESS/s counts the
-sampling phase only; compilation (torch.compile, jax.jit) is timed and reported apart.
+flow is Ω'' = −N∇H_N) and no step jitter.  BlackJAX (``blackjax.hmc``, vmapped over the same
+R chains, the whole chain one ``jax.lax.scan`` under ``jax.jit``, float64) does not reflect at
+the box; the log gas lives on [−√2, √2] and never reaches the walls at ±4 (checked: the
+largest |ω| of every run is in the output).  meanfield's ``compile=True`` runs each block of
+up to 32 trajectories (their leapfrog steps and Metropolis decisions) as one compiled call.
+Observables: H_N and L_N = ∫ω² dμ_N, recorded at every trajectory by both; τ_int by Geyer's
+initial monotone sequence pooled over chains (meanfield.dynamics.hmc.integrated_autocorr_time);
+ESS/s counts the sampling phase only; compilation (torch.compile, jax.jit) is timed and
+reported apart.  The samplers run in ``--repeats`` interleaved rounds (eager, compiled,
+BlackJAX, each for about ``--budget`` seconds), so a change of the machine's load hits all
+three; the table gives medians over rounds, the compiled ÷ BlackJAX ESS/s ratio pooled over
+the rounds (effective samples over total time) with each round's ratio (median [min, max]),
+and the load average.  Both run one CPU thread (torch.set_num_threads(1); XLA's flags
+``XLA_ONE_THREAD`` unless ``XLA_FLAGS`` is set).
 
     python benchmarks/bench_hmc_blackjax.py                 # N = 32 64 128, 8 chains
-    python benchmarks/bench_hmc_blackjax.py --n 32 --budget 3
+    python benchmarks/bench_hmc_blackjax.py --n 32 --budget 3 --repeats 5
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import time
 
@@ -34,6 +43,8 @@ from meanfield.workbench._scripts import (
 )
 
 T = math.pi / 4
+#: XLA's flags for one CPU thread (as torch.set_num_threads(1)), unless XLA_FLAGS is set.
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 BETA = 2.0
 LAM = 0.5
 
@@ -149,7 +160,7 @@ def run_blackjax(start, eps, L, n, seed):
     }
 
 
-def bench_one(N, replicas, budget, seed=0):
+def bench_one(N, replicas, budget, repeats, seed=0):
     import numpy as np
     import torch
 
@@ -157,6 +168,7 @@ def bench_one(N, replicas, budget, seed=0):
     from meanfield.dynamics.langevin import gibbs_potential
     from meanfield.studies.limits import closed_form_energy
 
+    load0 = os.getloadavg()[0]
     E = closed_form_energy("semicircle")
     om0 = torch.linspace(-1.2, 1.2, N, dtype=torch.float64)[None, :, None].repeat(replicas, 1, 1)
     t0 = time.perf_counter()
@@ -177,21 +189,80 @@ def bench_one(N, replicas, budget, seed=0):
     if u_err > 1e-12:
         raise RuntimeError(f"the jax and torch targets differ (relative {u_err:.1e})")
 
-    # a pilot sets the iteration counts so each sampler runs about `budget` seconds
+    # pilots (the compiled one compiles) set the iteration counts: about `budget` s each
     pilot = run_meanfield(E, start, eps, 5, seed + 10, False)
     n_eager = max(50, int(budget / (pilot["wall_s"] / 5)))
+    pilot_c = run_meanfield(E, start, eps, 40, seed + 30, True)
+    n_comp = max(50, int(budget / (pilot_c["wall_s"] / 40)))
+    pilot_b = run_blackjax(start[..., 0].numpy(), eps, L, 40, seed + 50)
+    n_bj = max(50, int(budget / (pilot_b["wall_s"] / 40)))
     row = {"N": N, "replicas": replicas, "step_size": eps, "n_leapfrog": L, "tune_s": tune}
-    row["target_rel_diff"] = u_err
-    row["meanfield_eager"] = run_meanfield(E, start, eps, n_eager, seed + 20, False)
-    pilot_c = run_meanfield(E, start, eps, 5, seed + 30, True)
-    n_comp = max(50, int(budget / (pilot_c["wall_s"] / 5)))
-    row["meanfield_compiled"] = run_meanfield(E, start, eps, n_comp, seed + 40, True)
-    row["meanfield_compiled"]["compile_s"] = pilot_c["first_call_s"]
-    # BlackJAX's pilot: one short compiled chain
-    bj = run_blackjax(start[..., 0].numpy(), eps, L, 20, seed + 50)
-    n_bj = max(50, int(budget / (bj["wall_s"] / 20)))
-    row["blackjax"] = run_blackjax(start[..., 0].numpy(), eps, L, n_bj, seed + 60)
+    row.update(target_rel_diff=u_err, compile_s=pilot_c["first_call_s"])
+    row["jax_compile_s"] = pilot_b["first_call_s"]
+    rounds = {"meanfield_eager": [], "meanfield_compiled": [], "blackjax": []}
+    for r in range(repeats):  # interleaved, so a change of the machine's load hits all three
+        s = seed + 100 * (r + 1)
+        rounds["meanfield_eager"].append(run_meanfield(E, start, eps, n_eager, s, False))
+        rounds["meanfield_compiled"].append(run_meanfield(E, start, eps, n_comp, s + 1, True))
+        rounds["blackjax"].append(run_blackjax(start[..., 0].numpy(), eps, L, n_bj, s + 2))
+    row.update(rounds)
+    row["ratio"] = {
+        o: [c[o]["ess_per_s"] / b[o]["ess_per_s"] for c, b in zip(
+            rounds["meanfield_compiled"], rounds["blackjax"], strict=True)]
+        for o in ("energy", "L_N")
+    }  # fmt: skip
+    row["ratio_pooled"] = {
+        o: _pooled(rounds["meanfield_compiled"], o) / _pooled(rounds["blackjax"], o)
+        for o in ("energy", "L_N")
+    }
+    row["load_avg_1min"] = [load0, os.getloadavg()[0]]
     return row
+
+
+def _pooled(rounds, o):
+    """ESS/s over all rounds together: the rounds' effective samples over their total time."""
+    ess = sum(d[o]["ess_per_s"] * d["wall_s"] for d in rounds)
+    return ess / sum(d["wall_s"] for d in rounds)
+
+
+def _median(rounds, f):
+    import numpy as np
+
+    return float(np.median([f(d) for d in rounds]))
+
+
+def _table(rows) -> list[str]:
+    """The markdown table: medians over the rounds, the ratio of each round."""
+    import numpy as np
+
+    lines = [
+        "| N | ε / L | ms per trajectory: eager / compiled / BlackJAX | ESS/s H_N: eager / "
+        "compiled / BlackJAX | ESS/s L_N: compiled / BlackJAX | compiled ÷ BlackJAX ESS/s, "
+        "H_N; L_N: pooled (median [min, max] of rounds) | compile s: torch / jax | load |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        e, c, b = r["meanfield_eager"], r["meanfield_compiled"], r["blackjax"]
+
+        def ms(d):
+            return f"{_median(d, lambda x: x['wall_s'] / x['iterations'] * 1e3):.2f}"
+
+        def s(d, o="energy"):
+            star = "" if all(x[o]["reliable"] for x in d) else "*"
+            return f"{_median(d, lambda x: x[o]['ess_per_s']):.0f}{star}"
+
+        def ratio(o, r=r):
+            x = np.asarray(r["ratio"][o])
+            pooled = r["ratio_pooled"][o]
+            return f"{pooled:.2f} ({np.median(x):.2f} [{x.min():.2f}, {x.max():.2f}])"
+
+        lines.append(
+            f"| {r['N']} | {r['step_size']:.3f} / {r['n_leapfrog']} | {ms(e)} / {ms(c)} / "
+            f"{ms(b)} | {s(e)} / {s(c)} / {s(b)} | {s(c, 'L_N')} / {s(b, 'L_N')} | "
+            f"{ratio('energy')}; {ratio('L_N')} | {r['compile_s']:.0f} / "
+            f"{r['jax_compile_s']:.1f} | {r['load_avg_1min'][0]:.1f}–{r['load_avg_1min'][1]:.1f} |"
+        )
+    return lines
 
 
 def main(argv=None) -> int:
@@ -202,7 +273,16 @@ def main(argv=None) -> int:
     )  # fmt: skip
     ap.add_argument("--replicas", type=int_range(1), default=8, help="chains >= 1 [default 8]")
     ap.add_argument(
-        "--budget", type=float_range(0), default=6.0, help="sampling seconds per sampler (> 0)"
+        "--budget",
+        type=float_range(0),
+        default=4.0,
+        help="sampling seconds per sampler and round (> 0) [default 4]",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int_range(1),
+        default=3,
+        help="interleaved rounds of the three samplers (>= 1) [default 3]",
     )
     add_bench_out(ap, "NAME.json and NAME.md")
     ap.add_argument(
@@ -210,6 +290,8 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch and jax load
+    # one thread each: XLA's CPU client reads its flags when jax first loads
+    os.environ.setdefault("XLA_FLAGS", XLA_ONE_THREAD)
     try:
         import blackjax  # noqa: F401
     except ImportError:
@@ -222,44 +304,28 @@ def main(argv=None) -> int:
     rows = []
     t_all = time.perf_counter()
     for N in progress(args.n, enabled=not args.no_progress, desc="N"):
-        r = bench_one(N, args.replicas, args.budget)
+        r = bench_one(N, args.replicas, args.budget, args.repeats)
         rows.append(r)
         say(f"N={N:4d} eps={r['step_size']:.4f} L={r['n_leapfrog']} R={r['replicas']}")
         for key in ("meanfield_eager", "meanfield_compiled", "blackjax"):
-            d = r[key]
-            say(
-                f"   {key:19s} {d['wall_s'] / d['iterations'] * 1e3:7.2f} ms/traj  acc "
-                f"{d['acceptance']:.2f}  ESS/s H {d['energy']['ess_per_s']:8.1f}  "
-                f"L_N {d['L_N']['ess_per_s']:8.1f}  (first call {d['first_call_s']:.1f} s)"
-            )
+            for d in r[key]:
+                say(
+                    f"   {key:19s} {d['wall_s'] / d['iterations'] * 1e3:7.2f} ms/traj  acc "
+                    f"{d['acceptance']:.2f}  ESS/s H {d['energy']['ess_per_s']:8.1f}  "
+                    f"L_N {d['L_N']['ess_per_s']:8.1f}"
+                )
+        per_round = ", ".join(f"{x:.2f}" for x in r["ratio"]["energy"])
+        say(f"   ratio (H_N) per round: {per_round}; pooled {r['ratio_pooled']['energy']:.2f}")
     total = time.perf_counter() - t_all
-    lines = [
-        "| N | ε / L | ms per trajectory: eager / compiled / BlackJAX | ESS/s H_N: eager / "
-        "compiled / BlackJAX | compiled ÷ BlackJAX (H_N, L_N) | compile s: torch / jax |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        e, c, b = r["meanfield_eager"], r["meanfield_compiled"], r["blackjax"]
-
-        def ms(d):
-            return f"{d['wall_s'] / d['iterations'] * 1e3:.2f}"
-
-        def s(d, o="energy"):
-            return f"{d[o]['ess_per_s']:.0f}{'' if d[o]['reliable'] else '*'}"
-
-        ratio_h = c["energy"]["ess_per_s"] / b["energy"]["ess_per_s"]
-        ratio_l = c["L_N"]["ess_per_s"] / b["L_N"]["ess_per_s"]
-        lines.append(
-            f"| {r['N']} | {r['step_size']:.3f} / {r['n_leapfrog']} | {ms(e)} / {ms(c)} / {ms(b)} "
-            f"| {s(e)} / {s(c)} / {s(b)} | {ratio_h:.2f} / {ratio_l:.2f} "
-            f"| {c['compile_s']:.0f} / {b['first_call_s']:.1f} |"
-        )
+    lines = _table(rows)
     meta = {
         "budget_s": args.budget,
+        "repeats": args.repeats,
         "replicas": args.replicas,
         "torch_threads": 1,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "total_wall_s": total,
-        "machine": f"{platform.machine()} {platform.processor() or ''}, 2-core shared CPU",
+        "machine": f"{platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores",
         "torch": torch.__version__,
         "jax": jax.__version__,
         "blackjax": __import__("blackjax").__version__,

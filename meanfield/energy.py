@@ -1308,11 +1308,20 @@ class PairInteraction(Term):
     def _pair_pass(self, omega, want_value: bool, want_grad: bool):
         N, p = omega.shape[-2], omega.shape[-1]
         sq = (omega * omega).sum(-1)
-        tol = self._near_tol(omega, sq)
+        traced = torch.compiler.is_compiling()
+        tol = -1.0 if traced else self._near_tol(omega, sq)
         total = omega.new_zeros(omega.shape[:-2]) if want_value else None
         grad = torch.empty_like(omega) if want_grad else None
         for s, e in self._chunks(N, p):
             block = omega[..., s:e, :]
+            if traced:  # explicit differences in any p: exact, and fused with the sums
+                diff = block.unsqueeze(-2) - omega.unsqueeze(-3)
+                r2 = (diff * diff).sum(-1)
+                v, g = self._masked_block(r2, diff, block, omega, s, want_value, want_grad)
+                total = total + v if want_value else None
+                if want_grad:
+                    grad[..., s:e, :] = g
+                continue
             r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
             if tol >= 0:
                 r2 = self._exact_near(r2, block, omega, tol)
@@ -1332,6 +1341,28 @@ class PairInteraction(Term):
                     grad[..., s:e, :] = c.sum(-1, keepdim=True) * block - c @ omega
         return total, grad
 
+    def _masked_block(self, r2, diff, block, omega, s: int, want_value: bool, want_grad: bool):
+        """A row block's sums as :meth:`_pair_pass` makes them, its i = j entries (on the
+        diagonal at column offset s) masked instead of written in place: traced by
+        :func:`torch.compile` (HMC's fused trajectory, with the explicit differences ``diff``
+        in any p, so no near-pair check reads a value), the block then fuses into one pass
+        over the pairs.  Equal to the eager sums to round-off (the diagonal is left out of
+        the sums instead of subtracted; in p ≥ 2 the distances are exact where the eager
+        matrix product rounds)."""
+        rows = torch.arange(s, s + r2.shape[-2], device=r2.device)
+        eye = rows[:, None] == torch.arange(r2.shape[-1], device=r2.device)
+        r2 = torch.where(eye, torch.ones_like(r2), r2)
+        value = grad = None
+        if want_value:
+            value = torch.where(eye, 0.0, self.kernel.value_sq(r2)).sum((-1, -2))
+        if want_grad:
+            c = torch.where(eye, 0.0, self.kernel.grad_coeff_sq_(r2.clone()))
+            if diff is not None:
+                grad = (c.unsqueeze(-1) * diff).sum(-2)
+            else:
+                grad = c.sum(-1, keepdim=True) * block - c @ omega
+        return value, grad
+
     #: Replicas (..., N, p) with at least this many particles take the tiled sums one replica
     #: at a time; below it one batched row-chunk pass over all replicas costs fewer calls.
     tiled_replica_min_n = 256
@@ -1339,8 +1370,8 @@ class PairInteraction(Term):
     def _uses_tiles(self, omega) -> bool:
         """No autograd graph, and one set of particles or large replicas: the tiled symmetric
         sums of :mod:`meanfield.pairsum` (the rest takes the row chunks)."""
-        if torch.is_grad_enabled() and omega.requires_grad:
-            return False
+        if torch.is_grad_enabled() and omega.requires_grad or torch.compiler.is_compiling():
+            return False  # (a trace takes the row chunks: the tiles' range check reads a value)
         return omega.ndim == 2 or omega.shape[-2] >= self.tiled_replica_min_n
 
     def _replica_pass(self, omega, want_value: bool, want_grad: bool):
@@ -1695,12 +1726,39 @@ class Energy:
         >>> bool(torch.isclose(v, E.value(omega))), bool(torch.allclose(g, E.grad(omega)))
         (True, True)
         """
+        values, grad = self.term_values_and_grad(omega)
+        return sum(values.values()), grad
+
+    def term_values_and_grad(self, omega) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Each term's value (as :meth:`term_values`) and ∇H_N, with one pass over the pairs.
+
+        :meth:`value_and_grad` is the sum of these values with the same gradient.
+
+        Parameters
+        ----------
+        omega : tensor or array-like (..., N, p)
+
+        Returns
+        -------
+        values : dict of str to tensor (...)
+            Keyed by :attr:`term_names`.
+        grad : tensor (..., N, p)
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import DoubleWellPotential, Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential(), DoubleWellPotential()], Box(1, 2.0))
+        >>> values, grad = E.term_values_and_grad([[2.0]])
+        >>> {k: float(v) for k, v in values.items()}, grad.ravel().tolist()  # ω, ω³ − ω
+        ({'confinement': 2.0, 'confinement_2': 2.0}, [8.0])
+        """
         omega = self.as_tensor(omega)
-        value, grad = 0, 0
-        for t in self.terms:
-            v, g = t.value_and_grad(omega)
-            value, grad = value + v, grad + g
-        return value, grad
+        values, grad = {}, 0
+        for k, t in zip(self.term_names, self.terms, strict=True):
+            values[k], g = t.value_and_grad(omega)
+            grad = grad + g
+        return values, grad
 
     def grad(self, omega) -> torch.Tensor:
         """∇_Ω H_N, the analytic gradient of the sum of the terms.

@@ -8,8 +8,9 @@ name below, ``meanfield.dynamics.langevin.<name>``).
 * :class:`LangevinState`, the immutable state of a chain (JAX-MD style);
 * :func:`effective_beta` (β_N of the two temperature regimes, THEORY §3) and
   :func:`gibbs_potential`, U = β_N N H_N of the Gibbs law the Metropolis samplers target;
-* :func:`metropolis_init`, :func:`check_finite_start`, :func:`metropolis` and
-  :func:`accept_or_keep`: a Metropolis chain's start, decision and update;
+* :func:`metropolis_init`, :func:`check_finite_start`, :func:`metropolis` (with its rule
+  :func:`metropolis_decision`) and :func:`accept_or_keep`: a Metropolis chain's start,
+  decision and update;
 * :func:`initial_particles` and :func:`chain_setup`: what every chain runner checks first;
 * the records every sampler writes (one dataset layout), and :func:`low_acceptance_warning`
   with its thresholds :data:`LOW_ACCEPTANCE` and :data:`LOW_ACCEPTANCE_MIN_PROPOSALS`.
@@ -71,6 +72,16 @@ def effective_beta(beta: float, n_particles: int, regime: str) -> float:
     return beta if regime == "mean-field" else beta * n_particles
 
 
+#: Steps a chain runner asks of an integrator with an ``advance`` method at a time (HMC: the
+#: trajectories of one compiled call, so the per-call cost is shared; the records are the same).
+RECORD_BLOCK = 32
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a NumPy array (detached, on the CPU; may share memory)."""
+    return t.detach().cpu().numpy()
+
+
 def _noise(shape, generator, like: torch.Tensor) -> torch.Tensor:
     return torch.randn(shape, generator=generator, dtype=torch.float64).to(like)
 
@@ -94,7 +105,9 @@ class LangevinState:
     proposed : int
         Metropolis samplers only: proposals since the last reset.
     cache : mapping
-        Read-only values carried between steps (U and ∇U for the Metropolis samplers);
+        Read-only values carried between steps (U and ∇U for the Metropolis samplers; HMC
+        adds ``term_values``, each term's value (..., n_terms) in the order of
+        ``Energy.term_names``, which the records then read instead of recomputing them);
         replaced, never mutated, through :meth:`evolve`.
 
     Examples
@@ -146,7 +159,7 @@ class LangevinState:
         return replace(self, **changes)
 
 
-def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
+def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float, *, terms: bool = False):
     r"""U = β_N N H_N(Ω), shape (...), and ∇U = β_N N ∇H_N, shape (..., N, p): the potential of
     the Gibbs law ∝ exp(−U) that the Metropolis samplers target (one pass over the pairs).
 
@@ -161,11 +174,16 @@ def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
     omega : tensor (..., N, p)
     beta_N : float
         The effective inverse temperature (:func:`effective_beta`).
+    terms : bool
+        Also return each term's value H_N^k (the terms of ``energy.term_names``), from the
+        same pass.
 
     Returns
     -------
     U : tensor (...)
     gradU : tensor (..., N, p)
+    term_values : tensor (..., n_terms)
+        Only with ``terms=True``: the values H_N^k (not scaled), summing to H_N.
 
     Examples
     --------
@@ -180,10 +198,15 @@ def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float):
     >>> U, gradU = gibbs_potential(E, torch.tensor([[1.0], [0.0]], dtype=torch.float64), 2.0)
     >>> float(U), gradU.flatten().tolist()
     (1.0, [2.0, 0.0])
+    >>> gibbs_potential(E, torch.tensor([[1.0], [0.0]], dtype=torch.float64), 2.0, terms=True)[2]
+    tensor([0.2500], dtype=torch.float64)
     """
     N = omega.shape[-2]
-    H, gradH = energy.value_and_grad(omega)
-    return beta_N * N * H, beta_N * N * gradH
+    values, gradH = energy.term_values_and_grad(omega)
+    U, gradU = beta_N * N * sum(values.values()), beta_N * N * gradH
+    if terms:
+        return U, gradU, torch.stack(list(values.values()), -1)
+    return U, gradU
 
 
 def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> LangevinState:
@@ -331,8 +354,41 @@ def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) 
     [True, False]
     """
     u = torch.rand(log_alpha.shape, generator=generator, dtype=torch.float64).to(log_alpha)
-    accept = torch.log(u) < log_alpha
+    accept = metropolis_decision(log_alpha, u)
     return accept if valid is None else accept & valid
+
+
+def metropolis_decision(log_alpha: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    r"""The Metropolis rule given the uniforms: accept where log u < log α.
+
+    :func:`metropolis` draws u and applies it; a sampler that draws its uniforms ahead (HMC's
+    fused trajectory, :mod:`meanfield.dynamics.hmc`) applies it alone.
+
+    .. math::
+
+        \text{accept} \iff \log u < \log\alpha
+
+    Parameters
+    ----------
+    log_alpha : tensor (...)
+        Log acceptance ratio of each replica's proposal (−inf: never accepted).
+    u : tensor (...)
+        Uniforms on [0, 1), one per replica.
+
+    Returns
+    -------
+    bool tensor (...)
+
+    Examples
+    --------
+    >>> import math
+    >>> import torch
+    >>> from meanfield.dynamics.chains import metropolis_decision
+    >>> log_alpha = torch.tensor([math.log(0.5), math.log(0.5), -math.inf])
+    >>> metropolis_decision(log_alpha, torch.tensor([0.4, 0.6, 0.0])).tolist()
+    [True, False, False]
+    """
+    return torch.log(u) < log_alpha
 
 
 def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinState:
@@ -440,30 +496,65 @@ class _Recorder:
         self._last = None  # (step, accepted) at the previous record
 
     def record(self, state: LangevinState):
-        self.steps.append(state.step)
+        terms = state.cache.get("term_values")  # (..., n_terms), kept by HMC at each step
+        if terms is None:
+            terms = torch.stack(list(self.energy.term_values(state.omega).values()), -1)
+        omega = _numpy(state.omega) if self.record_positions else None
+        accepted = _numpy(state.accepted) if self.acceptance else None
+        self._append(state.step, omega, _numpy(terms), accepted)
+
+    def _append(self, step: int, omega, terms, accepted):
+        """One record from arrays: the positions (..., N, p) (None when not recorded), each
+        term's value (..., n_terms) in the order of ``energy.term_names`` and the accepted
+        moves so far (...) (None without acceptance)."""
+        self.steps.append(step)
         if self.record_positions:
-            self.positions.append(state.omega.detach().cpu().numpy().copy())
-        for k, v in self.energy.term_values(state.omega).items():
-            self.energies.setdefault(k, []).append(v.detach().cpu().numpy().copy())
+            self.positions.append(np.array(omega))
+        for i, k in enumerate(self.energy.term_names):
+            self.energies.setdefault(k, []).append(np.array(terms[..., i]))
         if self.acceptance:
             # the acceptance rate over the preceding record interval; 0 at the first record
+            accepted = np.array(accepted)
             if self._last is None:
-                rate = state.accepted * 0
+                rate = accepted * 0
             else:
                 step0, acc0 = self._last
-                rate = (state.accepted - acc0) / max(1, state.step - step0)
-            self.rates.append(rate.numpy().copy())
-            self._last = (state.step, state.accepted.clone())
+                rate = (accepted - acc0) / max(1, step - step0)
+            self.rates.append(rate)
+            self._last = (step, accepted)
 
     def run(self, integrator, state, generator, n_steps, record_every, progress, desc):
         """Record ``state``, then advance it ``n_steps`` times recording every ``record_every``
-        steps and at the last one; returns the final state."""
+        steps and at the last one; returns the final state.
+
+        An integrator with an ``advance(state, generator, n, positions=...)`` method (HMC)
+        moves :data:`RECORD_BLOCK` steps at a time and returns what each step left for the
+        records (stacked ``omega``, ``term_values`` and cumulative ``accepted``); the records
+        are those of single steps."""
         self.record(state)
-        with torch.no_grad():
-            for k in tqdm(range(1, n_steps + 1), disable=not progress, desc=desc, unit="step"):
-                state = integrator.step(state, generator)
-                if k % record_every == 0 or k == n_steps:
-                    self.record(state)
+        advance = getattr(integrator, "advance", None)
+        done = 0
+        bar = tqdm(total=n_steps, disable=not progress, desc=desc, unit="step")
+        with torch.no_grad(), bar:
+            while done < n_steps:
+                if advance is None:
+                    state, block, m = integrator.step(state, generator), None, 1
+                else:
+                    m = min(RECORD_BLOCK, n_steps - done)
+                    state, block = advance(state, generator, m, positions=self.record_positions)
+                    block = {k: None if v is None else _numpy(v) for k, v in block.items()}
+                for i in range(m):
+                    k = done + i + 1
+                    if not (k % record_every == 0 or k == n_steps):
+                        continue
+                    if block is None:
+                        self.record(state)
+                    else:
+                        at = {key: None if v is None else v[i] for key, v in block.items()}
+                        step = state.step - m + i + 1
+                        self._append(step, at["omega"], at["term_values"], at["accepted"])
+                done += m
+                bar.update(m)
         return state
 
     def dataset(self, state, *, time_per_step, params, seed, time_name) -> xr.Dataset:
@@ -555,5 +646,6 @@ __all__ = [
     "initial_particles",
     "low_acceptance_warning",
     "metropolis",
+    "metropolis_decision",
     "metropolis_init",
 ]

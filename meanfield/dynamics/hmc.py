@@ -47,8 +47,10 @@ C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7, 1992.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
+import weakref
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -71,12 +73,11 @@ from .chains import (
     LangevinState,
     _noise,
     _Recorder,
-    accept_or_keep,
     chain_setup,
     effective_beta,
     gibbs_potential,
     low_acceptance_warning,
-    metropolis,
+    metropolis_decision,
     metropolis_init,
 )
 
@@ -137,7 +138,9 @@ def _fold_box(omega, v, dt, R):
     s = omega + R + dt * v
     n = torch.floor(s / (2 * R))
     y = s - 2 * R * n
-    odd = torch.remainder(n, 2) == 1
+    # n mod 2 by floor, exact for these integers (torch.remainder computes an fmod, several
+    # times slower, and the compiled trajectory repeats the fold in every pair's read)
+    odd = n - 2 * torch.floor(n / 2) == 1
     return torch.where(odd, 2 * R - y, y) - R, torch.where(odd, -v, v)
 
 
@@ -145,25 +148,52 @@ def _reflect_ball(omega, v, dt, R, max_bounces):
     q, v = omega, v
     dt = torch.as_tensor(dt, dtype=q.dtype, device=q.device)
     tau = torch.broadcast_to(dt, (*q.shape[:-1], 1))[..., 0].clone()  # flight time left
+    if torch.compiler.is_compiling():
+        return _reflect_ball_traced(q, v, tau, R, max_bounces)
     for _ in range(max_bounces):
         if not bool((tau > 0).any()):
             return q, v
-        qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
-        gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
-        disc = torch.sqrt(qv * qv + vv * gap)
-        # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
-        t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
-        t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
-        hit = (tau > 0) & (t_hit < tau)
-        t = torch.where(hit, t_hit, tau.clamp_min(0))
-        q = q + t[..., None] * v
-        n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
-        v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
-        tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
+        q, v, tau = _bounce(q, v, tau, R)
     raise StepBudgetError(
         f"a particle hit the ball's wall more than {max_bounces} times in one leapfrog step: "
         "lower step_size"
     )
+
+
+def _bounce(q, v, tau, R):
+    """Each particle's flight to its next wall hit, or to the end of its flight time ``tau``
+    (...): (q, v, tau) after it, the velocity mirrored at a hit."""
+    qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
+    gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
+    disc = torch.sqrt(qv * qv + vv * gap)
+    # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
+    t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
+    t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
+    hit = (tau > 0) & (t_hit < tau)
+    t = torch.where(hit, t_hit, tau.clamp_min(0))
+    q = q + t[..., None] * v
+    n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
+    v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
+    tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
+    return q, v, tau
+
+
+def _reflect_ball_traced(q, v, tau, R, max_bounces):
+    """The bounces of :func:`_reflect_ball` as one :func:`torch.while_loop` (a compiled
+    trajectory cannot read whether flight time is left).  A particle still in flight after
+    ``max_bounces`` (eagerly a StepBudgetError) gets NaN positions, so its trajectory counts
+    as divergent and is rejected: the bounce count is the same backwards, so the rejection
+    keeps the chain exact."""
+
+    def cond(i, q, v, tau):
+        return (tau > 0).any() & (i < max_bounces)
+
+    def body(i, q, v, tau):
+        return (i + 1, *_bounce(q, v, tau, R))
+
+    i0 = torch.zeros((), dtype=torch.int64, device=q.device)
+    _, q, v, tau = torch.while_loop(cond, body, (i0, q, v, tau))
+    return torch.where((tau > 0)[..., None], torch.full_like(q, math.nan), q), v
 
 
 # ----------------------------------------------------------------------------------------
@@ -314,11 +344,22 @@ class HMC:
     max_leapfrog : int
         Upper bound on L (guards the cost when ε is tiny early in the warm-up).
     compile : bool
-        Run the leapfrog step through :func:`torch.compile` (one fused kernel per step instead
-        of ~30 small torch calls).  It pays for small systems, where the eager step is bound by
-        per-call overhead (see ``benchmarks/bench_hmc.py --blackjax``), after a one-off
-        compilation of 10–60 s per (energy, shape, dtype); the chain is the same Markov chain
-        (the compiled step agrees with the eager one to round-off, ~1e-14 in float64).
+        Run blocks of up to ``FUSED_BLOCK`` = 32 trajectories (:meth:`advance`; :meth:`step`
+        is a block of one) as one call compiled by :func:`torch.compile` (Inductor with its
+        C++ wrapper): each trajectory's L leapfrog steps a :func:`torch.while_loop`, its
+        Metropolis decision and its records inside, instead of ~30 small torch calls per
+        leapfrog step.  It pays for small systems, where the eager step is bound by per-call
+        overhead (``benchmarks/bench_hmc_blackjax.py``: faster than BlackJAX on the log gas),
+        after a one-off compilation of 30–90 s per (energy, shape, dtype, β_N, jitter); ε, L
+        and the block's length are inputs, so the warm-up does not recompile.  The chain is
+        the same Markov chain: the same random numbers drawn in the same order, the same
+        functions traced (the pair sums with their i = j entries masked and, in p ≥ 2,
+        explicit differences), so it agrees with the eager chain to round-off (~1e-14 per
+        step in float64).  One difference: a particle still in flight after the ball's
+        bounce budget makes its trajectory divergent (rejected) instead of raising
+        :class:`~meanfield.errors.StepBudgetError`.  An energy that does not trace as one
+        graph (a potential differentiated by autograd, data-dependent branches) warns once
+        and runs eagerly.
 
     Examples
     --------
@@ -396,7 +437,8 @@ class HMC:
         (0, 0, (2,), [0.0, 0.0])
         """
         state = metropolis_init(self.energy, omega, self.beta, self.regime)
-        return state.evolve(cache={"divergent": 0})
+        terms = _stacked_term_values(self.energy, state.omega)
+        return state.evolve(cache={"divergent": 0, "term_values": terms})
 
     def flow(self, omega, v, eps, n_steps: int, gradU, beta_N: float):
         """L leapfrog steps with reflection from (Ω, v), ∇U(Ω) given.
@@ -433,25 +475,8 @@ class HMC:
         >>> round(float(omega), 2), round(float(U + 0.5 * v.square().sum()), 4), bool(ok)
         (0.0, 0.5, True)
         """
-        N = omega.shape[-2]
-        finite = torch.ones(omega.shape[:-2], dtype=torch.bool, device=omega.device)
-        force = gradU / beta_N  # N ∇H_N: the O(1) drift
-        leap = _leapfrog
-        if self.compile:
-            leap = _compiled_leapfrog()
-            # a float ε would be compiled in as a constant: one recompilation per warm-up step
-            eps = torch.as_tensor(eps, dtype=omega.dtype, device=omega.device)
-        for _ in range(n_steps - 1):
-            omega, v, force, ok = leap(self.energy, omega, v, force, eps, N)
-            finite &= ok
-        # the last step also gives U (one pass over the pairs), which the decision needs
-        v = v - 0.5 * eps * force
-        omega, v = billiard(self.energy.domain, omega, v, eps)
-        U, gradU = gibbs_potential(self.energy, omega, beta_N)
-        force, ok = _frozen_where_divergent(gradU / beta_N)
-        finite &= ok
-        v = v - 0.5 * eps * force
-        finite &= torch.isfinite(U)
+        flow = _trajectory(self.energy, omega, v, gradU, eps, n_steps - 1, beta_N, _python_loop)
+        omega, v, U, gradU, _, finite = flow
         return omega, v, U, gradU, finite
 
     def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
@@ -484,33 +509,148 @@ class HMC:
         >>> s1.step, s1.proposed, bool((s1.cache["accept_prob"] > 0.9).all()), s0.step
         (1, 1, True, 0)
         """
-        omega, U = state.omega, state.cache["U"]
-        beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
+        if self.compile and self.energy not in _NOT_FUSED:
+            fused = self._advance_fused(state, generator, 1, positions=False)
+            if fused is not None:
+                return fused[0]
+        return self._step_eager(state, generator)
+
+    def advance(
+        self,
+        state: LangevinState,
+        generator: torch.Generator,
+        n_steps: int,
+        *,
+        positions: bool = True,
+    ):
+        """``n_steps`` trajectories (:meth:`step` after :meth:`step`), with what each left for
+        the records.  With ``compile=True`` they run in blocks of up to ``FUSED_BLOCK``
+        trajectories per compiled call (the random numbers drawn in the same order, so the
+        chain is the one of single steps).
+
+        Parameters
+        ----------
+        state : LangevinState
+            As :meth:`init` gives it; left as it was.
+        generator : torch.Generator
+        n_steps : int
+            Trajectories ≥ 1.
+        positions : bool
+            Keep each trajectory's positions (else ``records["omega"]`` is None).
+
+        Returns
+        -------
+        (LangevinState, dict)
+            The state after the last trajectory, and per trajectory (leading axis n_steps):
+            ``omega`` (n, ..., N, p) or None, ``term_values`` (n, ..., n_terms) (each term's
+            value, in the order of ``Energy.term_names``) and ``accepted`` (n, ...), the
+            accepted moves so far.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> from meanfield.dynamics.hmc import HMC
+        >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0, step_size=0.1)
+        >>> s0 = hmc.init(torch.zeros(3, 4, 1))  # 3 replicas of 4 particles
+        >>> s5, records = hmc.advance(s0, torch.Generator().manual_seed(0), 5)
+        >>> s5.step, tuple(records["omega"].shape), tuple(records["term_values"].shape)
+        (5, (5, 3, 4, 1), (5, 3, 1))
+        >>> bool(torch.equal(records["omega"][-1], s5.omega))
+        True
+        """
+        n_steps = check_int("n_steps", n_steps)
+        if self.compile and self.energy not in _NOT_FUSED:
+            fused = self._advance_fused(state, generator, n_steps, positions=positions)
+            if fused is not None:
+                return fused
+        records = []
+        for _ in range(n_steps):
+            state = self._step_eager(state, generator)
+            omega = state.omega[None] if positions else None
+            terms, accepted = state.cache["term_values"][None], state.accepted[None]
+            records.append({"omega": omega, "term_values": terms, "accepted": accepted})
+        return state, _joined(records)
+
+    def _step_eager(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        """:meth:`step` run eagerly: :func:`_transition` with a Python loop."""
+        omega = state.omega
+        args = (omega, state.cache["U"], state.cache["gradU"], _terms_of(self.energy, state))
+        args += (*self._draws(omega, generator), _step_tensor(self.step_size, omega))
+        kw = {"beta_N": self._beta_N(omega), "jitter": self.jitter, "loop": _python_loop}
+        out = _transition(self.energy, *args, self.n_leapfrog - 1, **kw)
+        omega, U, gradU, terms, accept, accept_prob, n_divergent = out
+        accepted = state.accepted + accept.to(state.accepted.dtype).cpu()
+        return _moved(state, 1, omega, U, gradU, terms, accept_prob, n_divergent, accepted)
+
+    def _advance_fused(self, state, generator, n_steps: int, *, positions: bool):
+        """:meth:`advance` through the compiled :func:`_fused_block`, in blocks; None (the
+        generator as it was, a warning, the energy marked to run eagerly from now on) when
+        the trajectory does not compile as one graph."""
+        K, records, done = _block_size(state.omega), [], 0
+        while done < n_steps:
+            m = min(K, n_steps - done)
+            block = self._block(state, generator, K, m)
+            if block is None:
+                if not done:
+                    return None
+                rest = self.advance(state, generator, n_steps - done, positions=positions)
+                state = rest[0]
+                records.append(rest[1])
+                break
+            state, record = block
+            records.append({**record, "omega": record["omega"] if positions else None})
+            done += m
+        return state, _joined(records)
+
+    def _block(self, state, generator, K: int, m: int):
+        """m ≤ K trajectories from ``state`` in one call of the compiled :func:`_fused_block`:
+        (the state after them, their records), or None when it does not compile."""
+        omega, device = state.omega, state.omega.device
+        carry = (omega, state.cache["U"], state.cache["gradU"], _terms_of(self.energy, state))
+        rng = generator.get_state()
+        args = (*carry, *self._draws_block(omega, generator, K, m))
+        args += (_step_tensor(self.step_size, omega), _int_tensor(self.n_leapfrog - 1, device))
+        args += (_int_tensor(m, device),)
+        out = _run_compiled(self.energy, _Constants(self._beta_N(omega), self.jitter), args)
+        if out is None:
+            generator.set_state(rng)
+            return None
+        omega, U, gradU, terms, accept_prob, n_divergent, r_omega, r_terms, r_accept = out
+        accepted = state.accepted + r_accept[:m].to(state.accepted.dtype).cpu().cumsum(0)
+        state = _moved(state, m, omega, U, gradU, terms, accept_prob, n_divergent, accepted[-1])
+        return state, {"omega": r_omega[:m], "term_values": r_terms[:m], "accepted": accepted}
+
+    def _draws(self, omega, generator):
+        """A trajectory's random numbers in the chain's fixed order: the jitter's uniforms (...)
+        (None without jitter), standard normals (..., N, p) for the velocities and the
+        uniforms (...) of the Metropolis decisions.  The flow draws nothing, so drawing the
+        decisions' uniforms before it leaves the stream as when they followed it."""
         batch = omega.shape[:-2]
-        L = self.n_leapfrog
-        eps = torch.full(batch, self.step_size, dtype=omega.dtype)
-        if self.jitter:
-            u = torch.rand(batch, generator=generator, dtype=torch.float64)
-            eps = eps * (1 + self.jitter * (2 * u - 1))
-        eps = eps.to(omega)[..., None, None]
-        v = _velocities(omega, generator, beta_N)
-        kinetic0 = _kinetic(v, beta_N)
-        new, v, U2, gradU2, finite = self.flow(omega, v, eps, L, state.cache["gradU"], beta_N)
-        kinetic = _kinetic(v, beta_N)
-        log_alpha = (U - U2) + (kinetic0 - kinetic)
-        # a divergent trajectory (non-finite force, U or kinetic energy) has acceptance
-        # probability 0 (−inf), never NaN
-        finite &= torch.isfinite(log_alpha)
-        log_alpha = torch.where(finite, log_alpha, torch.full_like(log_alpha, -math.inf))
-        state = state.evolve(
-            cache={
-                "accept_prob": torch.exp(log_alpha.clamp(max=0.0)),
-                "divergent": state.cache["divergent"] + int((~finite).sum()),
-            }
-        )
-        accept = metropolis(log_alpha, generator)
-        # rejected replicas never read U2/gradU2 (torch.where), so their NaNs stay unseen
-        return accept_or_keep(state, accept, new, U2, gradU2)
+        uj = torch.rand(batch, generator=generator, dtype=torch.float64) if self.jitter else None
+        z = _noise(omega.shape, generator, omega)
+        u = torch.rand(batch, generator=generator, dtype=torch.float64).to(omega)
+        return uj, z, u
+
+    def _draws_block(self, omega, generator, K: int, m: int):
+        """:meth:`_draws` of m ≤ K trajectories into buffers of K (the rest zero), the numbers
+        and their order those of m single steps (each slice is filled in place as ``torch.rand``
+        and ``torch.randn`` fill a new tensor)."""
+        batch, f64 = omega.shape[:-2], torch.float64
+        uj = torch.zeros((K, *batch), dtype=f64) if self.jitter else None
+        z = torch.zeros((K, *omega.shape), dtype=f64)
+        u = torch.zeros((K, *batch), dtype=f64)
+        for k in range(m):
+            if uj is not None:
+                uj[k].uniform_(generator=generator)
+            z[k].normal_(generator=generator)
+            u[k].uniform_(generator=generator)
+        return uj, z.to(omega), u.to(omega)
+
+    def _beta_N(self, omega) -> float:
+        """β_N for particles ``omega`` (..., N, p)."""
+        return effective_beta(self.beta, omega.shape[-2], self.regime)
 
 
 def _frozen_where_divergent(force: torch.Tensor):
@@ -525,7 +665,7 @@ def _leapfrog(energy: Energy, omega, v, force, eps, N: int):
     """One kick–drift–kick step with reflection: (Ω, v, N∇H_N(Ω), finite) after it.
 
     ``force`` is N∇H_N at ``omega``; shapes (..., N, p), ``finite`` (...).  The single
-    definition of the step, run eagerly or through :func:`torch.compile`."""
+    definition of the step, run eagerly or traced into the compiled trajectory."""
     v = v - 0.5 * eps * force
     omega, v = billiard(energy.domain, omega, v, eps)
     force, finite = _frozen_where_divergent(N * energy.grad(omega))
@@ -533,16 +673,229 @@ def _leapfrog(energy: Energy, omega, v, force, eps, N: int):
     return omega, v, force, finite
 
 
-_COMPILED_LEAPFROG = None
+def _trajectory(energy: Energy, omega, v, gradU, eps, n_inner, beta_N: float, loop):
+    """L = n_inner + 1 leapfrog steps from (Ω, v), ∇U(Ω) given: (Ω, v, U, ∇U, term values
+    (..., n_terms), finite (...)) at the end.
+
+    The single definition of the flow, eager or compiled: ``loop(n, body, carry)`` runs the
+    n_inner inner steps (:func:`_python_loop`, or :func:`_while_loop` when traced); the last
+    step also gives U and each term's value (one pass over the pairs), which the decision
+    and the records need."""
+    N = omega.shape[-2]
+    finite = torch.ones(omega.shape[:-2], dtype=torch.bool, device=omega.device)
+    force = gradU / beta_N  # N ∇H_N: the O(1) drift
+
+    def inner(omega, v, force, finite):
+        omega, v, force, ok = _leapfrog(energy, omega, v, force, eps, N)
+        return omega, v, force, finite & ok
+
+    omega, v, force, finite = loop(n_inner, inner, (omega, v, force, finite))
+    v = v - 0.5 * eps * force
+    omega, v = billiard(energy.domain, omega, v, eps)
+    U, gradU, terms = gibbs_potential(energy, omega, beta_N, terms=True)
+    force, ok = _frozen_where_divergent(gradU / beta_N)
+    v = v - 0.5 * eps * force
+    return omega, v, U, gradU, terms, finite & ok & torch.isfinite(U)
 
 
-def _compiled_leapfrog():
-    """:func:`_leapfrog` through :func:`torch.compile` (created once; static shapes, so each
-    (energy, shape, dtype) compiles once and is reused by every chain and warm-up step)."""
-    global _COMPILED_LEAPFROG
-    if _COMPILED_LEAPFROG is None:
-        _COMPILED_LEAPFROG = torch.compile(_leapfrog, dynamic=False)
-    return _COMPILED_LEAPFROG
+def _transition(
+    energy: Energy, omega, U, gradU, terms, uj, z, u, step, n_inner, *, beta_N, jitter, loop
+):
+    """One trajectory from (Ω, U, ∇U, term values) and its Metropolis decision per replica,
+    given the draws of :meth:`HMC._draws` (jitter uniforms ``uj`` or None, normals ``z``,
+    uniforms ``u``) and the step ε (a tensor (1,)): (Ω, U, ∇U, term values) after the decision,
+    accept (...), min(1, exp(−ΔĤ)) (...) and the number of divergent trajectories (0-d).
+    The single definition of HMC's step (eager, or compiled in blocks by
+    :func:`_fused_block`)."""
+    eps = step[0].expand(omega.shape[:-2])
+    if uj is not None:
+        eps = eps * (1 + jitter * (2 * uj - 1))
+    eps = eps.to(omega)[..., None, None]
+    v = z / math.sqrt(beta_N)  # v ~ N(0, I / β_N), as _velocities
+    kinetic0 = _kinetic(v, beta_N)
+    flow = _trajectory(energy, omega, v, gradU, eps, n_inner, beta_N, loop)
+    new, v, U2, gradU2, terms2, finite = flow
+    log_alpha = (U - U2) + (kinetic0 - _kinetic(v, beta_N))
+    # a divergent trajectory (non-finite force, U or kinetic energy) has acceptance
+    # probability 0 (−inf), never NaN
+    finite = finite & torch.isfinite(log_alpha)
+    log_alpha = torch.where(finite, log_alpha, torch.full_like(log_alpha, -math.inf))
+    accept = metropolis_decision(log_alpha, u)
+    # rejected replicas never read the proposal (torch.where), so its NaNs stay unseen
+    a = accept[..., None, None]
+    return (
+        torch.where(a, new, omega),
+        torch.where(accept, U2, U),
+        torch.where(a, gradU2, gradU),
+        torch.where(accept[..., None], terms2, terms),
+        accept,
+        torch.exp(log_alpha.clamp(max=0.0)),
+        (~finite).sum(),
+    )
+
+
+def _python_loop(n: int, body, carry):
+    """carry ← body(*carry), n times (the eager trajectory)."""
+    for _ in range(n):
+        carry = body(*carry)
+    return carry
+
+
+def _while_loop(n: torch.Tensor, body, carry, *, indexed: bool = False):
+    """carry ← body(*carry) (``indexed``: body(i, *carry), i = 0 … n − 1 a 0-d tensor), n (a
+    0-d integer tensor) times, as one :func:`torch.while_loop`: traced once, so the compiled
+    trajectory's size and compilation do not grow with L."""
+
+    def cond(i, *carry):
+        return i < n
+
+    def step(i, *carry):
+        return (i + 1, *(body(i, *carry) if indexed else body(*carry)))
+
+    return tuple(torch.while_loop(cond, step, (torch.zeros_like(n), *carry))[1:])
+
+
+@dataclass(frozen=True)
+class _Constants:
+    """The floats a compiled HMC block is specialised on (an object's attributes are compiled
+    in as constants; float arguments would be traced as symbols first, then specialised by a
+    second trace)."""
+
+    beta_N: float
+    jitter: float
+
+
+def _fused_block(
+    energy: Energy, const: _Constants, omega, U, gradU, terms, uj, z, u, step, n_inner, n_traj
+):
+    """``n_traj`` ≤ K trajectories, each :func:`_transition` with the draws ``uj[k]``,
+    ``z[k]``, ``u[k]`` (buffers of K) and its leapfrog steps a :func:`torch.while_loop`, the
+    trajectories one more: (Ω, U, ∇U, term values, the last acceptance probability, the
+    divergent trajectories, then per trajectory Ω (K, ..., N, p), term values (K, ...,
+    n_terms) and accept (K, ...), the first ``n_traj`` set).  What :func:`_run_compiled`
+    compiles."""
+    K = z.shape[0]
+    records = (
+        omega.new_zeros((K, *omega.shape)),
+        terms.new_zeros((K, *terms.shape)),
+        torch.zeros((K, *U.shape), dtype=torch.bool, device=U.device),
+    )
+    kw = {"beta_N": const.beta_N, "jitter": const.jitter, "loop": _while_loop}
+
+    def one(k, omega, U, gradU, terms, prob, n_div, r_omega, r_terms, r_accept):
+        i = k.view(1)
+        uj_k = None if uj is None else uj.index_select(0, i)[0]
+        draws = (uj_k, z.index_select(0, i)[0], u.index_select(0, i)[0])
+        out = _transition(energy, omega, U, gradU, terms, *draws, step, n_inner, **kw)
+        omega, U, gradU, terms, accept, prob, nd = out
+        r_omega = r_omega.index_copy(0, i, omega[None])
+        r_terms = r_terms.index_copy(0, i, terms[None])
+        r_accept = r_accept.index_copy(0, i, accept[None])
+        return omega, U, gradU, terms, prob, n_div + nd, r_omega, r_terms, r_accept
+
+    n_div = torch.zeros((), dtype=torch.int64, device=U.device)
+    carry = (omega, U, gradU, terms, torch.zeros_like(U), n_div, *records)
+    return _while_loop(n_traj, one, carry, indexed=True)
+
+
+#: Most trajectories per call of the compiled HMC block (fewer when a block's buffers would
+#: exceed 2^18 numbers); the per-call cost is shared by them.
+FUSED_BLOCK = 32
+_COMPILED = None
+#: The energies whose trajectory did not compile as one graph (they run eagerly).
+_NOT_FUSED: weakref.WeakSet = weakref.WeakSet()
+
+
+def _block_size(omega: torch.Tensor) -> int:
+    """Trajectories per compiled block for particles ``omega`` (a function of the shape only,
+    so every block of a chain, the warm-up's single trajectories included, shares one
+    compilation)."""
+    return max(1, min(FUSED_BLOCK, 2**18 // max(1, omega.numel())))
+
+
+def _run_compiled(energy: Energy, const: _Constants, args):
+    """:func:`_fused_block` compiled (Inductor with its C++ wrapper; once per energy, shape,
+    dtype, β_N and jitter: ε, L and the block's length are tensors), or None after a
+    warning when this energy's trajectory does not trace as one graph (it runs eagerly from
+    then on)."""
+    global _COMPILED
+    if _COMPILED is None:
+        options = {"cpp_wrapper": True}
+        _COMPILED = torch.compile(_fused_block, dynamic=False, fullgraph=True, options=options)
+    args = tuple(a if a is None else a.contiguous() for a in args)
+    try:
+        with torch.no_grad():
+            return _COMPILED(energy, const, *args)
+    except _compile_errors() as err:
+        _NOT_FUSED.add(energy)
+        reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
+        warnings.warn(
+            "HMC(compile=True): this energy's trajectory does not compile as one graph "
+            f"({type(err).__name__}: {reason}); it runs eagerly",
+            UserWarning,
+            stacklevel=5,
+        )
+        return None
+
+
+def _moved(state, n: int, omega, U, gradU, terms, accept_prob, n_divergent, accepted):
+    """``state`` after n more trajectories ending at (Ω, U, ∇U, term values), the last one's
+    acceptance probabilities, ``n_divergent`` more divergent ones and ``accepted`` moves."""
+    return state.evolve(
+        omega=omega,
+        cache={
+            "U": U,
+            "gradU": gradU,
+            "term_values": terms,
+            "accept_prob": accept_prob,
+            "divergent": state.cache["divergent"] + int(n_divergent),
+        },
+        accepted=accepted,
+        proposed=state.proposed + n,
+        step=state.step + n,
+    )
+
+
+def _joined(records: list) -> dict:
+    """Blocks of records (dicts of tensors with a leading trajectory axis, or None) joined."""
+    return {
+        k: None if records[0][k] is None else torch.cat([r[k] for r in records]) for k in records[0]
+    }
+
+
+def _terms_of(energy: Energy, state: LangevinState) -> torch.Tensor:
+    """The state's term values (..., n_terms), computed for a state another sampler started."""
+    terms = state.cache.get("term_values")
+    return _stacked_term_values(energy, state.omega) if terms is None else terms
+
+
+@functools.lru_cache(maxsize=64)
+def _int_tensor(n: int, device) -> torch.Tensor:
+    """n as a 0-d int64 tensor on ``device`` (cached: an input of the compiled trajectory,
+    never written)."""
+    return torch.tensor(n, device=device)
+
+
+def _step_tensor(step_size: float, like: torch.Tensor) -> torch.Tensor:
+    """ε as a tensor (1,) of ``like``'s dtype and device: an input, so that a new ε during
+    the warm-up does not recompile the fused trajectory (not 0-d: Dynamo reads a 0-d input
+    as a Python float, then specialises on it and traces again)."""
+    return torch.tensor([step_size], dtype=like.dtype, device=like.device)
+
+
+def _compile_errors() -> tuple:
+    """The exceptions of a trajectory that Dynamo cannot trace as one graph or Inductor
+    cannot build (a user's error inside the energy is none of these and propagates)."""
+    from torch._dynamo.exc import TorchDynamoException
+    from torch._inductor.exc import InductorError
+
+    return (TorchDynamoException, InductorError)
+
+
+def _stacked_term_values(energy: Energy, omega) -> torch.Tensor:
+    """Each term's value at ``omega``, stacked on a last axis (..., n_terms) in the order of
+    ``energy.term_names`` (the ``term_values`` an HMC state carries)."""
+    return torch.stack(list(energy.term_values(omega).values()), -1)
 
 
 def _velocities(omega: torch.Tensor, generator: torch.Generator, beta_N: float) -> torch.Tensor:
@@ -652,8 +1005,9 @@ def sample_hmc(
     record_positions, progress, extra_attrs :
         As :func:`meanfield.dynamics.langevin.simulate`.
     compile : bool
-        Compile the leapfrog step (:class:`HMC`'s ``compile``): faster for small systems after
-        a one-off compilation.
+        Run blocks of trajectories with their decisions as one compiled call (:class:`HMC`'s
+        ``compile``): the same chain to round-off, faster for small systems after a one-off
+        compilation.
 
     Returns
     -------
