@@ -6,6 +6,8 @@ re-exported under their former addresses, :mod:`meanfield.studies.limits` and
 :mod:`meanfield.studies.pretrained_nlp_report`):
 
 * :func:`t_interval`: the mean of replicates and its Student-t interval;
+* :func:`paired_test`, :func:`holm` and :func:`paired_family`: paired differences seed by seed,
+  Holm's step-down adjustment and Bonferroni's simultaneous intervals over a family of claims;
 * :func:`fit_power_law`: y ≈ C x^slope in log-log, with a bootstrap interval over seeds or a
   t-interval (:func:`t_interval`) on the per-seed slopes; :func:`fit_power_law_or_undetermined`
   for sweeps that may hold too few sizes, and :func:`format_rate` to print the result;
@@ -64,6 +66,137 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
         return m, float("nan"), float("nan")
     half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
     return m, float(m - half), float(m + half)
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error rate), in the order given.
+
+    The i-th smallest p is multiplied by K − i + 1 (i = 1 … K), capped at 1, and made
+    monotone (an adjusted p is at least every smaller p's).  Rejecting where the adjusted p is
+    below α controls the probability of any false claim in the family at α.
+
+    Parameters
+    ----------
+    pvalues : array_like (K,)
+        One p-value per claim of the family.
+
+    Returns
+    -------
+    ndarray (K,)
+
+    Examples
+    --------
+    >>> from meanfield.stats import holm
+    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(np.argsort(p)):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def paired_test(a, b=None, level: float = 0.95) -> dict:
+    """Mean of a − b seed by seed, its Student-t interval and the two-sided t-test p-value.
+
+    Parameters
+    ----------
+    a : array_like (k,)
+        Per-seed values, or per-seed differences when ``b`` is None.
+    b : array_like (k,), optional
+        Subtracted pairwise (the same seeds in the same order).  Non-finite pairs are left out.
+    level : float
+        Confidence level of the interval.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``lo``, ``hi`` (:func:`t_interval`), ``sd`` (ddof = 1), ``k`` (pairs used)
+        and ``p``: the one-sample t-test of mean 0; for differences without spread, 1 if they
+        are all 0 and 0 otherwise; NaN (and NaN bounds) with fewer than two pairs.
+        Differences are rounded to 12 decimals first, so differences equal up to round-off
+        (accuracies on a common test set) have zero spread rather than 1e-17.
+
+    Examples
+    --------
+    >>> from meanfield.stats import paired_test
+    >>> r = paired_test([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    >>> r["mean"], r["k"], round(r["hi"] - r["mean"], 4), round(r["p"], 4)
+    (2.0, 3, 2.4841, 0.0742)
+    >>> paired_test([0.5, 0.5], [0.25, 0.25])["p"]  # equal nonzero differences: certain
+    0.0
+    """
+    from scipy import stats
+
+    d = np.asarray(a, dtype=float)
+    if b is not None:
+        d = d - np.asarray(b, dtype=float)
+    d = np.round(d[np.isfinite(d)], 12)
+    k = len(d)
+    mean, lo, hi = t_interval(d, level)
+    if k < 2:
+        return {"mean": mean, "lo": lo, "hi": hi, "sd": float("nan"), "k": k, "p": float("nan")}
+    sd = float(d.std(ddof=1)) if np.ptp(d) > 0 else 0.0
+    if sd == 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+    else:
+        p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(k)), k - 1))
+    return {"mean": mean, "lo": lo, "hi": hi, "sd": sd, "k": k, "p": p}
+
+
+def paired_family(diffs: dict, level: float = 0.95, planned: int | None = None) -> list[dict]:
+    """A family of paired comparisons: Holm-adjusted p and Bonferroni simultaneous intervals.
+
+    Parameters
+    ----------
+    diffs : dict
+        label -> per-seed differences (array_like), or an ``(a, b)`` pair of per-seed arrays.
+    level : float
+        Family-wise confidence of the simultaneous intervals: each is the Student-t interval
+        at 1 − (1 − level)/K.
+    planned : int, optional
+        The number K of claims the study makes, when it is larger than the number that can be
+        tested now (a partial study): the missing ones count as p = 1 in Holm's adjustment and
+        in K, so a partial study is never corrected for fewer claims than it makes.
+
+    Returns
+    -------
+    list of dict
+        One row per label, in order: :func:`paired_test`'s entries and ``label``, ``p_holm``,
+        ``lo_bonf``, ``hi_bonf`` and ``K`` (NaN for a comparison with fewer than two pairs).
+
+    Examples
+    --------
+    >>> from meanfield.stats import paired_family
+    >>> rows = paired_family({"x": [1.0, 1.2, 0.9], "y": [0.1, -0.1, 0.0]})
+    >>> [round(r["p_holm"], 3) for r in rows], bool(rows[0]["lo_bonf"] < rows[0]["lo"])
+    ([0.014, 1.0], True)
+    >>> paired_family({"x": [1.0, 1.2, 0.9]}, planned=4)[0]["K"]
+    4
+    """
+    from scipy import stats
+
+    rows = []
+    for label, v in diffs.items():
+        r = paired_test(*v, level=level) if isinstance(v, tuple) else paired_test(v, level=level)
+        rows.append({"label": label, **r})
+    tested = [i for i, r in enumerate(rows) if np.isfinite(r["p"])]
+    if planned is not None and planned < len(tested):
+        raise InputError(
+            f"planned must be >= the {len(tested)} comparisons that can be tested, got {planned}"
+        )
+    K = len(tested) if planned is None else planned
+    adjusted = holm([rows[i]["p"] for i in tested] + [1.0] * (K - len(tested)))
+    for r in rows:
+        r.update(p_holm=float("nan"), lo_bonf=float("nan"), hi_bonf=float("nan"), K=K)
+    for i, p in zip(tested, adjusted, strict=False):
+        r = rows[i]
+        half = stats.t.ppf(1 - (1 - level) / (2 * K), r["k"] - 1) * r["sd"] / math.sqrt(r["k"])
+        r.update(p_holm=float(p), lo_bonf=r["mean"] - half, hi_bonf=r["mean"] + half)
+    return rows
 
 
 def fit_power_law(
@@ -221,6 +354,9 @@ def format_rate(fit: dict, digits: int = 3) -> str:
 
 
 __all__ = [
+    "holm",
+    "paired_family",
+    "paired_test",
     "effective_sample_size",
     "fit_power_law",
     "fit_power_law_or_undetermined",

@@ -31,27 +31,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..stats import t_interval  # defined in meanfield.stats, re-exported here
+from ..stats import holm, paired_family, t_interval  # defined in meanfield.stats, re-exported
 
 __all__ = ["t_interval", "holm", "load_runs", "tfidf_bar", "write_report"]
-
-
-def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error), same order as given.
-
-    Examples
-    --------
-    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
-    [0.03, 0.06, 0.06]
-    """
-    p = np.asarray(pvalues, dtype=float)
-    order = np.argsort(p)
-    adj = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
-        adj[i] = running
-    return adj
 
 
 def load_runs(out: Path) -> list[dict]:
@@ -173,8 +155,6 @@ def write_report(out, data_dir=None) -> dict:
     >>> write_report(out)
     {'table': [], 'comparisons': 0, 'planned': 0}
     """
-    from scipy import stats
-
     out = Path(out)
     cfg = json.loads((out / "config.json").read_text())
     rows = load_runs(out)
@@ -225,30 +205,31 @@ def write_report(out, data_dir=None) -> dict:
     # the family of paired comparisons, Holm-corrected over every *planned* comparison (every
     # data set x comparison of the configuration): one not yet computable (< 2 paired seeds)
     # counts as p = 1, so a partial study is never corrected for fewer claims than it makes
-    comps, planned = [], 0
+    comps, planned = {}, 0
     for ds in cfg["datasets"]:
         for a, b, label in _comparisons(cfg):
             planned += 1
             d = _paired(rows, ds["name"], a, b)
             if len(d) >= 2:
-                p = float(stats.ttest_1samp(d, 0.0).pvalue) if d.std() > 0 else 1.0
-                comps.append((ds["name"], a, b, label, d, p))
+                comps[(ds["name"], a, b, label)] = d
     if comps:
-        pending = planned - len(comps)
-        adj = holm([c[-1] for c in comps] + [1.0] * pending)[: len(comps)]
+        family = paired_family(comps, planned=planned)
         lines += [
             "## Paired differences (accuracy, by seed)",
             "",
-            f"95 % t-intervals; Holm-adjusted p over the {planned} planned comparisons "
-            f"({pending} not yet computable, counted as p = 1).",
+            f"95 % t-intervals; Holm-adjusted p and Bonferroni simultaneous 95 % intervals over "
+            f"the {planned} planned comparisons ({planned - len(comps)} not yet computable, "
+            "counted as p = 1).",
             "",
-            "| data set | comparison | seeds | difference | p | Holm p |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| data set | comparison | seeds | difference | Bonferroni interval | p | Holm p |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for (name, a, b, label, d, p), pa in zip(comps, adj, strict=True):
+        for r in family:
+            name, a, b, label = r["label"]
             lines.append(
-                f"| {name} | {a} − {b} ({label}) | {len(d)} | {_fmt(*t_interval(d))} | "
-                f"{p:.3g} | {pa:.3g} |"
+                f"| {name} | {a} − {b} ({label}) | {r['k']} | "
+                f"{_fmt(r['mean'], r['lo'], r['hi'])} | [{r['lo_bonf']:.4f}, {r['hi_bonf']:.4f}] "
+                f"| {r['p']:.3g} | {r['p_holm']:.3g} |"
             )
         lines.append("")
     (out / "report.md").write_text("\n".join(lines) + "\n")

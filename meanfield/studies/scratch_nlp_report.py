@@ -34,7 +34,7 @@ import numpy as np
 import xarray as xr
 
 from ..attention.metrics import METRIC_NAMES
-from .pretrained_nlp_report import holm, t_interval
+from ..stats import holm, t_interval
 from .scratch_nlp import FEATURE_LABEL, variant_label, variants
 
 __all__ = [
