@@ -201,3 +201,31 @@ def test_at_most_twelve_public_top_level_modules():
     top = sorted(m for m in MODULES if m.count(".") == 1 and not m.split(".")[1].startswith("_"))
     modules = [m for m in top if not (PACKAGE / m.split(".")[1]).is_dir()]
     assert len(modules) <= 12, modules
+
+
+def _code_lines(path: Path) -> int:
+    """Lines of code: not blank, not a comment, not inside a docstring."""
+    source = path.read_text()
+    docstring_lines = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            docstring_lines.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return sum(
+        1
+        for i, line in enumerate(source.splitlines(), 1)
+        if line.strip() and not line.lstrip().startswith("#") and i not in docstring_lines
+    )
+
+
+def test_no_module_over_800_lines_of_code():
+    """Issue 21: small modules with one job each (docstrings and comments aside)."""
+    sizes = {str(p.relative_to(PACKAGE)): _code_lines(p) for p in PACKAGE.rglob("*.py")}
+    assert max(sizes.values()) > 300  # the count sees code (the largest module is ~650)
+    assert {m: n for m, n in sizes.items() if n > 800} == {}
