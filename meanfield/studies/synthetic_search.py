@@ -1,0 +1,358 @@
+"""Cross-validation on grids that widen until they contain their optimum, and the paired
+statistics of the round-three synthetic study (issue 22).
+
+:func:`widen_search` is a grid search whose grid grows: each axis is an ordered list of
+candidate values of which a contiguous *window* is searched; while the cross-validated best
+sits on a window edge that the list can extend, the window grows by one value on that side and
+the new points are scored (the folds never change, so scores are comparable across rounds).
+The search ends with the best point interior to its window on every axis, or on an end of a
+list, which is then reported as the edge it is (a natural bound such as ρ = 0, or the limit of
+the search).
+
+:func:`paired_family` turns a family of paired differences into the report's rows: mean,
+95 % t-interval, two-sided p-value of the one-sample t-test, Holm's adjusted p over the family
+and the Bonferroni-corrected (simultaneous) interval at family-wise level 95 %.
+
+Examples
+--------
+>>> from meanfield.studies.synthetic_search import paired_family
+>>> rows = paired_family({"a": [0.1, 0.2, 0.15, 0.12], "b": [0.0, 0.01, -0.01, 0.0]})
+>>> [r["label"] for r in rows], rows[0]["k"]
+(['a', 'b'], 4)
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+__all__ = [
+    "ridge_alphas",
+    "widen_search",
+    "centred_alignment_scorer",
+    "paired_test",
+    "paired_family",
+    "energy_distance",
+]
+
+
+def ridge_alphas(n: int) -> np.ndarray:
+    """The ridge penalties of the round-three study: n · 10^k, k = −12, −11.5, …, 1.
+
+    Wider than the first study's n · 10^[−7..0]: with a wide Gaussian kernel the features are
+    nearly collinear and the leave-one-out choice went to the old grid's lowest value.
+
+    Parameters
+    ----------
+    n : int >= 1
+        Rows the ridge sees.
+
+    Returns
+    -------
+    ndarray of shape (27,)
+
+    Examples
+    --------
+    >>> a = ridge_alphas(1000)
+    >>> len(a), float(a[0]), float(a[-1])
+    (27, 1e-09, 10000.0)
+    """
+    return n * 10.0 ** np.arange(-12.0, 1.25, 0.5)
+
+
+def centred_alignment_scorer(pipe, X, y) -> float:
+    """Held-out centred alignment of a fitted ``Pipeline([("features", ...), ...])``.
+
+    A scikit-learn scorer (``scoring={"alignment": centred_alignment_scorer}``): the centred
+    Cristianini alignment (:func:`meanfield.learners.kernel_alignment`) of the features on the
+    held-out rows.
+
+    Parameters
+    ----------
+    pipe : fitted Pipeline with a ``"features"`` step
+    X, y : arrays
+        Held-out rows.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.learners import RandomFourierFeatures, feature_pipeline
+    >>> X = np.random.default_rng(0).normal(size=(60, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> pipe = feature_pipeline(RandomFourierFeatures(16, random_state=0), n_train=60).fit(X, y)
+    >>> 0 < centred_alignment_scorer(pipe, X, y) < 1
+    True
+    """
+    from ..learners import kernel_alignment
+
+    return kernel_alignment(pipe.named_steps["features"].transform(X), y, centred=True)
+
+
+def _check_axes(axes) -> list[dict]:
+    from ..errors import InputError
+
+    if not isinstance(axes, list) or not axes:
+        raise InputError(f"axes must be a non-empty list of axis mappings, got {axes!r}")
+    out = []
+    for ax in axes:
+        vals, win = ax.get("values"), ax.get("window")
+        if not isinstance(vals, list) or not vals or not all(isinstance(v, dict) for v in vals):
+            raise InputError(f"axis {ax.get('name')!r}: values must be a list of parameter dicts")
+        if (
+            not isinstance(win, (list, tuple))
+            or len(win) != 2
+            or not 0 <= win[0] <= win[1] < len(vals)
+        ):
+            raise InputError(
+                f"axis {ax.get('name')!r}: window must be [lo, hi] with 0 <= lo <= hi < "
+                f"{len(vals)}, got {win!r}"
+            )
+        out.append({"name": str(ax["name"]), "values": vals, "window": [int(win[0]), int(win[1])]})
+    return out
+
+
+def _score_points(pipe, axes, points, X, y, cv, random_state, scoring) -> list[dict]:
+    """Mean CV scores of the grid points ``points`` (index tuples), one GridSearchCV."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    grid = []
+    for idx in points:
+        merged = {}
+        for ax, i in zip(axes, idx, strict=True):
+            merged.update(ax["values"][i])
+        grid.append({k: [v] for k, v in merged.items()})
+    metrics = {"accuracy": "accuracy", **(scoring or {})}
+    search = GridSearchCV(
+        pipe,
+        grid,
+        cv=StratifiedKFold(cv, shuffle=True, random_state=random_state),
+        scoring=metrics,
+        refit=False,
+        error_score="raise",
+    )
+    search.fit(X, y)
+    res = search.cv_results_
+    return [
+        {name: float(res[f"mean_test_{name}"][j]) for name in metrics} for j in range(len(points))
+    ]
+
+
+def widen_search(
+    pipe, axes, X, y, *, cv: int = 3, random_state: int = 0, scoring=None, max_rounds: int = 20
+) -> dict:
+    """Grid search by stratified k-fold CV whose windows widen until the best is interior.
+
+    Parameters
+    ----------
+    pipe : scikit-learn estimator
+        Scored by accuracy on the held-out folds (e.g. a
+        :func:`~meanfield.learners.feature_pipeline`).
+    axes : list of dict
+        One per hyper-parameter: ``name``; ``values``, the ordered candidates, each a dict of
+        ``pipe`` parameters (several parameters may move together, e.g. β and η); ``window``,
+        [lo, hi], the indices searched first.
+    X, y : arrays
+        Training rows only.
+    cv : int >= 2
+        Folds (``StratifiedKFold(cv, shuffle=True, random_state=random_state)``).
+    random_state : int
+        Seed of the folds.
+    scoring : dict name -> scorer, optional
+        Further metrics recorded for every point (the choice is by accuracy).
+    max_rounds : int
+        At most this many widenings.
+
+    Returns
+    -------
+    dict
+        ``best`` (parameter dict), ``best_index`` (one index per axis), ``scores`` (list of
+        [index, {metric: mean}] for every point scored, in the order scored), ``windows``
+        (final), ``edges`` (axis name -> ``"interior"``; ``"low end"`` or ``"high end"``: the
+        best is on an end of its list; ``"window edge (max_rounds)"``: the widening stopped
+        at ``max_rounds``), ``rounds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.learners import RandomFourierFeatures, feature_pipeline
+    >>> X = np.random.default_rng(0).normal(size=(90, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+    >>> vals = [{"features__bandwidth": 2.0**k} for k in range(-6, 7)]
+    >>> pipe = feature_pipeline(RandomFourierFeatures(16, random_state=0), n_train=60)
+    >>> res = widen_search(pipe, [{"name": "bw", "values": vals, "window": [0, 1]}], X, y)
+    >>> res["windows"][0][0], res["edges"]["bw"] in ("interior", "high end"), res["rounds"] > 0
+    (0, True, True)
+    """
+    from ..errors import InputError
+
+    axes = _check_axes(axes)
+    if not isinstance(max_rounds, int) or max_rounds < 0:
+        raise InputError(f"max_rounds must be an integer >= 0, got {max_rounds!r}")
+    scores: dict = {}
+    rounds = 0
+    while True:
+        window = [range(a["window"][0], a["window"][1] + 1) for a in axes]
+        todo = [p for p in itertools.product(*window) if p not in scores]
+        if todo:
+            for p, s in zip(
+                todo, _score_points(pipe, axes, todo, X, y, cv, random_state, scoring), strict=True
+            ):
+                scores[p] = s
+        inside = sorted(itertools.product(*window))
+        best = max(inside, key=lambda p: (scores[p]["accuracy"], [-i for i in p]))
+        grew = False
+        for a, i in zip(axes, best, strict=True):
+            lo, hi = a["window"]
+            if i == lo and lo > 0 and rounds < max_rounds:
+                a["window"][0], grew = lo - 1, True
+            elif i == hi and hi < len(a["values"]) - 1 and rounds < max_rounds:
+                a["window"][1], grew = hi + 1, True
+        if not grew:
+            break
+        rounds += 1
+    edges = {}
+    for a, i in zip(axes, best, strict=True):
+        at_window = i in a["window"]
+        edges[a["name"]] = (
+            "low end"
+            if i == 0
+            else "high end"
+            if i == len(a["values"]) - 1
+            else "window edge (max_rounds)"
+            if at_window
+            else "interior"
+        )
+    params = {}
+    for a, i in zip(axes, best, strict=True):
+        params.update(a["values"][i])
+    return {
+        "best": params,
+        "best_index": list(best),
+        "scores": [[list(p), s] for p, s in scores.items()],
+        "windows": [list(a["window"]) for a in axes],
+        "edges": edges,
+        "rounds": rounds,
+    }
+
+
+def paired_test(a, b=None) -> dict:
+    """Mean of a − b seed by seed, its 95 % t-interval and the two-sided t-test p-value.
+
+    Parameters
+    ----------
+    a : array of shape (k,)
+    b : array of shape (k,), optional
+        Subtracted pairwise; NaN pairs are dropped.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``lo``, ``hi``, ``sd``, ``k``, ``p`` (1 for a zero-variance zero mean, 0 for
+        a zero-variance nonzero mean).
+
+    Examples
+    --------
+    >>> r = paired_test([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    >>> r["mean"], r["k"], round(r["hi"] - r["mean"], 4), round(r["p"], 4)
+    (2.0, 3, 2.4841, 0.0742)
+    """
+    from scipy import stats as st
+
+    from ..stats import t_interval
+
+    d = np.asarray(a, dtype=float)
+    if b is not None:
+        d = d - np.asarray(b, dtype=float)
+    # errors are multiples of 1/n_test: equal differences must have zero spread, not 1e-17
+    d = np.round(d[np.isfinite(d)], 12)
+    k = len(d)
+    if k < 2:
+        return {
+            "mean": float(np.mean(d)) if k else np.nan,
+            "lo": np.nan,
+            "hi": np.nan,
+            "sd": np.nan,
+            "k": k,
+            "p": np.nan,
+        }
+    mean, lo, hi = t_interval(d, 0.95)
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        p = 1.0 if mean == 0.0 else 0.0
+    else:
+        p = float(2 * st.t.sf(abs(mean) / (sd / np.sqrt(k)), k - 1))
+    return {"mean": float(mean), "lo": float(lo), "hi": float(hi), "sd": sd, "k": k, "p": p}
+
+
+def paired_family(diffs: dict, level: float = 0.95) -> list[dict]:
+    """A family of paired differences with Holm's adjusted p and Bonferroni intervals.
+
+    Parameters
+    ----------
+    diffs : dict label -> array of per-seed differences (or (a, b) pairs of arrays)
+    level : float in (0, 1)
+        Family-wise confidence of the simultaneous intervals (each at 1 − (1 − level)/K).
+
+    Returns
+    -------
+    list of dict
+        One row per label, in order: :func:`paired_test`'s entries, ``label``, ``p_holm``
+        (Holm's step-down adjustment over the K tests with a p-value) and ``lo_bonf``,
+        ``hi_bonf`` (the simultaneous interval), ``K``.
+
+    Examples
+    --------
+    >>> rows = paired_family({"x": [1.0, 1.2, 0.9], "y": [0.1, -0.1, 0.0]})
+    >>> [round(r["p_holm"], 3) for r in rows], bool(rows[0]["lo_bonf"] < rows[0]["lo"])
+    ([0.014, 1.0], True)
+    """
+    from scipy import stats as st
+
+    from .pretrained_nlp_report import holm
+
+    rows = []
+    for label, v in diffs.items():
+        r = paired_test(*v) if isinstance(v, tuple) else paired_test(v)
+        rows.append({"label": label, **r})
+    tested = [i for i, r in enumerate(rows) if np.isfinite(r["p"])]
+    K = len(tested)
+    adj = holm([rows[i]["p"] for i in tested]) if tested else []
+    for r in rows:
+        r.update(p_holm=np.nan, lo_bonf=np.nan, hi_bonf=np.nan, K=K)
+    for i, p in zip(tested, adj, strict=True):
+        r = rows[i]
+        t = st.t.ppf(1 - (1 - level) / (2 * K), r["k"] - 1)
+        half = t * r["sd"] / np.sqrt(r["k"])
+        r.update(p_holm=float(p), lo_bonf=r["mean"] - half, hi_bonf=r["mean"] + half)
+    return rows
+
+
+def energy_distance(a, b) -> float:
+    """Energy distance between two point clouds: 2 E|A − B| − E|A − A'| − E|B − B'| (V-statistics).
+
+    Zero iff the two empirical laws are equal; between two independent draws of one law it is
+    of the order of the sampling noise, which is the yardstick the study compares with.
+
+    Parameters
+    ----------
+    a : array of shape (m, p)
+    b : array of shape (k, p)
+
+    Returns
+    -------
+    float >= 0
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.random.default_rng(0).normal(size=(200, 3))
+    >>> energy_distance(a, a), energy_distance(a, a + 3.0) > 1.0
+    (0.0, True)
+    """
+    from scipy.spatial.distance import cdist
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return float(max(0.0, 2 * cdist(a, b).mean() - cdist(a, a).mean() - cdist(b, b).mean()))
