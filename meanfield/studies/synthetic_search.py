@@ -279,7 +279,7 @@ def paired_test(a, b=None) -> dict:
             "p": np.nan,
         }
     mean, lo, hi = t_interval(d, 0.95)
-    sd = float(d.std(ddof=1))
+    sd = float(d.std(ddof=1)) if np.ptp(d) > 0 else 0.0
     if sd == 0.0:
         p = 1.0 if mean == 0.0 else 0.0
     else:
