@@ -5,7 +5,8 @@
 ``cv_choices.md`` (the CV-chosen values with the edges of their grids), ``claims.md`` (every
 family of claims with paired 95 % t-intervals, Holm-adjusted p-values and Bonferroni
 intervals), ``moved.md`` (how far the Coulomb learners moved their particles) and
-``beta_curve.md`` (the tempered variant's cross-validated accuracy at each β searched).
+``beta_curve.md`` (the tempered variant's cross-validated accuracy at each β searched) and
+``error_vs_noise.png``.
 
 Paired differences: every learner of a cell sees the same split and every Coulomb learner
 starts from the CV-chosen RFF draw, so differences are taken seed by seed
@@ -341,6 +342,40 @@ def beta_lines(records, cfg) -> list[str]:
     return lines
 
 
+def write_figure(records, cfg, out: Path) -> None:
+    """``error_vs_noise.png``: test error (mean ± 2 SE over seeds) against the label noise,
+    one panel per task and m, for RFF, importance sampling and the Coulomb learners."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    E = errors(records)
+    show = ["rff", "sklearn_rff", "importance", "coulomb_linear", "coulomb_tempered"]
+    ms, tasks = sorted(cfg["m"]), cfg["tasks"]
+    fig, axes = plt.subplots(
+        len(ms), len(tasks), figsize=(4 * len(tasks), 3.3 * len(ms)), squeeze=False
+    )
+    for i, m in enumerate(ms):
+        for j, t in enumerate(tasks):
+            ax = axes[i, j]
+            for k, ln in enumerate(show):
+                xs, mu, se = [], [], []
+                for n in cfg["noise"]:
+                    v = np.array(list(E.get((ln, t, m, n), {}).values()))
+                    if len(v) > 1:
+                        xs.append(n + 0.004 * (k - 2))
+                        mu.append(v.mean())
+                        se.append(2 * v.std(ddof=1) / np.sqrt(len(v)))
+                if xs:
+                    ax.errorbar(xs, mu, yerr=se, marker="o", ms=3, capsize=2, label=LABELS[ln])
+            ax.set(title=f"{t}, m = {m}", xlabel="label noise", ylabel="test error")
+    axes[0, 0].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "error_vs_noise.png", dpi=100)
+    plt.close(fig)
+
+
 def write_csv(records, out: Path) -> None:
     keys = (
         "ridge_test_error",
@@ -412,6 +447,7 @@ def report(out, cfg=None) -> None:
     (out / "claims.md").write_text("\n".join(claims_lines(records, cfg)) + "\n")
     (out / "moved.md").write_text("\n".join(moved_lines(records, cfg)) + "\n")
     (out / "beta_curve.md").write_text("\n".join(beta_lines(records, cfg)) + "\n")
+    write_figure(records, cfg, out)
     print(
         f"report: {len(records)} cells -> table.md, cv_choices.md, claims.md, moved.md, "
         "beta_curve.md, table.csv"
