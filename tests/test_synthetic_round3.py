@@ -181,7 +181,8 @@ def test_round3_study_ci_runs_resumes_and_reports(tmp_path):
 @pytest.mark.parametrize(
     "cfg, match",
     [
-        ({"noise": [0.1, 0.6]}, "noise"),
+        ({"settings": [[64, 0.1], [64, 0.6]]}, "settings"),
+        ({"settings": [[64, 0.1], [64, 0.1]]}, "settings"),
         ({"beta_window": [0, 9]}, "beta_window"),
         ({"rho_fractions": [0.0, 2.0]}, "rho_fractions"),
         ({"base": {"n_step": 3}}, "n_steps"),

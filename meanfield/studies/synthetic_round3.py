@@ -2,16 +2,18 @@
 that widen until they contain their optimum, a Coulomb variant that learns without losing, and
 the label-noise levels 0, 0.1 and 0.2, on the sweep runner.
 
-For every (seed, m, noise, task) cell -- one data split shared by all learners, so every
-comparison is paired -- hyper-parameters are chosen by stratified 3-fold cross-validation on
-the training rows only, with :func:`meanfield.studies.synthetic_search.widen_search` (the
+The (m, noise) settings of the full configuration: m = 64 at noise 0, 0.1 and 0.2, and
+m = 256 at noise 0.1 (the m = 256 cells cost four times as much; the claims about m compare
+64 with 256 at noise 0.1). For every (seed, setting, task) cell -- one data split shared by all
+learners, so every comparison is paired -- hyper-parameters are chosen by stratified 3-fold
+cross-validation on the training rows only, with :func:`meanfield.studies.synthetic_search.widen_search` (the
 window grows while the choice sits on its edge; an end of the candidate list is reported):
 
 - ``rff``: fixed random Fourier features, bandwidth σ = 2^k · median, k in [−8, 8], first
   window [−3, 3];
 - ``sklearn_rff``: the sanity baseline from scikit-learn, ``RBFSampler`` + ``RidgeClassifierCV``
-  on the same bandwidth list (γ = 1/(2σ²)) -- the same model as ``rff`` with another code and
-  another draw, so the two should tie;
+  at the bandwidth CV chose for ``rff`` (γ = 1/(2σ²)) -- the same model as ``rff`` with another
+  code and another draw, so the two should tie;
 - ``importance``: Sinha & Duchi's importance sampling, σ in the same list (first window: the
   RFF choice ± one step) × the χ² budget fraction ρ_f in [0, 1] (both ends natural bounds);
 - ``coulomb_linear``: the first study's configuration (linear alignment, β = 10³, no
@@ -34,8 +36,8 @@ Examples
 --------
 >>> from meanfield.studies.synthetic_round3 import CONFIGS, check_config
 >>> cfg = check_config(CONFIGS["ci"])
->>> cfg["noise"], cfg["betas"][cfg["beta_window"][0]]
-([0.1], 10.0)
+>>> cfg["settings"], cfg["betas"][cfg["beta_window"][0]]
+([[8, 0.1]], 10.0)
 """
 
 from __future__ import annotations
@@ -79,8 +81,7 @@ LEARNERS = (
 CONFIGS: dict = {}
 CONFIGS["full"] = dict(
     tasks=list(TASKS),
-    noise=[0.0, 0.1, 0.2],
-    m=[64, 256],
+    settings=[[64, 0.0], [64, 0.1], [64, 0.2], [256, 0.1]],
     seeds=list(range(10)),
     n_train=1000,
     n_test=2000,
@@ -96,8 +97,7 @@ CONFIGS["full"] = dict(
 )
 CONFIGS["ci"] = dict(
     tasks=["two_moons"],
-    noise=[0.1],
-    m=[8],
+    settings=[[8, 0.1]],
     seeds=[0, 1],
     n_train=90,
     n_test=60,
@@ -137,10 +137,11 @@ def check_config(cfg: dict) -> dict:
     Examples
     --------
     >>> from meanfield.studies.synthetic_round3 import check_config
-    >>> check_config({"noise": [0.5]})
+    >>> check_config({"settings": [[64, 0.5]]})
     Traceback (most recent call last):
         ...
-    meanfield.errors.InputError: noise must hold values in [0, 0.5), got [0.5]
+    meanfield.errors.InputError: settings must be distinct [m, noise] pairs, m an integer >= 1 \
+and noise in [0, 0.5), got [[64, 0.5]]
     """
     from ..errors import InputError
     from .synthetic_kernels import _estimator_keys
@@ -169,10 +170,7 @@ def check_config(cfg: dict) -> dict:
     for t in out["tasks"]:
         if t not in TASKS:
             raise InputError(f"unknown task {t!r}; choose from {list(TASKS)}")
-    out["noise"] = _floats("noise", out["noise"], low=0.0)
-    if max(out["noise"]) >= 0.5 or len(set(out["noise"])) != len(out["noise"]):
-        raise InputError(f"noise must hold values in [0, 0.5), got {cfg.get('noise')!r}")
-    out["m"] = _ints("m", out["m"], 1)
+    out["settings"] = _settings(out["settings"])
     out["seeds"] = _ints("seeds", out["seeds"], 0)
     for k, low in (("n_train", 2), ("n_test", 2), ("cv", 2)):
         if not isinstance(out[k], int) or isinstance(out[k], bool) or out[k] < low:
@@ -188,6 +186,36 @@ def check_config(cfg: dict) -> dict:
     _window("bandwidth_window", out["bandwidth_window"], lo, hi)
     _window("beta_window", out["beta_window"], 0, len(out["betas"]) - 1)
     _window("rho_window", out["rho_window"], 0, len(out["rho_fractions"]) - 1)
+    # derived, for the reports: the sizes and noise levels that occur
+    out["m"] = sorted({m for m, _ in out["settings"]})
+    out["noise"] = sorted({n for _, n in out["settings"]})
+    return out
+
+
+def _settings(pairs) -> list:
+    from ..errors import InputError
+
+    ok = isinstance(pairs, list) and bool(pairs)
+    out = []
+    for p in pairs if ok else []:
+        if not (
+            isinstance(p, (list, tuple))
+            and len(p) == 2
+            and isinstance(p[0], int)
+            and not isinstance(p[0], bool)
+            and p[0] >= 1
+            and isinstance(p[1], (int, float))
+            and not isinstance(p[1], bool)
+            and 0 <= p[1] < 0.5
+        ):
+            ok = False
+            break
+        out.append([int(p[0]), float(p[1])])
+    if not ok or len({tuple(p) for p in out}) != len(out):
+        raise InputError(
+            "settings must be distinct [m, noise] pairs, m an integer >= 1 and noise in "
+            f"[0, 0.5), got {pairs!r}"
+        )
     return out
 
 
@@ -337,43 +365,29 @@ def _rff(out, cfg, split, m, ls, seed, med, alphas):
     return bw, k
 
 
-def _sklearn_rff(out, cfg, split, m, ls, seed, med):
-    """scikit-learn's RBFSampler + RidgeClassifierCV (efficient LOO), the same widened search."""
+def _sklearn_rff(out, split, m, ls, bw, k):
+    """The sanity baseline: scikit-learn's ``RBFSampler`` (γ = 1/(2σ²), another draw) and
+    ``RidgeClassifierCV`` (efficient LOO over the same α) at the RFF's CV-chosen σ -- the
+    same model as ``rff`` by another code, so the two should tie."""
     from sklearn.kernel_approximation import RBFSampler
     from sklearn.linear_model import RidgeClassifierCV
     from sklearn.pipeline import Pipeline
 
     X, y, Xt, yt = split[:4]
-    lo, hi = cfg["bandwidth_exponents"]
-    ks = list(range(lo, hi + 1))
-    w0, w1 = cfg["bandwidth_window"]
-    n_fold = len(X) * (cfg["cv"] - 1) // cfg["cv"]
-
-    def pipe(alphas):
-        return Pipeline(
-            [
-                ("features", RBFSampler(n_components=m, random_state=ls)),
-                ("ridge", RidgeClassifierCV(alphas=alphas)),
-            ]
-        )
-
-    axis = {
-        "name": "bandwidth",
-        "values": [{"features__gamma": float(0.5 / (med * 2.0**k) ** 2)} for k in ks],
-        "window": [ks.index(w0), ks.index(w1)],
-    }
     t0 = time.perf_counter()
-    res = widen_search(pipe(ridge_alphas(n_fold)), [axis], X, y, cv=cfg["cv"], random_state=seed)
-    k = ks[res["best_index"][0]]
     alphas = ridge_alphas(len(X))
-    est = pipe(alphas).set_params(**res["best"]).fit(X, y)
+    est = Pipeline(
+        [
+            ("features", RBFSampler(gamma=0.5 / bw**2, n_components=m, random_state=ls)),
+            ("ridge", RidgeClassifierCV(alphas=alphas)),
+        ]
+    ).fit(X, y)
     alpha = float(est.named_steps["ridge"].alpha_)
     out["learners"]["sklearn_rff"] = {
         "ridge_test_error": float(np.mean(est.predict(Xt) != yt)),
         "ridge_alpha": alpha,
         "alpha_edge": bool(alpha in (alphas[0], alphas[-1])),
         "bandwidth_exponent": k,
-        "cv": _cv_summary(res, {"bandwidth_exponent": ks}),
         "wall_s": time.perf_counter() - t0,
     }
 
@@ -531,7 +545,7 @@ def cell_record(cfg: dict, task: str, seed: int, m: int, noise: float) -> dict:
         alphas["full"],
     )
     bw, k = _rff(out, cfg, split, m, ls, seed, med, alphas)
-    _sklearn_rff(out, cfg, split, m, ls, seed, med)
+    _sklearn_rff(out, split, m, ls, bw, k)
     _importance(out, cfg, split, m, ls, seed, med, k, alphas)
     _coulomb(out, cfg, split, m, ls, seed, bw, alphas)
     out.update(
@@ -540,40 +554,43 @@ def cell_record(cfg: dict, task: str, seed: int, m: int, noise: float) -> dict:
     return out
 
 
-def run_cell(task: str, seed: int, m: int, noise: float, **cfg) -> xr.Dataset:
+def run_cell(task: str, seed: int, setting: str, **cfg) -> xr.Dataset:
     """One cell of the sweep: :func:`cell_record` as a dataset (``ridge_test_error`` along
-    ``learner``, the record as the JSON attribute ``record``).
+    ``learner``, the record as the JSON attribute ``record``); ``setting`` is ``"m:noise"``.
 
     Examples
     --------
     >>> from meanfield.studies.synthetic_round3 import CONFIGS, check_config, run_cell
     >>> from meanfield.studies.synthetic_round3 import sweep_spec
-    >>> ds = run_cell("two_moons", 0, 8, 0.1, **sweep_spec(check_config(CONFIGS["ci"]))["fixed"])
+    >>> fixed = sweep_spec(check_config(CONFIGS["ci"]))["fixed"]
+    >>> ds = run_cell("two_moons", 0, "8:0.1", **fixed)
     >>> ds["ridge_test_error"].sizes["learner"]
     7
     """
-    return record_dataset(cell_record(cfg, task, seed, m, noise))
+    m, noise = setting.split(":")
+    return record_dataset(cell_record(cfg, task, seed, int(m), float(noise)))
 
 
 def sweep_spec(cfg: dict) -> dict:
-    """The sweep: grid (seeds slowest, then m, noise, task: a partial run holds whole seeds),
-    fixed parameters and configuration digest.
+    """The sweep: grid (seeds slowest, then the (m, noise) settings, then tasks: a partial
+    run holds whole seeds), fixed parameters and configuration digest.
 
     Examples
     --------
     >>> from meanfield.studies.synthetic_round3 import CONFIGS, check_config, sweep_spec
-    >>> list(sweep_spec(check_config(CONFIGS["ci"]))["grid"])
-    ['seed', 'm', 'noise', 'task']
+    >>> spec = sweep_spec(check_config(CONFIGS["ci"]))
+    >>> list(spec["grid"]), spec["grid"]["setting"]
+    (['seed', 'setting', 'task'], ['8:0.1'])
     """
     from ..sweeps import configuration_digest, sweep_configuration
 
     grid = {
         "seed": list(cfg["seeds"]),
-        "m": sorted(cfg["m"]),
-        "noise": list(cfg["noise"]),
+        "setting": [f"{m}:{n}" for m, n in cfg["settings"]],
         "task": list(cfg["tasks"]),
     }
-    fixed = {k: copy.deepcopy(cfg[k]) for k in cfg if k not in ("m", "seeds", "tasks", "noise")}
+    skip = ("m", "noise", "settings", "seeds", "tasks")
+    fixed = {k: copy.deepcopy(cfg[k]) for k in cfg if k not in skip}
     fixed["task_settings"] = copy.deepcopy(TASKS)
     config = json.loads(json.dumps(sweep_configuration(run_cell, fixed)))
     return dict(grid=grid, fixed=fixed, digest=configuration_digest(config), configuration=config)

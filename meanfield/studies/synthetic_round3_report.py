@@ -61,6 +61,11 @@ def errors(records, metric: str = "ridge_test_error") -> dict:
     return out
 
 
+def _present(records) -> list[tuple]:
+    """The (m, noise) settings that have records, noise first then m."""
+    return sorted({(r["m"], r["noise"]) for r in records}, key=lambda p: (p[1], p[0]))
+
+
 def _pair(E, a, b, key_a, key_b=None):
     xa, xb = E.get((a, *key_a), {}), E.get((b, *(key_b or key_a)), {})
     seeds = sorted(set(xa) & set(xb))
@@ -86,25 +91,24 @@ def write_table(records, cfg, out: Path) -> None:
         "noise on the training labels only.",
         "",
     ]
-    for noise in cfg["noise"]:
-        for m in cfg["m"]:
-            ks = {t: len(E.get(("rff", t, m, noise), {})) for t in cfg["tasks"]}
-            lines += [
-                f"### noise {noise}, m = {m}",
-                "",
-                "Seeds: " + ", ".join(f"{t} {k}" for t, k in ks.items()),
-                "",
-            ]
-            lines += ["| learner | " + " | ".join(cfg["tasks"]) + " |"]
-            lines += ["|---" * (len(cfg["tasks"]) + 1) + "|"]
-            for ln in learners:
-                cells = []
-                for t in cfg["tasks"]:
-                    v = np.array(list(E.get((ln, t, m, noise), {}).values()))
-                    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
-                    cells.append(f"{v.mean():.3f} ± {se:.3f}" if len(v) else "—")
-                lines.append(f"| {LABELS[ln]} | " + " | ".join(cells) + " |")
-            lines.append("")
+    for m, noise in _present(records):
+        ks = {t: len(E.get(("rff", t, m, noise), {})) for t in cfg["tasks"]}
+        lines += [
+            f"### noise {noise}, m = {m}",
+            "",
+            "Seeds: " + ", ".join(f"{t} {k}" for t, k in ks.items()),
+            "",
+        ]
+        lines += ["| learner | " + " | ".join(cfg["tasks"]) + " |"]
+        lines += ["|---" * (len(cfg["tasks"]) + 1) + "|"]
+        for ln in learners:
+            cells = []
+            for t in cfg["tasks"]:
+                v = np.array(list(E.get((ln, t, m, noise), {}).values()))
+                se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
+                cells.append(f"{v.mean():.3f} ± {se:.3f}" if len(v) else "—")
+            lines.append(f"| {LABELS[ln]} | " + " | ".join(cells) + " |")
+        lines.append("")
     (out / "table.md").write_text("\n".join(lines) + "\n")
 
 
@@ -127,37 +131,36 @@ def write_cv_choices(records, cfg, out: Path) -> None:
         "tempered β | β edge | β by alignment | α at a grid end |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for noise in cfg["noise"]:
-        for m in cfg["m"]:
-            for t in cfg["tasks"]:
-                cell = [r for r in records if (r["task"], r["m"], r["noise"]) == (t, m, noise)]
-                if not cell:
-                    continue
-                L = [r["learners"] for r in cell]
-                alpha_edges = Counter(n for x in L for n, v in x.items() if v.get("alpha_edge"))
-                lines.append(
-                    f"| {noise} | {m} | {t} | "
-                    + _counts(x["rff"]["bandwidth_exponent"] for x in L)
-                    + " | "
-                    + _counts(x["rff"]["cv"]["edges"]["bandwidth"] for x in L)
-                    + " | "
-                    + _counts(x["sklearn_rff"]["bandwidth_exponent"] for x in L)
-                    + " | "
-                    + _counts(x["importance"]["bandwidth_exponent"] for x in L)
-                    + " | "
-                    + _counts(x["importance"]["rho_fraction"] for x in L)
-                    + " | "
-                    + _counts("/".join(x["importance"]["cv"]["edges"].values()) for x in L)
-                    + " | "
-                    + _counts(x["coulomb_tempered"]["beta"] for x in L)
-                    + " | "
-                    + _counts(x["coulomb_tempered"]["cv"]["edges"]["beta"] for x in L)
-                    + " | "
-                    + _counts(x["coulomb_tempered_align"]["beta"] for x in L)
-                    + " | "
-                    + (_counts(alpha_edges.elements()) or "none")
-                    + " |"
-                )
+    for m, noise in _present(records):
+        for t in cfg["tasks"]:
+            cell = [r for r in records if (r["task"], r["m"], r["noise"]) == (t, m, noise)]
+            if not cell:
+                continue
+            L = [r["learners"] for r in cell]
+            alpha_edges = Counter(n for x in L for n, v in x.items() if v.get("alpha_edge"))
+            lines.append(
+                f"| {noise} | {m} | {t} | "
+                + _counts(x["rff"]["bandwidth_exponent"] for x in L)
+                + " | "
+                + _counts(x["rff"]["cv"]["edges"]["bandwidth"] for x in L)
+                + " | "
+                + _counts(x["sklearn_rff"]["bandwidth_exponent"] for x in L)
+                + " | "
+                + _counts(x["importance"]["bandwidth_exponent"] for x in L)
+                + " | "
+                + _counts(x["importance"]["rho_fraction"] for x in L)
+                + " | "
+                + _counts("/".join(x["importance"]["cv"]["edges"].values()) for x in L)
+                + " | "
+                + _counts(x["coulomb_tempered"]["beta"] for x in L)
+                + " | "
+                + _counts(x["coulomb_tempered"]["cv"]["edges"]["beta"] for x in L)
+                + " | "
+                + _counts(x["coulomb_tempered_align"]["beta"] for x in L)
+                + " | "
+                + (_counts(alpha_edges.elements()) or "none")
+                + " |"
+            )
     (out / "cv_choices.md").write_text("\n".join(lines) + "\n")
 
 
@@ -184,7 +187,7 @@ def claims_lines(records, cfg) -> list[str]:
     """Every family of claims (one Holm correction per family)."""
     E = errors(records)
     ms, tasks, noises = sorted(cfg["m"]), cfg["tasks"], cfg["noise"]
-    cells = [(t, m, n) for n in noises for m in ms for t in tasks]
+    cells = [(t, m, n) for m, n in _present(records) for t in tasks]
     lines = ["# Claims, round three (every learner tuned on widened grids)", ""]
     fam = {}
     for t, m, n in cells:
@@ -207,9 +210,11 @@ def claims_lines(records, cfg) -> list[str]:
         ["task", "m", "noise"],
     )
     lo, hi = ms[0], ms[-1]
+    present = _present(records)
+    both = [n for n in noises if lo != hi and (lo, n) in present and (hi, n) in present]
     fam = {}
     for t in tasks:
-        for n in noises:
+        for n in both:
             a = E.get(("rff", t, lo, n), {})
             b = E.get(("coulomb_tempered", t, lo, n), {})
             c = E.get(("rff", t, hi, n), {})
@@ -224,7 +229,7 @@ def claims_lines(records, cfg) -> list[str]:
     )
     fam = {}
     for t in tasks:
-        for n in noises:
+        for n in both:
             rat = {}
             for ln in ("coulomb_tempered", "rff"):
                 a, b = E.get((ln, t, lo, n), {}), E.get((ln, t, hi, n), {})
@@ -265,39 +270,37 @@ def moved_lines(records, cfg) -> list[str]:
         "ED / redraw | norm ratio | isotropy |",
         "|---" * 10 + "|",
     ]
-    for n in cfg["noise"]:
-        for m in cfg["m"]:
-            for t in cfg["tasks"]:
-                cell = [r for r in records if (r["task"], r["m"], r["noise"]) == (t, m, n)]
-                for ln in COULOMB:
-                    rows = [r["learners"][ln] for r in cell if ln in r["learners"]]
-                    if not rows:
-                        continue
+    for m, n in _present(records):
+        for t in cfg["tasks"]:
+            cell = [r for r in records if (r["task"], r["m"], r["noise"]) == (t, m, n)]
+            for ln in COULOMB:
+                rows = [r["learners"][ln] for r in cell if ln in r["learners"]]
+                if not rows:
+                    continue
 
-                    def mean(key, rows=rows):
-                        return float(np.mean([x[key] for x in rows]))
+                def mean(key, rows=rows):
+                    return float(np.mean([x[key] for x in rows]))
 
-                    dte = np.mean([x["align_c_test"] - x["align_c_test_init"] for x in rows])
-                    lines.append(
-                        f"| {n} | {m} | {t} | {ln.replace('coulomb_', '')} | "
-                        f"{mean('align_c_train_init'):.3f} → {mean('align_c_train'):.3f} | "
-                        f"{dte:+.3f} | {mean('disp') / mean('disp_redraw'):.2f} | "
-                        f"{mean('ed') / mean('ed_redraw'):.1f} | {mean('norm_ratio'):.2f} | "
-                        f"{mean('iso_init'):.2f} → {mean('iso'):.2f} |"
-                    )
-    fam_a, fam_e = {}, {}
-    for n in cfg["noise"]:
-        for m in cfg["m"]:
-            for t in cfg["tasks"]:
-                rows = [
-                    r["learners"]["coulomb_tempered"]
-                    for r in records
-                    if (r["task"], r["m"], r["noise"]) == (t, m, n)
-                ]
-                fam_a[(t, m, n)] = np.array(
-                    [x["align_c_train"] - x["align_c_train_init"] for x in rows]
+                dte = np.mean([x["align_c_test"] - x["align_c_test_init"] for x in rows])
+                lines.append(
+                    f"| {n} | {m} | {t} | {ln.replace('coulomb_', '')} | "
+                    f"{mean('align_c_train_init'):.3f} → {mean('align_c_train'):.3f} | "
+                    f"{dte:+.3f} | {mean('disp') / mean('disp_redraw'):.2f} | "
+                    f"{mean('ed') / mean('ed_redraw'):.1f} | {mean('norm_ratio'):.2f} | "
+                    f"{mean('iso_init'):.2f} → {mean('iso'):.2f} |"
                 )
-                fam_e[(t, m, n)] = np.log(np.array([x["ed"] / x["ed_redraw"] for x in rows]))
+    fam_a, fam_e = {}, {}
+    for m, n in _present(records):
+        for t in cfg["tasks"]:
+            rows = [
+                r["learners"]["coulomb_tempered"]
+                for r in records
+                if (r["task"], r["m"], r["noise"]) == (t, m, n)
+            ]
+            fam_a[(t, m, n)] = np.array(
+                [x["align_c_train"] - x["align_c_train_init"] for x in rows]
+            )
+            fam_e[(t, m, n)] = np.log(np.array([x["ed"] / x["ed_redraw"] for x in rows]))
     lines += [""] + _family_table(
         "Tempered variant: the centred training alignment rose (end − start)",
         "Positive: it rose.",
@@ -323,22 +326,21 @@ def beta_lines(records, cfg) -> list[str]:
         "| noise | m | task | " + " | ".join(f"β = {b:g}" for b in cfg["betas"]) + " |",
         "|---" * (len(cfg["betas"]) + 3) + "|",
     ]
-    for n in cfg["noise"]:
-        for m in cfg["m"]:
-            for t in cfg["tasks"]:
-                cell = [r for r in records if (r["task"], r["m"], r["noise"]) == (t, m, n)]
-                if not cell:
-                    continue
-                cells = []
-                for j in range(len(cfg["betas"])):
-                    v = [
-                        1 - s["accuracy"]
-                        for r in cell
-                        for p, s in r["learners"]["coulomb_tempered"]["cv"]["scores"]
-                        if p == [j]
-                    ]
-                    cells.append(f"{np.mean(v):.3f} ({len(v)})" if v else "—")
-                lines.append(f"| {n} | {m} | {t} | " + " | ".join(cells) + " |")
+    for m, n in _present(records):
+        for t in cfg["tasks"]:
+            cell = [r for r in records if (r["task"], r["m"], r["noise"]) == (t, m, n)]
+            if not cell:
+                continue
+            cells = []
+            for j in range(len(cfg["betas"])):
+                v = [
+                    1 - s["accuracy"]
+                    for r in cell
+                    for p, s in r["learners"]["coulomb_tempered"]["cv"]["scores"]
+                    if p == [j]
+                ]
+                cells.append(f"{np.mean(v):.3f} ({len(v)})" if v else "—")
+            lines.append(f"| {n} | {m} | {t} | " + " | ".join(cells) + " |")
     return lines
 
 
