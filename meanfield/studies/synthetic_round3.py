@@ -6,8 +6,9 @@ The (m, noise) settings of the full configuration: m = 64 at noise 0, 0.1 and 0.
 m = 256 at noise 0.1 (the m = 256 cells cost four times as much; the claims about m compare
 64 with 256 at noise 0.1). For every (seed, setting, task) cell -- one data split shared by all
 learners, so every comparison is paired -- hyper-parameters are chosen by stratified 3-fold
-cross-validation on the training rows only, with :func:`meanfield.studies.synthetic_search.widen_search` (the
-window grows while the choice sits on its edge; an end of the candidate list is reported):
+cross-validation on the training rows only, with
+:func:`meanfield.studies.synthetic_search.widen_search` (the window grows while the choice sits
+on its edge; an end of the candidate list is reported):
 
 - ``rff``: fixed random Fourier features, bandwidth σ = 2^k · median, k in [−8, 8], first
   window [−3, 3];
