@@ -61,7 +61,8 @@ def add_learn_or_stay(records) -> list[dict]:
 
     Examples
     --------
-    >>> row = lambda acc, err: {"ridge_test_error": err, "cv": {"scores": [[[0], {"accuracy": acc}]]}}
+    >>> def row(acc, err):
+    ...     return {"ridge_test_error": err, "cv": {"scores": [[[0], {"accuracy": acc}]]}}
     >>> rec = {"learners": {"rff": row(0.9, 0.1), "coulomb_tempered": row(0.9, 0.2)}}
     >>> add_learn_or_stay([rec])[0]["learners"]["coulomb_learn_or_stay"]["learned"]
     False
@@ -325,8 +326,11 @@ def moved_lines(records, cfg) -> list[str]:
                     return float(np.mean([x[key] for x in rows]))
 
                 dte = np.mean([x["align_c_test"] - x["align_c_test_init"] for x in rows])
+                name = ln.replace("coulomb_", "")
+                if ln == "coulomb_learn_or_stay":
+                    name += f" (learned {sum(x['learned'] for x in rows)}/{len(rows)})"
                 lines.append(
-                    f"| {n} | {m} | {t} | {ln.replace('coulomb_', '')} | "
+                    f"| {n} | {m} | {t} | {name} | "
                     f"{mean('align_c_train_init'):.3f} → {mean('align_c_train'):.3f} | "
                     f"{dte:+.3f} | {mean('disp') / mean('disp_redraw'):.2f} | "
                     f"{mean('ed') / mean('ed_redraw'):.1f} | {mean('norm_ratio'):.2f} | "
