@@ -8,7 +8,7 @@ import torch
 import meanfield.learners as L
 from meanfield.domains import Box
 from meanfield.energy import Energy
-from meanfield.synthetic import gaussian_mixture
+from meanfield.learners.tasks import gaussian_mixture
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ def diagnose_seed(
 
     from .._version import __version__
     from ..learners import CoulombFeatures, median_bandwidth
-    from ..synthetic import make_task
+    from ..learners.tasks import make_task
     from .synthetic_kernels import TASKS
     from .synthetic_search import ridge_alphas
     from .synthetic_variants import machine

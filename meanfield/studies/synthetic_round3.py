@@ -520,7 +520,7 @@ def cell_record(cfg: dict, task: str, seed: int, m: int, noise: float) -> dict:
     threadpool_limits(1)
     from .._version import __version__
     from ..learners import RandomFourierFeatures, median_bandwidth
-    from ..synthetic import make_task
+    from ..learners.tasks import make_task
 
     t_cell = time.perf_counter()
     split = make_task(
@@ -583,7 +583,7 @@ def sweep_spec(cfg: dict) -> dict:
     >>> list(spec["grid"]), spec["grid"]["setting"]
     (['seed', 'setting', 'task'], ['8:0.1'])
     """
-    from ..sweeps import configuration_digest, sweep_configuration
+    from ..workbench.sweeps import configuration_digest, sweep_configuration
 
     grid = {
         "seed": list(cfg["seeds"]),
@@ -614,7 +614,7 @@ def load_records(out) -> tuple[dict, list[dict]]:
         ...
     meanfield.errors.MissingFileError: no config.json in ...
     """
-    from ..sweeps import grid_points, run_key
+    from ..workbench.sweeps import grid_points, run_key
     from .synthetic_kernels import read_study_record
 
     out = Path(out)
@@ -653,7 +653,7 @@ def run_study(
     1
     """
     from .._validation import check_output_path
-    from ..sweeps import check_scheduler, run_sweep
+    from ..workbench.sweeps import check_scheduler, run_sweep
     from .synthetic_kernels import _written_since, study_record
 
     cfg = check_config(cfg)

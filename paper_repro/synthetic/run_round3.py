@@ -6,12 +6,13 @@ tempered Coulomb variant with direction repulsion, label noise 0, 0.1 and 0.2.
     python paper_repro/synthetic/run_round3.py --config full --report-only
 
 The study of :mod:`meanfield.studies.synthetic_round3` (the design is in its docstring): one
-sweep of :func:`meanfield.sweeps.run_sweep` over (seed, m, noise, task), every learner of a
-cell on the same split, tuned by cross-validation on the training rows. Every cell is written
-to ``<out>/runs/<key>.nc`` when it finishes, keyed by the whole configuration: a rerun resumes,
-another configuration computes its own cells, a corrupt run file is set aside and recomputed,
-``--fresh`` starts over. Reports (:mod:`meanfield.studies.synthetic_round3_report`):
-``table.md``, ``cv_choices.md``, ``claims.md``, ``moved.md``, ``beta_curve.md``, ``table.csv``.
+sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (seed, (m, noise) setting, task),
+every learner of a cell on the same split, tuned by cross-validation on the training rows.
+Every cell is written to ``<out>/runs/<key>.nc`` when it finishes, keyed by the whole
+configuration: a rerun resumes, another configuration computes its own cells, a corrupt run
+file is set aside and recomputed, ``--fresh`` starts over. Reports
+(:mod:`meanfield.studies.synthetic_round3_report`): ``table.md``, ``cv_choices.md``,
+``claims.md``, ``moved.md``, ``beta_curve.md``, ``table.csv``, ``error_vs_noise.png``.
 
 Bad input ends with one line ``run_round3.py: error: ...`` (exit 2) before any work.
 """
@@ -23,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from meanfield._scripts import existing_dir, int_range, output_dir
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("full", "ci")
@@ -59,7 +60,7 @@ def main(argv=None):
     else:
         from meanfield.errors import MeanfieldError
         from meanfield.studies.synthetic_round3 import CONFIGS, run_study
-        from meanfield.sweeps import check_scheduler
+        from meanfield.workbench.sweeps import check_scheduler
 
         try:
             check_scheduler(a.scheduler)
