@@ -141,6 +141,34 @@ def _score_points(pipe, axes, points, X, y, cv, random_state, scoring) -> list[d
     ]
 
 
+def _grow(axes, best) -> bool:
+    """Widen, by one value, every window whose edge holds the best point and can extend."""
+    grew = False
+    for a, i in zip(axes, best, strict=True):
+        lo, hi = a["window"]
+        if i == lo and lo > 0:
+            a["window"][0], grew = lo - 1, True
+        elif i == hi and hi < len(a["values"]) - 1:
+            a["window"][1], grew = hi + 1, True
+    return grew
+
+
+def _edges(axes, best) -> dict:
+    """Where the best point sits on each axis: an end of its list, the edge of a window that
+    stopped growing (max_rounds), or inside."""
+    edges = {}
+    for a, i in zip(axes, best, strict=True):
+        if i == 0:
+            edges[a["name"]] = "low end"
+        elif i == len(a["values"]) - 1:
+            edges[a["name"]] = "high end"
+        elif i in a["window"]:
+            edges[a["name"]] = "window edge (max_rounds)"
+        else:
+            edges[a["name"]] = "interior"
+    return edges
+
+
 def widen_search(
     pipe, axes, X, y, *, cv: int = 3, random_state: int = 0, scoring=None, max_rounds: int = 20
 ) -> dict:
@@ -203,28 +231,9 @@ def widen_search(
                 scores[p] = s
         inside = sorted(itertools.product(*window))
         best = max(inside, key=lambda p: (scores[p]["accuracy"], [-i for i in p]))
-        grew = False
-        for a, i in zip(axes, best, strict=True):
-            lo, hi = a["window"]
-            if i == lo and lo > 0 and rounds < max_rounds:
-                a["window"][0], grew = lo - 1, True
-            elif i == hi and hi < len(a["values"]) - 1 and rounds < max_rounds:
-                a["window"][1], grew = hi + 1, True
-        if not grew:
+        if rounds >= max_rounds or not _grow(axes, best):
             break
         rounds += 1
-    edges = {}
-    for a, i in zip(axes, best, strict=True):
-        at_window = i in a["window"]
-        edges[a["name"]] = (
-            "low end"
-            if i == 0
-            else "high end"
-            if i == len(a["values"]) - 1
-            else "window edge (max_rounds)"
-            if at_window
-            else "interior"
-        )
     params = {}
     for a, i in zip(axes, best, strict=True):
         params.update(a["values"][i])
@@ -233,7 +242,7 @@ def widen_search(
         "best_index": list(best),
         "scores": [[list(p), s] for p, s in scores.items()],
         "windows": [list(a["window"]) for a in axes],
-        "edges": edges,
+        "edges": _edges(axes, best),
         "rounds": rounds,
     }
 
