@@ -77,6 +77,8 @@ CASES = [
     ("paper_repro/synthetic/run_round3.py", ["--n-workers", "0"], "--n-workers"),
     ("paper_repro/synthetic/run_round3.py", ["--scheduler", "nowhere"], "--scheduler"),
     ("paper_repro/synthetic/diagnose.py", ["--seeds", "-2"], "--seeds"),
+    ("paper_repro/synthetic/sanity_sklearn.py", ["--out", "{missing}"], "--out"),
+    ("paper_repro/synthetic/sanity_sklearn.py", ["--out", "{dir}"], "--out"),
     ("paper_repro/synthetic/sinha_duchi.py", ["--seeds", "-1"], "--seeds"),
     ("paper_repro/synthetic/sinha_duchi.py", ["--out", "{file}"], "--out"),
     ("paper_repro/synthetic/diagnose.py", ["--out", "{file}"], "--out"),
