@@ -83,6 +83,18 @@ CASES = [
     ("paper_repro/synthetic/sinha_duchi.py", ["--out", "{file}"], "--out"),
     ("paper_repro/synthetic/diagnose.py", ["--out", "{file}"], "--out"),
     ("paper_repro/synthetic/diagnose.py", ["--bogus"], "--bogus"),
+    ("paper_repro/synthetic/diagnose.py", ["--config", "nope"], "--config"),
+    ("paper_repro/synthetic/diagnose.py", ["--n-workers", "0"], "--n-workers"),
+    ("paper_repro/synthetic/diagnose.py", ["--scheduler", "nowhere"], "--scheduler"),
+    ("paper_repro/synthetic/diagnose.py", ["--report-only", "--out", "{dir}"], "--out"),
+    ("paper_repro/synthetic/diagnose.py", ["--report-only", "--out", "{missing}"], "--out"),
+    ("paper_repro/synthetic/diagnose.py", ["--report-only", "--fresh"], "--fresh"),
+    ("paper_repro/synthetic/sinha_duchi.py", ["--config", "nope"], "--config"),
+    ("paper_repro/synthetic/sinha_duchi.py", ["--n-workers", "0"], "--n-workers"),
+    ("paper_repro/synthetic/sinha_duchi.py", ["--scheduler", "nowhere"], "--scheduler"),
+    ("paper_repro/synthetic/sinha_duchi.py", ["--report-only", "--out", "{dir}"], "--out"),
+    ("paper_repro/synthetic/sinha_duchi.py", ["--report-only", "--out", "{missing}"], "--out"),
+    ("paper_repro/synthetic/sinha_duchi.py", ["--report-only", "--fresh"], "--fresh"),
 ]
 
 

@@ -22,8 +22,11 @@ set                    frequencies, phase                          isolates
 =====================  =========================================  ==========================
 
 and, along the linear run (``n_checkpoints`` records), the test error and the centred test
-alignment. :func:`diagnose_seed` returns one JSON-ready record; the CLI and the figure are
-``paper_repro/synthetic/diagnose.py``.
+alignment. :func:`diagnose_seed` returns one JSON-ready record. The study is one sweep of
+:func:`meanfield.workbench.sweeps.run_sweep` over (seed, task) (:func:`run_study`), keyed by
+the whole configuration (:data:`CONFIGS`): a run file (:func:`run_diagnosis`) holds the test
+error of every set and the whole record as the JSON attribute ``record``. The CLI, the
+summary and the figure are ``paper_repro/synthetic/diagnose.py``.
 
 Examples
 --------
@@ -41,7 +44,19 @@ import time
 
 import numpy as np
 
-__all__ = ["SETS", "FIRST", "counterfactuals", "isotropy", "diagnose_seed"]
+__all__ = [
+    "SETS",
+    "FIRST",
+    "CONFIGS",
+    "counterfactuals",
+    "isotropy",
+    "diagnose_seed",
+    "check_config",
+    "run_diagnosis",
+    "record_dataset",
+    "sweep_spec",
+    "run_study",
+]
 
 #: The feature sets of a record, in report order.
 SETS = (
@@ -56,6 +71,33 @@ SETS = (
 
 #: The first study's configuration (``synthetic_kernels.COULOMB``).
 FIRST = dict(lam=0.3, s=1.0, softening=0.1, beta=1e3, eta=1.0, n_steps=300, data_batch=250)
+
+#: ``full``: the diagnosis of the README (seeds 0-9, ~2 min a (task, seed) on one core);
+#: ``ci``: seconds.
+CONFIGS = {
+    "full": dict(
+        tasks=["radial", "gaussian_mixture", "checkerboard"],
+        seeds=list(range(10)),
+        m=256,
+        noise=0.1,
+        n_train=1000,
+        n_test=2000,
+        n_checkpoints=10,
+        coulomb=FIRST,
+        direction_repulsion=1.0,
+    ),
+    "ci": dict(
+        tasks=["radial", "checkerboard"],
+        seeds=[0, 1],
+        m=8,
+        noise=0.1,
+        n_train=60,
+        n_test=40,
+        n_checkpoints=2,
+        coulomb={**FIRST, "n_steps": 4, "data_batch": None},
+        direction_repulsion=1.0,
+    ),
+}
 
 
 def counterfactuals(omega0, omega1, d: int) -> dict:
@@ -215,3 +257,182 @@ def diagnose_seed(
         machine=machine(),
     )
     return out
+
+
+def check_config(cfg: dict) -> dict:
+    """The diagnosis configuration with the defaults of ``full`` filled in, checked before
+    any work (unknown keys refused naming the nearest; ``coulomb`` merged into :data:`FIRST`).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_diagnosis import check_config
+    >>> check_config({"seeds": [3]})["tasks"]
+    ['radial', 'gaussian_mixture', 'checkerboard']
+    >>> check_config({"n_checkpoint": 3})
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: unknown configuration key 'n_checkpoint' (did you mean \
+'n_checkpoints'?)
+    """
+    import copy
+    import json
+
+    from ..errors import InputError
+    from .synthetic_kernels import TASKS, _estimator_keys, _unknown
+    from .synthetic_variants import _ints
+
+    defaults = CONFIGS["full"]
+    if not isinstance(cfg, dict):
+        raise InputError(f"the configuration must be a mapping, got {cfg!r}")
+    out = copy.deepcopy(defaults)
+    for k, v in cfg.items():
+        if k not in defaults:
+            raise _unknown("", k, defaults)
+        if k == "coulomb":
+            if not isinstance(v, dict):
+                raise InputError(f"configuration key 'coulomb' must be a mapping, got {v!r}")
+            allowed = _estimator_keys("coulomb")
+            for kk in v:
+                if kk not in allowed:
+                    raise _unknown("coulomb.", kk, allowed)
+            v = {**FIRST, **v}
+        out[k] = copy.deepcopy(v)
+    tasks = out["tasks"]
+    if not isinstance(tasks, list) or not tasks or len(set(tasks)) != len(tasks):
+        raise InputError(f"tasks must be a non-empty list of distinct tasks, got {tasks!r}")
+    for t in tasks:
+        if t not in TASKS:
+            raise InputError(f"unknown task {t!r}; choose from {list(TASKS)}")
+    out["seeds"] = _ints("seeds", out["seeds"], 0)
+    for k, low in (("m", 1), ("n_train", 2), ("n_test", 2), ("n_checkpoints", 1)):
+        if not isinstance(out[k], int) or isinstance(out[k], bool) or out[k] < low:
+            raise InputError(f"{k} must be an integer >= {low}, got {out[k]!r}")
+    return json.loads(json.dumps(out))  # as it reads back from config.json
+
+
+def run_diagnosis(
+    seed: int,
+    task: str,
+    *,
+    m: int,
+    noise: float,
+    n_train: int,
+    n_test: int,
+    n_checkpoints: int,
+    coulomb: dict,
+    direction_repulsion: float,
+):
+    """The sweep's run function: :func:`diagnose_seed` as a dataset (:func:`record_dataset`).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_diagnosis import CONFIGS, check_config
+    >>> from meanfield.studies.synthetic_diagnosis import run_diagnosis, sweep_spec
+    >>> ds = run_diagnosis(0, "radial", **sweep_spec(check_config(CONFIGS["ci"]))["fixed"])
+    >>> ds["test_error"].dims, ds["test_error"].sizes["set"]
+    (('set',), 7)
+    """
+    return record_dataset(
+        diagnose_seed(
+            task,
+            seed,
+            m=m,
+            noise=noise,
+            n_train=n_train,
+            n_test=n_test,
+            n_checkpoints=n_checkpoints,
+            coulomb=coulomb,
+            direction_repulsion=direction_repulsion,
+        )
+    )
+
+
+def record_dataset(rec: dict):
+    """A (task, seed) record as the dataset a run file holds: ``test_error`` along ``set``,
+    the ``narrowing`` factor, and the whole record as the JSON attribute ``record`` (what the
+    summary, the tables and the figure read).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_diagnosis import record_dataset
+    >>> ds = record_dataset({"narrowing": 0.5, "sets": {"rff": {"test_error": 0.25}}})
+    >>> float(ds["test_error"].sel(set="rff")), ds.attrs["record"][:14]
+    (0.25, '{"narrowing": ')
+    """
+    import json
+
+    import xarray as xr
+
+    names = list(rec["sets"])
+    err = [float(rec["sets"][n]["test_error"]) for n in names]
+    ds = xr.Dataset(
+        {"test_error": ("set", np.array(err)), "narrowing": ((), float(rec["narrowing"]))},
+        coords={"set": names},
+    )
+    ds.attrs["record"] = json.dumps(rec)
+    return ds
+
+
+def sweep_spec(cfg: dict, *, version: str | None = None) -> dict:
+    """The sweep: grid (seed, then task: a partial run has every task for its seeds), fixed
+    parameters and configuration digest (``version``: the package version to key by, for
+    converted runs).
+
+    Examples
+    --------
+    >>> from meanfield.studies.synthetic_diagnosis import CONFIGS, check_config, sweep_spec
+    >>> spec = sweep_spec(check_config(CONFIGS["ci"]))
+    >>> spec["grid"], spec["fixed"]["m"]
+    ({'seed': [0, 1], 'task': ['radial', 'checkerboard']}, 8)
+    """
+    import copy
+    import json
+
+    from ..workbench.sweeps import configuration_digest, sweep_configuration
+
+    grid = {"seed": list(cfg["seeds"]), "task": list(cfg["tasks"])}
+    fixed = {k: copy.deepcopy(v) for k, v in cfg.items() if k not in ("seeds", "tasks")}
+    config = sweep_configuration(run_diagnosis, fixed)
+    if version is not None:
+        config["meanfield_version"] = version
+    config = json.loads(json.dumps(config))
+    return dict(grid=grid, fixed=fixed, digest=configuration_digest(config), configuration=config)
+
+
+def run_study(
+    cfg: dict,
+    out_dir,
+    *,
+    scheduler: str = "local",
+    n_workers: int | None = None,
+    progress: bool = True,
+    log=None,
+    name: str | None = None,
+) -> dict:
+    """Run (or resume) the diagnosis into ``out_dir``: one run file per (seed, task); as
+    :func:`meanfield.studies.synthetic_variants.run_study` (``runs_done``, ``runs_total``,
+    ``notes``, ``wall_s``, ``result``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.synthetic_diagnosis import CONFIGS, run_study
+    >>> cfg, out = {**CONFIGS["ci"], "seeds": [0]}, tempfile.mkdtemp()
+    >>> kw = dict(scheduler="threads", n_workers=1, progress=False)
+    >>> run_study(cfg, out, **kw)["runs_done"], run_study(cfg, out, **kw)["runs_done"]
+    (2, 0)
+    """
+    from .synthetic_variants import run_record_sweep
+
+    cfg = check_config(cfg)
+    return run_record_sweep(
+        run_diagnosis,
+        cfg,
+        sweep_spec(cfg),
+        out_dir,
+        scheduler=scheduler,
+        n_workers=n_workers,
+        progress=progress,
+        log=log,
+        name=name,
+    )

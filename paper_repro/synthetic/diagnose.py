@@ -3,6 +3,7 @@ over many seeds, with its counterfactuals (issue 22, item 2).
 
     python paper_repro/synthetic/diagnose.py                        # seeds 0-9 (~15 min, 1 core)
     python paper_repro/synthetic/diagnose.py --seeds 0 1 --out /tmp/d
+    python paper_repro/synthetic/diagnose.py --report-only          # the reports from the runs
 
 For the radial and mixture tasks, and the checkerboard as the control where learning helps,
 one split per seed (noise 0.1, n_train = 1000, n_test = 2000), m = 256 particles from the
@@ -10,14 +11,22 @@ median-bandwidth RFF draw: the first study's configuration is rerun, and the lea
 are recombined with the prior draw -- learned norms with prior directions, learned directions
 with prior norms, learned frequencies with prior phases, the RFF draw narrowed as much as the
 learned kernel -- and the same run with the frame repulsion of the directions; every set is
-scored by the same ridge (:mod:`meanfield.studies.synthetic_diagnosis`). Each (task, seed)
-is appended to ``runs.jsonl`` when it finishes (resumable; ``--fresh`` starts over).
+scored by the same ridge (:mod:`meanfield.studies.synthetic_diagnosis`). The study is one
+sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (seed, task): every (task, seed) is
+written to ``<out>/runs/<key>.nc`` when it finishes, keyed by the whole configuration: a rerun
+resumes, another configuration computes its own runs, a corrupt run file is set aside into
+``runs/set_aside/`` and recomputed, ``--fresh`` starts over. Runs go one after the other in
+this process by default (``--scheduler threads``), or to a local cluster of ``--n-workers``
+processes (``--scheduler local``) or a dask cluster. The reports cover every seed of the
+configuration in the folder (those of earlier calls too); ``--report-only`` rebuilds them.
 
-Writes, in ``--out`` (default ``results/diagnosis``): ``runs.jsonl``, ``summary.md`` (mean ±
+Writes, in ``--out`` (default ``results/diagnosis``): ``runs/``, ``summary.md`` (mean ±
 SE over seeds of every set, and the paired differences with 95 % t-intervals, Holm-adjusted
 p-values and Bonferroni intervals over the family), ``diagnosis.csv`` (one row per task, seed,
 set), ``curves.csv`` (the linear run), ``diagnosis.png`` and ``run.json`` (settings, version,
 wall time, machine).
+
+Bad input ends with one line ``diagnose.py: error: ...`` (exit 2) before any work.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,9 +44,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from meanfield.workbench._scripts import int_range, output_dir  # noqa: E402
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir  # noqa: E402
 
 SHOW = ["radial", "gaussian_mixture", "checkerboard"]
+NAMES = ("full", "ci")
 LABELS = {
     "rff": "RFF draw (start)",
     "learned": "learned (first configuration)",
@@ -192,65 +203,102 @@ def write_tables(records, out: Path) -> None:
     (out / "summary.md").write_text(summary(records))
 
 
+def _check_out(ap, out: Path, report_only: bool) -> None:
+    """``--out`` must hold a study of the sweep layout for ``--report-only``, and never an
+    unconverted ``runs.jsonl`` of the engine before issue 21."""
+    if (out / "runs.jsonl").is_file():
+        ap.error(
+            f"argument --out: {str(out)!r} holds runs.jsonl of the old engine: convert it first "
+            "(python paper_repro/synthetic/convert_results.py FOLDER)"
+        )
+    if report_only:
+        try:
+            existing_dir(str(out))
+        except argparse.ArgumentTypeError as err:
+            ap.error(f"argument --out: --report-only reads the runs there: {err}")
+        if not (out / "config.json").is_file():
+            ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="diagnose.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--seeds", type=int_range(0), nargs="+", default=list(range(10)))
+    ap.add_argument("--config", choices=NAMES, default="full")
+    ap.add_argument(
+        "--seeds",
+        type=int_range(0),
+        nargs="+",
+        default=None,
+        help="seeds (>= 0) [default: 0-9; the ci configuration: 0 1]",
+    )
     ap.add_argument(
         "--out",
         type=output_dir,
-        default=str(HERE / "results" / "diagnosis"),
+        default=None,
         metavar="FOLDER",
-        help="output folder [default: results/diagnosis here]",
+        help="output folder [default: results/diagnosis here; results/diagnosis_ci for ci]",
     )
-    ap.add_argument("--fresh", action="store_true", help="discard runs.jsonl and start over")
-    ap.add_argument("--report-only", action="store_true", help="tables and figure from runs.jsonl")
+    ap.add_argument("--scheduler", default="threads", help="threads (default) | local | tcp://...")
+    ap.add_argument(
+        "--n-workers", type=int_range(1), default=1, help="processes or threads (default 1)"
+    )
+    ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
+    ap.add_argument("--report-only", action="store_true", help="tables and figure from the runs")
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    from jsonl_runs import open_runs
+    out = a.out or HERE / "results" / ("diagnosis" if a.config == "full" else "diagnosis_ci")
+    if a.report_only and a.fresh:
+        ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
+    _check_out(ap, out, a.report_only)
+    from meanfield.errors import MeanfieldError
+    from meanfield.studies import synthetic_diagnosis as study
+    from meanfield.studies.synthetic_variants import machine, scan_records
 
-    from meanfield.studies.synthetic_diagnosis import FIRST, diagnose_seed
-    from meanfield.studies.synthetic_variants import machine
-
-    cfg = {
-        "tasks": SHOW,
-        "m": 256,
-        "noise": 0.1,
-        "n_train": 1000,
-        "n_test": 2000,
-        "n_checkpoints": 10,
-        "coulomb": FIRST,
-        "direction_repulsion": 1.0,
-    }
-    runs, done = open_runs(a.out, cfg, a.fresh, key=lambda r: (r["task"], r["seed"]))
     t0 = time.perf_counter()
     if not a.report_only:
-        with open(runs, "a") as fh:
-            for seed in a.seeds:
-                for task in SHOW:
-                    if (task, seed) in done:
-                        continue
-                    rec = diagnose_seed(
-                        task,
-                        seed,
-                        m=cfg["m"],
-                        noise=cfg["noise"],
-                        n_checkpoints=cfg["n_checkpoints"],
-                    )
-                    done[task, seed] = rec
-                    fh.write(json.dumps(rec) + "\n")
-                    fh.flush()
-                    print(f"{task} seed {seed}: {rec['wall_s']:.0f} s", flush=True)
-    records = [done[k] for k in sorted(done)]
+        from meanfield.workbench.sweeps import check_scheduler
+
+        try:
+            check_scheduler(a.scheduler)
+        except MeanfieldError as err:
+            ap.error(f"argument --scheduler: {err}")
+        if a.fresh:
+            for part in ("runs", "configurations.json", "sweep.nc", "config.json"):
+                p = out / part
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        cfg = dict(study.CONFIGS[a.config])
+        if a.seeds is not None:
+            cfg["seeds"] = list(dict.fromkeys(a.seeds))  # in the order given, once each
+        res = study.run_study(
+            cfg,
+            out,
+            scheduler=a.scheduler,
+            n_workers=a.n_workers,
+            log=lambda line: print(f"note: {line}", file=sys.stderr),
+            name=a.config,
+        )
+        print(
+            f"{res['runs_done']} run(s) computed in {res['wall_s']:.0f} s "
+            f"({res['runs_total'] - res['runs_done']} of {res['runs_total']} already there)",
+            flush=True,
+        )
+    try:
+        cfg, records = scan_records(out)
+    except MeanfieldError as err:
+        ap.error(f"argument --out: {err}")
+    records = sorted(records, key=lambda r: (r["task"], r["seed"]))
     if not records:
         print("no runs yet")
         return 0
-    write_tables(records, a.out)
-    figure(records, a.out)
-    (a.out / "run.json").write_text(
+    write_tables(records, out)
+    figure(records, out)
+    settings = {k: v for k, v in cfg.items() if k != "seeds"}
+    (out / "run.json").write_text(
         json.dumps(
             {
-                **cfg,
+                **settings,
                 "seeds_done": sorted({r["seed"] for r in records}),
                 "wall_s_this_call": time.perf_counter() - t0,
                 "wall_s_runs": sum(r["wall_s"] for r in records),
@@ -259,7 +307,7 @@ def main(argv=None) -> int:
             indent=1,
         )
     )
-    print((a.out / "summary.md").read_text())
+    print((out / "summary.md").read_text())
     return 0
 
 
