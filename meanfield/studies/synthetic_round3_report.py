@@ -127,7 +127,7 @@ def _holm_cells(r, digits=3) -> str:
     return f"[{r['lo_bonf']:{f}}, {r['hi_bonf']:{f}}] | {r['p']:.2g} | {r['p_holm']:.2g}"
 
 
-def write_table(records, cfg, out: Path) -> None:
+def _write_table(records, cfg, out: Path) -> None:
     E = errors(records)
     learners = [n for n in LABELS if any(n in r["learners"] for r in records)]
     lines = [
@@ -163,7 +163,7 @@ def _counts(values) -> str:
     )
 
 
-def write_cv_choices(records, cfg, out: Path) -> None:
+def _write_cv_choices(records, cfg, out: Path) -> None:
     lines = [
         "CV-chosen values (count over seeds) and where they sit in their searched lists "
         "(`interior`; `low end`/`high end`: an end of the candidate list, i.e. the search could "
@@ -228,7 +228,7 @@ def _family_table(title, note, rows, labels) -> list[str]:
     return lines + [""]
 
 
-def claims_lines(records, cfg) -> list[str]:
+def _claims_lines(records, cfg) -> list[str]:
     """Every family of claims (one Holm correction per family)."""
     E = errors(records)
     ms, tasks, noises = sorted(cfg["m"]), cfg["tasks"], cfg["noise"]
@@ -297,7 +297,7 @@ def claims_lines(records, cfg) -> list[str]:
     return lines
 
 
-def moved_lines(records, cfg) -> list[str]:
+def _moved_lines(records, cfg) -> list[str]:
     """How far each Coulomb learner moved, with the family 'the centred training alignment
     rose' and 'the law moved more than a redraw' (energy distance) for the tempered one."""
     lines = [
@@ -363,7 +363,7 @@ def moved_lines(records, cfg) -> list[str]:
     return lines
 
 
-def beta_lines(records, cfg) -> list[str]:
+def _beta_lines(records, cfg) -> list[str]:
     """The tempered variant's CV error (1 − mean held-out accuracy) at each β searched, mean
     over the seeds whose search reached it (k in brackets): the curve CV chose from."""
     lines = [
@@ -391,7 +391,7 @@ def beta_lines(records, cfg) -> list[str]:
     return lines
 
 
-def write_figure(records, cfg, out: Path) -> None:
+def _write_figure(records, cfg, out: Path) -> None:
     """``error_vs_noise.png``: test error (mean ± 2 SE over seeds) against the label noise,
     one panel per task and m, for RFF, importance sampling and the Coulomb learners."""
     import matplotlib
@@ -425,7 +425,7 @@ def write_figure(records, cfg, out: Path) -> None:
     plt.close(fig)
 
 
-def write_csv(records, out: Path) -> None:
+def _write_csv(records, out: Path) -> None:
     keys = (
         "ridge_test_error",
         "ridge_alpha",
@@ -491,13 +491,13 @@ def report(out, cfg=None) -> None:
         print("no runs yet")
         return
     records = add_learn_or_stay(records)
-    write_csv(records, out)
-    write_table(records, cfg, out)
-    write_cv_choices(records, cfg, out)
-    (out / "claims.md").write_text("\n".join(claims_lines(records, cfg)) + "\n")
-    (out / "moved.md").write_text("\n".join(moved_lines(records, cfg)) + "\n")
-    (out / "beta_curve.md").write_text("\n".join(beta_lines(records, cfg)) + "\n")
-    write_figure(records, cfg, out)
+    _write_csv(records, out)
+    _write_table(records, cfg, out)
+    _write_cv_choices(records, cfg, out)
+    (out / "claims.md").write_text("\n".join(_claims_lines(records, cfg)) + "\n")
+    (out / "moved.md").write_text("\n".join(_moved_lines(records, cfg)) + "\n")
+    (out / "beta_curve.md").write_text("\n".join(_beta_lines(records, cfg)) + "\n")
+    _write_figure(records, cfg, out)
     print(
         f"report: {len(records)} cells -> table.md, cv_choices.md, claims.md, moved.md, "
         "beta_curve.md, table.csv"
