@@ -238,6 +238,25 @@ def test_ridge_leave_one_out_matches_brute_force():
     assert est.alpha_ == alphas[int(np.argmin(est.loo_errors_))]
 
 
+def test_ridge_svd_falls_back_to_gesvd_when_gesdd_fails(monkeypatch):
+    """numpy's SVD (LAPACK gesdd) can fail to converge on rank-deficient features with many
+    repeated columns (importance sampling with a large budget); the fit then uses scipy's
+    gesvd driver and gives the same model as the numpy SVD (and scikit-learn's ridge)."""
+    from meanfield.learners import ridge
+
+    sp = two_moons(60, 20, jitter=0.3, seed=3)
+    F = np.c_[sp.X_train, sp.X_train[:, :1], sp.X_train[:, :1]]  # repeated columns
+    ref = L.RidgeFeatureClassifier(alpha=[1e-3, 1.0]).fit(F, sp.y_train)
+
+    def fails(*a, **k):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(ridge.np.linalg, "svd", fails)
+    got = L.RidgeFeatureClassifier(alpha=[1e-3, 1.0]).fit(F, sp.y_train)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got.loo_errors_, ref.loo_errors_, rtol=1e-10)
+
+
 # ----------------------------------------------------------------------------- Coulomb particles
 
 

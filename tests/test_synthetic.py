@@ -299,30 +299,153 @@ def test_converter_moves_an_old_runs_jsonl_folder_into_the_sweep_layout(tmp_path
         conv.convert(old)
 
 
-def _jsonl_runs():
+def _converter():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "jsonl_runs.py"
-    spec = importlib.util.spec_from_file_location("jsonl_runs", path)
+    path = Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic" / "convert_results.py"
+    spec = importlib.util.spec_from_file_location("convert_results", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def test_runs_reader_reports_every_unreadable_line(tmp_path, capsys):
-    """Reading only (the reports) skips a damaged line with a warning, never silently, and
-    leaves the file alone; a record cut exactly before its newline is kept and completed."""
-    study = _jsonl_runs()
+def test_old_runs_reader_reports_every_unreadable_line(tmp_path, capsys):
+    """The converter's reader of the old checkpoint skips a damaged line with a warning,
+    never silently, and leaves the file alone; a record cut exactly before its newline is
+    kept."""
+    conv = _converter()
     runs = tmp_path / "runs.jsonl"
     runs.write_text('{"a": 1}\n[1, 2]\n{"a": \n{"a": 3}')
-    assert study.read_runs(runs) == [{"a": 1}, {"a": 3}]
+    assert conv.read_runs(runs) == [{"a": 1}, {"a": 3}]
     err = capsys.readouterr().err
     assert "line 2 is not a JSON record" in err and "line 3 is not a JSON record" in err
-    assert runs.read_text().endswith('{"a": 3}')  # untouched without repair
-    assert study.read_runs(runs, repair=True) == [{"a": 1}, {"a": 3}]
-    assert runs.read_text() == '{"a": 1}\n{"a": 3}\n'
-    assert study.read_runs(tmp_path / "none.jsonl") == []
+    assert runs.read_text().endswith('{"a": 3}')  # untouched
+    assert conv.read_runs(tmp_path / "none.jsonl") == []
+
+
+def _record_study(module, cfg, out):
+    return module.run_study(cfg, out, scheduler="threads", n_workers=1, progress=False)
+
+
+@pytest.mark.parametrize("name", ["synthetic_sinha_duchi", "synthetic_diagnosis"])
+def test_record_study_recomputes_only_a_deleted_run(name, tmp_path):
+    """Sinha & Duchi's protocol and the diagnosis on the sweeps runner, tiny: one run file per
+    grid point; a rerun computes nothing; a deleted run file is the only one recomputed, to
+    the same record; another setting computes its own runs."""
+    import importlib
+    import json
+
+    from meanfield.results import load_dataset
+
+    study = importlib.import_module(f"meanfield.studies.{name}")
+    cfg = {**study.CONFIGS["ci"], "seeds": [0, 1]}
+    res = _record_study(study, cfg, tmp_path)
+    files = _run_files(tmp_path)
+    assert res["runs_done"] == res["runs_total"] == len(files) > 1
+    assert _record_study(study, cfg, tmp_path)["runs_done"] == 0  # resumes
+    gone = sorted(files)[0]
+    before = json.loads(load_dataset(tmp_path / "runs" / gone).attrs["record"])
+    (tmp_path / "runs" / gone).unlink()
+    assert _record_study(study, cfg, tmp_path)["runs_done"] == 1
+    after = _run_files(tmp_path)
+    assert set(after) == set(files) and after[gone] != files[gone]
+    assert all(after[f] == files[f] for f in files if f != gone)  # the others untouched
+    again = json.loads(load_dataset(tmp_path / "runs" / gone).attrs["record"])
+    for rec in (before, again):
+        rec.pop("wall_s"), rec.pop("machine")
+        for row in rec.get("learners", {}).values():
+            row.pop("wall_s"), row.pop("fit_time")
+    assert json.dumps(again, sort_keys=True) == json.dumps(before, sort_keys=True)
+    notes = []
+    more = study.run_study(
+        {**cfg, "seeds": [0]},
+        tmp_path,
+        scheduler="threads",
+        n_workers=1,
+        progress=False,
+        log=notes.append,
+    )
+    assert more["runs_done"] == 0  # fewer seeds: the same configuration, nothing computed
+
+
+def _script(name, args, cwd):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, str(root / "paper_repro" / "synthetic" / name), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "reports"),
+    [("sinha_duchi.py", ["table.md"]), ("diagnose.py", ["summary.md", "diagnosis.csv"])],
+)
+def test_record_study_script_resumes_converts_and_reports(script, reports, tmp_path, monkeypatch):
+    """The command line end to end, tiny: run, rerun (nothing computed), a deleted run file
+    recomputed alone, --report-only; then the same records in the old layout (runs.jsonl)
+    convert into the same run files, and the reports from them are byte-identical."""
+    import json
+
+    out = tmp_path / "study"
+    args = ["--config", "ci", "--out", str(out)]
+    first = _script(script, args, tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    files = _run_files(out)
+    n = len(files)
+    assert f"(0 of {n} already there)" in first.stdout
+    again = _script(script, args, tmp_path)
+    assert again.returncode == 0 and f"({n} of {n} already there)" in again.stdout
+    assert _run_files(out) == files
+    gone = sorted(files)[-1]
+    (out / "runs" / gone).unlink()
+    third = _script(script, args, tmp_path)
+    assert third.returncode == 0 and f"({n - 1} of {n} already there)" in third.stdout
+    assert {f for f, t in _run_files(out).items() if files.get(f) != t} == {gone}
+    expect = {f: (out / f).read_bytes() for f in reports}
+    for f in reports:
+        (out / f).unlink()
+    before = _run_files(out)
+    only = _script(script, ["--report-only", *args], tmp_path)
+    assert only.returncode == 0, only.stderr[-2000:]
+    assert {f: (out / f).read_bytes() for f in reports} == expect
+    assert _run_files(out) == before  # nothing recomputed by --report-only
+
+    # the old layout of the same records: runs.jsonl (+ config.json for the diagnosis)
+    from meanfield.results import load_dataset
+
+    recs = [json.loads(load_dataset(out / "runs" / f).attrs["record"]) for f in sorted(files)]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs[::-1]))
+    if script == "diagnose.py":
+        cfg = json.loads((out / "config.json").read_text())["config"]
+        (old / "config.json").write_text(json.dumps({k: v for k, v in cfg.items() if k != "seeds"}))
+    refused = _script(script, ["--report-only", "--config", "ci", "--out", str(old)], tmp_path)
+    assert refused.returncode == 2 and "convert it first" in refused.stderr
+    if script == "sinha_duchi.py":  # the converter keys seeds by the full configuration
+        from meanfield.studies import synthetic_sinha_duchi as study
+
+        with pytest.raises(ValueError, match="another protocol"):
+            _converter().convert(old)
+        assert sorted(p.name for p in old.iterdir()) == ["runs.jsonl"]  # nothing written
+        monkeypatch.setitem(study.CONFIGS, "full", study.CONFIGS["ci"])
+    assert _converter().convert(old)["cells"] == n
+    assert sorted(_run_files(old)) == sorted(files)  # the same keys as the study's own
+    conv = _script(script, ["--report-only", "--config", "ci", "--out", str(old)], tmp_path)
+    assert conv.returncode == 0, conv.stderr[-2000:]
+    for f in reports:
+        assert (old / f).read_bytes() == expect[f], f
 
 
 def test_variant_study_ci_runs_resumes_and_reports(tmp_path):

@@ -34,6 +34,9 @@ The package's modules, one job each (every public name is re-exported here):
 ``base``, ``random_features``, ``coulomb``
     The estimators: shared fit/transform plumbing, the two random-feature learners, the
     Langevin-learned particles.
+``directions``
+    :class:`DirectionFrame`, the frame potential of the frequency directions (a repulsion on
+    the projective sphere, ``CoulombFeatures(direction_repulsion=...)``).
 ``ridge``
     :class:`RidgeFeatureClassifier`.
 ``evaluation``
@@ -53,6 +56,7 @@ from __future__ import annotations
 
 from ._common import FEATURE, fourier_features, median_bandwidth
 from .coulomb import ALIGNMENTS, CoulombFeatures, FrequencyConfinement
+from .directions import DirectionFrame
 from .evaluation import evaluate, feature_pipeline, select_by_cv
 from .importance_qp import project_simplex, solve_importance_weights
 from .metric import kernel_alignment
@@ -63,6 +67,7 @@ __all__ = [
     "ALIGNMENTS",
     "FEATURE",
     "CoulombFeatures",
+    "DirectionFrame",
     "FrequencyConfinement",
     "ImportanceSampledFeatures",
     "RandomFourierFeatures",

@@ -25,6 +25,7 @@ from meanfield.ot.spacing import min_pair_distance
 
 from ._common import FEATURE, fourier_features
 from .base import _FeatureLearner
+from .directions import DirectionFrame
 from .metric import kernel_alignment
 
 __all__ = ["ALIGNMENTS", "CoulombFeatures", "FrequencyConfinement"]
@@ -40,14 +41,17 @@ class CoulombFeatures(_FeatureLearner):
     .. math::
 
         H_N(\Omega) = \frac1N \sum_i V(\omega_i) - A_N(\Omega)
-        + \frac{\lambda}{N^2} \sum_{i \ne j} k_s(\omega_i - \omega_j),
+        + \frac{\lambda}{N^2} \sum_{i \ne j} k_s(\omega_i - \omega_j)
+        + \frac{\lambda_F}{N^2} \sum_{i \ne j} (u_i \cdot u_j)^2,
 
     A the kernel–target alignment of :mod:`meanfield.energy` chosen by ``alignment``
     (linear U-statistic :class:`~meanfield.energy.LinearAlignment`, the negative risk
     :class:`~meanfield.energy.RiskAlignment`, Cristianini's
     :class:`~meanfield.energy.NormalisedAlignment`, or the centred
     :class:`~meanfield.energy.CentredAlignment`), k_s the Riesz kernel
-    (:class:`meanfield.kernels.Riesz`) softened by ε, and V an optional confinement.
+    (:class:`meanfield.kernels.Riesz`) softened by ε, V an optional confinement, and the last
+    term an optional repulsion of the frequency directions u_i = w_i/|w_i|
+    (:class:`~meanfield.learners.DirectionFrame`, ``direction_repulsion`` = λ_F; 0 by default).
     ``lam=0`` drops the repulsion (alignment only). The defaults are the settings of the first
     synthetic study (``paper_repro/synthetic``, linear alignment), its data mini-batches of
     250 rows included.
@@ -120,6 +124,10 @@ class CoulombFeatures(_FeatureLearner):
         Alignment form of the energy (THEORY §2 forms 1-3, and the centred alignment).
     confinement : None or "prior"
         None: no potential (the box alone confines). "prior": V = |w|²/(2 β_N), above.
+    direction_repulsion : float >= 0, default 0
+        λ_F of the frame potential of the frequency directions
+        (:class:`~meanfield.learners.DirectionFrame`, softening 0.1): pushes the law of the
+        directions towards isotropy (stops the axis collapse) and leaves the norms |w| alone.
     early_stopping : bool
         Keep the checkpoint with the best held-out centred alignment.
     validation_fraction : float in (0, 1)
@@ -190,6 +198,7 @@ class CoulombFeatures(_FeatureLearner):
         data_batch=250,
         alignment="linear",
         confinement=None,
+        direction_repulsion=0.0,
         early_stopping=False,
         validation_fraction=0.2,
         n_checkpoints=None,
@@ -208,6 +217,7 @@ class CoulombFeatures(_FeatureLearner):
         self.data_batch = data_batch
         self.alignment = alignment
         self.confinement = confinement
+        self.direction_repulsion = direction_repulsion
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_checkpoints = n_checkpoints
@@ -232,6 +242,7 @@ class CoulombFeatures(_FeatureLearner):
         check_choice("alignment", self.alignment, tuple(ALIGNMENTS))
         if self.confinement is not None:
             check_choice("confinement", self.confinement, ("prior",))
+        check_positive("direction_repulsion (lambda_F)", self.direction_repulsion, allow_zero=True)
         if not isinstance(self.early_stopping, (bool, np.bool_)):
             raise ValueError(f"early_stopping must be True or False, got {self.early_stopping!r}")
         f = check_positive("validation_fraction", self.validation_fraction)
@@ -315,13 +326,15 @@ class CoulombFeatures(_FeatureLearner):
         return self
 
     def _energy(self, Z, t, m: int, domain) -> Energy:
-        """H_N on standardised inputs Z: alignment, optional prior confinement, repulsion."""
+        """H_N on standardised inputs Z: alignment, optional prior confinement, repulsion(s)."""
         terms = [ALIGNMENTS[self.alignment](Z, t, feature=FEATURE)]
         beta_N = self.beta * (m if self.regime == "coulomb-gas" else 1)
         if self.confinement == "prior":
             terms.append(FrequencyConfinement(1.0 / beta_N))
         if self.lam > 0 and m > 1:
             terms.append(PairInteraction(Riesz(self.s_, softening=self.softening), lam=self.lam))
+        if self.direction_repulsion > 0 and m > 1:
+            terms.append(DirectionFrame(float(self.direction_repulsion)))
         return Energy(terms, domain=domain)
 
     def _run(self, energy, omega0, seed: int, n_ck, n_rows: int):

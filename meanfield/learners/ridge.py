@@ -211,8 +211,18 @@ def _pm1_targets(classes, y) -> np.ndarray:
 
 
 def _thin_svd(Xc):
-    """Thin SVD U diag(s) Vᵀ of ``Xc`` without the singular values at round-off level."""
-    U, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+    """Thin SVD U diag(s) Vᵀ of ``Xc`` without the singular values at round-off level.
+
+    LAPACK's divide-and-conquer driver (``gesdd``, numpy's) can fail to converge on
+    rank-deficient matrices with many repeated columns (importance-sampled features with a
+    large χ² budget repeat a few candidates); the QR-iteration driver ``gesvd`` is then used.
+    """
+    try:
+        U, sv, Vt = np.linalg.svd(Xc, full_matrices=False)
+    except np.linalg.LinAlgError:
+        from scipy.linalg import svd
+
+        U, sv, Vt = svd(Xc, full_matrices=False, lapack_driver="gesvd")
     keep = sv > sv.max(initial=0.0) * max(Xc.shape) * np.finfo(float).eps
     return U[:, keep], sv[keep], Vt[keep]
 

@@ -55,6 +55,8 @@ __all__ = [
     "record_dataset",
     "sweep_spec",
     "load_records",
+    "scan_records",
+    "run_record_sweep",
     "run_study",
 ]
 
@@ -436,6 +438,114 @@ def load_records(out) -> tuple[dict, list[dict]]:
     return cfg, records
 
 
+def scan_records(out) -> tuple[dict, list[dict]]:
+    """The configuration last run into ``out`` and the ``record`` of *every* run file of that
+    configuration there, whatever its grid point (the seeds of earlier calls too), in file
+    name order; unreadable files and files of other configurations are left out.
+
+    For the studies whose report covers every seed computed so far (``sinha_duchi.py``,
+    ``diagnose.py``), not only the grid of the last call.
+
+    Raises
+    ------
+    meanfield.errors.MissingFileError, meanfield.errors.DataFileError
+        As :func:`load_records`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.synthetic_variants import CONFIGS, run_study, scan_records
+    >>> cfg = {**CONFIGS["ci"], "seeds": [0], "n_train": 60, "variants": {"linear": {}}}
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_study(cfg, out, scheduler="threads", progress=False)
+    >>> [r["seed"] for r in scan_records(out)[1]]
+    [0]
+    """
+    from .synthetic_kernels import read_study_record
+
+    out = Path(out)
+    sweep, cfg = read_study_record(out)
+    records = []
+    for run in sorted((out / "runs").glob("*.nc")):
+        try:
+            with xr.open_dataset(run, engine="h5netcdf") as ds:
+                if ds.attrs.get("sweep_config_digest") == sweep["digest"]:
+                    records.append(json.loads(ds.attrs["record"]))
+        except (OSError, ValueError, KeyError):
+            pass
+    return cfg, records
+
+
+def run_record_sweep(
+    func,
+    cfg: dict,
+    spec: dict,
+    out,
+    *,
+    scheduler: str = "local",
+    n_workers: int | None = None,
+    progress: bool = True,
+    log=None,
+    name: str | None = None,
+) -> dict:
+    """Run (or resume) the sweep ``spec`` (``grid``, ``fixed``, ``digest``) of the run
+    function ``func`` into ``out``, after writing ``out/config.json`` (the study record of the
+    checked configuration ``cfg``): the runner of the studies of this family.
+
+    Returns
+    -------
+    dict
+        ``runs_done`` (cells computed now), ``runs_total``, ``notes``, ``wall_s``, ``result``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.synthetic_variants import CONFIGS, check_config, run_cell
+    >>> from meanfield.studies.synthetic_variants import run_record_sweep, sweep_spec
+    >>> cfg = check_config({**CONFIGS["ci"], "seeds": [0], "n_train": 60,
+    ...                     "variants": {"linear": {}}})
+    >>> res = run_record_sweep(run_cell, cfg, sweep_spec(cfg), tempfile.mkdtemp(),
+    ...                        scheduler="threads", progress=False)
+    >>> res["runs_done"], res["runs_total"]
+    (1, 1)
+    """
+    from .._validation import check_output_path
+    from ..workbench.sweeps import check_scheduler, run_sweep
+    from .synthetic_kernels import _written_since, study_record
+
+    out = check_output_path("out_dir", out, kind="dir")
+    check_scheduler(scheduler)
+    notes = []
+
+    def note(line):
+        notes.append(line)
+        if log is not None:
+            log(line)
+
+    _write_json(
+        out / "config.json",
+        study_record(cfg, spec, name=name, scheduler=scheduler, n_workers=n_workers),
+    )
+    t0_ns, t0 = time.time_ns(), time.perf_counter()
+    result = run_sweep(
+        func,
+        spec["grid"],
+        out,
+        fixed=spec["fixed"],
+        scheduler=scheduler,
+        n_workers=n_workers,
+        progress=progress,
+        log=note,
+    )
+    return {
+        "runs_done": _written_since(out, spec, t0_ns),
+        "runs_total": int(np.prod([len(v) for v in spec["grid"].values()])),
+        "notes": notes,
+        "wall_s": time.perf_counter() - t0,
+        "result": result,
+    }
+
+
 def run_study(
     cfg: dict,
     out_dir,
@@ -462,40 +572,15 @@ def run_study(
     >>> len(load_records(out)[1])
     1
     """
-    from .._validation import check_output_path
-    from ..workbench.sweeps import check_scheduler, run_sweep
-    from .synthetic_kernels import _written_since, study_record
-
     cfg = check_config(cfg)
-    out = check_output_path("out_dir", out_dir, kind="dir")
-    check_scheduler(scheduler)
-    spec = sweep_spec(cfg)
-    notes = []
-
-    def note(line):
-        notes.append(line)
-        if log is not None:
-            log(line)
-
-    _write_json(
-        out / "config.json",
-        study_record(cfg, spec, name=name, scheduler=scheduler, n_workers=n_workers),
-    )
-    t0_ns, t0 = time.time_ns(), time.perf_counter()
-    result = run_sweep(
+    return run_record_sweep(
         run_cell,
-        spec["grid"],
-        out,
-        fixed=spec["fixed"],
+        cfg,
+        sweep_spec(cfg),
+        out_dir,
         scheduler=scheduler,
         n_workers=n_workers,
         progress=progress,
-        log=note,
+        log=log,
+        name=name,
     )
-    return {
-        "runs_done": _written_since(out, spec, t0_ns),
-        "runs_total": int(np.prod([len(v) for v in spec["grid"].values()])),
-        "notes": notes,
-        "wall_s": time.perf_counter() - t0,
-        "result": result,
-    }

@@ -1,9 +1,14 @@
 """One-off: convert a study folder of the old engine (``runs.jsonl``) to the sweep layout.
 
-Two studies used it: ``run_study.py`` (one record per learner and cell; converted as below)
-and ``run_variants.py`` (one record per cell holding every learner, with the package version
-that computed it; converted the same way into :mod:`meanfield.studies.synthetic_variants`'s
-layout, each run file's ``record`` attribute holding the old record).
+Four studies used it: ``run_study.py`` (one record per learner and cell; converted as below),
+``run_variants.py`` (one record per cell holding every learner, with the package version that
+computed it; converted the same way into :mod:`meanfield.studies.synthetic_variants`'s layout,
+each run file's ``record`` attribute holding the old record), and in the same way
+``sinha_duchi.py`` (one record per seed, no ``config.json``: told apart by the ``protocol`` of
+its records; :mod:`meanfield.studies.synthetic_sinha_duchi`) and ``diagnose.py`` (one record
+per (task, seed); :mod:`meanfield.studies.synthetic_diagnosis`). :func:`read_runs` is the old
+engine's reader, kept here for the migration only (the studies run on
+:mod:`meanfield.workbench.sweeps`).
 
 Before issue 21, ``run_study.py`` kept its own resume engine: a process pool appending one
 JSON record per learner and (task, noise, seed, m) cell to ``<out>/runs.jsonl``, checked
@@ -24,6 +29,10 @@ Usage::
     python paper_repro/synthetic/run_study.py --out paper_repro/synthetic/results/full --report-only
     python paper_repro/synthetic/convert_results.py paper_repro/synthetic/results/variants_full
     python paper_repro/synthetic/run_variants.py --config full --report-only
+    python paper_repro/synthetic/convert_results.py paper_repro/synthetic/results/sinha_duchi
+    python paper_repro/synthetic/sinha_duchi.py --report-only
+    python paper_repro/synthetic/convert_results.py paper_repro/synthetic/results/diagnosis
+    python paper_repro/synthetic/diagnose.py --report-only
 """
 
 from __future__ import annotations
@@ -35,6 +44,36 @@ import sys
 from pathlib import Path
 
 SCRIPT = "paper_repro/synthetic/convert_results.py"
+
+
+def read_runs(runs: Path) -> list[dict]:
+    """The records of an old checkpoint file ``runs`` (one JSON object a line; [] if absent).
+
+    A line that is not a JSON object (the last one cut off by an interruption, or a damaged
+    one) is reported on stderr and left out, never silently; its cell is then missing from
+    the converted folder and the study recomputes it.
+    """
+    if not runs.exists():
+        return []
+    lines = runs.read_text(encoding="utf-8", errors="replace").splitlines()
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            rec = None
+        if isinstance(rec, dict):
+            records.append(rec)
+        else:
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            print(
+                f"convert_results.py: warning: {runs} line {number} is not a JSON record: "
+                f"{shown!r}; skipped",
+                file=sys.stderr,
+            )
+    return records
 
 
 def _canonical(recs) -> str:
@@ -53,18 +92,138 @@ def _recorded_version(folder: Path) -> str | None:
 
 
 def convert(folder, *, version: str | None = None, note: str = "") -> dict:
-    """Convert ``folder`` in place (a study of ``run_study.py`` or of ``run_variants.py``, told
-    apart by its ``config.json``); returns the counts (cells, records, incomplete cells)."""
+    """Convert ``folder`` in place (a study of ``run_study.py``, ``run_variants.py`` or
+    ``diagnose.py``, told apart by its ``config.json``, or of ``sinha_duchi.py``, which has
+    none); returns the counts (cells, records, incomplete cells, missing cells)."""
     folder = Path(folder)
-    old = json.loads((folder / "config.json").read_text())
-    if "sweep" in old:
+    cfg_file, runs = folder / "config.json", folder / "runs.jsonl"
+    old = json.loads(cfg_file.read_text()) if cfg_file.is_file() else None
+    if old is not None and "sweep" in old:
         raise ValueError(f"{folder} is already in the sweep layout")
-    runs = folder / "runs.jsonl"
     if not runs.is_file():
         raise FileNotFoundError(f"no runs.jsonl in {str(folder)!r}")
+    if old is None:
+        records = read_runs(runs)
+        if records and all("protocol" in r for r in records):
+            return _convert_sinha_duchi(folder, records, version=version, note=note)
+        raise FileNotFoundError(f"no config.json in {str(folder)!r}")
     if "variants" in old:
         return _convert_variants(folder, old, version=version, note=note)
+    if "direction_repulsion" in old:
+        return _convert_diagnosis(folder, old, version=version, note=note)
     return _convert_study(folder, old, version=version, note=note)
+
+
+def _record_version(records, version):
+    versions = {r.get("meanfield_version") for r in records} - {None}
+    if version is None:
+        if len(versions) != 1:
+            raise ValueError(f"the runs record versions {sorted(versions)}: pass --version")
+        (version,) = versions
+    return version
+
+
+def _convert_records(folder: Path, study, cfg: dict, records, key_of, what, version, note):
+    """Write each record of ``records`` (one per grid point of ``study``'s sweep of the checked
+    configuration ``cfg``, ``key_of(record)`` its grid point as a tuple in grid order) as the
+    run file of that point, keyed by ``cfg`` and ``version``; check every file reads back as
+    its record, then write the manifest and ``config.json`` and remove ``runs.jsonl``."""
+    from meanfield.results import load_dataset, save_dataset
+    from meanfield.studies.synthetic_kernels import study_record
+    from meanfield.workbench.sweeps import grid_points, run_key
+
+    spec = study.sweep_spec(cfg, version=version)
+    points = grid_points(spec["grid"])
+    index = {tuple(p.values()): p for p in points}
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    written, seen = [], set()
+    for rec in records:
+        key = key_of(rec)
+        if key not in index:
+            raise ValueError(f"a record off the configuration's grid: {key}")
+        if key in seen:
+            raise ValueError(f"two records of the same grid point: {key}")
+        seen.add(key)
+        ds = study.record_dataset(rec)
+        ds.attrs.update({f"sweep_{k}": v for k, v in index[key].items()})
+        ds.attrs.update(
+            sweep_config_digest=spec["digest"],
+            package_version=version,
+            converted_from=f"runs.jsonl (the engine of {what} before issue 21)",
+            converted_by=f"{SCRIPT} on {stamp}",
+        )
+        path = folder / "runs" / f"{run_key(index[key], spec['digest'])}.nc"
+        save_dataset(ds, path)
+        written.append((path, rec))
+    for path, rec in written:  # every number reads back before runs.jsonl goes
+        back = json.loads(load_dataset(path).attrs["record"])
+        if _canonical(back) != _canonical(rec):
+            raise RuntimeError(f"{path} does not read back as its record; nothing removed")
+    (folder / "configurations.json").write_text(
+        json.dumps({spec["digest"]: spec["configuration"]}, indent=1, sort_keys=True)
+    )
+    counts = {
+        "cells": len(written),
+        "records": len(written),
+        "incomplete_cells": 0,
+        "missing_cells": len(points) - len(written),
+    }
+    record = study_record(
+        cfg, spec, name=folder.name, converted=_converted(version, note, stamp, counts, what)
+    )
+    record["meanfield_version"] = version
+    (folder / "config.json").write_text(json.dumps(record, indent=1, default=float))
+    (folder / "runs.jsonl").unlink()
+    return counts
+
+
+def _convert_sinha_duchi(folder: Path, records, *, version=None, note="") -> dict:
+    """Sinha & Duchi's protocol: one record per seed, its settings inside (no config.json);
+    keyed by the ``full`` configuration over the recorded seeds."""
+    from meanfield.studies import synthetic_sinha_duchi as study
+
+    version = _record_version(records, version)
+    seeds = sorted({int(r["seed"]) for r in records})
+    cfg = study.check_config({**study.CONFIGS["full"], "seeds": seeds})
+    for rec in records:
+        for k in ("protocol", "cv_rows", "ridges"):
+            if _canonical(rec.get(k)) != _canonical(cfg[k]):
+                raise ValueError(
+                    f"seed {rec['seed']} was computed with another {k} ({rec.get(k)!r}) than "
+                    f"the configuration 'full' ({cfg[k]!r}): nothing converted"
+                )
+    return _convert_records(
+        folder, study, cfg, records, lambda r: (int(r["seed"]),), "sinha_duchi.py", version, note
+    )
+
+
+def _convert_diagnosis(folder: Path, old: dict, *, version=None, note="") -> dict:
+    """The diagnosis: one record per (task, seed), the settings in config.json."""
+    from meanfield.studies import synthetic_diagnosis as study
+
+    records = read_runs(folder / "runs.jsonl")
+    version = _record_version(records, version)
+    seeds = sorted({int(r["seed"]) for r in records})
+    cfg = study.check_config({**old, "seeds": seeds})
+    frame = {**cfg["coulomb"], "direction_repulsion_frame": cfg["direction_repulsion"]}
+    for rec in records:
+        got = {k: rec.get(k) for k in ("m", "noise", "configuration")}
+        want = {"m": cfg["m"], "noise": cfg["noise"], "configuration": frame}
+        if _canonical(got) != _canonical(want):
+            raise ValueError(
+                f"the record of {rec.get('task')!r}, seed {rec.get('seed')} does not match "
+                f"config.json ({got!r} != {want!r}): nothing converted"
+            )
+    return _convert_records(
+        folder,
+        study,
+        cfg,
+        records,
+        lambda r: (int(r["seed"]), r["task"]),
+        "diagnose.py",
+        version,
+        note,
+    )
 
 
 def _converted(version, note, stamp, counts, what) -> dict:
@@ -81,20 +240,13 @@ def _converted(version, note, stamp, counts, what) -> dict:
 
 def _convert_variants(folder: Path, old: dict, *, version=None, note="") -> dict:
     """The variant study: one record per (task, seed, m) cell, its package version inside."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from jsonl_runs import read_runs
-
     from meanfield.results import load_dataset, save_dataset
     from meanfield.studies import synthetic_kernels as kernels
     from meanfield.studies import synthetic_variants as study
     from meanfield.workbench.sweeps import grid_points, run_key
 
     records = read_runs(folder / "runs.jsonl")
-    versions = {r.get("meanfield_version") for r in records} - {None}
-    if version is None:
-        if len(versions) != 1:
-            raise ValueError(f"the runs record versions {sorted(versions)}: pass --version")
-        (version,) = versions
+    version = _record_version(records, version)
     cfg = study.check_config(old)
     spec = study.sweep_spec(cfg, version=version)
     points = grid_points(spec["grid"])
@@ -144,9 +296,6 @@ def _convert_variants(folder: Path, old: dict, *, version=None, note="") -> dict
 
 def _convert_study(folder: Path, old: dict, *, version=None, note="") -> dict:
     """The first study: one record per learner and (task, noise, seed, m) cell."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from jsonl_runs import read_runs
-
     from meanfield.results import load_dataset, save_dataset
     from meanfield.studies import synthetic_kernels as study
     from meanfield.workbench.sweeps import grid_points, run_key
@@ -218,13 +367,17 @@ def _convert_study(folder: Path, old: dict, *, version=None, note="") -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="convert_results.py", description=__doc__.split("\n")[0])
-    p.add_argument("folder", type=Path, help="a study folder with runs.jsonl and config.json")
+    p.add_argument(
+        "folder",
+        type=Path,
+        help="a study folder with runs.jsonl (and config.json but for sinha_duchi.py's)",
+    )
     p.add_argument("--version", default=None, help="the meanfield version that computed them")
     p.add_argument("--note", default="", help="recorded in config.json's 'converted' entry")
     args = p.parse_args(argv)
     try:
-        if not (args.folder / "config.json").is_file():
-            raise FileNotFoundError(f"no config.json in {str(args.folder)!r}")
+        if not args.folder.is_dir():
+            raise FileNotFoundError(f"no folder {str(args.folder)!r}")
         counts = convert(args.folder, version=args.version, note=args.note)
     except (OSError, ValueError) as exc:
         print(f"convert_results.py: error: folder: {exc}", file=sys.stderr)

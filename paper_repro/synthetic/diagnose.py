@@ -1,28 +1,40 @@
-"""Issue 10, part 1: why the original Coulomb configuration loses on the radial and mixture tasks.
+"""Why the first Coulomb configuration loses on the radial and mixture tasks: the diagnosis
+over many seeds, with its counterfactuals (issue 22, item 2).
 
-    python paper_repro/synthetic/diagnose.py            # ~3 min on one core
+    python paper_repro/synthetic/diagnose.py                        # seeds 0-9 (~15 min, 1 core)
+    python paper_repro/synthetic/diagnose.py --seeds 0 1 --out /tmp/d
+    python paper_repro/synthetic/diagnose.py --report-only          # the reports from the runs
 
-For each task (radial, Gaussian mixture, and the checkerboard as the control where learning
-helps), one split (seed 0, noise 0.1, n_train = 1000, n_test = 2000) and m = 256 particles, the
-first study's configuration (linear alignment, lambda = 0.3, beta = 1e3, 300 steps) is rerun with
-30 checkpoints, next to the centred alignment and the prior-confined variant (same draw). At
-every checkpoint: the Cristianini alignment (uncentred and centred) on train and test data, and
-the test error of the ridge classifier (alpha by exact LOO, as in the study). For the final
-particles against the prior: the distribution of the standardised frequency norm sigma*|w|, the
-"constancy" c_i = (mean_j phi_i(x_j))^2 / mean_j phi_i(x_j)^2 of each feature on the training
-inputs (1 for a feature constant on the data), and the direction-averaged shift-invariant
-kernel profile k(r) = (1/m) sum_i E_u cos(|w_i| r u_1), u uniform on the sphere
-(= Gamma(d/2) (2/a)^(d/2-1) J_(d/2-1)(a), a = |w_i| r).
+For the radial and mixture tasks, and the checkerboard as the control where learning helps,
+one split per seed (noise 0.1, n_train = 1000, n_test = 2000), m = 256 particles from the
+median-bandwidth RFF draw: the first study's configuration is rerun, and the learned particles
+are recombined with the prior draw -- learned norms with prior directions, learned directions
+with prior norms, learned frequencies with prior phases, the RFF draw narrowed as much as the
+learned kernel -- and the same run with the frame repulsion of the directions; every set is
+scored by the same ridge (:mod:`meanfield.studies.synthetic_diagnosis`). The study is one
+sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (seed, task): every (task, seed) is
+written to ``<out>/runs/<key>.nc`` when it finishes, keyed by the whole configuration: a rerun
+resumes, another configuration computes its own runs, a corrupt run file is set aside into
+``runs/set_aside/`` and recomputed, ``--fresh`` starts over. Runs go one after the other in
+this process by default (``--scheduler threads``), or to a local cluster of ``--n-workers``
+processes (``--scheduler local``) or a dask cluster. The reports cover every seed of the
+configuration in the folder (those of earlier calls too); ``--report-only`` rebuilds them.
 
-Writes ``results/diagnosis/diagnosis.png`` (``--out`` names another folder), ``diagnosis.csv``
-(the curves), ``summary.md`` (the numbers quoted in the README) and ``run.json`` (parameters,
-seed, version, time, machine).
+Writes, in ``--out`` (default ``results/diagnosis``): ``runs/``, ``summary.md`` (mean ±
+SE over seeds of every set, and the paired differences with 95 % t-intervals, Holm-adjusted
+p-values and Bonferroni intervals over the family), ``diagnosis.csv`` (one row per task, seed,
+set), ``curves.csv`` (the linear run), ``diagnosis.png`` and ``run.json`` (settings, version,
+wall time, machine).
+
+Bad input ends with one line ``diagnose.py: error: ...`` (exit 2) before any work.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -32,240 +44,272 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_variants import BASE, VARIANTS, machine  # noqa: E402
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir  # noqa: E402
 
-from meanfield.studies.synthetic_kernels import TASKS  # noqa: E402
-from meanfield.workbench._scripts import output_dir  # noqa: E402
-
-RUNS = {"linear": VARIANTS["linear"], "centred": VARIANTS["centred"]}
 SHOW = ["radial", "gaussian_mixture", "checkerboard"]
-M, SEED, NOISE, N_TRAIN, N_TEST, N_CK = 256, 0, 0.1, 1000, 2000, 30
+NAMES = ("full", "ci")
+LABELS = {
+    "rff": "RFF draw (start)",
+    "learned": "learned (first configuration)",
+    "learned_w_prior_b": "learned frequencies, prior phases",
+    "norms_only": "learned norms, prior directions",
+    "directions_only": "prior norms, learned directions",
+    "narrowed": "RFF narrowed as much as the learned kernel",
+    "frame": "learned with the direction repulsion (λ_F = 1)",
+}
+#: The paired comparisons of the summary (a − b), one family over every task.
+COMPARISONS = [
+    ("learned", "rff"),
+    ("narrowed", "rff"),
+    ("norms_only", "rff"),
+    ("directions_only", "rff"),
+    ("learned_w_prior_b", "learned"),
+    ("frame", "rff"),
+    ("frame", "learned"),
+]
 
 
-def radial_profile(omega, sigma, d, r):
-    """Direction-averaged k(r) of (1/m) sum_i cos(w_i . delta), |delta| = r (units of sigma)."""
-    from scipy.special import gamma, jv
+def summary(records) -> str:
+    """The summary table and the family of paired differences (Holm over all of it)."""
+    from meanfield.studies.synthetic_diagnosis import SETS
+    from meanfield.studies.synthetic_search import paired_family
 
-    a = np.linalg.norm(omega[:, :d], axis=1)[None, :] * sigma * r[:, None]
-    nu = d / 2 - 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        val = gamma(d / 2) * (2 / a) ** nu * jv(nu, a)
-    val = np.where(a < 1e-8, 1.0, val)
-    return val.mean(1)
-
-
-def constancy(Phi):
-    """c_i = mean(phi_i)^2 / mean(phi_i^2) per column of Phi (n, m)."""
-    return Phi.mean(0) ** 2 / np.maximum((Phi**2).mean(0), 1e-300)
-
-
-def along_the_run(est, split):
-    from meanfield.learners import RidgeFeatureClassifier, fourier_features, kernel_alignment
-
-    Xtr, ytr, Xte, yte = split[:4]
-    rows = []
-    alphas = len(Xtr) * np.logspace(-7, 0, 15)
-    for step, om in zip(est.checkpoint_steps_, est.checkpoints_, strict=True):
-        Ftr, Fte = fourier_features(Xtr, om), fourier_features(Xte, om)
-        clf = RidgeFeatureClassifier(alpha=alphas).fit(Ftr, ytr)
-        rows.append(
-            {
-                "step": int(step),
-                "align_train": kernel_alignment(Ftr, ytr),
-                "align_test": kernel_alignment(Fte, yte),
-                "calign_train": kernel_alignment(Ftr, ytr, centred=True),
-                "calign_test": kernel_alignment(Fte, yte, centred=True),
-                "test_error": float(np.mean(clf.predict(Fte) != yte)),
-                "mean_constancy": float(constancy(Ftr * np.sqrt(om.shape[0])).mean()),
-            }
+    by = {}
+    for r in records:
+        by.setdefault(r["task"], {})[r["seed"]] = r
+    tasks = [t for t in SHOW if t in by] + [t for t in by if t not in SHOW]
+    lines = [
+        "Test error (ridge, α by LOO over n · 10^[−12..1]), centred test alignment, direction "
+        "isotropy d·λ_max (1 isotropic, d one axis) and median σ|w|: mean ± SE over the seeds "
+        "(k). Noise 0.1, m = 256, median bandwidth, n_train = 1000, n_test = 2000.",
+        "",
+    ]
+    for t in tasks:
+        seeds = sorted(by[t])
+        lines += [f"### {t} (k = {len(seeds)}; seeds {seeds[0]}–{seeds[-1]})", ""]
+        lines += ["| set | test error | centred test alignment | isotropy | median σ|w| |"]
+        lines += ["|---|---|---|---|---|"]
+        for s in SETS:
+            cells = []
+            for key, fmt in (
+                ("test_error", ".4f"),
+                ("align_c_test", ".3f"),
+                ("isotropy", ".2f"),
+                ("median_norm", ".2f"),
+            ):
+                v = np.array([by[t][k]["sets"][s][key] for k in seeds])
+                se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
+                cells.append(f"{v.mean():{fmt}} ± {se:{fmt}}")
+            lines.append(f"| {LABELS[s]} | " + " | ".join(cells) + " |")
+        c = np.array([by[t][k]["narrowing"] for k in seeds])
+        lines += [
+            "",
+            f"Narrowing factor median|w¹|/median|w⁰|: {c.mean():.2f} ± "
+            f"{c.std(ddof=1) / np.sqrt(len(c)) if len(c) > 1 else np.nan:.2f}.",
+            "",
+        ]
+    fam = {}
+    for t in tasks:
+        seeds = sorted(by[t])
+        for a, b in COMPARISONS:
+            ea = [by[t][k]["sets"][a]["test_error"] for k in seeds]
+            eb = [by[t][k]["sets"][b]["test_error"] for k in seeds]
+            fam[(t, a, b)] = (np.array(ea), np.array(eb))
+    rows = paired_family(fam)
+    lines += [
+        f"### Paired differences of test error (a − b), one family of {rows[0]['K']} tests "
+        "(Holm-adjusted p; Bonferroni intervals at family-wise 95 %)"
+        if rows
+        else "",
+        "",
+        "| task | a | b | a − b [95 % CI] | Bonferroni CI | p | Holm p |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t, a, b = r["label"]
+        lines.append(
+            f"| {t} | {LABELS[a]} | {LABELS[b]} | {r['mean']:+.4f} [{r['lo']:+.4f}, "
+            f"{r['hi']:+.4f}] | [{r['lo_bonf']:+.4f}, {r['hi_bonf']:+.4f}] | {r['p']:.2g} | "
+            f"{r['p_holm']:.2g} |"
         )
-    return rows
+    return "\n".join(lines) + "\n"
 
 
-def main(out: Path = HERE / "results" / "diagnosis"):
+def figure(records, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import torch
     from scipy.stats import chi
-    from threadpoolctl import threadpool_limits
 
-    import meanfield
-    from meanfield.learners import CoulombFeatures, fourier_features, median_bandwidth
-    from meanfield.learners.tasks import make_task
+    from meanfield.studies.synthetic_diagnosis import SETS
 
-    torch.set_num_threads(1)
-    threadpool_limits(1)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    curves, summary, fitted = [], [], {}
-    for task in SHOW:
-        split = make_task(task, N_TRAIN, N_TEST, noise=NOISE, seed=SEED, **TASKS[task])
-        ls = 10_000 + SEED
-        sigma = median_bandwidth(split[0], rng=ls)
-        for name, var in RUNS.items():
-            est = CoulombFeatures(
-                M, bandwidth=sigma, random_state=ls, n_checkpoints=N_CK, **{**BASE, **var}
-            ).fit(split[0], split[1])
-            fitted[task, name] = (est, split, sigma)
-            rows = along_the_run(est, split)
-            for r in rows:
-                curves.append({"task": task, "variant": name, **r})
-            d = split[0].shape[1]
-            c0 = constancy(fourier_features(split[0], est.omega_init_, np.ones(M)))
-            c1 = constancy(fourier_features(split[0], est.omega_, np.ones(M)))
-            wn0 = np.linalg.norm(est.omega_init_[:, :d], axis=1) * sigma
-            wn1 = np.linalg.norm(est.omega_[:, :d], axis=1) * sigma
-            errs = [r["test_error"] for r in rows]
-            summary.append(
-                {
-                    "task": task,
-                    "variant": name,
-                    "d": d,
-                    "label_mean": float(np.mean(split[1] == split[1].max()) * 2 - 1),
-                    "median_sigma_w_init": float(np.median(wn0)),
-                    "median_sigma_w_final": float(np.median(wn1)),
-                    "frac_low_freq_init": float(np.mean(wn0 < 0.5 * np.sqrt(d))),
-                    "frac_low_freq_final": float(np.mean(wn1 < 0.5 * np.sqrt(d))),
-                    "mean_constancy_init": float(c0.mean()),
-                    "mean_constancy_final": float(c1.mean()),
-                    "frac_constancy_gt_0.5_init": float(np.mean(c0 > 0.5)),
-                    "frac_constancy_gt_0.5_final": float(np.mean(c1 > 0.5)),
-                    "align_train_0": rows[0]["align_train"],
-                    "align_train_end": rows[-1]["align_train"],
-                    "align_test_0": rows[0]["align_test"],
-                    "align_test_end": rows[-1]["align_test"],
-                    "calign_test_0": rows[0]["calign_test"],
-                    "calign_test_end": rows[-1]["calign_test"],
-                    "test_error_0": errs[0],
-                    "test_error_min": float(min(errs)),
-                    "step_min": rows[int(np.argmin(errs))]["step"],
-                    "test_error_end": errs[-1],
-                }
-            )
-            print(task, name, f"{time.perf_counter() - t0:.0f} s", flush=True)
-
-    # ---- figure: one row per task
-    fig, axes = plt.subplots(len(SHOW), 4, figsize=(17, 4.0 * len(SHOW)))
-    r = np.linspace(0, 3, 200)
-    for i, task in enumerate(SHOW):
-        est, split, sigma = fitted[task, "linear"]
-        estc = fitted[task, "centred"][0]
-        d = split[0].shape[1]
+    tasks = [t for t in SHOW if any(r["task"] == t for r in records)]
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(16, 3.8 * len(tasks)), squeeze=False)
+    for i, t in enumerate(tasks):
+        recs = sorted((r for r in records if r["task"] == t), key=lambda r: r["seed"])
+        d = {"radial": 10, "gaussian_mixture": 5}.get(t, 2)
         ax = axes[i, 0]
-        bins = np.linspace(0, 3 * np.sqrt(d) + 2, 40)
-        for om, lab, st in [
-            (est.omega_init_, "initial (RFF draw)", "step"),
-            (est.omega_, "linear, final", "stepfilled"),
-            (estc.omega_, "centred, final", "step"),
-        ]:
-            ax.hist(
-                np.linalg.norm(om[:, :d], axis=1) * sigma,
-                bins=bins,
-                density=True,
-                histtype=st,
-                alpha=0.5 if st == "stepfilled" else 1,
-                label=lab,
-            )
-        ax.plot(bins, chi(d).pdf(bins), "k--", lw=1, label=f"prior: chi_{d}")
-        ax.set(title=f"{task}: frequency norm", xlabel="sigma |w| (standardised)")
+        n0 = np.concatenate([r["norms_init"] for r in recs])
+        n1 = np.concatenate([r["norms_learned"] for r in recs])
+        bins = np.linspace(0, max(n1.max(), n0.max()) * 1.02, 40)
+        ax.hist(n0, bins=bins, density=True, histtype="step", label="start (RFF draw)")
+        ax.hist(n1, bins=bins, density=True, alpha=0.5, label="learned (first configuration)")
+        ax.plot(bins, chi(d).pdf(bins), "k--", lw=1, label=f"prior χ_{d}")
+        ax.set(title=f"{t}: σ|w| pooled over {len(recs)} seeds", xlabel="σ |w|")
         ax.legend(fontsize=7)
         ax = axes[i, 1]
-        cb = np.linspace(0, 1, 26)
-        for om, lab, st in [
-            (est.omega_init_, "initial", "step"),
-            (est.omega_, "linear, final", "stepfilled"),
-            (estc.omega_, "centred, final", "step"),
-        ]:
-            c = constancy(fourier_features(split[0], om, np.ones(M)))
-            ax.hist(c, bins=cb, histtype=st, alpha=0.5 if st == "stepfilled" else 1, label=lab)
-        ax.set(
-            title="feature constancy on the data",
-            xlabel="mean(phi)^2 / mean(phi^2)",
-            ylabel="features",
-            yscale="log",
-        )
-        ax.legend(fontsize=7)
+        for j, s in enumerate(SETS):
+            v = np.array([r["sets"][s]["test_error"] for r in recs])
+            ax.errorbar(v.mean(), j, xerr=2 * v.std(ddof=1) / np.sqrt(len(v)), fmt="o")
+            ax.plot(v, np.full(len(v), j) + 0.15, ".", color="0.6", ms=3)
+        ax.set_yticks(range(len(SETS)), [LABELS[s] for s in SETS], fontsize=7)
+        ax.invert_yaxis()
+        ax.set(title="test error: mean ± 2 SE (grey: seeds)", xlabel="test error")
         ax = axes[i, 2]
-        for om, lab in [
-            (est.omega_init_, "initial"),
-            (est.omega_, "linear, final"),
-            (estc.omega_, "centred, final"),
-        ]:
-            ax.plot(r, radial_profile(om, sigma, d, r), label=lab)
-        ax.plot(r, np.exp(-(r**2) / 2), "k--", lw=1, label="Gaussian exp(-r^2/2)")
-        ax.set(
-            title="kernel profile k(r), direction-averaged",
-            xlabel="r / sigma",
-            ylabel="k(r)",
+        steps = [c["step"] for c in recs[0]["curve"]]
+        err = np.array([[c["test_error"] for c in r["curve"]] for r in recs])
+        al = np.array([[c["align_c_test"] for c in r["curve"]] for r in recs])
+        ax.plot(steps, err.mean(0), "C1-o", ms=3, label="test error (mean)")
+        ax.fill_between(
+            steps,
+            *(err.mean(0) + s * err.std(0, ddof=1) / np.sqrt(len(err)) for s in (-2, 2)),
+            color="C1",
+            alpha=0.2,
         )
-        ax.legend(fontsize=7)
-        ax = axes[i, 3]
+        ax.set(title="linear run: error and alignment", xlabel="Langevin step", ylabel="error")
         ax2 = ax.twinx()
-        for name, col in [("linear", "C1"), ("centred", "C2")]:
-            rows = [c for c in curves if c["task"] == task and c["variant"] == name]
-            st = [c["step"] for c in rows]
-            ax.plot(st, [c["test_error"] for c in rows], color=col, label=f"{name}: test error")
-            ax2.plot(st, [c["align_train"] for c in rows], ":", color=col, label="train align.")
-            ax2.plot(st, [c["align_test"] for c in rows], "--", color=col, label="test align.")
-        ax.set(title="along the run", xlabel="Langevin step", ylabel="test error (ridge)")
-        ax2.set_ylabel("Cristianini alignment (dotted train, dashed test)")
+        ax2.plot(steps, al.mean(0), "C2--", label="centred test alignment (mean)")
+        ax2.set_ylabel("centred test alignment")
         ax.legend(fontsize=7, loc="upper left")
+        ax2.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(out / "diagnosis.png", dpi=110)
+    fig.savefig(out / "diagnosis.png", dpi=100)
+    plt.close(fig)
 
-    import csv
 
-    with open(out / "diagnosis.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(curves[0]))
-        w.writeheader()
-        w.writerows(curves)
-    keys = list(summary[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for s in summary:
-        lines.append(
-            "| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in s.values())
+def write_tables(records, out: Path) -> None:
+    rows, curves = [], []
+    for r in records:
+        for s, v in r["sets"].items():
+            rows.append({"task": r["task"], "seed": r["seed"], "set": s, **v})
+        for c in r["curve"]:
+            curves.append({"task": r["task"], "seed": r["seed"], **c})
+    for name, data in (("diagnosis.csv", rows), ("curves.csv", curves)):
+        with open(out / name, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(data[0]))
+            w.writeheader()
+            w.writerows(data)
+    (out / "summary.md").write_text(summary(records))
+
+
+def _check_out(ap, out: Path, report_only: bool) -> None:
+    """``--out`` must hold a study of the sweep layout for ``--report-only``, and never an
+    unconverted ``runs.jsonl`` of the engine before issue 21."""
+    if (out / "runs.jsonl").is_file():
+        ap.error(
+            f"argument --out: {str(out)!r} holds runs.jsonl of the old engine: convert it first "
+            "(python paper_repro/synthetic/convert_results.py FOLDER)"
         )
-        lines[-1] += " |"
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    if report_only:
+        try:
+            existing_dir(str(out))
+        except argparse.ArgumentTypeError as err:
+            ap.error(f"argument --out: --report-only reads the runs there: {err}")
+        if not (out / "config.json").is_file():
+            ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="diagnose.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--config", choices=NAMES, default="full")
+    ap.add_argument(
+        "--seeds",
+        type=int_range(0),
+        nargs="+",
+        default=None,
+        help="seeds (>= 0) [default: 0-9; the ci configuration: 0 1]",
+    )
+    ap.add_argument(
+        "--out",
+        type=output_dir,
+        default=None,
+        metavar="FOLDER",
+        help="output folder [default: results/diagnosis here; results/diagnosis_ci for ci]",
+    )
+    ap.add_argument("--scheduler", default="threads", help="threads (default) | local | tcp://...")
+    ap.add_argument(
+        "--n-workers", type=int_range(1), default=1, help="processes or threads (default 1)"
+    )
+    ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
+    ap.add_argument("--report-only", action="store_true", help="tables and figure from the runs")
+    a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
+    out = a.out or HERE / "results" / ("diagnosis" if a.config == "full" else "diagnosis_ci")
+    if a.report_only and a.fresh:
+        ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
+    _check_out(ap, out, a.report_only)
+    from meanfield.errors import MeanfieldError
+    from meanfield.studies import synthetic_diagnosis as study
+    from meanfield.studies.synthetic_variants import machine, scan_records
+
+    t0 = time.perf_counter()
+    if not a.report_only:
+        from meanfield.workbench.sweeps import check_scheduler
+
+        try:
+            check_scheduler(a.scheduler)
+        except MeanfieldError as err:
+            ap.error(f"argument --scheduler: {err}")
+        if a.fresh:
+            for part in ("runs", "configurations.json", "sweep.nc", "config.json"):
+                p = out / part
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        cfg = dict(study.CONFIGS[a.config])
+        if a.seeds is not None:
+            cfg["seeds"] = list(dict.fromkeys(a.seeds))  # in the order given, once each
+        res = study.run_study(
+            cfg,
+            out,
+            scheduler=a.scheduler,
+            n_workers=a.n_workers,
+            log=lambda line: print(f"note: {line}", file=sys.stderr),
+            name=a.config,
+        )
+        print(
+            f"{res['runs_done']} run(s) computed in {res['wall_s']:.0f} s "
+            f"({res['runs_total'] - res['runs_done']} of {res['runs_total']} already there)",
+            flush=True,
+        )
+    try:
+        cfg, records = scan_records(out)
+    except MeanfieldError as err:
+        ap.error(f"argument --out: {err}")
+    records = sorted(records, key=lambda r: (r["task"], r["seed"]))
+    if not records:
+        print("no runs yet")
+        return 0
+    write_tables(records, out)
+    figure(records, out)
+    settings = {k: v for k, v in cfg.items() if k != "seeds"}
     (out / "run.json").write_text(
         json.dumps(
             {
-                "m": M,
-                "seed": SEED,
-                "learner_seed": 10_000 + SEED,
-                "noise": NOISE,
-                "n_train": N_TRAIN,
-                "n_test": N_TEST,
-                "n_checkpoints": N_CK,
-                "base": BASE,
-                "variants": RUNS,
-                "meanfield_version": meanfield.__version__,
-                "wall_s": time.perf_counter() - t0,
+                **settings,
+                "seeds_done": sorted({r["seed"] for r in records}),
+                "wall_s_this_call": time.perf_counter() - t0,
+                "wall_s_runs": sum(r["wall_s"] for r in records),
                 "machine": machine(),
             },
             indent=1,
         )
     )
     print((out / "summary.md").read_text())
-
-
-def cli(argv=None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument(
-        "--out",
-        type=output_dir,
-        default=str(HERE / "results" / "diagnosis"),
-        metavar="FOLDER",
-        help="output folder, created if missing [default: results/diagnosis here]",
-    )
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    main(args.out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    sys.exit(main())

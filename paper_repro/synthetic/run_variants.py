@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-# diagnose.py and sinha_duchi.py import the variants and machine() from here
+# benchmarks/bench_learners.py imports the variants from here
 from meanfield.studies.synthetic_variants import (  # noqa: E402, F401
     BANDWIDTH_FACTORS,
     BASE,

@@ -1,183 +1,127 @@
-"""Issue 10, part 4: Sinha & Duchi's radial experiment under their own protocol, with Coulomb.
+"""Sinha & Duchi's radial experiment under their own protocol, with Coulomb (issue 10; rerun
+with the current code, the ridge conventions taken apart and the importance-sampling spread
+over candidate draws in issue 22; on the sweep runner in issue 21).
 
     python paper_repro/synthetic/sinha_duchi.py --seeds 0 1 2     # ~10 min per seed, one core
+    python paper_repro/synthetic/sinha_duchi.py --report-only     # table.md from the runs
+    python paper_repro/synthetic/sinha_duchi.py --config ci       # seconds
 
-Their published script (``learning-kernels``, example script for the radial task): x ~ N(0,
-I_10), n = 10^4 training and 10^3 test points, y = sign(|x| - sqrt(10)); N_w = 2 * 10^4
-Gaussian candidates with sigma = 1 (no median heuristic), chi-square budget rho = 0.005 N_w;
-the optimised features are the *support* of q, unweighted (D = |support|); the fixed baseline
-is D fresh Gaussian features; both go to ridge regression with penalty 0.05 on the *uncentred*
-features and the mean-centred labels, the intercept being the label mean (not fitted). They
-report test error 0.355 (RFF) and 0.143 (optimised), one run (rng seed 7117).
+The study of :mod:`meanfield.studies.synthetic_sinha_duchi` (the protocol and the design are
+in its docstring): one sweep of :func:`meanfield.workbench.sweeps.run_sweep` over the seeds.
+Every seed is written to ``<out>/runs/<key>.nc`` when it finishes, keyed by the whole
+configuration: a rerun resumes, another configuration computes its own seeds, a corrupt run
+file is set aside into ``runs/set_aside/`` and recomputed, ``--fresh`` starts over. Seeds run
+one after the other in this process by default (``--scheduler threads``, each learner's errors
+printed as it is scored), or on a local cluster (``--scheduler local``) or a dask cluster.
+``table.md`` puts the published numbers beside ours, over every seed of the configuration in
+the folder (those of earlier calls too).
 
-Here: ``ImportanceSampledFeatures(mode="support")`` and
-``RidgeFeatureClassifier(alpha=0.05, fit_intercept="label_mean")`` reproduce that protocol
-over several seeds; the same features are also scored with the package's default ridge
-(centred, alpha by leave-one-out) to show what the intercept convention does. Coulomb
-particles get D particles from the sigma = 1 draw: every variant of ``run_variants.VARIANTS``
-is fitted and scored, and the one chosen by 3-fold CV on a 2000-row subsample of the training
-data (CV on all 10^4 rows x 9 variants is the expensive part) is reported as "Coulomb (CV)".
-
-Each seed is appended to ``results/sinha_duchi/runs.jsonl`` (``--out``) when it finishes
-(resumable; a line cut off by an interruption is set aside with a warning and its seed rerun);
-``table.md`` puts the published numbers beside ours.
+Bad input ends with one line ``sinha_duchi.py: error: ...`` (exit 2) before any work.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import logging
+import shutil
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from jsonl_runs import read_runs  # noqa: E402
-from run_variants import BASE, VARIANTS, machine  # noqa: E402
-
-from meanfield.workbench._scripts import int_range, output_dir  # noqa: E402
-
-PUBLISHED = {"rff": 0.355, "importance": 0.143}
-PROTOCOL = dict(
-    n_train=10_000, n_test=1_000, d=10, n_candidates=20_000, rho=0.005 * 20_000, ridge=0.05
-)
-CV_ROWS = 2000
+NAMES = ("full", "ci")
 
 
-def run_seed(seed: int) -> dict:
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(1)
-    threadpool_limits(1)
-    import meanfield
-    from meanfield.learners import (
-        CoulombFeatures,
-        ImportanceSampledFeatures,
-        RandomFourierFeatures,
-        RidgeFeatureClassifier,
-        select_by_cv,
-    )
-    from meanfield.learners.tasks import radial
-
-    P = PROTOCOL
-    t_seed = time.perf_counter()
-    sp = radial(P["n_train"], P["n_test"], d=P["d"], seed=seed)
-    ls = 10_000 + seed
-    published = RidgeFeatureClassifier(alpha=P["ridge"], fit_intercept="label_mean")
-    ours = RidgeFeatureClassifier(alpha=P["n_train"] * np.logspace(-7, 0, 15))
-    rec = {"seed": seed, "learners": {}}
-
-    def score(name, learner, **extra):
-        t0 = time.perf_counter()
-        learner.fit(sp.X_train, sp.y_train)
-        Ftr, Fte = learner.transform(sp.X_train), learner.transform(sp.X_test)
-        row = {"n_features": Ftr.shape[1], "fit_time": float(learner.fit_time_), **extra}
-        for tag, clf in (("published_ridge", published), ("centred_loo_ridge", ours)):
-            clf.fit(Ftr, sp.y_train)
-            row[f"{tag}_train_error"] = float(np.mean(clf.predict(Ftr) != sp.y_train))
-            row[f"{tag}_test_error"] = float(np.mean(clf.predict(Fte) != sp.y_test))
-        row["wall_s"] = time.perf_counter() - t0
-        rec["learners"][name] = row
-        print(f"  seed {seed} {name}: {row}", flush=True)
-
-    imp = ImportanceSampledFeatures(
-        10,
-        n_candidates=P["n_candidates"],
-        rho=P["rho"],
-        mode="support",
-        bandwidth=1.0,
-        random_state=ls,
-    )
-    score("importance", imp)
-    D = int(imp.omega_.shape[0])
-    score("rff", RandomFourierFeatures(D, bandwidth=1.0, random_state=ls))
-    proto = CoulombFeatures(D, bandwidth=1.0, random_state=ls, **BASE)
-    grid = [{k: [v] for k, v in var.items()} or {"lam": [BASE["lam"]]} for var in VARIANTS.values()]
-    sub = np.random.default_rng(seed).choice(P["n_train"], CV_ROWS, replace=False)
-    ccv = select_by_cv(proto, grid, sp.X_train[sub], sp.y_train[sub], cv=3, random_state=seed)
-    names = list(VARIANTS)
-    best = names[int(np.argmax(ccv["mean_test_score"]))]
-    for name, var in VARIANTS.items():
-        est = CoulombFeatures(D, bandwidth=1.0, random_state=ls, **{**BASE, **var})
-        score(f"coulomb_{name}", est, cv_score=float(ccv["mean_test_score"][names.index(name)]))
-    rec["learners"]["coulomb_cv"] = {**rec["learners"][f"coulomb_{best}"], "variant": best}
-    rec.update(
-        protocol=P,
-        cv_rows=CV_ROWS,
-        meanfield_version=meanfield.__version__,
-        wall_s=time.perf_counter() - t_seed,
-        machine=machine(),
-    )
-    return rec
-
-
-def table(records) -> str:
-    rows = [
-        ("rff", "fixed RFF (D features, sigma = 1)"),
-        ("importance", "importance sampling, support of q (Sinha & Duchi)"),
-        ("coulomb_cv", "Coulomb particles, CV-chosen variant"),
-    ] + [(f"coulomb_{v}", f"Coulomb: {v}") for v in VARIANTS]
-    seeds = sorted(r["seed"] for r in records)
-    lines = [
-        f"Radial task, Sinha & Duchi protocol, seeds {seeds} (mean ± standard error; D = |support|"
-        f" = {', '.join(str(r['learners']['importance']['n_features']) for r in records)}).",
-        "",
-        "| features | published test error | test error, published ridge (α = 0.05, "
-        "intercept = label mean) | test error, centred ridge (α by LOO) | train error, "
-        "published ridge |",
-        "|---|---|---|---|---|",
-    ]
-    for key, label in rows:
-        vals = [r["learners"][key] for r in records if key in r["learners"]]
-        if not vals:
-            continue
-        cells = []
-        for col in (
-            "published_ridge_test_error",
-            "centred_loo_ridge_test_error",
-            "published_ridge_train_error",
-        ):
-            a = np.array([v[col] for v in vals])
-            se = a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else float("nan")
-            cells.append(f"{a.mean():.3f} ± {se:.3f}")
-        pub = f"{PUBLISHED[key]:.3f}" if key in PUBLISHED else "—"
-        lines.append(f"| {label} | {pub} | " + " | ".join(cells) + " |")
-    chosen = [r["learners"]["coulomb_cv"]["variant"] for r in records]
-    lines += ["", f"CV-chosen Coulomb variant per seed: {', '.join(chosen)}."]
-    return "\n".join(lines) + "\n"
+def _check_out(ap, out: Path, report_only: bool) -> None:
+    """``--out`` must hold a study of the sweep layout for ``--report-only``, and never an
+    unconverted ``runs.jsonl`` of the engine before issue 21."""
+    if (out / "runs.jsonl").is_file():
+        ap.error(
+            f"argument --out: {str(out)!r} holds runs.jsonl of the old engine: convert it first "
+            "(python paper_repro/synthetic/convert_results.py FOLDER)"
+        )
+    if report_only:
+        try:
+            existing_dir(str(out))
+        except argparse.ArgumentTypeError as err:
+            ap.error(f"argument --out: --report-only reads the runs there: {err}")
+        if not (out / "config.json").is_file():
+            ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int_range(0), nargs="+", default=[0, 1, 2], help="seeds (>= 0)")
+    ap = argparse.ArgumentParser(prog="sinha_duchi.py", description=__doc__.split("\n")[0])
+    ap.add_argument("--config", choices=NAMES, default="full")
+    ap.add_argument(
+        "--seeds",
+        type=int_range(0),
+        nargs="+",
+        default=None,
+        help="seeds (>= 0) [default: 0 1 2; the ci configuration: 0 1]",
+    )
     ap.add_argument(
         "--out",
         type=output_dir,
-        default=str(HERE / "results" / "sinha_duchi"),
+        default=None,
         metavar="FOLDER",
-        help="output folder, created if missing [default: results/sinha_duchi here]",
+        help="output folder, created if missing [default: results/sinha_duchi here; "
+        "results/sinha_duchi_ci for --config ci]",
     )
+    ap.add_argument("--scheduler", default="threads", help="threads (default) | local | tcp://...")
+    ap.add_argument(
+        "--n-workers", type=int_range(1), default=1, help="processes or threads (default 1)"
+    )
+    ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
+    ap.add_argument("--report-only", action="store_true", help="table.md from the runs on disk")
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    a.out.mkdir(parents=True, exist_ok=True)
-    runs = a.out / "runs.jsonl"
-    done = {r["seed"]: r for r in read_runs(runs, repair=True) if "seed" in r}
-    with open(runs, "a") as fh:
-        for s in a.seeds:
-            if s in done:
-                continue
-            done[s] = run_seed(s)
-            fh.write(json.dumps(done[s]) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-    recs = [done[s] for s in sorted(done)]
-    (a.out / "table.md").write_text(table(recs))
-    print(table(recs))
+    out = a.out or HERE / "results" / ("sinha_duchi" if a.config == "full" else "sinha_duchi_ci")
+    if a.report_only and a.fresh:
+        ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
+    _check_out(ap, out, a.report_only)
+    from meanfield.errors import MeanfieldError
+    from meanfield.studies import synthetic_sinha_duchi as study
+    from meanfield.studies.synthetic_variants import scan_records
+
+    if not a.report_only:
+        from meanfield.workbench.sweeps import check_scheduler
+
+        try:
+            check_scheduler(a.scheduler)
+        except MeanfieldError as err:
+            ap.error(f"argument --scheduler: {err}")
+        if a.fresh:
+            for part in ("runs", "configurations.json", "sweep.nc", "config.json"):
+                p = out / part
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
+        logging.getLogger(study.__name__).setLevel(logging.INFO)
+        cfg = dict(study.CONFIGS[a.config])
+        if a.seeds is not None:
+            cfg["seeds"] = list(dict.fromkeys(a.seeds))  # in the order given, once each
+        res = study.run_study(
+            cfg,
+            out,
+            scheduler=a.scheduler,
+            n_workers=a.n_workers,
+            log=lambda line: print(f"note: {line}", file=sys.stderr),
+            name=a.config,
+        )
+        print(
+            f"{res['runs_done']} seed(s) computed in {res['wall_s']:.0f} s "
+            f"({res['runs_total'] - res['runs_done']} of {res['runs_total']} already there)",
+            flush=True,
+        )
+    try:
+        cfg, records = scan_records(out)
+    except MeanfieldError as err:
+        ap.error(f"argument --out: {err}")
+    if not records:
+        print("no runs yet")
+        return
+    text = study.table(records, cfg)
+    (out / "table.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
