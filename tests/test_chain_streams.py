@@ -111,6 +111,10 @@ def test_the_deprecated_generator_form_warns_and_draws_the_same_numbers(method):
         with pytest.warns(DeprecationWarning, match=r"HMC\.advance\(state, generator, n_steps\)"):
             s3, _ = integrator.advance(integrator.init(_OMEGA), g, 3)
         assert torch.equal(s3.omega, new.omega) and torch.equal(s3.rng, new.rng)
+        g = torch.Generator().manual_seed(5)
+        with pytest.warns(DeprecationWarning, match=r"HMC\.advance\(state, generator, n_steps\)"):
+            s3, _ = integrator.advance(integrator.init(_OMEGA), generator=g, n_steps=3)
+        assert torch.equal(s3.omega, new.omega)
         with pytest.raises(InputTypeError, match="needs n_steps"):
             integrator.advance(s3, g)
         with pytest.raises(InputTypeError, match=r"takes \(state, n_steps\)"):

@@ -530,7 +530,14 @@ class HMC:
                 return fused[0]
         return self._step_eager(state, generator)
 
-    def advance(self, state: LangevinState, n_steps: int, *legacy, positions: bool = True):
+    def advance(
+        self,
+        state: LangevinState,
+        n_steps: int,
+        *legacy,
+        positions: bool = True,
+        generator: torch.Generator | None = None,
+    ):
         """``n_steps`` trajectories (:meth:`step` after :meth:`step`), with what each left for
         the records.  With ``compile=True`` they run in blocks of up to ``FUSED_BLOCK``
         trajectories per compiled call (the random numbers drawn in the same order, so the
@@ -544,10 +551,13 @@ class HMC:
             Trajectories ≥ 1.
         *legacy
             Deprecated (the previous call form ``advance(state, generator, n_steps)``, one
-            more release): a generator in place of ``n_steps``, then ``n_steps``; the
-            trajectories draw from it and the new state carries where it left it.
+            more release): a generator in place of ``n_steps``, then ``n_steps``.
         positions : bool
             Keep each trajectory's positions (else ``records["omega"]`` is None).
+        generator : torch.Generator, optional
+            Deprecated, as ``*legacy`` (the previous keyword): the trajectories draw from this
+            generator instead of the state's stream, and the new state carries where they
+            left it.
 
         Returns
         -------
@@ -577,7 +587,6 @@ class HMC:
         >>> torch.equal(hmc.advance(s2, 5)[0].omega, hmc.advance(s0, 7)[0].omega)
         True
         """
-        generator = None
         if isinstance(n_steps, torch.Generator):  # advance(state, generator, n_steps)
             if len(legacy) != 1:
                 raise InputTypeError("HMC.advance(state, generator, n_steps) needs n_steps")
