@@ -83,13 +83,12 @@ def tune_mala(E, start, beta, regime, n_tune, seed):
 
     N = start.shape[-2]
     mala = MALA(E, 0.05 / N, beta, regime)
-    state = mala.init(start)
+    state = mala.init(start, seed=seed)
     adapt = DualAveraging(mala.eta, 0.574)
-    gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _ in range(n_tune):
             before = state.accepted.clone()
-            state = mala.step(state, gen)
+            state = mala.step(state)
             mala.eta = adapt.update(float((state.accepted - before).mean()))
     return adapt.final_step_size, state.omega
 

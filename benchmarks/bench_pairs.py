@@ -331,12 +331,11 @@ def scaling_one(N: int, p: int, repeats: int, device: str) -> dict:
         device=device,
     )
     step = ProjectedLangevin(E, eta=1e-3, beta=100.0)
-    state = step.init(_particles(N, p, torch.float64, "cpu"))
-    gen = torch.Generator().manual_seed(1)
+    state = step.init(_particles(N, p, torch.float64, "cpu"), seed=1)
     rss_setup = _vm("VmRSS")
     _reset_peak_rss()  # so the peak below is the steps', not the imports' transient one
     with torch.no_grad():
-        sec = interleaved_medians({"step": lambda: step.step(state, gen)}, repeats, device)
+        sec = interleaved_medians({"step": lambda: step.step(state)}, repeats, device)
     out = {"N": N, "p": p, "sec_per_step": sec["step"], "device": device}
     out["threads"] = torch.get_num_threads()
     out["process_peak_rss_MiB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,5 +1,6 @@
 """Deprecated names and module paths kept for one version, each with a DeprecationWarning.
 
+* :func:`warn_deprecated`: the warning of a name or call form kept for one release;
 * :func:`deprecated_aliases`: a module-level ``__getattr__`` for renamed names;
 * :data:`MOVED_MODULES` and :func:`install_moved_module_finder`: the modules that moved into
   the wing packages (``meanfield.particles`` is now ``meanfield.dynamics.langevin``), found
@@ -10,7 +11,42 @@ from __future__ import annotations
 
 import warnings
 
-__all__ = ["deprecated_aliases", "MOVED_MODULES", "install_moved_module_finder", "warn_moved"]
+__all__ = [
+    "deprecated_aliases",
+    "MOVED_MODULES",
+    "install_moved_module_finder",
+    "warn_deprecated",
+    "warn_moved",
+]
+
+
+def warn_deprecated(old: str, instead: str, *, stacklevel: int = 3) -> None:
+    """The DeprecationWarning of a name or call form that works for one more release.
+
+    Parameters
+    ----------
+    old : str
+        What is deprecated, as the caller wrote it (``"MALA.step(state, generator)"``).
+    instead : str
+        What to write instead (the message reads "...; use <instead>").
+    stacklevel : int
+        As :func:`warnings.warn`, counted from the caller of this function: the default 3
+        points at the line that called the function which calls this one.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warn_deprecated("f(x, g)", "f(x)")
+    >>> str(seen[0].message)
+    'f(x, g) is deprecated and will be removed in the next version; use f(x)'
+    """
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next version; use {instead}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def deprecated_aliases(module: str, aliases: dict):
@@ -37,12 +73,7 @@ def deprecated_aliases(module: str, aliases: dict):
     def __getattr__(name: str):
         if name in aliases:
             new, get = aliases[name]
-            warnings.warn(
-                f"{module}.{name} is deprecated and will be removed in the next version; "
-                f"use {module}.{new}",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+            warn_deprecated(f"{module}.{name}", f"{module}.{new}")
             return get()
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 

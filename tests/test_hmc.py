@@ -518,8 +518,8 @@ def test_compiled_advance_matches_eager_positions_forces_and_energies():
     runs = {}
     for compile in (False, True):
         hmc = HMC(E, 2.0, 0.1, 0.8, "coulomb-gas", jitter=0.1, compile=compile)
-        state = hmc.init(om0)
-        runs[compile] = hmc.advance(state, torch.Generator().manual_seed(11), 40)
+        state = hmc.init(om0, seed=11)
+        runs[compile] = hmc.advance(state, 40)
     (s_e, r_e), (s_c, r_c) = runs[False], runs[True]
     assert s_c.step == s_e.step == 40 and s_c.proposed == 40
     assert torch.equal(s_c.accepted, s_e.accepted) and 0 < float(s_e.accepted.min()) < 40
@@ -597,17 +597,18 @@ def test_compiled_ball_chain_is_the_eager_chain():
 
 
 def test_advance_is_steps_one_after_another():
-    """HMC.advance (eager) makes the steps of HMC.step with the same generator, bit for bit,
-    and its records are the states along the way; the cached term values are each term's
-    value at the state's positions."""
+    """HMC.advance (eager) makes the steps of HMC.step from the same state (its random stream
+    included), bit for bit, and its records are the states along the way; the cached term
+    values are each term's value at the state's positions."""
     E = _interacting_energy(Box(2, 1.0))
     hmc = HMC(E, beta=1.0, step_size=0.5, trajectory_length=1.0, jitter=0.2)
-    s0 = hmc.init(0.3 * torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(0)))
-    g = torch.Generator().manual_seed(2)
+    om0 = 0.3 * torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(0))
+    s0 = hmc.init(om0, seed=2)
     states = [s0]
     for _ in range(4):
-        states.append(hmc.step(states[-1], g))
-    s4, rec = hmc.advance(s0, torch.Generator().manual_seed(2), 4)
+        states.append(hmc.step(states[-1]))
+    s4, rec = hmc.advance(s0, 4)
+    assert torch.equal(s4.rng, states[-1].rng)
     assert torch.equal(s4.omega, states[-1].omega) and torch.equal(
         s4.cache["U"], states[-1].cache["U"]
     )
@@ -618,9 +619,9 @@ def test_advance_is_steps_one_after_another():
     for s, terms in zip(states[1:], rec["term_values"], strict=True):
         exact = torch.stack(list(E.term_values(s.omega).values()), -1)
         torch.testing.assert_close(terms, exact, rtol=1e-13, atol=1e-15)
-    assert hmc.advance(s0, g, 2, positions=False)[1]["omega"] is None
+    assert hmc.advance(s0, 2, positions=False)[1]["omega"] is None
     with pytest.raises(InputError, match="n_steps"):
-        hmc.advance(s0, g, 0)
+        hmc.advance(s0, 0)
 
 
 def test_compile_flag_must_be_a_bool():

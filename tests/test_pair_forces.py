@@ -432,8 +432,8 @@ def test_cuda_langevin_step_matches_cpu():
     for device in ("cpu", "cuda"):
         E = Energy([PairInteraction(Riesz(1.0, 0.05), 0.5)], Ball(p, 2.0), device=device)
         step = ProjectedLangevin(E, eta=1e-3, beta=50.0)
-        state = step.init(om.clone())
-        state = step.step(state, torch.Generator().manual_seed(0))
+        state = step.init(om.clone(), seed=0)
+        state = step.step(state)
         outs.append(state.omega.cpu())
     assert torch.allclose(outs[0], outs[1], rtol=1e-10, atol=1e-12)
 

@@ -384,12 +384,12 @@ def test_integrator_state_is_immutable_a_new_state_per_step(method):
         integrator = HMC(E, 2.0, step_size=0.1, trajectory_length=0.3)
     else:
         integrator = make_integrator(E, method=method, eta=0.05, beta=2.0)
-    state = integrator.init(np.linspace(-1, 1, 6)[:, None])
-    before = state.omega.clone()
+    state = integrator.init(np.linspace(-1, 1, 6)[:, None], seed=0)
+    before, rng = state.omega.clone(), state.rng.clone()
     cache = {k: v.clone() if torch.is_tensor(v) else v for k, v in state.cache.items()}
-    gen = torch.Generator().manual_seed(0)
-    new = integrator.step(state, gen)
+    new = integrator.step(state)
     assert new is not state and new.step == state.step + 1 == 1
+    assert torch.equal(state.rng, rng) and not torch.equal(new.rng, rng)  # the stream moved on
     assert torch.equal(state.omega, before) and not torch.equal(new.omega, before)
     for k, v in cache.items():
         assert torch.equal(state.cache[k], v) if torch.is_tensor(v) else state.cache[k] == v

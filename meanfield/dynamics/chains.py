@@ -5,7 +5,8 @@
 no cycle: ``chains`` <- ``hmc`` <- ``langevin`` (which re-exports HMC beside MALA, and every
 name below, ``meanfield.dynamics.langevin.<name>``).
 
-* :class:`LangevinState`, the immutable state of a chain (JAX-MD style);
+* :class:`LangevinState`, the immutable state of a chain (JAX-MD style), its random stream
+  included (:func:`new_stream`), so that a state alone fixes the rest of the chain;
 * :func:`effective_beta` (β_N of the two temperature regimes, THEORY §3) and
   :func:`gibbs_potential`, U = β_N N H_N of the Gibbs law the Metropolis samplers target;
 * :func:`metropolis_init`, :func:`check_finite_start`, :func:`metropolis` (with its rule
@@ -27,6 +28,7 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
+from .._deprecation import warn_deprecated
 from .._validation import check_choice, check_int
 from ..energy import Energy
 from ..errors import InputError
@@ -90,9 +92,33 @@ def _frozen(cache: Mapping) -> Mapping:
     return MappingProxyType(dict(cache))
 
 
+def new_stream(seed: int) -> torch.Tensor:
+    """The random stream of a chain started with ``seed``: the state of a CPU
+    ``torch.Generator`` seeded with it (a uint8 tensor, as ``Generator.get_state`` gives).
+
+    Every chain draws its noise on the CPU in float64 and moves it to the device, so a seed
+    fixes the noise on every device.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.dynamics.chains import new_stream
+    >>> g = torch.Generator().set_state(new_stream(3))
+    >>> seeded = torch.Generator().manual_seed(3)
+    >>> torch.equal(torch.rand(2, generator=g), torch.rand(2, generator=seeded))
+    True
+    """
+    return torch.Generator().manual_seed(int(seed)).get_state()
+
+
 @dataclass(frozen=True)
 class LangevinState:
     """The state of a chain, immutable: every step returns a new one (JAX-MD style).
+
+    The state carries the chain's random stream (``rng``), as JAX-MD's carries its key: a step
+    draws from it and returns the advanced stream in the new state, so a state alone fixes the
+    rest of the chain, and a saved state (``copy.deepcopy``, ``pickle``, ``torch.save``; read
+    back with ``torch.load(..., weights_only=False)``) resumes it bit for bit.
 
     Parameters
     ----------
@@ -109,6 +135,10 @@ class LangevinState:
         adds ``term_values``, each term's value (..., n_terms) in the order of
         ``Energy.term_names``, which the records then read instead of recomputing them);
         replaced, never mutated, through :meth:`evolve`.
+    rng : uint8 tensor, optional
+        The random stream: the state of a CPU ``torch.Generator`` (:func:`new_stream`; an
+        integrator's ``init(omega, seed)`` sets it), read by :meth:`generator`.  None: a state
+        made by hand, which an integrator refuses to step until it is given one.
 
     Examples
     --------
@@ -125,10 +155,48 @@ class LangevinState:
     accepted: torch.Tensor | None = None
     proposed: int = 0
     cache: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    rng: torch.Tensor | None = None
 
     def __post_init__(self):
         if not isinstance(self.cache, MappingProxyType):
             object.__setattr__(self, "cache", _frozen(self.cache))
+
+    def __reduce__(self):
+        # a mappingproxy does not pickle: the cache travels as a dict, frozen again on load
+        fields = (self.omega, self.step, self.accepted, self.proposed, dict(self.cache), self.rng)
+        return type(self), fields
+
+    def generator(self) -> torch.Generator:
+        """A new CPU ``torch.Generator`` at this state's random stream (the state is left as
+        it was: drawing from the generator does not advance ``rng``).
+
+        Returns
+        -------
+        torch.Generator
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            The state carries no stream (``rng`` is None).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.dynamics.chains import LangevinState, new_stream
+        >>> s = LangevinState(torch.zeros(3, 1), rng=new_stream(0))
+        >>> a, b = torch.rand(2, generator=s.generator()), torch.rand(2, generator=s.generator())
+        >>> torch.equal(a, b)  # the same stream twice: the state did not move
+        True
+        """
+        if self.rng is None:
+            raise InputError(
+                "this chain state carries no random stream (rng is None): make it with the "
+                "integrator's init(omega, seed=...), or give it one, "
+                "state.evolve(rng=new_stream(seed))"
+            )
+        generator = torch.Generator()
+        generator.set_state(self.rng)
+        return generator
 
     def evolve(self, **changes) -> LangevinState:
         """A new state with ``changes``; ``cache`` entries given as a dict are merged into
@@ -138,7 +206,7 @@ class LangevinState:
         ----------
         **changes
             New values of the fields (``omega``, ``step``, ``accepted``, ``proposed``,
-            ``cache``).
+            ``cache``, ``rng``).
 
         Returns
         -------
@@ -157,6 +225,21 @@ class LangevinState:
         if "cache" in changes:
             changes["cache"] = _frozen({**self.cache, **changes["cache"]})
         return replace(self, **changes)
+
+
+def _step_stream(state: LangevinState, generator, caller: str, rest: str = "") -> torch.Generator:
+    """The generator a step of ``caller`` draws from: a new one at the state's stream, or the
+    ``generator`` given in the previous call form ``caller(state, generator<rest>)``, which
+    works for one release with a DeprecationWarning (the step then draws from it, as it did,
+    and the new state carries where it left it)."""
+    if generator is None:
+        return state.generator()
+    warn_deprecated(
+        f"{caller}(state, generator{rest})",
+        f"{caller}(state{rest}): the state carries its random stream (init(omega, seed=...))",
+        stacklevel=4,
+    )
+    return generator
 
 
 def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float, *, terms: bool = False):
@@ -209,9 +292,11 @@ def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float, *, terms
     return U, gradU
 
 
-def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> LangevinState:
+def metropolis_init(
+    energy: Energy, omega, beta: float, regime: str, *, seed: int = 0
+) -> LangevinState:
     """Initial state of a Metropolis sampler: Ω projected onto 𝒲, U and ∇U cached, no
-    accepted moves yet (one counter per replica).
+    accepted moves yet (one counter per replica), the random stream started from ``seed``.
 
     Parameters
     ----------
@@ -220,6 +305,8 @@ def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> Langevin
         Initial particles (projected onto the domain).
     beta : float
     regime : {"mean-field", "coulomb-gas"}
+    seed : int, default 0
+        Starts the chain's random stream (:func:`new_stream`).
 
     Returns
     -------
@@ -242,7 +329,10 @@ def metropolis_init(energy: Energy, omega, beta: float, regime: str) -> Langevin
     U, gradU = gibbs_potential(energy, omega, beta_N)
     check_finite_start(energy, omega, U, gradU)
     return LangevinState(
-        omega=omega, accepted=torch.zeros(omega.shape[:-2]), cache={"U": U, "gradU": gradU}
+        omega=omega,
+        accepted=torch.zeros(omega.shape[:-2]),
+        cache={"U": U, "gradU": gradU},
+        rng=new_stream(seed),
     )
 
 
@@ -333,7 +423,8 @@ def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) 
     log_alpha : tensor (...)
         Log acceptance ratio of each replica's proposal.
     generator : torch.Generator
-        One uniform per replica is drawn from it (on the CPU, in float64, as all noise).
+        One uniform per replica is drawn from it (on the CPU, in float64, as all noise): the
+        stream the step opened from its state (:meth:`LangevinState.generator`).
     valid : bool tensor (...), optional
         Proposals that may be accepted at all (e.g. inside the domain); the others are rejected.
 
@@ -455,14 +546,14 @@ def initial_particles(energy: Energy, omega0) -> torch.Tensor:
 
 def chain_setup(energy: Energy, omega0, n_steps: int, record_every, seed):
     """What every chain runner needs first: the checked initial particles, the recording stride
-    (default: about 100 records over ``n_steps``) and a CPU generator seeded with ``seed``.
+    (default: about 100 records over ``n_steps``) and the seed as an int (the integrator's
+    ``init(omega0, seed)`` starts the chain's random stream from it).
 
     Returns
     -------
     omega0 : tensor (N, p) or (R, N, p)
     record_every : int
     seed : int
-    generator : torch.Generator
 
     Examples
     --------
@@ -470,16 +561,15 @@ def chain_setup(energy: Energy, omega0, n_steps: int, record_every, seed):
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.dynamics.chains import chain_setup
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
-    >>> omega0, record_every, seed, gen = chain_setup(E, [[0.5]], 1000, None, 3)
-    >>> record_every, seed, gen.initial_seed()
-    (10, 3, 3)
+    >>> omega0, record_every, seed = chain_setup(E, [[0.5]], 1000, None, 3)
+    >>> record_every, seed
+    (10, 3)
     """
     omega0 = initial_particles(energy, omega0)
     if record_every is None:
         record_every = max(1, n_steps // 100)
     record_every = check_int("record_every", record_every)
-    seed = int(seed)
-    return omega0, record_every, seed, torch.Generator().manual_seed(seed)
+    return omega0, record_every, int(seed)
 
 
 class _Recorder:
@@ -523,14 +613,14 @@ class _Recorder:
             self.rates.append(rate)
             self._last = (step, accepted)
 
-    def run(self, integrator, state, generator, n_steps, record_every, progress, desc):
+    def run(self, integrator, state, n_steps, record_every, progress, desc):
         """Record ``state``, then advance it ``n_steps`` times recording every ``record_every``
-        steps and at the last one; returns the final state.
+        steps and at the last one; returns the final state (its random stream advanced).
 
-        An integrator with an ``advance(state, generator, n, positions=...)`` method (HMC)
-        moves :data:`RECORD_BLOCK` steps at a time and returns what each step left for the
-        records (stacked ``omega``, ``term_values`` and cumulative ``accepted``); the records
-        are those of single steps."""
+        ``integrator.step(state)`` draws from the state's own stream.  An integrator with an
+        ``advance(state, n, positions=...)`` method (HMC) moves :data:`RECORD_BLOCK` steps at
+        a time and returns what each step left for the records (stacked ``omega``,
+        ``term_values`` and cumulative ``accepted``); the records are those of single steps."""
         self.record(state)
         advance = getattr(integrator, "advance", None)
         done = 0
@@ -538,10 +628,10 @@ class _Recorder:
         with torch.no_grad(), bar:
             while done < n_steps:
                 if advance is None:
-                    state, block, m = integrator.step(state, generator), None, 1
+                    state, block, m = integrator.step(state), None, 1
                 else:
                     m = min(RECORD_BLOCK, n_steps - done)
-                    state, block = advance(state, generator, m, positions=self.record_positions)
+                    state, block = advance(state, m, positions=self.record_positions)
                     block = {k: None if v is None else _numpy(v) for k, v in block.items()}
                 for i in range(m):
                     k = done + i + 1
@@ -648,4 +738,5 @@ __all__ = [
     "metropolis",
     "metropolis_decision",
     "metropolis_init",
+    "new_stream",
 ]

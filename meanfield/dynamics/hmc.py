@@ -31,8 +31,10 @@ kernel.  Optional jitter draws each replica's step uniformly in ε(1 ± j) per t
 near-harmonic modes (Neal 2011, §3.2).
 
 Chains are batched on the leading axes (shape (..., N, p)), each accepting on its own, with one
-step size shared by the ensemble.  Random numbers come from a seeded CPU ``torch.Generator``.
-The chain state, the Metropolis decision and the records are those of MALA
+step size shared by the ensemble.  Random numbers come from a seeded CPU ``torch.Generator``
+whose state the chain state carries (``HMC.init(omega, seed)``; ``step(state)`` and
+``advance(state, n)`` draw from it and return it advanced), so a saved state resumes the chain
+bit for bit.  The chain state, the Metropolis decision and the records are those of MALA
 (:mod:`meanfield.dynamics.chains`); :mod:`meanfield.dynamics.langevin` re-exports :class:`HMC` and
 :func:`sample_hmc` beside MALA.
 
@@ -73,6 +75,7 @@ from .chains import (
     LangevinState,
     _noise,
     _Recorder,
+    _step_stream,
     chain_setup,
     effective_beta,
     gibbs_potential,
@@ -80,6 +83,7 @@ from .chains import (
     metropolis_decision,
     metropolis_init,
 )
+from .spec import RunSpec, as_spec
 
 
 # ----------------------------------------------------------------------------------------
@@ -371,7 +375,7 @@ class HMC:
     >>> hmc = HMC(E, beta=1.0, step_size=0.25)
     >>> hmc.n_leapfrog  # ⌈1 / 0.25⌉
     4
-    >>> s = hmc.step(hmc.init(torch.zeros(2, 3, 1)), torch.Generator().manual_seed(0))
+    >>> s = hmc.step(hmc.init(torch.zeros(2, 3, 1), seed=0))
     >>> s.step, tuple(s.cache["accept_prob"].shape), s.cache["divergent"]
     (1, (2,), 0)
     """
@@ -421,9 +425,10 @@ class HMC:
         n = math.ceil(self.trajectory_length / self.step_size - 1e-9)
         return int(min(self.max_leapfrog, max(1, n)))
 
-    def init(self, omega) -> LangevinState:
+    def init(self, omega, seed: int = 0) -> LangevinState:
         """The state at step 0, as :func:`~meanfield.dynamics.chains.metropolis_init` gives it (Ω
-        projected onto 𝒲, U and ∇U cached), with no divergent trajectory counted.
+        projected onto 𝒲, U and ∇U cached, the random stream started from ``seed``), with no
+        divergent trajectory counted.
 
         Examples
         --------
@@ -436,7 +441,7 @@ class HMC:
         >>> s.step, s.cache["divergent"], tuple(s.cache["U"].shape), s.accepted.tolist()
         (0, 0, (2,), [0.0, 0.0])
         """
-        state = metropolis_init(self.energy, omega, self.beta, self.regime)
+        state = metropolis_init(self.energy, omega, self.beta, self.regime, seed=seed)
         terms = _stacked_term_values(self.energy, state.omega)
         return state.evolve(cache={"divergent": 0, "term_values": terms})
 
@@ -479,23 +484,28 @@ class HMC:
         omega, v, U, gradU, _, finite = flow
         return omega, v, U, gradU, finite
 
-    def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+    def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
         """One trajectory (fresh velocities, :meth:`flow`) and a Metropolis decision per
         replica, returned as a new state.
+
+        The jitter, the velocities and the uniforms of the decisions are drawn from the
+        state's random stream, in this order.
 
         Parameters
         ----------
         state : LangevinState
             As :meth:`init` gives it; left as it was.
-        generator : torch.Generator
-            Draws the velocities, the jitter and the uniforms of the decisions.
+        generator : torch.Generator, optional
+            Deprecated (the previous call form, one more release): draw from this generator
+            instead of the state's stream; the new state carries where it left it.
 
         Returns
         -------
         LangevinState
             Accepted replicas at the trajectory's end, the others where they were; ``step``,
-            ``proposed`` and ``accepted`` counted, ``cache["accept_prob"]`` (...) set and
-            ``cache["divergent"]`` increased by the trajectories rejected as non-finite.
+            ``proposed`` and ``accepted`` counted, ``cache["accept_prob"]`` (...) set,
+            ``cache["divergent"]`` increased by the trajectories rejected as non-finite and
+            the stream advanced.
 
         Examples
         --------
@@ -504,11 +514,16 @@ class HMC:
         >>> from meanfield.energy import Energy, QuadraticPotential
         >>> from meanfield.dynamics.hmc import HMC
         >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0, step_size=0.1)
-        >>> s0 = hmc.init(torch.zeros(3, 4, 1))  # 3 replicas
-        >>> s1 = hmc.step(s0, torch.Generator().manual_seed(0))
+        >>> s0 = hmc.init(torch.zeros(3, 4, 1), seed=0)  # 3 replicas
+        >>> s1 = hmc.step(s0)
         >>> s1.step, s1.proposed, bool((s1.cache["accept_prob"] > 0.9).all()), s0.step
         (1, 1, True, 0)
         """
+        generator = _step_stream(state, generator, "HMC.step")
+        return self._step(state, generator).evolve(rng=generator.get_state())
+
+    def _step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+        """:meth:`step` drawing from ``generator`` (the state's ``rng`` is left as it was)."""
         if self.compile and self.energy not in _NOT_FUSED:
             fused = self._advance_fused(state, generator, 1, positions=False)
             if fused is not None:
@@ -518,10 +533,10 @@ class HMC:
     def advance(
         self,
         state: LangevinState,
-        generator: torch.Generator,
         n_steps: int,
-        *,
+        *legacy,
         positions: bool = True,
+        generator: torch.Generator | None = None,
     ):
         """``n_steps`` trajectories (:meth:`step` after :meth:`step`), with what each left for
         the records.  With ``compile=True`` they run in blocks of up to ``FUSED_BLOCK``
@@ -531,20 +546,26 @@ class HMC:
         Parameters
         ----------
         state : LangevinState
-            As :meth:`init` gives it; left as it was.
-        generator : torch.Generator
+            As :meth:`init` gives it; left as it was.  Its random stream is drawn from.
         n_steps : int
             Trajectories ≥ 1.
+        *legacy
+            Deprecated (the previous call form ``advance(state, generator, n_steps)``, one
+            more release): a generator in place of ``n_steps``, then ``n_steps``.
         positions : bool
             Keep each trajectory's positions (else ``records["omega"]`` is None).
+        generator : torch.Generator, optional
+            Deprecated, as ``*legacy`` (the previous keyword): the trajectories draw from this
+            generator instead of the state's stream, and the new state carries where they
+            left it.
 
         Returns
         -------
         (LangevinState, dict)
-            The state after the last trajectory, and per trajectory (leading axis n_steps):
-            ``omega`` (n, ..., N, p) or None, ``term_values`` (n, ..., n_terms) (each term's
-            value, in the order of ``Energy.term_names``) and ``accepted`` (n, ...), the
-            accepted moves so far.
+            The state after the last trajectory (its stream advanced), and per trajectory
+            (leading axis n_steps): ``omega`` (n, ..., N, p) or None, ``term_values`` (n, ...,
+            n_terms) (each term's value, in the order of ``Energy.term_names``) and
+            ``accepted`` (n, ...), the accepted moves so far.
 
         Examples
         --------
@@ -553,14 +574,34 @@ class HMC:
         >>> from meanfield.energy import Energy, QuadraticPotential
         >>> from meanfield.dynamics.hmc import HMC
         >>> hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0, step_size=0.1)
-        >>> s0 = hmc.init(torch.zeros(3, 4, 1))  # 3 replicas of 4 particles
-        >>> s5, records = hmc.advance(s0, torch.Generator().manual_seed(0), 5)
+        >>> s0 = hmc.init(torch.zeros(3, 4, 1), seed=0)  # 3 replicas of 4 particles
+        >>> s5, records = hmc.advance(s0, 5)
         >>> s5.step, tuple(records["omega"].shape), tuple(records["term_values"].shape)
         (5, (5, 3, 4, 1), (5, 3, 1))
         >>> bool(torch.equal(records["omega"][-1], s5.omega))
         True
+
+        Five trajectories after two are the seven of one run (the state carries the stream):
+
+        >>> s2, _ = hmc.advance(s0, 2)
+        >>> torch.equal(hmc.advance(s2, 5)[0].omega, hmc.advance(s0, 7)[0].omega)
+        True
         """
+        if isinstance(n_steps, torch.Generator):  # advance(state, generator, n_steps)
+            if len(legacy) != 1:
+                raise InputTypeError("HMC.advance(state, generator, n_steps) needs n_steps")
+            generator, n_steps = n_steps, legacy[0]
+        elif legacy:
+            raise InputTypeError(
+                f"HMC.advance takes (state, n_steps), got {2 + len(legacy)} positional arguments"
+            )
         n_steps = check_int("n_steps", n_steps)
+        generator = _step_stream(state, generator, "HMC.advance", ", n_steps")
+        state, records = self._advance(state, generator, n_steps, positions)
+        return state.evolve(rng=generator.get_state()), records
+
+    def _advance(self, state, generator, n_steps: int, positions: bool):
+        """:meth:`advance` drawing from ``generator`` (the state's ``rng`` is left as it was)."""
         if self.compile and self.energy not in _NOT_FUSED:
             fused = self._advance_fused(state, generator, n_steps, positions=positions)
             if fused is not None:
@@ -595,7 +636,7 @@ class HMC:
             if block is None:
                 if not done:
                     return None
-                rest = self.advance(state, generator, n_steps - done, positions=positions)
+                rest = self._advance(state, generator, n_steps - done, positions)
                 state = rest[0]
                 records.append(rest[1])
                 break
@@ -914,6 +955,22 @@ def find_reasonable_step_size(
     """A first ε (Hoffman & Gelman 2014, Alg. 4): from ε = 0.1, double (or halve) until the
     replica-mean acceptance probability of one leapfrog step crosses 1/2.
 
+    Parameters
+    ----------
+    integrator : HMC
+    state : LangevinState
+        Where the trial steps start (left as it was).
+    generator : torch.Generator
+        Draws the trial velocities: the run's stream, which :func:`warm_up` opens from the
+        state (:meth:`~meanfield.dynamics.chains.LangevinState.generator`) and carries on.
+    max_doublings : int
+        Most doublings (or halvings) tried.
+
+    Returns
+    -------
+    float
+        ε, 0.1 times a power of two.
+
     Examples
     --------
     >>> import math
@@ -923,7 +980,8 @@ def find_reasonable_step_size(
     >>> from meanfield.dynamics.hmc import HMC, find_reasonable_step_size
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> hmc = HMC(E, beta=1.0)
-    >>> eps = find_reasonable_step_size(hmc, hmc.init(torch.zeros(4, 1)), torch.Generator())
+    >>> s = hmc.init(torch.zeros(4, 1), seed=0)
+    >>> eps = find_reasonable_step_size(hmc, s, s.generator())
     >>> eps > 0, math.log2(eps / 0.1).is_integer()  # 0.1 times a power of two
     (True, True)
     """
@@ -950,20 +1008,20 @@ def find_reasonable_step_size(
 
 
 def sample_hmc(
-    energy: Energy,
-    omega0,
+    spec,
+    omega0=None,
     *,
-    beta: float,
+    beta: float | None = None,
     n_samples: int,
     n_warmup: int = 200,
     trajectory_length: float = 1.0,
     step_size: float | None = None,
     target_accept: float = 0.8,
-    regime: str = "mean-field",
+    regime: str | None = None,
     jitter: float = 0.1,
     max_leapfrog: int = 1000,
     record_every: int | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     record_positions: bool = True,
     progress: bool = False,
     extra_attrs: dict | None = None,
@@ -971,14 +1029,25 @@ def sample_hmc(
 ) -> xr.Dataset:
     """Sample the Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N by HMC: warm-up, then a frozen kernel.
 
+    Two forms, the same run, as :func:`~meanfield.dynamics.langevin.simulate`:
+    ``sample_hmc(spec, n_samples=...)`` with a :class:`~meanfield.dynamics.spec.RunSpec`,
+    which gives the energy, the initial particles (N samples of its initial law, or its
+    particles), β, the regime and the seed (``beta``, ``regime`` and ``seed`` given, not None,
+    replace its fields), or the keyword form ``sample_hmc(energy, omega0, beta=..., ...)``.
+    HMC's own knobs are keywords in both; a spec's ``eta``, ``n_steps`` and ``method`` (those
+    of :func:`~meanfield.dynamics.langevin.simulate`) are not read.
+
     Parameters
     ----------
-    energy : Energy
-        Exact pair sums and full data are used (stochastic gradients would break exactness).
-    omega0 : array (N, p) or (R, N, p)
-        Initial particles, projected onto 𝒲; a leading axis runs R chains sharing the step.
+    spec : RunSpec or Energy
+        The run; or the energy, in the keyword form.  Exact pair sums and full data are used
+        (stochastic gradients would break exactness): a spec with a random batch is refused.
+    omega0 : array (N, p) or (R, N, p), optional
+        Keyword form: the initial particles, projected onto 𝒲; a leading axis runs R chains
+        sharing the step.
     beta : float
-        Inverse temperature β > 0 (β_N = β or β N by ``regime``).
+        Inverse temperature β > 0 (β_N = β or β N by ``regime``); required in the keyword
+        form.
     n_samples, n_warmup : int
         Recorded trajectories ≥ 1, after ``n_warmup`` ≥ 0 unrecorded ones that adapt ε by dual
         averaging (``n_warmup = 0`` requires ``step_size``, then used as is).
@@ -993,15 +1062,16 @@ def sample_hmc(
         Initial (or, with ``n_warmup = 0``, fixed) ε > 0; default: Hoffman–Gelman's heuristic.
     target_accept : float
         Target mean acceptance probability δ ∈ (0, 1) of the adaptation.
-    regime : {"mean-field", "coulomb-gas"}
+    regime : {"mean-field", "coulomb-gas"}, default "mean-field"
     jitter : float
         j ∈ [0, 1): per-trajectory step ε(1 ± j) uniformly, per replica.
     max_leapfrog : int
         Upper bound on L ≥ 1.
     record_every : int, optional
         Trajectories between records (default: ~100 records); the first and last are recorded.
-    seed : int
-        Seeds every random number (warm-up included).
+    seed : int, default 0
+        Seeds every random number (warm-up included): the chain's random stream
+        (``HMC.init(omega0, seed)``).
     record_positions, progress, extra_attrs :
         As :func:`meanfield.dynamics.langevin.simulate`.
     compile : bool
@@ -1022,8 +1092,12 @@ def sample_hmc(
     Raises
     ------
     meanfield.errors.InputError
-        A bad argument, a fixed step with ⌈T/ε⌉ > ``max_leapfrog``, or a start with infinite
-        energy or force (:func:`~meanfield.dynamics.chains.check_finite_start`).
+        A bad argument, a fixed step with ⌈T/ε⌉ > ``max_leapfrog``, a spec with an
+        ``interaction_batch`` or ``data_batch``, or a start with infinite energy or force
+        (:func:`~meanfield.dynamics.chains.check_finite_start`).
+    meanfield.errors.InputTypeError
+        A spec and ``omega0`` both (the spec holds its initial state), or the keyword form
+        without ``omega0``.
 
     Warns
     -----
@@ -1042,19 +1116,28 @@ def sample_hmc(
     >>> ds = sample_hmc(E, [[0.0]] * 4, beta=1.0, n_samples=5, n_warmup=5, seed=0)
     >>> ds["step"].values.tolist(), dict(ds["omega"].sizes), ds.attrs["method"]
     ([5, 6, 7, 8, 9, 10], {'time': 6, 'particle': 4, 'dim': 1}, 'hmc')
+
+    The same run from a spec (its ``eta`` and ``n_steps`` are Langevin's, not read here):
+
+    >>> from meanfield.dynamics.spec import RunSpec
+    >>> spec = RunSpec(energy=E, initial=[[0.0]] * 4, beta=1.0, eta=0.01, n_steps=1)
+    >>> bool((sample_hmc(spec, n_samples=5, n_warmup=5)["omega"] == ds["omega"]).all())
+    True
     """
+    energy, omega0, beta, regime, seed = _hmc_run(spec, omega0, beta, regime, seed)
     n_samples, n_warmup, target = _check_args(beta, n_samples, n_warmup, target_accept, step_size)
     integrator = HMC(
         energy, beta, step_size, trajectory_length, regime, jitter, max_leapfrog, compile
     )
     if n_warmup == 0:  # the step is fixed: a capped trajectory is known before any work
         _check_not_capped(integrator)
-    omega0, record_every, seed, gen = chain_setup(energy, omega0, n_samples, record_every, seed)
+    omega0, record_every, seed = chain_setup(energy, omega0, n_samples, record_every, seed)
     with torch.no_grad():
-        integrator, state, step_size0, probs = warm_up(integrator, omega0, gen, n_warmup, target)
+        state = integrator.init(omega0, seed=seed)
+        integrator, state, step_size0, probs = warm_up(integrator, state, n_warmup, target)
     _warn_if_capped(integrator)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
-    state = recorder.run(integrator, state, gen, n_samples, record_every, progress, "hmc")
+    state = recorder.run(integrator, state, n_samples, record_every, progress, "hmc")
     run = {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
     params = _hmc_params(integrator, state, step_size0, probs, run, record_every, extra_attrs)
     dt = integrator.n_leapfrog * integrator.step_size
@@ -1062,6 +1145,30 @@ def sample_hmc(
     if note:
         warnings.warn(note, LowAcceptanceWarning, stacklevel=2)
     return recorder.dataset(state, time_per_step=dt, params=params, seed=seed, time_name=_HMC_TIME)
+
+
+def _hmc_run(spec, omega0, beta, regime, seed):
+    """(energy, initial particles, β, regime, seed) of :func:`sample_hmc`'s two forms: a
+    :class:`RunSpec` (the keywords given, not None, replace its fields, as in
+    :func:`~meanfield.dynamics.langevin.simulate`), or the energy and the keywords."""
+    if isinstance(spec, RunSpec):
+        spec = as_spec(spec, omega0, beta=beta, regime=regime, seed=seed)
+        for name in ("interaction_batch", "data_batch"):
+            if getattr(spec, name) is not None:
+                raise InputError(
+                    f"sample_hmc samples the exact Gibbs law: it takes no {name}, but the spec "
+                    f"sets {name} = {getattr(spec, name)}; use spec.replace({name}=None)"
+                )
+        return spec.energy, spec.particles(), spec.beta, spec.regime, spec.seed
+    if omega0 is None:
+        raise InputTypeError(
+            "sample_hmc(energy, omega0, beta=..., n_samples=...) needs the initial particles "
+            "omega0, shape (N, p) or (R, N, p); or give a RunSpec, which holds them"
+        )
+    if beta is None:
+        raise InputError("sample_hmc(energy, omega0, ...) needs beta (inverse temperature) > 0")
+    regime = "mean-field" if regime is None else regime
+    return spec, omega0, beta, regime, 0 if seed is None else seed
 
 
 def _leapfrog_needed(integrator: HMC) -> int:
@@ -1115,17 +1222,19 @@ def _check_args(beta, n_samples, n_warmup, target_accept, step_size):
     return n_samples, n_warmup, float(target_accept)
 
 
-def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
-    """HMC's warm-up from the particles ``omega0`` (..., N, p): the first ε (given, or
+def warm_up(integrator: HMC, state: LangevinState, n_warmup: int, target: float):
+    """HMC's warm-up from ``state`` (as ``integrator.init`` gives it): the first ε (given, or
     Hoffman–Gelman's heuristic), then ``n_warmup`` trajectories adapting ε by dual averaging
-    towards acceptance ``target``; ε frozen at the averaged value.
+    towards acceptance ``target``; ε frozen at the averaged value.  Every random number is
+    drawn from the state's stream, in that order.
 
     Returns
     -------
     (HMC, LangevinState, float, list of float)
-        A new integrator with the frozen ε, the state after the warm-up with its acceptance
-        and divergence counters reset (the recorded chain counts its own), the initial ε and
-        the replica-mean acceptance probability of each warm-up trajectory.
+        A new integrator with the frozen ε, the state after the warm-up (its stream advanced)
+        with its acceptance and divergence counters reset (the recorded chain counts its
+        own), the initial ε and the replica-mean acceptance probability of each warm-up
+        trajectory.
 
     Examples
     --------
@@ -1134,13 +1243,14 @@ def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
     >>> from meanfield.energy import Energy, QuadraticPotential
     >>> from meanfield.dynamics.hmc import HMC, warm_up
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
-    >>> gen = torch.Generator().manual_seed(0)
     >>> hmc0 = HMC(E, 1.0, step_size=0.5)
-    >>> hmc, state, eps0, probs = warm_up(hmc0, torch.zeros(4, 1), gen, 5, 0.8)
+    >>> hmc, state, eps0, probs = warm_up(hmc0, hmc0.init(torch.zeros(4, 1), seed=0), 5, 0.8)
     >>> eps0, len(probs), state.step, state.proposed, hmc.step_size > 0
     (0.5, 5, 5, 0, True)
     """
-    state = integrator.init(omega0)
+    # one generator for the whole warm-up (the heuristic's draws, then the trajectories'),
+    # carried back into the state at the end
+    generator = state.generator()
     if integrator.step_size is None:
         step = find_reasonable_step_size(integrator, state, generator)
         integrator = replace(integrator, step_size=step)
@@ -1149,12 +1259,15 @@ def warm_up(integrator: HMC, omega0, generator, n_warmup: int, target: float):
     if n_warmup:
         adapt = DualAveraging(step_size0, target)
         for _ in range(n_warmup):
-            state = integrator.step(state, generator)
+            state = integrator._step(state, generator)
             probs.append(float(state.cache["accept_prob"].mean()))
             integrator = replace(integrator, step_size=adapt.update(probs[-1]))
         integrator = replace(integrator, step_size=adapt.final_step_size)
     state = state.evolve(
-        accepted=torch.zeros_like(state.accepted), proposed=0, cache={"divergent": 0}
+        accepted=torch.zeros_like(state.accepted),
+        proposed=0,
+        cache={"divergent": 0},
+        rng=generator.get_state(),
     )
     return integrator, state, step_size0, probs
 

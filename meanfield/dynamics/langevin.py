@@ -7,14 +7,20 @@ Algorithm 1 (THEORY §3), for every particle at once:
 with β_N = β (``regime="mean-field"``, stationary law ∝ exp(−β N H_N)) or β_N = β N
 (``regime="coulomb-gas"``, stationary law ∝ exp(−β N² H_N)).  Time is t = η · steps.
 
-The integrators are small objects in the JAX-MD manner: ``init(Ω)`` gives a state and
-``step(state, generator)`` returns the next one (:class:`LangevinState` is immutable: a step
-never changes the state it is given); :func:`simulate` runs one and records an
-``xarray.Dataset``.  Particles may carry leading replica axes, shape (..., N, p): replicas are
-independent chains that share the step (how ensembles and Monte Carlo studies batch).
+The integrators are small objects in the JAX-MD manner: ``init(Ω, seed)`` gives a state and
+``step(state)`` returns the next one (:class:`LangevinState` is immutable: a step never
+changes the state it is given).  The state carries the chain's random stream, as JAX-MD's
+carries its key: a step draws from it and returns the advanced stream, so a state alone fixes
+the rest of the chain and a saved state resumes it bit for bit.  :func:`simulate` runs one
+and records an ``xarray.Dataset``.  Particles may carry leading replica axes, shape
+(..., N, p): replicas are independent chains that share the step (how ensembles and Monte
+Carlo studies batch).
 
-Random numbers come from a seeded CPU ``torch.Generator`` and are moved to the device, so a
-seed fixes the noise on every device and the same seed gives the same bits on the CPU.
+Random numbers come from a seeded CPU ``torch.Generator`` (its state is the stream the chain
+state carries) and are moved to the device, so a seed fixes the noise on every device and the
+same seed gives the same bits on the CPU.  The previous call form ``step(state, generator)``
+works for one release with a ``DeprecationWarning``: the step draws from the generator given,
+as it did, and the new state carries where it left it.
 
 The chain state, the Metropolis step and the records that MALA shares with HMC live in
 :mod:`meanfield.dynamics.chains`, HMC itself in :mod:`meanfield.dynamics.hmc`; both are re-exported
@@ -41,6 +47,7 @@ from .chains import (
     LangevinState,
     _noise,
     _Recorder,
+    _step_stream,
     accept_or_keep,
     chain_setup,
     check_finite_start,
@@ -50,6 +57,7 @@ from .chains import (
     low_acceptance_warning,
     metropolis,
     metropolis_init,
+    new_stream,
 )
 from .hmc import HMC, sample_hmc
 from .spec import METHODS, RunSpec, as_spec, check_batches
@@ -93,9 +101,16 @@ class ProjectedLangevin:
     >>> from meanfield.dynamics.langevin import ProjectedLangevin
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> lang = ProjectedLangevin(E, eta=0.01, beta=1.0)
-    >>> s = lang.step(lang.init(torch.zeros(4, 1)), torch.Generator().manual_seed(0))
+    >>> s = lang.step(lang.init(torch.zeros(4, 1), seed=0))
     >>> s.step, tuple(s.omega.shape), bool((s.omega.abs() <= 2).all())
     (1, (4, 1), True)
+
+    The state carries the random stream: a saved state resumes the chain bit for bit.
+
+    >>> import copy
+    >>> saved = copy.deepcopy(s)
+    >>> torch.equal(lang.step(s).omega, lang.step(saved).omega)
+    True
     """
 
     energy: Energy
@@ -113,9 +128,10 @@ class ProjectedLangevin:
             "langevin", self.energy, self.interaction_batch, self.data_batch
         )
 
-    def init(self, omega) -> LangevinState:
+    def init(self, omega, seed: int = 0) -> LangevinState:
         """The state at step 0: ``omega`` (..., N, p) as a tensor of the energy's dtype,
-        projected onto 𝒲.
+        projected onto 𝒲, and the random stream started from ``seed``
+        (:func:`~meanfield.dynamics.chains.new_stream`).
 
         Examples
         --------
@@ -128,22 +144,26 @@ class ProjectedLangevin:
         ([2.0, 0.5], 0)
         """
         omega = self.energy.domain.project(self.energy.as_tensor(omega, name="omega0"))
-        return LangevinState(omega=omega)
+        return LangevinState(omega=omega, rng=new_stream(seed))
 
-    def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+    def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
         """One step of Algorithm 1 from ``state``, returned as a new state.
+
+        The noise ξ and, when set, the random pair batches and the data rows are drawn from
+        the state's random stream, in this order: data rows, pair batches, noise.
 
         Parameters
         ----------
         state : LangevinState
             Left as it was.
-        generator : torch.Generator
-            Draws the noise ξ and, when set, the random pair batches and the data rows.
+        generator : torch.Generator, optional
+            Deprecated (the previous call form, one more release): draw from this generator
+            instead of the state's stream; the new state carries where it left it.
 
         Returns
         -------
         LangevinState
-            Ω moved and projected onto 𝒲, ``step`` + 1.
+            Ω moved and projected onto 𝒲, ``step`` + 1, the stream advanced.
 
         Raises
         ------
@@ -157,11 +177,14 @@ class ProjectedLangevin:
         >>> from meanfield.energy import Energy, QuadraticPotential
         >>> from meanfield.dynamics.langevin import ProjectedLangevin
         >>> lang = ProjectedLangevin(Energy([QuadraticPotential()], Box(1, 2.0)), 0.01, 1.0)
-        >>> s0 = lang.init(torch.zeros(3, 1))
-        >>> s1 = lang.step(s0, torch.Generator().manual_seed(0))
+        >>> s0 = lang.init(torch.zeros(3, 1), seed=0)
+        >>> s1 = lang.step(s0)
         >>> s0.step, s1.step, bool((s1.omega != 0).all()), bool((s0.omega == 0).all())
         (0, 1, True, True)
+        >>> torch.equal(lang.step(s0).omega, s1.omega)  # s0 still holds its stream
+        True
         """
+        generator = _step_stream(state, generator, f"{type(self).__name__}.step")
         omega = state.omega
         N = omega.shape[-2]
         beta_N = effective_beta(self.beta, N, self.regime)
@@ -180,7 +203,9 @@ class ProjectedLangevin:
         _check_finite(drift, "the drift N grad H_N", state.step)
         noise = _noise(omega.shape, generator, omega)
         new = omega - self.eta * drift + np.sqrt(2 * self.eta / beta_N) * noise
-        return state.evolve(omega=self.energy.domain.project(new), step=state.step + 1)
+        return state.evolve(
+            omega=self.energy.domain.project(new), step=state.step + 1, rng=generator.get_state()
+        )
 
 
 @dataclass
@@ -217,7 +242,7 @@ class MALA:
     >>> from meanfield.dynamics.langevin import MALA
     >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
     >>> mala = MALA(E, eta=0.01, beta=1.0)
-    >>> s = mala.step(mala.init(torch.zeros(4, 1)), torch.Generator().manual_seed(0))
+    >>> s = mala.step(mala.init(torch.zeros(4, 1), seed=0))
     >>> s.step, s.proposed, float(s.accepted) in (0.0, 1.0)
     (1, 1, True)
     """
@@ -235,9 +260,9 @@ class MALA:
     def _potential(self, omega, beta_N):
         return gibbs_potential(self.energy, omega, beta_N)
 
-    def init(self, omega) -> LangevinState:
+    def init(self, omega, seed: int = 0) -> LangevinState:
         """The state at step 0 (:func:`metropolis_init`): Ω projected onto 𝒲, U and ∇U cached,
-        no acceptances yet.
+        no acceptances yet, the random stream started from ``seed``.
 
         Examples
         --------
@@ -249,23 +274,27 @@ class MALA:
         >>> s.omega.flatten().tolist(), float(s.cache["U"]), s.proposed
         ([2.0, 0.0], 2.0, 0)
         """
-        return metropolis_init(self.energy, omega, self.beta, self.regime)
+        return metropolis_init(self.energy, omega, self.beta, self.regime, seed=seed)
 
-    def step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
+    def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
         """One MALA proposal and Metropolis decision per replica, returned as a new state.
+
+        The proposal noise, then the uniforms of the decisions, are drawn from the state's
+        random stream.
 
         Parameters
         ----------
         state : LangevinState
             As :meth:`init` gives it (U and ∇U cached); left as it was.
-        generator : torch.Generator
-            Draws the proposal noise and the uniforms of the decisions.
+        generator : torch.Generator, optional
+            Deprecated (the previous call form, one more release): draw from this generator
+            instead of the state's stream; the new state carries where it left it.
 
         Returns
         -------
         LangevinState
             Accepted replicas at the proposal, the others where they were; ``step``,
-            ``proposed`` and the replicas' ``accepted`` counted.
+            ``proposed`` and the replicas' ``accepted`` counted; the stream advanced.
 
         Raises
         ------
@@ -281,13 +310,13 @@ class MALA:
         >>> from meanfield.energy import Energy, QuadraticPotential
         >>> from meanfield.dynamics.langevin import MALA
         >>> mala = MALA(Energy([QuadraticPotential()], Box(1, 2.0)), eta=1e-4, beta=1.0)
-        >>> s = mala.init(torch.zeros(5, 4, 1))  # 5 replicas
-        >>> g = torch.Generator().manual_seed(0)
+        >>> s = mala.init(torch.zeros(5, 4, 1), seed=0)  # 5 replicas
         >>> for _ in range(10):
-        ...     s = mala.step(s, g)
+        ...     s = mala.step(s)
         >>> s.step, s.proposed, s.accepted.tolist()
         (10, 10, [10.0, 10.0, 10.0, 10.0, 10.0])
         """
+        generator = _step_stream(state, generator, f"{type(self).__name__}.step")
         omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
         beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
         h = self.eta / beta_N
@@ -303,7 +332,7 @@ class MALA:
         if torch.isnan(log_alpha).any():
             raise NumericalError(f"MALA acceptance ratio is NaN at step {state.step}")
         accept = metropolis(log_alpha, generator, valid=inside)
-        return accept_or_keep(state, accept, prop, U2, gradU2)
+        return accept_or_keep(state, accept, prop, U2, gradU2).evolve(rng=generator.get_state())
 
 
 def make_integrator(
@@ -524,13 +553,13 @@ def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_att
     integrator = make_integrator(
         energy, interaction_batch=spec.interaction_batch, data_batch=spec.data_batch, **kw
     )
-    omega0, record_every, seed, generator = chain_setup(
+    omega0, record_every, seed = chain_setup(
         energy, spec.particles(), n_steps, record_every, spec.seed
     )
     _warn_if_step_pins(integrator, omega0.shape[-2])
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
-    start = integrator.init(omega0)
-    state = recorder.run(integrator, start, generator, n_steps, record_every, progress, "simulate")
+    start = integrator.init(omega0, seed=seed)
+    state = recorder.run(integrator, start, n_steps, record_every, progress, "simulate")
     params = _run_params(integrator, method, omega0.shape[-2], n_steps, record_every, extra_attrs)
     ds = recorder.dataset(
         state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
@@ -599,6 +628,7 @@ __all__ = [
     "low_acceptance_warning",
     "metropolis",
     "metropolis_init",
+    "new_stream",
     # from meanfield.dynamics.hmc
     "HMC",
     "sample_hmc",
