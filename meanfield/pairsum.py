@@ -64,7 +64,8 @@ from .kernels import Coulomb, Gaussian, PairKernel, Riesz
 #: OpenMP region waits for its slowest thread.  1024 is within 1 % of the best quiet and 17 %
 #: below the best loaded; a float32 tile is 4 MiB.  At p = 64 under load (load average 14,
 #: 2 threads) 1024 / 2048 / 4096 rows ran 0.85 / 1.70 / 1.93× a plain symmetric torch form
-#: (docs/performance.rst, "p = 64, float32"): kept at 1024 until a quiet p = 64 run decides.
+#: (docs/performance.rst, "p = 64, float32"); quiet they ran 185 / 129 / 117 Mpairs/s (3.5× the
+#: plain form at 1024, ``results/pairs_p64_quiet.md``), so 1024 is the default at p = 64 too.
 TILE_ROWS = 1024
 #: Rows per tile with one CPU thread (no barriers to amortise, the tile stays in L2): at
 #: N = 10^4 512 rows ran 287 Mpairs/s against 247 (1024) and 172 (2048) on this machine.
