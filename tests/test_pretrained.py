@@ -294,6 +294,7 @@ def test_report_corrects_for_every_planned_comparison(tmp_path):
     from scipy import stats
 
     from meanfield.results import save_dataset
+    from meanfield.stats import t_interval
     from meanfield.studies.pretrained_nlp_report import write_report
 
     cfg = {
@@ -302,15 +303,18 @@ def test_report_corrects_for_every_planned_comparison(tmp_path):
         "features": ["favor"],
         "methods": ["vanilla", "kernel"],
         "controls": {"feature": "favor", "kinds": ["lam0"]},
+        "train": {"max_epochs": 3.0},
     }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     acc = {"vanilla-favor": [0.70, 0.72, 0.71], "kernel-favor": [0.71, 0.74, 0.72]}
+    best_epoch = {"vanilla-favor": [1.5, 2.0, 2.5], "kernel-favor": [3.0, 2.0, 1.0]}
     runs = tmp_path / "linearized" / "runs"
     runs.mkdir(parents=True)
     for variant, values in acc.items():
         for seed, a in enumerate(values):
             ds = xr.Dataset({"clean_accuracy": ((), a), "noisy_accuracy": ((), a)})
             ds["clean_ece"] = ((), 0.0)
+            ds["best_epoch"] = ((), best_epoch[variant][seed])
             ds.attrs.update(sweep_dataset="a", sweep_seed=seed, sweep_variant=variant)
             save_dataset(ds, runs / f"{variant}-{seed}.nc")
     rep = write_report(tmp_path)
@@ -320,6 +324,13 @@ def test_report_corrects_for_every_planned_comparison(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "over the 4 planned comparisons (3 not yet computable" in text
     assert f"| {p:.3g} | {min(1.0, 4 * p):.3g} |" in text
+    # the simultaneous interval is the t-interval at level 1 - 0.05 / 4
+    _, lo, hi = t_interval(d, 1 - 0.05 / 4)
+    assert f"[{lo:.4f}, {hi:.4f}]" in text
+    # runs whose best epoch is the budget's end are counted (stopped by the budget)
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines()}
+    assert rows["kernel-favor"].endswith("| 1 of 3 |")
+    assert rows["vanilla-favor"].endswith("| 0 of 3 |")
 
 
 def test_tiny_study_per_dataset_seeds_and_no_warning_about_other_datasets(bert_dir, tmp_path):
