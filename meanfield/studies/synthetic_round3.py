@@ -51,9 +51,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .synthetic_kernels import TASKS, _unknown, _write_json
+from .synthetic_kernels import TASKS, _unknown
 from .synthetic_search import ridge_alphas, widen_search
-from .synthetic_variants import BASE, _floats, _ints, machine, record_dataset
+from .synthetic_variants import BASE, _floats, _ints, machine, record_dataset, run_record_sweep
 
 __all__ = [
     "CONFIGS",
@@ -652,40 +652,16 @@ def run_study(
     >>> run_study(cfg, out, scheduler="threads", progress=False)["runs_done"]
     1
     """
-    from .._validation import check_output_path
-    from ..workbench.sweeps import check_scheduler, run_sweep
-    from .synthetic_kernels import _written_since, study_record
 
     cfg = check_config(cfg)
-    out = check_output_path("out_dir", out_dir, kind="dir")
-    check_scheduler(scheduler)
-    spec = sweep_spec(cfg)
-    notes = []
-
-    def note(line):
-        notes.append(line)
-        if log is not None:
-            log(line)
-
-    _write_json(
-        out / "config.json",
-        study_record(cfg, spec, name=name, scheduler=scheduler, n_workers=n_workers),
-    )
-    t0_ns, t0 = time.time_ns(), time.perf_counter()
-    result = run_sweep(
+    return run_record_sweep(
         run_cell,
-        spec["grid"],
-        out,
-        fixed=spec["fixed"],
+        cfg,
+        sweep_spec(cfg),
+        out_dir,
         scheduler=scheduler,
         n_workers=n_workers,
         progress=progress,
-        log=note,
+        log=log,
+        name=name,
     )
-    return {
-        "runs_done": _written_since(out, spec, t0_ns),
-        "runs_total": int(np.prod([len(v) for v in spec["grid"].values()])),
-        "notes": notes,
-        "wall_s": time.perf_counter() - t0,
-        "result": result,
-    }
