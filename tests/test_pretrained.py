@@ -207,6 +207,34 @@ def test_tiny_study_resumes_and_recomputes_under_a_changed_configuration(bert_di
     assert len(rows) == 2
 
 
+def test_report_during_a_running_sweep_shows_its_finished_runs(bert_dir, tmp_path, monkeypatch):
+    """A sweep of a changed setting interrupted after its first run (as a report made while it
+    runs sees it): the report holds that run, not the finished runs of the earlier setting,
+    since the data set's configuration is noted before the sweep starts."""
+    import meanfield.workbench.sweeps as sweeps
+    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+    from meanfield.studies.pretrained_nlp_report import load_runs
+
+    real = sweeps.run_sweep
+
+    def first_run_then_interrupt(func, grid, folder, **kw):
+        if Path(folder).name != "linearized":
+            return real(func, grid, folder, **kw)
+        real(func, dict(grid, variant=grid["variant"][:1]), folder, **kw)
+        raise KeyboardInterrupt
+
+    cfg = json.load(open(TINY_CONFIG))
+    cfg.update(seeds=[0], features=["favor"], methods=["vanilla", "kernel"], controls={"kinds": []})
+    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
+    run_study(cfg, **kw)  # the earlier setting, both runs finished
+    monkeypatch.setattr(sweeps, "run_sweep", first_run_then_interrupt)
+    cfg["train"] = dict(cfg["train"], lr=5e-4)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(cfg, **kw)
+    rows = [r for r in load_runs(tmp_path) if r["stage"] == "linearized"]
+    assert [r["variant"] for r in rows] == ["vanilla-favor"]
+
+
 def _mtimes(folder):
     """The run files' modification times (the gathered sweep.nc is rewritten by every call)."""
     return {p.name: p.stat().st_mtime_ns for p in folder.glob("*/runs/*.nc")}

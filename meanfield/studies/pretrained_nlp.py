@@ -313,6 +313,7 @@ def _record_current(stage_dir: Path, dataset: str, digest, func, fixed: dict) ->
 
     digest = digest or configuration_digest(sweep_configuration(func, fixed))
     path = stage_dir / "current.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     try:
         current = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -547,6 +548,9 @@ def run_study(
         # stage 2 starts from stage 1's checkpoints: stage 1 is always brought up to date
         todo = ("softmax", "linearized") if "linearized" in stages else ("softmax",)
         for stage in todo:
+            # recorded before the sweep runs, so that a report made while it runs shows the
+            # runs it has finished (the digest depends on the function and fixed inputs only)
+            _record_current(out / stage, ds["name"], None, funcs[stage], fixed)
             log = _notes_of_dataset(out / stage, ds["name"])
             res = run_sweep(funcs[stage], grids[stage], out / stage, fixed=fixed, log=log, **kw)
             parts[stage].append(res)
