@@ -361,6 +361,48 @@ def test_report_corrects_for_every_planned_comparison(tmp_path):
     assert rows["vanilla-favor"].endswith("| 0 of 3 |")
 
 
+def test_report_tables_what_learning_omega_changed(tmp_path):
+    """The learning table holds each learned variant's before/after diagnostics as the mean
+    and t-interval over its seeds (recomputed here from the same numbers)."""
+    import xarray as xr
+
+    from meanfield.results import save_dataset
+    from meanfield.stats import t_interval
+    from meanfield.studies.pretrained_nlp_report import write_report
+
+    cfg = {"name": "t", "datasets": [{"name": "a", "task": "rotten_tomatoes"}],
+           "features": ["favor"], "methods": ["vanilla", "kernel", "hedgehog"]}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    runs = tmp_path / "linearized" / "runs"
+    runs.mkdir(parents=True)
+    tv_after = {"kernel-favor": [0.48, 0.49, 0.47], "hedgehog-favor": [0.18, 0.2, 0.19]}
+    for variant in ("vanilla-favor", "kernel-favor", "hedgehog-favor"):
+        for seed in range(3):
+            ds = xr.Dataset({k: ((), 0.7) for k in ("clean_accuracy", "noisy_accuracy")})
+            ds["clean_ece"] = ((), 0.0)
+            ds["learn_seconds"] = ((), 10.0 * (seed + 1))
+            if variant == "kernel-favor":
+                ds["phase_a_tv_to_softmax_before"] = ((), 0.5)
+                ds["phase_a_tv_to_softmax_after"] = ((), tv_after[variant][seed])
+                ds["phase_a_align_heldout_before"] = ((), 0.01)
+                ds["phase_a_align_heldout_after"] = ((), 0.06)
+            if variant == "hedgehog-favor":
+                ds["hedgehog_tv_before"] = ((), 0.5)
+                ds["hedgehog_tv_after"] = ((), tv_after[variant][seed])
+            ds.attrs.update(sweep_dataset="a", sweep_seed=seed, sweep_variant=variant)
+            save_dataset(ds, runs / f"{variant}-{seed}.nc")
+    write_report(tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    learned = [line for line in text.splitlines() if "TV to softmax" in line or "alignment" in line]
+    assert len(learned) == 3  # Kernel: TV and alignment; Hedgehog: TV; vanilla learns nothing
+    for variant, values in tv_after.items():
+        m, lo, hi = t_interval(values)
+        before = "0.500 [0.500, 0.500]"  # the same prior TV at every seed: a zero-width interval
+        after = f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+        row = f"| {variant} | 3 | TV to softmax attention | {before} | {after} | 20 |"
+        assert row in learned
+
+
 def test_tiny_study_per_dataset_seeds_and_no_warning_about_other_datasets(bert_dir, tmp_path):
     """Two data sets share each stage folder as two sweeps: the second's runs must not warn
     that the folder "also holds runs of another configuration" (the first data set's); a

@@ -9,6 +9,8 @@ partial study is reported as far as it goes) and writes ``<out>/report.md`` and
 * per data set and variant, mean and 95 % t-interval over seeds of the clean accuracy, the
   noisy accuracy, ECE, the accuracy right after linearizing (before fine-tuning), and the
   fraction of the softmax model's accuracy recovered (paired by seed);
+* what learning Omega changed, per learned variant: the attention's total variation to
+  softmax and the deployed kernel's held-out centred alignment, before and after;
 * paired differences Kernel − vanilla, Kernel − Hedgehog per feature map and the controls,
   with 95 % t-intervals and Holm-adjusted p-values over the whole planned family (every data
   set x comparison of the configuration; those without two paired seeds yet count as p = 1).
@@ -206,6 +208,7 @@ def write_report(out, data_dir=None) -> dict:
             )
             table.append({"dataset": name, "variant": variant, "n": len(rs), "accuracy": acc[0]})
         lines.append("")
+        lines += _learning_lines(mine, _variant_order(cfg))
     # the family of paired comparisons, Holm-corrected over every *planned* comparison (every
     # data set x comparison of the configuration): one not yet computable (< 2 paired seeds)
     # counts as p = 1, so a partial study is never corrected for fewer claims than it makes
@@ -238,6 +241,43 @@ def write_report(out, data_dir=None) -> dict:
         lines.append("")
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return {"table": table, "comparisons": len(comps), "planned": planned}
+
+
+# what each way of learning Omega records about the feature map before and after learning it
+# (before: the prior draw; measured on held-out sequences): (label, before key, after key)
+_LEARNING = (
+    ("TV to softmax attention", "phase_a_tv_to_softmax_before", "phase_a_tv_to_softmax_after"),
+    ("TV to softmax attention", "hedgehog_tv_before", "hedgehog_tv_after"),
+    ("centred alignment (held out)", "phase_a_align_heldout_before", "phase_a_align_heldout_after"),
+)
+
+
+def _learning_lines(rows, order) -> list[str]:
+    """Markdown lines: per learned variant, mean and 95 % t-interval over seeds of what its
+    learning step changed (attention's total variation to softmax, the deployed kernel's
+    held-out centred alignment) and its wall time; descriptive, no claim (no correction)."""
+    lines = []
+    for variant in order:
+        rs = [r for r in rows if r["variant"] == variant]
+        for label, before, after in _LEARNING:
+            if not rs or not all(before in r and after in r for r in rs):
+                continue
+            if not lines:
+                lines = [
+                    "What learning Omega did (held-out sequences; mean [95 % t-interval] over "
+                    "seeds; before = the prior draw):",
+                    "",
+                    "| variant | seeds | measure | before | after | learning s |",
+                    "| --- | --- | --- | --- | --- | --- |",
+                ]
+            b = t_interval([r[before] for r in rs])
+            a = t_interval([r[after] for r in rs])
+            secs = np.median([r.get("learn_seconds", np.nan) for r in rs])
+            lines.append(
+                f"| {variant} | {len(rs)} | {label} | {_fmt(*b, d=3)} | {_fmt(*a, d=3)} | "
+                f"{secs:.0f} |"
+            )
+    return lines + [""] if lines else []
 
 
 def _variant_order(cfg):
