@@ -306,12 +306,12 @@ def _rekey_location_runs(func, stage_dir: Path, dataset: str, legacy: dict, fixe
         src.unlink()
 
 
-def _record_current(stage_dir: Path, dataset: str, digest, func, fixed: dict) -> None:
-    """Note in ``<stage>/current.json`` the configuration digest of ``dataset``'s runs as last
-    computed: the report shows those runs only (never stale runs of another setting)."""
+def _record_current(stage_dir: Path, dataset: str, func, fixed: dict) -> None:
+    """Note in ``<stage>/current.json`` the configuration digest of ``dataset``'s sweep, as it
+    starts: the report shows those runs only (never stale runs of another setting)."""
     from ..workbench.sweeps import configuration_digest, sweep_configuration
 
-    digest = digest or configuration_digest(sweep_configuration(func, fixed))
+    digest = configuration_digest(sweep_configuration(func, fixed))
     path = stage_dir / "current.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -550,12 +550,9 @@ def run_study(
         for stage in todo:
             # recorded before the sweep runs, so that a report made while it runs shows the
             # runs it has finished (the digest depends on the function and fixed inputs only)
-            _record_current(out / stage, ds["name"], None, funcs[stage], fixed)
+            _record_current(out / stage, ds["name"], funcs[stage], fixed)
             log = _notes_of_dataset(out / stage, ds["name"])
             res = run_sweep(funcs[stage], grids[stage], out / stage, fixed=fixed, log=log, **kw)
             parts[stage].append(res)
-            _record_current(
-                out / stage, ds["name"], res.attrs.get("sweep_config_digest"), funcs[stage], fixed
-            )
     results = {k: xr.concat(v, dim="dataset") for k, v in parts.items() if v}
     return results

@@ -267,7 +267,7 @@ def _learning_lines(rows, order) -> list[str]:
                     "What learning Omega did (held-out sequences; mean [95 % t-interval] over "
                     "seeds; before = the prior draw):",
                     "",
-                    "| variant | seeds | measure | before | after | learning s |",
+                    "| variant | seeds | measure | before | after | median learning s |",
                     "| --- | --- | --- | --- | --- | --- |",
                 ]
             b = t_interval([r[before] for r in rs])
