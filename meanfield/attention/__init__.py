@@ -16,6 +16,8 @@ data
     Loaders for SST-2, Rotten Tomatoes and QQP from a user-named directory.
 metrics
     Accuracy, MCC, log loss, Brier score, ECE.
+baselines
+    The studies' sanity bar: logistic regression, C by CV, refitted to convergence.
 phases
     Phase A (alignment by the package's projected Langevin) and Phase B (fine-tuning).
 """

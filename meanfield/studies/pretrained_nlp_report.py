@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -89,8 +88,8 @@ def tfidf_bar(cfg: dict, dataset: str, data_dir) -> dict:
     (True, 12)
     """
     from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegressionCV
 
+    from ..attention.baselines import logistic_by_cv
     from ..attention.data import load_split
     from ..attention.metrics import classification_metrics
     from ..attention.training import validation_indices
@@ -106,14 +105,11 @@ def tfidf_bar(cfg: dict, dataset: str, data_dir) -> dict:
     tr = tr.subset(np.setdiff1d(np.arange(len(tr)), held))  # what the networks train on
     vec = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True).fit(list(tr.text_a))
     Cs = [0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300]
-    clf = LogisticRegressionCV(Cs=Cs, cv=5, scoring="neg_log_loss", max_iter=3000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        clf.fit(vec.transform(list(tr.text_a)), np.asarray(tr.labels))
+    # C by 5-fold CV on the log loss, then refitted to convergence (see attention.baselines)
+    clf, C, on_edge = logistic_by_cv(vec.transform(list(tr.text_a)), np.asarray(tr.labels), Cs)
     probs = clf.predict_proba(vec.transform(list(ev.text_a)))
     rec = classification_metrics(np.asarray(ev.labels), probs)
-    C = float(clf.C_[0])
-    rec.update(C=C, C_on_edge=C in (Cs[0], Cs[-1]), n_train=len(tr))
+    rec.update(C=C, C_on_edge=on_edge, n_train=len(tr))
     return rec
 
 
