@@ -158,7 +158,10 @@ def test_seeded_runs_are_those_of_the_previous_version():
     runs = _seeded_runs()
     for name, ds in runs.items():
         last = ds["omega"].values[-1].ravel()[:3]
-        np.testing.assert_allclose(last, _MAIN[name], rtol=1e-12, atol=1e-14, err_msg=name)
+        # stored on another machine: float64 rounding (1e-16 an operation) grows through
+        # the HMC trajectories' hundreds of leapfrog steps (seen: 1.2e-12 relative on a fresh
+        # machine with the same pins); a moved stream changes these values at O(0.1)
+        np.testing.assert_allclose(last, _MAIN[name], rtol=1e-9, atol=1e-12, err_msg=name)
     assert runs["hmc"].attrs["step_size"] == pytest.approx(0.7684620496606251, rel=1e-12)
     # the previous call form, by hand: a generator seeded as simulate seeds, stepped alongside
     lang = ProjectedLangevin(_energy(), eta=0.01, beta=2.0, interaction_batch=3)
