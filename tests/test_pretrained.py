@@ -434,3 +434,78 @@ def _points(ds):
     """(dataset, seed, accuracy) of every grid point of a gathered stage."""
     stacked = ds["clean_accuracy"].stack(point=("dataset", "seed"))
     return stacked["dataset"].values, stacked["seed"].values, stacked.values
+
+
+def _pretrained_runner():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "paper_repro/nlp_pretrained/run_study.py"
+    spec = importlib.util.spec_from_file_location("pretrained_run_study", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(torch.cuda.device_count() > 7, reason="this machine has a cuda:7")
+def test_study_device_refused_before_any_work_and_not_in_the_runs_key(
+    bert_dir, tmp_path, monkeypatch, capsys
+):
+    """``--device`` / ``device=``: an unknown or absent device is refused naming the parameter
+    before anything is written; the device is recorded with each run but not keyed, so a
+    finished study resumes on another device without recomputing."""
+    import xarray as xr
+
+    import meanfield._validation as validation
+    from meanfield.errors import MeanfieldError
+    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+
+    runner = _pretrained_runner()
+    common = ["--config", str(TINY_CONFIG), "--data-dir", str(FIXTURES)]
+    common += ["--model-dir", str(bert_dir), "--out", str(tmp_path / "cli")]
+    with pytest.raises(SystemExit) as exc:
+        runner.main([*common, "--device", "gpu"])
+    assert exc.value.code == 2 and "--device" in capsys.readouterr().err
+    assert runner.main([*common, "--device", "cuda:7"]) == 2
+    assert "--device" in capsys.readouterr().err
+    assert not (tmp_path / "cli").exists()
+
+    cfg = json.load(open(TINY_CONFIG))
+    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path / "api", progress=False)
+    with pytest.raises(MeanfieldError, match="device"):
+        run_study(cfg, device="cuda:7", **kw)
+    assert not (tmp_path / "api").exists()
+
+    first = run_study(cfg, device="cpu", **kw)
+    files = sorted((tmp_path / "api").glob("*/runs/*.nc"))
+    assert len(files) == 2  # the softmax run and the linearized one
+    assert {xr.open_dataset(f).attrs["device"] for f in files} == {"cpu"}
+    # the same study asked on another device: every run is found, none recomputed (a run
+    # would fail here: the device accepted by the patched check does not exist)
+    monkeypatch.setattr(validation, "check_device", lambda name, device: device)
+    again = run_study(cfg, device="cuda:7", **kw)
+    np.testing.assert_array_equal(
+        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
+    )
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_tiny_study_runs_on_cuda_and_records_the_device(bert_dir, tmp_path):
+    """The study on a GPU: both stages and Phase A (its pooled keys moved to the CPU) run and
+    each run records the device. (Accuracy is not compared with the CPU study: float32
+    reductions differ between devices and a few training steps can flip a tiny test set.)"""
+    import xarray as xr
+
+    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+
+    cfg = json.load(open(TINY_CONFIG))
+    cfg.update(seeds=[0], features=["favor"], methods=["kernel"], controls={"kinds": []})
+    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, progress=False)
+    res = run_study(cfg, device="cuda", out_dir=tmp_path, **kw)
+    files = sorted(tmp_path.glob("*/runs/*.nc"))
+    assert len(files) == 2
+    assert all(xr.open_dataset(f).attrs["device"].startswith("cuda") for f in files)
+    lin = res["linearized"]
+    assert np.isfinite(lin["clean_accuracy"].values).all()
+    assert np.isfinite(lin["phase_a_align_heldout_after"].values).all()

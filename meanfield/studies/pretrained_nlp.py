@@ -215,7 +215,7 @@ def _train(model, prep, cfg, seed, log=None) -> dict:
     return train(model, prep["train"], validation=prep["val"], seed=seed, log=log, **st)
 
 
-def _record(kind: str, metrics: dict, extra: dict) -> xr.Dataset:
+def _record(kind: str, metrics: dict, extra: dict, device: str) -> xr.Dataset:
     data = {f"{split}_{k}": ((), float(v)) for split, m in metrics.items() for k, v in m.items()}
     for k, v in extra.items():
         if isinstance(v, (int, float, np.floating, np.integer, bool)):
@@ -226,9 +226,18 @@ def _record(kind: str, metrics: dict, extra: dict) -> xr.Dataset:
         package_version=__version__,
         torch_version=torch.__version__,
         machine=f"{platform.node()} {platform.processor() or platform.machine()}",
+        device=_device_label(device),
         details=json.dumps({k: v for k, v in extra.items()}, default=float),
     )
     return ds
+
+
+def _device_label(device: str) -> str:
+    """``device`` with the accelerator's name where it is one (recorded with each run)."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return f"{device} ({torch.cuda.get_device_name(dev)})"
+    return device
 
 
 def _checkpoint(out_dir: str, dataset: str, seed: int) -> Path:
@@ -371,12 +380,14 @@ def run_softmax(
     data_dir: str,
     model_dir: str,
     out_dir: str,
+    device: str,
 ) -> xr.Dataset:
     """Stage 1: fine-tune the softmax encoder; save its checkpoint; clean and noisy metrics.
 
     ``config`` is the study configuration as JSON, ``data_id`` and ``model_id`` the
     fingerprints of the data and weights (:func:`input_fingerprints`): the run's key covers
-    what it computes from; the folders are where they are found (not keyed).
+    what it computes from; the folders are where they are found and ``device`` the torch
+    device it runs on (neither keyed: the same run on another device is the same run).
 
     Examples
     --------
@@ -391,6 +402,7 @@ def run_softmax(
     prep = _prepare(cfg, dataset, data_dir, model_dir)
     t0 = time.perf_counter()
     model, _ = load_pretrained_classifier(model_dir, seed=seed)
+    model.to(device)
     info = _train(model, prep, cfg, seed)
     path = _checkpoint(out_dir, dataset, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -403,7 +415,7 @@ def run_softmax(
     }
     extra = {k: info[k] for k in ("steps", "epochs", "best_epoch", "best_val_loss")}
     extra.update(seconds=time.perf_counter() - t0, n_train=len(prep["train"]))
-    return _record("softmax", metrics, extra)
+    return _record("softmax", metrics, extra, device)
 
 
 def run_linearized(
@@ -417,6 +429,7 @@ def run_linearized(
     data_dir: str,
     model_dir: str,
     out_dir: str,
+    device: str,
 ) -> xr.Dataset:
     """Stage 2: linearize the seed's softmax checkpoint, get Omega by the variant's method,
     fine-tune (Omega frozen), evaluate; also the accuracy right after linearizing.
@@ -443,9 +456,11 @@ def run_linearized(
             f"no softmax checkpoint {str(ckpt)!r} for {dataset} seed {seed}: run stage 1 "
             "(run_softmax, or run_study with stages including 'softmax') first"
         )
-    model.load_state_dict(torch.load(ckpt, weights_only=True))
+    # the checkpoint may come from another device: read it onto the CPU, then move the model
+    model.load_state_dict(torch.load(ckpt, map_location="cpu", weights_only=True))
     omega_seed = seed + 500 if method == "redraw" else seed
     linearize(model, feature, n_features=cfg["n_features"][feature], seed=omega_seed)
+    model.to(device)  # Omega is drawn on the CPU, so the draw is the same on every device
     extra: dict = {}
     if method == "hedgehog":
         h = distil_feature_maps(model, prep["train"], seed=seed, **cfg["hedgehog"])
@@ -464,7 +479,7 @@ def run_linearized(
     metrics["noisy"] = _evaluate(model, _noisy(cfg, prep))
     extra.update({k: info[k] for k in ("steps", "epochs", "best_epoch", "best_val_loss")})
     extra.update(learn_seconds=learn_s, seconds=time.perf_counter() - t0)
-    return _record("linearized", metrics, extra)
+    return _record("linearized", metrics, extra, device)
 
 
 def run_study(
@@ -478,8 +493,14 @@ def run_study(
     stages=("softmax", "linearized"),
     progress: bool = True,
     record: dict | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Run (or resume) both stages; returns the gathered datasets by stage.
+
+    ``device`` is the torch device the runs train and evaluate on (``"cpu"``, ``"cuda"``,
+    ``"cuda:K"``); it is recorded with each run (attribute ``device``) but not in its key,
+    so a study begun on one device resumes on another. Phase A's particle dynamics run on
+    the CPU in float64 on every device (the pooled keys are moved there).
 
     ``record`` is the configuration written to ``<out_dir>/config.json`` for the report
     (default ``cfg``): a run of a subset (some data sets, seeds or variants) records the
@@ -501,6 +522,9 @@ def run_study(
     from ..workbench.sweeps import grid_points, run_sweep
 
     cfg = check_config(cfg)
+    from .._validation import check_device
+
+    device = check_device("device", device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(check_config(record or cfg), indent=1))
@@ -514,7 +538,12 @@ def run_study(
         "out_dir": str(out.resolve()),
     }
     funcs = {"softmax": run_softmax, "linearized": run_linearized}
-    kw = dict(context=context, scheduler=scheduler, n_workers=n_workers, progress=progress)
+    kw = dict(
+        context=dict(context, device=device),
+        scheduler=scheduler,
+        n_workers=n_workers,
+        progress=progress,
+    )
     parts: dict = {"softmax": [], "linearized": []}
     for ds in cfg["datasets"]:
         seeds = dataset_seeds(cfg, ds)

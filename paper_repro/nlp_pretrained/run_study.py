@@ -8,7 +8,7 @@ resumable sweeps on :func:`meanfield.workbench.sweeps.run_sweep`). Usage::
         --data-dir ../shared/data --model-dir ../shared/models/all-MiniLM-L6-v2 \\
         --out paper_repro/nlp_pretrained/results/full [--seeds 0 1] [--datasets rotten_tomatoes] \\
         [--features favor] [--methods vanilla hedgehog] [--controls redraw] \\
-        [--scheduler local --n-workers 2 | --scheduler tcp://host:8786]
+        [--scheduler local --n-workers 2 | --scheduler tcp://host:8786] [--device cuda]
     python paper_repro/nlp_pretrained/run_study.py ... --report-only
 
 A rerun skips finished runs (keyed by the configuration that computes them: changing a
@@ -27,6 +27,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def parse(argv):
+    from meanfield.workbench._scripts import device_name
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, type=Path)
     p.add_argument("--data-dir", required=True, type=Path)
@@ -42,12 +44,19 @@ def parse(argv):
     p.add_argument("--stage", choices=("softmax", "linearized", "both"), default="both")
     p.add_argument("--scheduler", default="threads", help="threads | local | tcp://address")
     p.add_argument("--n-workers", type=int, default=1)
+    p.add_argument(
+        "--device",
+        type=device_name,
+        default="cpu",
+        help="torch device the runs train on: cpu, cuda or cuda:K (recorded, not keyed)",
+    )
     p.add_argument("--report-only", action="store_true")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse(argv)
+    from meanfield._validation import check_device
     from meanfield.errors import MeanfieldError
     from meanfield.studies import pretrained_nlp as study
     from meanfield.studies.pretrained_nlp_report import write_report
@@ -62,6 +71,8 @@ def main(argv=None) -> int:
             raise FileExistsError(f"--out: {str(args.out)!r} is a file, not a directory")
         if args.n_workers < 1:
             raise ValueError(f"--n-workers must be >= 1, got {args.n_workers}")
+        if not args.report_only:
+            check_device("--device", args.device)
         cfg = study.check_config(json.loads(args.config.read_text()))
         record = json.loads(json.dumps(cfg))  # the whole study, for config.json and the report
         if args.seeds:  # every data set's seeds, its own list included
@@ -107,6 +118,7 @@ def main(argv=None) -> int:
             n_workers=args.n_workers,
             stages=stages,
             record=record,
+            device=args.device,
         )
     write_report(args.out, data_dir=args.data_dir)
     return 0
