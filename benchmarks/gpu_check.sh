@@ -4,7 +4,8 @@
 #   1. the CUDA tests (pytest -m cuda: pair sums, a Langevin step and the float32 p = 64
 #      rescaling against the CPU; kernel attention on CUDA against the CPU under torch's sync
 #      debug mode "error" -- no host synchronisation in the causal or bidirectional path -- and
-#      the causal path under dynamo without graph breaks; all skipped without CUDA),
+#      the causal path under dynamo without graph breaks; a tiny pretrained-study run with
+#      --device cuda, needing the [hf] extra; all skipped without CUDA),
 #   2. the causal path against causal SDPA at L = 1k ... 64k (issues 20, 23): bench_attention.py
 #      --section scan in bfloat16 inputs, so that SDPA takes its flash kernel (kernel attention
 #      accumulates in float32 whatever the input dtype), m = 64, d_h = 64, 4 heads: the prefix
