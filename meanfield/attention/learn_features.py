@@ -495,7 +495,7 @@ def _pooled_keys(batches, head: int):
     """Per-sequence mean keys of one head, rescaled to the mean token-key norm."""
     pooled, tokens = [], []
     for _, k, pad in batches:
-        kh = k[:, head].double().cpu()  # (b, L, d); Phase A runs on the CPU on every device
+        kh = k[:, head].to("cpu", torch.float64)  # (b, L, d); Phase A runs on the CPU
         keep = torch.ones(kh.shape[:2], dtype=torch.bool) if pad is None else ~pad.cpu()
         w = keep.to(kh.dtype).unsqueeze(-1)
         pooled.append((kh * w).sum(1) / w.sum(1).clamp_min(1.0))

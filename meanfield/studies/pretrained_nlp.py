@@ -519,11 +519,10 @@ def run_study(
     >>> res["linearized"]["clean_accuracy"].shape  # (dataset, seed, variant)
     (1, 1, 1)
     """
+    from .._validation import check_device
     from ..workbench.sweeps import grid_points, run_sweep
 
     cfg = check_config(cfg)
-    from .._validation import check_device
-
     device = check_device("device", device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
