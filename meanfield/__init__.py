@@ -176,4 +176,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | _public_submodules())
+    # the front door and the modules, not this file's own imports (importlib, annotations)
+    return sorted(set(__all__) | _public_submodules())

@@ -185,6 +185,8 @@ def test_wings_import_only_what_lies_below_them():
     imports only wings below it in :data:`WINGS`."""
 
     def wing(module: str) -> str | None:
+        if module == "meanfield.__main__":  # ``python -m meanfield`` is the command line
+            return "cli"
         part = module.split(".")[1] if module.count(".") else None
         return part if part in WINGS else None
 
