@@ -4,6 +4,8 @@ Modules
 -------
 features
     Feature-map modules (FAVOR+, PORF, PORF-softplus, softmaxfeat) with one ``Omega``.
+hedgehog
+    The published Hedgehog map: trainable per-head ``W x + b`` with a two-sided softmax.
 linear
     Linear attention (bidirectional, causal): the functional API.
 mha
@@ -31,6 +33,7 @@ from .features import (
     SoftplusFeatures,
     make_feature_map,
 )
+from .hedgehog import HedgehogFeatureMap
 from .linear import (
     ATTENTION_KINDS,
     kernel_attention,
@@ -45,6 +48,7 @@ __all__ = [
     "ATTENTION_KINDS",
     "FEATURE_KINDS",
     "AttentionFeatureMap",
+    "HedgehogFeatureMap",
     "KernelAttention",
     "PositiveFeatures",
     "SoftmaxFeatures",
