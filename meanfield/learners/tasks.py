@@ -37,6 +37,8 @@ from typing import NamedTuple
 import numpy as np
 
 from meanfield._validation import check_int, check_positive
+from meanfield.contract import Param, declare
+from meanfield.errors import InputError
 
 __all__ = [
     "Split",
@@ -484,6 +486,10 @@ TASKS = {
 """Registry of task functions by name."""
 
 
+@declare(
+    Param("n_train", "int", "number of training points", low=1),
+    Param("n_test", "int", "number of test points", low=1),
+)
 def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> Split:
     """Draw the task called ``name`` (a key of :data:`TASKS`); ``kwargs`` go to its function.
 
@@ -513,6 +519,6 @@ def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> S
     >>> make_task("checkerboard", 50, 5, n_cells=3, seed=1).X_train.shape
     (50, 2)
     """
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(map(repr, TASKS))}")
+    if not isinstance(name, str) or name not in TASKS:
+        raise InputError(f"unknown task {name!r}; choose one of {', '.join(map(repr, TASKS))}")
     return TASKS[name](n_train, n_test, **kwargs)

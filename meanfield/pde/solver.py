@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from .._validation import check_int, check_positive
+from .._validation import check_positive
+from ..contract import Param, declare
 from ..errors import InaccurateStepWarning, InputError, StepBudgetError
 from ..results import provenance
 from .field import Density
@@ -320,6 +321,24 @@ def _check_fixed_step(stepper: Stepper, equation, step_rtol, duration: float) ->
     return error
 
 
+@declare(
+    Param("safety", "real", "fraction of the stable step used", low=0.0, high=1.0, low_open=True),
+    Param(
+        "dt_max", "real", "upper bound on the step", low=0.0, low_open=True, finite=False,
+        units="time",
+    ),
+    Param(
+        "dt", "real", "fixed step of the implicit schemes (an upper bound for explicit ones)",
+        low=0.0, low_open=True, optional=True, units="time",
+    ),
+    Param("guard", "flag", "prepend a GuardTracker (finite, >= 0, mass)"),
+    Param("progress", "flag", "append a progress bar"),
+    Param("max_steps", "int", "the step budget, checked before the solve", low=1),
+    Param(
+        "step_rtol", "real", "relative L1 error per fixed implicit step above which it warns",
+        low=0.0, low_open=True, optional=True,
+    ),
+)  # fmt: skip
 def solve(
     equation,
     state: Density,
@@ -401,9 +420,6 @@ def solve(
     _check_equation(equation, state)
     t0, t1 = _t_range(t_range)
     stepper = Stepper(equation, safety=safety, dt_max=dt_max, dt=dt)
-    max_steps = check_int("max_steps", max_steps)
-    if step_rtol is not None:
-        step_rtol = check_positive("step_rtol", step_rtol)
     check_step_budget(stepper, state.data, t1 - t0, max_steps)
     trackers, guarded = _prepare_trackers(trackers, guard, progress)
     start = time.perf_counter()
