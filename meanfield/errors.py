@@ -290,6 +290,35 @@ class TrajectoryCappedWarning(MeanfieldWarning):
     """
 
 
+class MultipleStationaryStatesWarning(MeanfieldWarning):
+    """A Gibbs-state search (:func:`meanfield.pde.gibbs_state`) that found several distinct
+    stationary states of F_β (critical points: minimisers, metastable states, saddles), or a
+    minimiser that is not unique (two states of equal free energy, as the ordered states ±m*
+    of a symmetric model).  The density returned is the state of lowest free energy;
+    ``report.states`` lists every state found with its free energy and stability.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldWarning, MultipleStationaryStatesWarning
+    >>> issubclass(MultipleStationaryStatesWarning, MeanfieldWarning)
+    True
+    """
+
+
+class NonUniqueMinimiserError(MeanfieldError, ValueError):
+    """A computation that needs the unique minimiser of the free energy (a large-deviation
+    rate or a concentration probability about the reference state ρ_β) on a model whose
+    minimiser is not unique: the empirical measure then concentrates on the set of
+    minimisers, not on one state, and the rate about one of them is not the rate of the model.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldError, NonUniqueMinimiserError
+    >>> issubclass(NonUniqueMinimiserError, MeanfieldError)
+    True
+    """
+
+
 __all__ = [
     "MeanfieldError",
     "InputError",
@@ -310,4 +339,86 @@ __all__ = [
     "InaccurateStepWarning",
     "LowAcceptanceWarning",
     "TrajectoryCappedWarning",
+    "MultipleStationaryStatesWarning",
+    "NonUniqueMinimiserError",
 ]
+
+
+class OutputWriteError(MeanfieldError, OSError):
+    """An output file that could not be written to the end: the disk is full (ENOSPC), a
+    quota is exceeded, an I/O error.  The message names the file and the cause; nothing
+    partial is left (neither the target nor a temporary ``.part`` file).
+
+    Examples
+    --------
+    >>> from meanfield.errors import OutputWriteError
+    >>> issubclass(OutputWriteError, OSError)
+    True
+    """
+
+
+__all__.append("OutputWriteError")
+
+
+class PrecisionWarning(MeanfieldWarning):
+    """A result that float64 cannot resolve: its certified rounding bound exceeds the value
+    (e.g. a Wasserstein distance far below the extent of the measures times √ε), so the value
+    is returned uncertified (``certified=False``) with the honest interval ``[lower, upper]``.
+
+    Issued by :func:`meanfield.ot.distance.wasserstein`; the message gives the value, the
+    interval and the extent it is relative to.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldWarning, PrecisionWarning
+    >>> issubclass(PrecisionWarning, MeanfieldWarning)
+    True
+    """
+
+
+__all__.append("PrecisionWarning")
+
+
+class OvershootWarning(MeanfieldWarning):
+    """Projected Langevin whose explicit drift step carried particles by more than their
+    distance to their nearest neighbour (a near-collision under an unsoftened singular pair
+    kernel: the kick grows like η·2λ/(N r)), so particles jump past each other and the
+    stationary law is wrong.  The message counts the steps; the capped pair step
+    (``pair_step="capped"``, the default for singular kernels), a smaller ``eta``, a softening,
+    or MALA/HMC fix it.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldWarning, OvershootWarning
+    >>> issubclass(OvershootWarning, MeanfieldWarning)
+    True
+    """
+
+
+class FrozenChainWarning(MeanfieldWarning):
+    """A Metropolis chain that did not move across its law: its accumulated squared
+    displacement per coordinate is below the squared spread of its particles (a random walk
+    that short cannot have crossed the law once), whatever its acceptance rate.  Its records
+    are (nearly) its start, not samples; lower the step or run longer.
+
+    Examples
+    --------
+    >>> from meanfield.errors import FrozenChainWarning, MeanfieldWarning
+    >>> issubclass(FrozenChainWarning, MeanfieldWarning)
+    True
+    """
+
+
+class CoincidentParticlesWarning(MeanfieldWarning):
+    """A particle run that recorded the energy +inf: two particles coincide (e.g. pinned to
+    the same boundary point by the projection) under an unsoftened singular pair kernel.
+
+    Examples
+    --------
+    >>> from meanfield.errors import CoincidentParticlesWarning, MeanfieldWarning
+    >>> issubclass(CoincidentParticlesWarning, MeanfieldWarning)
+    True
+    """
+
+
+__all__ += ["OvershootWarning", "FrozenChainWarning", "CoincidentParticlesWarning"]

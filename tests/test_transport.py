@@ -72,7 +72,7 @@ def test_particles_grid_sparse_exact_matches_exact():
     a = w2(P(x), D(rho), method="exact").distance
     b = w2(P(x), D(rho), method="sparse")
     assert b.distance == pytest.approx(a, rel=1e-9)  # same tolerance argument as above
-    assert b.lower <= a * (1 + 1e-12) and b.upper == b.distance  # the certificate brackets it
+    assert b.lower <= a * (1 + 1e-12) <= b.upper * (1 + 2e-12)  # the certificate brackets it
     with pytest.raises(ValueError, match="order"):
         wasserstein(P(x), D(rho), order=1, method="sparse_exact")
 

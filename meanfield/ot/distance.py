@@ -28,19 +28,34 @@ their quantile functions.  The methods:
   formula in p = 1; in p ≥ 2 "exact" up to :data:`EXACT_MAX_PAIRS` cost entries (points of
   positive weight) and "sparse" above for W₂ (:func:`resolve_w_method`, the one place that
   decides).
+
+Precision.  Every method computes in one exact frame of the two measures
+(:func:`meanfield.ot.precision.common_frame`): translated where the translation is exact
+(clouds far from 0 compared with their spread, whose costs would otherwise lose their digits
+to cancellation — W₂ of two clouds at 1e8 used to be a certified 0) and scaled by a power of
+two (so squared distances neither underflow at 1e-200 nor overflow at 1e150), then mapped
+back (W_q(a + c, b + c) = W_q(a, b), W_q(s a, s b) = |s| W_q(a, b)).  The costs are formed
+from coordinate differences.  The certificate ``lower`` ≤ W_q ≤ ``upper`` adds the rounding
+bound of the float64 cost (:func:`meanfield.ot.precision.rounding_bound`) to the solver's
+duality gap, so lower < upper by about 1e-14 relative for a resolved value; a value the
+interval does not resolve (its width exceeds it) comes with ``certified=False`` and a
+:class:`~meanfield.errors.PrecisionWarning`; a W_q beyond float64 raises
+:class:`~meanfield.errors.NumericalError`.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import ot
 
 from .._validation import check_choice, check_int
-from ..errors import ConvergenceError, InputError, InputTypeError
+from ..errors import ConvergenceError, InputError, InputTypeError, NumericalError, PrecisionWarning
 from .measure import Measure, quantile_segments
+from .precision import UNIT_ROUNDOFF, Frame, common_frame, rounding_bound
 from .sparse import w2_sparse
 
 __all__ = [
@@ -146,25 +161,39 @@ class TransportResult:
     method : {"quantile", "exact", "sparse", "sliced"}
         The method that ran ("auto" resolved).
     lower, upper : float
-        Bounds on W_q itself: ``lower == upper == distance`` for "quantile" and "exact";
-        the sparse solver's certificate (the dual bound and the cost of its plan) for
-        "sparse"; for "sliced", ``lower`` = the estimate (every direction's projection is
-        1-Lipschitz, so the estimate is ≤ W₂, rounding aside) and ``upper = inf``.
+        Bounds on W_q itself, proven against the float64 rounding: the solver's dual bound
+        ("exact": POT's potentials checked on every pair; "sparse": its certificate;
+        "quantile": the closed form) and the cost of its plan, each widened by the rounding
+        bound of the computed cost (module docstring), so ``lower < upper`` (by about 1e-14
+        relative) and ``lower == upper`` only for a certified 0.  For "sliced", ``lower`` =
+        the estimate (every direction's projection is 1-Lipschitz, so the estimate is ≤ W₂,
+        rounding aside) and ``upper = inf``.
     certified : bool
-        Whether ``distance`` is W_q, exact or bracketed by a proof (False for "sliced").
+        Whether ``distance`` is W_q resolved by the interval: False for "sliced", and False
+        (with a :class:`~meanfield.errors.PrecisionWarning`) when ``upper − lower`` exceeds
+        a positive ``distance``: float64 cannot resolve it at the extent of the measures.
     details : dict
         What the method reports: ``support`` (points of positive weight on each side);
         ``centre_bias`` where a density in p ≥ 2 was read as atoms at its cell centres (a
-        bound on how much that moves W_q); the sparse solver's ``rounds``, ``pairs``,
-        ``tau``, ``levels``, ``seconds`` (and ``u``, ``v``, ``plan`` with
+        bound on how much that moves W_q); ``rounding``, the certified width
+        ``upper − lower`` (unit of the points) of the exact methods; the sparse solver's
+        ``rounds``, ``pairs``, ``tau``, ``levels``, ``seconds`` (and ``u``, ``v``, ``plan`` with
         ``return_plan=True``); the sliced ``n_projections`` and ``seed``.
 
     Examples
     --------
     >>> from meanfield.ot import Measure, w2
     >>> r = w2(Measure([[0.0, 0.0]]), Measure([[3.0, 4.0]]))
-    >>> r.distance, r.method, r.lower == r.upper == r.distance, r.certified, float(r)
-    (5.0, 'exact', True, True, 5.0)
+    >>> r.distance, r.method, r.certified, float(r)
+    (5.0, 'exact', True, 5.0)
+    >>> bool(r.lower < r.distance < r.upper), bool(r.upper - r.lower < 1e-13)
+    (True, True)
+
+    The same two points at the offset 1e8 (where a cost built from the raw coordinates
+    cancels): the same distance.
+
+    >>> w2(Measure([[1e8, 1e8]]), Measure([[1e8 + 3, 1e8 + 4]])).distance
+    5.0
     """
 
     distance: float
@@ -271,8 +300,8 @@ def wasserstein(a: Measure, b: Measure, order: int = 2, method: str = "auto", **
     Returns
     -------
     TransportResult
-        ``distance``, ``order``, ``method`` (the one that ran), ``lower`` ≤ W_q ≤ ``upper``,
-        ``certified`` and ``details``.
+        ``distance``, ``order``, ``method`` (the one that ran), ``lower`` ≤ W_q ≤ ``upper``
+        (rounding of the float64 costs included), ``certified`` and ``details``.
 
     Raises
     ------
@@ -280,6 +309,25 @@ def wasserstein(a: Measure, b: Measure, order: int = 2, method: str = "auto", **
         Before any work: a bad order, method or option; measures of different dimensions.
     meanfield.errors.InputTypeError
         ``a`` or ``b`` is not a :class:`Measure`.
+    meanfield.errors.NumericalError
+        W_q exceeds the float64 range (points spanning about 1e308).
+
+    Warns
+    -----
+    meanfield.errors.PrecisionWarning
+        The certified interval is wider than the (positive) value: float64 cannot resolve
+        it at the extent of the measures (e.g. W₂ below about 1e-7 times the extent); the
+        result then has ``certified=False`` and the honest ``[lower, upper]``.
+
+    See Also
+    --------
+    meanfield.ot.precision.common_frame : the exact frame every method computes in.
+    meanfield.ot.sparse.w2_sparse : the solver behind ``method="sparse"``.
+
+    References
+    ----------
+    N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM (2002):
+    Sterbenz's lemma (§2.5) and the bounds γ_k (§3.1) the certificate uses.
 
     Examples
     --------
@@ -348,30 +396,113 @@ def _centre_bias(m: Measure) -> float:
     return math.sqrt(sum(float(np.max(np.diff(e))) ** 2 for e in m.edges) / 12)
 
 
+def _framed(a: Measure, b: Measure) -> tuple[Measure, Measure, Frame]:
+    """Both measures in their common exact frame (:func:`meanfield.ot.precision.common_frame`)."""
+    edges = [m.edges for m in (a, b) if m.is_density]
+    frame = common_frame([a.points, b.points], edges)
+
+    def move(m: Measure) -> Measure:
+        e = None
+        if m.is_density:
+            e = tuple(frame.axis_to_frame(x, k) for k, x in enumerate(m.edges))
+        return Measure(frame.to_frame(m.points), m.weights, e)
+
+    return move(a), move(b), frame
+
+
 def _compute(a: Measure, b: Measure, order: int, method: str, options: dict) -> TransportResult:
-    """W_order(a, b) by a resolved method ("quantile", "exact", "sparse", "sliced")."""
+    """W_order(a, b) by a resolved method ("quantile", "exact", "sparse", "sliced"), computed in
+    the common exact frame of the two measures and certified against float64 rounding."""
     details: dict = {"support": (_positive(a), _positive(b))}
     if bias := _centre_bias(a) + _centre_bias(b):
         details["centre_bias"] = bias
+    fa, fb, frame = _framed(a, b)
+    if method == "sliced":
+        n_projections, seed = options.get("n_projections", 200), options.get("seed", 0)
+        d = _sliced(fa.points, fa.weights, fb.points, fb.weights, n_projections, seed)
+        details.update(n_projections=n_projections, seed=seed)
+        d = frame.length(d)
+        return TransportResult(d, 2, method, d, math.inf, False, details)
     if method == "quantile":
-        d = _quantile_distance(quantile_segments(a), quantile_segments(b), order)
-        return TransportResult(d, order, method, d, d, True, details)
-    if method == "exact":
-        d = _emd(a.points, a.weights, b.points, b.weights, order)
-        return TransportResult(d, order, method, d, d, True, details)
-    if method == "sparse":
+        seg_a, seg_b = quantile_segments(fa), quantile_segments(fb)
+        cost, pieces = _quantile_power(seg_a, seg_b, order)
+        primal, dual, terms, duals, mismatch = cost, cost, pieces + fa.size + fb.size, 0.0, 0.0
+    elif method == "exact":
+        primal, dual, duals, mismatch = _emd(fa.points, fa.weights, fb.points, fb.weights, order)
+        terms = fa.size + fb.size
+    else:
         opts = {k: v for k, v in options.items() if k in OPTIONS["sparse"]}
-        out = w2_sparse(a.points, a.weights, b.points, b.weights, **opts)
-        details.update((k, v) for k, v in out.items() if k not in ("w2", "w2_lower", "method"))
-        return TransportResult(out["w2"], 2, method, out["w2_lower"], out["w2"], True, details)
-    n_projections, seed = options.get("n_projections", 200), options.get("seed", 0)
-    d = _sliced(a.points, a.weights, b.points, b.weights, n_projections, seed)
-    details.update(n_projections=n_projections, seed=seed)
-    return TransportResult(d, 2, method, d, math.inf, False, details)
+        opts_plan = {**opts, "return_plan": True}  # the plan and potentials for the certificate
+        out = w2_sparse(fa.points, fa.weights, fb.points, fb.weights, **opts_plan)
+        primal, dual = out["w2"] ** 2, out["w2_lower"] ** 2
+        duals, mismatch = _plan_checks(fa.weights, fb.weights, out["u"], out["v"], out["plan"])
+        terms = fa.size + fb.size
+        keep = ("u", "v", "plan") if opts.get("return_plan") else ()
+        skip = {"w2", "w2_lower", "method", "u", "v", "plan"} - set(keep)
+        details.update((k, v) for k, v in out.items() if k not in skip)
+        details["tau"] = frame.length(out["tau"], 2)
+        for name in set(keep) & {"u", "v"}:  # potentials: squared lengths, translation-free
+            details[name] = np.ldexp(out[name], 2 * frame.exponent)
+    return _certified(primal, dual, order, method, frame, terms, duals, mismatch, a, details)
 
 
-def _quantile_distance(seg_a, seg_b, order: int) -> float:
-    """(∫_0^1 |Q_a − Q_b|^q du)^(1/q) for piecewise-linear quantile functions, exactly."""
+def _plan_checks(wa, wb, u, v, plan) -> tuple[float, float]:
+    """S = Σ a|u| + Σ b|v| + 2 max|u| + 2 max|v| (the size of the dual objective's terms) and
+    the ℓ1 distance of the plan's marginals from the normalised weights (0 for an exact plan)."""
+    a, b = wa / wa.sum(), wb / wb.sum()
+    keep_a, keep_b = a > 0, b > 0
+    ua, vb = np.abs(u[keep_a]), np.abs(v[keep_b])
+    duals = float(a[keep_a] @ ua + b[keep_b] @ vb + 2 * ua.max() + 2 * vb.max())
+    i, j, mass = plan
+    rows = np.bincount(i, mass, minlength=len(a))
+    cols = np.bincount(j, mass, minlength=len(b))
+    return duals, float(np.abs(rows - a).sum() + np.abs(cols - b).sum())
+
+
+def _certified(primal, dual, order, method, frame, terms, duals, mismatch, a, details):
+    """The result in the unit of the points with the certificate lower ≤ W_q ≤ upper.
+
+    In the frame: W_q^q ∈ [dual − E, primal + E + mismatch D^q], E the rounding bound of the
+    float64 cost (:func:`meanfield.ot.precision.rounding_bound`); the q-th roots are rounded
+    outward, widened by the scaling's displacement, then mapped back by 2^e.  A value that
+    interval does not resolve (width > value) is returned with ``certified=False`` and a
+    :class:`~meanfield.errors.PrecisionWarning`; a W_q beyond float64 raises
+    :class:`~meanfield.errors.NumericalError`.
+    """
+    q, diam = order, frame.diameter
+    err = rounding_bound(terms, a.dim, q, diam, duals) + mismatch * diam**q
+    lo_q, hi_q = max(dual - err, 0.0), primal + err
+    root = math.sqrt if q == 2 else float
+    # the roots and the product round too: widen by 2u each side, then the displacement
+    lo = max(root(lo_q) * (1 - 2 * UNIT_ROUNDOFF) - 2 * frame.displacement, 0.0)
+    hi = root(hi_q) * (1 + 2 * UNIT_ROUNDOFF) + 2 * frame.displacement
+    value = min(max(root(max(primal, 0.0)), lo), hi)
+    distance = frame.length(value)
+    lower, upper = frame.length(lo, rounding="down"), frame.length(hi, rounding="up")
+    name = f"W{q}"
+    if not math.isfinite(upper):
+        raise NumericalError(
+            f"{name} between these measures exceeds the float64 range (the points span about "
+            f"1e{frame.exponent * math.log10(2):.0f}); rescale the points by a factor s "
+            f"({name}(s a, s b) = |s| {name}(a, b)) so that their extent is below 1e300"
+        )
+    details["rounding"] = frame.length(hi - lo, rounding="up")
+    certified = not (value > 0 and hi - lo > value)
+    if not certified:
+        warnings.warn(
+            f"{name} = {distance:.6g} ({method}) is not resolved by float64: the certified "
+            f"interval [{lower:.6g}, {upper:.6g}] is wider than the value, relative to the "
+            f"extent {frame.length(diam):.6g} of the two measures; returned "
+            "with certified=False",
+            PrecisionWarning,
+            stacklevel=4,
+        )
+    return TransportResult(distance, q, method, lower, upper, certified, details)
+
+
+def _quantile_power(seg_a, seg_b, order: int) -> tuple[float, int]:
+    """∫_0^1 |Q_a − Q_b|^q du for piecewise-linear quantile functions, in closed form on the
+    merged breakpoints, and the number of pieces it sums."""
     ca, la, ha = seg_a
     cb, lb, hb = seg_b
     u = np.union1d(ca, cb)
@@ -391,32 +522,46 @@ def _quantile_distance(seg_a, seg_b, order: int) -> float:
     d1 = q(ca, la, ha, ka, u1) - q(cb, lb, hb, kb, u1)
     if order == 2:
         total = (du * (d0 * d0 + d0 * d1 + d1 * d1) / 3.0).sum()
-        return math.sqrt(max(float(total), 0.0))
+        return max(float(total), 0.0), len(du)
     a0, a1 = np.abs(d0), np.abs(d1)
     same = d0 * d1 >= 0
     with np.errstate(invalid="ignore", divide="ignore"):
         cross = (d0 * d0 + d1 * d1) / (2.0 * (a0 + a1))
     part = np.where(same, 0.5 * (a0 + a1), np.nan_to_num(cross))
-    return float((du * part).sum())
+    return float((du * part).sum()), len(du)
 
 
-def _emd(xa, wa, xb, wb, order: int) -> float:
-    """W_order by POT's dense network simplex (``ot.emd2``), zero weights dropped."""
-    metric = "sqeuclidean" if order == 2 else "euclidean"
+def _cost_matrix(xa: np.ndarray, xb: np.ndarray, order: int) -> np.ndarray:
+    """|x_i − y_j|^q from the coordinate differences (relative error ≤ γ_{p+3} per entry, where
+    the expansion |x|² + |y|² − 2 x·y of ``ot.dist`` loses the digits of nearby points)."""
+    c = np.zeros((len(xa), len(xb)))
+    for k in range(xa.shape[1]):
+        d = xa[:, k, None] - xb[None, :, k]
+        c += d * d
+    return c if order == 2 else np.sqrt(c)
+
+
+def _emd(xa, wa, xb, wb, order: int) -> tuple[float, float, float, float]:
+    """W_order^order by POT's dense network simplex (``ot.emd``), zero weights dropped.
+
+    Returns the cost of its plan (primal), the dual bound Σ a u + Σ b v − max(u_i + v_j −
+    c_ij, 0) over every pair, the size S of the dual terms and the ℓ1 error of the plan's
+    marginals (:func:`_plan_checks`).
+    """
     keep_a, keep_b = wa > 0, wb > 0
     xa, wa, xb, wb = xa[keep_a], wa[keep_a], xb[keep_b], wb[keep_b]
     wa = np.ascontiguousarray(wa / wa.sum(), dtype=np.float64)
     wb = np.ascontiguousarray(wb / wb.sum(), dtype=np.float64)
-    M = ot.dist(
-        np.ascontiguousarray(xa, dtype=np.float64),
-        np.ascontiguousarray(xb, dtype=np.float64),
-        metric=metric,
-    )
-    cost, log = ot.emd2(wa, wb, M, numItermax=EMD_MAX_ITER, log=True)
+    M = _cost_matrix(xa, xb, order)
+    G, log = ot.emd(wa, wb, M, numItermax=EMD_MAX_ITER, log=True)
     if log.get("warning"):
-        raise ConvergenceError(f"ot.emd2 did not solve the transport problem: {log['warning']}")
-    cost = float(cost)
-    return math.sqrt(max(cost, 0.0)) if order == 2 else cost
+        raise ConvergenceError(f"ot.emd did not solve the transport problem: {log['warning']}")
+    u, v = np.asarray(log["u"], dtype=np.float64), np.asarray(log["v"], dtype=np.float64)
+    violation = max(float((u[:, None] + v[None, :] - M).max()), 0.0)
+    dual = float(wa @ u + wb @ v) - violation
+    i, j = np.nonzero(G)
+    duals, mismatch = _plan_checks(wa, wb, u, v, (i, j, G[i, j]))
+    return float(np.sum(G[i, j] * M[i, j])), dual, duals, mismatch
 
 
 def _sliced(xa, wa, xb, wb, n_projections: int, seed: int) -> float:

@@ -58,7 +58,8 @@ import time
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ..errors import ConvergenceError, InputError
+from ..errors import ConvergenceError, InputError, NumericalError
+from .precision import common_frame
 
 #: Relative tolerance of the dual check: τ = DUAL_TOL · (1 + the largest cost + max|u| + max|v|),
 #: far above the rounding of a float64 reduced cost, far below any cost that matters (raised to
@@ -342,6 +343,13 @@ def w2_sparse(
 
     Notes
     -----
+    The clouds are solved in their common exact frame
+    (:func:`meanfield.ot.precision.common_frame`: translated where Sterbenz's lemma makes it
+    exact, scaled by a power of two), so clouds at an offset (1e12) or a scale (1e-200, 1e150)
+    keep their digits; ``w2``, ``w2_lower``, ``tau``, ``u`` and ``v`` are mapped back.
+    ``w2_lower`` is the solver's dual bound; :func:`meanfield.ot.distance.wasserstein` adds
+    the rounding bound of the float64 costs to both sides.
+
     Problems of ≤ ``ALL_PAIRS_MAX`` pairs, or with a side of fewer than ``SMALL_SIDE``
     points (too few for the neighbour lists; fewer than 6 raised a numpy ValueError before),
     are solved on every pair in one network simplex, as ``ot.emd2`` would.  That is exact
@@ -379,20 +387,31 @@ def w2_sparse(
         raise InputError(
             f"xa and xb must have the same dimension, got {xa.shape[1]} and {xb.shape[1]}"
         )
+    # solve in the exact frame where float64 resolves the costs (centred where an offset
+    # would cancel their digits, scaled by 2^−e so that squares neither under- nor overflow)
+    frame = common_frame([xa, xb])
+    xa, xb = frame.to_frame(xa), frame.to_frame(xb)
     levels: list[dict] = []
     sol = _solve_level(xa, a, xb, b, (k, pool, per_row, max_rounds, multiscale), levels)
+    w2 = frame.length(math.sqrt(max(sol["cost"], 0.0)))
+    if not math.isfinite(w2):
+        raise NumericalError(
+            "W2 of these clouds exceeds the float64 range; rescale the points by a factor s "
+            "(W2(s a, s b) = |s| W2(a, b)) so that their extent is below 1e300"
+        )
     out = {
         "method": "sparse_exact",
-        "w2": math.sqrt(max(sol["cost"], 0.0)),
-        "w2_lower": math.sqrt(max(sol["lower"], 0.0)),
+        "w2": w2,
+        "w2_lower": frame.length(math.sqrt(max(sol["lower"], 0.0)), rounding="down"),
         "rounds": levels[-1]["rounds"],
         "pairs": levels[-1]["pairs"],
-        "tau": sol["tau"],
+        "tau": frame.length(sol["tau"], 2),
         "levels": levels,
     }
     if return_plan:
         u, v = np.full(len(xa_all), np.nan), np.full(len(xb_all), np.nan)
-        u[keep_a], v[keep_b] = sol["u"], sol["v"]
+        u[keep_a] = np.ldexp(sol["u"], 2 * frame.exponent)
+        v[keep_b] = np.ldexp(sol["v"], 2 * frame.exponent)
         fi, fj, fx = sol["flow"]
         out.update(u=u, v=v, plan=(keep_a[fi], keep_b[fj], fx))
     return {**out, "seconds": time.perf_counter() - t0}
