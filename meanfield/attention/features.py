@@ -61,6 +61,7 @@ from torch import nn
 
 from .._deprecation import deprecated_aliases
 from .._validation import check_choice, check_int
+from ..errors import InputError
 from ..features import gaussian_rows, orthogonal_rows
 
 __all__ = [
@@ -72,6 +73,8 @@ __all__ = [
     "gaussian_omega",
     "orthogonal_omega",
     "make_feature_map",
+    "check_feature_state",
+    "check_feature_states",
 ]
 
 #: Names accepted by :func:`make_feature_map` (and by ``KernelAttention(feature=...)``).
@@ -196,6 +199,8 @@ class AttentionFeatureMap(nn.Module):
         self.register_buffer("omega", torch.empty(*heads, self.n_features, self.head_dim))
         self.learned = False
         self.new_feature_map(check_int("seed", seed, minimum=0))
+        # refuse another map's state before its omega is copied in
+        self.register_load_state_dict_pre_hook(_refuse_other_map_state)
 
     # -- randomness lives here and only here ---------------------------------------------
     def new_feature_map(self, seed: int) -> None:
@@ -259,20 +264,30 @@ class AttentionFeatureMap(nn.Module):
             self.omega.copy_(om.to(device=self.omega.device, dtype=self.omega.dtype))
         self.learned = True
 
-    # keep `learned` and `seed` in state_dict so a saved Phase-A model reloads as learned
+    # keep `learned` and `seed` in state_dict so a saved Phase-A model reloads as learned, and
+    # what the map is (`kind`, ...), so a state of another map is refused, not relabelled
+    def _identity(self) -> dict:
+        """What distinguishes this map from another of the same ``omega`` shape."""
+        return {"kind": self.kind}
+
     def get_extra_state(self):
-        """``learned`` and ``seed``, saved in the ``state_dict`` (torch's hook).
+        """``learned``, ``seed`` and the map's identity (``kind``), saved in the ``state_dict``
+        (torch's hook).
 
         Examples
         --------
         >>> fm = make_feature_map("favor", head_dim=2, n_features=3, seed=5)
         >>> fm.get_extra_state()
-        {'learned': False, 'seed': 5}
+        {'learned': False, 'seed': 5, 'kind': 'favor'}
         """
-        return {"learned": self.learned, "seed": self.seed}
+        return {"learned": self.learned, "seed": self.seed, **self._identity()}
 
     def set_extra_state(self, state):
         """Restore ``learned`` and ``seed`` from a ``state_dict`` (torch's hook).
+
+        A state of another map (another ``kind``: FAVOR+ and PORF share the class and the
+        shape of ``omega``) is refused by :func:`check_feature_state` before anything is
+        loaded; a state saved before ``kind`` was recorded loads as before.
 
         Examples
         --------
@@ -283,6 +298,7 @@ class AttentionFeatureMap(nn.Module):
         >>> fm.learned, fm.seed, torch.equal(fm.omega, torch.ones(3, 2))
         (True, 5, True)
         """
+        check_feature_state(self, state)
         self.learned = bool(state.get("learned", False))
         self.seed = int(state.get("seed", 0))
 
@@ -516,6 +532,9 @@ class SoftmaxFeatures(AttentionFeatureMap):
     def n_outputs(self) -> int:
         return 2 * self.n_features if self.symmetric else self.n_features
 
+    def _identity(self) -> dict:
+        return {"kind": self.kind, "symmetric": self.symmetric}
+
     def _raw(self, x):
         u, _ = self._logits(x)
         plus = torch.softmax(u, dim=-1)
@@ -525,6 +544,72 @@ class SoftmaxFeatures(AttentionFeatureMap):
 
     def _transform(self, x):
         return self._raw(x)
+
+
+def check_feature_state(fm: AttentionFeatureMap, state, where: str = "state_dict") -> None:
+    """Refuse the saved extra state of another feature map (another ``kind``, ...).
+
+    Parameters
+    ----------
+    fm : AttentionFeatureMap
+        The map that would load the state.
+    state : dict or None
+        Its ``_extra_state`` entry (:meth:`AttentionFeatureMap.get_extra_state`); None or a
+        state saved before the identity was recorded passes.
+    where : str
+        Names the state in the message (the key of the entry).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        The state records another ``kind`` (or ``symmetric``) than ``fm`` has.
+
+    Examples
+    --------
+    >>> favor = make_feature_map("favor", 4, 8)
+    >>> porf_state = make_feature_map("porf", 4, 8).get_extra_state()
+    >>> check_feature_state(favor, porf_state)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: state_dict holds a feature map with kind='porf', not the ...
+    """
+    if not isinstance(state, dict):
+        return
+    mine = fm._identity()
+    for key, value in mine.items():
+        if key in state and state[key] != value:
+            raise InputError(
+                f"{where} holds a feature map with {key}={state[key]!r}, not the "
+                f"{key}={value!r} of the module it is loaded into; build the module with that "
+                "kind (KernelAttention(feature=...), linearize(model, ...)) before loading"
+            )
+
+
+def check_feature_states(module: nn.Module, state_dict, prefix: str = "") -> None:
+    """:func:`check_feature_state` for every feature map under ``module``, before loading.
+
+    A module's ``load_state_dict`` pre-hook calls it so that a state of other feature maps is
+    refused before any of the module's tensors is overwritten.
+
+    Examples
+    --------
+    >>> from meanfield.attention.mha import KernelAttention
+    >>> porf = KernelAttention(8, 2, feature="porf", n_features=4)
+    >>> favor_state = KernelAttention(8, 2, n_features=4).state_dict()
+    >>> check_feature_states(porf, favor_state)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: state_dict['feature_map._extra_state'] holds a feature map ...
+    """
+    for name, sub in module.named_modules():
+        if isinstance(sub, AttentionFeatureMap):
+            key = f"{prefix}{name}{'.' if name else ''}_extra_state"
+            check_feature_state(sub, state_dict.get(key), f"state_dict[{key!r}]")
+
+
+def _refuse_other_map_state(module, state_dict, prefix, *args) -> None:
+    """load_state_dict pre-hook of every feature map (see :func:`check_feature_states`)."""
+    check_feature_states(module, state_dict, prefix)
 
 
 def make_feature_map(

@@ -21,7 +21,8 @@ costs ``O(L m d_h)`` instead of ``O(L^2 d_h)``. Two model kinds are handled:
   ``query``/``key``/``value`` layers, its scaling and its code are unchanged; the feature map
   is the attribute ``feature_map`` of each self-attention module.
 * **torch's own containers** (``nn.TransformerEncoder``/``Decoder``/``nn.Transformer`` and
-  their layers): each ``nn.MultiheadAttention`` is replaced by
+  their layers): each layer's self-attention (``self_attn``; a decoder layer's
+  cross-attention ``multihead_attn`` is kept as it is) is replaced by
   :meth:`KernelAttention.from_mha <meanfield.attention.mha.KernelAttention.from_mha>`, and
   the encoders' nested-tensor fast path is switched off, because torch decides on it when the
   container is built (it would otherwise hand the kernel attention a nested tensor in eval
@@ -35,6 +36,15 @@ way: :meth:`KernelAttention.from_mha <meanfield.attention.mha.KernelAttention.fr
 keeps the layer's rate, applied to the attention output (weight dropout for
 ``feature_map="softmax"``, as torch); the layers' other dropouts are kept. Each torch layer
 has one ``Omega`` shared by its heads.
+
+Self-attention only. A ``transformers`` model with cross-attention (a decoder,
+``config.add_cross_attention=True``) is refused: ``transformers`` sets the attention function
+for the whole model, so its cross-attention would change too.
+
+Linearizing again replaces the kernel: a second call (any feature map, ``"softmax"``
+included) gives every self-attention a new feature map drawn as a first call would, on the
+same pretrained projections, so ``linearize(m, a)`` then ``linearize(m, b)`` equals
+``linearize(m, b)`` alone (tested). A learned ``Omega`` is thereby replaced by a prior draw.
 
 With ``feature_map="softmax"`` the attention is exact softmax attention through the package's
 :func:`~meanfield.attention.linear.softmax_attention` with the same padding path, so the
@@ -86,8 +96,8 @@ HF_ATTENTION_NAME = "meanfield"
 _TORCH_LAYERS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
 
 
-def _is_hf_self_attention(module: nn.Module) -> bool:
-    """A ``transformers`` BERT-style self-attention: q/k/v linears and a config."""
+def _is_hf_attention(module: nn.Module) -> bool:
+    """A ``transformers`` BERT-style attention: q/k/v linears and a config."""
     return (
         all(isinstance(getattr(module, n, None), nn.Linear) for n in ("query", "key", "value"))
         and hasattr(module, "config")
@@ -95,8 +105,36 @@ def _is_hf_self_attention(module: nn.Module) -> bool:
     )
 
 
+def _hf_cross_attention(model: nn.Module) -> list[nn.Module]:
+    """The ``transformers`` cross-attention modules of ``model`` (a decoder's attention over
+    an encoder's output): ``*CrossAttention`` classes, or q/k/v modules under a wrapper
+    flagged ``is_cross_attention``."""
+    found = {}
+    for module in model.modules():
+        if _is_hf_attention(module) and type(module).__name__.endswith("CrossAttention"):
+            found[id(module)] = module
+        if getattr(module, "is_cross_attention", False) is True:
+            for sub in module.modules():
+                if _is_hf_attention(sub):
+                    found[id(sub)] = sub
+    return list(found.values())
+
+
+def _hf_self_attention(model: nn.Module) -> list[nn.Module]:
+    """The ``transformers`` self-attention modules of ``model``, in layer order."""
+    cross = {id(m) for m in _hf_cross_attention(model)}
+    return [m for m in model.modules() if _is_hf_attention(m) and id(m) not in cross]
+
+
+def _torch_layers(model: nn.Module) -> list[nn.Module]:
+    return [m for m in model.modules() if isinstance(m, _TORCH_LAYERS)]
+
+
 def attention_modules(model: nn.Module) -> list[nn.Module]:
     """The self-attention modules :func:`linearize` acts on, in layer order.
+
+    Cross-attention (``multihead_attn`` of ``nn.TransformerDecoderLayer``, a ``transformers``
+    cross-attention) is not listed: :func:`linearize` does not replace it.
 
     Parameters
     ----------
@@ -105,8 +143,9 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
     Returns
     -------
     list of torch.nn.Module
-        ``transformers`` self-attention modules, ``nn.MultiheadAttention`` and
-        :class:`~meanfield.attention.mha.KernelAttention` modules of torch containers.
+        ``transformers`` self-attention modules; ``nn.MultiheadAttention`` and
+        :class:`~meanfield.attention.mha.KernelAttention` modules other than the
+        cross-attention of torch's decoder layers.
 
     Examples
     --------
@@ -115,12 +154,20 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
     >>> layer = torch.nn.TransformerEncoderLayer(8, 2, batch_first=True)
     >>> len(attention_modules(torch.nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)))
     3
+    >>> len(attention_modules(torch.nn.TransformerDecoderLayer(8, 2)))  # self-attention only
+    1
     """
+    cross = {id(m) for m in _hf_cross_attention(model)}
+    cross |= {
+        id(layer.multihead_attn)
+        for layer in model.modules()
+        if isinstance(layer, nn.TransformerDecoderLayer)
+    }
     found = []
     for module in model.modules():
-        if _is_hf_self_attention(module) or isinstance(
-            module, (nn.MultiheadAttention, KernelAttention)
-        ):
+        if id(module) in cross:
+            continue
+        if _is_hf_attention(module) or isinstance(module, (nn.MultiheadAttention, KernelAttention)):
             found.append(module)
     return found
 
@@ -219,22 +266,37 @@ def _linearize_torch(model, kind, n_features, seed):
             module.use_nested_tensor = False
         if not isinstance(module, _TORCH_LAYERS):
             continue
-        for name in ("self_attn", "multihead_attn"):
-            attn = getattr(module, name, None)
-            if isinstance(attn, nn.MultiheadAttention):
-                # the layer's dropout rate: on the attention output for kernel features
-                # (no weight matrix), as the transformers path above does
-                new = KernelAttention.from_mha(
-                    attn, kind, n_features=n_features, seed=seed * 1000 + layer
-                )
-                setattr(module, name, new)
-                layer += 1
+        # self-attention only: a decoder layer's cross-attention (multihead_attn) is kept
+        attn = module.self_attn
+        if isinstance(attn, KernelAttention):
+            # linearized before: a new kernel on the same projections and options
+            options = dict(
+                tie_qk=attn.tie_qk,
+                eps=attn.eps,
+                chunk_size=attn.chunk_size,
+                redraw_every=attn.redraw_every,
+            )
+            attn = attn.to_mha()
+        else:
+            options = {}
+        if isinstance(attn, nn.MultiheadAttention):
+            # the layer's dropout rate: on the attention output for kernel features
+            # (no weight matrix), as the transformers path above does
+            module.self_attn = KernelAttention.from_mha(
+                attn, kind, n_features=n_features, seed=seed * 1000 + layer, **options
+            )
+        layer += 1
 
 
 def linearize(
     model: nn.Module, feature_map: str = "favor", *, n_features: int = 64, seed: int = 0
 ) -> nn.Module:
-    """Replace every softmax self-attention of ``model`` by kernel attention, in place.
+    """Replace every self-attention of ``model`` by kernel attention, in place.
+
+    Only self-attention: the cross-attention of torch's decoder layers is kept, and a
+    ``transformers`` model with cross-attention is refused. A model linearized before is
+    linearized again: every self-attention gets the new feature map (module notes), on its
+    pretrained projections.
 
     Parameters
     ----------
@@ -260,8 +322,8 @@ def linearize(
     Raises
     ------
     meanfield.errors.InputError
-        An unknown feature map, or a model with no self-attention it can replace (before any
-        change).
+        An unknown feature map, a model with no self-attention it can replace, or a
+        ``transformers`` model with cross-attention (before any change).
 
     Examples
     --------
@@ -280,12 +342,25 @@ def linearize(
     >>> _ = linearize(model, "softmaxfeat", n_features=8)
     >>> [fm.kind for fm in feature_maps_of(model)]
     ['softmaxfeat', 'softmaxfeat']
+    >>> with torch.no_grad():  # linearized again: back to exact attention
+    ...     back = linearize(model, "softmax")(ids, ids == 0)
+    >>> torch.allclose(back, ref, atol=1e-5), feature_maps_of(model)
+    (True, [None, None])
     """
     check_choice("feature_map", feature_map, ATTENTION_KINDS)
     n_features = check_int("n_features", n_features)
     seed = check_int("seed", seed, minimum=0)
-    hf = [m for m in model.modules() if _is_hf_self_attention(m)]
-    torch_layers = [m for m in model.modules() if isinstance(m, _TORCH_LAYERS)]
+    hf = _hf_self_attention(model)
+    torch_layers = _torch_layers(model)
+    cross = _hf_cross_attention(model)
+    if cross:
+        # transformers sets the attention function for the whole model: its cross-attention
+        # would run through it too, which this function neither documents nor tests
+        raise InputError(
+            f"linearize handles encoders: {type(model).__name__} has {len(cross)} "
+            f"transformers cross-attention module(s) ({type(cross[0]).__name__}; "
+            "config.add_cross_attention=True), which it does not replace"
+        )
     if not hf and not torch_layers:
         raise InputError(
             f"linearize found no self-attention to replace in {type(model).__name__}: it "
@@ -331,7 +406,7 @@ class record_attention_inputs:
     """
 
     def __init__(self, model: nn.Module, softmax: bool = False):
-        self.modules = [m for m in model.modules() if _is_hf_self_attention(m)]
+        self.modules = _hf_self_attention(model)
         if not self.modules:
             raise InputError("record_attention_inputs needs a linearized transformers model")
         self.softmax = bool(softmax)

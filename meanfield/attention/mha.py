@@ -18,8 +18,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import check_choice, check_int, check_positive
-from ..errors import InputTypeError
-from .features import AttentionFeatureMap, autocast_off, make_feature_map
+from ..errors import InputError, InputTypeError
+from .features import (
+    AttentionFeatureMap,
+    autocast_off,
+    check_feature_states,
+    make_feature_map,
+)
 from .linear import (
     ATTENTION_KINDS,
     _check_causal_lengths,
@@ -32,16 +37,24 @@ __all__ = ["KernelAttention", "is_causal_mask"]
 
 
 def _mask_tensor(mask, name: str):
-    """Validate the dtype of a mask (bool or floating) and return it, or None."""
+    """Validate the dtype of a mask (bool or floating) and return it, or None.
+
+    The dtypes of :class:`torch.nn.MultiheadAttention`: bool (True = not allowed) or floating
+    (*added* to the attention logits, so a float 0/1 mask is not a padding mask). An integer
+    mask has no meaning there (torch refuses it too): refused by name, never guessed.
+    """
     if mask is None:
         return None
     if not torch.is_tensor(mask):
-        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+        raise InputTypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
-        raise TypeError(f"{name} must be bool or floating (additive), got dtype {mask.dtype}")
+        raise InputTypeError(
+            f"{name} must be bool (True = not allowed) or floating (added to the logits), got "
+            f"dtype {mask.dtype}; pass {name}.bool() if 1 marks the positions to ignore"
+        )
     if mask.is_floating_point() and mask.device.type != "meta":
         if torch.isnan(mask).any() or torch.isposinf(mask).any():
-            raise ValueError(f"a float {name} must not contain NaN or +inf")
+            raise InputError(f"a float {name} must not contain NaN or +inf")
     return mask
 
 
@@ -186,6 +199,9 @@ class KernelAttention(nn.Module):
       is still torch's (the shared block written as both Q and K), and loading checks that
       Q and K are equal.
     * A state_dict of the earlier layout (``q_proj.weight``, ``k_proj.weight``, ...) loads.
+    * A state_dict of another feature map (``feature_map._extra_state`` records its
+      ``kind``: a FAVOR+ state into a PORF module, whose ``Omega`` has the same shape) is
+      refused with :class:`~meanfield.errors.InputError` before any tensor is overwritten.
 
     Initialisation: each Q, K, V block and ``out_proj`` as an ``nn.Linear``, not torch's
     Xavier-uniform with zero biases; the random draws are those of the layers this module
@@ -1026,6 +1042,11 @@ def _load_state_pre_hook(
     ``feature_map.*`` keys keeps the module's own feature map (class notes).
     """
     E, p = module.embed_dim, prefix
+    # before any tensor is copied: a state of another feature map is refused by name (a
+    # kernel state into a softmax module: torch's strict check names the feature_map keys)
+    fm_prefix = p + "feature_map."
+    if module.feature_map is not None:
+        check_feature_states(module.feature_map, state_dict, fm_prefix)
     _legacy_as_mha(state_dict, p)
     packed = state_dict.get(p + "in_proj_weight")
     sep = [state_dict.get(p + n) for n in _SEPARATE]
@@ -1041,7 +1062,6 @@ def _load_state_pre_hook(
             del state_dict[p + name]
         state_dict[p + "in_proj_weight"] = torch.cat(sep)
     if module.feature_map is not None:
-        fm_prefix = p + "feature_map."
         if not any(key.startswith(fm_prefix) for key in state_dict):
             # nn.MultiheadAttention's (or a softmax module's) state_dict: keep our Omega
             state_dict.update(module.feature_map.state_dict(prefix=fm_prefix))

@@ -44,10 +44,11 @@ import torch
 from torch import nn
 
 from .._validation import check_int, check_positive
-from ..errors import DependencyError, InputError
+from ..errors import DependencyError, InputError, InputTypeError, MissingFileError, NumericalError
 from .training import EncodedData
 
 __all__ = [
+    "UNUSED_CHECKPOINT_PREFIXES",
     "PretrainedClassifier",
     "load_pretrained_classifier",
     "load_tokenizer",
@@ -70,16 +71,92 @@ def _transformers():
 def _check_model_dir(path) -> Path:
     path = Path(path)
     if not path.is_dir():
-        raise FileNotFoundError(f"model directory {str(path)!r} does not exist")
+        raise MissingFileError(f"model directory {str(path)!r} does not exist")
     missing = [n for n in ("config.json", "tokenizer.json") if not (path / n).is_file()]
     if not any((path / n).is_file() for n in ("model.safetensors", "pytorch_model.bin")):
         missing.append("model.safetensors")
     if missing:
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"model directory {str(path)!r} is not in the Hugging Face layout: missing "
             f"{', '.join(missing)}"
         )
     return path
+
+
+#: checkpoint keys the encoder does not use, by prefix: the pooler (the classifier pools by
+#: the mean instead) and the heads of pretraining or fine-tuning (replaced by a new head)
+UNUSED_CHECKPOINT_PREFIXES = ("pooler.", "cls.", "lm_head.", "classifier.", "qa_outputs.")
+
+
+def _layer_numbers(keys) -> list[int]:
+    """The layer indices ``i`` named by keys ``...layer.<i>....``."""
+    import re
+
+    found = {int(m.group(1)) for k in keys if (m := re.search(r"\blayer\.(\d+)\.", k))}
+    return sorted(found)
+
+
+def _summarise(keys, n: int = 4) -> str:
+    keys = sorted(keys)
+    more = f" and {len(keys) - n} more" if len(keys) > n else ""
+    return ", ".join(keys[:n]) + more
+
+
+def _check_loaded_encoder(path: Path, encoder, info: dict) -> None:
+    """Refuse an encoder that ``transformers`` loaded with random, dropped or non-finite
+    weights: every tensor must come from the checkpoint, every checkpoint tensor must be
+    used (but the pooler and task heads, :data:`UNUSED_CHECKPOINT_PREFIXES`), with its
+    declared shape, and every weight must be finite."""
+    cfg = encoder.config
+    missing = sorted(info.get("missing_keys") or [])
+    unexpected = sorted(
+        k
+        for k in info.get("unexpected_keys") or []
+        if not any(k.startswith(u) or f".{u}" in k for u in UNUSED_CHECKPOINT_PREFIXES)
+    )
+    mismatched = list(info.get("mismatched_keys") or [])
+    where = f"model directory {str(path)!r}"
+    if mismatched:
+        shown = ", ".join(f"{k} {tuple(a)} in the checkpoint, {tuple(b)} in config.json"
+                          for k, a, b in sorted(mismatched)[:3])  # fmt: skip
+        raise InputError(
+            f"{where}: config.json's sizes do not match the checkpoint's weights "
+            f"({len(mismatched)} tensors: {shown}); config.json declares hidden_size="
+            f"{cfg.hidden_size}, intermediate_size={getattr(cfg, 'intermediate_size', '?')}, "
+            f"num_attention_heads={cfg.num_attention_heads}"
+        )
+    # layer count: layers wholly absent from the checkpoint, or present beyond the config's
+    state_keys = list(encoder.state_dict())
+    model_layers = _layer_numbers(state_keys)
+    gone = set(missing)
+    absent = [i for i in model_layers if all(k in gone for k in state_keys if f"layer.{i}." in k)]
+    extra = _layer_numbers(unexpected)
+    if absent or (extra and max(extra) >= cfg.num_hidden_layers):
+        held = sorted((set(model_layers) - set(absent)) | set(extra))
+        raise InputError(
+            f"{where}: config.json declares num_hidden_layers={cfg.num_hidden_layers} but the "
+            f"checkpoint holds {len(held)} layers (indices {held}); make them agree"
+        )
+    if missing:
+        raise InputError(
+            f"{where}: {len(missing)} tensors of the encoder are missing from the checkpoint "
+            f"(they would be random): {_summarise(missing)}"
+        )
+    if unexpected:
+        raise InputError(
+            f"{where}: {len(unexpected)} checkpoint tensors are not used by the encoder "
+            f"config.json describes: {_summarise(unexpected)}"
+        )
+    bad = [
+        name
+        for name, t in list(encoder.named_parameters()) + list(encoder.named_buffers())
+        if t.is_floating_point() and not torch.isfinite(t).all()
+    ]
+    if bad:
+        raise NumericalError(
+            f"{where}: the checkpoint holds non-finite (NaN or inf) weights in {len(bad)} "
+            f"tensors: {_summarise(bad)}"
+        )
 
 
 def load_tokenizer(path):
@@ -160,6 +237,46 @@ class PretrainedClassifier(nn.Module):
             "attention": "softmax",
         }
 
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """torch's ``load_state_dict``, refusing a state of other attention first.
+
+        Before any tensor is overwritten: a state whose feature maps are of another kind
+        (:func:`~meanfield.attention.features.check_feature_states`) is refused, and, when
+        ``strict``, a state with kernel feature maps for a softmax model or without them for
+        a linearized one (linearize the model as the state was saved first).
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            The state's attention is not the model's.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from meanfield.attention.linearize import linearize
+        >>> from meanfield.attention.pretrained import load_pretrained_classifier, save_tiny_bert
+        >>> folder = tempfile.mkdtemp()
+        >>> save_tiny_bert(folder)
+        >>> favor = linearize(load_pretrained_classifier(folder)[0], "favor", n_features=4)
+        >>> twin = linearize(load_pretrained_classifier(folder)[0], "favor", n_features=4)
+        >>> twin.load_state_dict(favor.state_dict())
+        <All keys matched successfully>
+        """
+        from .features import check_feature_states
+
+        check_feature_states(self, state_dict)
+        if strict:
+            has = any(".feature_map." in k for k in self.state_dict())
+            given = any(".feature_map." in k for k in state_dict)
+            if has != given:
+                raise InputError(
+                    f"state_dict {'holds' if given else 'has no'} kernel feature maps but the "
+                    f"model's attention is {self.config.get('attention', 'softmax')!r}: "
+                    "linearize the model as the state was saved (linearize(model, <feature "
+                    "map>)) before loading it, or load with strict=False"
+                )
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
     @property
     def head_dim(self) -> int:
         """Per-head width ``d_h`` of the encoder's attention.
@@ -182,13 +299,25 @@ class PretrainedClassifier(nn.Module):
         ----------
         input_ids : torch.LongTensor, shape (batch, L)
         padding_mask : torch.BoolTensor, shape (batch, L), optional
-            True = padding (default: no padding).
+            True = padding (default: no padding): the meaning of a bool
+            ``key_padding_mask`` of :class:`torch.nn.MultiheadAttention`. Only bool is
+            accepted: an integer or float 0/1 mask is ambiguous (torch *adds* a float mask to
+            the logits; ``transformers``' ``attention_mask`` has 1 = real token) and is
+            refused by name; pass ``mask.bool()`` when 1 marks padding, ``mask == 0`` when it
+            is an ``attention_mask``.
         segment_ids : torch.LongTensor, shape (batch, L), optional
             Token type ids (0/1 sentence of each token).
 
         Returns
         -------
         torch.Tensor, shape (batch, n_classes)
+
+        Raises
+        ------
+        meanfield.errors.InputTypeError
+            ``padding_mask`` is not a bool tensor.
+        meanfield.errors.InputError
+            ``padding_mask`` does not have the shape of ``input_ids``.
 
         Examples
         --------
@@ -203,7 +332,7 @@ class PretrainedClassifier(nn.Module):
         >>> torch.allclose(a[1:], b, atol=1e-5)
         True
         """
-        keep = None if padding_mask is None else ~padding_mask
+        keep = None if padding_mask is None else ~_check_padding_mask(padding_mask, input_ids)
         h = self.encoder(
             input_ids=input_ids,
             attention_mask=None if keep is None else keep.long(),
@@ -215,6 +344,23 @@ class PretrainedClassifier(nn.Module):
             w = keep.to(h.dtype).unsqueeze(-1)
             pooled = (h * w).sum(1) / w.sum(1).clamp_min(1.0)
         return self.head(self.dropout(pooled))
+
+
+def _check_padding_mask(mask, input_ids) -> torch.Tensor:
+    """The bool padding mask, or a named error (never ``~`` of an integer mask: -1/-2)."""
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool:
+        got = f"dtype {mask.dtype}" if torch.is_tensor(mask) else type(mask).__name__
+        raise InputTypeError(
+            f"padding_mask must be a bool tensor (True = padding, as the key_padding_mask of "
+            f"torch.nn.MultiheadAttention), got {got}; pass mask.bool() if 1 marks padding, "
+            "or mask == 0 if it is a transformers attention_mask (1 = real token)"
+        )
+    if torch.is_tensor(input_ids) and mask.shape != input_ids.shape:
+        raise InputError(
+            f"padding_mask must have the shape of input_ids {tuple(input_ids.shape)}, got "
+            f"{tuple(mask.shape)}"
+        )
+    return mask
 
 
 def load_pretrained_classifier(
@@ -245,8 +391,17 @@ def load_pretrained_classifier(
 
     Raises
     ------
-    FileNotFoundError
-        The directory is missing or not in the HF layout (before loading anything).
+    meanfield.errors.MissingFileError
+        The directory is missing or not in the HF layout (before loading anything); also a
+        :class:`FileNotFoundError`.
+    meanfield.errors.InputError
+        The checkpoint does not match ``config.json``: a layer count, a size (hidden,
+        intermediate, heads) or a tensor name that disagree, so that ``transformers`` would
+        have left random weights in the encoder or dropped some of the checkpoint's (the
+        pooler and task heads, :data:`UNUSED_CHECKPOINT_PREFIXES`, are expected unused); or a
+        ``config.json`` that ``transformers`` cannot read.
+    meanfield.errors.NumericalError
+        A weight of the checkpoint is NaN or infinite (the message names the tensors).
     meanfield.errors.DependencyError
         ``transformers`` is not installed.
 
@@ -263,15 +418,24 @@ def load_pretrained_classifier(
     tf = _transformers()
     path = _check_model_dir(path)
     n_classes = check_int("n_classes", n_classes, minimum=2)
-    tf.logging.set_verbosity_error()  # the missing pooler/head warnings are expected
+    tf.logging.set_verbosity_error()  # the loading report is checked below instead
     tf.utils.logging.disable_progress_bar()
-    encoder = tf.AutoModel.from_pretrained(
-        str(path),
-        local_files_only=True,
-        add_pooling_layer=False,
-        attn_implementation=attn_implementation,
-        dtype=torch.float32,
-    )
+    try:
+        encoder, info = tf.AutoModel.from_pretrained(
+            str(path),
+            local_files_only=True,
+            add_pooling_layer=False,
+            attn_implementation=attn_implementation,
+            dtype=torch.float32,
+            output_loading_info=True,
+            # shapes that disagree are reported in `info` and refused below, by name
+            ignore_mismatched_sizes=True,
+        )
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(
+            f"model directory {str(path)!r}: transformers cannot load it ({exc})"
+        ) from exc
+    _check_loaded_encoder(path, encoder, info)
     model = PretrainedClassifier(encoder, n_classes, dropout=dropout, seed=seed)
     model.config["source"] = str(path)
     return model.train(), load_tokenizer(path)

@@ -42,6 +42,7 @@ from .._version import __version__
 
 __all__ = [
     "check_config",
+    "check_study_inputs",
     "dataset_seeds",
     "variants",
     "run_softmax",
@@ -134,7 +135,207 @@ def check_config(cfg: dict) -> dict:
     for m in out["methods"]:
         if m not in ("vanilla", "kernel", "hedgehog"):
             raise InputError(f"methods must be among vanilla, kernel, hedgehog; got {m!r}")
+    _check_values(out)
     return out
+
+
+def _check_list(name: str, value, allowed=None, *, empty: bool = False) -> list:
+    from ..errors import InputError
+
+    if not isinstance(value, list) or (not value and not empty):
+        need = "a list" if empty else "a non-empty list"
+        raise InputError(f"{name} must be {need}, got {value!r}")
+    if allowed is not None:
+        for v in value:
+            if v not in allowed:
+                raise InputError(f"{name} must be among {', '.join(allowed)}; got {v!r}")
+    return value
+
+
+def _check_seeds(name: str, seeds) -> None:
+    from .._validation import check_int
+
+    for s in _check_list(name, seeds):
+        check_int(f"{name} entries", s, minimum=0)
+
+
+def _check_values(cfg: dict) -> None:
+    """Every value of a filled-in configuration in its range, before any work: the message
+    names the key (``train.lr``) and the range (:func:`check_config`)."""
+    from .._validation import check_int, check_positive
+    from ..attention.data import TASKS
+    from ..attention.features import FEATURE_KINDS
+    from ..errors import InputError
+
+    for key in ("name", "description"):
+        if not isinstance(cfg[key], str):
+            raise InputError(f"{key} must be a string, got {cfg[key]!r}")
+    names = [ds["name"] for ds in _check_list("datasets", cfg["datasets"], empty=True)]
+    if len(set(names)) != len(names):
+        raise InputError(f"datasets must have distinct names, got {names}")
+    for ds in cfg["datasets"]:
+        where = f"dataset {ds['name']!r}"
+        if ds["task"] not in TASKS:
+            raise InputError(f"{where}: task must be among {', '.join(TASKS)}; got {ds['task']!r}")
+        if ds.get("max_train") is not None:
+            check_int(f"{where}: max_train", ds["max_train"], minimum=2)
+        if "seeds" in ds:
+            _check_seeds(f"{where}: seeds", ds["seeds"])
+    _check_seeds("seeds", cfg["seeds"])
+    _check_list("features", cfg["features"], FEATURE_KINDS, empty=True)
+    _check_list("methods", cfg["methods"], ("vanilla", "kernel", "hedgehog"), empty=True)
+    ctl = cfg["controls"] if cfg["controls"] is not None else {}
+    if not isinstance(ctl, dict):
+        raise InputError(f"controls must be a mapping, got {ctl!r}")
+    for k in ctl:
+        if k not in ("feature", "kinds"):
+            raise InputError(f"unknown configuration key controls.{k!r}")
+    kinds = _check_list("controls.kinds", ctl.get("kinds", []), ("redraw", "lam0"), empty=True)
+    used = list(cfg["features"])
+    if kinds:
+        if ctl.get("feature") not in FEATURE_KINDS:
+            raise InputError(
+                f"controls.feature must be among {', '.join(FEATURE_KINDS)}; got "
+                f"{ctl.get('feature')!r}"
+            )
+        used.append(ctl["feature"])
+    if not isinstance(cfg["n_features"], dict):
+        raise InputError(f"n_features must be a mapping feature -> int, got {cfg['n_features']!r}")
+    for feature in used:
+        if feature not in cfg["n_features"]:
+            raise InputError(f"n_features has no entry for the feature map {feature!r}")
+        check_int(f"n_features.{feature}", cfg["n_features"][feature], minimum=1)
+    check_int("max_length", cfg["max_length"], minimum=4)
+    fraction = check_positive("validation_fraction", cfg["validation_fraction"])
+    if fraction > 0.5:
+        raise InputError(f"validation_fraction must be in (0, 0.5], got {fraction}")
+    check_int("data_seed", cfg["data_seed"], minimum=0)
+    rate = check_positive("noise.rate", cfg["noise"]["rate"], allow_zero=True)
+    if rate >= 1:
+        raise InputError(f"noise.rate must be in [0, 1), got {rate}")
+    check_int("noise.seed", cfg["noise"]["seed"], minimum=0)
+    if not isinstance(cfg["freeze_embeddings"], bool):
+        raise InputError(
+            f"freeze_embeddings must be true or false, got {cfg['freeze_embeddings']!r}"
+        )
+    tr = cfg["train"]
+    check_int("train.batch_size", tr["batch_size"], minimum=1)
+    check_positive("train.lr", tr["lr"])
+    check_positive("train.max_epochs", tr["max_epochs"])
+    check_int("train.patience", tr["patience"], minimum=1)
+    check_positive("train.eval_every", tr["eval_every"])
+    check_int("train.warmup_steps", tr["warmup_steps"], minimum=0)
+    check_positive("train.weight_decay", tr["weight_decay"], allow_zero=True)
+    hh = cfg["hedgehog"]
+    check_int("hedgehog.n_sequences", hh["n_sequences"], minimum=1)
+    check_int("hedgehog.n_heldout", hh["n_heldout"], minimum=1)
+    check_int("hedgehog.steps", hh["steps"], minimum=1)
+    check_positive("hedgehog.lr", hh["lr"])
+    pa = cfg["phase_a"]
+    check_int("phase_a.n_align", pa["n_align"], minimum=2)
+    check_int("phase_a.n_heldout", pa["n_heldout"], minimum=2)
+    check_int("phase_a.n_steps", pa["n_steps"], minimum=1)
+    check_positive("phase_a.tilt", pa["tilt"])
+
+
+def check_study_inputs(
+    cfg: dict,
+    *,
+    data_dir,
+    model_dir,
+    out_dir,
+    scheduler: str = "threads",
+    n_workers: int | None = 1,
+    stages=("softmax", "linearized"),
+    device: str = "cpu",
+) -> dict:
+    """Check everything :func:`run_study` needs, before any work; nothing is written.
+
+    The configuration (:func:`check_config`, every value in its range, at least one data
+    set), the stages, the device, the scheduler and ``n_workers``, that ``out_dir`` can be
+    written (a file is created and removed there, so a read-only folder is found even where
+    permission bits do not tell), that ``model_dir`` holds a checkpoint that loads exactly
+    (:func:`~meanfield.attention.pretrained.load_pretrained_classifier`: layer count, sizes,
+    every tensor present and used, finite) and that every data set's splits load.
+
+    Returns
+    -------
+    dict
+        The configuration with defaults filled in.
+
+    Raises
+    ------
+    meanfield.errors.MeanfieldError
+        The first problem found, naming the parameter and its allowed range
+        (:class:`~meanfield.errors.InputError`, :class:`~meanfield.errors.OutputPathError`,
+        :class:`~meanfield.errors.MissingFileError`, :class:`~meanfield.errors.ResourceError`,
+        :class:`~meanfield.errors.NumericalError`, ...).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from meanfield.attention.pretrained import save_tiny_bert
+    >>> model_dir = tempfile.mkdtemp(); save_tiny_bert(model_dir)
+    >>> cfg = json.load(open(TINY_CONFIG))
+    >>> cfg["train"]["batch_size"] = 0
+    >>> check_study_inputs(cfg, data_dir=FIXTURES, model_dir=model_dir, out_dir=tempfile.mkdtemp())
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: train.batch_size must be an integer >= 1, got 0
+    """
+    from .._validation import check_device, check_int
+    from ..attention.pretrained import load_pretrained_classifier
+    from ..errors import InputError
+    from ..workbench.sweeps import check_scheduler
+
+    cfg = check_config(cfg)
+    if not cfg["datasets"]:
+        raise InputError("datasets must be a non-empty list of data sets to run")
+    stages = tuple(stages) if not isinstance(stages, str) else (stages,)
+    if not stages or any(st not in ("softmax", "linearized") for st in stages):
+        raise InputError(f"stages must be among 'softmax', 'linearized'; got {stages!r}")
+    device = check_device("device", device)
+    if n_workers is not None:
+        check_int("n_workers", n_workers, minimum=1)
+    check_scheduler(scheduler)
+    _check_writable("out_dir", out_dir)
+    load_pretrained_classifier(model_dir)  # refuses a folder that does not load exactly
+    _load_every_split(cfg, data_dir)
+    return cfg
+
+
+def _check_writable(name: str, folder) -> None:
+    """Refuse a folder that cannot be written (see :func:`check_study_inputs`)."""
+    import os
+    import tempfile
+
+    from .._validation import check_output_path, shown
+    from ..errors import OutputPathError
+
+    name = shown(name)
+    path = check_output_path(name, folder, kind="dir")
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".write-check-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise OutputPathError(
+            f"{name} {str(path)!r} cannot be written: the folder {str(probe)!r} refuses a "
+            f"new file ({exc.strerror or exc})"
+        ) from None
+
+
+def _load_every_split(cfg: dict, data_dir) -> None:
+    """Load every data set's splits once (a missing file is refused before any work)."""
+    from ..attention.data import load_split
+
+    for ds in cfg["datasets"]:
+        src = ds.get("source", "auto")
+        for split in (ds.get("train_split", "train"), ds.get("eval_split", "test")):
+            load_split(ds["task"], split, data_dir, source=src)
 
 
 def dataset_seeds(cfg: dict, ds: dict) -> list[int]:
@@ -506,6 +707,10 @@ def run_study(
     (default ``cfg``): a run of a subset (some data sets, seeds or variants) records the
     whole study it belongs to, so the report keeps every variant and comparison.
 
+    Everything is checked before any work (:func:`check_study_inputs`): a bad value, folder,
+    checkpoint, device or scheduler raises a :class:`~meanfield.errors.MeanfieldError`
+    naming it, and nothing is written.
+
     Examples
     --------
     >>> import json, tempfile
@@ -522,11 +727,22 @@ def run_study(
     from .._validation import check_device
     from ..workbench.sweeps import grid_points, run_sweep
 
-    cfg = check_config(cfg)
+    # everything checked before any work: nothing is written or trained on a bad input
+    record = check_config(record or cfg)
+    cfg = check_study_inputs(
+        cfg,
+        data_dir=data_dir,
+        model_dir=model_dir,
+        out_dir=out_dir,
+        scheduler=scheduler,
+        n_workers=n_workers,
+        stages=stages,
+        device=device,
+    )
     device = check_device("device", device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(check_config(record or cfg), indent=1))
+    (out / "config.json").write_text(json.dumps(record, indent=1))
     # what a run computes from: the grid's own lists (seeds, features, methods, controls) and
     # the labels stay out, so extending a grid never recomputes the runs already done; each
     # data set is its own sweep, keyed by its own entry, so adding a data set changes nothing

@@ -24,6 +24,15 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: the Python names of the checks, as the flags that set them
+FLAGS = {
+    "out_dir": "--out",
+    "data_dir": "--data-dir",
+    "model_dir": "--model-dir",
+    "n_workers": "--n-workers",
+    "scheduler": "--scheduler",
+    "device": "--device",
+}
 
 
 def parse(argv):
@@ -56,7 +65,7 @@ def parse(argv):
 
 def main(argv=None) -> int:
     args = parse(argv)
-    from meanfield._validation import check_device
+    from meanfield._validation import check_device, spelled_as
     from meanfield.errors import MeanfieldError
     from meanfield.studies import pretrained_nlp as study
     from meanfield.studies.pretrained_nlp_report import write_report
@@ -105,6 +114,25 @@ def main(argv=None) -> int:
             ctl["kinds"] = [k for k in kinds if k in args.controls]
             cfg["controls"] = ctl
         stages = ("softmax", "linearized") if args.stage == "both" else (args.stage,)
+        if args.report_only:
+            if not (args.out / "config.json").is_file():
+                raise FileNotFoundError(
+                    f"--out: {str(args.out)!r} holds no study (no config.json) to report on"
+                )
+        else:
+            # the whole configuration, the folders, the checkpoint, the data, the device and
+            # the scheduler: checked before anything is trained or written
+            with spelled_as(FLAGS):
+                study.check_study_inputs(
+                    cfg,
+                    data_dir=args.data_dir,
+                    model_dir=args.model_dir,
+                    out_dir=args.out,
+                    scheduler=args.scheduler,
+                    n_workers=args.n_workers,
+                    stages=stages,
+                    device=args.device,
+                )
     except (MeanfieldError, OSError, ValueError, json.JSONDecodeError) as exc:
         print(f"run_study: error: {exc}", file=sys.stderr)
         return 2
