@@ -421,3 +421,39 @@ def test_valid_tiny_study_still_runs_after_the_checks(bert_dir, tmp_path):
     assert not (tmp_path / "out").exists()  # the checks write nothing
     res = run_study(cfg, progress=False, **kw)
     assert np.isfinite(res["linearized"]["clean_accuracy"].values).all()
+
+
+def test_report_with_a_softmax_run_of_accuracy_zero_leaves_recovered_empty(tmp_path):
+    """A softmax run of accuracy 0 (a diverged run) has no 'recovered' ratio: the report
+    shows '—' for it instead of dividing by zero; the other cells are computed as usual."""
+    import json
+
+    import xarray as xr
+
+    from meanfield.results import save_dataset
+    from meanfield.studies.pretrained_nlp_report import write_report
+
+    cfg = {
+        "name": "t",
+        "datasets": [{"name": "a", "task": "rotten_tomatoes"}],
+        "features": ["favor"],
+        "methods": ["vanilla"],
+        "train": {"max_epochs": 3.0},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    for folder, variant, acc in (("softmax", "softmax", 0.0), ("linearized", "vanilla-favor", 0.6)):
+        runs = tmp_path / folder / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        ds = xr.Dataset({"clean_accuracy": ((), acc), "noisy_accuracy": ((), acc)})
+        ds["clean_ece"] = ((), 0.0)
+        ds["best_epoch"] = ((), 1.0)
+        ds.attrs.update(sweep_dataset="a", sweep_seed=0, sweep_variant=variant)
+        save_dataset(ds, runs / f"{variant}-0.nc")
+    write_report(tmp_path)
+    rows = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")
+        for line in (tmp_path / "report.md").read_text().splitlines()
+        if line.startswith("| ")
+    }
+    assert rows["vanilla-favor"][1].strip() == "1"  # one seed
+    assert rows["vanilla-favor"][6].strip() == "—"  # recovered: not computable

@@ -1,6 +1,6 @@
 """The published Hedgehog feature map: a trainable per-head map with a two-sided softmax.
 
-Hedgehog (Zhang, Bhatia, Kumbong & Ré, ICLR 2024) replaces the random projection of FAVOR+
+Hedgehog (Zhang, Bhatia, Kumbong & Ré, ICLR 2024 [1]_) replaces the random projection of FAVOR+
 by a *learned* one. Per head ``h``, a query or key ``x`` in ``R^{d_h}`` is mapped to
 
 .. math::

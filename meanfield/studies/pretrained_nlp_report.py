@@ -193,7 +193,8 @@ def write_report(out, data_dir=None) -> dict:
             ece = t_interval([r["clean_ece"] for r in rs])
             lin = t_interval([r.get("linearized_accuracy", np.nan) for r in rs])
             rec = t_interval(
-                [r["clean_accuracy"] / soft[r["seed"]] for r in rs if r["seed"] in soft]
+                # a softmax run of accuracy 0 recovers nothing measurable: left out, not 1/0
+                [r["clean_accuracy"] / soft[r["seed"]] for r in rs if soft.get(r["seed"], 0) > 0]
             )
             # a run whose best validation loss came at its last evaluation was stopped by the
             # epoch budget, not by early stopping: it may not have converged
