@@ -19,16 +19,25 @@ learns the dimension.
 
 Coincident points (z = 0, possible after projection onto the boundary) get gradient 0, the
 symmetric subgradient, instead of NaN; the value there is +inf for the singular kernels.
+
+A new kernel (a :class:`PairKernel` subclass, or a :class:`CallableKernel` around a function)
+gives κ only: κ' defaults to the derivative by :func:`torch.func.grad`, and whether the kernel
+is singular at coincident points is derived from κ' (:attr:`PairKernel.is_singular`), so a user
+kernel cannot give silent NaN forces there.  A subclass without κ is refused when it is
+instantiated.
 """
 
 from __future__ import annotations
 
+import abc
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from ._validation import check_choice, check_finite_real, check_int, check_positive
+from .errors import InputError, InputTypeError
 
 
 def _pow_(u: torch.Tensor, e: float) -> torch.Tensor:
@@ -54,35 +63,109 @@ def _pow_(u: torch.Tensor, e: float) -> torch.Tensor:
     return result.mul_(half) if half is not None else result
 
 
-class PairKernel:
-    r"""A radial pair kernel k(z) = κ(|z|² + ε²).
+#: Offsets above ε² at which :attr:`PairKernel.is_singular` reads κ' (float64): at u = ε² itself
+#: (a coincident pair), and at two tiny distances apart, where a κ' that blows up as u → ε² but
+#: is guarded at exactly ε² is enormous and grows by many orders of magnitude.
+_SINGULAR_PROBES = (0.0, 1e-200, 1e-100)
+#: Growth of |κ'| from u = ε² + 1e-100 to ε² + 1e-200 above which κ' counts as blowing up (a
+#: smooth κ' changes by a factor ≈ 1 there, the weakest power blow-up u^(−a) that is not
+#: already infinite by a factor 10^(100 a)).
+_SINGULAR_GROWTH = 1e3
 
-    Subclasses give κ and κ'; values and gradients in z follow from
+
+def _derivative(kappa: Callable, u: torch.Tensor) -> torch.Tensor:
+    """κ'(u) of an elementwise κ by :func:`torch.func.grad` of Σ κ: the shape, dtype and
+    device of ``u``; differentiable again (a function transform: an outer ``no_grad`` does not
+    stop it, and an outer autograd graph through ``u`` is kept)."""
+    return torch.func.grad(lambda x: torch.as_tensor(kappa(x), dtype=x.dtype).sum())(u)
+
+
+def _derived_singularity(kernel: PairKernel) -> bool:
+    """Whether 2κ'(r² + ε²) is not finite at r = 0 or blows up as r → 0: κ' in float64 at the
+    :data:`_SINGULAR_PROBES` above ε²; a non-finite value (inf or NaN) there, or |κ'| growing
+    more than :data:`_SINGULAR_GROWTH` times between the two tiny offsets, is singular."""
+    eps2 = float(kernel.softening) ** 2
+    u = torch.tensor([eps2 + d for d in _SINGULAR_PROBES], dtype=torch.float64)
+    d = torch.as_tensor(kernel.dkappa(u), dtype=torch.float64)
+    d = torch.broadcast_to(d, u.shape).abs()
+    if not bool(torch.isfinite(d).all()):
+        return True
+    return bool(d[1] > _SINGULAR_GROWTH * d[2])
+
+
+def _kappa_from_value_sq(self, u):
+    """κ(u) = value_sq(u − ε²): the κ of a kernel that defines its value on r² directly."""
+    return self.value_sq(u - self.softening**2)
+
+
+def _on_torch(fn: Callable, u):
+    """fn(u) for a function written in torch: a tensor ``u`` is passed as is, numpy (or a
+    number) as a float64 tensor and the result returned as numpy; the result has the shape
+    and (tensor) dtype of ``u`` (a constant result is broadcast)."""
+    if isinstance(u, torch.Tensor):
+        out = torch.as_tensor(fn(u), dtype=u.dtype, device=u.device)
+        return out if out.shape == u.shape else torch.broadcast_to(out, u.shape)
+    return _on_torch(fn, torch.as_tensor(np.asarray(u, dtype=float))).numpy()
+
+
+class PairKernel(abc.ABC):
+    r"""A radial pair kernel k(z) = κ(|z|² + ε²): the base of every kernel.
+
+    Values and gradients in z follow from κ and κ':
 
     .. math::
 
         k(z) = \kappa(|z|^2 + \varepsilon^2), \qquad
         \nabla k(z) = 2\,\kappa'(|z|^2 + \varepsilon^2)\, z .
 
+    **Writing a kernel.**  A subclass gives :meth:`kappa` (required: the class is abstract
+    until it does, and instantiating it raises ``TypeError``).  It may give
+    :meth:`dkappa` (κ', faster and exact); without it κ' is the derivative of κ by
+    :func:`torch.func.grad`.  :attr:`is_singular` is derived from κ' (a subclass may declare
+    it, as a class attribute or a property); ``softening`` (ε, default 0) and ``name`` (what
+    :meth:`describe` records) are attributes.  κ receives torch tensors from the particle
+    code and numpy arrays from :meth:`radial` (plots, the grid solver): write it with
+    operators valid for both (``u ** 0.5``) or use :class:`CallableKernel`, which converts.
+    A wrapper that defines the value on r² directly (overriding :meth:`value_sq` and
+    :meth:`grad_coeff_sq`) gets κ(u) = value_sq(u − ε²) and needs no :meth:`kappa`.
+
     Examples
     --------
+    κ only (k(z) = |z|²/2, κ(u) = u/2): κ' = 1/2 comes from autograd.
+
     >>> import torch
     >>> from meanfield.kernels import PairKernel
-    >>> class Half(PairKernel):  # k(z) = |z|²/2
+    >>> class Half(PairKernel):
     ...     def kappa(self, u):
     ...         return 0.5 * u
-    ...     def dkappa(self, u):
-    ...         return 0.5 + 0.0 * u
     >>> z = torch.tensor([[3.0, 4.0]])
-    >>> float(Half()(z)[0]), Half().gradient(z).tolist()
-    (12.5, [[3.0, 4.0]])
+    >>> float(Half()(z)[0]), Half().gradient(z).tolist(), Half().is_singular
+    (12.5, [[3.0, 4.0]], False)
+
+    A subclass without κ is refused at once:
+
+    >>> class Broken(PairKernel):
+    ...     pass
+    >>> Broken()
+    Traceback (most recent call last):
+    ...
+    TypeError: Can't instantiate abstract class Broken ...
     """
 
     name = ""
     softening = 0.0
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a wrapper that defines the value on r² (value_sq) has its κ from it; set before
+        # abc counts the abstract methods of the new class, so it is not abstract
+        if "value_sq" in cls.__dict__ and getattr(cls.kappa, "__isabstractmethod__", False):
+            cls.kappa = _kappa_from_value_sq
+
+    @abc.abstractmethod
     def kappa(self, u):
-        """κ(u), elementwise, for u = |z|² + ε² (torch or numpy).
+        """κ(u), elementwise, for u = |z|² + ε² (torch or numpy): the one method a subclass
+        must define (abstract here).
 
         Parameters
         ----------
@@ -101,10 +184,11 @@ class PairKernel:
         >>> Riesz(s=1.0).kappa(np.array([4.0]))  # u^(−1/2)
         array([0.5])
         """
-        raise NotImplementedError
 
     def dkappa(self, u):
-        """κ'(u), elementwise (torch or numpy).
+        """κ'(u), elementwise (torch or numpy); by default the derivative of :meth:`kappa`
+        by :func:`torch.func.grad` (numpy input computed in float64 torch and returned as
+        numpy).
 
         Parameters
         ----------
@@ -114,7 +198,7 @@ class PairKernel:
         Returns
         -------
         tensor or ndarray
-            dκ/du at ``u``, same shape and library as ``u``.
+            dκ/du at ``u``, same shape and library (a tensor: the same dtype) as ``u``.
 
         Examples
         --------
@@ -122,8 +206,15 @@ class PairKernel:
         >>> from meanfield.kernels import Riesz
         >>> Riesz(s=1.0).dkappa(np.array([4.0]))  # −½ u^(−3/2)
         array([-0.0625])
+        >>> from meanfield.kernels import CallableKernel
+        >>> CallableKernel(lambda u: u**3, name="cubic").dkappa(np.array([2.0]))  # 3u², autograd
+        array([12.])
         """
-        raise NotImplementedError
+        if isinstance(u, torch.Tensor):
+            return _derivative(self.kappa, u)
+        u = np.asarray(u)
+        u = u if np.issubdtype(u.dtype, np.floating) else u.astype(float)
+        return _derivative(self.kappa, torch.from_numpy(u)).numpy()
 
     def check_dimension(self, dim: int) -> None:
         """Raise if the kernel is not locally integrable in R^dim (nothing to check by default).
@@ -144,18 +235,36 @@ class PairKernel:
         >>> Gaussian().check_dimension(5) is None  # bounded: integrable in every dimension
         True
         """
+        return None  # a concrete default (not abstract): no constraint unless a kernel has one
 
     @property
     def is_singular(self) -> bool:
-        """Whether κ'(u) blows up at u = 0 (so coincident points need the zero subgradient).
+        """Whether κ' is not finite, or blows up, at coincident points (u = ε²), so that they
+        need the zero subgradient instead of 2κ'(ε²)·0 = NaN.
+
+        Derived from κ' (not declared): κ' is read in float64 at u = ε² and at ε² + 1e-200 and
+        ε² + 1e-100; the kernel is singular when a value is inf or NaN, or when |κ'| grows more
+        than 1000 times between the last two (a κ' guarded at 0 that blows up next to it).
+        Computed once per softening and remembered (the parameters of a kernel are fixed
+        after construction).  A subclass may declare it instead (a class attribute or a
+        property, as :class:`Riesz` does).
 
         Examples
         --------
-        >>> from meanfield.kernels import Gaussian, Riesz
+        >>> from meanfield.kernels import CallableKernel, Gaussian, Riesz
         >>> Gaussian().is_singular, Riesz(s=0.0).is_singular, Riesz(1.0, 0.1).is_singular
         (False, True, False)
+        >>> import torch
+        >>> log = CallableKernel(lambda u: -0.5 * torch.log(u), name="log2")  # −log|z|
+        >>> log.is_singular, CallableKernel(log.kappa, softening=0.1, name="log2").is_singular
+        (True, False)
         """
-        return False
+        cached = self.__dict__.get("_derived_is_singular")
+        if cached is not None and cached[0] == self.softening:
+            return cached[1]
+        singular = _derived_singularity(self)
+        self.__dict__["_derived_is_singular"] = (self.softening, singular)
+        return singular
 
     # --- values as functions of z or r, for users, plots and the grid solver -----------------
     def value_sq(self, r2):
@@ -201,16 +310,19 @@ class PairKernel:
         array([ 0.  , -0.25])
         """
         u = r2 + self.softening**2
+        # coincident points are r² = 0 (u = ε²: a kernel singular there may be softened)
         if isinstance(u, torch.Tensor):
             # the common case, no coincidences, skips the masked form; under torch.compile the
             # masked form is taken always (one fused kernel, no host synchronisation)
-            if not self.is_singular or (not torch.compiler.is_compiling() and bool(u.min() > 0)):
+            if not self.is_singular or (not torch.compiler.is_compiling() and bool(r2.min() > 0)):
                 return 2.0 * self.dkappa(u)
-            safe = torch.where(u > 0, u, torch.ones_like(u))
-            return torch.where(u > 0, 2.0 * self.dkappa(safe), torch.zeros_like(u))
+            apart = r2 > 0
+            safe = torch.where(apart, u, torch.ones_like(u))
+            return torch.where(apart, 2.0 * self.dkappa(safe), torch.zeros_like(u))
         u = np.asarray(u, dtype=float)
-        safe = np.where(u > 0, u, 1.0)
-        return np.where(u > 0, 2.0 * self.dkappa(safe), 0.0)
+        apart = np.asarray(r2) > 0
+        safe = np.where(apart, u, 1.0)
+        return np.where(apart, 2.0 * self.dkappa(safe), 0.0)
 
     def grad_coeff_sq_(self, r2: torch.Tensor) -> torch.Tensor:
         """:meth:`grad_coeff_sq` that may overwrite ``r2`` (the hot loop of the pair sums).
@@ -458,6 +570,7 @@ class Quadratic(PairKernel):
     """
 
     name = "quadratic"
+    is_singular = False  # declared: κ' = 1/2 everywhere
 
     def kappa(self, u):
         return 0.5 * u
@@ -492,6 +605,7 @@ class Gaussian(PairKernel):
     """
 
     name = "gaussian"
+    is_singular = False  # declared: κ' is bounded
 
     def __init__(self, width: float = 1.0):
         self.width = check_positive("width", width)
@@ -511,6 +625,103 @@ class Gaussian(PairKernel):
 
 
 KERNEL_NAMES = ("riesz", "coulomb", "log", "quadratic", "gaussian")
+
+
+class CallableKernel(PairKernel):
+    r"""A user kernel k(z) = κ(|z|² + ε²) from a function κ written in torch; κ' by autograd
+    unless given.
+
+    .. math::
+
+        k(z) = \kappa(|z|^2 + \varepsilon^2), \qquad
+        \nabla k(z) = 2\,\kappa'(|z|^2 + \varepsilon^2)\, z ,
+
+    κ' by :func:`torch.func.grad` of κ when ``dkappa`` is None.  Whether the kernel is singular
+    at coincident points is derived from κ' (:attr:`PairKernel.is_singular`); those points get
+    the zero subgradient, never NaN.  The functions receive torch tensors (numpy input, from
+    :meth:`~PairKernel.radial` and the grid solver, is converted to float64 tensors and the
+    result back); they must be elementwise.  Beside
+    :class:`~meanfield.energy.CallablePotential` for the one-body term.
+
+    Parameters
+    ----------
+    kappa : callable
+        κ: a tensor u = |z|² + ε² of any shape (..., N) -> κ(u), the same shape.
+    dkappa : callable, optional
+        κ' (same contract); default: the derivative of ``kappa`` by autograd.
+    name : str, default "custom"
+        Name recorded by :meth:`describe` (not one of the built-in names of
+        :func:`make_kernel`, which it would pass for).
+    softening : float, default 0
+        Softening length ε ≥ 0, added as u = |z|² + ε².
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``kappa`` or ``dkappa`` not callable, ``name`` not a string.
+    meanfield.errors.InputError
+        ``name`` empty or a built-in kernel name; ``softening`` negative or not finite.
+
+    See Also
+    --------
+    PairKernel : the base class (subclass it for a kernel with parameters of its own).
+    meanfield.energy.CallablePotential : a user one-body potential.
+
+    Examples
+    --------
+    k(z) = |z|²/2 − |z| (attraction at long range, repulsion at short), κ(u) = u/2 − √u; its
+    κ'(u) = 1/2 − 1/(2√u) blows up at 0, so coincident points get the zero subgradient:
+
+    >>> import torch
+    >>> from meanfield.kernels import CallableKernel
+    >>> k = CallableKernel(lambda u: u / 2 - torch.sqrt(u), name="attractive-repulsive")
+    >>> k.dkappa(torch.tensor([4.0], dtype=torch.float64)).tolist()  # 1/2 − 1/4
+    [0.25]
+    >>> k.is_singular, k.gradient(torch.zeros(1, 2)).tolist()
+    (True, [[0.0, 0.0]])
+    >>> k.describe()
+    {'kernel': 'attractive-repulsive', 'softening': 0.0}
+    """
+
+    def __init__(
+        self,
+        kappa: Callable,
+        dkappa: Callable | None = None,
+        name: str = "custom",
+        softening: float = 0.0,
+    ):
+        if not callable(kappa):
+            raise InputTypeError(
+                f"kappa must be a callable u -> κ(u) on torch tensors, got {type(kappa).__name__}"
+            )
+        if dkappa is not None and not callable(dkappa):
+            raise InputTypeError(
+                "dkappa must be None (autograd) or a callable u -> κ'(u) on torch tensors, got "
+                f"{type(dkappa).__name__}"
+            )
+        if not isinstance(name, str):
+            raise InputTypeError(f"name must be a string, got {type(name).__name__}")
+        if not name or name in KERNEL_NAMES:
+            raise InputError(
+                f"name must be a non-empty string other than the built-in kernel names "
+                f"{KERNEL_NAMES} (describe() would pass for one), got {name!r}"
+            )
+        self.kappa_fn, self.dkappa_fn, self.name = kappa, dkappa, name
+        self.softening = check_positive("softening (epsilon)", softening, allow_zero=True)
+
+    def kappa(self, u):
+        return _on_torch(self.kappa_fn, u)
+
+    def dkappa(self, u):
+        if self.dkappa_fn is None:
+            return super().dkappa(u)
+        return _on_torch(self.dkappa_fn, u)
+
+    def describe(self) -> dict:
+        return {"kernel": self.name, "softening": self.softening}
+
+    def __repr__(self) -> str:
+        return f"CallableKernel(name={self.name!r}, softening={self.softening})"
 
 
 def make_kernel(

@@ -218,7 +218,25 @@ class DualAveraging:
         \log \bar\varepsilon_m = m^{-\kappa} \log \varepsilon_m
         + (1 - m^{-\kappa}) \log \bar\varepsilon_{m-1}.
 
-    ``step_size`` is ε_m (used during warm-up), ``final_step_size`` is ε̄_m (frozen afterwards).
+    ``step_size`` is ε_m (used during warm-up), ``final_step_size`` is ε̄_m (frozen afterwards),
+    each with its logarithm rounded to the nearest multiple of ``log_step_grid`` (the
+    recursion itself runs unrounded):
+
+    .. math::
+
+        \varepsilon_m = \exp\big(g \cdot \operatorname{round}(\log \varepsilon_m / g)\big),
+        \qquad g = 2^{-10}\ \text{(a relative step of 0.1 \%)}.
+
+    Why: the recursion is unstable to perturbations of the acceptances.  A change δα in one
+    α_m moves log ε by √m/(γ (m + t₀)) δα (1.4–3.2 δα for m ≤ 200), the next trajectory's
+    acceptance by about as much, and so on: a round-off difference (~1e-14) between two
+    computations of the same chain (HMC's compiled and eager paths) grows about ×3 per
+    warm-up trajectory, until after ~40 trajectories the two step sizes differ in the second
+    digit.  Rounded, the step sizes both paths use are bit-identical unless an unrounded
+    log ε falls within its round-off (≤ √m/γ · 1e-14 ≈ 3e-12) of a grid midpoint, a
+    probability ~1e-8 per update, so the perturbation never enters a trajectory.  The grid
+    changes ε by at most 0.05 %, far below what the adaptation resolves;
+    ``log_step_grid = 0`` turns it off.
 
     Parameters
     ----------
@@ -228,6 +246,8 @@ class DualAveraging:
         Target acceptance δ ∈ (0, 1).
     gamma, t0, kappa : float
         The constants γ, t₀, κ.
+    log_step_grid : float
+        The grid g ≥ 0 of log ε (2^-10: exact in binary); 0 for no rounding.
 
     Examples
     --------
@@ -248,10 +268,16 @@ class DualAveraging:
     gamma: float = 0.05
     t0: float = 10.0
     kappa: float = 0.75
+    log_step_grid: float = 2.0**-10
 
     def __post_init__(self):
         self.mu = math.log(10 * self.step_size0)
         self.m, self.h_bar, self.log_eps, self.log_eps_bar = 0, 0.0, math.log(self.step_size0), 0.0
+
+    def _on_grid(self, log_eps: float) -> float:
+        """exp of ``log_eps`` rounded to the nearest multiple of ``log_step_grid``."""
+        g = self.log_step_grid
+        return math.exp(round(log_eps / g) * g if g else log_eps)
 
     def update(self, accept_prob: float) -> float:
         """Feed one acceptance statistic α_m in [0, 1]; returns the next step size ε_m.
@@ -274,7 +300,7 @@ class DualAveraging:
         >>> from meanfield.dynamics.hmc import DualAveraging
         >>> adapt = DualAveraging(0.1, target=0.8)
         >>> [round(adapt.update(0.0), 4) for _ in range(3)], adapt.m
-        ([0.2335, 0.023, 0.0017], 3)
+        ([0.2336, 0.023, 0.0017], 3)
         """
         self.m += 1
         m, w = self.m, 1.0 / (self.m + self.t0)
@@ -286,16 +312,21 @@ class DualAveraging:
 
     @property
     def step_size(self) -> float:
-        """ε_m, the step of the warm-up after m updates (ε₀ before any).
+        """ε_m, the step of the warm-up after m updates, on the grid of ``log_step_grid`` (ε₀
+        itself before any).
 
         Examples
         --------
+        >>> import math
         >>> from meanfield.dynamics.hmc import DualAveraging
         >>> adapt = DualAveraging(0.1)
-        >>> round(adapt.step_size, 12), adapt.update(0.5) == adapt.step_size
+        >>> adapt.step_size, adapt.update(0.5) == adapt.step_size
         (0.1, True)
+        >>> k = math.log(adapt.step_size) * 1024  # log ε on the grid 2^-10
+        >>> abs(k - round(k)) < 1e-9
+        True
         """
-        return math.exp(self.log_eps)
+        return self._on_grid(self.log_eps) if self.m else self.step_size0
 
     @property
     def final_step_size(self) -> float:
@@ -311,12 +342,19 @@ class DualAveraging:
         >>> round(steps[-1], 2), round(adapt.final_step_size, 2)
         (19.72, 7.07)
         """
-        return math.exp(self.log_eps_bar) if self.m else self.step_size0
+        return self._on_grid(self.log_eps_bar) if self.m else self.step_size0
 
 
 # ----------------------------------------------------------------------------------------
 # the sampler
 # ----------------------------------------------------------------------------------------
+#: The largest ``max_leapfrog`` accepted (100 times the default): a bound of 10**12 would let
+#: a warm-up with a tiny ε run one trajectory for days.  Raise it explicitly
+#: (``meanfield.dynamics.hmc.MAX_LEAPFROG_CEILING = ...``) for longer trajectories; it is read
+#: when an :class:`HMC` is built.
+MAX_LEAPFROG_CEILING = 100_000
+
+
 @dataclass
 class HMC:
     r"""Hybrid Monte Carlo with reflection: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
@@ -339,6 +377,7 @@ class HMC:
         Inverse temperature β > 0.
     step_size : float, optional
         Leapfrog step ε > 0 (in the time of Ω'' = −N∇H_N); must be set before :meth:`step`
+        and :meth:`advance`, which otherwise raise :class:`~meanfield.errors.InputError`
         (:func:`sample_hmc` adapts it).
     trajectory_length : float
         T > 0; L = min(max_leapfrog, max(1, ⌈T/ε⌉)).
@@ -346,7 +385,9 @@ class HMC:
     jitter : float
         j ∈ [0, 1): each replica's step is ε(1 + j(2u − 1)), u ~ U(0, 1), per trajectory.
     max_leapfrog : int
-        Upper bound on L (guards the cost when ε is tiny early in the warm-up).
+        Upper bound on L (guards the cost when ε is tiny early in the warm-up), an integer in
+        [1, :data:`MAX_LEAPFROG_CEILING`] (100 000; raise that module constant explicitly for
+        more).
     compile : bool
         Run blocks of up to ``FUSED_BLOCK`` = 32 trajectories (:meth:`advance`; :meth:`step`
         is a block of one) as one call compiled by :func:`torch.compile` (Inductor with its
@@ -361,7 +402,11 @@ class HMC:
         explicit differences), so it agrees with the eager chain to round-off (~1e-14 per
         step in float64).  One difference: a particle still in flight after the ball's
         bounce budget makes its trajectory divergent (rejected) instead of raising
-        :class:`~meanfield.errors.StepBudgetError`.  An energy that does not trace as one
+        :class:`~meanfield.errors.StepBudgetError`.  The chains agree through the warm-up
+        of :func:`sample_hmc` too: its dual averaging would amplify the round-off in the
+        acceptance probabilities about ×3 per trajectory into different step sizes, so the
+        step sizes it hands out are rounded to a grid in log ε (:class:`DualAveraging`) and
+        are bit-identical on both paths.  An energy that does not trace as one
         graph (a potential differentiated by autograd, data-dependent branches) warns once
         and runs eagerly.
 
@@ -399,6 +444,12 @@ class HMC:
         if self.jitter >= 1:
             raise InputError(f"jitter must be in [0, 1), got {self.jitter}")
         self.max_leapfrog = check_int("max_leapfrog", self.max_leapfrog)
+        if self.max_leapfrog > MAX_LEAPFROG_CEILING:
+            raise InputError(
+                f"max_leapfrog must be an integer in [1, {MAX_LEAPFROG_CEILING}] (a bound on the "
+                f"leapfrog steps of one trajectory), got {self.max_leapfrog}; for more, raise "
+                "meanfield.dynamics.hmc.MAX_LEAPFROG_CEILING explicitly"
+            )
         if not isinstance(self.compile, bool):
             raise InputTypeError(f"compile must be True or False, got {self.compile!r}")
 
@@ -420,10 +471,18 @@ class HMC:
         >>> HMC(E, 1.0, step_size=0.3).n_leapfrog, HMC(E, 1.0, 1e-6, max_leapfrog=50).n_leapfrog
         (4, 50)
         """
-        if self.step_size is None:
-            raise InputError("HMC.step_size is not set: give step_size or use sample_hmc")
+        self._check_step_size("HMC.n_leapfrog")
         n = math.ceil(self.trajectory_length / self.step_size - 1e-9)
         return int(min(self.max_leapfrog, max(1, n)))
+
+    def _check_step_size(self, where: str) -> None:
+        """Refuse to run without a step size, naming what to pass."""
+        if self.step_size is None:
+            raise InputError(
+                f"{where} needs the leapfrog step size: build HMC(..., step_size=eps) with "
+                "eps > 0 (or dataclasses.replace(hmc, step_size=eps)); sample_hmc finds and "
+                "adapts it"
+            )
 
     def init(self, omega, seed: int = 0) -> LangevinState:
         """The state at step 0, as :func:`~meanfield.dynamics.chains.metropolis_init` gives it (Ω
@@ -507,6 +566,11 @@ class HMC:
             ``cache["divergent"]`` increased by the trajectories rejected as non-finite and
             the stream advanced.
 
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``step_size`` is not set (before anything is drawn).
+
         Examples
         --------
         >>> import torch
@@ -519,6 +583,7 @@ class HMC:
         >>> s1.step, s1.proposed, bool((s1.cache["accept_prob"] > 0.9).all()), s0.step
         (1, 1, True, 0)
         """
+        self._check_step_size("HMC.step")
         generator = _step_stream(state, generator, "HMC.step")
         return self._step(state, generator).evolve(rng=generator.get_state())
 
@@ -567,6 +632,11 @@ class HMC:
             n_terms) (each term's value, in the order of ``Energy.term_names``) and
             ``accepted`` (n, ...), the accepted moves so far.
 
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``n_steps`` < 1, or ``step_size`` is not set (before anything is drawn).
+
         Examples
         --------
         >>> import torch
@@ -596,6 +666,7 @@ class HMC:
                 f"HMC.advance takes (state, n_steps), got {2 + len(legacy)} positional arguments"
             )
         n_steps = check_int("n_steps", n_steps)
+        self._check_step_size("HMC.advance")
         generator = _step_stream(state, generator, "HMC.advance", ", n_steps")
         state, records = self._advance(state, generator, n_steps, positions)
         return state.evolve(rng=generator.get_state()), records
@@ -864,6 +935,12 @@ def _run_compiled(energy: Energy, const: _Constants, args):
         options = {"cpp_wrapper": True}
         _COMPILED = torch.compile(_fused_block, dynamic=False, fullgraph=True, options=options)
     args = tuple(a if a is None else a.contiguous() for a in args)
+    for term in energy.terms:
+        # a kernel's derived is_singular reads tensors into a Python bool, which the traced
+        # graph cannot: derive it here, eagerly (it is then remembered)
+        kernel = getattr(term, "kernel", None)
+        if kernel is not None:
+            kernel.is_singular  # noqa: B018
     try:
         with torch.no_grad():
             return _COMPILED(energy, const, *args)
@@ -1066,7 +1143,8 @@ def sample_hmc(
     jitter : float
         j ∈ [0, 1): per-trajectory step ε(1 ± j) uniformly, per replica.
     max_leapfrog : int
-        Upper bound on L ≥ 1.
+        Upper bound on L, in [1, :data:`MAX_LEAPFROG_CEILING`] (100 000; raise that
+        constant explicitly for more).
     record_every : int, optional
         Trajectories between records (default: ~100 records); the first and last are recorded.
     seed : int, default 0
@@ -1076,8 +1154,9 @@ def sample_hmc(
         As :func:`meanfield.dynamics.langevin.simulate`.
     compile : bool
         Run blocks of trajectories with their decisions as one compiled call (:class:`HMC`'s
-        ``compile``): the same chain to round-off, faster for small systems after a one-off
-        compilation.
+        ``compile``): the same chain to round-off, warm-up included (the adapted step sizes
+        are bit-identical, see :class:`DualAveraging`), faster for small systems after a
+        one-off compilation.
 
     Returns
     -------
@@ -1092,7 +1171,8 @@ def sample_hmc(
     Raises
     ------
     meanfield.errors.InputError
-        A bad argument, a fixed step with ⌈T/ε⌉ > ``max_leapfrog``, a spec with an
+        A bad argument (``max_leapfrog`` above :data:`MAX_LEAPFROG_CEILING` included), a
+        fixed step with ⌈T/ε⌉ > ``max_leapfrog``, a spec with an
         ``interaction_batch`` or ``data_batch``, or a start with infinite energy or force
         (:func:`~meanfield.dynamics.chains.check_finite_start`).
     meanfield.errors.InputTypeError
@@ -1305,6 +1385,7 @@ def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, ex
 
 __all__ = [
     "HMC",
+    "MAX_LEAPFROG_CEILING",
     "DualAveraging",
     "billiard",
     "effective_sample_size",
