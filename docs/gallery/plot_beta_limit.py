@@ -10,14 +10,13 @@ on [−1, 1] (:math:`k = -|z|`). Left: :math:`W_2(\\rho_\\beta, \\mu^*)` on the 
 :math:`\\beta^{-1}` reference slope. Right: N = 64 particles in both temperature regimes.
 """
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-# The repository's figures/ folder (the gallery runs from docs/gallery).
-ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "beta_limit.nc")
+from meanfield.studies.figures import committed_figure_data
+
+ds = xr.load_dataset(committed_figure_data("beta_limit"))
 
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
 beta = ds["beta_grid"].values

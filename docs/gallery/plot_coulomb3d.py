@@ -9,12 +9,12 @@ ball's density. Right: the grid's errors against the ball as the cell width h sh
 the :math:`h^2` reference slope.
 """
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import xarray as xr
 
-ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "coulomb3d.nc")
+from meanfield.studies.figures import committed_figure_data
+
+ds = xr.load_dataset(committed_figure_data("coulomb3d"))
 
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
 r = ds["r"].values

@@ -9,12 +9,12 @@ and in β in the Coulomb-gas regime (N = 16, reference :math:`\\mu^*`). Estimate
 replicas; ± 2 standard errors.
 """
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import xarray as xr
 
-ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "kernel_concentration.nc")
+from meanfield.studies.figures import committed_figure_data
+
+ds = xr.load_dataset(committed_figure_data("kernel_concentration"))
 
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
 for axis, x, unit in ((ax[0], "N", "/N"), (ax[1], "beta", "/β")):

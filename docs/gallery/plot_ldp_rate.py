@@ -10,13 +10,13 @@ states on the grid. The speed is :math:`s_N = N` in the mean-field regime and
 :math:`s_N = \\beta N^2` in the Coulomb-gas regime.
 """
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "ldp_rate.nc")
+from meanfield.studies.figures import committed_figure_data
+
+ds = xr.load_dataset(committed_figure_data("ldp_rate"))
 
 fig, ax = plt.subplots(1, 2, figsize=(10, 4))
 titles = ("mean-field: speed N", "Coulomb gas: speed βN²")

@@ -8,13 +8,13 @@ started from the same law, at several times, on ``meanfield.workbench.compare``'
 problem. Mean ± 2 standard errors over 8 seeds; the dotted line is the iid rate :math:`N^{-1/2}`.
 """
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "n_limit.nc")
+from meanfield.studies.figures import committed_figure_data
+
+ds = xr.load_dataset(committed_figure_data("n_limit"))
 
 n = ds["N"].values
 fig, ax = plt.subplots(figsize=(6, 4))

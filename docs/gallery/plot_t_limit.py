@@ -8,13 +8,13 @@ the fitted rate with its confidence interval, for the Ornstein–Uhlenbeck case 
 interaction) and for :math:`V = \\omega^2/2`, :math:`k = -|z|`.
 """
 
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-ds = xr.load_dataset(Path.cwd().parents[1] / "figures" / "t_limit.nc")
+from meanfield.studies.figures import committed_figure_data
+
+ds = xr.load_dataset(committed_figure_data("t_limit"))
 
 fig, ax = plt.subplots(figsize=(6, 4))
 for model in ds["model"].values:

@@ -177,9 +177,37 @@ def _add_compare_flags(cmp) -> None:
     _add_deprecated(cmp, "--grid-n", "--cells", "cells", type=int)
 
 
+class _CommittedFigures(argparse.Action):
+    """``--in-place``: ``--out`` becomes the checkout's committed ``figures/`` folder, found
+    from the package's location (not the working directory); refused outside a checkout."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..errors import MissingFileError
+        from ..studies.figures import committed_figures_dir
+
+        try:
+            setattr(namespace, self.dest, str(committed_figures_dir()))
+        except MissingFileError as err:
+            raise argparse.ArgumentError(self, str(err)) from None
+
+
 def _add_figures_flags(fig) -> None:
     """The flags of ``meanfield figures``."""
-    fig.add_argument("--out", default="figures", help="output folder [default: figures]")
+    where = fig.add_mutually_exclusive_group()
+    where.add_argument(
+        "--out",
+        default="runs/figures",
+        help="output folder [default: runs/figures, ignored by git]",
+    )
+    where.add_argument(
+        "--in-place",
+        dest="out",
+        action=_CommittedFigures,
+        nargs=0,
+        default=argparse.SUPPRESS,
+        help="write into the committed figures/ of the source checkout (the maintainers' "
+        "command for refreshing the README's image and the gallery's data)",
+    )
     from ..studies._sizes import FULL_SIZE_SECONDS
 
     total = sum(FULL_SIZE_SECONDS.values())  # the per-figure estimates the stages announce

@@ -8,9 +8,17 @@ for the TF-IDF bar; the design is in that module's docstring) with its reports f
     python paper_repro/nlp/run_study.py --config paper_repro/nlp/configs/tiny.json \\
         --data-dir tests/fixtures/nlp --out /tmp/nlp_tiny
     python paper_repro/nlp/run_study.py --config paper_repro/nlp/configs/full.json \\
-        --data-dir ../shared/data --out paper_repro/nlp/results/full [--device cuda] \\
+        --data-dir ../shared/data --in-place [--device cuda] \\
         [--datasets rotten_tomatoes] [--scheduler local --n-workers 2 | --scheduler tcp://host:8786]
-    python paper_repro/nlp/run_study.py --out paper_repro/nlp/results/full --report-only
+    python paper_repro/nlp/run_study.py --report-only
+
+Where it writes (``paper_repro/study_folders.py``): ``--out``, by default
+``runs/paper_repro/nlp/<config file stem>`` of the checkout (ignored by git), with
+``--in-place`` the committed ``results/full`` (the maintainers' command; an ``--out`` inside
+``results/`` needs it too). ``--report-only`` reads the committed ``results/full`` (or
+``--out``) and writes only the reports (their wall times are the recorded runs'); from
+committed runs, into ``--report-dir`` (default ``runs/paper_repro/nlp/full_report``, a copy of
+the record with the reports) unless ``--in-place``.
 
 Every run is keyed by the whole configuration that computes it: a rerun into the same
 ``--out`` skips the runs of its configuration (it resumes), computes the others (another
@@ -34,6 +42,11 @@ import sys
 import time
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
+
 
 def parse(argv):
     p = argparse.ArgumentParser(prog="run_study", description=__doc__.split("\n")[0])
@@ -43,7 +56,13 @@ def parse(argv):
         default=None,
         help="root of sst2/, rotten_tomatoes/, qqp/ (default $MEANFIELD_DATA_DIR)",
     )
-    p.add_argument("--out", required=True, type=Path, help="output folder (resumed if it exists)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="study folder, resumed if it exists [default: runs/paper_repro/nlp/<config stem>; "
+        "--report-only: the committed results/full]",
+    )
     p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
     p.add_argument("--datasets", nargs="+", default=None, help="only these data sets")
     p.add_argument("--report-only", action="store_true", help="only rebuild the reports")
@@ -51,7 +70,26 @@ def parse(argv):
     p.add_argument("--scheduler", default="threads", help="threads | local | tcp://address")
     p.add_argument("--n-workers", type=int, default=1, help="threads or processes")
     p.add_argument("--quiet", action="store_true")
+    study_folders.add_flags(p, "results/full")
     return p.parse_args(argv)
+
+
+class _Refuse:
+    """``study_folders``' ``ap.error`` as this script reports bad input: a ValueError, printed
+    as one ``run_study: error:`` line by :func:`main`."""
+
+    @staticmethod
+    def error(message):
+        raise ValueError(message)
+
+
+def _folders(args) -> None:
+    """``args.out`` (the study folder) and ``args.dest`` (where the reports go) resolved and
+    checked (``paper_repro/study_folders.py``)."""
+    name = args.config.stem if args.config is not None else "full"
+    kw = dict(results=HERE / "results", name=name)
+    args.out = study_folders.study_folder(_Refuse, args, **kw)
+    args.dest = study_folders.report_folder(_Refuse, args, args.out, **kw)
 
 
 def _checked(args):
@@ -65,6 +103,7 @@ def _checked(args):
     from meanfield.studies.scratch_nlp_report import read_study
     from meanfield.workbench.sweeps import check_scheduler
 
+    _folders(args)
     if args.out.exists() and not args.out.is_dir():
         raise FileExistsError(f"--out: {str(args.out)!r} is a file, not a folder")
     if args.n_workers < 1:
@@ -135,8 +174,11 @@ def main(argv=None) -> int:
             f"({res['runs_total'] - res['runs_done']} of {res['runs_total']} already there)",
             flush=True,
         )
-    rep = write_report(args.out, figures=not args.no_figures)
-    log(f"report of {rep['n_runs']} run(s) written to {args.out}")
+    if args.dest != args.out:
+        log(f"committed runs, read only; the reports go to {args.dest}")
+        study_folders.stage_report(args.out, args.dest)
+    rep = write_report(args.dest, figures=not args.no_figures)
+    log(f"report of {rep['n_runs']} run(s) written to {args.dest}")
     return 0
 
 

@@ -4,6 +4,7 @@ over many seeds, with its counterfactuals (issue 22, item 2).
     python paper_repro/synthetic/diagnose.py                        # seeds 0-9 (~15 min, 1 core)
     python paper_repro/synthetic/diagnose.py --seeds 0 1 --out /tmp/d
     python paper_repro/synthetic/diagnose.py --report-only          # the reports from the runs
+    python paper_repro/synthetic/diagnose.py --in-place             # into results/diagnosis
 
 For the radial and mixture tasks, and the checkerboard as the control where learning helps,
 one split per seed (noise 0.1, n_train = 1000, n_test = 2000), m = 256 particles from the
@@ -20,7 +21,14 @@ this process by default (``--scheduler threads``), or to a local cluster of ``--
 processes (``--scheduler local``) or a dask cluster. The reports cover every seed of the
 configuration in the folder (those of earlier calls too); ``--report-only`` rebuilds them.
 
-Writes, in ``--out`` (default ``results/diagnosis``): ``runs/``, ``summary.md`` (mean ±
+Where it writes (``paper_repro/study_folders.py``): ``--out``, by default
+``runs/paper_repro/synthetic/diagnosis`` (``diagnosis_ci`` for ``--config ci``; ``runs/`` is
+ignored by git), with ``--in-place`` the committed ``results/diagnosis``. ``--report-only``
+reads the committed runs (or ``--out``) and writes only the reports, never ``run.json`` (the
+record of the computing call: its wall time is that call's); from committed runs, into
+``--report-dir`` (default ``runs/paper_repro/synthetic/diagnosis_report``) unless ``--in-place``.
+
+Writes, in the study folder: ``runs/``, ``summary.md`` (mean ±
 SE over seeds of every set, and the paired differences with 95 % t-intervals, Holm-adjusted
 p-values and Bonferroni intervals over the family), ``diagnosis.csv`` (one row per task, seed,
 set), ``curves.csv`` (the linear run), ``diagnosis.png`` and ``run.json`` (settings, version,
@@ -43,6 +51,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
 
 from meanfield.workbench._scripts import existing_dir, int_range, output_dir  # noqa: E402
 
@@ -239,7 +250,8 @@ def main(argv=None) -> int:
         type=output_dir,
         default=None,
         metavar="FOLDER",
-        help="output folder [default: results/diagnosis here; results/diagnosis_ci for ci]",
+        help="study folder [default: runs/paper_repro/synthetic/diagnosis (diagnosis_ci for ci); "
+        "--report-only: the committed results/diagnosis]",
     )
     ap.add_argument("--scheduler", default="threads", help="threads (default) | local | tcp://...")
     ap.add_argument(
@@ -247,11 +259,14 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
     ap.add_argument("--report-only", action="store_true", help="tables and figure from the runs")
+    study_folders.add_flags(ap, "results/diagnosis")
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    out = a.out or HERE / "results" / ("diagnosis" if a.config == "full" else "diagnosis_ci")
+    name = "diagnosis" if a.config == "full" else "diagnosis_ci"
+    out = study_folders.study_folder(ap, a, results=HERE / "results", name=name)
     if a.report_only and a.fresh:
         ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
     _check_out(ap, out, a.report_only)
+    dest = study_folders.report_folder(ap, a, out, results=HERE / "results", name=name)
     from meanfield.errors import MeanfieldError
     from meanfield.studies import synthetic_diagnosis as study
     from meanfield.studies.synthetic_variants import machine, scan_records
@@ -292,22 +307,26 @@ def main(argv=None) -> int:
     if not records:
         print("no runs yet")
         return 0
-    write_tables(records, out)
-    figure(records, out)
-    settings = {k: v for k, v in cfg.items() if k != "seeds"}
-    (out / "run.json").write_text(
-        json.dumps(
-            {
-                **settings,
-                "seeds_done": sorted({r["seed"] for r in records}),
-                "wall_s_this_call": time.perf_counter() - t0,
-                "wall_s_runs": sum(r["wall_s"] for r in records),
-                "machine": machine(),
-            },
-            indent=1,
+    if dest != out:
+        print(f"note: committed runs, read only; the reports go to {dest}", file=sys.stderr)
+        study_folders.stage_report(out, dest)
+    write_tables(records, dest)
+    figure(records, dest)
+    if not a.report_only:  # the record of this computing call; --report-only never rewrites it
+        settings = {k: v for k, v in cfg.items() if k != "seeds"}
+        (out / "run.json").write_text(
+            json.dumps(
+                {
+                    **settings,
+                    "seeds_done": sorted({r["seed"] for r in records}),
+                    "wall_s_this_call": time.perf_counter() - t0,
+                    "wall_s_runs": sum(r["wall_s"] for r in records),
+                    "machine": machine(),
+                },
+                indent=1,
+            )
         )
-    )
-    print((out / "summary.md").read_text())
+    print((dest / "summary.md").read_text())
     return 0
 
 

@@ -4,6 +4,13 @@ tempered Coulomb variant with direction repulsion, label noise 0, 0.1 and 0.2.
     python paper_repro/synthetic/run_round3.py --config full --n-workers 2   # the study (README)
     python paper_repro/synthetic/run_round3.py --config ci                   # seconds
     python paper_repro/synthetic/run_round3.py --config full --report-only
+    python paper_repro/synthetic/run_round3.py --config full --n-workers 2 --in-place  # results/
+
+Where it writes (``paper_repro/study_folders.py``): ``--out``, by default
+``runs/paper_repro/synthetic/round3_<config>`` (ignored by git), with ``--in-place`` the
+committed ``results/round3_<config>``. ``--report-only`` reads the committed runs (or ``--out``)
+and writes only the reports; from committed runs, into ``--report-dir`` (default
+``runs/paper_repro/synthetic/round3_<config>_report``) unless ``--in-place``.
 
 The study of :mod:`meanfield.studies.synthetic_round3` (the design is in its docstring): one
 sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (seed, (m, noise) setting, task),
@@ -24,9 +31,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from meanfield.workbench._scripts import existing_dir, int_range, output_dir
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
+
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir  # noqa: E402
+
 NAMES = ("full", "ci")
 
 
@@ -38,7 +49,8 @@ def main(argv=None):
         type=output_dir,
         default=None,
         metavar="FOLDER",
-        help="output folder, created if missing (default: results/round3_<config>)",
+        help="study folder, created if missing [default: runs/paper_repro/synthetic/"
+        "round3_<config>; --report-only: the committed results/round3_<config>]",
     )
     ap.add_argument("--scheduler", default="local", help="local (default) | threads | tcp://...")
     ap.add_argument(
@@ -46,8 +58,10 @@ def main(argv=None):
     )
     ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
     ap.add_argument("--report-only", action="store_true", help="reports from the runs on disk")
+    study_folders.add_flags(ap, "results/round3_<config>")
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    out = a.out or HERE / "results" / f"round3_{a.config}"
+    name = f"round3_{a.config}"
+    out = study_folders.study_folder(ap, a, results=HERE / "results", name=name)
     if a.report_only:
         if a.fresh:
             ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
@@ -57,6 +71,10 @@ def main(argv=None):
             ap.error(f"argument --out: --report-only reads the runs there: {err}")
         if not (out / "config.json").is_file():
             ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
+        dest = study_folders.report_folder(ap, a, out, results=HERE / "results", name=name)
+        if dest != out:
+            print(f"note: committed runs, read only; the reports go to {dest}", file=sys.stderr)
+            out = study_folders.stage_report(out, dest)
     else:
         from meanfield.errors import MeanfieldError
         from meanfield.studies.synthetic_round3 import CONFIGS, run_study

@@ -11,6 +11,7 @@ every learner on the same data split, so the comparisons are paired) with its re
     python paper_repro/synthetic/run_study.py --config full --scheduler tcp://host:8786
     python paper_repro/synthetic/run_study.py --config my.json --out /tmp/mine
     python paper_repro/synthetic/run_study.py --out paper_repro/synthetic/results/full --report-only
+    python paper_repro/synthetic/run_study.py --config full --n-workers 2 --in-place  # results/full
 
 ``--config`` is a named configuration (``full``, ``ci``) or a JSON file of settings (missing
 ones take the full configuration's; unknown keys are refused naming the nearest). Every cell
@@ -21,7 +22,14 @@ last run there only. A corrupt or partial run file is set aside into ``runs/set_
 recomputed. Runs execute on a local cluster of ``--n-workers`` processes (default: one per
 core), on threads (``--scheduler threads``) or on a dask cluster (``--scheduler tcp://...``).
 
-Outputs in ``--out`` (default ``results/<config>`` next to this file): ``runs/*.nc`` (one file
+Where it writes (``paper_repro/study_folders.py``): ``--out``, by default
+``runs/paper_repro/synthetic/<config>`` of the checkout (ignored by git), with ``--in-place``
+the committed ``results/<config>`` next to this file. ``--report-only`` reads the committed runs
+(or ``--out``) and writes only the reports (never ``wall_time.json``, the record of the
+computing call); from committed runs, into ``--report-dir`` (default
+``runs/paper_repro/synthetic/<config>_report``) unless ``--in-place``.
+
+Outputs in the study folder: ``runs/*.nc`` (one file
 per cell), ``config.json``, ``results.nc`` (dims learner, task, noise, m, seed),
 ``table.csv`` / ``table.md`` (mean ± standard error over seeds), ``claims.md`` (the paper's
 claims checked with paired differences), ``error_vs_m.png``, ``error_vs_noise.png`` and
@@ -51,6 +59,10 @@ from meanfield.studies.synthetic_kernels import (  # noqa: F401
 from meanfield.workbench._scripts import int_range, output_dir
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
+
 NAMES = ("ci", "full")
 
 
@@ -71,7 +83,8 @@ def parse(argv):
         type=output_dir,
         default=None,
         metavar="FOLDER",
-        help="output folder, created if missing (default: results/<config> next to this file)",
+        help="study folder, created if missing [default: runs/paper_repro/synthetic/<config>; "
+        "--report-only: the committed results/<config>]",
     )
     ap.add_argument(
         "--scheduler", default="local", help="local (processes, default) | threads | tcp://address"
@@ -90,6 +103,7 @@ def parse(argv):
     )
     ap.add_argument("--no-figures", action="store_true")
     ap.add_argument("--quiet", action="store_true")
+    study_folders.add_flags(ap, "results/<config>")
     return ap, ap.parse_args(argv)  # bad flags end here (exit 2), before any work
 
 
@@ -115,7 +129,7 @@ def _configuration(ap, args):
 def main(argv=None) -> int:
     ap, args = parse(argv)
     cfg, name = _configuration(ap, args)
-    out = args.out or HERE / "results" / name
+    out = study_folders.study_folder(ap, args, results=HERE / "results", name=name)
     if args.report_only:
         if args.fresh:
             ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
@@ -134,6 +148,10 @@ def main(argv=None) -> int:
                     f"{str(out)!r} ({'; '.join(diff[:5])}{'; ...' if len(diff) > 5 else ''}); "
                     "run without --report-only to compute it"
                 )
+        dest = study_folders.report_folder(ap, args, out, results=HERE / "results", name=name)
+        if dest != out:
+            print(f"note: committed runs, read only; the reports go to {dest}", file=sys.stderr)
+            out = study_folders.stage_report(out, dest)
     else:
         from meanfield.errors import MeanfieldError
         from meanfield.workbench.sweeps import check_scheduler

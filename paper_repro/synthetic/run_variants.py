@@ -4,6 +4,7 @@
     python paper_repro/synthetic/run_variants.py --config ci       # seconds, for CI
     python paper_repro/synthetic/run_variants.py --config full --report-only
     python paper_repro/synthetic/run_variants.py --config full --scheduler tcp://host:8786
+    python paper_repro/synthetic/run_variants.py --config full --in-place   # results/variants_full
 
 The study of :mod:`meanfield.studies.synthetic_variants` (the design is in its docstring): one
 sweep of :func:`meanfield.workbench.sweeps.run_sweep` over (m, seed, task), every learner of a cell
@@ -14,6 +15,12 @@ run there), a corrupt run file is set aside into ``runs/set_aside/`` and recompu
 starts over. Cells run on a local cluster of ``--n-workers`` processes (default 1), on threads
 (``--scheduler threads``) or on a dask cluster. The report (``report_variants.py``) writes the
 tables and ``claims.md`` with paired 95 % intervals.
+
+Where it writes (``paper_repro/study_folders.py``): ``--out``, by default
+``runs/paper_repro/synthetic/variants_<config>`` (ignored by git), with ``--in-place`` the
+committed ``results/variants_<config>``. ``--report-only`` reads the committed runs (or
+``--out``) and writes only the reports; from committed runs, into ``--report-dir`` (default
+``runs/paper_repro/synthetic/variants_<config>_report``) unless ``--in-place``.
 
 Bad input ends with one line ``run_variants.py: error: ...`` (exit 2) before any work.
 """
@@ -27,6 +34,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
 
 # benchmarks/bench_learners.py imports the variants from here
 from meanfield.studies.synthetic_variants import (  # noqa: E402, F401
@@ -48,7 +58,8 @@ def main(argv=None):
         type=output_dir,
         default=None,
         metavar="FOLDER",
-        help="output folder, created if missing (default: results/variants_<config> here)",
+        help="study folder, created if missing [default: runs/paper_repro/synthetic/"
+        "variants_<config>; --report-only: the committed results/variants_<config>]",
     )
     ap.add_argument("--scheduler", default="local", help="local (default) | threads | tcp://...")
     ap.add_argument(
@@ -58,8 +69,10 @@ def main(argv=None):
     ap.add_argument(
         "--report-only", action="store_true", help="tables and claims from the runs on disk"
     )
+    study_folders.add_flags(ap, "results/variants_<config>")
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    out = a.out or HERE / "results" / f"variants_{a.config}"
+    name = f"variants_{a.config}"
+    out = study_folders.study_folder(ap, a, results=HERE / "results", name=name)
     if a.report_only:
         if a.fresh:
             ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
@@ -69,6 +82,10 @@ def main(argv=None):
             ap.error(f"argument --out: --report-only reads the runs there: {err}")
         if not (out / "config.json").is_file():
             ap.error(f"argument --out: --report-only: no config.json in {str(out)!r}")
+        dest = study_folders.report_folder(ap, a, out, results=HERE / "results", name=name)
+        if dest != out:
+            print(f"note: committed runs, read only; the reports go to {dest}", file=sys.stderr)
+            out = study_folders.stage_report(out, dest)
     else:
         from meanfield.errors import MeanfieldError
         from meanfield.workbench.sweeps import check_scheduler

@@ -2,6 +2,7 @@
 RidgeClassifierCV at the *median* bandwidth, against our RFF at the same bandwidth.
 
     python paper_repro/synthetic/sanity_sklearn.py      # after run_round3.py (~10 min, 1 core)
+    python paper_repro/synthetic/sanity_sklearn.py --in-place   # into results/round3_full
 
 In the round-three cells the scikit-learn pipeline is fitted at the bandwidth that CV chose for
 *our* RFF draw; that choice is tuned to that draw (where a draw happens to do well), so another
@@ -11,7 +12,10 @@ Gaussian kernel, the same m, the same ridge penalties (n · 10^[−12..1], leave
 random draw (scikit-learn's). Every cell of the round-three run folder (``--out``, default
 ``results/round3_full``) is refitted (same split, same learner seed) and compared with its
 recorded ``rff_median``; the differences form one family (Holm-adjusted p, Bonferroni
-intervals). Writes ``sanity_sklearn.md`` and ``sanity_sklearn.json`` there.
+intervals). Writes ``sanity_sklearn.md`` and ``sanity_sklearn.json`` (the refitted errors, this
+call's wall time and machine) beside the runs, except for the committed runs: there only with
+``--in-place`` (the maintainers' command), else into ``--report-dir`` (default
+``runs/paper_repro/synthetic/sanity_sklearn``, ignored by git). The run files are only read.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
 
 from meanfield.workbench._scripts import existing_dir  # noqa: E402
 
@@ -70,10 +77,29 @@ def main(argv=None) -> int:
         metavar="FOLDER",
         help="a round-three run folder [default: results/round3_full]",
     )
+    ap.add_argument(
+        "--in-place",
+        action="store_true",
+        help="write beside the committed runs (results/round3_full; the maintainers' command)",
+    )
+    ap.add_argument(
+        "--report-dir",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="where the results go for committed runs without --in-place [default: "
+        "runs/paper_repro/synthetic/sanity_sklearn]",
+    )
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
     out = Path(a.out)
     if not (out / "config.json").is_file():
         ap.error(f"argument --out: no config.json in {str(out)!r}")
+    a.report_only = True  # reads the runs, writes only its own files: a report's rules
+    if a.in_place and a.report_dir is not None:
+        ap.error("argument --report-dir: not allowed with --in-place (beside the runs)")
+    dest = study_folders.report_folder(
+        ap, a, out, results=HERE / "results", name="", default="sanity_sklearn", staged=False
+    )
     import numpy as np
     from threadpoolctl import threadpool_limits
 
@@ -114,8 +140,9 @@ def main(argv=None) -> int:
             f"{row['mean']:+.4f} [{row['lo']:+.4f}, {row['hi']:+.4f}] | "
             f"[{row['lo_bonf']:+.4f}, {row['hi_bonf']:+.4f}] | {row['p_holm']:.2g} |"
         )
-    (out / "sanity_sklearn.md").write_text("\n".join(lines) + "\n")
-    (out / "sanity_sklearn.json").write_text(
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "sanity_sklearn.md").write_text("\n".join(lines) + "\n")
+    (dest / "sanity_sklearn.json").write_text(
         json.dumps(
             {"rows": rows, "wall_s": time.perf_counter() - t0, "machine": machine()}, indent=1
         )

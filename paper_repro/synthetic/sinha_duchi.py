@@ -5,6 +5,7 @@ over candidate draws in issue 22; on the sweep runner in issue 21).
     python paper_repro/synthetic/sinha_duchi.py --seeds 0 1 2     # ~10 min per seed, one core
     python paper_repro/synthetic/sinha_duchi.py --report-only     # table.md from the runs
     python paper_repro/synthetic/sinha_duchi.py --config ci       # seconds
+    python paper_repro/synthetic/sinha_duchi.py --seeds 3 --in-place   # into results/sinha_duchi
 
 The study of :mod:`meanfield.studies.synthetic_sinha_duchi` (the protocol and the design are
 in its docstring): one sweep of :func:`meanfield.workbench.sweeps.run_sweep` over the seeds.
@@ -15,6 +16,13 @@ one after the other in this process by default (``--scheduler threads``, each le
 printed as it is scored), or on a local cluster (``--scheduler local``) or a dask cluster.
 ``table.md`` puts the published numbers beside ours, over every seed of the configuration in
 the folder (those of earlier calls too).
+
+Where it writes (``paper_repro/study_folders.py``): ``--out``, by default
+``runs/paper_repro/synthetic/sinha_duchi`` (``sinha_duchi_ci`` for ``--config ci``; ignored by
+git), with ``--in-place`` the committed ``results/sinha_duchi``. ``--report-only`` reads the
+committed runs (or ``--out``) and writes only ``table.md``; from committed runs, into
+``--report-dir`` (default ``runs/paper_repro/synthetic/sinha_duchi_report``) unless
+``--in-place``.
 
 Bad input ends with one line ``sinha_duchi.py: error: ...`` (exit 2) before any work.
 """
@@ -27,9 +35,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from meanfield.workbench._scripts import existing_dir, int_range, output_dir
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import study_folders  # noqa: E402
+
+from meanfield.workbench._scripts import existing_dir, int_range, output_dir  # noqa: E402
+
 NAMES = ("full", "ci")
 
 
@@ -65,8 +77,8 @@ def main(argv=None):
         type=output_dir,
         default=None,
         metavar="FOLDER",
-        help="output folder, created if missing [default: results/sinha_duchi here; "
-        "results/sinha_duchi_ci for --config ci]",
+        help="study folder, created if missing [default: runs/paper_repro/synthetic/sinha_duchi "
+        "(sinha_duchi_ci for --config ci); --report-only: the committed results/sinha_duchi]",
     )
     ap.add_argument("--scheduler", default="threads", help="threads (default) | local | tcp://...")
     ap.add_argument(
@@ -74,11 +86,14 @@ def main(argv=None):
     )
     ap.add_argument("--fresh", action="store_true", help="discard runs on disk and start over")
     ap.add_argument("--report-only", action="store_true", help="table.md from the runs on disk")
+    study_folders.add_flags(ap, "results/sinha_duchi")
     a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    out = a.out or HERE / "results" / ("sinha_duchi" if a.config == "full" else "sinha_duchi_ci")
+    name = "sinha_duchi" if a.config == "full" else "sinha_duchi_ci"
+    out = study_folders.study_folder(ap, a, results=HERE / "results", name=name)
     if a.report_only and a.fresh:
         ap.error("argument --fresh: not allowed with --report-only (it would discard the runs)")
     _check_out(ap, out, a.report_only)
+    dest = study_folders.report_folder(ap, a, out, results=HERE / "results", name=name)
     from meanfield.errors import MeanfieldError
     from meanfield.studies import synthetic_sinha_duchi as study
     from meanfield.studies.synthetic_variants import scan_records
@@ -119,8 +134,11 @@ def main(argv=None):
     if not records:
         print("no runs yet")
         return
+    if dest != out:
+        print(f"note: committed runs, read only; the report goes to {dest}", file=sys.stderr)
+        study_folders.stage_report(out, dest)
     text = study.table(records, cfg)
-    (out / "table.md").write_text(text)
+    (dest / "table.md").write_text(text)
     print(text)
 
 
