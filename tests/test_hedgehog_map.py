@@ -177,3 +177,52 @@ def test_bad_inputs_are_refused_by_name(kwargs, x, error, names):
 def test_bad_settings_are_refused_by_name(kwargs, error, names):
     with pytest.raises(error, match=names):
         HedgehogFeatureMap(**kwargs)
+
+
+def _attention_reference(attn, x, pad=None, causal=False):
+    """Kernel attention of a KernelAttention written out densely: weights
+    phi_Q(q) phi_K(k)^T, masked, normalised per row, applied to the values, projected."""
+    b, L, E = x.shape
+    q, k, v = (
+        f(x).transpose(1, 2) for f in (attn.project_queries, attn.project_keys, attn.project_values)
+    )
+    fm = attn.feature_map
+    kern = fm.transform_queries(q) @ fm.transform_keys(k).transpose(-1, -2)
+    if pad is not None:
+        kern = kern.masked_fill(pad[:, None, None, :], 0.0)
+    if causal:
+        kern = kern.tril()
+    weights = kern / kern.sum(-1, keepdim=True)
+    return attn.out_proj((weights @ v).transpose(1, 2).reshape(b, L, E)), weights
+
+
+def test_kernel_attention_with_the_hedgehog_map_matches_the_dense_form():
+    from meanfield.attention import KernelAttention
+
+    torch.manual_seed(0)
+    attn = KernelAttention(8, 2, feature="hedgehog", batch_first=True, eps=0.0).double()
+    _randomise(attn.feature_map, 8)
+    x = torch.randn(3, 7, 8, dtype=torch.float64)
+    pad = torch.zeros(3, 7, dtype=torch.bool)
+    pad[1, 5:] = True
+    out, w = attn(x, x, x, key_padding_mask=pad, need_weights=True, average_attn_weights=False)
+    ref_out, ref_w = _attention_reference(attn, x, pad)
+    torch.testing.assert_close(w, ref_w, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(out, ref_out, rtol=1e-12, atol=1e-14)
+    # the maps are trained with the model: the loss reaches both sides' parameters
+    out.sum().backward()
+    assert attn.feature_map.query_weight.grad.abs().sum() > 0
+    assert attn.feature_map.key_weight.grad.abs().sum() > 0
+
+
+def test_kernel_attention_hedgehog_settings():
+    from meanfield.attention import KernelAttention
+
+    attn = KernelAttention(12, 3, feature="hedgehog")
+    assert attn.feature_map.query_weight.shape == (3, 4, 4)  # per head, m = head_dim
+    with torch.no_grad():
+        attn.feature_map.query_weight.add_(1.0)
+    attn.reset_parameters()  # back to the identity start
+    assert torch.equal(attn.feature_map.query_weight, torch.eye(4).expand(3, 4, 4))
+    with pytest.raises(InputError, match="redraw_every"):
+        KernelAttention(12, 3, feature="hedgehog", redraw_every=10)

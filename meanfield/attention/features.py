@@ -393,6 +393,32 @@ class AttentionFeatureMap(nn.Module):
         with autocast_off(x.device):
             return self._transform(x)
 
+    def transform_queries(self, x: torch.Tensor) -> torch.Tensor:
+        """What attention consumes for queries: :meth:`transform` (one map for both sides).
+
+        A map with separate query and key maps (:class:`~meanfield.attention.hedgehog.
+        HedgehogFeatureMap`) overrides this and :meth:`transform_keys`; attention calls these
+        two, never :meth:`transform` directly.
+
+        Examples
+        --------
+        >>> fm = make_feature_map("porf-softplus", head_dim=4, n_features=8)
+        >>> x = torch.randn(3, 4)
+        >>> torch.equal(fm.transform_queries(x), fm.transform_keys(x))
+        True
+        """
+        return self.transform(x)
+
+    def transform_keys(self, x: torch.Tensor) -> torch.Tensor:
+        """What attention consumes for keys: :meth:`transform` (see :meth:`transform_queries`).
+
+        Examples
+        --------
+        >>> make_feature_map("favor", head_dim=4, n_features=8).transform_keys(torch.randn(2, 4)).shape
+        torch.Size([2, 8])
+        """
+        return self.transform(x)
+
     # subclasses implement these two
     def _raw(self, x):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -56,8 +56,8 @@ __all__ = [
     "softmax_attention",
 ]
 
-#: ``"softmax"`` (exact, SDPA) plus every feature-map kind.
-ATTENTION_KINDS = ("softmax",) + FEATURE_KINDS
+#: ``"softmax"`` (exact, SDPA), every random feature-map kind, and ``"hedgehog"`` (trained maps).
+ATTENTION_KINDS = ("softmax",) + FEATURE_KINDS + ("hedgehog",)
 
 
 def _checks_on(t: torch.Tensor, check: bool | None) -> bool:
@@ -436,10 +436,10 @@ def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size, finite_check=None):
             if type(fm) is PositiveFeatures:
                 out, small = _positive_bidirectional(qc, kc, vd, fm, mask, eps)
             else:
-                qf, kf = fm.transform(qc), fm.transform(kc)
+                qf, kf = fm.transform_queries(qc), fm.transform_keys(kc)
                 if mask is not None:
                     pad = mask[:, None, :, None]
-                    grad = _grad_needed(qc, kc, fm.omega)
+                    grad = _grad_needed(qc, kc, *fm.buffers(), *fm.parameters())
                     kf = kf.masked_fill(pad, 0.0) if grad else kf.masked_fill_(pad, 0.0)
                 out, small = _normalised(qf, kf, vd, eps)
         if finite_check is not None and _checks_on(out, finite_check[1]):

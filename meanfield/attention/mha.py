@@ -25,6 +25,7 @@ from .features import (
     check_feature_states,
     make_feature_map,
 )
+from .hedgehog import HedgehogFeatureMap
 from .linear import (
     ATTENTION_KINDS,
     _check_causal_lengths,
@@ -119,7 +120,7 @@ def _kernel_weights(fm: AttentionFeatureMap, q, k, bias, eps):
     """
     dt = torch.float64 if q.dtype == torch.float64 else torch.float32
     with autocast_off(q.device):
-        qf, kf = fm.transform(q.to(dt)), fm.transform(k.to(dt))
+        qf, kf = fm.transform_queries(q.to(dt)), fm.transform_keys(k.to(dt))
         if bias is not None:
             bias = bias.to(dt)
         if fm.log_space:
@@ -261,11 +262,13 @@ class KernelAttention(nn.Module):
         as torch's).
     device, dtype
         Factory arguments of the parameters (the feature matrix ``omega`` stays float32).
-    feature : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
-        ``"softmax"`` is exact attention (scaled_dot_product_attention); the others are linear
-        attention with that feature map (:func:`make_feature_map`).
+    feature : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat", "hedgehog"}
+        ``"softmax"`` is exact attention (scaled_dot_product_attention); ``"hedgehog"`` is
+        linear attention with the published Hedgehog map, trained per head
+        (:class:`~meanfield.attention.hedgehog.HedgehogFeatureMap`, ``m = head_dim``); the
+        others are linear attention with that random feature map (:func:`make_feature_map`).
     n_features : int
-        Number of random features ``m`` per head (ignored for softmax).
+        Number of random features ``m`` per head (ignored for softmax and hedgehog).
     tie_qk : bool
         Q = K: queries and keys share one projection (needs ``kdim == embed_dim``).
     eps : float
@@ -391,8 +394,17 @@ class KernelAttention(nn.Module):
             nn.init.xavier_normal_(self.bias_v)
         else:
             self.bias_k = self.bias_v = None
-        self.feature_map: AttentionFeatureMap | None = None
-        if feature != "softmax":
+        self.feature_map: AttentionFeatureMap | HedgehogFeatureMap | None = None
+        if feature == "hedgehog":
+            # the published Hedgehog: trained per-head maps (m = head_dim), nothing drawn
+            if self.redraw_every:
+                raise InputError(
+                    "redraw_every must be 0 with feature 'hedgehog': its maps are trained, "
+                    f"not drawn at random; got {self.redraw_every}"
+                )
+            fm = HedgehogFeatureMap(self.head_dim, num_heads)
+            self.feature_map = fm.to(**{k: v for k, v in factory.items() if v is not None})
+        elif feature != "softmax":
             n_features = check_int("n_features", n_features)
             fm = make_feature_map(feature, self.head_dim, n_features, seed=seed)
             self.feature_map = fm.to(device) if device is not None else fm
@@ -461,7 +473,9 @@ class KernelAttention(nn.Module):
         if self.bias_k is not None:
             nn.init.xavier_normal_(self.bias_k)
             nn.init.xavier_normal_(self.bias_v)
-        if self.feature_map is not None:
+        if isinstance(self.feature_map, HedgehogFeatureMap):
+            self.feature_map.reset_parameters()  # the identity start
+        elif self.feature_map is not None:
             self.feature_map.new_feature_map(self.feature_map.seed)
 
     # -- nn.MultiheadAttention conversions ------------------------------------------------
