@@ -414,7 +414,8 @@ class AttentionFeatureMap(nn.Module):
 
         Examples
         --------
-        >>> make_feature_map("favor", head_dim=4, n_features=8).transform_keys(torch.randn(2, 4)).shape
+        >>> fm = make_feature_map("favor", head_dim=4, n_features=8)
+        >>> fm.transform_keys(torch.randn(2, 4)).shape
         torch.Size([2, 8])
         """
         return self.transform(x)
