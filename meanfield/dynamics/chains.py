@@ -88,6 +88,11 @@ def _noise(shape, generator, like: torch.Tensor) -> torch.Tensor:
     return torch.randn(shape, generator=generator, dtype=torch.float64).to(like)
 
 
+#: The cached values of a chain state that are functions of its positions (U = β_N N H_N, ∇U,
+#: each term's value): :meth:`LangevinState.evolve` drops them when the positions change.
+POSITION_CACHE = ("U", "gradU", "term_values")
+
+
 def _frozen(cache: Mapping) -> Mapping:
     return MappingProxyType(dict(cache))
 
@@ -107,8 +112,55 @@ def new_stream(seed: int) -> torch.Tensor:
     >>> seeded = torch.Generator().manual_seed(3)
     >>> torch.equal(torch.rand(2, generator=g), torch.rand(2, generator=seeded))
     True
+
+    A seed that is not an integer in [0, 2⁶³ − 1] is refused, not rounded:
+
+    >>> new_stream(1.5)
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputTypeError: seed must be an integer >= 0, got 1.5
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``seed`` is not an integer (a float such as 1.5 or 1.0, a bool, a string).
+    meanfield.errors.InputError
+        ``seed`` is outside [0, :data:`SEED_MAX`].
     """
-    return torch.Generator().manual_seed(int(seed)).get_state()
+    return torch.Generator().manual_seed(check_seed(seed)).get_state()
+
+
+#: The largest seed a chain accepts, 2⁶³ − 1: torch and NumPy both take it, and it is stored
+#: as a dataset attribute (a signed 64-bit integer in netCDF).
+SEED_MAX = 2**63 - 1
+
+
+def check_seed(seed) -> int:
+    """``seed`` as an int if it is an integer in [0, :data:`SEED_MAX`] (bool and floats are
+    refused, not rounded).
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        Not an integer.
+    meanfield.errors.InputError
+        Negative or above :data:`SEED_MAX`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.dynamics.chains import check_seed
+    >>> check_seed(np.int64(7))
+    7
+    >>> check_seed(2**64)
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: seed must be an integer in [0, 9223372036854775807], got 1844...
+    """
+    seed = check_int("seed", seed, minimum=0)
+    if seed > SEED_MAX:
+        raise InputError(f"seed must be an integer in [0, {SEED_MAX}], got {seed}")
+    return seed
 
 
 @dataclass(frozen=True)
@@ -211,7 +263,9 @@ class LangevinState:
         Returns
         -------
         LangevinState
-            ``self`` is left as it was.
+            ``self`` is left as it was.  New positions ``omega`` drop the cached values that
+            depend on them (:data:`POSITION_CACHE`: U, ∇U, the term values) unless the same
+            call gives them anew, so no sampler steps from a stale energy.
 
         Examples
         --------
@@ -221,9 +275,14 @@ class LangevinState:
         >>> s2 = s.evolve(step=3, cache={"gradU": 0.0})
         >>> s2.step, sorted(s2.cache), s.step, sorted(s.cache)
         (3, ['U', 'gradU'], 0, ['U'])
+        >>> sorted(s2.evolve(omega=torch.ones(2, 1)).cache)  # U, ∇U of the old positions
+        []
         """
-        if "cache" in changes:
-            changes["cache"] = _frozen({**self.cache, **changes["cache"]})
+        cache = dict(self.cache)
+        if "omega" in changes:
+            for key in POSITION_CACHE:
+                cache.pop(key, None)
+        changes["cache"] = _frozen({**cache, **changes.get("cache", {})})
         return replace(self, **changes)
 
 
@@ -324,16 +383,74 @@ def metropolis_init(
     >>> s.omega.flatten().tolist(), float(s.cache["U"]), float(s.accepted)
     ([2.0, 0.0], 2.0, 0.0)
     """
-    omega = energy.domain.project(energy.as_tensor(omega, name="omega0"))
+    omega = start_positions(energy, omega)
+    rng = new_stream(seed)
     beta_N = effective_beta(beta, omega.shape[-2], regime)
     U, gradU = gibbs_potential(energy, omega, beta_N)
     check_finite_start(energy, omega, U, gradU)
     return LangevinState(
         omega=omega,
         accepted=torch.zeros(omega.shape[:-2]),
-        cache={"U": U, "gradU": gradU},
-        rng=new_stream(seed),
+        cache={"U": U, "gradU": gradU, "travel": torch.zeros(omega.shape[:-2])},
+        rng=rng,
     )
+
+
+def start_positions(energy: Energy, omega) -> torch.Tensor:
+    """The positions an integrator's ``init`` starts from: ``omega`` (..., N, p) as a tensor of
+    the energy's dtype, checked finite, projected onto 𝒲.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A position is NaN or infinite (a projection would hide it).
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.dynamics.chains import start_positions
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> start_positions(E, [[3.0], [0.5]]).flatten().tolist()
+    [2.0, 0.5]
+    >>> start_positions(E, [[float("nan")], [0.5]])
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: omega0 contains 1 non-finite value(s) (NaN or inf); all must be ...
+    """
+    omega = energy.as_tensor(omega, name="omega0")
+    bad = ~torch.isfinite(omega)
+    if bool(bad.any()):
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        raise InputError(
+            "omega0 contains non-finite values (NaN or inf) at particle "
+            f"{where[-2] if len(where) >= 2 else where[0]}; all must be finite"
+        )
+    return energy.domain.project(omega)
+
+
+def with_potential(state: LangevinState, energy: Energy, beta_N: float) -> LangevinState:
+    """``state`` with U and ∇U at its positions in its cache: as it is when they are there,
+    else computed (a state whose positions were replaced by ``evolve(omega=...)``, which
+    drops them), and checked finite as at a start (:func:`check_finite_start`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, QuadraticPotential
+    >>> from meanfield.dynamics.chains import metropolis_init, with_potential
+    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
+    >>> s = metropolis_init(E, [[0.0], [0.0]], 1.0, "mean-field")
+    >>> moved = s.evolve(omega=torch.tensor([[2.0], [0.0]], dtype=torch.float64))
+    >>> "U" in moved.cache, float(with_potential(moved, E, 1.0).cache["U"])  # 2·(2 + 0)/2
+    (False, 2.0)
+    """
+    if "U" in state.cache and "gradU" in state.cache:
+        return state
+    U, gradU = gibbs_potential(energy, state.omega, beta_N)
+    check_finite_start(energy, state.omega, U, gradU)
+    return state.evolve(cache={"U": U, "gradU": gradU})
 
 
 def check_finite_start(energy: Energy, omega: torch.Tensor, U, gradU) -> None:
@@ -503,11 +620,17 @@ def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinSta
     ([1.0, 0.0], [1.0, 0.0], 1, 1, 0)
     """
     a = accept[..., None, None]
+    new = torch.where(a, omega, state.omega)
+    # the chain's travel: squared displacement per coordinate, summed over the steps (what
+    # frozen_chain_warning weighs against the spread of the particles)
+    moved = ((new - state.omega) ** 2).mean((-1, -2)).detach().cpu()
+    travel = state.cache.get("travel")
     return state.evolve(
-        omega=torch.where(a, omega, state.omega),
+        omega=new,
         cache={
             "U": torch.where(accept, U, state.cache["U"]),
             "gradU": torch.where(a, gradU, state.cache["gradU"]),
+            "travel": moved if travel is None else travel + moved,
         },
         accepted=state.accepted + accept.to(state.accepted.dtype).cpu(),
         proposed=state.proposed + 1,
@@ -723,14 +846,159 @@ def low_acceptance_warning(state: LangevinState, step_name: str, step: float) ->
     )
 
 
+def frozen_chain_warning(state: LangevinState, step_name: str, step: float) -> str | None:
+    r"""The warning after a Metropolis run that did not move across its law; else None.
+
+    A chain whose accumulated squared displacement per coordinate (``cache["travel"]``,
+    summed over its steps) is below the squared spread of its particles (their variance per
+    coordinate about their centre, at the last state) could not have crossed the law once,
+    even as a free random walk: its records are its start.  This catches a chain that
+    accepts a few per cent of its proposals (above :data:`LOW_ACCEPTANCE`) but still never
+    leaves its start, and one whose accepted moves are tiny.  Replicas are judged one by one
+    (the worst is named); N = 1 (no spread) and runs under
+    :data:`LOW_ACCEPTANCE_MIN_PROPOSALS` proposals are not judged.
+
+    .. math::
+
+        \sum_k \frac{1}{Np} \|\Omega_{k+1} - \Omega_k\|^2 \;<\;
+        rac{1}{Np} \sum_i \|\omega_i - \bar\omega\|^2
+
+    Parameters
+    ----------
+    state : LangevinState
+        The chain's last state (``cache["travel"]``, ``accepted``, ``proposed``).
+    step_name : str
+        The step parameter to lower ("eta", "step_size").
+    step : float
+        Its value.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    Ten particles spread over [−1, 1] (spread² ≈ 0.41) that moved 0.01 in all:
+
+    >>> import torch
+    >>> from meanfield.dynamics.chains import LangevinState, frozen_chain_warning
+    >>> omega = torch.linspace(-1, 1, 10, dtype=torch.float64)[:, None]
+    >>> s = LangevinState(omega, accepted=torch.tensor(250.0), proposed=12000,
+    ...                   cache={"travel": torch.tensor(0.01)})
+    >>> frozen_chain_warning(s, "eta", 0.002)[:62]
+    'the chain moved a squared distance 0.01 per coordinate in 1200'
+    >>> frozen_chain_warning(s.evolve(cache={"travel": torch.tensor(5.0)}), "eta", 0.002) is None
+    True
+    """
+    travel = state.cache.get("travel")
+    N = state.omega.shape[-2]
+    if travel is None or N < 2 or state.proposed < LOW_ACCEPTANCE_MIN_PROPOSALS:
+        return None
+    omega = state.omega.detach().cpu().to(torch.float64)
+    spread = ((omega - omega.mean(-2, keepdim=True)) ** 2).mean((-1, -2))
+    ratio = torch.as_tensor(travel, dtype=torch.float64) / spread.clamp_min(1e-300)
+    worst = int(ratio.argmin()) if ratio.ndim else None
+    r = float(ratio.min())
+    if r >= 1.0:
+        return None
+    pick = (lambda t: float(t.flatten()[worst])) if worst is not None else float
+    which = f" (replica {worst})" if worst is not None else ""
+    rate = pick(torch.as_tensor(state.accepted)) / state.proposed
+    advice = (
+        f"lower {step_name} (now {step:g}): most proposals are rejected"
+        if rate < 0.2
+        else "run longer"
+    )
+    return (
+        f"the chain moved a squared distance {pick(torch.as_tensor(travel)):.3g} per coordinate "
+        f"in {state.proposed} proposals{which}, less than the squared spread of its particles "
+        f"({pick(spread):.3g}), accepting {rate:.3f} of them: it has not travelled the width "
+        f"of its law, so its records are its start, not samples; {advice}"
+    )
+
+
+#: A Metropolis run under an unsoftened singular pair kernel refuses a start with two
+#: particles closer than START_SPACING · N^(−1/p) (the command line's start spacing,
+#: ``meanfield.workbench.config.START_SPACING``, which draws its starts that far apart).
+START_SPACING = 0.5
+
+
+def check_start_spacing(energy: Energy, omega: torch.Tensor, method: str) -> None:
+    """Refuse a Metropolis start with two particles closer than :data:`START_SPACING` ·
+    N^(−1/p) under an unsoftened singular pair kernel (λ > 0).
+
+    From such a start (a Gaussian draw of 100 particles has gaps ~1e-4) the force of the
+    closest pair dominates every proposal, MALA accepts 0.000–0.001 of them and never leaves
+    its start.  Other energies, and N = 1, pass.
+
+    Parameters
+    ----------
+    energy : Energy
+    omega : tensor (..., N, p)
+        The start, every replica checked.
+    method : str
+        The sampler, named in the message.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Names the closest distance, the spacing required and the ways out.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.dynamics.chains import check_start_spacing
+    >>> E = Energy([PairInteraction(Riesz(0.0))], Box(1, 2.0))
+    >>> check_start_spacing(E, torch.tensor([[0.0], [1.0]]), "mala")  # 1 >= 0.5 · 2^(-1)
+    >>> check_start_spacing(E, torch.tensor([[0.0], [0.1]]), "mala")
+    Traceback (most recent call last):
+    ...
+    meanfield.errors.InputError: omega0: particles 0 and 1 are 0.1 apart, closer than ...
+    """
+    N, p = omega.shape[-2], omega.shape[-1]
+    singular = [
+        t
+        for t in energy.terms
+        if getattr(t, "kind", None) == "pair" and t.kernel.is_singular and t.lam > 0
+    ]
+    if N < 2 or not singular:
+        return
+    spacing = START_SPACING * N ** (-1.0 / p)
+    x = omega.detach().cpu().to(torch.float64).reshape(-1, N, p)
+    dist = torch.cdist(x, x)
+    dist.diagonal(dim1=-2, dim2=-1).fill_(float("inf"))
+    closest = dist.flatten(-2).min(-1)
+    r = int(closest.values.argmin())
+    if float(closest.values[r]) >= spacing:
+        return
+    i, j = divmod(int(closest.indices[r]), N)
+    where = f" (replica {r})" if omega.ndim > 2 else ""
+    raise InputError(
+        f"omega0: particles {i} and {j} are {float(closest.values[r]):.3g} apart{where}, closer "
+        f"than {spacing:.3g} = {START_SPACING:g} N^(-1/p) under the unsoftened singular kernel "
+        f"{singular[0].kernel.name}: {method} would accept almost none of its proposals from "
+        "there; start from spread particles (e.g. evenly spaced), give the kernel a "
+        "softening > 0, or use method='langevin'"
+    )
+
+
 __all__ = [
     "LOW_ACCEPTANCE",
     "LOW_ACCEPTANCE_MIN_PROPOSALS",
+    "POSITION_CACHE",
     "REGIMES",
+    "SEED_MAX",
+    "START_SPACING",
     "LangevinState",
     "accept_or_keep",
     "chain_setup",
     "check_finite_start",
+    "check_seed",
+    "check_start_spacing",
+    "frozen_chain_warning",
     "effective_beta",
     "gibbs_potential",
     "initial_particles",
@@ -739,4 +1007,6 @@ __all__ = [
     "metropolis_decision",
     "metropolis_init",
     "new_stream",
+    "start_positions",
+    "with_potential",
 ]

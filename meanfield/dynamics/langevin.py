@@ -39,7 +39,15 @@ import xarray as xr
 
 from .._validation import check_choice, check_int, check_positive
 from ..energy import Energy
-from ..errors import LowAcceptanceWarning, NumericalError, PinnedParticlesWarning
+from ..errors import (
+    CoincidentParticlesWarning,
+    FrozenChainWarning,
+    InputError,
+    LowAcceptanceWarning,
+    NumericalError,
+    OvershootWarning,
+    PinnedParticlesWarning,
+)
 from .chains import (
     LOW_ACCEPTANCE,
     LOW_ACCEPTANCE_MIN_PROPOSALS,
@@ -51,13 +59,17 @@ from .chains import (
     accept_or_keep,
     chain_setup,
     check_finite_start,
+    check_start_spacing,
     effective_beta,
+    frozen_chain_warning,
     gibbs_potential,
     initial_particles,
     low_acceptance_warning,
     metropolis,
     metropolis_init,
     new_stream,
+    start_positions,
+    with_potential,
 )
 from .hmc import HMC, sample_hmc
 from .spec import METHODS, RunSpec, as_spec, check_batches
@@ -69,6 +81,151 @@ def _check_finite(x: torch.Tensor, what: str, step: int):
             f"{what} became non-finite at step {step}: lower the step size eta, soften the "
             "kernel (softening > 0) or check the data scale"
         )
+
+
+#: The pair steps of :class:`ProjectedLangevin`: ``"capped"`` caps each singular pair's drift
+#: displacement (the default with an unsoftened singular kernel), ``"explicit"`` is the plain
+#: Euler step of Algorithm 1 (the default otherwise, and the only step of a smooth energy).
+PAIR_STEPS = ("capped", "explicit")
+#: The capped pair step moves a particle by at most this fraction of its distance r_ij to
+#: each other particle j through the pair force of j (so no close pair is even flung apart
+#: by more than r_ij / 2, nor carried past each other, by one drift step).
+PAIR_STEP_FRACTION = 0.25
+#: Rows of the pair matrix the near-field pass holds at once (memory O(block · N · p)).
+_NEAR_BLOCK = 256
+
+
+def singular_pair_terms(energy: Energy) -> list:
+    """The pair terms of ``energy`` whose kernel is singular (unsoftened) with λ > 0: the
+    terms whose drift the explicit Langevin step cannot integrate near a collision.
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.dynamics.langevin import singular_pair_terms
+    >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(1, 4.0))
+    >>> len(singular_pair_terms(E))
+    1
+    >>> soft = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0, 0.05), 0.5)], Box(1, 4.0))
+    >>> singular_pair_terms(soft)
+    []
+    """
+    return [
+        t
+        for t in energy.terms
+        if getattr(t, "kind", None) == "pair" and t.kernel.is_singular and t.lam > 0
+    ]
+
+
+def near_field(omega: torch.Tensor, terms, eta: float, *, cap: bool):
+    r"""One pass over the pairs: each particle's nearest neighbour and, with ``cap``, the
+    change of the drift that caps every singular pair force.
+
+    The pair term λ/N² Σ_{i≠j} k(ω_i − ω_j) gives particle i the drift (2λ/N) c(r_ij²) z_ij,
+    z_ij = ω_i − ω_j, with c = 2κ' (``kernel.grad_coeff_sq``).  Its displacement over one
+    step, η (2λ/N) abs(c) r_ij, is capped at f r_ij (f = :data:`PAIR_STEP_FRACTION`), i.e. abs(c) at
+    f N / (2λη):
+
+    .. math::
+
+        c \;\to\; \operatorname{sgn}(c)\, \min\!\Big(|c|, \frac{f N}{2\lambda\eta}\Big)
+
+    For the log kernel (c = −1/r²) the cap acts below r* = (2λη / (f N))^(1/2), a length that
+    vanishes like √η: the step is consistent with the SDE as η → 0.
+
+    Parameters
+    ----------
+    omega : tensor (..., N, p)
+    terms : list of PairInteraction
+        :func:`singular_pair_terms` of the energy.
+    eta : float
+        The step η.
+    cap : bool
+        Compute the capping correction (else it is zero).
+
+    Returns
+    -------
+    correction : tensor (..., N, p)
+        Add to the drift N∇H_N (zero for the pairs below the cap and for coincident points).
+    nearest : tensor (..., N)
+        Each particle's distance to its nearest neighbour (inf for N = 1).
+    neighbour : long tensor (..., N)
+        Its index.
+    n_capped : int
+        Particles (over all replicas) with at least one capped pair.
+
+    Examples
+    --------
+    Two log-gas particles 1e-3 apart, N = 2, λ = 1/2, η = 0.01: the pair drift 1/(N r) = 500
+    would move each by 5 = 5000 r; the cap leaves f r / η = 0.025, a displacement of r / 4.
+
+    >>> import torch
+    >>> from meanfield.energy import PairInteraction
+    >>> from meanfield.kernels import Riesz
+    >>> from meanfield.dynamics.langevin import near_field
+    >>> omega = torch.tensor([[0.0], [1e-3]], dtype=torch.float64)
+    >>> term = PairInteraction(Riesz(0.0), 0.5)
+    >>> corr, nearest, neighbour, n = near_field(omega, [term], 0.01, cap=True)
+    >>> drift = 2 * term.grad(omega)  # N ∇H_N
+    >>> [round(v, 6) for v in (drift + corr).flatten().tolist()], nearest.tolist(), n
+    ([0.025, -0.025], [0.001, 0.001], 2)
+    """
+    N = omega.shape[-2]
+    correction = torch.zeros_like(omega)
+    nearest = omega.new_empty(omega.shape[:-1])
+    neighbour = torch.empty(omega.shape[:-1], dtype=torch.long, device=omega.device)
+    n_capped = 0
+    for lo in range(0, N, _NEAR_BLOCK):
+        hi = min(N, lo + _NEAR_BLOCK)
+        z = omega[..., lo:hi, None, :] - omega[..., None, :, :]  # (..., b, N, p)
+        r2 = (z * z).sum(-1)
+        rows = torch.arange(hi - lo, device=omega.device)
+        r2[..., rows, rows + lo] = math.inf  # no self-pair
+        best = r2.min(-1)
+        nearest[..., lo:hi], neighbour[..., lo:hi] = best.values.sqrt(), best.indices
+        if not cap:
+            continue
+        capped_rows = torch.zeros(r2.shape[:-1], dtype=torch.bool, device=omega.device)
+        for term in terms:
+            limit = PAIR_STEP_FRACTION * N / (2 * term.lam * eta)
+            c = term.kernel.grad_coeff_sq(r2)  # 0 at coincident points and at r2 = inf
+            over = c.abs() > limit
+            if not bool(over.any()):
+                continue
+            capped_rows |= over.any(-1)
+            delta = torch.where(over, torch.sign(c) * limit - c, torch.zeros_like(c))
+            correction[..., lo:hi, :] += (2 * term.lam / N) * (delta[..., None] * z).sum(-2)
+        n_capped += int(capped_rows.sum())
+    return correction, nearest, neighbour, n_capped
+
+
+def count_overshoot(omega, drift, eta: float, nearest, neighbour) -> int:
+    r"""Particles (over all replicas) that one drift step carries, relative to their nearest
+    neighbour j, by more than their distance r_ij:
+
+    .. math::
+
+        \eta\, \|b_i - b_j\| > \|\omega_i - \omega_j\|, \qquad b = N \nabla H_N
+
+    (a uniform drift moves neighbours together and carries nobody past anyone, so the drift
+    is taken relative to the neighbour's).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from meanfield.dynamics.langevin import count_overshoot
+    >>> omega = torch.tensor([[0.0], [0.01], [1.0]], dtype=torch.float64)
+    >>> drift = torch.tensor([[1.0], [-1.0], [0.0]], dtype=torch.float64)
+    >>> nearest = torch.tensor([0.01, 0.01, 0.99], dtype=torch.float64)
+    >>> neighbour = torch.tensor([1, 0, 1])
+    >>> count_overshoot(omega, drift, 0.1, nearest, neighbour)  # 0.1·2 > 0.01 twice
+    2
+    """
+    other = torch.gather(drift, -2, neighbour[..., None].expand_as(drift))
+    relative = eta * (drift - other).norm(dim=-1)
+    return int((relative > nearest).sum())
 
 
 @dataclass
@@ -92,6 +249,34 @@ class ProjectedLangevin:
         Random-batch size B ≥ 2 for the pair interaction (Jin–Li–Liu 2020).
     data_batch : int, optional
         Mini-batch size (≥ 2) of data rows for the alignment terms.
+    pair_step : {"capped", "explicit"}, optional
+        How the force of an unsoftened singular pair kernel is stepped.  ``"capped"`` (the
+        default for such a kernel) caps each pair's drift displacement at
+        :data:`PAIR_STEP_FRACTION` of the pair's distance (:func:`near_field`), so a
+        near-collision (kick η·2λ/(N r) for the log gas) cannot fling particles past each
+        other; ``"explicit"`` is the plain Euler step.  Energies without a singular pair
+        kernel always take the explicit step (bit for bit as before).
+
+    Notes
+    -----
+    With a singular pair kernel every step also finds each particle's nearest neighbour and
+    counts the particles the drift actually used carries past their neighbour's distance
+    (:func:`count_overshoot`); the state's cache holds the running totals ``overshoot_steps``
+    (steps with at least one) and ``capped_steps`` (steps in which the cap acted), which
+    :func:`simulate` reports.  The capped step is an O(N² p) pass like the exact drift; it is
+    refused with ``interaction_batch`` (the random batch hides which pairs it holds).
+
+    References
+    ----------
+    .. [1] M. Hutzenthaler, A. Jentzen, P. E. Kloeden, "Strong convergence of an explicit
+       numerical method for SDEs with nonglobally Lipschitz continuous coefficients",
+       Ann. Appl. Probab. 22 (2012) — the tamed Euler step this cap is a pairwise form of.
+    .. [2] I. Dumitriu, A. Edelman, "Matrix models for beta ensembles", J. Math. Phys. 43
+       (2002) — the exact law the capped step is tested against.
+
+    See Also
+    --------
+    MALA, meanfield.dynamics.hmc.HMC : exact samplers of the same Gibbs law.
 
     Examples
     --------
@@ -111,6 +296,14 @@ class ProjectedLangevin:
     >>> saved = copy.deepcopy(s)
     >>> torch.equal(lang.step(s).omega, lang.step(saved).omega)
     True
+
+    The log gas takes the capped pair step by default:
+
+    >>> from meanfield.energy import PairInteraction
+    >>> from meanfield.kernels import Riesz
+    >>> gas = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(1, 4.0))
+    >>> ProjectedLangevin(gas, eta=0.002, beta=4.0).pair_step
+    'capped'
     """
 
     energy: Energy
@@ -119,6 +312,7 @@ class ProjectedLangevin:
     regime: str = "mean-field"
     interaction_batch: int | None = None
     data_batch: int | None = None
+    pair_step: str | None = None
 
     def __post_init__(self):
         self.eta = check_positive("eta (step size)", self.eta)
@@ -127,6 +321,20 @@ class ProjectedLangevin:
         self.interaction_batch, self.data_batch = check_batches(
             "langevin", self.energy, self.interaction_batch, self.data_batch
         )
+        self._singular = singular_pair_terms(self.energy)
+        if self.pair_step is None:
+            self.pair_step = "capped" if self._singular else "explicit"
+        check_choice("pair_step", self.pair_step, PAIR_STEPS)
+        if self.pair_step == "capped" and not self._singular:
+            self.pair_step = "explicit"  # nothing to cap: the plain step, bit for bit
+        if self.pair_step == "capped" and self.interaction_batch is not None:
+            raise InputError(
+                "interaction_batch cannot be used with the capped pair step of the unsoftened "
+                f"singular kernel {self._singular[0].kernel.name} (the random batch hides "
+                "which pairs are close): give the kernel a softening > 0, drop "
+                "interaction_batch, or choose pair_step='explicit' (overshoots are counted "
+                "and warned)"
+            )
 
     def init(self, omega, seed: int = 0) -> LangevinState:
         """The state at step 0: ``omega`` (..., N, p) as a tensor of the energy's dtype,
@@ -143,8 +351,9 @@ class ProjectedLangevin:
         >>> s.omega.flatten().tolist(), s.step
         ([2.0, 0.5], 0)
         """
-        omega = self.energy.domain.project(self.energy.as_tensor(omega, name="omega0"))
-        return LangevinState(omega=omega, rng=new_stream(seed))
+        omega = start_positions(self.energy, omega)
+        cache = {"overshoot_steps": 0, "capped_steps": 0} if self._singular else {}
+        return LangevinState(omega=omega, rng=new_stream(seed), cache=cache)
 
     def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
         """One step of Algorithm 1 from ``state``, returned as a new state.
@@ -163,7 +372,8 @@ class ProjectedLangevin:
         Returns
         -------
         LangevinState
-            Ω moved and projected onto 𝒲, ``step`` + 1, the stream advanced.
+            Ω moved and projected onto 𝒲, ``step`` + 1, the stream advanced; with a singular
+            pair kernel, the cache's ``overshoot_steps`` and ``capped_steps`` counted.
 
         Raises
         ------
@@ -201,10 +411,26 @@ class ProjectedLangevin:
             data_index=data_index,
         )
         _check_finite(drift, "the drift N grad H_N", state.step)
+        counts = {}
+        if self._singular:
+            cap = self.pair_step == "capped"
+            correction, nearest, neighbour, n_capped = near_field(
+                omega, self._singular, self.eta, cap=cap
+            )
+            if cap:
+                drift = drift + correction
+            over = count_overshoot(omega, drift, self.eta, nearest, neighbour)
+            counts = {
+                "overshoot_steps": state.cache.get("overshoot_steps", 0) + int(over > 0),
+                "capped_steps": state.cache.get("capped_steps", 0) + int(n_capped > 0),
+            }
         noise = _noise(omega.shape, generator, omega)
         new = omega - self.eta * drift + np.sqrt(2 * self.eta / beta_N) * noise
         return state.evolve(
-            omega=self.energy.domain.project(new), step=state.step + 1, rng=generator.get_state()
+            omega=self.energy.domain.project(new),
+            step=state.step + 1,
+            rng=generator.get_state(),
+            cache=counts,
         )
 
 
@@ -285,7 +511,8 @@ class MALA:
         Parameters
         ----------
         state : LangevinState
-            As :meth:`init` gives it (U and ∇U cached); left as it was.
+            As :meth:`init` gives it (U and ∇U cached; a state whose positions were replaced
+            by ``evolve(omega=...)`` has them recomputed, never stale); left as it was.
         generator : torch.Generator, optional
             Deprecated (the previous call form, one more release): draw from this generator
             instead of the state's stream; the new state carries where it left it.
@@ -317,8 +544,9 @@ class MALA:
         (10, 10, [10.0, 10.0, 10.0, 10.0, 10.0])
         """
         generator = _step_stream(state, generator, f"{type(self).__name__}.step")
+        beta_N = effective_beta(self.beta, state.omega.shape[-2], self.regime)
+        state = with_potential(state, self.energy, beta_N)  # U, ∇U dropped by evolve(omega=)
         omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
-        beta_N = effective_beta(self.beta, omega.shape[-2], self.regime)
         h = self.eta / beta_N
         noise = _noise(omega.shape, generator, omega)
         prop = omega - h * gradU + np.sqrt(2 * h) * noise
@@ -344,8 +572,10 @@ def make_integrator(
     regime: str = "mean-field",
     interaction_batch: int | None = None,
     data_batch: int | None = None,
+    pair_step: str | None = None,
 ):
-    """Build :class:`ProjectedLangevin` or :class:`MALA` from plain parameters.
+    """Build :class:`ProjectedLangevin` or :class:`MALA` from plain parameters
+    (``pair_step``: Langevin's, see :class:`ProjectedLangevin`).
 
     Examples
     --------
@@ -361,8 +591,10 @@ def make_integrator(
     check_choice("method", method, METHODS)
     if method == "mala":
         check_batches(method, energy, interaction_batch, data_batch)
+        if pair_step is not None:
+            raise InputError("pair_step is a projected-Langevin option; MALA takes none")
         return MALA(energy, eta, beta, regime)
-    return ProjectedLangevin(energy, eta, beta, regime, interaction_batch, data_batch)
+    return ProjectedLangevin(energy, eta, beta, regime, interaction_batch, data_batch, pair_step)
 
 
 def boundary_fraction(omega, domain) -> float:
@@ -454,6 +686,7 @@ def simulate(
     record_positions: bool = True,
     progress: bool = False,
     extra_attrs: dict | None = None,
+    pair_step: str | None = None,
 ) -> xr.Dataset:
     """Run the particle dynamics of a run specification and return the trajectory as a
     labelled dataset.
@@ -486,6 +719,9 @@ def simulate(
         Store every record's positions (else the last only, as ``omega_final``); a progress bar.
     extra_attrs : dict, optional
         More attributes for the dataset.
+    pair_step : {"capped", "explicit"}, optional
+        Langevin's step of an unsoftened singular pair kernel (:class:`ProjectedLangevin`;
+        default ``"capped"`` for such a kernel, ``"explicit"`` otherwise).
 
     Returns
     -------
@@ -493,20 +729,33 @@ def simulate(
         ``omega`` (time, [replica,] particle, dim), ``energy``, ``energy_<term>`` and, for
         MALA, ``acceptance_rate`` over the preceding record interval (time, [replica]);
         coordinate ``step``; attributes: every parameter, the seed and the package version.
+        Projected Langevin with a singular pair kernel adds ``pair_step``,
+        ``n_overshoot_steps`` (steps in which the drift used carried a particle, relative to
+        its nearest neighbour, further than their distance) and ``n_capped_steps``.
 
     Raises
     ------
     meanfield.errors.InputError
-        A bad argument (checked when the spec is made), or (MALA) a start with infinite energy
-        or force (:func:`check_finite_start`).
+        A bad argument (checked when the spec is made); (MALA) a start with infinite energy
+        or force (:func:`check_finite_start`), or with two particles closer than
+        START_SPACING · N^(−1/p) under an unsoftened singular kernel
+        (:func:`~meanfield.dynamics.chains.check_start_spacing`).
 
     Warns
     -----
     meanfield.errors.PinnedParticlesWarning
         Projected Langevin only: one noise step sqrt(2 η / β_N) spans the domain (before the
         run), or half the particles or more end on the boundary, pinned by the projection.
+    meanfield.errors.OvershootWarning
+        Projected Langevin with ``pair_step="explicit"`` and a singular pair kernel: the count
+        of steps that overshot (the stationary law is then wrong).
+    meanfield.errors.CoincidentParticlesWarning
+        Projected Langevin recorded the energy +inf (coincident particles).
     meanfield.errors.LowAcceptanceWarning
         MALA only: some replica accepted under :data:`LOW_ACCEPTANCE` of its proposals.
+    meanfield.errors.FrozenChainWarning
+        MALA only: some replica's travel is below the spread of its particles
+        (:func:`~meanfield.dynamics.chains.frozen_chain_warning`).
 
     Examples
     --------
@@ -543,19 +792,25 @@ def simulate(
         data_batch=data_batch,
         seed=seed,
     )
-    return _simulate(spec, record_every, record_positions, progress, extra_attrs)
+    return _simulate(spec, record_every, record_positions, progress, extra_attrs, pair_step)
 
 
-def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_attrs):
+def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_attrs, pair_step):
     """:func:`simulate` of a checked spec."""
     energy, n_steps, method = spec.energy, spec.n_steps, spec.method
     kw = dict(method=method, eta=spec.eta, beta=spec.beta, regime=spec.regime)
     integrator = make_integrator(
-        energy, interaction_batch=spec.interaction_batch, data_batch=spec.data_batch, **kw
+        energy,
+        interaction_batch=spec.interaction_batch,
+        data_batch=spec.data_batch,
+        pair_step=pair_step,
+        **kw,
     )
     omega0, record_every, seed = chain_setup(
         energy, spec.particles(), n_steps, record_every, spec.seed
     )
+    if isinstance(integrator, MALA):
+        check_start_spacing(energy, energy.domain.project(omega0), method)
     _warn_if_step_pins(integrator, omega0.shape[-2])
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
     start = integrator.init(omega0, seed=seed)
@@ -565,11 +820,48 @@ def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_att
         state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
     )
     _warn_if_pinned(ds, integrator)
+    if isinstance(integrator, ProjectedLangevin):
+        _report_pair_step(ds, integrator, state)
     if isinstance(integrator, MALA):
         note = low_acceptance_warning(state, "eta", integrator.eta)
         if note:
             warnings.warn(note, LowAcceptanceWarning, stacklevel=3)
+        note = frozen_chain_warning(state, "eta", integrator.eta)
+        if note:
+            warnings.warn(note, FrozenChainWarning, stacklevel=3)
     return ds
+
+
+def _report_pair_step(ds: xr.Dataset, integrator: ProjectedLangevin, state) -> None:
+    """After a projected-Langevin run: the pair step and its counts as attributes of ``ds``;
+    an :class:`OvershootWarning` for an explicit step that overshot, a
+    :class:`CoincidentParticlesWarning` for a recorded energy +inf."""
+    if integrator._singular:
+        n_over = int(state.cache.get("overshoot_steps", 0))
+        ds.attrs.update(
+            pair_step=integrator.pair_step,
+            n_overshoot_steps=n_over,
+            n_capped_steps=int(state.cache.get("capped_steps", 0)),
+        )
+        if integrator.pair_step == "explicit" and n_over > 0:
+            warnings.warn(
+                f"the explicit Langevin step overshot in {n_over} of {state.step} steps: the "
+                "drift carried a particle, relative to its nearest neighbour, further than "
+                f"their distance (the singular kernel {integrator._singular[0].kernel.name} "
+                f"kicks like eta/r near a collision, eta = {integrator.eta:g}), so the law is "
+                "wrong; use pair_step='capped' (the default), a smaller eta, a softening > 0, "
+                "or method='mala' / sample_hmc",
+                OvershootWarning,
+                stacklevel=4,
+            )
+    if bool(np.isposinf(ds["energy"].values).any()):
+        warnings.warn(
+            "the run recorded the energy H_N = +inf: two particles coincide (pinned to the same "
+            "boundary point by the projection) under an unsoftened singular pair kernel; lower "
+            "eta, enlarge the domain or give the kernel a softening > 0",
+            CoincidentParticlesWarning,
+            stacklevel=4,
+        )
 
 
 def _warn_if_step_pins(integrator, N: int) -> None:
@@ -609,9 +901,14 @@ def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_at
 __all__ = [
     "METHODS",
     "MALA",
+    "PAIR_STEPS",
+    "PAIR_STEP_FRACTION",
     "ProjectedLangevin",
     "boundary_fraction",
+    "count_overshoot",
     "make_integrator",
+    "near_field",
+    "singular_pair_terms",
     "pinning_step_warning",
     "simulate",
     # from meanfield.dynamics.chains
