@@ -43,6 +43,7 @@ from ..errors import (
     CoincidentParticlesWarning,
     FrozenChainWarning,
     InputError,
+    InputTypeError,
     LowAcceptanceWarning,
     NumericalError,
     OvershootWarning,
@@ -687,6 +688,7 @@ def simulate(
     progress: bool = False,
     extra_attrs: dict | None = None,
     pair_step: str | None = None,
+    check_start: bool = True,
 ) -> xr.Dataset:
     """Run the particle dynamics of a run specification and return the trajectory as a
     labelled dataset.
@@ -722,6 +724,11 @@ def simulate(
     pair_step : {"capped", "explicit"}, optional
         Langevin's step of an unsoftened singular pair kernel (:class:`ProjectedLangevin`;
         default ``"capped"`` for such a kernel, ``"explicit"`` otherwise).
+    check_start : bool, default True
+        MALA only: refuse a start with two particles closer than START_SPACING · N^(−1/p)
+        under an unsoftened singular kernel (:func:`~meanfield.dynamics.chains.
+        check_start_spacing`). Pass False to continue a chain from its own samples: close
+        pairs of a Gibbs sample are part of the law, not a bad start.
 
     Returns
     -------
@@ -792,10 +799,17 @@ def simulate(
         data_batch=data_batch,
         seed=seed,
     )
-    return _simulate(spec, record_every, record_positions, progress, extra_attrs, pair_step)
+    if not isinstance(check_start, bool):
+        raise InputTypeError(f"check_start must be True or False, got {check_start!r}")
+    return _simulate(
+        spec, record_every, record_positions, progress, extra_attrs, pair_step, check_start
+    )
 
 
-def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_attrs, pair_step):
+def _simulate(
+    spec: RunSpec, record_every, record_positions, progress, extra_attrs, pair_step,
+    check_start=True,
+):  # fmt: skip
     """:func:`simulate` of a checked spec."""
     energy, n_steps, method = spec.energy, spec.n_steps, spec.method
     kw = dict(method=method, eta=spec.eta, beta=spec.beta, regime=spec.regime)
@@ -809,7 +823,7 @@ def _simulate(spec: RunSpec, record_every, record_positions, progress, extra_att
     omega0, record_every, seed = chain_setup(
         energy, spec.particles(), n_steps, record_every, spec.seed
     )
-    if isinstance(integrator, MALA):
+    if isinstance(integrator, MALA) and check_start:
         check_start_spacing(energy, energy.domain.project(omega0), method)
     _warn_if_step_pins(integrator, omega0.shape[-2])
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
