@@ -403,15 +403,11 @@ def _twin_start(R=None):
 def test_infinite_start_energy_is_refused_before_any_trajectory(R):
     """Issue 24: from H_N = +inf the step search picked ε = 1.3e7, every trajectory was
     rejected and the warm-up drove L to 1000 (97 s) with no warning; now refused at once,
-    naming the twin particles."""
-    import time
-
+    naming the twin particles (MALA's start-spacing guard names them first)."""
     E, om = _twin_start(R)
-    t0 = time.perf_counter()
     with pytest.raises(InputError, match=r"omega0 must have a finite energy.*particles 2 and 5"):
         sample_hmc(E, om, beta=1.0, n_samples=5, n_warmup=20, seed=0)
-    assert time.perf_counter() - t0 < 2
-    with pytest.raises(InputError, match="omega0 must have a finite energy"):
+    with pytest.raises(InputError, match=r"omega0.* particles 2 and 5 are 0 apart"):
         simulate(E, om, eta=1e-3, beta=1.0, n_steps=5, method="mala")
     om[..., 5, 0] += 1e-3  # separated: runs
     sample_hmc(E, om, beta=1.0, n_samples=2, n_warmup=2, seed=0)

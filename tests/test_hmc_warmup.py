@@ -134,3 +134,22 @@ def test_a_step_without_a_step_size_is_a_named_error():
         with pytest.raises(InputError, match=r"needs the leapfrog step size.*step_size=eps"):
             call()
     assert replace(hmc, step_size=0.1).step(state).step == 1  # what the message says to do
+
+
+def test_step_after_evolve_with_new_positions_is_a_fresh_chain():
+    """``evolve(omega=...)`` drops the cached U and grad U; HMC recomputes them (instead of a
+    KeyError, or a step from the old positions' energy): the same trajectory, bit for bit, as
+    a chain started at the new positions with the same stream."""
+    import torch
+
+    from meanfield.domains import Box
+    from meanfield.dynamics.hmc import HMC
+    from meanfield.energy import Energy, QuadraticPotential
+
+    hmc = HMC(Energy([QuadraticPotential()], Box(1, 2.0)), beta=1.0, step_size=0.1)
+    new = torch.full((3, 4, 1), 1.0, dtype=torch.float64)
+    moved = hmc.init(torch.zeros(3, 4, 1, dtype=torch.float64), seed=0).evolve(omega=new)
+    fresh = hmc.init(new, seed=0)
+    for advance in (lambda s: hmc.step(s), lambda s: hmc.advance(s, 3)[0]):
+        a, b = advance(moved), advance(fresh)
+        assert torch.equal(a.omega, b.omega) and torch.equal(a.cache["U"], b.cache["U"])

@@ -82,6 +82,7 @@ from .chains import (
     low_acceptance_warning,
     metropolis_decision,
     metropolis_init,
+    with_potential,
 )
 from .spec import RunSpec, as_spec
 
@@ -584,6 +585,7 @@ class HMC:
         (1, 1, True, 0)
         """
         self._check_step_size("HMC.step")
+        state = with_potential(state, self.energy, self._beta_N(state.omega))  # after evolve
         generator = _step_stream(state, generator, "HMC.step")
         return self._step(state, generator).evolve(rng=generator.get_state())
 
@@ -667,6 +669,7 @@ class HMC:
             )
         n_steps = check_int("n_steps", n_steps)
         self._check_step_size("HMC.advance")
+        state = with_potential(state, self.energy, self._beta_N(state.omega))  # after evolve
         generator = _step_stream(state, generator, "HMC.advance", ", n_steps")
         state, records = self._advance(state, generator, n_steps, positions)
         return state.evolve(rng=generator.get_state()), records
