@@ -14,13 +14,28 @@
      holds, starting from 2λ Σ_m |W_m| / |C| per pair term, a bound on ‖H‖; gradient
      restart) until the gap is ≤ ``warm_tol``: this finds the support;
   2. primal–dual active set (Hintermüller, Ito & Kunisch 2002): on the current support S,
-     solve the KKT system H_SS w_S − c 1 = −b_S, Σ w_S = mass, by MINRES with FFT
-     products; drop cells with w_i < 0, add cells whose multiplier g_i − c is negative;
-     repeat until S is stable (finitely many steps; usually 1–5).
+     solve the KKT system H_SS w_S − c 1 = −b_S, Σ w_S = mass, by conjugate gradients on
+     the mass-zero subspace with FFT products; drop cells with w_i < 0, add cells whose
+     multiplier g_i − c is negative (both with margins above round-off); repeat until S is
+     stable (finitely many steps; usually 1–5).
+
+  Every reduction the solver decides on is numpy's pairwise sum, not a BLAS dot, so the path
+  (and the iteration count) is the same under any number of threads.
 
   If the active-set phase fails to settle, FISTA continues from its best point.
 
 Both return the density and a :class:`StationaryReport` (convergence history included).
+
+Stationary states can be several.  F_β is strictly convex in ρ (flat sense: along
+ρ_t = (1 − t)ρ_0 + tρ_1) when every pair kernel is (conditionally) positive definite and every
+measure term convex (the confinement V enters linearly, so its shape does not matter): then
+ρ_β is the unique critical point and one start suffices.  An attractive pair term (e.g. the
+quadratic kernel of the granular-media / Curie–Weiss model) breaks this: above a critical β
+there are several critical points (ordered minimisers and a symmetric saddle).
+:func:`gibbs_state` then searches from several starts, classifies each state found by its
+free energy and the second variation of F_β on mass-zero perturbations
+(:func:`second_variation_eigenvalue`), returns the minimiser and lists every state in
+``report.states``; :mod:`meanfield.pde.branches` follows them in β.
 """
 
 from __future__ import annotations
@@ -31,11 +46,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import NoConvergence, newton_krylov
-from scipy.sparse.linalg import LinearOperator, minres
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from .._validation import check_choice, check_int, check_positive
-from ..energy import Energy
-from ..errors import ConvergenceWarning
+from ..energy import Energy, NormalisedAlignment, RiskAlignment
+from ..errors import (
+    ConvergenceError,
+    ConvergenceWarning,
+    InputError,
+    MultipleStationaryStatesWarning,
+)
+from ..kernels import Gaussian, Riesz
 from ..simplex import project_simplex
 from .field import Density
 from .grid import Grid
@@ -58,6 +79,9 @@ class StationaryReport:
     free_energy : float
         F_β of the result (E for β = inf).
     message : str
+    states : tuple of StationaryState
+        :func:`gibbs_state` only: every distinct stationary state found, lowest free energy
+        first (the first is the density returned); empty for :func:`equilibrium_measure`.
 
     Examples
     --------
@@ -75,6 +99,7 @@ class StationaryReport:
     history: np.ndarray = field(repr=False)
     free_energy: float
     message: str = ""
+    states: tuple = field(default=(), repr=False)
 
     def __str__(self) -> str:
         state = "converged" if self.converged else "NOT converged"
@@ -215,6 +240,407 @@ def _gibbs_options(beta, method, mass, damping, tol, max_iter) -> tuple:
     return beta, mass, damping, tol, max_iter
 
 
+#: |σ| at or below this: the second variation vanishes to the solver's accuracy ("marginal").
+MARGINAL_EIGENVALUE = 1e-8
+#: Up to this many cells the second variation is built densely (M Hessian products and one
+#: symmetric eigensolve, deterministic); Lanczos (ARPACK, a fixed start vector) above.
+DENSE_SECOND_VARIATION_CELLS = 1024
+#: Two solves reached the same state when ∫|ρ_1 − ρ_2| ≤ this × max(mass · 1e4 tol, 1):
+#: far above the solvers' accuracy, far below the distance between distinct states.
+SAME_STATE_L1 = 1e-6
+#: Two distinct states have equal free energy when |F_1 − F_2| ≤ this × (1 + |F_1|); F is
+#: stationary at a critical point, so its error is of order the square of the solve's.
+EQUAL_FREE_ENERGY = 1e-9
+#: β h R of the tilted starts exp(−β(U_ext ∓ h x_d)) (R the half-width along axis d): a
+#: weight ratio e^6 between x_d = ±R/2, enough to put a start in a symmetry-broken basin.
+DEFAULT_TILT = 6.0
+
+
+@dataclass(frozen=True)
+class StationaryState:
+    r"""One stationary state (critical point of F_β) found by :func:`gibbs_state`.
+
+    Attributes
+    ----------
+    density : Density
+        The state, exactly of Gibbs form ρ = m Z⁻¹ e^{−βU[ρ]}.
+    free_energy : float
+        F_β(ρ) = E_h(ρ) + β⁻¹ Σ w log ρ (energy units).
+    min_eigenvalue : float or None
+        σ_min, the smallest eigenvalue of the second variation of F_β at ρ on mass-zero
+        perturbations v, measured against the entropy's (dimensionless; 1 without interaction):
+        σ_min = min_v δ²F_β[v] / (β⁻¹ Σ v²/w)   (:func:`second_variation_eigenvalue`).
+        None when it was not computed because F_β is strictly convex (then the state is the
+        unique minimiser and σ_min ≥ 1).
+    stability : {"stable", "unstable", "marginal"}
+        σ_min > 1e-8, < −1e-8, or in between (:data:`MARGINAL_EIGENVALUE`).  An unstable
+        state is a saddle: a mass-zero perturbation lowers F_β.
+    mean : ndarray, shape (p,)
+        ∫ ω ρ(dω) / mass: the order parameter of a symmetric model.
+    starts : tuple of str
+        The starts whose solve reached this state (``"rho0"``, ``"uniform"``,
+        ``"boltzmann"``, ``"tilt+x1"``, ``"tilt-x1"``, ...).
+    residual : float
+        Final residual of the solve that found it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde import Density, Grid
+    >>> from meanfield.pde.stationary import StationaryState
+    >>> g = Grid(Box(1, 1.0), 4)
+    >>> st = StationaryState(Density.uniform(g), -0.69, 1.0, "stable", np.zeros(1), ("uniform",),
+    ...                      1e-13)
+    >>> st.stable, str(st)
+    (True, 'stable state: F = -0.69, mean = [0.], sigma_min = 1, from uniform')
+    """
+
+    density: Density
+    free_energy: float
+    min_eigenvalue: float | None
+    stability: str
+    mean: np.ndarray
+    starts: tuple
+    residual: float
+
+    @property
+    def stable(self) -> bool:
+        """True when σ_min > 1e-8 (or not computed: strictly convex F_β).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.pde import Density, Grid
+        >>> from meanfield.pde.stationary import StationaryState
+        >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+        >>> StationaryState(rho, 0.0, -0.2, "unstable", np.zeros(1), ("uniform",), 0.0).stable
+        False
+        """
+        return self.stability == "stable"
+
+    def __str__(self) -> str:
+        sigma = (
+            "not computed (convex)" if self.min_eigenvalue is None else f"{self.min_eigenvalue:.4g}"
+        )
+        return (
+            f"{self.stability} state: F = {self.free_energy:.12g}, mean = "
+            f"{np.array2string(np.asarray(self.mean), precision=6)}, sigma_min = {sigma}, "
+            f"from {', '.join(self.starts)}"
+        )
+
+
+def flat_convexity(energy, grid: Grid | None = None) -> tuple:
+    """Whether F_β is strictly convex in ρ, so that ρ_β is its only critical point.
+
+    F_β = ∫ V dρ + (pair and measure terms) + β⁻¹ ∫ ρ log ρ: the one-body terms are linear in
+    ρ (whatever the shape of V) and the entropy strictly convex, so F_β is strictly convex
+    when every pair term is λ ≥ 0 times a (conditionally) positive-definite kernel (Riesz with
+    s ≥ −2, log, Coulomb, Gaussian; softened or not) and every measure term convex (the risk
+    alignment, a square of a linear map).  Anything else (an attractive kernel such as
+    :class:`~meanfield.kernels.Quadratic`, a kernel not in this list, the normalised
+    alignment) is treated as possibly non-convex.  The statement is about the continuum
+    functional; its cell-integrated discretisation can differ at the grid scale.
+
+    Parameters
+    ----------
+    energy : Energy or GridEnergy
+    grid : Grid, optional
+
+    Returns
+    -------
+    (bool, str)
+        Convex or not, and the term that breaks convexity ("" when convex).
+
+    Examples
+    --------
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import DoubleWellPotential, Energy, PairInteraction
+    >>> from meanfield.kernels import Quadratic, Riesz
+    >>> from meanfield.pde import Grid
+    >>> from meanfield.pde.stationary import flat_convexity
+    >>> g = Grid(Box(1, 3.0), 16)
+    >>> repulsive = PairInteraction(Riesz(0.0), 0.5)  # log kernel: positive definite
+    >>> flat_convexity(Energy([DoubleWellPotential(), repulsive], g.domain), g)
+    (True, '')
+    >>> attractive = PairInteraction(Quadratic(), 0.5)
+    >>> flat_convexity(Energy([DoubleWellPotential(), attractive], g.domain), g)
+    (False, "pair term 'interaction': Quadratic() with lam=0.5 is not positive definite")
+    """
+    ge = _grid_energy(energy, grid)
+    for name, (lam, conv) in ge.pair.items():
+        k = conv.kernel
+        if lam == 0 or isinstance(k, Gaussian) or (isinstance(k, Riesz) and k.s >= -2):
+            continue
+        return False, f"pair term {name!r}: {k!r} with lam={lam:g} is not positive definite"
+    for name, t in ge.measure.items():
+        if isinstance(t, RiskAlignment) and not isinstance(t, NormalisedAlignment):
+            continue
+        return False, f"measure term {name!r} ({type(t).__name__}) is not known to be convex"
+    return True, ""
+
+
+def _hessian_product(ge: GridEnergy, rho: np.ndarray):
+    """v ↦ H_E v with H_E = ∂²E_h/∂w² at ρ (v: flat cell masses): the pair terms exactly
+    (their potential is linear in ρ), measure terms by central differences of their potential."""
+    vol, shape = ge.grid.cell_volume, ge.grid.shape
+    rho_max = float(rho.max())
+
+    def apply(v):
+        dr = v.reshape(shape) / vol
+        out = np.zeros(shape)
+        for lam, conv in ge.pair.values():
+            out += 2.0 * lam * conv(dr)
+        if ge.measure:
+            # step so that the perturbed density moves by 1e-4 max ρ: central-difference error
+            # ~1e-8 relative for a smooth term
+            t = 1e-4 * rho_max / max(float(np.abs(dr).max()), 1e-300)
+            up, down = ge.potentials(rho + t * dr), ge.potentials(rho - t * dr)
+            for name in ge.measure:
+                out += (up[name] - down[name]) / (2 * t)
+        return out.ravel()
+
+    return apply
+
+
+def second_variation_eigenvalue(energy, grid: Grid | None, rho, beta: float) -> float:
+    r"""σ_min: the smallest eigenvalue of the second variation of F_β at ρ on mass-zero
+    perturbations, measured against the entropy's second variation.
+
+    In the cell masses w = ρ|C|, δ²F_β[v] = β⁻¹ Σ v_i²/w_i + vᵀ H_E v with H_E = ∂²E_h/∂w²,
+    and
+
+    .. math::
+
+        \sigma_{\min} = \min_{\sum_i v_i = 0}
+        \frac{\beta^{-1} \sum_i v_i^2 / w_i + v^\top H_E v}{\beta^{-1} \sum_i v_i^2 / w_i}
+        = 1 - \mu_{\max},
+
+    μ_max the largest eigenvalue of the linearised self-consistency map
+    v ↦ −β w (H_E v − ⟨H_E v⟩_w) (the derivative of ρ ↦ G(ρ) on mass-zero perturbations).
+    σ_min > 0: a strict local minimiser (linearly stable for the McKean–Vlasov flow);
+    σ_min < 0: a saddle.  Dimensionless; 1 without interaction.
+
+    Parameters
+    ----------
+    energy : Energy or GridEnergy
+    grid : Grid or None
+    rho : Density or array, shape ``grid.shape``
+        A stationary state (the quantity is defined anywhere, but means stability only there).
+    beta : float
+        β > 0.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Up to :data:`DENSE_SECOND_VARIATION_CELLS` cells the symmetric matrix
+    I + β D^{1/2} H_E D^{1/2} (D = diag w) is built and restricted to the complement of √w by a
+    Householder reflection; above, Lanczos (``scipy.sparse.linalg.eigsh``) from a fixed start.
+
+    Examples
+    --------
+    The granular-media model (double well, attractive quadratic interaction θ = 1) at β = 3
+    (above β_c ≈ 2.19): the symmetric state is a saddle, the ordered one a minimiser.
+
+    >>> import warnings
+    >>> from meanfield.domains import Box
+    >>> from meanfield.energy import DoubleWellPotential, Energy, PairInteraction
+    >>> from meanfield.kernels import Quadratic
+    >>> from meanfield.pde import Grid, gibbs_state
+    >>> from meanfield.pde.stationary import second_variation_eigenvalue
+    >>> g = Grid(Box(1, 3.0), 64)
+    >>> E = Energy([DoubleWellPotential(), PairInteraction(Quadratic(), lam=0.5)], g.domain)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # it warns: the state found is a saddle
+    ...     sym, _ = gibbs_state(E, g, 3.0, search="single")  # from the uniform start
+    >>> sigma = second_variation_eigenvalue(E, g, sym, 3.0)
+    >>> # the quadratic kernel is rank one on mass-zero perturbations: σ_min = 1 − βθ Var_w(x),
+    >>> # the variance of the cell masses w at the centres (here the mean is 0)
+    >>> var = float((sym.masses * g.axes[0] ** 2).sum())
+    >>> round(sigma, 4), round(1 - 3.0 * 1.0 * var, 4)
+    (-0.1708, -0.1708)
+    """
+    ge = _grid_energy(energy, grid)
+    beta = check_positive("beta (inverse temperature)", beta)
+    rho = rho.data if isinstance(rho, Density) else np.asarray(rho, dtype=float)
+    w = rho.ravel() * ge.grid.cell_volume
+    M = w.size
+    if M < 2:
+        raise InputError("the second variation needs a grid of at least 2 cells")
+    root = np.sqrt(np.maximum(w, 0.0))
+    s = root / math.sqrt(float(np.sum(root * root)))
+    H = _hessian_product(ge, rho)
+
+    def A(u):
+        return u + beta * root * H(root * u)
+
+    if M <= DENSE_SECOND_VARIATION_CELLS:
+        cols = np.empty((M, M))
+        for i in range(M):
+            e = np.zeros(M)
+            e[i] = 1.0
+            cols[:, i] = A(e)
+        mat = 0.5 * (cols + cols.T)
+        # Householder reflection P (P s = ∓e_0): P mat P restricted to indices 1..M−1 is the
+        # form on the complement of s, the mass-zero perturbations
+        u = s.copy()
+        u[0] += math.copysign(1.0, s[0])
+        u /= math.sqrt(float(np.sum(u * u)))
+        mu = mat @ u
+        kappa = float(np.sum(u * mu))
+        red = mat - 2 * np.outer(u, mu) - 2 * np.outer(mu, u) + 4 * kappa * np.outer(u, u)
+        return float(np.linalg.eigvalsh(red[1:, 1:])[0])
+
+    def proj(u):
+        return u - s * float(np.sum(s * u))
+
+    v0 = proj(np.random.default_rng(0).standard_normal(M))
+    # the s direction gets an eigenvalue above the Rayleigh quotient of v0 (≥ σ_min), so the
+    # smallest eigenvalue of the shifted operator is σ_min
+    shift = 1.0 + abs(float(np.sum(v0 * A(v0))) / float(np.sum(v0 * v0)))
+
+    def op(u):
+        return proj(A(proj(u))) + shift * s * float(np.sum(s * u))
+
+    lin = LinearOperator((M, M), matvec=op, dtype=float)
+    try:
+        vals = eigsh(lin, k=1, which="SA", v0=v0, tol=1e-10, maxiter=20 * M)
+    except ArpackNoConvergence as exc:  # pragma: no cover - ARPACK failure
+        raise ConvergenceError(f"second variation: Lanczos did not converge ({exc})") from exc
+    return float(vals[0][0])
+
+
+def _classify(sigma: float | None) -> str:
+    if sigma is None or sigma > MARGINAL_EIGENVALUE:
+        return "stable"
+    return "unstable" if sigma < -MARGINAL_EIGENVALUE else "marginal"
+
+
+def _tilted_starts(ge: GridEnergy, beta: float, mass: float, tilt: float) -> list:
+    """(label, density) starts: exp(−βU_ext) ("boltzmann") and exp(−β(U_ext ∓ h x_d)) with
+    β h R_d = ``tilt`` along every axis d ("tilt+x1", "tilt-x1", ...)."""
+    U = ge.external
+    starts = [("boltzmann", _gibbs(ge, U, beta, mass))]
+    for d in range(ge.grid.dim):
+        x = ge.grid.mesh[d] if ge.grid.dim > 1 else ge.grid.axes[0]
+        lo, hi = float(ge.grid.edges[d][0]), float(ge.grid.edges[d][-1])
+        xc = x - 0.5 * (lo + hi)
+        h = tilt / (beta * 0.5 * (hi - lo))
+        for sign, label in ((1.0, "+"), (-1.0, "-")):
+            starts.append((f"tilt{label}x{d + 1}", _gibbs(ge, U - sign * h * xc, beta, mass)))
+    return starts
+
+
+def _same_state(a: np.ndarray, b: np.ndarray, vol: float, mass: float, tol: float) -> bool:
+    return float(np.sum(np.abs(a - b))) * vol <= SAME_STATE_L1 * mass * max(1.0, 1e4 * tol)
+
+
+def _minimum_first(states: list) -> list:
+    """Order states by free energy; states within :data:`EQUAL_FREE_ENERGY` of the current
+    minimum keep their discovery order, so the order (and the state returned) does not
+    depend on round-off between mirror images."""
+    rest, out = list(states), []
+    while rest:
+        F_min = min(st.free_energy for st in rest)
+        tie = EQUAL_FREE_ENERGY * (1 + abs(F_min))
+        pick = next(st for st in rest if st.free_energy <= F_min + tie)
+        out.append(pick)
+        rest.remove(pick)
+    return out
+
+
+def _search_states(ge, starts, beta, method, mass, damping, tol, max_iter, *, stability=True):
+    """Solve from every (label, density) start; returns (states, reports, failed) with
+    ``states`` the distinct converged states (min-first), ``reports`` the report of the
+    solve that first found each (same order) and ``failed`` the (label, report) pairs of
+    unconverged solves."""
+    solver = _picard_gibbs if method == "picard" else _newton_gibbs
+    vol = ge.grid.cell_volume
+    found, failed = [], []  # found: [out, report, labels]
+    for label, start in starts:
+        history = []
+        out, iters, converged, msg = solver(ge, start, beta, mass, damping, tol, max_iter, history)
+        report = _report(method, converged, iters, history, ge.free_energy(out, beta), msg)
+        if not converged:
+            failed.append((label, report, out))
+            continue
+        for entry in found:
+            if _same_state(entry[0], out, vol, mass, tol):
+                entry[2].append(label)
+                break
+        else:
+            found.append([out, report, [label]])
+    states = []
+    for out, report, labels in found:
+        sigma = second_variation_eigenvalue(ge, None, out, beta) if stability else None
+        rho = Density(ge.grid, out)
+        mean = np.asarray(rho.mean(), dtype=float) / mass
+        states.append(
+            StationaryState(
+                rho,
+                report.free_energy,
+                sigma,
+                _classify(sigma),
+                mean,
+                tuple(labels),
+                report.residual,
+            )
+        )
+    order = _minimum_first(states)
+    reports = [found[states.index(st)][1] for st in order]
+    return order, reports, failed
+
+
+def minimiser_is_unique(states) -> bool:
+    """False when two or more of ``states`` share the lowest free energy (within
+    :data:`EQUAL_FREE_ENERGY`), as the ordered states ±m* of a symmetric model do.
+
+    Parameters
+    ----------
+    states : sequence of StationaryState
+        As ``report.states`` of :func:`gibbs_state`.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Box
+    >>> from meanfield.pde import Density, Grid
+    >>> from meanfield.pde.stationary import StationaryState, minimiser_is_unique
+    >>> rho = Density.uniform(Grid(Box(1, 1.0), 4))
+    >>> a = StationaryState(rho, -1.0, 0.5, "stable", np.array([0.5]), ("tilt+x1",), 0.0)
+    >>> b = StationaryState(rho, -1.0, 0.5, "stable", np.array([-0.5]), ("tilt-x1",), 0.0)
+    >>> minimiser_is_unique([a]), minimiser_is_unique([a, b])
+    (True, False)
+    """
+    if not states:
+        return True
+    F_min = min(st.free_energy for st in states)
+    tie = EQUAL_FREE_ENERGY * (1 + abs(F_min))
+    return sum(st.free_energy <= F_min + tie for st in states) == 1
+
+
+def _several_states_message(states, beta: float) -> str:
+    lines = "; ".join(f"[{i}] {st}" for i, st in enumerate(states))
+    head = (
+        f"gibbs_state found {len(states)} distinct stationary states at beta={beta:g}; the "
+        "density returned is the one of lowest free energy ([0])"
+    )
+    if not minimiser_is_unique(states):
+        head += (
+            "; the minimiser is NOT unique: several states share the lowest free energy "
+            "(e.g. mirror images), so the N-particle Gibbs law does not concentrate on one state"
+        )
+    return f"{head}. States: {lines}. All are in report.states."
+
+
 def gibbs_state(
     energy,
     grid: Grid | None,
@@ -226,8 +652,11 @@ def gibbs_state(
     damping: float = 0.5,
     tol: float = 1e-12,
     max_iter: int = 5000,
+    search: str = "auto",
+    tilt: float = DEFAULT_TILT,
 ) -> tuple:
-    r"""The self-consistent Gibbs state ρ = Z⁻¹ exp(−β δE/δρ[ρ]) on a grid.
+    r"""The self-consistent Gibbs state ρ = Z⁻¹ exp(−β δE/δρ[ρ]) on a grid: the minimiser of
+    F_β among the stationary states found.
 
     Parameters
     ----------
@@ -242,7 +671,7 @@ def gibbs_state(
         best value for 20 steps (contractive for weak coupling β λ ‖k‖; for strong coupling
         use Newton).  ``newton``: Newton–Krylov (scipy) on φ = log ρ for φ − log G(e^φ) = 0.
     rho0 : Density or array, optional
-        Initial guess (default uniform).
+        Initial guess (default uniform); with ``search="multi"`` one start among several.
     mass : float
         Total mass (1 for a probability density).
     damping : float in (0, 1]
@@ -251,17 +680,42 @@ def gibbs_state(
         Stop when the residual max_i |G(ρ)_i − ρ_i| / max_i G(ρ)_i ≤ tol (Picard) or
         max_i |φ_i − log G_i| ≤ tol (Newton; a relative density error).
     max_iter : int
+        Iterations per start.
+    search : {"auto", "single", "multi"}
+        ``single``: one solve from ``rho0`` (the solver of earlier versions); when F_β is not
+        known to be convex (:func:`flat_convexity`) the stability of the state is computed and
+        an unstable state (a saddle) is warned about.  ``multi``: solves from ``rho0`` (or the
+        uniform density), the Boltzmann density e^{−βU_ext} of the one-body terms and the
+        tilted starts e^{−β(U_ext ∓ h x_d)} along every axis; every distinct state is
+        classified by its free energy and σ_min (:func:`second_variation_eigenvalue`).
+        ``auto`` (default): ``single`` when F_β is strictly convex (then the state is the unique
+        critical point and one start suffices), ``multi`` otherwise.
+    tilt : float
+        β h R_d of the tilted starts (R_d the half-width of axis d), > 0.
 
     Returns
     -------
     (Density, StationaryReport)
-        The returned density is G(ρ) at the last iterate: exactly of Gibbs form.
+        The density is the state of lowest free energy found, exactly of Gibbs form;
+        ``report.states`` lists every distinct state found (lowest free energy first, the
+        first being the density returned), each a :class:`StationaryState` with its free
+        energy, σ_min and stability.  The report's other fields describe the solve that found
+        the returned state.
 
     Warns
     -----
     meanfield.errors.ConvergenceWarning
-        The residual is still above ``tol`` after ``max_iter`` iterations (then
-        ``report.converged`` is False and the density is not the Gibbs state).
+        No start converged (then ``report.converged`` is False and the density is the last
+        iterate of the start of lowest free energy, not a stationary state).
+    meanfield.errors.MultipleStationaryStatesWarning
+        Several distinct stationary states were found, or the minimiser is not unique (two
+        states of equal free energy), or (``search="single"``) the one state found is
+        unstable.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``search`` not one of the choices, ``tilt`` not > 0, or another option out of range.
 
     Notes
     -----
@@ -272,10 +726,30 @@ def gibbs_state(
         \rho = G(\rho) = \frac{m}{Z} \exp\left(-\beta \frac{\delta E}{\delta \rho}[\rho]\right),
         \qquad Z = \sum_i |C| \exp\left(-\beta \frac{\delta E}{\delta \rho}[\rho]_i\right).
 
+    Critical points can be several when the interaction is attractive (see
+    :doc:`/stationary_states`); a fixed point iteration from a symmetric start stays
+    symmetric and converges to the symmetric state even where it is a saddle, which is why
+    the search also starts from symmetry-broken densities.  A search finds the states whose
+    basins its starts lie in; it is not a proof that there are no others.
+
+    See Also
+    --------
+    meanfield.pde.branches.follow_branches : the states followed in β, with a bifurcation
+        diagram.
+    second_variation_eigenvalue, flat_convexity, equilibrium_measure
+
+    References
+    ----------
+    .. [1] D. A. Dawson, "Critical dynamics and fluctuations for a mean-field model of
+       cooperative behavior", J. Stat. Phys. 31 (1983).
+    .. [2] J. Tugaut, "Phase transitions of McKean–Vlasov processes in double-wells landscape",
+       Stochastics 86 (2014).
+
     Examples
     --------
-    V = x²/2 with the repulsion λ = 1/2, k = −|x| at β = 2: the two methods agree, and the
-    state is symmetric and wider than the Gibbs state N(0, 1/β) of V alone:
+    V = x²/2 with the repulsion λ = 1/2, k = −|x| at β = 2 (F_β convex: one state): the two
+    methods agree, and the state is symmetric and wider than the Gibbs state N(0, 1/β) of V
+    alone:
 
     >>> import numpy as np
     >>> from meanfield.domains import Box
@@ -285,28 +759,77 @@ def gibbs_state(
     >>> g = Grid(Box(1, 5.0), 64)
     >>> E = Energy([QuadraticPotential(), PairInteraction(Riesz(-1.0), 0.5)], g.domain)
     >>> rho, report = gibbs_state(E, g, beta=2.0)
-    >>> report.converged, report.residual <= 1e-12
-    (True, True)
+    >>> report.converged, report.residual <= 1e-12, len(report.states)
+    (True, True, 1)
     >>> newton, _ = gibbs_state(E, g, beta=2.0, method="newton")
     >>> bool(np.allclose(newton.data, rho.data, atol=1e-10))
     True
     >>> abs(float(rho.mean()[0])) < 1e-12, round(float(rho.covariance()[0, 0]), 2)
     (True, 1.1)
+
+    The granular-media model (double well, attractive W = θx²/2 with θ = 1, i.e. λ = θ/2) at
+    β = 3 > β_c ≈ 2.188: two ordered minimisers ±m* and the symmetric saddle.
+
+    >>> import warnings
+    >>> from meanfield.energy import DoubleWellPotential
+    >>> from meanfield.errors import MultipleStationaryStatesWarning
+    >>> from meanfield.kernels import Quadratic
+    >>> g = Grid(Box(1, 3.0), 128)
+    >>> E = Energy([DoubleWellPotential(), PairInteraction(Quadratic(), lam=0.5)], g.domain)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     rho, report = gibbs_state(E, g, 3.0)
+    >>> caught[0].category is MultipleStationaryStatesWarning
+    True
+    >>> [(round(float(st.mean[0]), 6) + 0.0, st.stability) for st in report.states]
+    [(0.637324, 'stable'), (-0.637324, 'stable'), (0.0, 'unstable')]
+    >>> round(report.free_energy, 6), round(report.states[2].free_energy, 6)
+    (-0.237969, -0.22222)
     """
     ge = _grid_energy(energy, grid)
     beta, mass, damping, tol, max_iter = _gibbs_options(beta, method, mass, damping, tol, max_iter)
-    rho = _initial(ge, rho0, mass)
-    history = []
-    solver = _picard_gibbs if method == "picard" else _newton_gibbs
-    out, iters, converged, msg = solver(ge, rho, beta, mass, damping, tol, max_iter, history)
-    report = _report(method, converged, iters, history, ge.free_energy(out, beta), msg)
+    check_choice("search", search, ("auto", "single", "multi"))
+    tilt = check_positive("tilt", tilt)
+    convex, _ = flat_convexity(ge)
+    # σ_min is computed unless F_β is convex and the caller left the search to "auto"/"single"
+    with_stability = not convex or search == "multi"
+    if search == "auto":
+        # strictly convex F_β: the unique critical point is the minimiser, one start finds it
+        search = "single" if convex else "multi"
+    first = ("rho0" if rho0 is not None else "uniform", _initial(ge, rho0, mass))
+    starts = [first] if search == "single" else [first, *_tilted_starts(ge, beta, mass, tilt)]
+    states, reports, failed = _search_states(
+        ge, starts, beta, method, mass, damping, tol, max_iter, stability=with_stability
+    )
     advice = (
         "raise max_iter or use method='newton'"
         if method == "picard"
         else "raise max_iter or start from a closer rho0"
     )
-    _warn_unconverged("gibbs_state", report, tol, advice)
-    return Density(ge.grid, out), report
+    if not states:
+        label, report, out = min(failed, key=lambda f: f[1].free_energy)
+        _warn_unconverged("gibbs_state", report, tol, advice)
+        return Density(ge.grid, out), report
+    report = reports[0]
+    if search == "multi":
+        report.message += f"; search over {len(starts)} starts: {len(states)} distinct states"
+        if failed:
+            report.message += f" ({len(failed)} starts did not converge)"
+    report.states = tuple(states)
+    if len(states) > 1 or not minimiser_is_unique(states):
+        warnings.warn(
+            _several_states_message(states, beta), MultipleStationaryStatesWarning, stacklevel=2
+        )
+    elif not states[0].stable and search == "single":
+        warnings.warn(
+            f"gibbs_state: the state found is {states[0].stability} (sigma_min = "
+            f"{states[0].min_eigenvalue:.4g} <= 0): a saddle of F_beta, so stationary states of "
+            "lower free energy exist; use search='multi' (or meanfield.pde.branches) to find "
+            "them",
+            MultipleStationaryStatesWarning,
+            stacklevel=2,
+        )
+    return states[0].density, report
 
 
 @dataclass(frozen=True)
@@ -326,6 +849,14 @@ class _QPStopping:
         object.__setattr__(self, "max_iter", check_int("max_iter", self.max_iter))
         max_active_set = check_int("max_active_set", self.max_active_set, minimum=0)
         object.__setattr__(self, "max_active_set", max_active_set)
+
+
+def _dot(a, b) -> float:
+    """Σ a_i b_i by numpy's own pairwise summation, never BLAS: BLAS dots sum in an order
+    that depends on the thread count and the CPU's vector kernel, and the β = ∞ solver takes
+    decisions (step doubling, restarts, the active set) on these sums, so a BLAS dot made it
+    take different paths on different machines."""
+    return float(np.sum(a * b))
 
 
 class _SimplexQP:
@@ -358,7 +889,7 @@ class _SimplexQP:
 
     def gap(self, w, g) -> float:
         """Frank–Wolfe gap Σ w g − m min g, a bound on E(w) − min E for a convex E."""
-        return float(w @ g - self.mass * g.min())
+        return _dot(w, g) - self.mass * float(g.min())
 
     def lipschitz_start(self) -> float:
         """2λ Σ_m |W_m| / |C| summed over the pair terms (1 without one): a bound on ‖H‖."""
@@ -367,25 +898,48 @@ class _SimplexQP:
 
 
 def _kkt_on_support(grad, b, S, mass, maxiter):
-    """Minimise bᵀw + ½wᵀHw on {w_S free, w_{S^c} = 0, Σ w = mass} (MINRES on the KKT system).
+    """Minimise bᵀw + ½wᵀHw on {w_S free, w_{S^c} = 0, Σ w = mass}: conjugate gradients on
+    the mass-zero subspace of the support (H is positive semi-definite there for a
+    conditionally positive-definite kernel).
 
-    ``grad(w) = b + H w``.  Returns (w, c) with c the multiplier of the mass constraint.
+    ``grad(w) = b + H w``.  Returns (w, c) with c the multiplier of the mass constraint (the
+    mean of the gradient on S).  Every reduction is a :func:`_dot` and the stopping rule an
+    attainable relative residual (1e-13), so the result, and the decisions taken on it, are
+    the same under any thread count.
     """
     idx = np.flatnonzero(S)
     k, M = len(idx), len(b)
 
-    def matvec(z):
+    def hess(z):  # H_SS z, projected on Σ = 0
         full = np.zeros(M)
-        full[idx] = z[:k]
-        Hx = (grad(full) - b)[idx]
-        return np.concatenate([Hx - z[k], [-z[:k].sum()]])
+        full[idx] = z
+        y = (grad(full) - b)[idx]
+        return y - float(np.sum(y)) / k
 
-    op = LinearOperator((k + 1, k + 1), matvec=matvec, dtype=float)
-    rhs = np.concatenate([-b[idx], [-mass]])
-    sol, _ = minres(op, rhs, rtol=1e-15, maxiter=maxiter)
+    w_s = np.full(k, mass / k)
+    full = np.zeros(M)
+    full[idx] = w_s
+    r = -grad(full)[idx]
+    r -= float(np.sum(r)) / k
+    p, rr = r.copy(), _dot(r, r)
+    stop = (1e-13 * (1.0 + math.sqrt(_dot(b[idx], b[idx])))) ** 2
+    for _ in range(maxiter):
+        if rr <= stop:
+            break
+        Hp = hess(p)
+        pHp = _dot(p, Hp)
+        if not pHp > 0:  # a flat or negative direction: nothing more to gain along it
+            break
+        a = rr / pHp
+        w_s += a * p
+        r -= a * Hp
+        rr_new = _dot(r, r)
+        p = r + (rr_new / rr) * p
+        rr = rr_new
     w = np.zeros(M)
-    w[idx] = sol[:k]
-    return w, sol[k]
+    w[idx] = w_s
+    g = grad(w)[idx]
+    return w, float(np.sum(g)) / k
 
 
 def _fista(qp: _SimplexQP, w, L, tol, max_iter):
@@ -407,10 +961,10 @@ def _fista(qp: _SimplexQP, w, L, tol, max_iter):
             # descent-lemma check in gradient form, <∇E(w⁺) − ∇E(y), d> ≤ L |d|²: for a
             # quadratic E it equals the function-value form and does not lose digits to
             # cancellation near the optimum
-            if (g_new - g_y) @ d <= L * (d @ d) * (1 + 1e-12):
+            if _dot(g_new - g_y, d) <= L * _dot(d, d) * (1 + 1e-12):
                 break
             L *= 2.0
-        if t > 1.0 and g_y @ (w_new - w) > 0:
+        if t > 1.0 and _dot(g_y, w_new - w) > 0:
             # gradient restart (O'Donoghue & Candès 2015): the momentum points uphill; drop it
             # and redo the step from w (a plain projected-gradient step, which decreases E)
             t, y, g_y = 1.0, w, g_w
@@ -425,26 +979,42 @@ def _fista(qp: _SimplexQP, w, L, tol, max_iter):
 def _active_set_polish(qp: _SimplexQP, w, E_w, stop: _QPStopping):
     """Primal active-set refinement of a FISTA iterate (exact on a settled support).
 
-    Solves the KKT system on the support, adds cells whose multiplier is negative and drops
-    cells that turn negative, until the support settles; accepts the candidate when its
-    Frank–Wolfe gap is <= ``stop.tol``. Appends the gap to ``qp.history`` and a note to
+    Solves the KKT system on the support, adds cells whose multiplier is below −τ_g and drops
+    cells whose mass is below −τ_w, until the support settles; the settled candidate is
+    projected on the simplex of its support (it moves by at most τ_w per cell) and accepted when its
+    Frank–Wolfe gap is <= ``stop.tol``.  The margins τ are far above the round-off of the
+    solve, so a cell whose KKT value is zero to round-off (the edge of the support) is never
+    dropped and re-added in turn; a support seen before ends the phase (a cycle) instead of
+    spending ``max_active_set`` solves.  Appends the gap to ``qp.history`` and a note to
     ``qp.phases``.  Returns ``(w, E(w), converged)``.
     """
     b = qp.grad(np.zeros_like(w))
     S = w > 0
+    seen = {S.tobytes()}
     for it in range(1, stop.max_active_set + 1):
         cand, c = _kkt_on_support(qp.grad, b, S, qp.mass, stop.minres_maxiter)
         g = qp.grad(cand)
         mu = g - c
-        thresh = 1e-13 * (1.0 + float(np.abs(g).max()))
-        newS = (S & (cand >= 0)) | (~S & (mu < -thresh))
-        if np.array_equal(newS, S) and cand.min() >= 0:
+        scale = 1.0 + float(np.abs(g).max())
+        # τ_g: a cell left out with multiplier above −τ_g adds at most mass·τ_g to the gap
+        tau_g = max(1e-12 * scale, min(0.01 * stop.tol / qp.mass, 1e-9 * scale))
+        tau_w = 1e-12 * qp.mass
+        newS = (S & (cand >= -tau_w)) | (~S & (mu < -tau_g))
+        if np.array_equal(newS, S):
+            # on the support only: the cells outside it stay exactly 0
+            cand[S] = project_simplex(cand[S], qp.mass)
+            g = qp.grad(cand)
             gap = qp.gap(cand, g)
             qp.history.append(gap)
             qp.phases.append(f"active set {it} it")
             if gap <= stop.tol:
                 return cand, qp.energy_and_grad(cand)[0], True
             return w, E_w, False
+        key = newS.tobytes()
+        if key in seen:
+            qp.phases.append(f"active set cycled after {it} it")
+            return w, E_w, False
+        seen.add(key)
         S = newS
     qp.phases.append(f"active set did not settle in {stop.max_active_set} it")
     return w, E_w, False
@@ -504,7 +1074,8 @@ def equilibrium_measure(
     max_active_set : int
         Active-set iterations.
     minres_maxiter : int
-        MINRES iterations per KKT solve.
+        Conjugate-gradient iterations per KKT solve (the name is kept from the MINRES solver
+        it replaced).
 
     Returns
     -------

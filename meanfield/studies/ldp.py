@@ -32,7 +32,7 @@ import xarray as xr
 from .._validation import check_choice, check_int, check_positive
 from ..dynamics.langevin import sample_hmc, simulate
 from ..energy import Energy, Potential
-from ..errors import ConvergenceError
+from ..errors import ConvergenceError, NonUniqueMinimiserError
 from ..results import provenance
 from ._deprecation import renamed_keywords
 
@@ -200,6 +200,29 @@ def tilted_energy(energy: Energy, stat: Statistic, theta: float, beta: float) ->
     )
 
 
+def _require_unique_minimiser(report, beta: float, what: str) -> None:
+    """Raise :class:`~meanfield.errors.NonUniqueMinimiserError` when the reference Gibbs
+    state's search (``report.states`` of :func:`meanfield.pde.gibbs_state`) found several
+    states sharing the lowest free energy: the rates and concentration probabilities here are
+    about one minimiser ρ_β, which then does not exist."""
+    from ..pde.stationary import minimiser_is_unique
+
+    states = getattr(report, "states", ())
+    if minimiser_is_unique(states):
+        return
+    F = min(st.free_energy for st in states)
+    tied = [st for st in states if st.free_energy <= F + 1e-9 * (1 + abs(F))]
+    means = ", ".join(np.array2string(st.mean, precision=4) for st in tied)
+    raise NonUniqueMinimiserError(
+        f"{what}: at beta={beta:g} the free energy F_beta has {len(tied)} minimisers of equal "
+        f"free energy {F:.10g} (means {means}): the N-particle Gibbs law concentrates on the "
+        "set of minimisers, not on one reference state, so no rate about a single reference "
+        "is reported (the Legendre transform of the cumulant generating function would give "
+        "only the convex hull of the rate); choose a beta where the minimiser is unique, or "
+        "break the symmetry (e.g. a tilt), see meanfield.pde.branches.follow_branches"
+    )
+
+
 # ----------------------------------------------------------------------------------------
 # theory: Λ and J from tilted grid Gibbs states
 # ----------------------------------------------------------------------------------------
@@ -224,6 +247,15 @@ def scgf_on_grid(
     Returns
     -------
     xarray.Dataset over ``theta`` with ``Lambda``, ``a`` and ``J``.
+
+    Raises
+    ------
+    meanfield.errors.NonUniqueMinimiserError
+        (mean-field regime) the untilted free energy has several minimisers of equal free
+        energy (e.g. the ordered states ±m* of a symmetric model above a phase transition):
+        min F_β is then not attained at one state and a(θ) jumps at θ = 0, so the parametric
+        rate would be only the convex hull of the true one.  The Gibbs states come from
+        :func:`meanfield.pde.gibbs_state`'s multi-start search when F_β is not convex.
 
     Examples
     --------
@@ -259,6 +291,8 @@ def scgf_on_grid(
             rho_th, report = equilibrium_measure(tilted, grid)
         if not report.converged:
             raise ConvergenceError(f"tilted Gibbs state at theta={th} did not converge: {report}")
+        if th == 0 and regime == "mean-field":
+            _require_unique_minimiser(report, beta, "scgf_on_grid")
         rho = Density(grid, rho_th.data) if isinstance(rho_th, Density) else rho_th
         F.append(report.free_energy)
         a.append(float((rho_th.data * f_cells).sum() * grid.cell_volume))
@@ -302,9 +336,13 @@ def rate_at(scgf: xr.Dataset, a: float) -> float:
 # Monte Carlo: importance sampling + thermodynamic integration
 # ----------------------------------------------------------------------------------------
 def _tilted_samples(
-    energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in, thin, seed, regime, sampler
-):
-    """Samples of L_N under π_θ, shape (snapshots, replicas), and the final state."""
+    energy, stat, theta, beta, omega0, *, eta, n_steps, burn_in, thin, seed, regime, sampler,
+    continued=False,
+):  # fmt: skip
+    """Samples of L_N under π_θ, shape (snapshots, replicas), and the final state.
+
+    ``continued``: ``omega0`` is the end of the previous rung's chain, a sample of a Gibbs law
+    whose close pairs are part of the law, so MALA's start-spacing guard is not applied."""
     tilted = tilted_energy(energy, stat, theta, beta)
     if sampler == "hmc":
         # the burn-in is HMC's warm-up (step adapted, then frozen); its first leapfrog step
@@ -331,6 +369,7 @@ def _tilted_samples(
             record_every=thin,
             seed=seed,
             regime=regime,
+            check_start=not continued,
         )
     om = torch.as_tensor(ds["omega"].values)
     L = stat.f(om).mean(-1).numpy()  # (time, replica)
@@ -484,8 +523,9 @@ def _ladder_means(energy, stat, ladder, beta, state, *, seed, sampler, **chain):
     L = None
     for k, th in enumerate(ladder):
         L, state, acc = _tilted_samples(
-            energy, stat, th, beta, state, seed=seed * 1000 + k, sampler=sampler, **chain
-        )
+            energy, stat, th, beta, state, seed=seed * 1000 + k, sampler=sampler,
+            continued=k > 0, **chain,
+        )  # fmt: skip
         rep_means = L.mean(0)
         means.append(rep_means.mean())
         ses.append(rep_means.std(ddof=1) / math.sqrt(L.shape[1]))
@@ -579,6 +619,13 @@ def kernel_concentration(
         (eps): the slope of −log P against N, NaN (undetermined) where fewer than 3 sizes have
         P > 0.  With ``eps_w2``: ``prob_w2``, ``prob_w2_se`` (N, eps_w2) and ``mean_w2``,
         ``mean_w2_se`` (N).  Standard errors are over the independent replicas.
+
+    Raises
+    ------
+    meanfield.errors.NonUniqueMinimiserError
+        (mean-field regime) ρ_β is not unique: several states share the lowest free energy,
+        μ_N concentrates on their set and not on one reference, so the probabilities would
+        not decay.
 
     Examples
     --------
@@ -688,6 +735,8 @@ def _reference_density(energy: Energy, beta: float, regime: str, cells: int):
         rho, report = equilibrium_measure(energy, grid)
     if not report.converged:
         raise ConvergenceError(f"the reference density did not converge: {report}")
+    if regime == "mean-field":
+        _require_unique_minimiser(report, beta, "kernel_concentration")
     return grid, rho
 
 
