@@ -86,6 +86,17 @@ def shown(name: str) -> str:
     return names.get(name.split(" ", 1)[0], name) if names else name
 
 
+def _real(name: str, value) -> float:
+    """``float(value)``, refusing what is not a real number, booleans included: ``True`` is
+    an int to Python, but ``beta = true`` in a TOML file is a typo, not β = 1."""
+    if isinstance(value, (bool, np.bool_)):
+        raise InputTypeError(f"{shown(name)} must be a real number, got the boolean {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
+
+
 def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     """Return ``value`` as a float if it is finite and > 0 (or ≥ 0 with ``allow_zero``).
 
@@ -105,7 +116,7 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     Raises
     ------
     meanfield.errors.InputTypeError
-        ``value`` is not a real number.
+        ``value`` is not a real number (a boolean is refused: ``True`` is not 1.0 here).
     meanfield.errors.InputError
         ``value`` is not finite, or not in (0, ∞) (``[0, ∞)`` with ``allow_zero``).
 
@@ -115,17 +126,14 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     >>> check_positive("lam", 0, allow_zero=True)
     0.0
     """
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
+    v = _real(name, value)
     if not math.isfinite(v) or (v < 0 if allow_zero else v <= 0):
         rng = "[0, inf)" if allow_zero else "(0, inf)"
         raise InputError(f"{shown(name)} must be a finite number in {rng}, got {value!r}")
     return v
 
 
-def check_int(name: str, value, *, minimum: int = 1) -> int:
+def check_int(name: str, value, *, minimum: int = 1, maximum: int | None = None) -> int:
     """Return ``value`` as an int if it is an integer ≥ ``minimum`` (bool is refused).
 
     Parameters
@@ -136,6 +144,8 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
         The value; a float such as ``3.0`` is refused, not rounded.
     minimum : int, default 1
         Smallest allowed value.
+    maximum : int, optional
+        Largest allowed value (none by default).
 
     Returns
     -------
@@ -146,7 +156,7 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
     meanfield.errors.InputTypeError
         ``value`` is not an integer.
     meanfield.errors.InputError
-        ``value`` < ``minimum``.
+        ``value`` < ``minimum`` or > ``maximum``.
 
     Examples
     --------
@@ -154,12 +164,98 @@ def check_int(name: str, value, *, minimum: int = 1) -> int:
     >>> from meanfield._validation import check_int
     >>> check_int("seed", np.int64(0), minimum=0)
     0
+    >>> check_int("order", 3, maximum=2)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: order must be an integer in [1, 2], got 3
     """
+    if maximum is None:
+        allowed = f"an integer >= {minimum}"
+    else:
+        allowed = f"an integer in [{minimum}, {maximum}]"
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputTypeError(f"{shown(name)} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise InputError(f"{shown(name)} must be an integer >= {minimum}, got {value}")
+        raise InputTypeError(f"{shown(name)} must be {allowed}, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise InputError(f"{shown(name)} must be {allowed}, got {value}")
     return int(value)
+
+
+#: The largest seed: 2⁶³ − 1.  A seed seeds torch's generator (a signed 64-bit ``manual_seed``
+#: in the package's streams) and numpy's, and is recorded as a 64-bit integer attribute of
+#: every result; anything larger overflowed in one of them.
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(name: str, value) -> int:
+    """Return ``value`` as an int if it is a seed: an integer in [0, :data:`MAX_SEED`].
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    value : int or numpy.integer
+        The seed (bool and floats are refused).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``value`` is not an integer.
+    meanfield.errors.InputError
+        ``value`` < 0 or > 2⁶³ − 1.
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_seed
+    >>> check_seed("seed", 2**63 - 1)
+    9223372036854775807
+    >>> check_seed("seed", 2**70)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: seed must be an integer in [0, 9223372036854775807], got 1...
+    """
+    return check_int(name, value, minimum=0, maximum=MAX_SEED)
+
+
+def check_level(name: str, value) -> float:
+    """Return ``value`` as a float if it lies in the open interval (0, 1): a confidence level
+    or a probability that must be neither 0 nor 1 (bool refused).
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter, quoted in the error message.
+    value : float
+        The value.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``value`` is not a real number.
+    meanfield.errors.InputError
+        ``value`` is NaN or outside (0, 1).
+
+    Examples
+    --------
+    >>> from meanfield._validation import check_level
+    >>> check_level("level", 0.95)
+    0.95
+    >>> check_level("level", 1.5)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: level must be a number in (0, 1), got 1.5
+    """
+    v = _real(name, value)
+    if not 0.0 < v < 1.0:  # NaN fails both comparisons
+        raise InputError(f"{shown(name)} must be a number in (0, 1), got {value!r}")
+    return v
 
 
 def check_finite_real(name: str, value) -> float:
@@ -179,7 +275,7 @@ def check_finite_real(name: str, value) -> float:
     Raises
     ------
     meanfield.errors.InputTypeError
-        ``value`` is not a real number.
+        ``value`` is not a real number (a boolean is refused).
     meanfield.errors.InputError
         ``value`` is NaN or infinite.
 
@@ -189,10 +285,7 @@ def check_finite_real(name: str, value) -> float:
     >>> check_finite_real("s", -1)
     -1.0
     """
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputTypeError(f"{shown(name)} must be a real number, got {value!r}") from None
+    v = _real(name, value)
     if not math.isfinite(v):
         raise InputError(f"{shown(name)} must be finite, got {value!r}")
     return v
@@ -363,8 +456,17 @@ def check_fit_sizes(name: str, values, *, minimum: int = 3) -> np.ndarray:
 def check_output_path(name: str, path, *, kind: str = "file"):
     """Check that ``path`` can be written as a ``kind`` ("file" or "dir") before any work.
 
-    Refuses a file path that is an existing directory, a folder path that is an existing
-    file, a path under an existing file, and a nearest existing parent that is not writable.
+    Refuses, with the reason:
+
+    * for a file: an existing target that is not a regular file (a directory, a device such as
+      ``/dev/null``, a FIFO, a socket: replacing it would destroy it, or writing to it would
+      lose the result), and a path that names a folder: one ending in a path separator
+      (``runs/``), or in ``.`` or ``..``.  A trailing separator is refused, never read as
+      "the default file name inside this folder": give the file name;
+    * for a folder: an existing target that is not a directory;
+    * for both: a path under an existing file, and a nearest existing parent folder that is
+      not writable (the folders still missing would be created there).
+
     Creates nothing.
 
     Parameters
@@ -392,23 +494,50 @@ def check_output_path(name: str, path, *, kind: str = "file"):
     >>> from meanfield._validation import check_output_path
     >>> check_output_path("out", "runs/compare/comparison.nc").name
     'comparison.nc'
+    >>> check_output_path("out", "runs/")
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.OutputPathError: out 'runs/' ends with a path separator, so it names a ...
     """
     import os
+    import stat
     from pathlib import Path
 
     from .errors import OutputPathError
 
     check_choice("kind", kind, ("file", "dir"))
     try:
+        raw = os.fspath(path)
         p = Path(path)
     except TypeError:
         raise InputTypeError(f"{name} must be a path, got {path!r}") from None
-    if str(path) == "":
-        raise OutputPathError(f"{name} must be a non-empty path")
-    if kind == "file" and p.is_dir():
-        raise OutputPathError(f"{name} {str(p)!r} is an existing directory; give a file name")
-    if kind == "dir" and p.exists() and not p.is_dir():
-        raise OutputPathError(f"{name} {str(p)!r} is an existing file; give a folder")
+    if isinstance(raw, bytes) or raw == "":
+        raise OutputPathError(f"{name} must be a non-empty path (a str), got {path!r}")
+    if kind == "file":
+        seps = tuple(s for s in (os.sep, os.altsep) if s)
+        if raw.endswith(seps):
+            raise OutputPathError(
+                f"{name} {raw!r} ends with a path separator, so it names a folder; give a "
+                f"file name (e.g. {raw + 'run.nc'!r})"
+            )
+        if p.name in ("", ".", "..") or raw.endswith(tuple(s + "." for s in seps)):
+            raise OutputPathError(f"{name} {raw!r} names a folder; give a file name")
+    try:
+        mode = p.stat().st_mode  # follows a symbolic link: a link to /dev/null is a device
+    except OSError:
+        mode = None  # absent (or a dangling link, which a rename replaces)
+    if kind == "file" and mode is not None and not stat.S_ISREG(mode):
+        what = _file_kind(mode)
+        if what == "a directory":
+            raise OutputPathError(f"{name} {raw!r} is an existing directory; give a file name")
+        raise OutputPathError(
+            f"{name} {raw!r} exists and is {what}, not a regular file; it is never replaced "
+            "or written to: give the path of a new or regular file"
+        )
+    if kind == "dir" and mode is not None and not stat.S_ISDIR(mode):
+        raise OutputPathError(
+            f"{name} {raw!r} is an existing file ({_file_kind(mode)}), not a folder; give a folder"
+        )
     parent = p.parent if kind == "file" else p
     probe = parent
     while not probe.exists():
@@ -422,6 +551,21 @@ def check_output_path(name: str, path, *, kind: str = "file"):
     if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
         raise OutputPathError(f"{name} {str(p)!r}: the folder {str(probe)!r} is not writable")
     return p
+
+
+def _file_kind(mode: int) -> str:
+    """What an existing path is, in words, from its ``st_mode``."""
+    import stat
+
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((text for test, text in kinds if test(mode)), "not a regular file")
 
 
 def check_device(name: str, device) -> str:

@@ -24,8 +24,20 @@ import math
 
 import numpy as np
 
-from ._validation import check_fit_sizes
+from ._validation import (
+    check_choice,
+    check_fit_sizes,
+    check_int,
+    check_level,
+    check_positive,
+    check_seed,
+)
 from .errors import InputError
+
+#: Differences that agree to within ROUNDOFF_ULPS units in the last place of the differenced
+#: quantities (:func:`paired_test`'s ``scale``) are equal: their spread is round-off.  A
+#: compound difference such as (c − e) − (a − b) carries a few roundings of half an ulp each.
+ROUNDOFF_ULPS = 16
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -37,14 +49,20 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     Parameters
     ----------
     values : array_like (k,)
-        Replicates (seeds, or paired differences seed by seed).
+        Replicates (seeds, or paired differences seed by seed): one axis.
     level : float
-        Confidence level of the interval.
+        Confidence level of the interval, in (0, 1).
 
     Returns
     -------
     (mean, low, high) : tuple of float
-        NaN throughout without a finite value; NaN bounds with one.
+        NaN throughout without a finite value; NaN bounds with one; ``(v, v, v)`` when every
+        value is the same v (no spread: an interval of width 0, exactly at v).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``values`` is not one-dimensional, or ``level`` is not in (0, 1).
 
     Examples
     --------
@@ -54,18 +72,39 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     (2.0, -0.484, 4.484)
     >>> t_interval([0.5, float("nan")])
     (0.5, nan, nan)
+    >>> t_interval([1.0, 2.0], level=1.5)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: level must be a number in (0, 1), got 1.5
     """
     from scipy import stats
 
-    v = np.asarray(values, dtype=float)
+    level = check_level("level", level)
+    v = _one_axis("values", values)
     v = v[np.isfinite(v)]
     if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
-    m = float(v.mean())
     if len(v) < 2:
-        return m, float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+        return float(v[0]), float("nan"), float("nan")
+    if np.ptp(v) == 0:  # the mean of equal values is that value, not one ulp off it
+        return float(v[0]), float(v[0]), float(v[0])
+    m = float(v.mean())
+    # the upper quantile from its tail probability: 0.5 + level/2 would round the tail away
+    # for a level near 1 (0.999999: a relative error of 1e-10 in the quantile)
+    half = stats.t.isf((1 - level) / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
     return m, float(m - half), float(m + half)
+
+
+def _one_axis(name: str, values) -> np.ndarray:
+    """``values`` as a 1-D float64 array, or an InputError naming ``name`` (a 2-D input is
+    never flattened: its rows and columns mean something the caller must say)."""
+    try:
+        v = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"{name} must be a 1-D array of numbers ({err})") from None
+    if v.ndim != 1:
+        raise InputError(f"{name} must be one-dimensional, shape (k,), got shape {v.shape}")
+    return v
 
 
 def holm(pvalues) -> np.ndarray:
@@ -78,19 +117,35 @@ def holm(pvalues) -> np.ndarray:
     Parameters
     ----------
     pvalues : array_like (K,)
-        One p-value per claim of the family.
+        One p-value per claim of the family, each in [0, 1].
 
     Returns
     -------
     ndarray (K,)
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``pvalues`` is not one-dimensional, or holds a value outside [0, 1] or NaN (a claim
+        that cannot be tested has no p-value: leave it out, or count it as p = 1 as
+        :func:`paired_family` does with ``planned``).
 
     Examples
     --------
     >>> from meanfield.stats import holm
     >>> holm([0.01, 0.04, 0.03]).round(3).tolist()
     [0.03, 0.06, 0.06]
+    >>> holm([0.01, float("nan")])
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: pvalues must lie in [0, 1] (p-values), got nan at position 1
     """
-    p = np.asarray(pvalues, dtype=float)
+    p = _one_axis("pvalues", pvalues)
+    bad = np.flatnonzero(~((p >= 0) & (p <= 1)))  # NaN fails both
+    if bad.size:
+        raise InputError(
+            f"pvalues must lie in [0, 1] (p-values), got {float(p[bad[0]])} at position {bad[0]}"
+        )
     adjusted = np.empty_like(p)
     running = 0.0
     for rank, i in enumerate(np.argsort(p)):
@@ -99,26 +154,47 @@ def holm(pvalues) -> np.ndarray:
     return adjusted
 
 
-def paired_test(a, b=None, level: float = 0.95) -> dict:
+def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -> dict:
     """Mean of a − b seed by seed, its Student-t interval and the two-sided t-test p-value.
+
+    The differences d_s = a_s − b_s (s = 1 … k) are tested for mean 0 by the one-sample
+    t-test, t = d̄ / (s_d / √k) with k − 1 degrees of freedom (scipy's ``ttest_1samp``, or
+    ``ttest_rel(a, b)``).
+
+    Differences without spread are handled exactly, not by the t-test's 0/0: equal nonzero
+    differences give p = 0 (however small they are: a constant effect of 1e-13 is certain),
+    and differences that are all zero give p = 1.  "Equal" allows for round-off: differences
+    within :data:`ROUNDOFF_ULPS` units in the last place of ``scale`` of each other are equal,
+    and within that of 0 are 0 (accuracies on a common test set differ by exact multiples of
+    1/n, which floating point writes with an error of about 1e-16).
 
     Parameters
     ----------
     a : array_like (k,)
-        Per-seed values, or per-seed differences when ``b`` is None.
+        Per-seed values, or per-seed differences when ``b`` is None: one axis (a 2-D input
+        is refused, never flattened; :func:`paired_family` reads a pair given as rows).
     b : array_like (k,), optional
-        Subtracted pairwise (the same seeds in the same order).  Non-finite pairs are left out.
+        Subtracted pairwise (the same seeds in the same order, the same length).  Non-finite
+        pairs are left out (a seed whose value is missing, NaN).
     level : float
-        Confidence level of the interval.
+        Confidence level of the interval, in (0, 1).
+    scale : float, optional
+        Magnitude of the differenced quantities, > 0, for the round-off tolerance (e.g. 1 for
+        accuracies).  Default: the largest |a| and |b| (|d| when ``b`` is None).  Give it
+        when ``a`` holds differences computed from larger quantities.
 
     Returns
     -------
     dict
         ``mean``, ``lo``, ``hi`` (:func:`t_interval`), ``sd`` (ddof = 1), ``k`` (pairs used)
-        and ``p``: the one-sample t-test of mean 0; for differences without spread, 1 if they
-        are all 0 and 0 otherwise; NaN (and NaN bounds) with fewer than two pairs.
-        Differences are rounded to 12 decimals first, so differences equal up to round-off
-        (accuracies on a common test set) have zero spread rather than 1e-17.
+        and ``p``: the one-sample t-test of mean 0 (0 or 1 without spread, as above); NaN
+        (and NaN bounds) with fewer than two pairs.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``a`` or ``b`` not one-dimensional, of different lengths; ``level`` not in (0, 1);
+        ``scale`` not a finite number > 0.
 
     Examples
     --------
@@ -128,14 +204,38 @@ def paired_test(a, b=None, level: float = 0.95) -> dict:
     (2.0, 3, 2.4841, 0.0742)
     >>> paired_test([0.5, 0.5], [0.25, 0.25])["p"]  # equal nonzero differences: certain
     0.0
+    >>> paired_test([1e-13, 1e-13, 1e-13])["p"]  # however small
+    0.0
+    >>> paired_test([0.1 + 0.2, 0.3], [0.3, 0.3])["p"]  # zero up to round-off: no evidence
+    1.0
     """
     from scipy import stats
 
-    d = np.asarray(a, dtype=float)
-    if b is not None:
-        d = d - np.asarray(b, dtype=float)
-    d = np.round(d[np.isfinite(d)], 12)
+    level = check_level("level", level)
+    a = _one_axis("a", a)
+    if b is None:
+        d, size = a, np.abs(a)
+    else:
+        b = _one_axis("b", b)
+        if b.shape != a.shape:
+            raise InputError(
+                f"a and b must have the same length (one value per seed each), got {len(a)} "
+                f"and {len(b)}"
+            )
+        with np.errstate(invalid="ignore"):  # inf - inf: a non-finite pair, left out below
+            d = a - b
+        size = np.maximum(np.abs(a), np.abs(b))
+    keep = np.isfinite(d)
+    d, size = d[keep], size[keep]
     k = len(d)
+    if scale is None:
+        scale = float(size.max()) if k else 0.0
+    else:
+        scale = check_positive("scale", scale)
+    tol = ROUNDOFF_ULPS * np.finfo(float).eps * scale
+    if k and np.ptp(d) <= tol:  # equal up to round-off: no spread
+        centre = float(np.median(d))
+        d = np.full(k, 0.0 if abs(centre) <= tol else centre)
     mean, lo, hi = t_interval(d, level)
     if k < 2:
         return {"mean": mean, "lo": lo, "hi": hi, "sd": float("nan"), "k": k, "p": float("nan")}
@@ -147,26 +247,73 @@ def paired_test(a, b=None, level: float = 0.95) -> dict:
     return {"mean": mean, "lo": lo, "hi": hi, "sd": sd, "k": k, "p": p}
 
 
-def paired_family(diffs: dict, level: float = 0.95, planned: int | None = None) -> list[dict]:
+def _family_member(label, value) -> tuple[np.ndarray, np.ndarray | None]:
+    """One value of :func:`paired_family`: ``(differences, None)`` for one axis, ``(a, b)``
+    for a pair (a tuple of two samples, or rows of shape (2, k)); anything else refused."""
+    where = f"diffs[{label!r}]"
+    if isinstance(value, tuple) and len(value) == 2 and all(np.ndim(x) >= 1 for x in value):
+        a, b = (_one_axis(f"{where}[{i}]", x) for i, x in enumerate(value))
+        if a.shape != b.shape:
+            raise InputError(
+                f"{where}: the pair (a, b) must have one value per seed each, got lengths "
+                f"{len(a)} and {len(b)}"
+            )
+        return a, b
+    try:
+        v = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"{where} must be differences (k,) or a pair (2, k) ({err})") from None
+    if v.ndim == 1:
+        return v, None
+    if v.ndim == 2 and v.shape[0] == 2:
+        return v[0], v[1]
+    raise InputError(
+        f"{where} must be per-seed differences, shape (k,), or a pair of samples as rows, "
+        f"shape (2, k) (differences row 0 − row 1), got shape {v.shape}"
+    )
+
+
+def paired_family(
+    diffs: dict,
+    level: float = 0.95,
+    planned: int | None = None,
+    *,
+    scale: float | None = None,
+) -> list[dict]:
     """A family of paired comparisons: Holm-adjusted p and Bonferroni simultaneous intervals.
 
     Parameters
     ----------
     diffs : dict
-        label -> per-seed differences (array_like), or an ``(a, b)`` pair of per-seed arrays.
+        label -> the comparison's paired data, in one of two forms (anything else is
+        refused):
+
+        * per-seed differences, one axis, shape (k,);
+        * a pair of per-seed samples (a, b), differenced a − b seed by seed: a tuple of two
+          arrays of one length, or anything of shape (2, k) (row 0 minus row 1).  So
+          ``{"x": [[1, 2, 3], [0, 0.5, 1]]}`` is the pair a = (1, 2, 3), b = (0, 0.5, 1):
+          differences (1, 1.5, 2), mean 1.5, never six values.
     level : float
-        Family-wise confidence of the simultaneous intervals: each is the Student-t interval
-        at 1 − (1 − level)/K.
+        Family-wise confidence of the simultaneous intervals, in (0, 1): each is the
+        Student-t interval at 1 − (1 − level)/K.
     planned : int, optional
         The number K of claims the study makes, when it is larger than the number that can be
         tested now (a partial study): the missing ones count as p = 1 in Holm's adjustment and
         in K, so a partial study is never corrected for fewer claims than it makes.
+    scale : float, optional
+        :func:`paired_test`'s round-off scale, for every comparison.
 
     Returns
     -------
     list of dict
         One row per label, in order: :func:`paired_test`'s entries and ``label``, ``p_holm``,
         ``lo_bonf``, ``hi_bonf`` and ``K`` (NaN for a comparison with fewer than two pairs).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A value of another shape, a pair of unequal lengths, ``level`` not in (0, 1), or
+        ``planned`` below the number of comparisons that can be tested.
 
     Examples
     --------
@@ -176,25 +323,35 @@ def paired_family(diffs: dict, level: float = 0.95, planned: int | None = None) 
     ([0.014, 1.0], True)
     >>> paired_family({"x": [1.0, 1.2, 0.9]}, planned=4)[0]["K"]
     4
+    >>> paired_family({"a": [[1, 2, 3], [0, 0.5, 1]]})[0]["mean"]  # a pair, as rows
+    1.5
     """
+    from collections.abc import Mapping
+
     from scipy import stats
 
+    level = check_level("level", level)
+    if not isinstance(diffs, Mapping):
+        raise InputError(f"diffs must be a dict of label -> paired data, got {type(diffs)}")
     rows = []
     for label, v in diffs.items():
-        r = paired_test(*v, level=level) if isinstance(v, tuple) else paired_test(v, level=level)
-        rows.append({"label": label, **r})
+        a, b = _family_member(label, v)
+        rows.append({"label": label, **paired_test(a, b, level=level, scale=scale)})
     tested = [i for i, r in enumerate(rows) if np.isfinite(r["p"])]
-    if planned is not None and planned < len(tested):
-        raise InputError(
-            f"planned must be >= the {len(tested)} comparisons that can be tested, got {planned}"
-        )
+    if planned is not None:
+        planned = check_int("planned", planned, minimum=0)
+        if planned < len(tested):
+            raise InputError(
+                f"planned must be >= the {len(tested)} comparisons that can be tested, got "
+                f"{planned}"
+            )
     K = len(tested) if planned is None else planned
     adjusted = holm([rows[i]["p"] for i in tested] + [1.0] * (K - len(tested)))
     for r in rows:
         r.update(p_holm=float("nan"), lo_bonf=float("nan"), hi_bonf=float("nan"), K=K)
     for i, p in zip(tested, adjusted, strict=False):
         r = rows[i]
-        half = stats.t.ppf(1 - (1 - level) / (2 * K), r["k"] - 1) * r["sd"] / math.sqrt(r["k"])
+        half = stats.t.isf((1 - level) / (2 * K), r["k"] - 1) * r["sd"] / math.sqrt(r["k"])
         r.update(p_holm=float(p), lo_bonf=r["mean"] - half, hi_bonf=r["mean"] + half)
     return rows
 
@@ -218,9 +375,10 @@ def fit_power_law(
     y : array (K, S)
         S independent replicates (seeds) at each x.
     n_boot, seed : int
-        Bootstrap resamples and their seed (``interval="bootstrap"``).
+        Bootstrap resamples (≥ 1) and their seed (in [0, 2⁶³ − 1]), for
+        ``interval="bootstrap"`` (checked for both intervals).
     level : float
-        Confidence level of the interval.
+        Confidence level of the interval, in (0, 1).
     interval : {"bootstrap", "t"}
         "bootstrap": the line through the seed means, CI by resampling seeds within each x
         (serves with a single replicate too).  "t": one line per seed (each seed a full
@@ -235,7 +393,11 @@ def fit_power_law(
     ------
     meanfield.errors.InputError
         Fewer than 3 distinct x (a line through two points has no error to estimate: the rate
-        is undetermined), x not positive, or y not positive and finite.
+        is undetermined), x not positive, or y not positive and finite, or not one row per x;
+        ``n_boot`` < 1, ``seed`` outside [0, 2⁶³ − 1], ``level`` outside (0, 1), an unknown
+        ``interval``, or ``interval="t"`` with one replicate.
+    meanfield.errors.InputTypeError
+        ``n_boot`` or ``seed`` not an integer, ``level`` not a real number.
 
     Examples
     --------
@@ -248,16 +410,18 @@ def fit_power_law(
     >>> round(fit["slope"], 9), round(fit["prefactor"], 9), fit["level"]
     (-0.5, 3.0, 0.95)
     """
-    if interval not in ("bootstrap", "t"):
-        raise ValueError(f"interval must be 'bootstrap' or 't', got {interval!r}")
+    check_choice("interval", interval, ("bootstrap", "t"))
+    n_boot = check_int("n_boot", n_boot, minimum=1)
+    seed = check_seed("seed", seed)
+    level = check_level("level", level)
     x = check_fit_sizes("x (sizes of the fit)", x)
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
         y = y[:, None]
-    if y.shape[0] != len(x):
-        raise ValueError(f"y must have one row per x ({len(x)}), got shape {y.shape}")
+    if y.ndim != 2 or y.shape[0] != len(x):
+        raise InputError(f"y must have one row per x ({len(x)}), got shape {y.shape}")
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
-        raise ValueError("fit_power_law needs positive, finite y")
+        raise InputError("y must be positive and finite (fit_power_law fits log y)")
     if interval == "t":
         return _fit_per_seed(np.log(x), np.log(y), level)
     return _fit_seed_means(np.log(x), y, level, n_boot, seed)
@@ -293,7 +457,9 @@ def _fit_per_seed(lx, ly, level: float) -> dict:
     """One log-log line per seed (column of ly); Student-t CI on the mean slope."""
     S = ly.shape[1]
     if S < 2:
-        raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
+        raise InputError(
+            f"interval='t' needs y of shape (len(x), S) with S >= 2 replicates, got S = {S}"
+        )
     fits = np.array([np.polyfit(lx, ly[:, s], 1) for s in range(S)])
     slopes = fits[:, 0]
     m, lo, hi = t_interval(slopes, level)

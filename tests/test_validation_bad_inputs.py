@@ -147,7 +147,7 @@ CLI_CASES = [
     (["study", "t-decay", "--no-progress", "--out", "a_file"], "--out"),
     (["figures", "--only", "nonexistent", "--out", "out/f"], "figure"),
     (["figures", "--seed", "-1", "--out", "out/f"], "--seed"),
-    (["figures", "--only", "t_limit", "--out", "a_file/f"], "out_dir"),
+    (["figures", "--only", "t_limit", "--out", "a_file/f"], "--out"),  # the flag, as typed
     # issue 24: sizes out of reach, the grid's minimum, the HMC flags, an unseparable start
     (CMP + ["--cells", "3"], "--cells"),
     (CMP + ["--dim", "2", "--cells", "100000"], "--cells"),

@@ -13,7 +13,13 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from .._validation import check_int, check_output_path, check_positive, spelled_as
+from .._validation import (
+    check_int,
+    check_output_path,
+    check_positive,
+    check_seed,
+    spelled_as,
+)
 from ..workbench.config import SimulationConfig
 from .output import (
     _RATE_KEYS,
@@ -64,6 +70,15 @@ def cmd_simulate(args) -> int:
     -------
     int
         0; the dataset is written to ``--out`` and its summary printed.
+
+    Notes
+    -----
+    ``--out`` is checked before the run (:func:`~meanfield._validation.check_output_path`):
+    a path ending in a separator (``runs/``) names a folder and is refused (give the file
+    name, ``runs/simulate.nc``), and so is an existing directory, device (``/dev/null``),
+    FIFO or socket: only a new or regular file is written, atomically
+    (:func:`~meanfield.results.save_dataset`).  A full disk ends the command with one
+    ``OutputWriteError`` line and status 2, leaving nothing behind.
 
     Examples
     --------
@@ -141,7 +156,7 @@ def cmd_compare(args) -> int:
     from ..workbench.problems import run_default_comparison
 
     problem = _comparison_from_args(args)
-    out = check_output_path("--out", args.out, kind="dir")
+    out = _check_out_folder(args.out, ("comparison.nc", "comparison.png"))
     _set_threads(args)
     progress = not args.no_progress
     if progress:
@@ -159,6 +174,23 @@ def cmd_compare(args) -> int:
     return 0
 
 
+#: What a sweep study writes in its folder (:func:`meanfield.workbench.sweeps.run_sweep`).
+_SWEEP_FILES, _SWEEP_FOLDERS = ("sweep.nc", "configurations.json"), ("runs",)
+
+
+def _check_out_folder(out, files=(), folders=()) -> Path:
+    """``--out`` as a folder, and the ``files`` and ``folders`` a command writes in it, checked
+    before any work (:func:`~meanfield._validation.check_output_path`): an existing device,
+    FIFO or folder where a result file goes (or a file where a folder goes) is refused by
+    the flag's name, so a long run never ends at a write that cannot happen."""
+    out = check_output_path("--out", out, kind="dir")
+    for name in files:
+        check_output_path("--out", out / name, kind="file")
+    for name in folders:
+        check_output_path("--out", out / name, kind="dir")
+    return out
+
+
 def _comparison_from_args(args):
     """The problem's configuration from ``--config`` and the flags (flags win), checked once;
     an error names each parameter by its flag (as the user typed it: ``--grid-n`` too)."""
@@ -172,12 +204,13 @@ def _comparison_from_args(args):
         return ComparisonConfig(**{k: v for k, v in given.items() if v is not None})
 
 
-def _study_preflight(args, *, sizes=None) -> range:
-    """Checks shared by the sweep studies, before any work: output folder, scheduler (and
-    dask), seeds and sizes (named as the user spelled the flag).  Returns the seeds."""
+def _study_preflight(args, *, sizes=None, files=_SWEEP_FILES, folders=_SWEEP_FOLDERS) -> range:
+    """Checks shared by the sweep studies, before any work: output folder (and the ``files``
+    and ``folders`` written in it), scheduler (and dask), seeds and sizes (named as the user
+    spelled the flag).  Returns the seeds."""
     from ..workbench.sweeps import check_scheduler
 
-    check_output_path("--out", args.out, kind="dir")
+    _check_out_folder(args.out, files, folders)
     check_scheduler(args.scheduler)
     if args.workers is not None:
         check_int("--workers", args.workers)
@@ -222,7 +255,11 @@ def _study_beta(args) -> int:
     from ..studies.limit_sweeps import beta_limit_on_grid
     from ..studies.limits import beta_limit_particles
 
-    seeds = _study_preflight(args, sizes=[args.n_particles])
+    regimes = ("mean-field", "coulomb-gas")
+    written = () if args.case == "disk" else ("grid.nc",)
+    seeds = _study_preflight(args, sizes=[args.n_particles], files=written, folders=())
+    for regime in regimes:  # each regime's folder is a sweep of its own
+        _check_out_folder(Path(args.out) / regime, _SWEEP_FILES, _SWEEP_FOLDERS)
     for b in args.betas:
         check_positive("--betas", b)
     t_final = _check_t_final(args)
@@ -259,7 +296,7 @@ def _study_beta(args) -> int:
 def _study_t_decay(args) -> int:
     from ..studies.limit_sweeps import t_decay
 
-    out = check_output_path("--out", args.out, kind="dir")
+    out = _check_out_folder(args.out, ("t_decay.nc",))
     beta = check_positive("--beta", args.beta)
     t_final = _check_t_final(args)
     if not args.no_progress:
@@ -311,7 +348,8 @@ def cmd_figures(args) -> int:
     matplotlib.use("Agg")  # files only: no window, whatever the user's default backend
     from ..studies.figures import make_figures
 
-    check_int("--seed", args.seed, minimum=0)
+    check_seed("--seed", args.seed)
+    check_output_path("--out", args.out, kind="dir")
     _set_threads(args)
     make_figures(
         args.out,

@@ -10,6 +10,12 @@ t = η · steps), N, the seed, and the grid's scheme.  It is checked once, when 
 * :meth:`RunSpec.equation` (the grid: the McKean–Vlasov equation, its scheme bound to the
   grid and β), and the studies, which make one spec per run.
 
+Making a spec also estimates the run's work (:func:`estimate_work`: steps × N × pair
+partners and data points, plus the grid's cells) and refuses one above the ceiling
+:data:`MAX_WORK` (10¹³ evaluations; the environment variable ``MEANFIELD_MAX_WORK`` raises
+it) with a :class:`~meanfield.errors.SizeLimitError`, so a run that would never end
+(``n_steps = 10**12``) is refused before it starts.
+
 The configurations that the command line and TOML files fill, in plain names and numbers
 (:class:`~meanfield.workbench.config.SimulationConfig` for ``meanfield simulate``,
 :class:`~meanfield.workbench.problems.ComparisonConfig` for ``meanfield compare``), build
@@ -40,14 +46,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_positive, shown
-from ..energy import Energy
-from ..errors import InputError, InputTypeError, StepBudgetError
+from .._validation import check_choice, check_int, check_positive, check_seed, shown
+from ..energy import Energy, PairInteraction
+from ..errors import InputError, InputTypeError, SizeLimitError, StepBudgetError
 from ..pde.field import Density
 from ..pde.flux import SCHEMES, Scheme
 from .chains import REGIMES
@@ -59,6 +67,20 @@ METHODS = ("langevin", "mala")
 #: for the particles and the grid alike (the default ``max_steps`` of
 #: :func:`meanfield.pde.solve`).
 MAX_STEPS = 10_000_000
+
+#: The work ceiling of one run, in evaluations (:func:`estimate_work`): 10¹³, about 70 hours
+#: of one CPU thread at the 4·10⁷ pair evaluations a second measured for float64 Coulomb
+#: forces (N = 1024), minutes to hours on a GPU.  It is there to refuse a run that would
+#: never end (``n_steps = 10**12``), before it starts, not to plan one: every configuration
+#: and study of the package lies far below it.  Raise it by the environment variable
+#: :data:`WORK_ENV` (``MEANFIELD_MAX_WORK=1e15``; ``inf`` turns the check off) or by
+#: assigning this constant.
+MAX_WORK = 1e13
+#: The environment variable that replaces :data:`MAX_WORK` when set.
+WORK_ENV = "MEANFIELD_MAX_WORK"
+#: The fixed cost of one step, in evaluations: a step costs at least ~0.1 ms of Python and
+#: torch dispatch whatever N (measured 80 µs at N = 2), the time of ~10⁴ pair evaluations.
+STEP_COST = 1e4
 
 
 def _check_scheme(value):
@@ -87,7 +109,7 @@ RUN_CHECKS = {
     "n_particles": lambda v: check_int("n_particles (N)", v),
     "regime": lambda v: check_choice("regime", v, REGIMES),
     "method": lambda v: check_choice("method", v, METHODS),
-    "seed": lambda v: check_int("seed", v, minimum=0),
+    "seed": lambda v: check_seed("seed", v),
     "scheme": _check_scheme,
     "order": _check_order,
     "safety": _check_safety,
@@ -114,7 +136,7 @@ def check_fields(obj, names, *, store: bool = False) -> None:
     >>> check_fields(SimpleNamespace(seed=-1), ["seed"])
     Traceback (most recent call last):
         ...
-    meanfield.errors.InputError: seed must be an integer >= 0, got -1
+    meanfield.errors.InputError: seed must be an integer in [0, 9223372036854775807], got -1
     """
     for name in names:
         value = getattr(obj, name)
@@ -217,6 +239,142 @@ def n_steps_for(t_final: float, eta: float, *, max_steps: int | None = None) -> 
     return n_steps
 
 
+def estimate_work(
+    *,
+    n_steps: int,
+    n_particles: int,
+    replicas: int = 1,
+    partners: int = 0,
+    n_data: int = 0,
+    cells: int = 0,
+    evaluations: int = 1,
+) -> float:
+    r"""The work of a run, in evaluations (pair-kernel or feature evaluations, or their
+    equivalent), estimated before it starts.
+
+    .. math::
+
+        W = \text{steps} \cdot \Big( e \, \big(R N (1 + P + n) + c_{\text{step}}\big)
+        + M \Big)
+
+    with e the energy evaluations per step (1 for Langevin, 2 for MALA: the proposal's
+    energy and force), R replicas of N particles, P pair partners per particle (N − 1 for the
+    full pair sum, B − 1 in random batches of B, 0 without a pair term), n data points per
+    particle for an alignment term (or the data batch), :data:`STEP_COST` the fixed cost of a
+    step, and M grid cells updated per step (the grid view, with as many steps as the
+    particles: a lower bound, as its stable step is often smaller).
+
+    Parameters
+    ----------
+    n_steps, n_particles : int
+        Steps and particles N.
+    replicas, partners, n_data, cells, evaluations : int
+        R, P, n, M and e above.
+
+    Returns
+    -------
+    float
+
+    See Also
+    --------
+    check_work : refuse a run above the ceiling.
+
+    Examples
+    --------
+    >>> from meanfield.dynamics.spec import estimate_work
+    >>> estimate_work(n_steps=400, n_particles=256, partners=255)  # 400 (256 * 256 + 1e4)
+    30214400.0
+    """
+    per_step = evaluations * (replicas * n_particles * (1 + partners + n_data) + STEP_COST)
+    return float(n_steps) * (per_step + cells)
+
+
+def work_ceiling() -> float:
+    """The work ceiling in force: the environment variable :data:`WORK_ENV` if set, else
+    :data:`MAX_WORK`.
+
+    Returns
+    -------
+    float
+        > 0 (``inf``: no ceiling).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        The environment variable is not a number > 0.
+
+    Examples
+    --------
+    >>> from meanfield.dynamics.spec import work_ceiling
+    >>> work_ceiling() > 0
+    True
+    """
+    text = os.environ.get(WORK_ENV)
+    if text is None or not text.strip():
+        return float(MAX_WORK)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # NaN too
+        raise InputError(
+            f"the environment variable {WORK_ENV} must be a number > 0 (the work ceiling in "
+            f"evaluations; inf turns it off), got {text!r}"
+        )
+    return value
+
+
+def check_work(work: float, *, detail: str = "") -> float:
+    """Refuse a run whose estimated work (:func:`estimate_work`) exceeds the ceiling
+    (:func:`work_ceiling`), before it starts.
+
+    Parameters
+    ----------
+    work : float
+        The estimate, in evaluations.
+    detail : str, optional
+        How it was computed, for the message.
+
+    Returns
+    -------
+    float
+        ``work``.
+
+    Raises
+    ------
+    meanfield.errors.SizeLimitError
+        ``work`` > the ceiling; the message names ``n_steps`` and ``n_particles`` and says
+        how to raise the ceiling.
+
+    Examples
+    --------
+    >>> from meanfield.dynamics.spec import check_work, estimate_work
+    >>> check_work(estimate_work(n_steps=10**12, n_particles=256, partners=255))
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.SizeLimitError: n_steps, n_particles: the run would need about 7.55e+16 ...
+    """
+    ceiling = work_ceiling()
+    if work > ceiling:
+        steps, n = shown("n_steps"), shown("n_particles")
+        raise SizeLimitError(
+            f"{steps}, {n}: the run would need about {work:.3g} evaluations"
+            f"{f' ({detail})' if detail else ''}, above the work ceiling {ceiling:.3g}; lower "
+            f"{steps} or {n} (or use random batches), or raise the ceiling: set the "
+            f"environment variable {WORK_ENV} (e.g. {WORK_ENV}=1e15; inf turns the check off) "
+            "or meanfield.dynamics.spec.MAX_WORK"
+        )
+    return work
+
+
+def _work_detail(n_steps, N, replicas, partners, n_data, cells, evaluations) -> str:
+    """The terms of :func:`estimate_work`, in words, for a refusal."""
+    parts = [f"{N} particles" if replicas == 1 else f"{replicas} x {N} particles"]
+    parts.append(f"x (1 + {partners} pair partners + {n_data} data points)")
+    text = f"{n_steps} steps x ({evaluations} x ({' '.join(parts)} + {STEP_COST:g} per step)"
+    return text + (f" + {cells} grid cells)" if cells else ")")
+
+
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class RunSpec:
     r"""Every parameter of one run, both views, checked once when made.
@@ -255,7 +413,7 @@ class RunSpec:
     interaction_batch, data_batch : int, optional
         Random-batch size B ≥ 2 of the pair force, mini-batch of data rows (Langevin only).
     seed : int, default 0
-        Seeds the sample of the initial law and the noise.
+        Seeds the sample of the initial law and the noise; in [0, 2⁶³ − 1].
     scheme : str or Scheme, default "upwind"
         Grid flux scheme (:data:`meanfield.pde.flux.SCHEMES`).
     order : {1, 2}, default 2
@@ -269,7 +427,10 @@ class RunSpec:
         A value out of range (the message names the parameter and the range), an initial law
         on another box, or no ``n_particles`` with an initial law.
     meanfield.errors.InputTypeError
-        ``energy`` is not an Energy, or a parameter of the wrong type.
+        ``energy`` is not an Energy, or a parameter of the wrong type (a boolean for a
+        number).
+    meanfield.errors.SizeLimitError
+        The estimated work (:meth:`RunSpec.work`) exceeds the ceiling (:func:`work_ceiling`).
 
     Examples
     --------
@@ -312,6 +473,48 @@ class RunSpec:
         object.__setattr__(self, "interaction_batch", batches[0])
         object.__setattr__(self, "data_batch", batches[1])
         self._check_initial()
+        check_work(self.work(), detail=_work_detail(**self._work_terms()))
+
+    def _work_terms(self) -> dict:
+        """The terms of :func:`estimate_work` for this spec."""
+        shape = tuple(getattr(self.initial, "shape", None) or np.shape(self.initial))
+        replicas = int(shape[0]) if len(shape) == 3 else 1
+        N = int(self.n_particles or 1)
+        partners = 0
+        if any(isinstance(t, PairInteraction) for t in self.energy.terms):
+            partners = (self.interaction_batch or N) - 1
+        n_data = self.data_batch or self.energy.n_data() or 0
+        cells = int(np.prod(self.grid.n)) if self.grid is not None else 0
+        evaluations = 2 if self.method == "mala" else 1
+        return dict(
+            n_steps=self.n_steps,
+            N=N,
+            replicas=replicas,
+            partners=partners,
+            n_data=n_data,
+            cells=cells,
+            evaluations=evaluations,
+        )
+
+    def work(self) -> float:
+        """The run's estimated work in evaluations (:func:`estimate_work`), checked against
+        the ceiling (:data:`MAX_WORK`) when the spec is made.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+        >>> RunSpec(energy=E, initial=np.zeros((3, 1)), beta=1.0, eta=0.1, n_steps=2).work()
+        20006.0
+        """
+        t = self._work_terms()
+        return estimate_work(n_particles=t.pop("N"), **t)
 
     def _check_initial(self) -> None:
         """The initial law lies on the energy's box and has an N; particles agree with N."""
@@ -567,11 +770,17 @@ def as_spec(spec, initial=None, *, max_steps: int | None = None, **fields) -> Ru
 
 __all__ = [
     "MAX_STEPS",
+    "MAX_WORK",
     "METHODS",
     "RUN_CHECKS",
+    "STEP_COST",
+    "WORK_ENV",
     "RunSpec",
     "as_spec",
     "check_batches",
     "check_fields",
+    "check_work",
+    "estimate_work",
     "n_steps_for",
+    "work_ceiling",
 ]

@@ -45,6 +45,7 @@ from .._validation import (
     check_device,
     check_finite_real,
     check_int,
+    check_level,
     check_positive,
 )
 from ..errors import DataFileError, InputError, InputTypeError, MissingFileError
@@ -300,7 +301,7 @@ class SimulationConfig(_TomlConfig):
     device : str, default "cpu"
         Torch device.
     seed : int, default 0
-        Seeds the data, the initial particles and the noise.
+        Seeds the data, the initial particles and the noise; in [0, 2⁶³ − 1].
     trajectory_length : float, optional
         HMC only: Hamiltonian time T > 0 of a trajectory (default 1).
     n_warmup : int, optional
@@ -316,6 +317,14 @@ class SimulationConfig(_TomlConfig):
     ------
     meanfield.errors.InputError
         A value out of range or an unknown name; the message names the field.
+    meanfield.errors.InputTypeError
+        A value of the wrong type: a boolean for a number (``beta = true`` in TOML is not
+        β = 1), a float for a count.
+    meanfield.errors.SizeLimitError
+        The run's estimated work (``n_steps`` × N × (pair partners + data points), see
+        :func:`meanfield.dynamics.spec.estimate_work`) exceeds the ceiling
+        :data:`meanfield.dynamics.spec.MAX_WORK` (10¹³ evaluations; the environment variable
+        ``MEANFIELD_MAX_WORK`` raises it).
 
     Examples
     --------
@@ -411,6 +420,40 @@ class SimulationConfig(_TomlConfig):
                 "with alignment 'none' set confinement > 0: the energy needs a term "
                 "that depends on the particle positions alone"
             )
+        self._check_work()
+
+    def _check_work(self) -> None:
+        """The run's estimated work against the ceiling (:func:`meanfield.dynamics.spec.
+        check_work`), from the fields alone, before any data is read or particle drawn.
+
+        HMC counts one gradient per trajectory (its leapfrog steps are adapted during the
+        run: a lower bound), and a ``data_file`` counts no data points until it is read (the
+        :class:`~meanfield.dynamics.spec.RunSpec` of :meth:`spec` counts them)."""
+        from ..dynamics.spec import check_work, estimate_work
+
+        N = self.n_particles
+        partners = 0
+        if self.lam > 0:
+            partners = (self.interaction_batch or N) - 1
+        n_data = 0
+        if self.alignment != "none":
+            n_data = self.data_batch or (0 if self.data_file else self.n_data)
+        steps = self.n_steps
+        if self.method == "hmc":
+            steps += 200 if self.n_warmup is None else self.n_warmup
+        evaluations = 2 if self.method == "mala" else 1
+        work = estimate_work(
+            n_steps=steps,
+            n_particles=N,
+            partners=partners,
+            n_data=n_data,
+            evaluations=evaluations,
+        )
+        check_work(
+            work,
+            detail=f"{steps} steps x {evaluations} x ({N} particles x (1 + {partners} pair "
+            f"partners + {n_data} data points) + the fixed cost of a step)",
+        )
 
     def _check_hmc(self) -> None:
         """The HMC fields: in range with ``method = "hmc"``, refused with the other methods
@@ -435,8 +478,8 @@ class SimulationConfig(_TomlConfig):
             check_int("n_warmup", self.n_warmup, minimum=0)
             if self.n_warmup == 0 and self.step_size is None:
                 raise InputError("n_warmup = 0 needs a step_size (--step-size): nothing adapts it")
-        if self.target_accept is not None and not 0 < float(self.target_accept) < 1:
-            raise InputError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
+        if self.target_accept is not None:
+            check_level("target_accept", self.target_accept)
         if self.step_size is not None:
             check_positive("step_size", self.step_size)
 
