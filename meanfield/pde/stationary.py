@@ -933,8 +933,10 @@ def _kkt_on_support(grad, b, S, mass, maxiter):
         a = rr / pHp
         w_s += a * p
         r -= a * Hp
+        r -= float(np.sum(r)) / k  # kept on the mass-zero subspace: round-off in the mean
         rr_new = _dot(r, r)
         p = r + (rr_new / rr) * p
+        p -= float(np.sum(p)) / k  # would move the mass by ~1e-10 over thousands of steps
         rr = rr_new
     w = np.zeros(M)
     w[idx] = w_s
