@@ -211,11 +211,15 @@ def test_frozen_chain_judges_each_replica():
 
     s = LangevinState(
         omega,
-        accepted=torch.tensor([900.0, 900.0]),
+        accepted=torch.tensor([100.0, 100.0]),
         proposed=1000,
         cache={"travel": torch.tensor([5.0, 0.1])},
     )
     assert "replica 1" in frozen_chain_warning(s, "eta", 0.01)
+    # accepting most proposals: a short run, not a frozen chain (not judged)
+    assert (
+        frozen_chain_warning(s.evolve(accepted=torch.tensor([900.0, 900.0])), "eta", 0.01) is None
+    )
 
 
 def test_mala_refuses_a_start_too_close_for_a_singular_kernel():
