@@ -69,6 +69,7 @@ from ..errors import (
     StepBudgetError,
     TrajectoryCappedWarning,
 )
+from ..results import check_extra_attrs, merge_attrs
 from ..stats import effective_sample_size, integrated_autocorr_time  # re-exported
 from .chains import (
     REGIMES,
@@ -1214,6 +1215,8 @@ def sample_hmc(
     )
     if n_warmup == 0:  # the step is fixed: a capped trajectory is known before any work
         _check_not_capped(integrator)
+    # extra attributes that would overwrite a recorded one: refused before any work
+    check_extra_attrs(extra_attrs, (*HMC_ATTRS, *energy.describe()))
     omega0, record_every, seed = chain_setup(energy, omega0, n_samples, record_every, seed)
     with torch.no_grad():
         state = integrator.init(omega0, seed=seed)
@@ -1355,13 +1358,22 @@ def warm_up(integrator: HMC, state: LangevinState, n_warmup: int, target: float)
     return integrator, state, step_size0, probs
 
 
+#: The attributes :func:`sample_hmc` records besides the energy's description and provenance.
+HMC_ATTRS = (
+    "method", "regime", "N", "p", "beta", "beta_N", "step_size", "step_size_initial",
+    "n_leapfrog", "trajectory_length", "trajectory_length_requested", "jitter", "max_leapfrog",
+    "compile", "n_warmup", "n_samples", "target_accept", "warmup_accept_prob", "n_divergent",
+    "record_every",
+)  # fmt: skip
+
+
 def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, extra) -> dict:
     """The attributes of a :func:`sample_hmc` dataset, in this order: the kernel, ``run`` (the
     chain's sizes and target), the warm-up's mean acceptance probability ``probs``, the
     divergent trajectories since the warm-up, ``record_every``, the energy's description and
     ``extra`` (the caller's ``extra_attrs``)."""
     N = state.omega.shape[-2]
-    return {
+    params = {
         "method": "hmc",
         "regime": integrator.regime,
         "N": N,
@@ -1382,8 +1394,8 @@ def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, ex
         "n_divergent": int(state.cache["divergent"]),
         "record_every": record_every,
         **integrator.energy.describe(),
-        **(extra or {}),
     }
+    return merge_attrs(params, extra)
 
 
 __all__ = [

@@ -49,6 +49,7 @@ from ..errors import (
     OvershootWarning,
     PinnedParticlesWarning,
 )
+from ..results import merge_attrs
 from .chains import (
     LOW_ACCEPTANCE,
     LOW_ACCEPTANCE_MIN_PROPOSALS,
@@ -825,11 +826,12 @@ def _simulate(
     )
     if isinstance(integrator, MALA) and check_start:
         check_start_spacing(energy, energy.domain.project(omega0), method)
+    # the attributes before any step: extra_attrs that would overwrite a parameter are refused
+    params = _run_params(integrator, method, omega0.shape[-2], n_steps, record_every, extra_attrs)
     _warn_if_step_pins(integrator, omega0.shape[-2])
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=method == "mala")
     start = integrator.init(omega0, seed=seed)
     state = recorder.run(integrator, start, n_steps, record_every, progress, "simulate")
-    params = _run_params(integrator, method, omega0.shape[-2], n_steps, record_every, extra_attrs)
     ds = recorder.dataset(
         state, time_per_step=integrator.eta, params=params, seed=seed, time_name="eta * step"
     )
@@ -891,8 +893,9 @@ def _warn_if_step_pins(integrator, N: int) -> None:
 
 def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_attrs) -> dict:
     """The attributes of a :func:`simulate` dataset: the run's parameters, then the energy's
-    description, then ``extra_attrs``."""
-    return {
+    description, then ``extra_attrs`` (none of which may overwrite them,
+    :func:`~meanfield.results.merge_attrs`)."""
+    params = {
         "method": method,
         "regime": integrator.regime,
         "N": N,
@@ -905,8 +908,8 @@ def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_at
         "interaction_batch": getattr(integrator, "interaction_batch", None),
         "data_batch": getattr(integrator, "data_batch", None),
         **integrator.energy.describe(),
-        **(extra_attrs or {}),
     }
+    return merge_attrs(params, extra_attrs)
 
 
 #: The public names of this module: its own, then those defined in :mod:`meanfield.dynamics.chains`

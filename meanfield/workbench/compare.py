@@ -53,7 +53,7 @@ from ..ot.measure import Measure
 from ..pde import Density, FreeEnergyTracker, MassTracker, StorageTracker
 from ..pde.solver import check_step_budget
 from ..pde.stepper import Stepper
-from ..results import provenance
+from ..results import check_extra_attrs, merge_attrs, provenance
 from ..stats import fit_power_law
 
 
@@ -151,6 +151,8 @@ def compare(
     law, grid = spec.law, spec.grid
     eq = spec.equation()  # the grid's step count too, before the particles run
     check_step_budget(Stepper(eq, safety=spec.safety), law.data, spec.t_final, max_steps)
+    recorded = (*COMPARE_ATTRS, *grid.describe(), *eq.scheme.describe(), *spec.energy.describe())
+    check_extra_attrs(extra_attrs, recorded)  # none may overwrite a recorded parameter
     record_every = max(1, spec.n_steps // n_records)
     ds_p, t_particles = _particle_run(spec, record_every, progress)
     res, grid_ds = _grid_run(
@@ -182,6 +184,14 @@ def _check_spec(spec: RunSpec, max_steps: int) -> None:
     n_steps_for(spec.t_final, spec.eta, max_steps=max_steps)
 
 
+#: The attributes :func:`compare` records besides the descriptions and provenance.
+COMPARE_ATTRS = (
+    "N", "p", "beta", "regime", "eta", "t_final", "n_steps", "record_every", "w_method",
+    "grid_scheme", "grid_safety", "grid_steps", "grid_dt_min", "grid_dt_max",
+    "wall_particles_s", "wall_grid_s",
+)  # fmt: skip
+
+
 def _attrs(spec: RunSpec, record, eq, res, method, t_particles, extra_attrs) -> dict:
     """The dataset's attributes: every parameter, solver statistics, provenance."""
     grid = eq.grid
@@ -205,8 +215,8 @@ def _attrs(spec: RunSpec, record, eq, res, method, t_particles, extra_attrs) -> 
         **grid.describe(),
         **eq.scheme.describe(),
         **spec.energy.describe(),
-        **(extra_attrs or {}),
     }
+    params = merge_attrs(params, extra_attrs)
     params.pop("scheme", None)
     return provenance(params, seed=spec.seed)
 
