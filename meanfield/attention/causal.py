@@ -54,6 +54,28 @@ chunks, the flagged ones first, is recomputed every call, and flagged chunks bey
 give NaN (see :meth:`_LogFactors.fix_underflow`). Nothing else on the causal path reads a
 tensor back; input checks are the caller's (:func:`meanfield.attention.linear.kernel_attention`).
 
+*Backward, linear in L.* The gradient of a prefix sum is a suffix sum: with ``G_t`` the
+gradient of query ``t``'s ``[numerator, denominator]``, the keys and values of chunk ``n``
+receive theirs through ``R_n = sum_(j > n) phi(Q_j)^T G_j`` (in the units of chunk ``n``:
+``R_(n-1) = (R_n + phi(Q_n)^T G_n) exp(P_(n-1) - P_n)``, every factor at most 1), computed
+in reverse with one running ``(m, d_v + 1)`` state. Two forms, both ``O(L)`` in time:
+
+* positive features with a gradient to record, on the CPU in eager mode: the streamed path
+  (:class:`_StreamedPositive`), forward and backward by groups of chunks with a hand-written
+  backward that recomputes each group's features from the inputs and one checkpointed state
+  per group; autograd keeps the inputs only (no ``L x m`` features, no per-chunk states), so
+  the memory a training step holds beyond the output is ``O(L / G)`` states. A chunk whose
+  denominator falls below the floor sends the call to the recorded path below (which
+  recomputes it exactly);
+* otherwise the operations are recorded by autograd, and the loop over chunks is one node
+  (:class:`_PrefixScan`) whose backward is the reverse scan, in place. (Recording the loop
+  itself made autograd zero-fill a full-size copy of the per-chunk states for every chunk it
+  read: ``n`` fills of ``n m (d_v + 1)``, quadratic in ``L``.) The batched scans
+  (accelerators, ``torch.compile``) are ``O(n log n)`` by construction.
+
+``benchmarks/bench_causal_backward.py`` times forward + backward against the bidirectional
+form and causal SDPA, and measures the memory.
+
 ``eps`` for positive features is taken relative to the query's kernel with its own key,
 ``eps K(q_t, k_t)`` (a causal scale that never depends on another token's shift): it changes
 an output by a relative amount of at most ``eps``, and guards the rows with no visible key
@@ -79,11 +101,11 @@ def _grad_needed(*ts: torch.Tensor) -> bool:
     return torch.is_grad_enabled() and any(t.requires_grad for t in ts)
 
 
-def _padded(x: torch.Tensor, total: int) -> torch.Tensor:
-    """``(b, h, L, f)`` -> contiguous ``(b, h, total, f)``, zero rows appended."""
+def _padded(x: torch.Tensor, total: int, value: float = 0.0) -> torch.Tensor:
+    """``(b, h, L, f)`` -> contiguous ``(b, h, total, f)``, rows of ``value`` appended."""
     if x.shape[2] == total:
         return x.contiguous()
-    return F.pad(x, (0, 0, 0, total - x.shape[2]))
+    return F.pad(x, (0, 0, 0, total - x.shape[2]), value=value)
 
 
 def _values_with_ones(v, keep, total):
@@ -179,7 +201,11 @@ def causal_linear_attention(
     b, h, L, m = q_features.shape
     c, n = _chunking(L, chunk_size)
     total = n * c
-    qf, kf = _padded(q_features, total), _padded(k_features, total)
+    # queries past L (cut off below) get features 1, not 0: a zero row has the denominator
+    # 0 + eps, and with eps = 0 its 0 / 0 made every key and value gradient NaN through the
+    # backward of the division, though the row itself is discarded
+    qf = _padded(q_features, total, 0.0 if log_space else 1.0)
+    kf = _padded(k_features, total)
     if log_space:
         pad = _key_padding(key_padding_mask, b, L, total, kf.device)
         kf = kf if pad is None else kf.masked_fill(pad[:, None, :, None], float("-inf"))
@@ -194,7 +220,9 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
 
     The features are computed here, on the padded chunk layout, with every per-token constant
     that cancels left out (``-|q~|^2/2 - log(m)/2`` of positive features, the ``m^(-1/2)`` of
-    PORF-softplus, whose ``eps`` is rescaled to match).
+    PORF-softplus, whose ``eps`` is rescaled to match). Positive features with a gradient to
+    record take the streamed path on the CPU (module notes: the backward recomputes the
+    features, autograd keeps only the inputs).
 
     Parameters
     ----------
@@ -242,12 +270,16 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
     # per-head Omegas (num_heads set) take the generic path: features, then the prefix sums
     if kind not in (PositiveFeatures, SoftmaxFeatures, SoftplusFeatures) or fm.num_heads:
         return causal_linear_attention(
-            fm.transform(q), fm.transform(k), v, log_space=fm.log_space, eps=eps,
+            fm.transform_queries(q), fm.transform_keys(k), v, log_space=fm.log_space, eps=eps,
             chunk_size=chunk_size, key_padding_mask=key_padding_mask,
         )  # fmt: skip
-    qp, kp = _padded(q, total), _padded(k, total)
     om = fm.omega.to(q.dtype) * d ** (-0.25)  # x~ = x / d^(1/4) folded into Omega
     log_space = kind is PositiveFeatures
+    if log_space and _streamed(q, k, v, om):
+        out = _streamed_positive(q, k, v, om, key_padding_mask, eps, c, n)
+        if out is not None:  # None: a chunk needs the exact recomputation (below)
+            return out[:, :, :L]
+    qp, kp = _padded(q, total), _padded(k, total)
     relog = None
     if log_space:
         pad = _key_padding(key_padding_mask, b, L, total, q.device)
@@ -372,7 +404,7 @@ def _prefix_states(kv, grad, decay=None, levels=None):
 
     Two formulations (:func:`_batched` picks one):
 
-    * a loop of one or two small operations per chunk (the CPU in eager mode);
+    * a loop of one or two small operations per chunk (the CPU in eager mode), in place;
     * batched, no loop over chunks: without ``decay`` an exclusive ``torch.cumsum`` over
       chunks (of ``kv_0 .. kv_(n-2)``, shifted by one chunk: no inclusive-minus-own
       subtraction, which would cancel catastrophically); with ``decay`` a log-depth
@@ -380,28 +412,65 @@ def _prefix_states(kv, grad, decay=None, levels=None):
       ``i - s`` (in units of ``exp(-P_(i-s))``) into the one ending at ``i`` with the factor
       ``exp(P_(i-s) - P_i) <= 1`` -- every factor at most 1 as in the loop (the loop's
       product of decays telescopes to the same factor), so nothing overflows.
+
+    With a gradient to record, the loop is one autograd node (:class:`_PrefixScan`) whose
+    backward is the reverse scan: linear in ``L`` forward and backward.
     """
-    n = kv.shape[1]
     if _batched(kv):
         if decay is None:
             return F.pad(kv[:, :-1].cumsum(1), (0, 0, 0, 0, 1, 0))
         P, seen = levels
         inc = _level_scan(kv, P, seen)
         return F.pad(inc[:, :-1] * decay[:, 1:], (0, 0, 0, 0, 1, 0))
-    if grad:  # out= is not differentiable
-        s = torch.zeros_like(kv[:, 0])
-        out = [s]
-        for i in range(1, n):
-            s = s + kv[:, i - 1] if decay is None else (s + kv[:, i - 1]) * decay[:, i]
-            out.append(s)
-        return torch.stack(out, dim=1)
-    out = torch.empty_like(kv)
+    if grad:  # the loop as one autograd node whose backward is the reverse scan
+        return _PrefixScan.apply(kv, decay)
+    return _scan_loop(kv, decay)
+
+
+def _scan_loop(kv, decay):
+    """The loop of :func:`_prefix_states`, in place into one ``(B, n, m, e)`` buffer."""
+    n = kv.shape[1]
+    out = torch.empty(kv.shape, dtype=kv.dtype, device=kv.device)
     out[:, 0] = 0.0
     for i in range(1, n):
         torch.add(out[:, i - 1], kv[:, i - 1], out=out[:, i])
         if decay is not None:
             out[:, i].mul_(decay[:, i])
     return out
+
+
+class _PrefixScan(torch.autograd.Function):
+    """The prefix states of :func:`_scan_loop` with the reverse scan as their backward.
+
+    Forward ``S_0 = 0``, ``S_i = (S_(i-1) + kv_(i-1)) d_i``; with ``G_i`` the gradient of
+    ``S_i`` the gradient of ``kv_(i-1)`` is ``A_i = (G_i + A_(i+1)) d_i`` (``A_n = 0``; the
+    last chunk's ``kv`` enters no state): a suffix sum, computed in reverse with one running
+    state, in place, ``O(n m e)`` -- as the forward. Recording the loop instead made autograd
+    zero-fill a full-size ``(B, n, m, e)`` gradient for every ``kv[:, i]`` it read: ``n``
+    fills, quadratic in ``L``. ``d`` (the decays ``exp(P_(i-1) - P_i) <= 1`` of positive
+    features, or None for 1) is a detached shift ratio (the shifts cancel exactly; module
+    notes): no gradient flows to it, and every factor of the reverse scan is at most 1 too.
+    """
+
+    @staticmethod
+    def forward(ctx, kv, decay):
+        ctx.save_for_backward(decay)
+        ctx.has_decay = decay is not None
+        return _scan_loop(kv, decay)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_state):
+        (decay,) = ctx.saved_tensors if ctx.has_decay else (None,)
+        g = grad_state
+        n = g.shape[1]
+        dkv = torch.empty(g.shape, dtype=g.dtype, device=g.device)
+        dkv[:, n - 1] = 0.0
+        for i in range(n - 1, 0, -1):
+            torch.add(g[:, i], dkv[:, i], out=dkv[:, i - 1])
+            if decay is not None:
+                dkv[:, i - 1].mul_(decay[:, i])
+        return dkv, None
 
 
 def _level_scan(x, P, seen):
@@ -581,3 +650,210 @@ def _exact_chunks(zq, zk, vv, before, log_decay):
     w = torch.exp(logits - top)
     nd = w @ vv + torch.exp(cross - top) @ before
     return nd, torch.diagonal(w, dim1=-2, dim2=-1)
+
+
+# -- positive features with a gradient: streamed over groups of chunks, reverse-scan backward
+
+
+#: Elements of one ``(b h, G, C, m)`` feature tensor of a group of chunks in the streamed
+#: path (the working set: a few of these; G chunks per group, at least one).
+_GROUP_ELEMENTS = 1 << 18
+
+
+def _streamed(q, k, v, om) -> bool:
+    """Take the streamed path (:class:`_StreamedPositive`): a gradient is to be recorded, on
+    the CPU in eager mode (the loop formulation; :func:`_batched`), where the underflow flag
+    is read on the host (the fallback to the recorded path below needs that read)."""
+    repair = _REPAIR if _REPAIR != "auto" else q.device.type
+    return _grad_needed(q, k, v, om) and not _batched(q) and repair == "cpu"
+
+
+def _streamed_positive(q, k, v, om, key_padding_mask, eps, c, n):
+    """Causal positive-feature attention ``(b, h, n c, d_v)`` by :class:`_StreamedPositive`,
+    or None where a chunk's denominator falls below the floor (the caller then takes the
+    recorded path, which recomputes that chunk exactly; module notes)."""
+    b, h, L, _ = q.shape
+    total = n * c
+    if total != L:  # zero rows: padding keys (masked below), queries cut off by the caller
+        q, k, v = (F.pad(x, (0, 0, 0, total - L)) for x in (q, k, v))
+    pad = _key_padding(key_padding_mask, b, L, total, q.device)
+    has = _has_key(key_padding_mask, b, total, q.device)
+    flag = []
+    out = _StreamedPositive.apply(q, k, v, om, pad, has, float(eps), c, flag)
+    return None if flag else out
+
+
+class _StreamedPositive(torch.autograd.Function):
+    """Causal attention of positive features, streamed over groups of chunks, with a
+    hand-written backward: memory and time linear in ``L``, nothing of size ``L m`` kept.
+
+    The forward is :func:`_chunked`'s fast path (the same chunk-wide shifts ``P_n``, per-query
+    shifts ``c_t``, decays ``exp(P_(n-1) - P_n) <= 1`` and relative ``eps``), computed for
+    ``G`` chunks at a time (:func:`_positive_group`) with the running state carried between
+    groups. Kept for the backward: the inputs, and per group the running state and shifts
+    entering it (``(b h, m, d_v + 1)`` each) -- no features, no per-chunk states.
+
+    The backward visits the groups in reverse, recomputes each group's features, states and
+    outputs from its checkpoint (the same operations on the same operands: the same values),
+    and propagates with ``[V, 1]`` rows ``vv``, ``G_t = [dout_t / den_t, -dout_t . out_t /
+    den_t]`` and the chunk's masked block ``A = tril(phi(Q) phi(K)^T)``::
+
+        dA        = tril(G vv^T) + eps diag(dden)    (eps relative to K(q_t, k_t))
+        dphi(Q)   = G S_n^T + dA phi(K)
+        dphi(K)   = dA^T phi(Q) + vv R_n^T,         dvv = A^T G + phi(K) R_n
+
+    where ``R_n = sum_(j > n) phi(Q_j)^T G_j exp(P_n - P_j)`` is the suffix state of the later
+    chunks (the gradient of a prefix sum is a suffix sum): ``R_(n-1) = (R_n + phi(Q_n)^T G_n)
+    exp(P_(n-1) - P_n)``, one running ``(m, d_v + 1)`` state, every factor at most 1. Through
+    ``phi = exp(z)``: ``dz = phi dphi``; the shifts are constants (they cancel exactly in the
+    output, so treating them as constants is exact), and ``z`` is linear in ``q``, ``k`` and
+    ``Omega`` up to the keys' ``-|k~|^2 / 2``.
+
+    A chunk whose denominator falls below ``exp(LOG_DEN_FLOOR)`` appends to ``flag`` (the
+    last argument): the caller then discards this result and takes the recorded path, which
+    recomputes such chunks in log space (rare; module notes).
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, om, pad, has, eps, c, flag):
+        b, h, total, _ = q.shape
+        e = v.shape[-1] + 1
+        B, m = b * h, om.shape[0]
+        per = max(1, _GROUP_ELEMENTS // (B * c * m))  # chunks per group
+        out = q.new_empty(b, h, total, e - 1)
+        carry = q.new_zeros(B, m, e)  # S_(n-1) + kv_(n-1) in units of exp(-P_(n-1))
+        P = q.new_zeros(B, m)  # P of the chunk before the group (0 before any key)
+        seen = torch.zeros(B, m, dtype=torch.bool, device=q.device)
+        checkpoints = []
+        for t0 in range(0, total, per * c):
+            checkpoints.append((carry, P, seen))
+            g = _positive_group(q, k, v, om, pad, has, eps, c, t0, per * c, carry, P, seen)
+            if g["low"]:
+                flag.append(True)
+                return out
+            carry, P, seen = g["carry"], g["P"], g["seen"]
+            out[:, :, t0 : t0 + g["T"]] = g["out"].reshape(b, h, g["T"], e - 1)
+        ctx.save_for_backward(q, k, v, om)
+        ctx.setup = (pad, has, eps, c, per, checkpoints)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v, om = ctx.saved_tensors
+        pad, has, eps, c, per, checkpoints = ctx.setup
+        b, h, total, d = q.shape
+        need_q, need_k, need_v, need_om = ctx.needs_input_grad[:4]
+        dq = torch.empty_like(q) if need_q else None
+        dk = torch.empty_like(k) if need_k else None
+        dv = torch.empty_like(v) if need_v else None
+        dom = torch.zeros_like(om) if need_om else None
+        R = None  # R_n of the group's last chunk (0 after the last chunk)
+        for gi in range(len(checkpoints) - 1, -1, -1):
+            t0 = gi * per * c
+            carry, P, seen = checkpoints[gi]
+            g = _positive_group(q, k, v, om, pad, has, eps, c, t0, per * c, carry, P, seen)
+            T, B, G = g["T"], b * h, g["T"] // c
+            do = dout[:, :, t0 : t0 + T].reshape(B, G, c, -1)
+            den = g["den"]
+            dden = -(do * g["out"]).sum(-1) / den
+            grad_nd = torch.cat([do / den[..., None], dden[..., None]], dim=-1)  # (B, G, c, e)
+            fq, fk, vv, A, S = g["fq"], g["fk"], g["vv"], g["A"], g["S"]
+            dA = (grad_nd @ vv.transpose(-1, -2)).tril_()
+            if eps:  # den = nd + eps K(q_t, k_t) where a key is visible
+                dself = dden * eps if g["has"] is None else torch.where(g["has"], dden * eps, 0.0)
+                dA.diagonal(dim1=-2, dim2=-1).add_(dself)
+            dS = fq.transpose(-1, -2) @ grad_nd  # (B, G, m, e)
+            Rs = torch.empty_like(dS)  # R_n for the chunks of the group
+            Rn = dS.new_zeros(dS[:, 0].shape) if R is None else R
+            for i in range(G - 1, -1, -1):
+                Rs[:, i] = Rn
+                Rn = (Rn + dS[:, i]) * g["decay"][:, i, :, None]
+            R = Rn
+            xq, xk = g["xq"], g["xk"]
+            if need_q or need_om:
+                dzq = torch.matmul(grad_nd, S.transpose(-1, -2)).add_(dA @ fk).mul_(fq)
+                if need_q:
+                    dq[:, :, t0 : t0 + T] = (dzq @ om).reshape(b, h, T, d)
+                if need_om:
+                    dom.addmm_(dzq.reshape(-1, dzq.shape[-1]).T, xq.reshape(-1, d))
+            if need_k or need_om:  # dz = phi dphi (phi = exp(z)); -|k~|^2 / 2 of the keys
+                dzk = torch.matmul(dA.transpose(-1, -2), fq).add_(vv @ Rs.transpose(-1, -2))
+                dzk.mul_(fk)
+                if need_k:
+                    gk = (dzk @ om).sub_(dzk.sum(-1, keepdim=True) * xk * d**-0.5)
+                    dk[:, :, t0 : t0 + T] = gk.reshape(b, h, T, d)
+                if need_om:
+                    dom.addmm_(dzk.reshape(-1, dzk.shape[-1]).T, xk.reshape(-1, d))
+            if need_v:
+                dvv = torch.matmul(A.transpose(-1, -2), grad_nd).add_(fk @ Rs)
+                gv = dvv[..., :-1] if g["keep"] is None else dvv[..., :-1] * g["keep"]
+                dv[:, :, t0 : t0 + T] = gv.reshape(b, h, T, -1)
+        return dq, dk, dv, dom, None, None, None, None, None
+
+
+def _positive_group(q, k, v, om, pad, has, eps, c, t0, span, carry, P_in, seen_in):
+    """The fast path of :func:`_chunked` for the chunks of tokens ``t0 .. t0 + span`` (or the
+    end), given the state ``carry`` entering them (``S + kv`` of the chunk before, in units of
+    ``exp(-P_in)``), ``P_in`` and ``seen_in`` (the shifts of that chunk, :class:`_LogFactors`).
+
+    Returns a dict of the group's tensors, ``(b h, G, C, .)``: inputs ``xq``, ``xk``, ``vv``
+    (``[v, 1]``, zero rows for padding) and ``keep`` (the padding weights, or None); factors
+    ``fq``, ``fk``; the masked blocks ``A``; the states ``S`` before each chunk and the
+    ``decay``; ``out`` and ``den``; ``has``; and ``carry``, ``P``, ``seen`` for the next
+    group, ``T`` (tokens in the group) and ``low`` (a denominator below the floor).
+    """
+    b, h, total, d = q.shape
+    B = b * h
+    T = min(span, total - t0)
+    G = T // c
+    sl = slice(t0, t0 + T)
+    xq, xk = (x[:, :, sl].reshape(B, G, c, d) for x in (q, k))
+    dv = v.shape[-1]
+    e = dv + 1
+    vv = v.new_empty(B, G, c, e)
+    vv[..., :dv] = v[:, :, sl].reshape(B, G, c, dv)
+    padg = None if pad is None else pad[:, None, sl].expand(b, h, T).reshape(B, G, c)
+    keep = None
+    if padg is None:
+        vv[..., dv] = 1.0
+    else:
+        keep = (~padg)[..., None].to(v.dtype)
+        vv[..., :dv] *= keep
+        vv[..., dv:] = keep
+    hasg = None if has is None else has[:, None, sl].expand(b, h, T).reshape(B, G, c)
+    om_t = om.T
+    uq = xq @ om_t  # (B, G, c, m)
+    ka = (xk @ om_t).sub_(xk.square().sum(-1, keepdim=True) * (0.5 / math.sqrt(d)))
+    if padg is not None:
+        ka.masked_fill_(padg[..., None], float("-inf"))
+    # P_n: largest key log-feature over chunks 0..n, carried in from the previous group
+    start = torch.where(seen_in, P_in, float("-inf"))[:, None]
+    Pn = torch.cummax(torch.cat([start, ka.amax(2)], dim=1), dim=1).values[:, 1:]
+    seen = torch.isfinite(Pn)
+    P0 = torch.where(seen, Pn, 0.0)  # (B, G, m)
+    prev = torch.cat([P_in[:, None], P0[:, :-1]], dim=1)
+    prev_seen = torch.cat([seen_in[:, None], seen[:, :-1]], dim=1)
+    decay = torch.where(prev_seen, torch.exp(prev - P0), 0.0)  # (B, G, m), <= 1
+    zq = uq.add_(P0[:, :, None])
+    fq = zq.sub_(zq.amax(-1, keepdim=True)).exp_()  # <= 1; c_t cancels in the ratio
+    fk = ka.sub_(P0[:, :, None]).exp_()  # <= 1, 0 for padding keys
+    kv = fk.transpose(-1, -2) @ vv  # (B, G, m, e)
+    A = (fq @ fk.transpose(-1, -2)).tril_()
+    S = torch.empty_like(kv)
+    for i in range(G):
+        S[:, i] = carry * decay[:, i, :, None]
+        carry = S[:, i] + kv[:, i]
+    nd = torch.matmul(fq, S).add_(A @ vv)
+    self_k = torch.diagonal(A, dim1=-2, dim2=-1)
+    low = nd[..., -1] < math.exp(LOG_DEN_FLOOR)
+    if hasg is not None:
+        low &= hasg
+    unit = self_k if hasg is None else torch.where(hasg, self_k, 1.0)
+    den = nd[..., -1] + eps * unit
+    out = nd[..., :-1] / den[..., None]
+    return {
+        "xq": xq, "xk": xk, "vv": vv, "keep": keep, "fq": fq, "fk": fk, "A": A, "S": S,
+        "decay": decay, "out": out, "den": den, "has": hasg, "carry": carry,
+        "P": P0[:, -1], "seen": seen[:, -1], "T": T, "low": bool(low.any()),
+    }  # fmt: skip
