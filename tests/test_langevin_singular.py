@@ -144,7 +144,12 @@ def test_issue_log_gas_within_five_percent_of_gibbs_state():
 
 def test_capped_step_refuses_random_batches_and_smooth_energies_stay_explicit():
     with pytest.raises(InputError, match="interaction_batch"):
-        ProjectedLangevin(_log_gas(Box(1, 4.0)), eta=0.01, beta=1.0, interaction_batch=4)
+        ProjectedLangevin(
+            _log_gas(Box(1, 4.0)), eta=0.01, beta=1.0, interaction_batch=4, pair_step="capped"
+        )
+    # random batches default to the explicit step (overshoots counted and warned)
+    batched = ProjectedLangevin(_log_gas(Box(1, 4.0)), eta=0.01, beta=1.0, interaction_batch=4)
+    assert batched.pair_step == "explicit"
     soft = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0, 0.05), 0.5)], Box(1, 4.0))
     assert ProjectedLangevin(soft, eta=0.01, beta=1.0).pair_step == "explicit"
     with pytest.raises(InputError, match="pair_step"):

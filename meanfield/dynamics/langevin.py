@@ -29,6 +29,7 @@ here (``from meanfield.dynamics.langevin import HMC, LangevinState`` works as it
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -37,13 +38,13 @@ import numpy as np
 import torch
 import xarray as xr
 
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_choice, check_positive
+from ..contract import RUN_PARAMS, Param, declare
 from ..energy import Energy
 from ..errors import (
     CoincidentParticlesWarning,
     FrozenChainWarning,
     InputError,
-    InputTypeError,
     LowAcceptanceWarning,
     NumericalError,
     OvershootWarning,
@@ -253,7 +254,9 @@ class ProjectedLangevin:
         Mini-batch size (≥ 2) of data rows for the alignment terms.
     pair_step : {"capped", "explicit"}, optional
         How the force of an unsoftened singular pair kernel is stepped.  ``"capped"`` (the
-        default for such a kernel) caps each pair's drift displacement at
+        default for such a kernel, without ``interaction_batch``: a random batch hides which
+        pairs are close, so its default is ``"explicit"``) caps each pair's drift
+        displacement at
         :data:`PAIR_STEP_FRACTION` of the pair's distance (:func:`near_field`), so a
         near-collision (kick η·2λ/(N r) for the log gas) cannot fling particles past each
         other; ``"explicit"`` is the plain Euler step.  Energies without a singular pair
@@ -325,17 +328,20 @@ class ProjectedLangevin:
         )
         self._singular = singular_pair_terms(self.energy)
         if self.pair_step is None:
-            self.pair_step = "capped" if self._singular else "explicit"
+            # random batches hide which pairs are close: their default is the explicit step,
+            # whose overshoots are counted and warned (OvershootWarning), not refused
+            capped = self._singular and self.interaction_batch is None
+            self.pair_step = "capped" if capped else "explicit"
         check_choice("pair_step", self.pair_step, PAIR_STEPS)
         if self.pair_step == "capped" and not self._singular:
             self.pair_step = "explicit"  # nothing to cap: the plain step, bit for bit
         if self.pair_step == "capped" and self.interaction_batch is not None:
             raise InputError(
-                "interaction_batch cannot be used with the capped pair step of the unsoftened "
+                "interaction_batch cannot be used with pair_step='capped' for the unsoftened "
                 f"singular kernel {self._singular[0].kernel.name} (the random batch hides "
                 "which pairs are close): give the kernel a softening > 0, drop "
-                "interaction_batch, or choose pair_step='explicit' (overshoots are counted "
-                "and warned)"
+                "interaction_batch, or leave pair_step to its default 'explicit' with random "
+                "batches (overshoots are counted and warned)"
             )
 
     def init(self, omega, seed: int = 0) -> LangevinState:
@@ -672,6 +678,28 @@ def _warn_if_pinned(ds: xr.Dataset, integrator) -> None:
         )
 
 
+#: The run parameters :func:`simulate` takes, None meaning "the spec's" (the keyword form's
+#: defaults are those of :class:`~meanfield.dynamics.spec.RunSpec`).
+_SPEC_KEYWORDS = (
+    "eta", "beta", "n_steps", "regime", "method", "interaction_batch", "data_batch", "seed",
+)  # fmt: skip
+
+
+@declare(
+    *(dataclasses.replace(RUN_PARAMS[name], optional=True) for name in _SPEC_KEYWORDS),
+    Param(
+        "record_every", "int", "steps between records (None: about 100 records)", low=1,
+        optional=True,
+    ),
+    Param("record_positions", "flag", "store every record's positions (else the last only)"),
+    Param("progress", "flag", "show a progress bar"),
+    Param(
+        "pair_step", "choice", "Langevin's step of an unsoftened singular pair kernel "
+        "(None: capped for such a kernel, explicit otherwise)", choices=PAIR_STEPS,
+        optional=True,
+    ),
+    Param("check_start", "flag", "MALA: refuse a start with two particles too close"),
+)  # fmt: skip
 def simulate(
     spec,
     omega0=None,
@@ -786,8 +814,6 @@ def simulate(
     >>> simulate(spec, seed=1).attrs["seed"]
     1
     """
-    if not isinstance(spec, RunSpec) and n_steps is not None:
-        n_steps = check_int("n_steps", n_steps)  # named before the time it gives
     spec = as_spec(
         spec,
         omega0,
@@ -800,8 +826,6 @@ def simulate(
         data_batch=data_batch,
         seed=seed,
     )
-    if not isinstance(check_start, bool):
-        raise InputTypeError(f"check_start must be True or False, got {check_start!r}")
     return _simulate(
         spec, record_every, record_positions, progress, extra_attrs, pair_step, check_start
     )
