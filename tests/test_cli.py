@@ -509,19 +509,16 @@ def small_machine(monkeypatch):
 def test_compare_refuses_absurd_sizes_before_allocating(flags, match, small_machine, tmp_path):
     """Issue 24: --cells 100000 in 2D ended in a MemoryError traceback, --t-final 1e9 ran
     without limit, --cells 3 passed the flag check (help: >= 2) and failed in the grid."""
-    import time
 
     from meanfield.errors import MeanfieldError
 
-    t0 = time.perf_counter()
     with pytest.raises(MeanfieldError, match=match):
         main(["--debug", "compare", "--no-progress", "--out", str(tmp_path / "c"), *flags])
-    assert time.perf_counter() - t0 < 5 and not (tmp_path / "c").exists()
+    assert not (tmp_path / "c").exists()  # refused before anything was written
 
 
 def test_a_grid_too_large_for_the_memory_is_refused_before_allocating(small_machine):
     """Issue 24: a 600³ McKeanVlasov took 42 s, then a MemoryError."""
-    import time
 
     from meanfield.domains import Box
     from meanfield.energy import Energy, PairInteraction, QuadraticPotential
@@ -531,10 +528,8 @@ def test_a_grid_too_large_for_the_memory_is_refused_before_allocating(small_mach
 
     g = Grid(Box(3, 3.0), 600)
     E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.5), 0.5)], g.domain)
-    t0 = time.perf_counter()
     with pytest.raises(SizeLimitError, match=r"600 x 600 x 600 cells needs about 152 GB"):
-        McKeanVlasov(E, g, 1.0)
-    assert time.perf_counter() - t0 < 1
+        McKeanVlasov(E, g, 1.0)  # refused from the estimate (small_machine caps the memory)
     McKeanVlasov(E, Grid(Box(3, 3.0), 16), 1.0)  # a size that fits
 
 
