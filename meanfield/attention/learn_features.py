@@ -1,10 +1,15 @@
 r"""Learning the feature maps of a linearized pretrained model: Kernel (Phase A) and Hedgehog.
 
 Both act on a model linearized by :func:`meanfield.attention.linearize.linearize`, per layer
-and per head, and leave ``Omega`` a buffer (frozen in the fine-tuning that follows), so the
-three ways of getting a feature map — the prior draw (*vanilla*), :func:`phase_a_pretrained`
-(*Kernel*, the paper) and :func:`distil_feature_maps` (*Hedgehog*) — have exactly the same
-parameters: one ``(m, d_h)`` matrix per head.
+and per head. On a random feature map (FAVOR+, PORF, softmaxfeat) they leave ``Omega`` a
+buffer (frozen in the fine-tuning that follows), so the three ways of getting such a map —
+the prior draw (*vanilla*), :func:`phase_a_pretrained` (*Kernel*, the paper) and
+:func:`distil_feature_maps` (*Hedgehog-loss (Ω only)*: the Hedgehog loss on the deployed
+map's ``Omega``) — have exactly the same parameters: one ``(m, d_h)`` matrix per head. On the
+published Hedgehog map (``linearize(model, "hedgehog")``,
+:class:`~meanfield.attention.hedgehog.HedgehogFeatureMap`) :func:`distil_feature_maps`
+trains the map's own parameters (per head, separate query and key maps ``W``, ``b``) with
+the same loss, and they stay trainable for the fine-tuning, as in the paper.
 
 Kernel: Phase A on the deployed kernel
 --------------------------------------
@@ -40,10 +45,15 @@ mimic the pretrained softmax attention on the training data, with the cross-entr
     {\sum_{s'} \varphi(q_t) \cdot \varphi(k_{s'})},
 
 queries and keys those of the softmax model (the teacher), ``T`` the real (non-padding)
-queries. Their map is softmaxfeat with a trainable ``d_h x d_h`` matrix; here the trainable
-matrix is ``Omega`` of whichever map is deployed (for softmaxfeat with ``m = d_h``: Hedgehog's
-map without its bias), trained by Adam on ``n_sequences`` training sequences, so Hedgehog and
-Kernel learn the same parameters from the same data.
+queries. Their map is ``[softmax(W x + b), softmax(-(W x + b))]`` with a trainable
+``d_h x d_h`` matrix and bias per head, separate for queries and keys. Two uses here, both
+trained by Adam on ``n_sequences`` training sequences:
+
+* *Hedgehog-loss (Ω only)*: the trainable matrix is ``Omega`` of whichever random map is
+  deployed (for softmaxfeat with ``m = d_h``: Hedgehog's map without its bias, one map for
+  queries and keys), so it and Kernel learn the same parameters from the same data;
+* *published Hedgehog*: the map of the paper, whose parameters ``W_Q, b_Q, W_K, b_K`` per
+  head are trained (what a map's ``parameters()`` yields).
 
 Examples
 --------
@@ -318,7 +328,15 @@ def _teacher_weights(q, k, pad):
 
 
 def _student_log_weights(fm: AttentionFeatureMap, omega, q, k, pad):
-    """``log A_lin`` (b, H, L, S) of the map with matrix ``omega`` (differentiable)."""
+    """``log A_lin`` (b, H, L, S) of the map with matrix ``omega`` (differentiable), or of the
+    map as it is (its own parameters and buffers) where ``omega`` is None."""
+    if omega is None:
+        # the map's own query and key features: differentiable in its parameters (Hedgehog)
+        kern = fm.transform_queries(q) @ fm.transform_keys(k).transpose(-1, -2)
+        logk = torch.log(kern.clamp_min(1e-30))
+        if pad is not None:
+            logk = logk.masked_fill(pad[:, None, None, :], float("-inf"))
+        return logk - torch.logsumexp(logk, dim=-1, keepdim=True)
     saved = fm.omega
     fm.omega = omega
     try:
@@ -343,15 +361,17 @@ def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
 
     Parameters
     ----------
-    fm : AttentionFeatureMap
+    fm : AttentionFeatureMap or HedgehogFeatureMap
         A per-head map (its kind; ``omega`` stands in for its matrix).
-    omega : torch.Tensor, shape (H, m, d_h)
+    omega : torch.Tensor, shape (H, m, d_h), or None
+        None: the map as it is, differentiable in its parameters (the published Hedgehog's
+        ``W``, ``b``; a random map's own ``Omega``).
     batches : list of (q, k, pad)
         From :func:`record_inputs` (one layer).
 
     Returns
     -------
-    loss : torch.Tensor (scalar, differentiable in ``omega``)
+    loss : torch.Tensor (scalar, differentiable in ``omega``, or in the map's parameters)
         Mean over real query rows of ``-sum_s A_soft log A_lin``.
     tv : float
         Mean over real query rows of ``0.5 sum_s |A_lin - A_soft|``.
@@ -364,6 +384,12 @@ def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
     >>> loss, tv = attention_cross_entropy(fm, fm.omega, [(q, q, None)])
     >>> loss.item() > 0, 0 <= tv < 0.2
     (True, True)
+    >>> from meanfield.attention.hedgehog import HedgehogFeatureMap
+    >>> hh = HedgehogFeatureMap(4, num_heads=1)
+    >>> loss, tv = attention_cross_entropy(hh, None, [(q, q, None)])
+    >>> loss.backward()  # the gradient reaches the map's parameters
+    >>> tuple(hh.query_weight.grad.shape)
+    (1, 4, 4)
     """
     total, tv, rows = 0.0, 0.0, 0
     for q, k, pad in batches:
@@ -406,17 +432,21 @@ def distil_feature_maps(
     seed: int = 0,
     log=None,
 ) -> dict:
-    """Hedgehog: train every layer's ``Omega`` to mimic the softmax attention (module notes).
+    """The Hedgehog loss: train every layer's feature map to mimic the softmax attention.
 
     Layers are trained independently (each on the teacher's queries and keys), by Adam on
-    the cross-entropy of :func:`attention_cross_entropy`, cycling over the recorded batches;
-    the matrices are then installed with ``set_omega`` (``learned`` becomes True) and stay
-    buffers.
+    the cross-entropy of :func:`attention_cross_entropy`, cycling over the recorded batches
+    (module notes). What is trained is each map's trainable parameters where it has any (the
+    published Hedgehog map, ``linearize(model, "hedgehog")``: ``W`` and ``b`` per head and
+    side, trained in place and left trainable for fine-tuning); otherwise its ``Omega``
+    (*Hedgehog-loss (Ω only)*), installed with ``set_omega`` (``learned`` becomes True), a
+    buffer still.
 
     Parameters
     ----------
     model : torch.nn.Module
-        Linearized with a kernel feature map (:func:`~meanfield.attention.linearize.linearize`).
+        Linearized with a kernel feature map (:func:`~meanfield.attention.linearize.linearize`;
+        a random map, or ``"hedgehog"``).
     data : EncodedData
         Training sequences; ``n_sequences`` are distilled on, ``n_heldout`` others measured.
     n_sequences, n_heldout : int
@@ -452,6 +482,10 @@ def distil_feature_maps(
     >>> res = distil_feature_maps(model, data, n_sequences=8, n_heldout=4, steps=10)
     >>> sorted(res["layers"]), res["tv_after"] <= res["tv_before"] + 0.05
     (['loss_after', 'loss_before', 'tv_after', 'tv_before'], True)
+    >>> model = linearize(model, "hedgehog")  # the published map: its parameters are trained
+    >>> res = distil_feature_maps(model, data, n_sequences=8, n_heldout=4, steps=10, lr=0.05)
+    >>> bool(res["loss_after"] < res["loss_before"])
+    True
     """
     steps = check_int("steps", steps)
     lr = check_positive("lr", lr)
@@ -464,10 +498,13 @@ def distil_feature_maps(
     rec_held = record_inputs(model, held_d, batch_size=batch_size)
     out = {k: [] for k in ("loss_before", "loss_after", "tv_before", "tv_after")}
     for layer, fm in enumerate(fms):
-        omega = fm.omega.detach().clone().requires_grad_(True)
+        params = [p for p in fm.parameters() if p.requires_grad]
+        # a map with trainable parameters (the published Hedgehog) is trained in place;
+        # otherwise a copy of its Omega buffer is trained and installed after
+        omega = None if params else fm.omega.detach().clone().requires_grad_(True)
         with torch.no_grad():
             lb, tb = attention_cross_entropy(fm, omega, rec_held[layer])
-        opt = torch.optim.Adam([omega], lr=lr)
+        opt = torch.optim.Adam(params if params else [omega], lr=lr)
         batches = rec_train[layer]
         for step in range(steps):
             loss, _ = attention_cross_entropy(fm, omega, [batches[step % len(batches)]])
@@ -476,7 +513,10 @@ def distil_feature_maps(
             opt.step()
         with torch.no_grad():
             la, ta = attention_cross_entropy(fm, omega, rec_held[layer])
-        fm.set_omega(omega.detach())
+        if omega is not None:
+            fm.set_omega(omega.detach())
+        else:
+            fm.zero_grad(set_to_none=True)  # no distillation gradient left for fine-tuning
         for k, v in zip(out, (lb, la, tb, ta), strict=True):
             out[k].append(float(v))
         if log is not None:
@@ -557,6 +597,12 @@ def phase_a_pretrained(model, data: EncodedData, **settings) -> PhaseAResult:
     fms = feature_maps_of(model)
     if not fms or any(fm is None for fm in fms):
         raise InputError("phase_a_pretrained needs a model linearized with a kernel feature map")
+    if any(not hasattr(fm, "omega") for fm in fms):
+        kind = next(fm.kind for fm in fms if not hasattr(fm, "omega"))
+        raise InputError(
+            "phase_a_pretrained moves the particles Omega of a random feature map (favor, "
+            f"porf, porf-softplus, softmaxfeat); the model is linearized with {kind!r}"
+        )
     n_align = min(st.n_align, len(data) - st.n_heldout)
     if n_align < 2:
         raise InputError(f"n_heldout = {st.n_heldout} leaves fewer than 2 of {len(data)} to align")

@@ -79,6 +79,7 @@ from torch import nn
 from .._validation import check_choice, check_int
 from ..errors import InputError
 from .features import AttentionFeatureMap, make_feature_map
+from .hedgehog import HedgehogFeatureMap
 from .linear import ATTENTION_KINDS, kernel_attention, softmax_attention
 from .mha import KernelAttention
 
@@ -235,14 +236,25 @@ def _register_hf_attention():
     AttentionMaskInterface.register(HF_ATTENTION_NAME, flash_attention_mask)
 
 
+def _layer_feature_map(kind, head_dim, num_heads, n_features, seed):
+    """One layer's feature map: None for softmax; the published Hedgehog's trainable per-head
+    map (identity start, ``m = n_features or d_h``); else a per-head random draw."""
+    if kind == "softmax":
+        return None
+    if kind == "hedgehog":
+        return HedgehogFeatureMap(head_dim, num_heads, n_features=n_features)
+    return make_feature_map(kind, head_dim, n_features, seed=seed, num_heads=num_heads)
+
+
 def _linearize_hf(model, modules, kind, n_features, seed):
     _register_hf_attention()
     for layer, module in enumerate(modules):
         H = module.config.num_attention_heads
         d = module.config.hidden_size // H
-        fm = None
-        if kind != "softmax":
-            fm = make_feature_map(kind, d, n_features, seed=seed * 1000 + layer, num_heads=H)
+        fm = _layer_feature_map(kind, d, H, n_features, seed * 1000 + layer)
+        if fm is not None:
+            # a module attribute: registered as a submodule, so the published Hedgehog's
+            # parameters are the model's parameters (trained by fine-tuning, saved with it)
             fm = fm.to(module.query.weight.device)
         module.feature_map = fm
     # one config is shared by every layer of the model; set it on the top-level model so
@@ -280,16 +292,22 @@ def _linearize_torch(model, kind, n_features, seed):
         else:
             options = {}
         if isinstance(attn, nn.MultiheadAttention):
+            if kind == "hedgehog" and n_features not in (None, attn.head_dim):
+                # KernelAttention builds the paper's square map (m = head_dim) only
+                raise InputError(
+                    f"n_features must be the head dimension {attn.head_dim} (or None) for "
+                    f"feature_map 'hedgehog' on torch's containers, got {n_features}"
+                )
             # the layer's dropout rate: on the attention output for kernel features
             # (no weight matrix), as the transformers path above does
             module.self_attn = KernelAttention.from_mha(
-                attn, kind, n_features=n_features, seed=seed * 1000 + layer, **options
+                attn, kind, n_features=n_features or 64, seed=seed * 1000 + layer, **options
             )
         layer += 1
 
 
 def linearize(
-    model: nn.Module, feature_map: str = "favor", *, n_features: int = 64, seed: int = 0
+    model: nn.Module, feature_map: str = "favor", *, n_features: int | None = None, seed: int = 0
 ) -> nn.Module:
     """Replace every self-attention of ``model`` by kernel attention, in place.
 
@@ -304,15 +322,21 @@ def linearize(
         A ``transformers`` BERT-family model (or a module holding one, such as
         :class:`~meanfield.attention.pretrained.PretrainedClassifier`), or a module built from
         torch's ``nn.Transformer*`` containers.
-    feature_map : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat"}
+    feature_map : {"softmax", "favor", "porf", "porf-softplus", "softmaxfeat", "hedgehog"}
         ``"softmax"``: exact attention through the package's path (equal to the original);
-        otherwise the feature map of every layer (a prior draw: the *vanilla* map; learn it
-        with :func:`meanfield.attention.hedgehog.distil_feature_maps` or
-        :func:`meanfield.attention.pretrained_phase_a.phase_a_pretrained`).
-    n_features : int
-        Random features ``m`` per head (softmaxfeat has ``2 m`` outputs).
+        ``"hedgehog"``: the published Hedgehog map of every layer
+        (:class:`~meanfield.attention.hedgehog.HedgehogFeatureMap`, per head, separate query
+        and key maps, identity start: trainable parameters, distilled with
+        :func:`meanfield.attention.learn_features.distil_feature_maps`); otherwise the random
+        feature map of every layer (a prior draw: the *vanilla* map; learn its ``Omega`` with
+        :func:`meanfield.attention.learn_features.distil_feature_maps` or
+        :func:`meanfield.attention.learn_features.phase_a_pretrained`).
+    n_features : int, optional
+        Features ``m`` per head (softmaxfeat and hedgehog have ``2 m`` outputs); default 64
+        for the random maps and ``d_h`` (the paper's square map) for hedgehog.
     seed : int
-        Layer ``l`` draws its ``Omega`` with seed ``seed * 1000 + l``.
+        Layer ``l`` draws its ``Omega`` with seed ``seed * 1000 + l`` (hedgehog draws
+        nothing).
 
     Returns
     -------
@@ -346,9 +370,17 @@ def linearize(
     ...     back = linearize(model, "softmax")(ids, ids == 0)
     >>> torch.allclose(back, ref, atol=1e-5), feature_maps_of(model)
     (True, [None, None])
+    >>> _ = linearize(model, "hedgehog")  # the published map: trainable, m = d_h = 8
+    >>> [type(fm).__name__ for fm in feature_maps_of(model)]
+    ['HedgehogFeatureMap', 'HedgehogFeatureMap']
+    >>> sum(p.numel() for fm in feature_maps_of(model) for p in fm.parameters())
+    576
     """
     check_choice("feature_map", feature_map, ATTENTION_KINDS)
-    n_features = check_int("n_features", n_features)
+    if n_features is None:
+        n_features = None if feature_map == "hedgehog" else 64
+    else:
+        n_features = check_int("n_features", n_features)
     seed = check_int("seed", seed, minimum=0)
     hf = _hf_self_attention(model)
     torch_layers = _torch_layers(model)

@@ -1,4 +1,4 @@
-"""The pretrained-model kernel-attention study: linearize MiniLM, three ways to get Omega.
+"""The pretrained-model kernel-attention study: linearize MiniLM, ways to get the feature maps.
 
 One study, two stages, both on :func:`meanfield.workbench.sweeps.run_sweep` (each run keyed by the
 whole configuration, written when it finishes, resumed after an interruption, corrupt runs
@@ -10,10 +10,24 @@ set aside; threads locally, or a dask cluster with ``scheduler``):
 2. ``linearized`` (grid: data set x seed x variant): from the seed's fine-tuned softmax
    checkpoint, every attention linearized with a feature map X (FAVOR+, PORF-softplus,
    softmaxfeat; per head, seeded by the run's seed), ``Omega`` obtained by a method
-   (``vanilla``: the prior draw; ``kernel``: Phase A on the deployed kernel; ``hedgehog``:
-   distillation of the softmax attention), then fine-tuned with the same budget and early
-   stopping as stage 1 (``Omega`` frozen). Controls (on one feature map): ``redraw`` (vanilla
-   with another prior draw, the draw-to-draw spread), ``lam0`` (Kernel without repulsion).
+   (``vanilla``: the prior draw; ``kernel``: Phase A on the deployed kernel;
+   ``hedgehog-loss``: *Hedgehog-loss (Ω only)*, ``Omega`` of the deployed map trained with the
+   Hedgehog loss, the distillation of the softmax attention), then fine-tuned with the same
+   budget and early stopping as stage 1 (``Omega`` frozen). Controls (on one feature map):
+   ``redraw`` (vanilla with another prior draw, the draw-to-draw spread), ``lam0`` (Kernel
+   without repulsion). The *published Hedgehog* (``hedgehog-published``, variant
+   ``hedgehog-published-hedgehog``: Zhang et al., ICLR 2024) brings its own feature map, so it
+   is not crossed with X: every attention gets the trainable per-head map of
+   :class:`~meanfield.attention.hedgehog.HedgehogFeatureMap` (``m = d_h`` unless
+   ``n_features`` names ``"hedgehog"``), distilled with the same loss and budget (the
+   ``hedgehog`` settings), then fine-tuned with the same budget, the maps trainable.
+
+Names. The Ω-only method was called ``hedgehog`` before; that name is still read (a
+configuration's ``methods``, a run file's variant ``hedgehog-<X>``) as ``hedgehog-loss``, and
+its runs keep their recorded variant ``hedgehog-<X>`` on the sweep's grid
+(:func:`recorded_variant`), so a study begun under the old name resumes without recomputing
+them. A data set may list the ``methods`` it runs (a subset of the configuration's; not part
+of a run's key, like its ``seeds``).
 
 Pairing: within a data set and seed every variant starts from the same fine-tuned softmax
 model and sees the same fine-tuning data order, so differences are paired by seed.
@@ -41,7 +55,12 @@ import xarray as xr
 from .._version import __version__
 
 __all__ = [
+    "METHODS",
+    "canonical_variant",
     "check_config",
+    "dataset_methods",
+    "recorded_variant",
+    "split_variant",
     "check_study_inputs",
     "dataset_seeds",
     "variants",
@@ -58,7 +77,7 @@ study_config_defaults = {
     "datasets": [],
     "seeds": [0],
     "features": ["favor", "porf-softplus", "softmaxfeat"],
-    "methods": ["vanilla", "kernel", "hedgehog"],
+    "methods": ["vanilla", "kernel", "hedgehog-loss"],
     "controls": {"feature": "favor", "kinds": ["redraw", "lam0"]},
     "n_features": {"favor": 64, "porf-softplus": 64, "softmaxfeat": 32},
     "max_length": 64,
@@ -84,7 +103,107 @@ TINY_CONFIG = str(
     Path(__file__).resolve().parents[2] / "paper_repro" / "nlp_pretrained" / "configs" / "tiny.json"
 )
 _GRID_ONLY = ("name", "description", "seeds", "features", "methods", "controls")
-_DATASET_KEYS = ("name", "task", "source", "train_split", "eval_split", "max_train", "seeds")
+#: a data set's grid lists: left out of its runs' key (extending them recomputes nothing)
+_DATASET_GRID_ONLY = ("seeds", "methods")
+_DATASET_KEYS = (
+    "name", "task", "source", "train_split", "eval_split", "max_train", "seeds", "methods",
+)  # fmt: skip
+#: the methods of stage 2 and the feature map each brings: None = crossed with every
+#: configured feature map; a name = that map only (its variant is ``<method>-<map>``)
+METHODS = {
+    "vanilla": None,
+    "kernel": None,
+    "hedgehog-loss": None,
+    "hedgehog-published": "hedgehog",
+}
+_CONTROLS = ("redraw", "lam0")
+#: earlier names of methods, read as the current ones (configurations and run files)
+_LEGACY_METHODS = {"hedgehog": "hedgehog-loss"}
+#: the current method whose runs are recorded (keyed) under its earlier name
+_RECORDED_AS = {new: old for old, new in _LEGACY_METHODS.items()}
+
+
+def _canonical_method(method: str) -> str:
+    return _LEGACY_METHODS.get(method, method)
+
+
+def split_variant(variant: str) -> tuple[str, str]:
+    """``(method, feature map)`` of a stage-2 variant name, the method by its current name.
+
+    Earlier names are read as the current ones (``hedgehog-favor``, the Ω-only Hedgehog
+    before it was named ``hedgehog-loss``).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A name that is no ``<method>-<feature map>`` of the study.
+
+    Examples
+    --------
+    >>> split_variant("hedgehog-loss-porf-softplus"), split_variant("hedgehog-favor")
+    (('hedgehog-loss', 'porf-softplus'), ('hedgehog-loss', 'favor'))
+    >>> split_variant("hedgehog-published-hedgehog")
+    ('hedgehog-published', 'hedgehog')
+    """
+    from ..attention.features import FEATURE_KINDS
+    from ..errors import InputError
+
+    names = sorted([*METHODS, *_CONTROLS, *_LEGACY_METHODS], key=len, reverse=True)
+    for method in names:  # longest first: "hedgehog-loss-x" before the legacy "hedgehog-x"
+        if variant.startswith(method + "-"):
+            feature = variant[len(method) + 1 :]
+            own = METHODS.get(_canonical_method(method))
+            if (own is None and feature in FEATURE_KINDS) or feature == own:
+                return _canonical_method(method), feature
+    raise InputError(
+        f"variant must be <method>-<feature map> with a method among "
+        f"{', '.join([*METHODS, *_CONTROLS])}; got {variant!r}"
+    )
+
+
+def canonical_variant(variant: str) -> str:
+    """A variant's current name (earlier names mapped; see :func:`split_variant`).
+
+    Examples
+    --------
+    >>> canonical_variant("hedgehog-softmaxfeat"), canonical_variant("kernel-favor")
+    ('hedgehog-loss-softmaxfeat', 'kernel-favor')
+    """
+    return "-".join(split_variant(variant))
+
+
+def recorded_variant(variant: str) -> str:
+    """The name a variant's runs are keyed and recorded under (the sweep's grid value).
+
+    ``hedgehog-loss-<X>`` keeps its earlier name ``hedgehog-<X>``, so that the runs recorded
+    before the rename are found (module notes); every other variant is its own name.
+
+    Examples
+    --------
+    >>> recorded_variant("hedgehog-loss-favor"), recorded_variant("hedgehog-published-hedgehog")
+    ('hedgehog-favor', 'hedgehog-published-hedgehog')
+    """
+    method, feature = split_variant(variant)
+    return f"{_RECORDED_AS.get(method, method)}-{feature}"
+
+
+def dataset_methods(cfg: dict, ds: dict | None = None) -> list[str]:
+    """The methods a data set runs, by their current names, in the configuration's order:
+    the configuration's, or those of them the data set lists under ``methods``.
+
+    Examples
+    --------
+    >>> cfg = {"methods": ["vanilla", "kernel", "hedgehog", "hedgehog-published"]}
+    >>> dataset_methods(cfg)
+    ['vanilla', 'kernel', 'hedgehog-loss', 'hedgehog-published']
+    >>> dataset_methods(cfg, {"name": "qqp", "methods": ["kernel", "vanilla"]})
+    ['vanilla', 'kernel']
+    """
+    methods = [_canonical_method(m) for m in cfg["methods"]]
+    if ds is not None and "methods" in ds:
+        own = {_canonical_method(m) for m in ds["methods"]}
+        methods = [m for m in methods if m in own]
+    return methods
 
 
 def _nearest(key, allowed) -> str:
@@ -117,6 +236,7 @@ def check_config(cfg: dict) -> dict:
         return out
 
     out = merge(cfg, study_config_defaults, "")
+    out["datasets"] = [dict(ds) if isinstance(ds, dict) else ds for ds in out["datasets"]]
     for ds in out["datasets"]:
         for k in ds:
             if k not in _DATASET_KEYS:
@@ -132,9 +252,17 @@ def check_config(cfg: dict) -> dict:
                 f"dataset {ds['name']!r}: 'seeds' must be a non-empty list of integers, "
                 f"got {ds['seeds']!r}"
             )
-    for m in out["methods"]:
-        if m not in ("vanilla", "kernel", "hedgehog"):
-            raise InputError(f"methods must be among vanilla, kernel, hedgehog; got {m!r}")
+    allowed = ", ".join(METHODS)
+    for where, holder in [("", out)] + [(f"dataset {d['name']!r}: ", d) for d in out["datasets"]]:
+        if "methods" not in holder:
+            continue
+        if not isinstance(holder["methods"], list) or (where and not holder["methods"]):
+            raise InputError(f"{where}methods must be a list of methods, got {holder['methods']!r}")
+        for m in holder["methods"]:
+            if not isinstance(m, str) or _canonical_method(m) not in METHODS:
+                raise InputError(f"{where}methods must be among {allowed}; got {m!r}")
+        # earlier names (hedgehog) read as the current ones (hedgehog-loss)
+        holder["methods"] = [_canonical_method(m) for m in holder["methods"]]
     _check_values(out)
     return out
 
@@ -183,7 +311,7 @@ def _check_values(cfg: dict) -> None:
             _check_seeds(f"{where}: seeds", ds["seeds"])
     _check_seeds("seeds", cfg["seeds"])
     _check_list("features", cfg["features"], FEATURE_KINDS, empty=True)
-    _check_list("methods", cfg["methods"], ("vanilla", "kernel", "hedgehog"), empty=True)
+    _check_list("methods", cfg["methods"], tuple(METHODS), empty=True)
     ctl = cfg["controls"] if cfg["controls"] is not None else {}
     if not isinstance(ctl, dict):
         raise InputError(f"controls must be a mapping, got {ctl!r}")
@@ -205,6 +333,8 @@ def _check_values(cfg: dict) -> None:
         if feature not in cfg["n_features"]:
             raise InputError(f"n_features has no entry for the feature map {feature!r}")
         check_int(f"n_features.{feature}", cfg["n_features"][feature], minimum=1)
+    if "hedgehog" in cfg["n_features"]:  # optional: the published map is square (m = d_h)
+        check_int("n_features.hedgehog", cfg["n_features"]["hedgehog"], minimum=1)
     check_int("max_length", cfg["max_length"], minimum=4)
     fraction = check_positive("validation_fraction", cfg["validation_fraction"])
     if fraction > 0.5:
@@ -351,15 +481,21 @@ def dataset_seeds(cfg: dict, ds: dict) -> list[int]:
     return list(ds.get("seeds", cfg["seeds"]))
 
 
-def variants(cfg: dict) -> list[str]:
-    """Variant names ``<method>-<feature>`` of stage 2, controls last.
+def variants(cfg: dict, ds: dict | None = None) -> list[str]:
+    """Variant names ``<method>-<feature>`` of stage 2 (of data set ``ds``: its ``methods``),
+    by their current names: the methods crossed with the feature maps, then the methods that
+    bring their own map, controls last.
 
     Examples
     --------
     >>> variants({"features": ["favor", "softmaxfeat"], "methods": ["vanilla"], "controls": {}})
     ['vanilla-favor', 'vanilla-softmaxfeat']
+    >>> variants({"features": ["favor"], "methods": ["hedgehog", "hedgehog-published"]})
+    ['hedgehog-loss-favor', 'hedgehog-published-hedgehog']
     """
-    out = [f"{m}-{f}" for f in cfg["features"] for m in cfg["methods"]]
+    methods = dataset_methods(cfg, ds)
+    out = [f"{m}-{f}" for f in cfg["features"] for m in methods if METHODS[m] is None]
+    out += [f"{m}-{METHODS[m]}" for m in methods if METHODS[m] is not None]
     ctl = cfg.get("controls") or {}
     out += [f"{k}-{ctl['feature']}" for k in ctl.get("kinds", [])]
     return out
@@ -632,8 +768,12 @@ def run_linearized(
     out_dir: str,
     device: str,
 ) -> xr.Dataset:
-    """Stage 2: linearize the seed's softmax checkpoint, get Omega by the variant's method,
-    fine-tune (Omega frozen), evaluate; also the accuracy right after linearizing.
+    """Stage 2: linearize the seed's softmax checkpoint, get the feature maps by the variant's
+    method, fine-tune (Omega frozen; the published Hedgehog's maps trained with the model),
+    evaluate; also the accuracy right after linearizing.
+
+    ``variant`` is ``<method>-<feature map>`` by its current or recorded name
+    (:func:`split_variant`).
 
     Examples
     --------
@@ -643,11 +783,11 @@ def run_linearized(
     True
     """
     from ..attention.learn_features import distil_feature_maps, phase_a_pretrained
-    from ..attention.linearize import linearize
+    from ..attention.linearize import feature_maps_of, linearize
     from ..attention.pretrained import load_pretrained_classifier
 
     cfg = json.loads(config)
-    method, feature = variant.split("-", 1)
+    method, feature = split_variant(variant)
     prep = _prepare(cfg, dataset, data_dir, model_dir)
     t0 = time.perf_counter()
     model, _ = load_pretrained_classifier(model_dir, seed=seed)
@@ -660,12 +800,17 @@ def run_linearized(
     # the checkpoint may come from another device: read it onto the CPU, then move the model
     model.load_state_dict(torch.load(ckpt, map_location="cpu", weights_only=True))
     omega_seed = seed + 500 if method == "redraw" else seed
-    linearize(model, feature, n_features=cfg["n_features"][feature], seed=omega_seed)
+    # the published Hedgehog map is square (m = d_h) unless n_features names it
+    linearize(model, feature, n_features=cfg["n_features"].get(feature), seed=omega_seed)
     model.to(device)  # Omega is drawn on the CPU, so the draw is the same on every device
     extra: dict = {}
-    if method == "hedgehog":
+    if method in ("hedgehog-loss", "hedgehog-published"):
+        # the same loss, data and budget; the published map's W, b stay trainable after
         h = distil_feature_maps(model, prep["train"], seed=seed, **cfg["hedgehog"])
         extra.update({f"hedgehog_{k}": v for k, v in h.items() if k != "layers"})
+        if method == "hedgehog-published":
+            fms = feature_maps_of(model)
+            extra["feature_map_parameters"] = sum(p.numel() for f in fms for p in f.parameters())
     elif method in ("kernel", "lam0"):
         st = dict(cfg["phase_a"], seed=seed)
         if method == "lam0":
@@ -763,7 +908,7 @@ def run_study(
     for ds in cfg["datasets"]:
         seeds = dataset_seeds(cfg, ds)
         # the data set's own seed list is a grid list too: out of the key
-        one = dict(base, datasets=[{k: v for k, v in ds.items() if k != "seeds"}])
+        one = dict(base, datasets=[{k: v for k, v in ds.items() if k not in _DATASET_GRID_ONLY}])
         data_id, model_id = input_fingerprints(one, data_dir, model_dir)
         fixed = {
             "config": json.dumps(one, sort_keys=True),
@@ -775,7 +920,8 @@ def run_study(
             "linearized": {
                 "dataset": [ds["name"]],
                 "seed": seeds,
-                "variant": variants(cfg),
+                # recorded names: the runs of hedgehog-loss keep their earlier key
+                "variant": [recorded_variant(v) for v in variants(cfg, ds)],
             },
         }
         for stage, func in funcs.items():
@@ -791,6 +937,8 @@ def run_study(
                 _set_aside_run(run_softmax, point, out / "softmax", fixed)
         # stage 2 starts from stage 1's checkpoints: stage 1 is always brought up to date
         todo = ("softmax", "linearized") if "linearized" in stages else ("softmax",)
+        if not grids["linearized"]["variant"]:  # this data set runs none of the methods
+            todo = ("softmax",)
         for stage in todo:
             # recorded before the sweep runs, so that a report made while it runs shows the
             # runs it has finished (the digest depends on the function and fixed inputs only)

@@ -11,9 +11,14 @@ partial study is reported as far as it goes) and writes ``<out>/report.md`` and
   fraction of the softmax model's accuracy recovered (paired by seed);
 * what learning Omega changed, per learned variant: the attention's total variation to
   softmax and the deployed kernel's held-out centred alignment, before and after;
-* paired differences Kernel − vanilla, Kernel − Hedgehog per feature map and the controls,
+* paired differences Kernel − vanilla, Kernel − Hedgehog-loss (Ω only) per feature map, the
+  controls, and Kernel (each feature map) − published Hedgehog where a data set runs it,
   with 95 % t-intervals and Holm-adjusted p-values over the whole planned family (every data
   set x comparison of the configuration; those without two paired seeds yet count as p = 1).
+
+Earlier names are read as the current ones: a configuration's method ``hedgehog`` and a run's
+variant ``hedgehog-<X>`` are the Ω-only Hedgehog, reported as ``hedgehog-loss-<X>``
+(:func:`meanfield.studies.pretrained_nlp.canonical_variant`).
 
 Examples
 --------
@@ -32,7 +37,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..errors import InputError
 from ..stats import holm, paired_family, t_interval  # defined in meanfield.stats, re-exported
+from .pretrained_nlp import canonical_variant, dataset_methods, variants
 
 __all__ = ["t_interval", "holm", "load_runs", "tfidf_bar", "write_report"]
 
@@ -63,14 +70,16 @@ def load_runs(out: Path) -> list[dict]:
                     ):
                         continue
                     row = {k: float(ds[k].values) for k in ds.data_vars}
+                    variant = str(ds.attrs.get("sweep_variant", "softmax"))
                     row.update(
                         stage=stage,
                         dataset=str(ds.attrs["sweep_dataset"]),
                         seed=int(ds.attrs["sweep_seed"]),
-                        variant=str(ds.attrs.get("sweep_variant", "softmax")),
+                        # the current name of a variant recorded under an earlier one
+                        variant=variant if variant == "softmax" else canonical_variant(variant),
                     )
-            except (OSError, KeyError, ValueError):
-                continue  # a run being written, or set aside
+            except (OSError, KeyError, ValueError, InputError):
+                continue  # a run being written, or set aside; a variant of no known name
             rows.append(row)
     return rows
 
@@ -129,16 +138,25 @@ def _paired(rows, dataset, a, b, metric="clean_accuracy"):
     return np.array([va[s] - vb[s] for s in seeds])
 
 
-def _comparisons(cfg) -> list[tuple[str, str, str]]:
+def _comparisons(cfg, ds=None) -> list[tuple[str, str, str]]:
+    """The planned paired comparisons ``(a, b, label)`` of data set ``ds``: per feature map
+    Kernel − vanilla and Kernel − Hedgehog-loss, the controls, then (where the data set runs
+    it) Kernel on each feature map − the published Hedgehog."""
+    methods = dataset_methods(cfg, ds)
     out = []
     for f in cfg["features"]:
-        if "kernel" in cfg["methods"] and "vanilla" in cfg["methods"]:
+        if "kernel" in methods and "vanilla" in methods:
             out.append((f"kernel-{f}", f"vanilla-{f}", "Kernel − vanilla"))
-        if "kernel" in cfg["methods"] and "hedgehog" in cfg["methods"]:
-            out.append((f"kernel-{f}", f"hedgehog-{f}", "Kernel − Hedgehog"))
+        if "kernel" in methods and "hedgehog-loss" in methods:
+            out.append((f"kernel-{f}", f"hedgehog-loss-{f}", "Kernel − Hedgehog-loss (Ω only)"))
     ctl = cfg.get("controls") or {}
     for k in ctl.get("kinds", []):
         out.append((f"kernel-{ctl['feature']}", f"{k}-{ctl['feature']}", f"Kernel − {k}"))
+    if "kernel" in methods and "hedgehog-published" in methods:
+        for f in cfg["features"]:
+            out.append(
+                (f"kernel-{f}", "hedgehog-published-hedgehog", "Kernel − published Hedgehog")
+            )
     return out
 
 
@@ -184,7 +202,7 @@ def write_report(out, data_dir=None) -> dict:
             "recovered (of softmax) | best epoch at the budget's end |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for variant in ["softmax"] + [v for v in _variant_order(cfg)]:
+        for variant in ["softmax"] + variants(cfg, ds):
             rs = [r for r in mine if r["variant"] == variant]
             if not rs:
                 continue
@@ -205,13 +223,13 @@ def write_report(out, data_dir=None) -> dict:
             )
             table.append({"dataset": name, "variant": variant, "n": len(rs), "accuracy": acc[0]})
         lines.append("")
-        lines += _learning_lines(mine, _variant_order(cfg))
+        lines += _learning_lines(mine, variants(cfg, ds))
     # the family of paired comparisons, Holm-corrected over every *planned* comparison (every
     # data set x comparison of the configuration): one not yet computable (< 2 paired seeds)
     # counts as p = 1, so a partial study is never corrected for fewer claims than it makes
     comps, planned = {}, 0
     for ds in cfg["datasets"]:
-        for a, b, label in _comparisons(cfg):
+        for a, b, label in _comparisons(cfg, ds):
             planned += 1
             d = _paired(rows, ds["name"], a, b)
             if len(d) >= 2:
@@ -275,9 +293,3 @@ def _learning_lines(rows, order) -> list[str]:
                 f"{secs:.0f} |"
             )
     return lines + [""] if lines else []
-
-
-def _variant_order(cfg):
-    from .pretrained_nlp import variants
-
-    return variants(cfg)

@@ -1,4 +1,4 @@
-"""Kernel attention in a pretrained Transformer: linearize MiniLM; vanilla, Kernel, Hedgehog.
+"""Kernel attention in a pretrained Transformer: linearize MiniLM; vanilla, Kernel, Hedgehogs.
 
 The study of README.md in this directory, on :mod:`meanfield.studies.pretrained_nlp` (two
 resumable sweeps on :func:`meanfield.workbench.sweeps.run_sweep`). Usage::
@@ -7,12 +7,14 @@ resumable sweeps on :func:`meanfield.workbench.sweeps.run_sweep`). Usage::
         --config paper_repro/nlp_pretrained/configs/full.json \\
         --data-dir ../shared/data --model-dir ../shared/models/all-MiniLM-L6-v2 \\
         --out paper_repro/nlp_pretrained/results/full [--seeds 0 1] [--datasets rotten_tomatoes] \\
-        [--features favor] [--methods vanilla hedgehog] [--controls redraw] \\
+        [--features favor] [--methods vanilla hedgehog-loss] [--controls redraw] \\
         [--scheduler local --n-workers 2 | --scheduler tcp://host:8786] [--device cuda]
     python paper_repro/nlp_pretrained/run_study.py ... --report-only
 
-A rerun skips finished runs (keyed by the configuration that computes them: changing a
-setting computes new runs, extending ``seeds`` or the variants does not recompute old ones).
+Methods: vanilla, kernel, hedgehog-loss (Hedgehog-loss, Omega only; ``hedgehog`` is read as
+it), hedgehog-published (the published Hedgehog map, trained). A rerun skips finished runs
+(keyed by the configuration that computes them: changing a setting computes new runs,
+extending ``seeds`` or the variants does not recompute old ones).
 Bad input ends with one line naming the parameter (exit 2) before any work.
 """
 
@@ -96,6 +98,8 @@ def main(argv=None) -> int:
             cfg["datasets"] = [d for d in cfg["datasets"] if d["name"] in args.datasets]
         for key in ("features", "methods"):
             chosen = getattr(args, key)
+            if chosen and key == "methods":
+                chosen = study.dataset_methods({"methods": chosen})  # earlier names read too
             if chosen:
                 unknown = set(chosen) - set(cfg[key])
                 if unknown:
