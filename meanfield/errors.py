@@ -422,3 +422,20 @@ class CoincidentParticlesWarning(MeanfieldWarning):
 
 
 __all__ += ["OvershootWarning", "FrozenChainWarning", "CoincidentParticlesWarning"]
+
+
+class RunFileMismatchWarning(MeanfieldWarning):
+    """A sweep's run file that is not the run its name says: it records another grid point
+    (a run file copied or renamed under this run's name), another configuration, or it is
+    unreadable or a partial write.  :func:`meanfield.workbench.sweeps.run_sweep` moves it to
+    ``runs/set_aside/`` and recomputes the run; the message names the file and what it holds.
+
+    Examples
+    --------
+    >>> from meanfield.errors import MeanfieldWarning, RunFileMismatchWarning
+    >>> issubclass(RunFileMismatchWarning, MeanfieldWarning)
+    True
+    """
+
+
+__all__.append("RunFileMismatchWarning")

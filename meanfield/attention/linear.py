@@ -160,9 +160,9 @@ def _check_mask(
     if mask is None:
         return None
     if not torch.is_tensor(mask):
-        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
+        raise InputTypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
     if tuple(mask.shape) != (batch, length):
-        raise ValueError(
+        raise InputError(
             f"{name} must have shape (batch, length) = ({batch}, {length}), got {tuple(mask.shape)}"
         )
     if mask.dtype == torch.bool:
@@ -171,12 +171,14 @@ def _check_mask(
         # additive float mask (MultiheadAttention): -inf = ignore, 0 = attend
         pad = torch.isneginf(mask)
         if _checks_on(mask, check) and not torch.all(pad | (mask == 0)):
-            raise ValueError(
+            raise InputError(
                 f"a float {name} must contain only 0 (attend) and -inf (ignore); kernel "
                 "attention cannot add arbitrary biases to attention logits"
             )
         return pad
-    raise TypeError(f"{name} must be bool (True = padding) or float (0 / -inf), got {mask.dtype}")
+    raise InputTypeError(
+        f"{name} must be bool (True = padding) or float (0 / -inf), got {mask.dtype}"
+    )
 
 
 def linear_attention(
@@ -284,7 +286,7 @@ def linear_attention(
 def _check_causal_lengths(causal: bool, L: int, S: int) -> None:
     """Causal attention pairs query t with keys s <= t: it needs as many queries as keys."""
     if causal and L != S:
-        raise ValueError(f"causal attention needs equal query and key lengths, got {L} and {S}")
+        raise InputError(f"causal attention needs equal query and key lengths, got {L} and {S}")
 
 
 def _check_lengths_and_mask(
@@ -305,20 +307,23 @@ def _check_feature_inputs(
     length rule, the mask, empty inputs (:func:`_empty_result`), then the values: finite
     entries (-inf allowed in log-features) and ``phi >= 0`` in one pass per tensor.
     """
+    if not all(torch.is_tensor(t) for t in (q_features, k_features, v)):
+        got = ", ".join(type(t).__name__ for t in (q_features, k_features, v))
+        raise InputTypeError(f"q_features, k_features and v must be torch.Tensors, got {got}")
     if q_features.ndim != 4 or k_features.ndim != 4 or v.ndim != 4:
-        raise ValueError(
+        raise InputError(
             "q_features, k_features and v must be 4-d (batch, length, heads, dim), got "
             f"{tuple(q_features.shape)}, {tuple(k_features.shape)}, {tuple(v.shape)}"
         )
     b, L, h, m = q_features.shape
     if k_features.shape[0] != b or k_features.shape[2:] != (h, m):
-        raise ValueError(
+        raise InputError(
             f"k_features must have shape (batch, S, heads, m) = ({b}, S, {h}, {m}), "
             f"got {tuple(k_features.shape)}"
         )
     S = k_features.shape[1]
     if v.shape[:3] != (b, S, h):
-        raise ValueError(
+        raise InputError(
             f"v must have shape (batch, S, heads, d_v) = ({b}, {S}, {h}, d_v), got {tuple(v.shape)}"
         )
     mask = _check_lengths_and_mask(key_padding_mask, b, L, S, causal, check)
@@ -543,13 +548,19 @@ def _check_qkv_inputs(q, k, v, key_padding_mask, causal: bool, check: bool | Non
     result instead).
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
-        if not torch.is_tensor(t) or t.ndim != 4:
-            got = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
-            raise ValueError(f"{name} must be a 4-d tensor (batch, length, heads, dim), got {got}")
+        if not torch.is_tensor(t):
+            raise InputTypeError(
+                f"{name} must be a 4-d torch.Tensor (batch, length, heads, dim), got "
+                f"{type(t).__name__}"
+            )
+        if t.ndim != 4:
+            raise InputError(
+                f"{name} must be a 4-d tensor (batch, length, heads, dim), got {tuple(t.shape)}"
+            )
     b, L = q.shape[:2]
     S = k.shape[1]
     if k.shape[0] != b or v.shape[:3] != k.shape[:3] or q.shape[2] != k.shape[2]:
-        raise ValueError(
+        raise InputError(
             "q, k and v must share batch and heads, and k, v the length; got "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
@@ -586,6 +597,19 @@ def softmax_attention(
     Returns
     -------
     torch.Tensor, shape (batch, L, heads, d_v)
+        Empty when there is no query (``L = 0``, also a zero-length causal sequence), as
+        ``torch.nn.functional.scaled_dot_product_attention`` gives.
+
+    Raises
+    ------
+    InputError
+        Shapes that do not match (4-d tensors sharing batch and heads, ``k``, ``v`` the
+        length, ``q``, ``k`` the head dimension), a causal call with ``L != S``, a
+        ``dropout_p`` outside [0, 1); queries but no key (``S = 0``): SDPA returns zeros
+        there, an average over an empty set, which is refused as in
+        :func:`kernel_attention` and :func:`linear_attention`.
+    InputTypeError
+        A mask that is not a bool or float tensor, a ``dropout_p`` that is not a number.
 
     Notes
     -----
@@ -608,10 +632,21 @@ def softmax_attention(
     >>> torch.allclose(causal[0, 0], v[0, 0])  # the first query sees only the first key
     True
     """
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise InputTypeError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
     if not 0.0 <= float(dropout_p) < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
-    (b, L), S = q.shape[:2], k.shape[1]
-    mask = _check_lengths_and_mask(key_padding_mask, b, L, S, causal)
+        raise InputError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
+    # the shapes, causal lengths and mask as kernel_attention checks them (values: SDPA's own)
+    mask = _check_qkv_inputs(q, k, v, key_padding_mask, causal, check=False)
+    (b, L, h), S = q.shape[:3], k.shape[1]
+    if q.shape[3] != k.shape[3]:
+        raise InputError(
+            f"q and k must share the head dimension d_h, got {q.shape[3]} and {k.shape[3]}"
+        )
+    # SDPA gives zeros for queries over no key (S = 0): refused here, as the kernel forms do
+    empty = _empty_result("k", b, L, S, h, None, v.shape[3], v)
+    if empty is not None:
+        return empty
     attn_mask = None
     if mask is not None:
         allowed = ~mask[:, None, None, :]  # (b, 1, 1, S), True = attend

@@ -7,16 +7,30 @@ coordinate ``a`` (``x``, ``y``, ``z``).  Densities are cell averages, so the mas
 
 Only boxes are supported: the finite-volume fluxes and the FFT convolution need a tensor grid
 whose faces are the domain boundary, where the no-flux condition is imposed exactly.
+
+Size ceiling.  A grid is refused when it is made (before anything is allocated) if the memory
+a solve on it would keep, :func:`grid_memory_estimate` (cells × 8 bytes × the
+:data:`GRID_ARRAYS` float64 arrays of the solver), exceeds :func:`grid_bytes_ceiling`:
+:data:`MAX_GRID_BYTES` (2⁴⁰ bytes, 1 TiB), or the environment variable :data:`GRID_BYTES_ENV`
+(``MEANFIELD_MAX_GRID_BYTES=4e12``; ``inf`` turns the check off).  The ceiling refuses sizes
+far out of reach (``Grid(Box(3, 1.0), 10**5)``: 10¹⁵ cells, 512 PB), which would otherwise
+fail with a raw ``MemoryError`` at the first array; the solver
+(:class:`~meanfield.pde.equation.McKeanVlasov`) further checks its own estimate against the
+memory available now.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._resources import BYTES_PER_CELL
 from .._validation import check_int
 from ..domains import Box, Domain
+from ..errors import InputError, InputTypeError, SizeLimitError
 
 #: Dimensions the grid solver handles.
 GRID_DIMS = (1, 2, 3)
@@ -24,6 +38,127 @@ GRID_DIMS = (1, 2, 3)
 MIN_CELLS = 4
 #: Names of the coordinate axes in xarray output.
 AXIS_NAMES = ("x", "y", "z")
+#: The float64 arrays per cell a grid solve keeps (the density, the potential, the fluxes and
+#: face rates of each axis, the scratch arrays of a step): the measured
+#: :data:`meanfield._resources.BYTES_PER_CELL` (512 B) over 8 bytes.
+GRID_ARRAYS = BYTES_PER_CELL // 8
+#: The memory ceiling of one grid, in bytes (:func:`grid_memory_estimate`): 2⁴⁰ (1 TiB).  It
+#: refuses a grid that no machine would hold (``Grid(Box(3, 1.0), 10**5)``) before anything is
+#: allocated, not to plan a run (the solver checks the memory available).  Raise it by the
+#: environment variable :data:`GRID_BYTES_ENV` (``inf`` turns the check off) or by assigning
+#: this constant.
+MAX_GRID_BYTES = 2**40
+#: The environment variable that replaces :data:`MAX_GRID_BYTES` when set.
+GRID_BYTES_ENV = "MEANFIELD_MAX_GRID_BYTES"
+
+
+def grid_memory_estimate(n) -> int:
+    """The memory (bytes) a grid solve keeps on a grid of ``n`` cells per axis: cells × 8
+    bytes × :data:`GRID_ARRAYS`.
+
+    Parameters
+    ----------
+    n : tuple of int
+        Cells per axis.
+
+    Returns
+    -------
+    int
+        Bytes (an exact integer: no overflow for any size).
+
+    Examples
+    --------
+    >>> from meanfield.pde.grid import grid_memory_estimate
+    >>> grid_memory_estimate((100, 100))  # 10⁴ cells x 8 B x 64 arrays
+    5120000
+    """
+    return math.prod(int(k) for k in n) * 8 * GRID_ARRAYS
+
+
+def grid_bytes_ceiling() -> float:
+    """The grid memory ceiling in force: the environment variable :data:`GRID_BYTES_ENV` if
+    set, else :data:`MAX_GRID_BYTES`.
+
+    Returns
+    -------
+    float
+        > 0 (``inf``: no ceiling).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        The environment variable is not a number > 0.
+
+    Examples
+    --------
+    >>> from meanfield.pde.grid import grid_bytes_ceiling
+    >>> grid_bytes_ceiling() > 0
+    True
+    """
+    text = os.environ.get(GRID_BYTES_ENV)
+    if text is None or not text.strip():
+        return float(MAX_GRID_BYTES)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # NaN too
+        raise InputError(
+            f"the environment variable {GRID_BYTES_ENV} must be a number > 0 (the grid memory "
+            f"ceiling in bytes; inf turns it off), got {text!r}"
+        )
+    return value
+
+
+def check_grid_size(n, *, name: str = "n (cells per axis)") -> int:
+    """Refuse a grid whose memory estimate (:func:`grid_memory_estimate`) exceeds the ceiling
+    (:func:`grid_bytes_ceiling`), before anything is allocated.
+
+    Parameters
+    ----------
+    n : tuple of int
+        Cells per axis.
+    name : str
+        The parameter that sets the size, quoted in the message.
+
+    Returns
+    -------
+    int
+        The estimate in bytes.
+
+    Raises
+    ------
+    meanfield.errors.SizeLimitError
+        Above the ceiling; the message gives the estimate, the ceiling, the largest number of
+        cells per axis that fits and how to raise the ceiling.
+
+    Examples
+    --------
+    >>> from meanfield.pde.grid import check_grid_size
+    >>> check_grid_size((64, 64))
+    2097152
+    >>> check_grid_size((10**5,) * 3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.SizeLimitError: n (cells per axis): a grid of 100000 x 100000 x 100000 ...
+    """
+    need = grid_memory_estimate(n)
+    ceiling = grid_bytes_ceiling()
+    if need > ceiling:
+        fits = int((ceiling / (8 * GRID_ARRAYS)) ** (1 / len(n)))
+        while (fits + 1) ** len(n) * 8 * GRID_ARRAYS <= ceiling:  # the float root rounds
+            fits += 1
+        while fits > 0 and fits ** len(n) * 8 * GRID_ARRAYS > ceiling:
+            fits -= 1
+        shape = " x ".join(str(int(k)) for k in n)
+        raise SizeLimitError(
+            f"{name}: a grid of {shape} cells would keep about {need:.3g} bytes ({GRID_ARRAYS} "
+            f"float64 arrays per cell), above the grid memory ceiling {ceiling:.3g} bytes; use "
+            f"at most {fits} cells per axis in p = {len(n)}, or raise the ceiling: set the "
+            f"environment variable {GRID_BYTES_ENV} (e.g. {GRID_BYTES_ENV}=4e12; inf turns the "
+            "check off) or meanfield.pde.grid.MAX_GRID_BYTES"
+        )
+    return need
 
 
 def check_grid_domain(domain: Domain) -> Box:
@@ -41,8 +176,10 @@ def check_grid_domain(domain: Domain) -> Box:
 
     Raises
     ------
-    TypeError
-        If ``domain`` is not a domain; ``ValueError`` if it is a ball or p > 3.
+    meanfield.errors.InputTypeError
+        ``domain`` is not a domain.
+    meanfield.errors.InputError
+        A ball, or p > 3.
 
     Examples
     --------
@@ -53,17 +190,17 @@ def check_grid_domain(domain: Domain) -> Box:
     >>> check_grid_domain(Ball(2, 1.0))
     Traceback (most recent call last):
         ...
-    ValueError: incompatible domain ...
+    meanfield.errors.InputError: incompatible domain ...
     """
     if not isinstance(domain, Domain):
-        raise TypeError(f"domain must be a meanfield.domains.Box, got {domain!r}")
+        raise InputTypeError(f"domain must be a meanfield.domains.Box, got {domain!r}")
     if not isinstance(domain, Box):
-        raise ValueError(
+        raise InputError(
             f"incompatible domain {domain!r}: the grid solver needs a Box [-R, R]^p (its faces "
             "carry the no-flux condition); build the energy on a Box to compare with the grid"
         )
     if domain.dim not in GRID_DIMS:
-        raise ValueError(
+        raise InputError(
             f"the grid solver handles particle dimension p in {{1, 2, 3}}, got p={domain.dim}; "
             "use the particle dynamics (meanfield.dynamics.langevin) for p > 3"
         )
@@ -79,7 +216,18 @@ class Grid:
     domain : Box
         The box; its ``dim`` is p and its ``half_width`` is R.
     n : int or tuple of int
-        Cells per axis (≥ 4); an int is used on every axis.
+        Cells per axis (≥ 4); an int is used on every axis.  The grid's memory estimate
+        (:func:`grid_memory_estimate`) must not exceed :func:`grid_bytes_ceiling` (1 TiB by
+        default, the environment variable ``MEANFIELD_MAX_GRID_BYTES``).
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``domain`` is not a domain, ``n`` not an int or a tuple of ints.
+    meanfield.errors.InputError
+        ``domain`` not a box of p ∈ {1, 2, 3}, ``n`` of another length than p or below 4.
+    meanfield.errors.SizeLimitError
+        A grid above the memory ceiling (:func:`check_grid_size`), before any allocation.
 
     Attributes
     ----------
@@ -125,14 +273,15 @@ class Grid:
         try:
             n = tuple(n)
         except TypeError:
-            raise TypeError(
+            raise InputTypeError(
                 f"n (cells per axis) must be an int or a tuple of ints, got {n!r}"
             ) from None
         if len(n) != domain.dim:
-            raise ValueError(
+            raise InputError(
                 f"n must give {domain.dim} cell count(s) for p={domain.dim}, got {n!r}"
             )
         n = tuple(check_int("n (cells per axis)", k, minimum=MIN_CELLS) for k in n)
+        check_grid_size(n)  # before any array is made: a raw MemoryError otherwise
         object.__setattr__(self, "domain", domain)
         object.__setattr__(self, "n", n)
         # cached geometry: the solver reads these at every step
@@ -317,7 +466,7 @@ class Grid:
         """
         values = np.asarray(values, dtype=float)
         if values.shape != self.shape:
-            raise ValueError(f"grid function must have shape {self.shape}, got {values.shape}")
+            raise InputError(f"grid function must have shape {self.shape}, got {values.shape}")
         return float(values.sum() * self.cell_volume)
 
     def evaluate(self, fn) -> np.ndarray:
@@ -365,10 +514,10 @@ class Grid:
         """
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != self.dim:
-            raise ValueError(f"points must have shape (N, {self.dim}), got {points.shape}")
+            raise InputError(f"points must have shape (N, {self.dim}), got {points.shape}")
         R = self.half_width
         if np.any(np.abs(points) > R * (1 + 1e-12)):
-            raise ValueError(f"points must lie in the grid's box [-{R}, {R}]^{self.dim}")
+            raise InputError(f"points must lie in the grid's box [-{R}, {R}]^{self.dim}")
         idx = [
             np.clip(np.floor((points[:, a] + R) / self.h[a]).astype(int), 0, self.n[a] - 1)
             for a in range(self.dim)

@@ -1,21 +1,60 @@
-"""Figures from result datasets (no pyplot state: each function builds its own Figure)."""
+"""Figures from result datasets (no pyplot state: each function builds its own Figure).
+
+A figure written to a file (``plot_comparison(ds, path)``) is rendered in memory and written
+atomically, as :func:`meanfield.results.save_dataset` writes a dataset: to a fresh temporary
+file beside ``path``, synced, then renamed.  A write that fails (a full disk) raises
+:class:`~meanfield.errors.OutputWriteError` and leaves neither a partial image nor a folder
+the call created; the path and its format are checked before the figure is drawn.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
+import io
 
 import numpy as np
 import xarray as xr
+from matplotlib import rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .._validation import check_output_path
+from ..errors import InputError
+from ..results import _make_parents, _write_atomically
+
+
+def _figure_path(path):
+    """``path`` as a :class:`~pathlib.Path` and the image format its suffix names (else
+    ``rcParams["savefig.format"]``), checked before any drawing: a writable file path
+    (:func:`meanfield._validation.check_output_path`) of a format Agg writes."""
+    path = check_output_path("path", path, kind="file")
+    fmt = path.suffix[1:].lower() or str(rcParams["savefig.format"])
+    supported = FigureCanvasAgg.get_supported_filetypes()
+    if fmt not in supported:
+        raise InputError(
+            f"path {str(path)!r} names the image format {fmt!r}; use a suffix of "
+            + ", ".join(sorted(f".{k}" for k in supported))
+        )
+    return path, fmt
+
 
 def _save(fig: Figure, path) -> None:
-    if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        FigureCanvasAgg(fig)
-        fig.savefig(path, dpi=130, bbox_inches="tight")
+    """Render ``fig`` in memory and write it to ``path`` atomically (module docstring);
+    nothing for ``path=None``."""
+    if path is None:
+        return
+    path, fmt = _figure_path(path)
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=130, bbox_inches="tight")
+    created = _make_parents(path.parent)
+    try:
+        _write_atomically(buffer.getbuffer(), path)
+    except BaseException:
+        for folder in reversed(created):  # only the (still empty) folders made here
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def _panel_histograms(ax, ds: xr.Dataset, n_snapshots: int) -> None:
@@ -105,13 +144,24 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     ds : xarray.Dataset
         Output of :func:`~meanfield.workbench.compare.compare`.
     path : path, optional
-        Write a PNG there.
+        Write the figure there (its suffix names the format: ``.png``, ``.pdf``, ``.svg``…;
+        none: PNG), atomically (module docstring); missing folders are created.
     n_snapshots : int
         Number of times shown in panel (a) for p = 1.
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A dataset without the variables of :func:`~meanfield.workbench.compare.compare`, or
+        a ``path`` whose suffix is no image format (before drawing).
+    meanfield.errors.OutputPathError
+        ``path`` cannot be written: a folder, under a file (before drawing).
+    meanfield.errors.OutputWriteError
+        The write failed part-way (a full disk); nothing partial is left.
 
     Examples
     --------
@@ -138,9 +188,11 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     >>> len(fig.axes), fig.axes[1].get_ylabel()
     (3, 'Wasserstein distance (unit of ω)')
     """
+    if path is not None:
+        _figure_path(path)  # before any drawing
     for v in ("omega", "rho", "w2" if "sliced_w2" not in ds else "sliced_w2"):
         if v not in ds:
-            raise ValueError(
+            raise InputError(
                 f"dataset lacks {v!r}: pass the output of meanfield.workbench.compare.compare"
             )
     p = ds.sizes["dim"]

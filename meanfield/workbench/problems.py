@@ -137,7 +137,11 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
         A value out of range (the message names the parameter and the range; on the command
         line, the flag as typed).
     meanfield.errors.SizeLimitError
-        A grid too large for the memory available.
+        A grid too large for the memory available, or a run whose estimated work
+        (:func:`meanfield.dynamics.spec.estimate_work`: steps × (N × (N + n_data) + the fixed
+        cost of a step + the grid cells), as :class:`~meanfield.dynamics.spec.RunSpec` counts
+        it) exceeds the ceiling :data:`meanfield.dynamics.spec.MAX_WORK` (the environment
+        variable ``MEANFIELD_MAX_WORK`` raises it); both before anything is built.
     meanfield.errors.StepBudgetError
         More particle steps than :data:`~meanfield.dynamics.spec.MAX_STEPS`.
 
@@ -175,7 +179,7 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
 
     def __post_init__(self):
         from .._resources import check_grid_memory
-        from ..dynamics.spec import MAX_STEPS, check_fields, n_steps_for
+        from ..dynamics.spec import MAX_STEPS, check_fields, check_work, estimate_work, n_steps_for
         from ..pde.grid import MIN_CELLS
 
         if self.dim not in (1, 2) or isinstance(self.dim, bool):
@@ -191,10 +195,23 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
         check_finite_real("init_mean", self.init_mean)
         check_positive("init_std", self.init_std)
         check_fields(self, ("beta", "eta", "n_particles", "seed", "scheme", "order", "safety"))
-        n_steps_for(self.t_final, self.eta, max_steps=MAX_STEPS)
+        n_steps = n_steps_for(self.t_final, self.eta, max_steps=MAX_STEPS)
         # before anything is allocated (a 100000² grid: 80 GB for the density alone)
         cells = (self.cells,) * self.dim
         check_grid_memory("cells (grid cells per axis)", cells, pair_terms=int(self.lam > 0))
+        # the work RunSpec would refuse, refused here from the fields alone (before the data
+        # is drawn and the energy built): the energy always holds the pair term (of strength
+        # lam), so every particle has N - 1 partners, and the alignment term n_data points
+        N, M = self.n_particles, self.cells**self.dim
+        work = estimate_work(
+            n_steps=n_steps, n_particles=N, partners=N - 1, n_data=self.n_data, cells=M
+        )
+        check_work(
+            work,
+            detail=f"{n_steps} steps = round(t_final / eta) x ({N} particles x (1 + {N - 1} "
+            f"pair partners + {self.n_data} data points) + the fixed cost of a step + {M} grid "
+            "cells)",
+        )
 
     @functools.cached_property
     def data(self):
@@ -369,7 +386,9 @@ def run_default_comparison(
     Parameters
     ----------
     out_dir : path
-        Created if missing.
+        Created if missing, when the dataset is written (not before the run): a write that
+        fails (a full disk) leaves neither a partial file nor a folder this call created.
+        A dataset written whose figure then fails to write is kept (it is complete).
     problem : ComparisonConfig, optional
         The problem and its run (default: :func:`default_problem` of ``dim`` and
         ``overrides``; given, ``overrides`` replace its fields).
@@ -386,6 +405,13 @@ def run_default_comparison(
         As :func:`compare`, with every field of the problem as a ``problem_<name>``
         attribute; ``attrs["dataset_path"]`` and ``attrs["figure_path"]`` say where the files
         went.
+
+    Raises
+    ------
+    meanfield.errors.OutputPathError
+        ``out_dir`` or a file in it cannot be written (before any work).
+    meanfield.errors.OutputWriteError
+        A file could not be written to the end (a full disk); nothing partial is left.
 
     Examples
     --------
@@ -414,7 +440,7 @@ def run_default_comparison(
     ds = compare(
         problem.spec(), n_records=n_records, w_method=w_method, progress=progress, extra_attrs=extra
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # save_dataset makes out_dir (and removes what it made if the write fails)
     nc = save_dataset(ds, out_dir / "comparison.nc")
     png = out_dir / "comparison.png"
     # the figure reads "w2"; a sliced run keeps its own name and long_name in the dataset

@@ -10,9 +10,17 @@ A *study* is a run function ``f(**params) -> xarray.Dataset`` and a grid ``{name
   function, the fixed parameters and the package version), so a rerun with any other
   parameter never reuses a stale run: it writes its own keys, and the differing parameters of
   the runs already in the folder are reported;
-* a corrupt or partial run file (a truncated write, a ``.part`` left by a kill, a file of
-  another configuration under a matching name) is detected before the sweep starts, moved to
-  ``out_dir/runs/set_aside/``, recomputed and reported;
+* every run file records its own key and grid point (attributes ``sweep_run_key`` and
+  ``sweep_<name>``); a corrupt or partial run file (a truncated write, a ``.part`` left by a
+  kill), a file of another configuration under a matching name, or a file of another grid
+  point (a run file copied or renamed under this run's name) is detected before the sweep
+  starts, moved to ``out_dir/runs/set_aside/``, recomputed and reported
+  (:class:`~meanfield.errors.RunFileMismatchWarning`);
+* a grid whose values repeat — equal as numbers too (``[1, 1.0]``, ``[True, 1]``) — is
+  refused by name before any work, never run twice nor deduplicated behind the caller's back;
+* the manifest (``configurations.json``) is written atomically (a temporary file beside it,
+  renamed): a full disk raises :class:`~meanfield.errors.OutputWriteError` and leaves
+  neither a partial manifest nor a folder this call created;
 * runs execute on dask — the threaded scheduler (``scheduler="threads"``), a
   ``distributed.LocalCluster`` sized to the machine (``scheduler="local"``, the default), or a
   user's cluster (``scheduler="tcp://host:8786"``), with nothing else changed;
@@ -38,11 +46,14 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import inspect
 import itertools
 import json
+import math
+import numbers
 import os
 import re
 import socket
@@ -57,8 +68,22 @@ from tqdm.auto import tqdm
 
 from .._validation import check_choice, check_int, check_output_path, require_module
 from .._version import __version__
-from ..errors import InputError, ResourceError, SweepConflictError
-from ..results import load_dataset, provenance, save_dataset
+from ..errors import (
+    InputError,
+    InputTypeError,
+    MeanfieldWarning,
+    ResourceError,
+    RunFileMismatchWarning,
+    SweepConflictError,
+)
+from ..results import (
+    _attr_value,
+    _make_parents,
+    _write_atomically,
+    load_dataset,
+    provenance,
+    save_dataset,
+)
 
 #: The install command printed when dask is missing.
 DASK_INSTALL = 'pip install "dask[distributed]>=2023.1"'
@@ -72,7 +97,9 @@ def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
     Parameters
     ----------
     grid : mapping of str to sequence
-        Parameter name -> non-empty list of distinct values.
+        Parameter name -> non-empty list of distinct values.  Values equal as numbers are
+        repeats (``1``, ``1.0``, ``True``, ``numpy.int64(1)``; two NaN too), and so are lists
+        or tuples of such values: each would run the same point twice under two keys.
 
     Returns
     -------
@@ -81,24 +108,56 @@ def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
 
     Raises
     ------
-    ValueError
-        An empty grid, a value list that is empty, a string, or holds repeats.
+    meanfield.errors.InputError
+        An empty grid, an empty value list, or one that holds repeats (the message names the
+        parameter and the repeated values).
+    meanfield.errors.InputTypeError
+        A grid that is not a mapping, or a value list that is a string or not a sequence.
 
     Examples
     --------
     >>> from meanfield.workbench.sweeps import grid_points
     >>> grid_points({"N": [10, 20], "seed": [0, 1]})
     [{'N': 10, 'seed': 0}, {'N': 10, 'seed': 1}, {'N': 20, 'seed': 0}, {'N': 20, 'seed': 1}]
+    >>> grid_points({"N": [1, 1.0]})
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: grid['N'] must hold distinct values, got the repeated values 1 ...
     """
+    if not isinstance(grid, Mapping):
+        raise InputTypeError(f"grid must be a dict of name -> list of values, got {grid!r}")
     if not grid:
-        raise ValueError("grid must name at least one parameter with a list of values")
+        raise InputError("grid must name at least one parameter with a list of values")
     for k, v in grid.items():
-        if isinstance(v, (str, bytes)) or not isinstance(v, Sequence) or len(v) == 0:
-            raise ValueError(f"grid[{k!r}] must be a non-empty list of values, got {v!r}")
-        if len(set(map(repr, v))) != len(v):
-            raise ValueError(f"grid[{k!r}] has repeated values: {list(v)}")
+        if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+            raise InputTypeError(f"grid[{k!r}] must be a non-empty list of values, got {v!r}")
+        if len(v) == 0:
+            raise InputError(f"grid[{k!r}] must be a non-empty list of values, got {v!r}")
+        seen = {}
+        for value in v:
+            canon = _value_identity(value)
+            if canon in seen:
+                raise InputError(
+                    f"grid[{k!r}] must hold distinct values, got the repeated values "
+                    f"{seen[canon]!r} and {value!r} (equal as values: the same run twice) in "
+                    f"{list(v)!r}; list each value once"
+                )
+            seen[canon] = value
     keys = list(grid)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def _value_identity(v):
+    """What makes two grid values the same run: a number by its value (``1 == 1.0 == True``,
+    every NaN one value), a list or tuple element by element, anything else by its repr."""
+    v = _plain(v)
+    if isinstance(v, numbers.Number):
+        if isinstance(v, numbers.Real) and math.isnan(v):
+            return ("number", "nan")
+        return ("number", v)  # equal numbers hash alike across int, float and bool
+    if isinstance(v, list | tuple):
+        return ("sequence", tuple(_value_identity(x) for x in v))
+    return ("repr", repr(v))
 
 
 def run_key(params: Mapping, config: str | None = None) -> str:
@@ -331,6 +390,9 @@ def _run_and_save(
         raise TypeError(f"the run function must return an xarray.Dataset, got {type(ds).__name__}")
     ds = ds.copy()
     ds.attrs.update({f"sweep_{k}": v for k, v in params.items()})
+    # its own key (the file's name when written): a file copied under another run's name
+    # is then told apart on resume (_check_run_file)
+    ds.attrs["sweep_run_key"] = Path(path).name.removesuffix(".nc")
     if config is not None:
         ds.attrs["sweep_config_digest"] = config
     save_dataset(ds, path)
@@ -354,17 +416,49 @@ def _client_for(scheduler: str, n_workers: int | None):
         raise ResourceError(f"cannot connect to the dask scheduler {scheduler!r}: {err}") from None
 
 
-def _check_run_file(path: Path, config: str) -> str | None:
-    """None if ``path`` is a complete run of configuration ``config``; else what is wrong."""
+def _check_run_file(path: Path, config: str, params: Mapping | None = None) -> str | None:
+    """None if ``path`` is a complete run of configuration ``config`` at the grid point
+    ``params`` (its recorded key is its name, or, in a file written before keys were recorded,
+    its recorded ``sweep_<name>`` values are ``params``); else what is wrong."""
     try:
         with xr.open_dataset(path, engine="h5netcdf") as ds:
-            got = ds.attrs.get("sweep_config_digest")
+            attrs = dict(ds.attrs)
             ds.load()
     except Exception as err:  # noqa: BLE001 - any failure to read means "not a finished run"
         return f"unreadable ({type(err).__name__})"
+    got = attrs.get("sweep_config_digest")
     if got != config:
         return f"written by another configuration ({got!r}, expected {config!r})"
+    if params is None:
+        return None
+    key = path.name.removesuffix(".nc")
+    recorded = attrs.get("sweep_run_key")
+    if recorded is not None and str(recorded) != key:
+        return f"holds the run {str(recorded)!r}, not {key!r} (a run file under another name)"
+    wrong = [
+        f"{k}={_recorded(attrs.get(f'sweep_{k}'))!r} (expected {v!r})"
+        for k, v in params.items()
+        if not _same_attr(attrs.get(f"sweep_{k}"), v)
+    ]
+    if wrong:
+        return f"records another grid point: {', '.join(wrong)}"
     return None
+
+
+def _recorded(value):
+    """A recorded attribute as plain Python, for a message."""
+    value = np.asarray(value) if value is not None else None
+    return None if value is None else value.tolist()
+
+
+def _same_attr(recorded, value) -> bool:
+    """Whether a run file's recorded attribute is ``value`` as :func:`save_dataset` writes it."""
+    if recorded is None:
+        return False
+    try:
+        return bool(np.array_equal(np.asarray(recorded), np.asarray(_attr_value(value))))
+    except (TypeError, ValueError):
+        return False
 
 
 def _set_aside(path: Path, why: str, notes: list) -> None:
@@ -385,9 +479,19 @@ def _read_manifest(path: Path) -> dict:
 
 
 def _write_manifest(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    """Write the manifest atomically (:func:`meanfield.results.save_dataset`'s writer: a fresh
+    temporary file beside ``path``, synced, renamed); a failed write (a full disk) raises
+    :class:`~meanfield.errors.OutputWriteError` and leaves neither a partial file nor the
+    folders this call created."""
+    text = json.dumps(data, indent=1, sort_keys=True, default=str).encode()
+    created = _make_parents(path.parent)
+    try:
+        _write_atomically(memoryview(text), path)
+    except BaseException:
+        for folder in reversed(created):  # only the (still empty) folders made here
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def run_sweep(
@@ -447,6 +551,20 @@ def run_sweep(
         dask is missing or the scheduler is unreachable (before any work).
     meanfield.errors.SweepConflictError
         With ``on_conflict="refuse"``, naming the differences (before any work).
+    meanfield.errors.InputError
+        A grid value list with repeats, equal as numbers too (:func:`grid_points`).
+    meanfield.errors.OutputWriteError
+        A file could not be written to the end (a full disk); nothing partial is left.
+
+    Warns
+    -----
+    meanfield.errors.RunFileMismatchWarning
+        A run file set aside and recomputed: unreadable or partial, of another
+        configuration, or of another grid point (a file copied under this run's name); sent
+        to ``log`` instead when given.
+    meanfield.errors.MeanfieldWarning
+        ``out_dir`` also holds runs of another configuration (kept, not reused); to ``log``
+        instead when given.
 
     Examples
     --------
@@ -474,8 +592,11 @@ def run_sweep(
     if clash:
         raise InputError(f"parameter(s) {sorted(clash)} are both context and swept or fixed")
     digest, notes = _register_configuration(out_dir, func, fixed, on_conflict)
-    paths, todo = _pending_runs(out_dir / "runs", points, digest, notes)
-    _report(notes, log)
+    set_aside: list[str] = []
+    paths, todo = _pending_runs(out_dir / "runs", points, digest, set_aside)
+    _report(notes, log, MeanfieldWarning)
+    _report(set_aside, log, RunFileMismatchWarning)
+    notes = notes + set_aside
     every_run = {**fixed, **context}
     _compute_runs(func, todo, len(points), every_run, digest, scheduler, n_workers, progress)
     result = gather_runs(paths, points, grid)
@@ -503,11 +624,12 @@ def _check_arguments(func, grid, out_dir, fixed, scheduler, n_workers, on_confli
     return points, fixed, n_workers, out_dir
 
 
-def _report(notes: list, log) -> None:
-    """Each note to ``log``, or as a warning pointing at :func:`run_sweep`'s caller."""
+def _report(notes: list, log, category=MeanfieldWarning) -> None:
+    """Each note to ``log``, or as a warning of ``category`` pointing at :func:`run_sweep`'s
+    caller."""
     for note in notes:
         if log is None:
-            warnings.warn(note, stacklevel=3)
+            warnings.warn(note, category, stacklevel=3)
         else:
             log(note)
 
@@ -556,16 +678,17 @@ def _register_configuration(out_dir: Path, func, fixed: dict, on_conflict: str):
         f"it differs in: {text}"
         for d, text in diffs.items()
     ]
-    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     manifest[digest] = config
-    _write_manifest(manifest_path, manifest)
+    _write_manifest(manifest_path, manifest)  # first: a full disk leaves no empty folder
+    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
     return digest, notes
 
 
 def _pending_runs(runs_dir: Path, points: list, digest: str, notes: list):
     """The run file of each grid point (``runs_dir/<key>.nc``, :func:`run_key` under the
     configuration ``digest``), and the (point, path) pairs still to compute: absent, partial
-    or foreign run files.
+    or foreign run files (another configuration's, or another grid point's: a run file copied
+    under this run's name).
 
     Partial writes and files of another configuration are set aside (and noted in ``notes``),
     never overwritten, so an interrupted sweep resumes without losing finished work.
@@ -576,7 +699,7 @@ def _pending_runs(runs_dir: Path, points: list, digest: str, notes: list):
     todo = []
     for p, path in zip(points, paths, strict=True):
         if Path(path).exists():
-            why = _check_run_file(Path(path), digest)
+            why = _check_run_file(Path(path), digest, p)
             if why is None:
                 continue
             _set_aside(Path(path), why, notes)
