@@ -47,6 +47,7 @@ import functools
 import inspect
 import math
 import numbers
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -58,10 +59,15 @@ from .errors import InputError, InputTypeError
 __all__ = [
     "KINDS",
     "REGISTRY",
+    "RUN_METHODS",
+    "RUN_PARAMS",
+    "RUN_REGIMES",
     "Contract",
     "Param",
+    "check_declared",
     "contract_of",
     "declare",
+    "declare_fields",
     "generated_cases",
     "registered",
 ]
@@ -97,6 +103,20 @@ def _interval(low, high, low_open, high_open) -> str:
     return f"{left}{lo}, {hi}{right}"
 
 
+def _rst_text(text: str) -> str:
+    """Plain text as reStructuredText: the inline markup characters (``*``, ``|``, a
+    backquote, a backslash, a word's trailing ``_``) escaped, so a doc line such as
+    "|omega|^2/2" prints as written (docs are built with warnings as errors).
+
+    Examples
+    --------
+    >>> print(_rst_text("alpha*T, |omega|^2/2, H_N, n_"))
+    alpha\\*T, \\|omega\\|^2/2, H_N, n\\_
+    """
+    text = re.sub(r"([*|`\\])", r"\\\1", text)
+    return re.sub(r"(\w)_(?=\W|$)", r"\1\\_", text)
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of an entry point: kind, range, default, units and one line of doc.
@@ -117,8 +137,9 @@ class Param:
         The range of a ``real`` or ``int`` (none: unbounded on that side).
     low_open, high_open : bool, default False
         Whether the range excludes ``low`` / ``high``.
-    choices : tuple of str
-        The allowed values of a ``choice``.
+    choices : tuple
+        The allowed values of a ``choice`` (strings), or of an ``int`` restricted to a few
+        values (e.g. ``(1, 2)``: "1 or 2").
     optional : bool, default False
         ``None`` is allowed and means "unset" (the entry point's documented default).
     units : str
@@ -128,6 +149,9 @@ class Param:
     finite : bool, default True
         A ``real`` must be finite; False admits ``+inf`` / ``-inf`` at an open end that is
         absent (e.g. an upper bound "none": ``dt_max = inf``). NaN is always refused.
+    examples : tuple
+        Valid values the tests add to the edge values; for a ``string`` they replace the
+        generic ``"x"`` (a string the entry point checks further, e.g. a torch device).
 
     Examples
     --------
@@ -152,12 +176,14 @@ class Param:
     units: str = ""
     label: str | None = None
     finite: bool = True
+    examples: tuple = ()
 
     def __post_init__(self):
         check_choice("Param kind", self.kind, KINDS)
         if self.kind == "choice" and not self.choices:
             raise InputError(f"Param {self.name!r} of kind 'choice' needs its choices")
         object.__setattr__(self, "choices", tuple(self.choices))
+        object.__setattr__(self, "examples", tuple(self.examples))
 
     @property
     def shown_name(self) -> str:
@@ -183,6 +209,9 @@ class Param:
             if not self.finite:
                 return f"a number in {ends.replace('inf)', 'inf]').replace('(-inf', '[-inf')}"
             return f"a finite number in {ends}"
+        if self.kind == "int" and self.choices:
+            *head, last = map(str, self.choices)
+            return f"{', '.join(head)} or {last}" if head else last
         if self.kind == "int":
             lo = -(2**63) if self.low is None else int(self.low)
             return (
@@ -235,6 +264,12 @@ class Param:
         if self.kind in ("int", "seed"):
             if self.kind == "seed":
                 return check_int(name, value, minimum=0, maximum=MAX_SEED)
+            if self.choices:  # a few integers: "1 or 2"
+                if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                    raise InputTypeError(f"{shown(name)} must be {self.allowed()}, got {value!r}")
+                if int(value) not in self.choices:
+                    raise InputError(f"{shown(name)} must be {self.allowed()}, got {value!r}")
+                return int(value)
             lo = -(2**63) if self.low is None else int(self.low)
             hi = None if self.high is None else int(self.high)
             return check_int(name, value, minimum=lo, maximum=hi)
@@ -336,7 +371,8 @@ class Param:
         elif self.kind == "flag":
             vals = [True, False]
         else:
-            vals = ["x"]
+            vals = list(self.examples) or ["x"]
+        vals += [v for v in self.examples if v not in vals]
         if self.optional:
             vals.append(None)
         seen: list = []
@@ -389,7 +425,8 @@ class Param:
         units = f" [{self.units}]" if self.units else ""
         dflt = "required" if default is REQUIRED else f"``{default!r}``"
         allowed = self.allowed() + (", or None" if self.optional else "")
-        return f"   * - ``{self.name}``\n     - {allowed}{units}\n     - {dflt}\n     - {self.doc}"
+        doc = _rst_text(self.doc)
+        return f"   * - ``{self.name}``\n     - {allowed}{units}\n     - {dflt}\n     - {doc}"
 
 
 @dataclass
@@ -406,7 +443,13 @@ class Contract:
     defaults : dict
         Defaults read from the signature (for the docs).
     example : callable, optional
-        Returns keyword arguments of a cheap valid call (for the tests' generated cases).
+        ``example(name, value)`` returns the other keyword arguments of a cheap valid call
+        with ``name = value`` (for the tests' generated cases: a dataclass's required fields,
+        or the fields a value needs beside it, as ``method = "hmc"`` for an HMC-only field).
+    func : callable, optional
+        The declared function's body (None for a dataclass).
+    wrapper : callable, optional
+        What callers call: the checking wrapper of a function, or the dataclass itself.
 
     Examples
     --------
@@ -482,6 +525,59 @@ class Contract:
         return sum(len(p.invalid_values()) for p in self.params)
 
 
+#: The regimes of the particle dynamics: β_N = β or β_N = β N
+#: (:data:`meanfield.dynamics.chains.REGIMES`, declared here without importing torch).
+RUN_REGIMES = ("mean-field", "coulomb-gas")
+#: The integrators of :func:`meanfield.dynamics.langevin.simulate`
+#: (:data:`meanfield.dynamics.spec.METHODS`).
+RUN_METHODS = ("langevin", "mala")
+
+#: The run parameters that a run specification (:class:`meanfield.dynamics.spec.RunSpec`),
+#: the particle runners (``simulate``, ``sample_hmc``) and the plain configurations
+#: (``SimulationConfig``) share, declared once: name -> :class:`Param`. An entry point that
+#: takes one as "None: the spec's" declares ``dataclasses.replace(RUN_PARAMS[name],
+#: optional=True)``. They live here, not in :mod:`meanfield.dynamics.spec`, because the
+#: configurations of the command line must not import torch.
+RUN_PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param(
+            "beta", "real", "inverse temperature beta", low=0.0, low_open=True,
+            label="beta (inverse temperature)",
+        ),
+        Param(
+            "eta", "real", "step size eta of the particles; time t = eta * steps", low=0.0,
+            low_open=True, units="time", label="eta (step size)",
+        ),
+        Param("n_steps", "int", "number of steps; the final time is eta * n_steps", low=1),
+        Param("n_particles", "int", "number N of particles", low=1, label="n_particles (N)"),
+        Param(
+            "regime", "choice", "mean-field (beta_N = beta) or coulomb-gas (beta_N = beta N)",
+            choices=RUN_REGIMES,
+        ),
+        Param(
+            "method", "choice", "projected Langevin (Algorithm 1) or the exact MALA sampler",
+            choices=RUN_METHODS,
+        ),
+        Param("seed", "seed", "seed of every random number of the run"),
+        Param(
+            "interaction_batch", "int", "random-batch size B of the pair force (Langevin only)",
+            low=2, optional=True, label="interaction_batch (B)",
+        ),
+        Param(
+            "data_batch", "int", "mini-batch of data rows for the alignment force (Langevin "
+            "only; at most the number of data points)", low=2, optional=True,
+        ),
+        Param(
+            "record_every", "int", "steps between records (None: about 100 records; the "
+            "first and last are recorded)", low=1, optional=True,
+        ),
+        Param("record_positions", "flag", "store every record's positions (else the last)"),
+        Param("progress", "flag", "show a progress bar"),
+    )
+}  # fmt: skip
+
+
 def declare(*params: Param, example: Callable[[], dict] | None = None):
     """Declare a function's parameters: checked, converted and registered before its body runs.
 
@@ -490,7 +586,9 @@ def declare(*params: Param, example: Callable[[], dict] | None = None):
     *params : Param
         The declared parameters; each must be a parameter of the function.
     example : callable, optional
-        Returns the keyword arguments of a cheap valid call (used by the generated tests).
+        ``example(name, value)``: the other keyword arguments of a cheap valid call with
+        ``name = value`` (used by the generated tests; by default only the declared
+        parameters are set, the others are placeholders the body never sees).
 
     Returns
     -------
@@ -540,6 +638,78 @@ def declare(*params: Param, example: Callable[[], dict] | None = None):
     return wrap
 
 
+def declare_fields(cls=None, *, example: Callable[[str, object], dict] | None = None):
+    """Register the contract of a dataclass whose fields carry a ``Param`` in their metadata.
+
+    Apply it above ``@dataclass``; the class then has a ``contract`` attribute and is in
+    :data:`REGISTRY` (so the generated tests construct it with each field replaced by each
+    invalid value). Its ``__post_init__`` checks the fields by :func:`check_declared`.
+
+    Parameters
+    ----------
+    cls : type
+        The dataclass (``@declare_fields`` without arguments), or None
+        (``@declare_fields(example=...)``).
+    example : callable, optional
+        ``example(name, value)``: the other fields of a cheap valid construction with
+        ``name = value`` (required fields, and fields the value needs beside it).
+
+    Returns
+    -------
+    type or callable
+        The class, or the decorator.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass, field
+    >>> @declare_fields
+    ... @dataclass
+    ... class Run:
+    ...     n: int = field(default=1, metadata={"param": Param("n", "int", "steps", low=1)})
+    ...     def __post_init__(self):
+    ...         check_declared(self)
+    >>> Run(2).n, Run.contract.entry.endswith(":Run")
+    (2, True)
+    >>> Run(0)
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: n must be an integer >= 1, got 0
+    """
+
+    def wrap(klass):
+        contract = contract_of(klass)
+        contract.example, contract.wrapper = example, klass
+        klass.contract = contract
+        REGISTRY[contract.entry] = contract
+        return klass
+
+    return wrap if cls is None else wrap(cls)
+
+
+def check_declared(obj) -> None:
+    """Check and convert, in place, the declared fields of the dataclass instance ``obj``
+    (frozen or not), in the order of the fields; what ``__post_init__`` calls first.
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError, meanfield.errors.InputError
+        As :meth:`Param.check`, naming the first field refused.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass, field
+    >>> @dataclass(frozen=True)
+    ... class Step:
+    ...     eta: float = field(default=0.1, metadata={"param": Param("eta", "real", "step")})
+    ...     def __post_init__(self):
+    ...         check_declared(self)
+    >>> Step(1).eta
+    1.0
+    """
+    for param in contract_of(type(obj)).params:
+        object.__setattr__(obj, param.name, param.check(getattr(obj, param.name)))
+
+
 def contract_of(obj) -> Contract:
     """The contract of a declared function, or of a dataclass whose fields carry a ``Param``
     in their metadata (``field(default=..., metadata={"param": Param(...)})``).
@@ -553,7 +723,7 @@ def contract_of(obj) -> Contract:
     >>> [p.name for p in contract_of(Config).params]
     ['beta']
     """
-    if hasattr(obj, "contract"):
+    if isinstance(getattr(obj, "contract", None), Contract):
         return obj.contract
     import dataclasses
 

@@ -14,24 +14,20 @@ re-exported under their former addresses, :mod:`meanfield.studies.limits` and
 * :func:`integrated_autocorr_time` and :func:`effective_sample_size` of Markov chains
   (re-exported by :mod:`meanfield.dynamics.hmc`, their former home).
 
-The module imports nothing of the package but input validation, so any module can use it
-(SciPy, for the t quantile, is imported on first use).
+The module imports nothing of the package but input validation and the parameter contract
+(:mod:`meanfield.contract`, which declares the parameters of its functions), so any module can
+use it (SciPy, for the t quantile, is imported on first use).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from ._validation import (
-    check_choice,
-    check_fit_sizes,
-    check_int,
-    check_level,
-    check_positive,
-    check_seed,
-)
+from ._validation import check_fit_sizes
+from .contract import Param, declare
 from .errors import InputError
 
 #: Differences that agree to within ROUNDOFF_ULPS units in the last place of the differenced
@@ -39,7 +35,15 @@ from .errors import InputError
 #: compound difference such as (c − e) − (a − b) carries a few roundings of half an ulp each.
 ROUNDOFF_ULPS = 16
 
+#: The parameters the statistics share, declared once.
+_LEVEL = Param("level", "level", "confidence level of the interval")
+_SCALE = Param(
+    "scale", "real", "magnitude of the differenced quantities, for the round-off tolerance "
+    "(None: the largest |a| and |b|)", low=0.0, low_open=True, optional=True,
+)  # fmt: skip
 
+
+@declare(_LEVEL)
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and Student-t interval of ``values`` (NaN bounds for fewer than 2 values).
 
@@ -79,7 +83,6 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     """
     from scipy import stats
 
-    level = check_level("level", level)
     v = _one_axis("values", values)
     v = v[np.isfinite(v)]
     if len(v) == 0:
@@ -154,6 +157,7 @@ def holm(pvalues) -> np.ndarray:
     return adjusted
 
 
+@declare(_LEVEL, _SCALE)
 def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -> dict:
     """Mean of a − b seed by seed, its Student-t interval and the two-sided t-test p-value.
 
@@ -211,7 +215,6 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
     """
     from scipy import stats
 
-    level = check_level("level", level)
     a = _one_axis("a", a)
     if b is None:
         d, size = a, np.abs(a)
@@ -230,8 +233,6 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
     k = len(d)
     if scale is None:
         scale = float(size.max()) if k else 0.0
-    else:
-        scale = check_positive("scale", scale)
     tol = ROUNDOFF_ULPS * np.finfo(float).eps * scale
     if k and np.ptp(d) <= tol:  # equal up to round-off: no spread
         centre = float(np.median(d))
@@ -273,6 +274,14 @@ def _family_member(label, value) -> tuple[np.ndarray, np.ndarray | None]:
     )
 
 
+@declare(
+    dataclasses.replace(_LEVEL, doc="family-wise confidence of the simultaneous intervals"),
+    Param(
+        "planned", "int", "the number K of claims the study makes (None: those tested)", low=0,
+        optional=True,
+    ),
+    _SCALE,
+)  # fmt: skip
 def paired_family(
     diffs: dict,
     level: float = 0.95,
@@ -330,7 +339,6 @@ def paired_family(
 
     from scipy import stats
 
-    level = check_level("level", level)
     if not isinstance(diffs, Mapping):
         raise InputError(f"diffs must be a dict of label -> paired data, got {type(diffs)}")
     rows = []
@@ -339,7 +347,6 @@ def paired_family(
         rows.append({"label": label, **paired_test(a, b, level=level, scale=scale)})
     tested = [i for i, r in enumerate(rows) if np.isfinite(r["p"])]
     if planned is not None:
-        planned = check_int("planned", planned, minimum=0)
         if planned < len(tested):
             raise InputError(
                 f"planned must be >= the {len(tested)} comparisons that can be tested, got "
@@ -356,6 +363,17 @@ def paired_family(
     return rows
 
 
+@declare(
+    Param("n_boot", "int", "bootstrap resamples (checked for both intervals)", low=1),
+    Param("seed", "seed", "seed of the bootstrap resamples"),
+    _LEVEL,
+    Param(
+        "interval",
+        "choice",
+        "bootstrap over seeds, or Student-t on the per-seed slopes",
+        choices=("bootstrap", "t"),
+    ),
+)
 def fit_power_law(
     x, y, *, n_boot: int = 2000, seed: int = 0, level: float = 0.95, interval: str = "bootstrap"
 ) -> dict:
@@ -410,10 +428,6 @@ def fit_power_law(
     >>> round(fit["slope"], 9), round(fit["prefactor"], 9), fit["level"]
     (-0.5, 3.0, 0.95)
     """
-    check_choice("interval", interval, ("bootstrap", "t"))
-    n_boot = check_int("n_boot", n_boot, minimum=1)
-    seed = check_seed("seed", seed)
-    level = check_level("level", level)
     x = check_fit_sizes("x (sizes of the fit)", x)
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:

@@ -29,9 +29,22 @@ class _Reached(Exception):
     """The entry point's body was reached (the spy's signal)."""
 
 
+def _construct(contract, name, value):
+    """A declared dataclass built with ``name = value``, the other fields at their defaults
+    (or at the contract's example, for required fields and fields the value needs beside
+    it): a refusal propagates; a construction reports the fields as stored."""
+    kwargs = dict(contract.example(name, value)) if contract.example else {}
+    kwargs[name] = value
+    built = contract.wrapper(**kwargs)
+    raise _Reached({f: getattr(built, f) for f in contract.by_name})
+
+
 def _call(contract, monkeypatch, name, value):
     """Call ``contract``'s entry point with ``name = value``, the other declared parameters at
-    a valid value, undeclared required arguments as placeholders, and the body spied on."""
+    a valid value, undeclared required arguments as placeholders, and the body spied on; a
+    dataclass is constructed (:func:`_construct`)."""
+    if contract.func is None:
+        return _construct(contract, name, value)
     sig = inspect.signature(contract.wrapper)  # the original signature (functools.wraps)
     kwargs = {}
     for pname, p in sig.parameters.items():
@@ -42,12 +55,16 @@ def _call(contract, monkeypatch, name, value):
                 kwargs[pname] = contract.by_name[pname].edge_values()[0]
         elif p.default is inspect.Parameter.empty:
             kwargs[pname] = object()  # never looked at: the body is the spy
+    if contract.example:
+        kwargs.update(contract.example(name, value))
     kwargs[name] = value
 
     def spy(*args, **kw):  # the body: report the (checked) arguments it was handed
         raise _Reached(dict(sig.bind(*args, **kw).arguments))
 
     monkeypatch.setattr(contract, "func", spy)
+    if "self" in sig.parameters:  # a declared method: the spy never looks at the instance
+        return contract.wrapper(object(), **kwargs)
     return contract.wrapper(**kwargs)
 
 
@@ -75,8 +92,29 @@ def test_the_contract_covers_the_main_entry_points():
         "meanfield.pde.solver:solve",
         "meanfield.features:sample_initial_particles",
         "meanfield.learners.tasks:make_task",
+        "meanfield.dynamics.langevin:simulate",
+        "meanfield.dynamics.hmc:sample_hmc",
+        "meanfield.dynamics.hmc:HMC",
+        "meanfield.stats:t_interval",
+        "meanfield.stats:paired_test",
+        "meanfield.stats:paired_family",
+        "meanfield.stats:fit_power_law",
+        "meanfield.workbench.config:SimulationConfig",
+        "meanfield.attention.mha:KernelAttention.__init__",
+        "meanfield.ot.distance:wasserstein",
+        "meanfield.pde.stationary:gibbs_state",
+        "meanfield.pde.stationary:equilibrium_measure",
     ):
         assert entry in CONTRACTS
+
+
+def test_the_declared_regimes_and_methods_are_the_dynamics_own():
+    """The contract declares them without importing torch; they must be what runs."""
+    from meanfield.contract import RUN_METHODS, RUN_REGIMES
+    from meanfield.dynamics.chains import REGIMES
+    from meanfield.dynamics.langevin import METHODS
+
+    assert RUN_REGIMES == tuple(REGIMES) and RUN_METHODS == tuple(METHODS)
 
 
 @pytest.mark.parametrize(("entry", "name", "value"), INVALID)
@@ -125,6 +163,8 @@ def test_random_invalid_values_are_refused(entry, name, data, monkeypatch):
         (Param("kind", "choice", "", choices=("a", "b")), "c", InputError),
         (Param("on", "flag", ""), 1, InputTypeError),
         (Param("dt", "real", "", low=0.0, low_open=True, finite=False), -math.inf, InputError),
+        (Param("order", "int", "", low=1, high=2, choices=(1, 2)), 3, InputError),
+        (Param("order", "int", "", low=1, high=2, choices=(1, 2)), 2.0, InputTypeError),
     ],
 )
 def test_param_refusals_name_the_parameter(param, value, error):
@@ -137,6 +177,7 @@ def test_edge_values_are_accepted_and_invalid_values_refused_for_every_kind():
         Param("x", "real", "", low=-1.0, high=2.0, high_open=True),
         Param("x", "real", "", low=0.0, low_open=True, finite=False, optional=True),
         Param("n", "int", "", low=0, high=5),
+        Param("q", "int", "", low=1, high=3, choices=(1, 3)),
         Param("s", "seed", ""),
         Param("p", "level", ""),
         Param("c", "choice", "", choices=("u", "v")),
@@ -149,3 +190,38 @@ def test_edge_values_are_accepted_and_invalid_values_refused_for_every_kind():
         for v in param.invalid_values():
             with pytest.raises((InputError, InputTypeError)):
                 param.check(v)
+
+
+def test_warnings_of_a_declared_entry_point_point_at_its_caller():
+    """The contract's checking wrapper is one more frame: the entry points' stack levels count
+    it, so a warning names the caller's line, not meanfield/contract.py."""
+    import warnings
+
+    import torch
+
+    from meanfield.domains import Box
+    from meanfield.dynamics.langevin import simulate
+    from meanfield.energy import Energy, QuadraticPotential
+    from meanfield.errors import LowAcceptanceWarning
+
+    E = Energy([QuadraticPotential()], Box(1, 1.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # every MALA move of size sqrt(2 * 100) leaves the box: all rejected
+        simulate(E, torch.zeros(6, 1), eta=100.0, beta=1.0, n_steps=30, method="mala")
+    low = [w for w in caught if issubclass(w.category, LowAcceptanceWarning)]
+    assert low and all(w.filename == __file__ for w in caught)
+
+
+def test_every_simulation_config_field_is_declared_and_is_its_flags_help():
+    """Flags, TOML keys, checks and docs come from one declaration per field."""
+    import dataclasses
+
+    from meanfield.cli.parser import HELP
+    from meanfield.workbench.config import SimulationConfig
+
+    names = [f.name for f in dataclasses.fields(SimulationConfig)]
+    declared = CONTRACTS["meanfield.workbench.config:SimulationConfig"].by_name
+    assert list(declared) == names and list(HELP) == names
+    for name in names:
+        assert HELP[name].startswith(declared[name].doc)

@@ -218,7 +218,7 @@ def test_measure_bad_input_names_the_argument(build, error, match):
         (lambda a, b: w2(a.points, b), InputTypeError, "a must be a meanfield.ot.Measure"),
         (lambda a, b: w2(a, Measure([0.0])), InputError, "same dimension p, got 2 and 1"),
         (lambda a, b: wasserstein(a, b, order=3), InputError, "order must be 1 or 2"),
-        (lambda a, b: wasserstein(a, b, order=True), InputError, "order must be 1 or 2"),
+        (lambda a, b: wasserstein(a, b, order=True), InputTypeError, "order must be 1 or 2"),
         (lambda a, b: w2(a, b, method="fast"), InputError, "unknown method 'fast'"),
         (lambda a, b: w2(a, b, method="quantile"), InputError, "p = 1 only"),
         (lambda a, b: w1(a, b, method="sparse"), InputError, "W2 .* only"),

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._validation import check_choice, check_int, check_positive
+from ..contract import Param, declare
 from ..errors import InputError, InputTypeError
 from .features import (
     AttentionFeatureMap,
@@ -306,6 +307,27 @@ class KernelAttention(nn.Module):
     # kdim/vdim != embed_dim, so the containers handle it)
     _qkv_same_embed_dim = False
 
+    @declare(
+        Param("embed_dim", "int", "model dimension E (a multiple of num_heads)", low=1),
+        Param("num_heads", "int", "number of heads", low=1),
+        Param("dropout", "real", "dropout probability (as nn.MultiheadAttention's)", low=0.0,
+              high=1.0, high_open=True),
+        Param("bias", "flag", "biases of the input and output projections"),
+        Param("add_bias_kv", "flag", "append a learnt bias row to the keys and values"),
+        Param("add_zero_attn", "flag", "append a zero row to the keys and values"),
+        Param("kdim", "int", "key dimension (None: embed_dim)", low=1, optional=True),
+        Param("vdim", "int", "value dimension (None: embed_dim)", low=1, optional=True),
+        Param("batch_first", "flag", "inputs (N, L, E) instead of (L, N, E)"),
+        Param("feature", "choice", "feature map of the kernel", choices=ATTENTION_KINDS),
+        Param("n_features", "int", "random features m per head (ignored for softmax, hedgehog)",
+              low=1),
+        Param("tie_qk", "flag", "one projection for the queries and the keys"),
+        Param("eps", "real", "denominator epsilon of linear attention", low=0.0),
+        Param("seed", "seed", "seed of the feature map's initial omega"),
+        Param("redraw_every", "int", "in training, redraw omega every this many calls (0: never)",
+              low=0),
+        Param("chunk_size", "int", "chunk length of the causal prefix sums", low=1),
+    )  # fmt: skip
     def __init__(
         self,
         embed_dim: int,

@@ -14,56 +14,20 @@ import argparse
 import warnings
 from dataclasses import MISSING, fields
 
+from ..contract import contract_of
 from ..workbench.config import SimulationConfig
 from ..workbench.problems import PER_DIMENSION, ComparisonConfig
 
 CASES = ("semicircle", "uniform", "disk")
 
 
+#: Help texts of the ``simulate`` flags, generated from the declarations of the fields of
+#: SimulationConfig (``field(metadata={"param": Param(...)})``): the flag, the TOML key, the
+#: check and the docs' table come from one ``Param``; a number's range, as the check words it,
+#: follows the text (a choice's values are in the text).
 HELP = {
-    "data": "synthetic task for the alignment data: two_moons, xor, checkerboard, radial, "
-    "gaussian_mixture (default two_moons)",
-    "data_file": "read the data from a .npz (arrays X, y) or .csv (label last) instead",
-    "n_data": "number of data points drawn from the synthetic task (>= 2)",
-    "data_dim": "input dimension d of the synthetic task",
-    "feature": "feature map phi(x; omega): fourier (sqrt2 cos(w.x + b), p = d + 1), positive "
-    "(exp(w.x - |x|^2/2), p = d) or softplus (p = d)",
-    "alignment": "alignment form: linear (U-statistic), risk (with --alpha), normalised "
-    "(Cristianini) or none",
-    "alpha": "scale of the ideal kernel alpha*T in the risk form (> 0)",
-    "kernel": "pair kernel: coulomb (Riesz s = p - 2), riesz (needs --s), log, gaussian, quadratic",
-    "s": "Riesz exponent s of --kernel riesz, required with it (any real; s < p unless "
-    "--softening > 0)",
-    "softening": "softening length epsilon >= 0 of the pair kernel",
-    "width": "width of the gaussian pair kernel (> 0)",
-    "lam": "interaction strength lambda >= 0 (0 switches the pair term off)",
-    "confinement": "strength of the confining potential |omega|^2/2 (>= 0; 0 = none)",
-    "domain": "particle domain: box [-R, R]^p or ball B(0, R)",
-    "radius": "R > 0, half-width of the box or radius of the ball",
-    "n_particles": "number of particles N >= 1",
-    "init": "initial particles: gaussian or orthogonal (blocks of orthogonal rows); with "
-    "--softening 0 and a singular kernel they are drawn >= 0.5 N^(-1/p) / bandwidth apart",
-    "bandwidth": "initial particles omega ~ N(0, bandwidth^-2 I) (> 0)",
-    "method": "langevin (Algorithm 1, projected), mala (exact Gibbs sampler) or hmc (exact, "
-    "Hamiltonian Monte Carlo with reflection: --trajectory-length, --n-warmup, "
-    "--target-accept, --step-size)",
-    "regime": "mean-field (beta_N = beta) or coulomb-gas (beta_N = beta N)",
-    "eta": "step size eta > 0 of langevin and mala; time t = eta * steps",
-    "beta": "inverse temperature beta > 0",
-    "n_steps": "number of steps >= 1 (hmc: recorded trajectories, after the warm-up)",
-    "trajectory_length": "hmc only: Hamiltonian time T > 0 of one trajectory (default 1)",
-    "n_warmup": "hmc only: warm-up trajectories >= 0 adapting the leapfrog step (default 200; "
-    "0 needs --step-size)",
-    "target_accept": "hmc only: target mean acceptance probability in (0, 1) of the warm-up "
-    "(default 0.8)",
-    "step_size": "hmc only: initial (fixed with --n-warmup 0) leapfrog step > 0 (default: "
-    "Hoffman-Gelman heuristic)",
-    "record_every": "record positions and energies every this many steps (default ~100 records)",
-    "interaction_batch": "random-batch size B >= 2 for the pair term (O(N B) per step)",
-    "data_batch": "mini-batch size of data rows per step for the alignment",
-    "dtype": "float64 (default, for the science) or float32 (speed)",
-    "device": "torch device: cpu or cuda",
-    "seed": "seed of every random number (data, initial particles, noise)",
+    p.name: f"{p.doc}; {p.allowed()}" if p.kind in ("real", "int", "seed", "level") else p.doc
+    for p in contract_of(SimulationConfig).params
 }
 
 

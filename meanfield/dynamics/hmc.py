@@ -49,17 +49,19 @@ C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7, 1992.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 import xarray as xr
 
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_int
+from ..contract import RUN_PARAMS, Param, check_declared, declare, declare_fields
 from ..domains import Ball, Box, Domain
 from ..energy import Energy
 from ..errors import (
@@ -72,7 +74,6 @@ from ..errors import (
 from ..results import check_extra_attrs, merge_attrs
 from ..stats import effective_sample_size, integrated_autocorr_time  # re-exported
 from .chains import (
-    REGIMES,
     LangevinState,
     _noise,
     _Recorder,
@@ -357,6 +358,41 @@ class DualAveraging:
 MAX_LEAPFROG_CEILING = 100_000
 
 
+#: The parameters of an HMC kernel, declared once for :class:`HMC` and :func:`sample_hmc`.
+HMC_PARAMS = {
+    p.name: p
+    for p in (
+        Param(
+            "step_size", "real", "leapfrog step epsilon (in the time of Omega'' = -N grad H_N; "
+            "None: set later, sample_hmc adapts it)", low=0.0, low_open=True, optional=True,
+            label="step_size (leapfrog step epsilon)",
+        ),
+        Param(
+            "trajectory_length", "real", "Hamiltonian time T of one trajectory "
+            "(L = ceil(T / epsilon) leapfrog steps)", low=0.0, low_open=True,
+            label="trajectory_length (T)",
+        ),
+        Param(
+            "jitter", "real", "each replica's step is epsilon (1 + j (2u - 1)), u ~ U(0, 1), "
+            "per trajectory", low=0.0, high=1.0, high_open=True,
+        ),
+        Param(
+            "max_leapfrog", "int", "upper bound on the leapfrog steps L of one trajectory "
+            "(at most MAX_LEAPFROG_CEILING = 100000, a module constant)", low=1,
+        ),
+        Param("compile", "flag", "run blocks of trajectories as one torch.compile'd call"),
+    )
+}  # fmt: skip
+
+
+def _hmc_example(name, value) -> dict:
+    """A cheap valid :class:`HMC` beside ``name = value`` (for the contract's tests)."""
+    from ..energy import QuadraticPotential
+
+    return {"energy": Energy([QuadraticPotential()], Box(1, 2.0)), "beta": 1.0}
+
+
+@declare_fields(example=_hmc_example)
 @dataclass
 class HMC:
     r"""Hybrid Monte Carlo with reflection: exact Gibbs law ∝ exp(−β_N N H_N) on 𝒲^N.
@@ -428,32 +464,24 @@ class HMC:
     """
 
     energy: Energy
-    beta: float
-    step_size: float | None = None
-    trajectory_length: float = 1.0
-    regime: str = "mean-field"
-    jitter: float = 0.0
-    max_leapfrog: int = 1000
-    compile: bool = False
+    beta: float = field(metadata={"param": RUN_PARAMS["beta"]})
+    step_size: float | None = field(default=None, metadata={"param": HMC_PARAMS["step_size"]})
+    trajectory_length: float = field(
+        default=1.0, metadata={"param": HMC_PARAMS["trajectory_length"]}
+    )
+    regime: str = field(default="mean-field", metadata={"param": RUN_PARAMS["regime"]})
+    jitter: float = field(default=0.0, metadata={"param": HMC_PARAMS["jitter"]})
+    max_leapfrog: int = field(default=1000, metadata={"param": HMC_PARAMS["max_leapfrog"]})
+    compile: bool = field(default=False, metadata={"param": HMC_PARAMS["compile"]})
 
     def __post_init__(self):
-        self.beta = check_positive("beta (inverse temperature)", self.beta)
-        if self.step_size is not None:
-            self.step_size = check_positive("step_size (leapfrog step epsilon)", self.step_size)
-        self.trajectory_length = check_positive("trajectory_length (T)", self.trajectory_length)
-        check_choice("regime", self.regime, REGIMES)
-        self.jitter = check_positive("jitter", self.jitter, allow_zero=True)
-        if self.jitter >= 1:
-            raise InputError(f"jitter must be in [0, 1), got {self.jitter}")
-        self.max_leapfrog = check_int("max_leapfrog", self.max_leapfrog)
+        check_declared(self)  # the contract of the fields; then the ceiling, read now
         if self.max_leapfrog > MAX_LEAPFROG_CEILING:
             raise InputError(
                 f"max_leapfrog must be an integer in [1, {MAX_LEAPFROG_CEILING}] (a bound on the "
                 f"leapfrog steps of one trajectory), got {self.max_leapfrog}; for more, raise "
                 "meanfield.dynamics.hmc.MAX_LEAPFROG_CEILING explicitly"
             )
-        if not isinstance(self.compile, bool):
-            raise InputTypeError(f"compile must be True or False, got {self.compile!r}")
 
     @property
     def n_leapfrog(self) -> int:
@@ -1088,6 +1116,22 @@ def find_reasonable_step_size(
     return eps
 
 
+@declare(
+    dataclasses.replace(RUN_PARAMS["beta"], optional=True),
+    Param("n_samples", "int", "recorded trajectories, after the warm-up", low=1),
+    Param("n_warmup", "int", "warm-up trajectories adapting epsilon (0 needs step_size)", low=0),
+    HMC_PARAMS["trajectory_length"],
+    HMC_PARAMS["step_size"],
+    Param("target_accept", "level", "target mean acceptance probability of the warm-up"),
+    dataclasses.replace(RUN_PARAMS["regime"], optional=True),
+    HMC_PARAMS["jitter"],
+    HMC_PARAMS["max_leapfrog"],
+    RUN_PARAMS["record_every"],
+    dataclasses.replace(RUN_PARAMS["seed"], optional=True),
+    RUN_PARAMS["record_positions"],
+    RUN_PARAMS["progress"],
+    HMC_PARAMS["compile"],
+)
 def sample_hmc(
     spec,
     omega0=None,
@@ -1209,7 +1253,8 @@ def sample_hmc(
     True
     """
     energy, omega0, beta, regime, seed = _hmc_run(spec, omega0, beta, regime, seed)
-    n_samples, n_warmup, target = _check_args(beta, n_samples, n_warmup, target_accept, step_size)
+    if n_warmup == 0 and step_size is None:
+        raise InputError("n_warmup = 0 needs a step_size (nothing would adapt it)")
     integrator = HMC(
         energy, beta, step_size, trajectory_length, regime, jitter, max_leapfrog, compile
     )
@@ -1220,16 +1265,18 @@ def sample_hmc(
     omega0, record_every, seed = chain_setup(energy, omega0, n_samples, record_every, seed)
     with torch.no_grad():
         state = integrator.init(omega0, seed=seed)
-        integrator, state, step_size0, probs = warm_up(integrator, state, n_warmup, target)
+        integrator, state, step_size0, probs = warm_up(integrator, state, n_warmup, target_accept)
     _warn_if_capped(integrator)
     recorder = _Recorder(energy, record_positions=record_positions, acceptance=True)
     state = recorder.run(integrator, state, n_samples, record_every, progress, "hmc")
-    run = {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target}
+    run = {"n_warmup": n_warmup, "n_samples": n_samples, "target_accept": target_accept}
     params = _hmc_params(integrator, state, step_size0, probs, run, record_every, extra_attrs)
     dt = integrator.n_leapfrog * integrator.step_size
     note = low_acceptance_warning(state, "step_size", integrator.step_size)
     if note:
-        warnings.warn(note, LowAcceptanceWarning, stacklevel=2)
+        warnings.warn(
+            note, LowAcceptanceWarning, stacklevel=3
+        )  # the caller, past the contract wrapper
     return recorder.dataset(state, time_per_step=dt, params=params, seed=seed, time_name=_HMC_TIME)
 
 
@@ -1286,26 +1333,12 @@ def _warn_if_capped(integrator: HMC) -> None:
             f"{integrator.max_leapfrog}: each trajectory runs only {ran:.3g} (recorded as the "
             "dataset's trajectory_length); raise max_leapfrog or shorten trajectory_length",
             TrajectoryCappedWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 
 #: How the ``time`` coordinate of an HMC dataset is defined.
 _HMC_TIME = "n_leapfrog * step_size * step (Hamiltonian time)"
-
-
-def _check_args(beta, n_samples, n_warmup, target_accept, step_size):
-    """:func:`sample_hmc`'s run arguments checked before any work (β first; :class:`HMC` turns
-    it into a float); returns the numbers of samples and warm-up trajectories and the target
-    acceptance as checked."""
-    check_positive("beta (inverse temperature)", beta)
-    n_samples = check_int("n_samples", n_samples)
-    n_warmup = check_int("n_warmup", n_warmup, minimum=0)
-    if not 0 < float(target_accept) < 1:
-        raise InputError(f"target_accept must be in (0, 1), got {target_accept!r}")
-    if n_warmup == 0 and step_size is None:
-        raise InputError("n_warmup = 0 needs a step_size (nothing would adapt it)")
-    return n_samples, n_warmup, float(target_accept)
 
 
 def warm_up(integrator: HMC, state: LangevinState, n_warmup: int, target: float):

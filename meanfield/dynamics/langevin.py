@@ -674,7 +674,7 @@ def _warn_if_pinned(ds: xr.Dataset, integrator) -> None:
             f"(R = {R:g}): the step eta = {eta:g} at beta = {beta:g} carries them out of the "
             "domain and the projection pins them; lower eta",
             PinnedParticlesWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -687,12 +687,7 @@ _SPEC_KEYWORDS = (
 
 @declare(
     *(dataclasses.replace(RUN_PARAMS[name], optional=True) for name in _SPEC_KEYWORDS),
-    Param(
-        "record_every", "int", "steps between records (None: about 100 records)", low=1,
-        optional=True,
-    ),
-    Param("record_positions", "flag", "store every record's positions (else the last only)"),
-    Param("progress", "flag", "show a progress bar"),
+    *(RUN_PARAMS[name] for name in ("record_every", "record_positions", "progress")),
     Param(
         "pair_step", "choice", "Langevin's step of an unsoftened singular pair kernel "
         "(None: capped for such a kernel, explicit otherwise)", choices=PAIR_STEPS,
@@ -835,7 +830,9 @@ def _simulate(
     spec: RunSpec, record_every, record_positions, progress, extra_attrs, pair_step,
     check_start=True,
 ):  # fmt: skip
-    """:func:`simulate` of a checked spec."""
+    """:func:`simulate` of a checked spec.  Its warnings point at the caller of
+    :func:`simulate`: their stack levels count this function, :func:`simulate` and the
+    contract's checking wrapper (:func:`meanfield.contract.declare`)."""
     energy, n_steps, method = spec.energy, spec.n_steps, spec.method
     kw = dict(method=method, eta=spec.eta, beta=spec.beta, regime=spec.regime)
     integrator = make_integrator(
@@ -865,10 +862,10 @@ def _simulate(
     if isinstance(integrator, MALA):
         note = low_acceptance_warning(state, "eta", integrator.eta)
         if note:
-            warnings.warn(note, LowAcceptanceWarning, stacklevel=3)
+            warnings.warn(note, LowAcceptanceWarning, stacklevel=4)
         note = frozen_chain_warning(state, "eta", integrator.eta)
         if note:
-            warnings.warn(note, FrozenChainWarning, stacklevel=3)
+            warnings.warn(note, FrozenChainWarning, stacklevel=4)
     return ds
 
 
@@ -892,7 +889,7 @@ def _report_pair_step(ds: xr.Dataset, integrator: ProjectedLangevin, state) -> N
                 "wrong; use pair_step='capped' (the default), a smaller eta, a softening > 0, "
                 "or method='mala' / sample_hmc",
                 OvershootWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
     if bool(np.isposinf(ds["energy"].values).any()):
         warnings.warn(
@@ -900,7 +897,7 @@ def _report_pair_step(ds: xr.Dataset, integrator: ProjectedLangevin, state) -> N
             "boundary point by the projection) under an unsoftened singular pair kernel; lower "
             "eta, enlarge the domain or give the kernel a softening > 0",
             CoincidentParticlesWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -912,7 +909,7 @@ def _warn_if_step_pins(integrator, N: int) -> None:
     beta_N = effective_beta(integrator.beta, N, integrator.regime)
     note = pinning_step_warning(integrator.energy.domain, integrator.eta, integrator.beta, beta_N)
     if note:
-        warnings.warn(note, PinnedParticlesWarning, stacklevel=4)
+        warnings.warn(note, PinnedParticlesWarning, stacklevel=5)
 
 
 def _run_params(integrator, method: str, N: int, n_steps, record_every, extra_attrs) -> dict:

@@ -53,16 +53,17 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_positive, check_seed, shown
+from .._validation import check_choice, check_positive, shown
+from ..contract import RUN_METHODS, RUN_PARAMS
 from ..energy import Energy, PairInteraction
 from ..errors import InputError, InputTypeError, SizeLimitError, StepBudgetError
 from ..pde.field import Density
 from ..pde.flux import SCHEMES, Scheme
-from .chains import REGIMES
 
 #: The integrators of :func:`~meanfield.dynamics.langevin.simulate` (HMC runs through
-#: :func:`~meanfield.dynamics.hmc.sample_hmc`).
-METHODS = ("langevin", "mala")
+#: :func:`~meanfield.dynamics.hmc.sample_hmc`); declared with the run parameters
+#: (:data:`meanfield.contract.RUN_METHODS`).
+METHODS = RUN_METHODS
 #: Default step budget of a side-by-side run (:func:`meanfield.workbench.compare.compare`),
 #: for the particles and the grid alike (the default ``max_steps`` of
 #: :func:`meanfield.pde.solve`).
@@ -102,14 +103,13 @@ def _check_safety(value):
 
 #: The check of every run parameter a :class:`RunSpec` shares with the plain configurations:
 #: name -> function(value) -> the checked value (raising with the parameter's name and range).
+#: The particle parameters are those the contract declares (:data:`meanfield.contract.
+#: RUN_PARAMS`), the grid's are checked here.
 RUN_CHECKS = {
-    "beta": lambda v: check_positive("beta (inverse temperature)", v),
-    "eta": lambda v: check_positive("eta (step size)", v),
-    "n_steps": lambda v: check_int("n_steps", v),
-    "n_particles": lambda v: check_int("n_particles (N)", v),
-    "regime": lambda v: check_choice("regime", v, REGIMES),
-    "method": lambda v: check_choice("method", v, METHODS),
-    "seed": lambda v: check_seed("seed", v),
+    **{
+        name: RUN_PARAMS[name].check
+        for name in ("beta", "eta", "n_steps", "n_particles", "regime", "method", "seed")
+    },
     "scheme": _check_scheme,
     "order": _check_order,
     "safety": _check_safety,
@@ -180,10 +180,9 @@ def check_batches(method: str, energy: Energy, interaction_batch, data_batch):
             "method 'mala' samples the exact Gibbs law: it takes neither "
             "interaction_batch nor data_batch"
         )
-    if interaction_batch is not None:
-        interaction_batch = check_int("interaction_batch (B)", interaction_batch, minimum=2)
+    interaction_batch = RUN_PARAMS["interaction_batch"].check(interaction_batch)
     if data_batch is not None:
-        data_batch = check_int("data_batch", data_batch, minimum=2)
+        data_batch = RUN_PARAMS["data_batch"].check(data_batch)
         n = energy.n_data()
         if n is None:
             raise ValueError("data_batch needs an energy with an alignment (data) term")

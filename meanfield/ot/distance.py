@@ -53,6 +53,7 @@ import numpy as np
 import ot
 
 from .._validation import check_choice, check_int
+from ..contract import Param, declare
 from ..errors import ConvergenceError, InputError, InputTypeError, NumericalError, PrecisionWarning
 from .measure import Measure, quantile_segments
 from .precision import UNIT_ROUNDOFF, Frame, common_frame, rounding_bound
@@ -268,6 +269,13 @@ def _resolve(a: Measure, b: Measure, order: int, method: str) -> str:
     return "sparse" if w == "sparse_exact" else "exact"
 
 
+@declare(
+    Param("order", "int", "q of W_q", low=1, high=2, choices=(1, 2)),
+    Param(
+        "method", "choice", "solver (auto: exact by the cheaper route, never sliced; "
+        "sparse_exact is read as sparse)", choices=(*METHODS, "sparse_exact"),
+    ),
+)  # fmt: skip
 def wasserstein(a: Measure, b: Measure, order: int = 2, method: str = "auto", **options):
     r"""The Wasserstein distance W_q(a, b), q = 1 or 2, between two measures.
 
@@ -495,7 +503,7 @@ def _certified(primal, dual, order, method, frame, terms, duals, mismatch, a, de
             f"extent {frame.length(diam):.6g} of the two measures; returned "
             "with certified=False",
             PrecisionWarning,
-            stacklevel=4,
+            stacklevel=5,  # past _compute, wasserstein and its contract wrapper
         )
     return TransportResult(distance, q, method, lower, upper, certified, details)
 

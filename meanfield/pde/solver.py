@@ -316,7 +316,7 @@ def _check_fixed_step(stepper: Stepper, equation, step_rtol, duration: float) ->
         f"use dt <= about {suggest:.3g} (about {math.ceil(duration / suggest)} sub-steps "
         "over the run), or pass step_rtol=None if only the stationary limit matters",
         InaccurateStepWarning,
-        stacklevel=3,
+        stacklevel=4,  # the caller of solve (past its contract's checking wrapper)
     )
     return error
 

@@ -49,6 +49,7 @@ from scipy.optimize import NoConvergence, newton_krylov
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from .._validation import check_choice, check_int, check_positive
+from ..contract import RUN_PARAMS, Param, declare
 from ..energy import Energy, NormalisedAlignment, RiskAlignment
 from ..errors import (
     ConvergenceError,
@@ -124,7 +125,7 @@ def _report(method, converged, iterations, history, free_energy, message) -> Sta
 
 def _warn_unconverged(what: str, report: StationaryReport, tol: float, advice: str) -> None:
     """A :class:`~meanfield.errors.ConvergenceWarning` for a solve that stopped above ``tol``
-    (the caller's caller is the user's line)."""
+    (the caller's caller, past the contract's wrapper, is the user's line)."""
     if report.converged:
         return
     warnings.warn(
@@ -132,7 +133,7 @@ def _warn_unconverged(what: str, report: StationaryReport, tol: float, advice: s
         f"{report.iterations} iterations ({report.method}); the density returned is the last "
         f"iterate, not the stationary state: {advice}",
         ConvergenceWarning,
-        stacklevel=3,
+        stacklevel=4,  # past the solver and its contract wrapper (meanfield.contract.declare)
     )
 
 
@@ -641,6 +642,19 @@ def _several_states_message(states, beta: float) -> str:
     return f"{head}. States: {lines}. All are in report.states."
 
 
+@declare(
+    RUN_PARAMS["beta"],
+    Param("method", "choice", "fixed-point solver", choices=("picard", "newton")),
+    Param("mass", "real", "total mass (1 for a probability density)", low=0.0, low_open=True),
+    Param("damping", "real", "initial Picard damping alpha", low=0.0, high=1.0, low_open=True),
+    Param("tol", "real", "stop at this relative residual", low=0.0, low_open=True),
+    Param("max_iter", "int", "iterations per start", low=1),
+    Param(
+        "search", "choice", "one start, several (symmetry-broken) starts, or by convexity",
+        choices=("auto", "single", "multi"),
+    ),
+    Param("tilt", "real", "beta h R_d of the tilted starts", low=0.0, low_open=True),
+)  # fmt: skip
 def gibbs_state(
     energy,
     grid: Grid | None,
@@ -818,8 +832,8 @@ def gibbs_state(
     report.states = tuple(states)
     if len(states) > 1 or not minimiser_is_unique(states):
         warnings.warn(
-            _several_states_message(states, beta), MultipleStationaryStatesWarning, stacklevel=2
-        )
+            _several_states_message(states, beta), MultipleStationaryStatesWarning, stacklevel=3
+        )  # the caller, past the contract wrapper
     elif not states[0].stable and search == "single":
         warnings.warn(
             f"gibbs_state: the state found is {states[0].stability} (sigma_min = "
@@ -827,7 +841,7 @@ def gibbs_state(
             "lower free energy exist; use search='multi' (or meanfield.pde.branches) to find "
             "them",
             MultipleStationaryStatesWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return states[0].density, report
 
@@ -1040,6 +1054,16 @@ def _minimise_on_simplex(qp: _SimplexQP, w, stop: _QPStopping):
     return w, E_w, L, converged
 
 
+@declare(
+    Param("mass", "real", "total mass", low=0.0, low_open=True),
+    Param("tol", "real", "success at this Frank-Wolfe gap", low=0.0, low_open=True,
+          units="energy"),
+    Param("max_iter", "int", "FISTA iterations (both phases together)", low=1),
+    Param("warm_tol", "real", "gap at which FISTA hands over to the active set", low=0.0,
+          low_open=True, units="energy"),
+    Param("max_active_set", "int", "active-set iterations", low=0),
+    Param("minres_maxiter", "int", "conjugate-gradient iterations per KKT solve", low=1),
+)  # fmt: skip
 def equilibrium_measure(
     energy,
     grid: Grid | None = None,

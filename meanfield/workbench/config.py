@@ -6,8 +6,10 @@ sweeps: one place that turns names and numbers into an :class:`~meanfield.energy
 (:class:`~meanfield.dynamics.spec.RunSpec`) that :func:`~meanfield.dynamics.langevin.simulate`
 reads.  Every configuration here (and :class:`~meanfield.workbench.problems.ComparisonConfig`,
 ``meanfield compare``'s) is a frozen dataclass, checked when made, that reads and writes
-TOML (``from_toml``, ``to_toml``) and checks the run parameters it shares with a spec by the
-spec's own checks (:data:`meanfield.dynamics.spec.RUN_CHECKS`).
+TOML (``from_toml``, ``to_toml``).  Each field of :class:`SimulationConfig` is declared by a
+:class:`~meanfield.contract.Param` in its metadata: its check (the run parameters it shares
+with a spec are declared once, :data:`meanfield.contract.RUN_PARAMS`), its flag's help text
+(:data:`meanfield.cli.parser.HELP`) and its row in the docs' tables come from it.
 
 The energy built from a configuration is (THEORY §2)
 
@@ -33,7 +35,7 @@ import dataclasses
 import json
 import sys
 import zipfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,11 +45,8 @@ from .._validation import (
     check_array,
     check_choice,
     check_device,
-    check_finite_real,
-    check_int,
-    check_level,
-    check_positive,
 )
+from ..contract import RUN_METHODS, RUN_PARAMS, Param, check_declared, declare_fields
 from ..errors import DataFileError, InputError, InputTypeError, MissingFileError
 
 # torch and the computational modules (energy, kernels, particles, ...) are imported where
@@ -229,6 +228,32 @@ class _TomlConfig:
         return dataclasses.asdict(self)
 
 
+def _field(default, param: Param):
+    """A configuration field with its default, declared by ``param`` (its check, its flag's
+    help text, its row in the docs)."""
+    return dataclasses.field(default=default, metadata={"param": param})
+
+
+#: The fields of :class:`SimulationConfig` that only HMC reads.
+_HMC_FIELDS = ("trajectory_length", "n_warmup", "target_accept", "step_size")
+
+
+def _simulation_example(name, value) -> dict:
+    """The fields a valid :class:`SimulationConfig` needs beside ``name = value`` (for the
+    contract's generated tests): HMC for the HMC fields, the Riesz kernel with ``s``, a
+    confinement with every alignment (``alignment = "none"`` needs one)."""
+    if name in _HMC_FIELDS:
+        return {"method": "hmc", **({"step_size": 0.1} if name == "n_warmup" else {})}
+    if name == "s":
+        return {} if value is None else {"kernel": "riesz"}
+    if name == "kernel" and value == "riesz":
+        return {"s": 1.0}
+    if name == "alignment":
+        return {"confinement": 1.0}
+    return {}
+
+
+@declare_fields(example=_simulation_example)
 @dataclass(frozen=True)
 class SimulationConfig(_TomlConfig):
     """Every parameter of one particle run (defaults: the README's main job).
@@ -338,58 +363,263 @@ class SimulationConfig(_TomlConfig):
     (('time', 'particle', 'dim'), (6, 16, 3))
     """
 
-    data: str = "two_moons"
-    data_file: str | None = None
-    n_data: int = 400
-    data_dim: int = 2
-    feature: str = "fourier"
-    alignment: str = "linear"
-    alpha: float = 1.0
-    kernel: str = "coulomb"
-    s: float | None = None
-    softening: float = 0.05
-    width: float = 1.0
-    lam: float = 0.05
-    confinement: float = 0.0
-    domain: str = "box"
-    radius: float = 4.0
-    n_particles: int = 256
-    init: str = "gaussian"
-    bandwidth: float = 1.0
-    method: str = "langevin"
-    regime: str = "mean-field"
-    eta: float = 0.05
-    beta: float = 1000.0
-    n_steps: int = 400
-    record_every: int | None = None
-    interaction_batch: int | None = None
-    data_batch: int | None = None
-    dtype: str = "float64"
-    device: str = "cpu"
-    seed: int = 0
-    trajectory_length: float | None = None
-    n_warmup: int | None = None
-    target_accept: float | None = None
-    step_size: float | None = None
+    data: str = _field(
+        "two_moons",
+        Param(
+            "data",
+            "string",
+            "synthetic task for the alignment data: two_moons, xor, "
+            "checkerboard, radial, gaussian_mixture (default two_moons)",
+            examples=("two_moons",),
+        ),
+    )
+    data_file: str | None = _field(
+        None,
+        Param(
+            "data_file",
+            "string",
+            "read the data from a .npz (arrays X, y) or .csv (label last) instead",
+            optional=True,
+        ),
+    )
+    n_data: int = _field(
+        400, Param("n_data", "int", "number of data points drawn from the synthetic task", low=2)
+    )
+    data_dim: int = _field(
+        2, Param("data_dim", "int", "input dimension d of the synthetic task", low=1)
+    )
+    feature: str = _field(
+        "fourier",
+        Param(
+            "feature",
+            "choice",
+            "feature map phi(x; omega): fourier (sqrt2 cos(w.x + b), "
+            "p = d + 1), positive (exp(w.x - |x|^2/2), p = d) or softplus (p = d)",
+            choices=("positive", "fourier", "softplus"),
+        ),
+    )
+    alignment: str = _field(
+        "linear",
+        Param(
+            "alignment",
+            "choice",
+            "alignment form: linear (U-statistic), risk (with --alpha), "
+            "normalised (Cristianini) or none",
+            choices=ALIGNMENTS,
+        ),
+    )
+    alpha: float = _field(
+        1.0,
+        Param(
+            "alpha",
+            "real",
+            "scale of the ideal kernel alpha*T in the risk form",
+            low=0.0,
+            low_open=True,
+        ),
+    )
+    kernel: str = _field(
+        "coulomb",
+        Param(
+            "kernel",
+            "string",
+            "pair kernel: coulomb (Riesz s = p - 2), riesz (needs --s), log, gaussian, quadratic",
+            examples=("coulomb", "log"),
+        ),
+    )
+    s: float | None = _field(
+        None,
+        Param(
+            "s",
+            "real",
+            "Riesz exponent s of --kernel riesz, required with it (any real; "
+            "s < p unless --softening > 0)",
+            optional=True,
+            label="s (Riesz exponent)",
+        ),
+    )
+    softening: float = _field(
+        0.05, Param("softening", "real", "softening length epsilon of the pair kernel", low=0.0)
+    )
+    width: float = _field(
+        1.0,
+        Param("width", "real", "width of the gaussian pair kernel", low=0.0, low_open=True),
+    )
+    lam: float = _field(
+        0.05,
+        Param(
+            "lam",
+            "real",
+            "interaction strength lambda (0 switches the pair term off)",
+            low=0.0,
+            label="lam (lambda)",
+        ),
+    )
+    confinement: float = _field(
+        0.0,
+        Param(
+            "confinement",
+            "real",
+            "strength of the confining potential |omega|^2/2 (0 = none)",
+            low=0.0,
+        ),
+    )
+    domain: str = _field(
+        "box",
+        Param(
+            "domain",
+            "choice",
+            "particle domain: box [-R, R]^p or ball B(0, R)",
+            choices=("box", "ball"),
+        ),
+    )
+    radius: float = _field(
+        4.0,
+        Param(
+            "radius",
+            "real",
+            "R, half-width of the box or radius of the ball",
+            low=0.0,
+            low_open=True,
+            label="radius (R)",
+        ),
+    )
+    n_particles: int = _field(256, replace(RUN_PARAMS["n_particles"], doc="number of particles N"))
+    init: str = _field(
+        "gaussian",
+        Param(
+            "init",
+            "choice",
+            "initial particles: gaussian or orthogonal (blocks of orthogonal "
+            "rows); with --softening 0 and a singular kernel they are drawn >= 0.5 N^(-1/p) / "
+            "bandwidth apart",
+            choices=("gaussian", "orthogonal"),
+        ),
+    )
+    bandwidth: float = _field(
+        1.0,
+        Param(
+            "bandwidth",
+            "real",
+            "initial particles omega ~ N(0, bandwidth^-2 I)",
+            low=0.0,
+            low_open=True,
+        ),
+    )
+    method: str = _field(
+        "langevin",
+        replace(
+            RUN_PARAMS["method"],
+            choices=(*RUN_METHODS, "hmc"),
+            doc="langevin (Algorithm 1, projected), mala (exact Gibbs sampler) or hmc (exact, "
+            "Hamiltonian Monte Carlo with reflection: --trajectory-length, --n-warmup, "
+            "--target-accept, --step-size)",
+        ),
+    )
+    regime: str = _field("mean-field", RUN_PARAMS["regime"])
+    eta: float = _field(
+        0.05,
+        replace(RUN_PARAMS["eta"], doc="step size eta of langevin and mala; time t = eta * steps"),
+    )
+    beta: float = _field(1000.0, RUN_PARAMS["beta"])
+    n_steps: int = _field(
+        400,
+        replace(
+            RUN_PARAMS["n_steps"],
+            doc="number of steps (hmc: recorded trajectories, after the warm-up)",
+        ),
+    )
+    record_every: int | None = _field(
+        None,
+        replace(
+            RUN_PARAMS["record_every"],
+            doc="record positions and energies every this many steps (default ~100 records)",
+        ),
+    )
+    interaction_batch: int | None = _field(
+        None,
+        replace(
+            RUN_PARAMS["interaction_batch"],
+            doc="random-batch size B for the pair term (O(N B) per step)",
+        ),
+    )
+    data_batch: int | None = _field(
+        None,
+        replace(
+            RUN_PARAMS["data_batch"], doc="mini-batch size of data rows per step for the alignment"
+        ),
+    )
+    dtype: str = _field(
+        "float64",
+        Param(
+            "dtype",
+            "choice",
+            "float64 (default, for the science) or float32 (speed)",
+            choices=("float64", "float32"),
+        ),
+    )
+    device: str = _field(
+        "cpu", Param("device", "string", "torch device: cpu or cuda", examples=("cpu",))
+    )
+    seed: int = _field(
+        0,
+        replace(
+            RUN_PARAMS["seed"], doc="seed of every random number (data, initial particles, noise)"
+        ),
+    )
+    trajectory_length: float | None = _field(
+        None,
+        Param(
+            "trajectory_length",
+            "real",
+            "hmc only: Hamiltonian time T of one trajectory (default 1)",
+            low=0.0,
+            low_open=True,
+            optional=True,
+        ),
+    )
+    n_warmup: int | None = _field(
+        None,
+        Param(
+            "n_warmup",
+            "int",
+            "hmc only: warm-up trajectories adapting the leapfrog step "
+            "(default 200; 0 needs --step-size)",
+            low=0,
+            optional=True,
+        ),
+    )
+    target_accept: float | None = _field(
+        None,
+        Param(
+            "target_accept",
+            "level",
+            "hmc only: target mean acceptance probability of the warm-up (default 0.8)",
+            optional=True,
+        ),
+    )
+    step_size: float | None = _field(
+        None,
+        Param(
+            "step_size",
+            "real",
+            "hmc only: initial (fixed with --n-warmup 0) leapfrog step "
+            "(default: Hoffman-Gelman heuristic)",
+            low=0.0,
+            low_open=True,
+            optional=True,
+        ),
+    )
 
     TABLE = "simulate"
 
     def __post_init__(self):
-        from ..dynamics.spec import check_fields
         from ..kernels import KERNEL_NAMES
 
-        check_choice("alignment", self.alignment, ALIGNMENTS)
-        check_choice("feature", self.feature, ("positive", "fourier", "softplus"))
-        check_choice("method", self.method, _config_methods())
+        # every field by its declaration (the run parameters a RunSpec shares are declared
+        # once, meanfield.contract.RUN_PARAMS), then what involves several fields
+        check_declared(self)
         self._check_hmc()
-        # the run parameters a RunSpec shares, by the spec's own checks
-        check_fields(self, ("regime", "n_particles", "n_steps", "eta", "beta", "seed"))
-        check_choice("dtype", self.dtype, ("float64", "float32"))
-        check_choice("init", self.init, ("gaussian", "orthogonal"))
-        check_int("n_data", self.n_data, minimum=2)
-        check_positive("radius (R)", self.radius)
-        check_positive("lam (lambda)", self.lam, allow_zero=True)
-        check_positive("confinement", self.confinement, allow_zero=True)
         check_choice("kernel", self.kernel, KERNEL_NAMES)
         if self.kernel == "riesz":
             if self.s is None:
@@ -397,23 +627,11 @@ class SimulationConfig(_TomlConfig):
                     "kernel 'riesz' needs its exponent: set s (--s), any real number "
                     "(s < p unless softening > 0)"
                 )
-            check_finite_real("s (Riesz exponent)", self.s)
         elif self.s is not None:
             raise InputError(
                 f"s (Riesz exponent) is used only with kernel 'riesz', not {self.kernel!r}; "
                 "drop it or set kernel = 'riesz'"
             )
-        check_positive("softening", self.softening, allow_zero=True)
-        check_positive("width", self.width)
-        check_positive("alpha", self.alpha)
-        check_positive("bandwidth", self.bandwidth)
-        for name in ("record_every", "data_batch"):
-            if getattr(self, name) is not None:
-                check_int(name, getattr(self, name))
-        if self.interaction_batch is not None:
-            check_int("interaction_batch", self.interaction_batch, minimum=2)
-        check_int("data_dim", self.data_dim)
-        check_choice("domain", self.domain, ("box", "ball"))
         object.__setattr__(self, "device", check_device("device", self.device))
         if self.alignment == "none" and self.confinement == 0.0:
             raise InputError(
@@ -456,11 +674,10 @@ class SimulationConfig(_TomlConfig):
         )
 
     def _check_hmc(self) -> None:
-        """The HMC fields: in range with ``method = "hmc"``, refused with the other methods
+        """The HMC fields (in range by their declarations): refused with the other methods
         (as ``s`` without the Riesz kernel), and no stochastic batches for the exact sampler."""
-        hmc_fields = ("trajectory_length", "n_warmup", "target_accept", "step_size")
         if self.method != "hmc":
-            for name in hmc_fields:
+            for name in _HMC_FIELDS:
                 if getattr(self, name) is not None:
                     raise InputError(
                         f"{name} (--{name.replace('_', '-')}) is used only with method 'hmc', "
@@ -472,16 +689,8 @@ class SimulationConfig(_TomlConfig):
                 raise InputError(
                     f"method 'hmc' samples the exact Gibbs law: it takes no {name}; drop it"
                 )
-        if self.trajectory_length is not None:
-            check_positive("trajectory_length", self.trajectory_length)
-        if self.n_warmup is not None:
-            check_int("n_warmup", self.n_warmup, minimum=0)
-            if self.n_warmup == 0 and self.step_size is None:
-                raise InputError("n_warmup = 0 needs a step_size (--step-size): nothing adapts it")
-        if self.target_accept is not None:
-            check_level("target_accept", self.target_accept)
-        if self.step_size is not None:
-            check_positive("step_size", self.step_size)
+        if self.n_warmup == 0 and self.step_size is None:
+            raise InputError("n_warmup = 0 needs a step_size (--step-size): nothing adapts it")
 
     # --- building blocks --------------------------------------------------------------------
     def load_data(self) -> tuple[np.ndarray | None, np.ndarray | None]:
