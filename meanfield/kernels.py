@@ -98,6 +98,17 @@ def _kappa_from_value_sq(self, u):
     return self.value_sq(u - self.softening**2)
 
 
+def _kappa_of_array(kernel, u):
+    """κ(u) for numpy (or a number): the kernel's own ``kappa`` when it takes numpy, else
+    through float64 torch (a user's κ written with torch functions, e.g. ``torch.sqrt``)."""
+    if isinstance(u, torch.Tensor):
+        return kernel.kappa(u)
+    try:
+        return kernel.kappa(u)
+    except TypeError:  # torch functions refuse numpy arrays
+        return _on_torch(kernel.kappa, u)
+
+
 def _on_torch(fn: Callable, u):
     """fn(u) for a function written in torch: a tensor ``u`` is passed as is, numpy (or a
     number) as a float64 tensor and the result returned as numpy; the result has the shape
@@ -287,7 +298,7 @@ class PairKernel(abc.ABC):
         >>> Riesz(s=1.0, softening=3.0).value_sq(np.array([16.0]))  # 1/√(16 + 9)
         array([0.2])
         """
-        return self.kappa(r2 + self.softening**2)
+        return _kappa_of_array(self, r2 + self.softening**2)
 
     def grad_coeff_sq(self, r2):
         """2 κ'(r² + ε²): ∇k(z) = grad_coeff_sq(|z|²) · z; 0 where z = 0 and κ' blows up.
@@ -371,7 +382,7 @@ class PairKernel(abc.ABC):
         """
         r = np.asarray(r, dtype=float)
         with np.errstate(divide="ignore"):
-            return self.kappa(r * r + self.softening**2)
+            return np.asarray(_kappa_of_array(self, r * r + self.softening**2))
 
     def gradient(self, z):
         """∇k(z) for z of shape (..., p) -> (..., p).

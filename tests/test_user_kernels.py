@@ -243,3 +243,39 @@ def test_callable_kernel_uses_the_given_derivative_and_converts_numpy():
 def test_callable_kernel_refuses_bad_arguments_naming_them(kwargs, error, match):
     with pytest.raises(error, match=match):
         CallableKernel(**kwargs)
+
+
+def test_a_kappa_written_in_torch_serves_the_grid_and_the_plots():
+    """κ written with torch functions (torch.sqrt refuses numpy arrays): radial, value_sq
+    and the grid's Gibbs state take numpy through float64 torch, and agree with the same
+    kernel written in numpy-compatible operations."""
+    import numpy as np
+    import torch
+
+    import meanfield as mf
+    from meanfield.kernels import PairKernel
+
+    class TorchKink(PairKernel):
+        name = "torch-kink"
+
+        def kappa(self, u):
+            return u / 2 - torch.sqrt(u)
+
+    class PowerKink(PairKernel):
+        name = "power-kink"
+
+        def kappa(self, u):
+            return u / 2 - u**0.5
+
+    r = np.array([0.0, 0.5, 1.0, 2.0])
+    np.testing.assert_allclose(TorchKink().radial(r), r**2 / 2 - r, rtol=1e-15)
+    box = mf.Box(1, 3.0)
+    states = [
+        mf.gibbs_state(
+            mf.Energy([mf.QuadraticPotential(), mf.PairInteraction(k, lam=0.5)], box),
+            mf.Grid(box, 64),
+            2.0,
+        )[0].data
+        for k in (TorchKink(), PowerKink())
+    ]
+    np.testing.assert_allclose(states[0], states[1], rtol=1e-12, atol=1e-15)
