@@ -55,8 +55,11 @@ __all__ = [
     "Ball",
     "sample_initial_particles",
     "equilibrium_case",
-    # dynamics: the run specification, projected Langevin, MALA, HMC and chain statistics
+    # dynamics: the run specification and its plain-data description, projected Langevin,
+    # MALA, HMC and chain statistics
     "RunSpec",
+    "to_dict",
+    "from_dict",
     "simulate",
     "ProjectedLangevin",
     "MALA",
@@ -115,6 +118,7 @@ _HOMES = {
     "meanfield.features": ("sample_initial_particles",),
     "meanfield.closed_forms": ("equilibrium_case",),
     "meanfield.dynamics.spec": ("RunSpec",),
+    "meanfield.dynamics.description": ("to_dict", "from_dict"),
     "meanfield.dynamics.langevin": ("simulate", "ProjectedLangevin", "MALA"),
     "meanfield.dynamics.hmc": ("HMC", "sample_hmc"),
     "meanfield.stats": ("effective_sample_size",),

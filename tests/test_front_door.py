@@ -31,7 +31,9 @@ def _fresh(code: str) -> str:
 
 def test_all_is_the_homes_and_the_namespaces_without_repeats():
     assert len(meanfield.__all__) == len(set(meanfield.__all__))
-    assert 25 <= len(NAMES) <= 50
+    # curated: the main entry points of each part (52 with the model's plain-data description,
+    # to_dict / from_dict), not every public name
+    assert 25 <= len(NAMES) <= 52
     named = set(meanfield._HOME_OF)
     assert named | (set(NAMES) & MODULES) == set(NAMES), "a name of __all__ has no home"
     assert named <= set(NAMES), "a home is given for a name missing from __all__"

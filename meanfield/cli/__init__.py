@@ -34,7 +34,7 @@ __all__ = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``meanfield`` argument parser: ``simulate``, ``compare``, ``figures``, ``study``.
+    """The ``meanfield`` argument parser: simulate, compare, figures, study and run.
 
     Flag names (one per concept): ``--n-particles`` for a number of particles N (a list in
     the N sweeps), ``--t-final`` for a final time, ``--cells`` for grid cells per axis.  The

@@ -126,6 +126,15 @@ def _add_simulate_flags(sim) -> None:
     _add_config_flags(sim, SimulationConfig, HELP)
 
 
+def _add_run_flags(run) -> None:
+    """The flags of ``meanfield run``: the run file, output, progress."""
+    run.add_argument("file", help='TOML file of one run (RunSpec.to_toml; type = "RunSpec")')
+    run.add_argument(
+        "--out", default="runs/run.nc", help="output netCDF file [default: runs/run.nc]"
+    )
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
 def _add_compare_flags(cmp) -> None:
     """The flags of ``meanfield compare``: ``--config``, output, and every field of the
     problem's configuration."""

@@ -49,14 +49,21 @@ import functools
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_positive, shown
+from .._validation import check_choice, check_output_path, check_positive, shown
 from ..contract import RUN_METHODS, RUN_PARAMS
 from ..energy import Energy, PairInteraction
-from ..errors import InputError, InputTypeError, SizeLimitError, StepBudgetError
+from ..errors import (
+    InputError,
+    InputTypeError,
+    MissingFileError,
+    SizeLimitError,
+    StepBudgetError,
+)
 from ..pde.field import Density
 from ..pde.flux import SCHEMES, Scheme
 
@@ -709,6 +716,111 @@ class RunSpec:
         if isinstance(self.scheme, Scheme):
             out["scheme"] = self.scheme.name
         return {**out, "t_final": self.t_final}
+
+    def to_toml(self, path) -> Path:
+        """Write the whole run (:func:`~meanfield.dynamics.description.to_dict`) as a TOML
+        file that :meth:`from_toml` reads back to an equal spec; ``meanfield run FILE`` runs it.
+
+        The text is read back and compared before it is written, so a file that would not
+        rebuild this spec is never written.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file, created or replaced (a regular file; its missing folders are made).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Raises
+        ------
+        meanfield.errors.InputTypeError
+            A part that cannot be described (a kernel or potential around a Python
+            function, a class defined inside a function), named in the message.
+        meanfield.errors.SizeLimitError
+            Initial particles (or data) above
+            :data:`~meanfield.dynamics.description.MAX_ARRAY_ELEMENTS` numbers.
+        meanfield.errors.OutputPathError
+            ``path`` names a folder, a device or a FIFO, or lies under a file.
+
+        Examples
+        --------
+        >>> import numpy as np, pathlib, tempfile
+        >>> from meanfield.domains import Box
+        >>> from meanfield.energy import Energy, QuadraticPotential
+        >>> E = Energy([QuadraticPotential()], Box(1, 1.0))
+        >>> spec = RunSpec(energy=E, initial=np.zeros((3, 1)), beta=1.0, eta=0.1, n_steps=2)
+        >>> path = spec.to_toml(pathlib.Path(tempfile.mkdtemp()) / "run.toml")
+        >>> RunSpec.from_toml(path).describe() == spec.describe()
+        True
+        """
+        import tomllib
+
+        from .description import _same, from_dict, to_dict, toml_text
+
+        d = to_dict(self)
+        text = toml_text(d)
+        if not _same(to_dict(from_dict(tomllib.loads(text))), d):  # None left out: defaults
+            raise InputTypeError(
+                "this spec does not survive its TOML file (a field set to None whose default "
+                "is not None); RunSpec.to_toml refuses it"
+            )
+        path = check_output_path("path", path, kind="file")  # no device, FIFO or folder
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_toml(cls, path) -> RunSpec:
+        """The spec a TOML file describes (written by :meth:`to_toml`, or by hand: see
+        ``docs/cli.rst``, "meanfield run").
+
+        Parameters
+        ----------
+        path : str or path-like
+            A UTF-8 TOML file whose top level is a RunSpec description (``type =
+            "RunSpec"``).  Its ``"module:Class"`` names are imported: read only files you
+            trust.
+
+        Returns
+        -------
+        RunSpec
+
+        Raises
+        ------
+        meanfield.errors.MissingFileError
+            No such file.
+        meanfield.errors.InputError
+            Not a file, not TOML, not a RunSpec, or a part refused by
+            :func:`~meanfield.dynamics.description.from_dict` (the message names it).
+
+        Examples
+        --------
+        >>> RunSpec.from_toml("no-such-run.toml")
+        Traceback (most recent call last):
+            ...
+        meanfield.errors.MissingFileError: run file no-such-run.toml does not exist
+        """
+        import tomllib
+
+        from .description import from_dict
+
+        path = Path(path)
+        if not path.exists():
+            raise MissingFileError(f"run file {path} does not exist")
+        if not path.is_file():
+            raise InputError(f"run file {path} is not a file (a TOML file is expected)")
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+            raise InputError(f"run file {path} is not valid TOML: {err}") from None
+        if raw.get("type") != "RunSpec":
+            raise InputError(
+                f'run file {path}: its top level must describe a RunSpec (type = "RunSpec"), '
+                f"got type = {raw.get('type')!r}"
+            )
+        return from_dict(raw)
 
     def __repr__(self) -> str:
         if isinstance(self.initial, Density):
