@@ -52,3 +52,16 @@ def test_the_configuration_module_loads_torch_only_when_used():
         "SimulationConfig(n_particles=4)\n"
     )
     assert "torch" in _loaded(code)  # validation names the kernels and regimes of torch modules
+
+
+def test_pot_is_imported_only_by_a_transport_solve():
+    """POT loads optional backends (jax: about 1 s of the main job's start-up): the particle
+    dynamics, the grid and the comparison modules import it only when a distance is solved."""
+    code = "import meanfield.workbench.compare, meanfield.dynamics.langevin, meanfield.ot"
+    assert "ot" not in _loaded(code)
+    solve = (
+        "import meanfield as mf\n"
+        "mf.ot.w2(mf.Measure([[0.0, 0.0], [1.0, 0.0]]), mf.Measure([[0.0, 1.0]]), "
+        "method='exact')\n"
+    )
+    assert "ot" in _loaded(solve)

@@ -50,7 +50,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import ot
 
 from .._validation import check_choice, check_int
 from ..contract import Param, declare
@@ -560,6 +559,8 @@ def _emd(xa, wa, xb, wb, order: int) -> tuple[float, float, float, float]:
     xa, wa, xb, wb = xa[keep_a], wa[keep_a], xb[keep_b], wb[keep_b]
     wa = np.ascontiguousarray(wa / wa.sum(), dtype=np.float64)
     wb = np.ascontiguousarray(wb / wb.sum(), dtype=np.float64)
+    import ot  # POT, imported when used: it loads optional backends (jax: about 1 s)
+
     M = _cost_matrix(xa, xb, order)
     G, log = ot.emd(wa, wb, M, numItermax=EMD_MAX_ITER, log=True)
     if log.get("warning"):
@@ -574,6 +575,8 @@ def _emd(xa, wa, xb, wb, order: int) -> tuple[float, float, float, float]:
 
 def _sliced(xa, wa, xb, wb, n_projections: int, seed: int) -> float:
     """The sliced W2 estimate of POT (``ot.sliced_wasserstein_distance``), weights normalised."""
+    import ot  # POT, imported when used
+
     return float(
         ot.sliced_wasserstein_distance(
             np.ascontiguousarray(xa, dtype=np.float64),
