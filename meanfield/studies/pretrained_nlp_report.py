@@ -16,6 +16,16 @@ partial study is reported as far as it goes) and writes ``<out>/report.md`` and
   with 95 % t-intervals and Holm-adjusted p-values over the whole planned family (every data
   set x comparison of the configuration; those without two paired seeds yet count as p = 1).
 
+It also writes ``<out>/readme_tables.md``: the tables of ``paper_repro/nlp_pretrained/README.md``
+(:func:`readme_tables`), each rounded once from the unrounded results, between the markers
+``<!-- report-table:NAME -->`` and ``<!-- /report-table:NAME -->`` that
+:func:`update_readme_tables` replaces in the README.  After new runs, regenerate the report
+(with the data sets, so that it keeps the TF-IDF bars) and the README's tables::
+
+    python -c "from meanfield.studies.pretrained_nlp_report import *; update_readme_tables(
+        'paper_repro/nlp_pretrained/README.md', write_report('paper_repro/nlp_pretrained/'
+        'results/full', data_dir='../shared/data')['readme_tables'])"
+
 Earlier names are read as the current ones: a configuration's method ``hedgehog`` and a run's
 variant ``hedgehog-<X>`` are the Ω-only Hedgehog, reported as ``hedgehog-loss-<X>``
 (:func:`meanfield.studies.pretrained_nlp.canonical_variant`).
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +50,17 @@ import xarray as xr
 
 from ..errors import InputError
 from ..stats import holm, paired_family, t_interval  # defined in meanfield.stats, re-exported
-from .pretrained_nlp import canonical_variant, dataset_methods, variants
+from .pretrained_nlp import canonical_variant, dataset_methods, split_variant, variants
 
-__all__ = ["t_interval", "holm", "load_runs", "tfidf_bar", "write_report"]
+__all__ = [
+    "t_interval",
+    "holm",
+    "load_runs",
+    "tfidf_bar",
+    "write_report",
+    "readme_tables",
+    "update_readme_tables",
+]
 
 
 def load_runs(out: Path) -> list[dict]:
@@ -161,7 +180,9 @@ def _comparisons(cfg, ds=None) -> list[tuple[str, str, str]]:
 
 
 def write_report(out, data_dir=None) -> dict:
-    """Write ``report.md`` and ``results.csv`` under ``out``; returns the table rows.
+    """Write ``report.md``, ``results.csv`` and ``readme_tables.md`` under ``out``; returns
+    the table rows, the number of comparisons computed and planned, and the README's tables
+    (name -> markdown, :func:`readme_tables`).
 
     Examples
     --------
@@ -169,7 +190,11 @@ def write_report(out, data_dir=None) -> dict:
     >>> out = Path(tempfile.mkdtemp())
     >>> _ = (out / "config.json").write_text(json.dumps({"name": "x", "datasets": []}))
     >>> write_report(out)
-    {'table': [], 'comparisons': 0, 'planned': 0}
+    {'table': [], 'comparisons': 0, 'planned': 0, 'readme_tables': {}}
+
+    See Also
+    --------
+    readme_tables : the README's tables, also written to ``<out>/readme_tables.md``.
     """
     out = Path(out)
     cfg = json.loads((out / "config.json").read_text())
@@ -234,8 +259,8 @@ def write_report(out, data_dir=None) -> dict:
             d = _paired(rows, ds["name"], a, b)
             if len(d) >= 2:
                 comps[(ds["name"], a, b, label)] = d
+    family = paired_family(comps, planned=planned) if comps else []
     if comps:
-        family = paired_family(comps, planned=planned)
         lines += [
             "## Paired differences (accuracy, by seed)",
             "",
@@ -255,7 +280,16 @@ def write_report(out, data_dir=None) -> dict:
             )
         lines.append("")
     (out / "report.md").write_text("\n".join(lines) + "\n")
-    return {"table": table, "comparisons": len(comps), "planned": planned}
+    tables = readme_tables(cfg, rows, family)
+    (out / "readme_tables.md").write_text(
+        "".join(f"{_OPEN.format(k)}\n\n{v}\n\n{_CLOSE.format(k)}\n\n" for k, v in tables.items())
+    )
+    return {
+        "table": table,
+        "comparisons": len(comps),
+        "planned": planned,
+        "readme_tables": tables,
+    }
 
 
 # what each way of learning Omega records about the feature map before and after learning it
@@ -293,3 +327,257 @@ def _learning_lines(rows, order) -> list[str]:
                 f"{secs:.0f} |"
             )
     return lines + [""] if lines else []
+
+
+# ---------------------------------------------------------------------------------------------
+# the README's tables (paper_repro/nlp_pretrained/README.md), rounded once from the unrounded
+# results: a number rounded by the report and then again by hand can land one unit off in its
+# last digit (-0.8486 -> -0.85 -> -0.9 points), so the README includes these tables verbatim
+# ---------------------------------------------------------------------------------------------
+
+_OPEN = "<!-- report-table:{} -->"
+_CLOSE = "<!-- /report-table:{} -->"
+_MARKED = re.compile(
+    r"^(?P<indent>[ \t]*)<!-- report-table:(?P<name>[\w.-]+) -->[ \t]*\n"
+    r"(?P<body>.*?)"
+    r"^[ \t]*<!-- /report-table:(?P=name) -->[ \t]*$",
+    re.M | re.S,
+)
+_OPENING = re.compile(r"^[ \t]*<!-- report-table:([\w.-]+) -->", re.M)
+_DATASET_NAMES = {"rotten_tomatoes": "Rotten Tomatoes", "sst2": "SST-2", "qqp": "QQP"}
+_FEATURE_NAMES = {"favor": "FAVOR+", "porf-softplus": "PORF-softplus"}
+#: the README's names of the methods (the Ω-only Hedgehog is its "Hedgehog")
+_METHOD_NAMES = {
+    "vanilla": "vanilla",
+    "kernel": "Kernel",
+    "hedgehog-loss": "Hedgehog",
+    "hedgehog-published": "published Hedgehog",
+}
+_CONTROL_NOTES = {
+    "redraw": ("redraw", "another prior draw"),
+    "lam0": ("λ = 0", "Kernel without repulsion"),
+}
+#: the study's encoder (all-MiniLM-L6-v2), fine-tuned with softmax attention
+_SOFTMAX_LABEL = "softmax MiniLM"
+
+
+def _variant_label(variant: str) -> str:
+    """The README's name of a variant: ``vanilla FAVOR+``, ``control: λ = 0 FAVOR+ (...)``."""
+    if variant == "softmax":
+        return _SOFTMAX_LABEL
+    method, feature = split_variant(variant)
+    if method in _CONTROL_NOTES:
+        name, note = _CONTROL_NOTES[method]
+        return f"control: {name} {_FEATURE_NAMES.get(feature, feature)} ({note})"
+    if method == "hedgehog-published":  # brings its own map: no feature map to name
+        return _METHOD_NAMES[method]
+    return f"{_METHOD_NAMES.get(method, method)} {_FEATURE_NAMES.get(feature, feature)}"
+
+
+def _points(x: float) -> str:
+    """An accuracy difference in points (x 100), signed, one decimal, typographic minus."""
+    return f"{100 * x:+.1f}".replace("-", "−")
+
+
+def _p_short(p: float) -> str:
+    """A p-value to three decimals without trailing zeros (``1``, ``0.19``, ``0.033``)."""
+    if p < 0.0005:
+        return "< 0.001"
+    return f"{p:.3f}".rstrip("0").rstrip(".")
+
+
+def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, str]:
+    """The README's tables of the pretrained-model study, as markdown, each number rounded
+    once from the unrounded results.
+
+    Per data set with finished runs:
+
+    * ``variants-<data set>``: per variant, the number of seeds, the accuracy (mean and 95 %
+      t-interval over seeds, 4 decimals), the accuracy right after linearizing (mean) and the
+      fraction of the softmax model's accuracy recovered (paired by seed, 3 decimals);
+    * ``paired-<data set>``: Kernel − vanilla, Kernel − Hedgehog(-loss) and, where run,
+      Kernel − published Hedgehog (rows) per feature map (columns), in points of accuracy:
+      mean, 95 % t-interval, Bonferroni simultaneous interval and Holm-adjusted p over the
+      planned family; ``paired-<data set>-no-bonferroni``: the same without the Bonferroni
+      interval.  A row none of whose comparisons has two paired seeds yet is left out, a
+      cell without them reads "—".  The controls are not tabulated (the README states them).
+
+    Parameters
+    ----------
+    cfg : dict
+        The study's configuration (``<out>/config.json``).
+    rows : list of dict
+        The finished runs, :func:`load_runs`.
+    family : list of dict
+        The paired comparisons, :func:`meanfield.stats.paired_family` of the differences
+        keyed ``(data set, a, b, label)`` (as :func:`write_report` computes them).
+
+    Returns
+    -------
+    dict
+        Table name -> markdown table (lines joined by newlines, no trailing newline), in the
+        configuration's order of data sets.
+
+    Examples
+    --------
+    >>> cfg = {"datasets": [{"name": "sst2"}], "features": ["favor"], "methods": ["vanilla"]}
+    >>> rows = [{"dataset": "sst2", "variant": v, "seed": s, "clean_accuracy": a,
+    ...          "linearized_accuracy": 0.7} for v, s, a in [("softmax", 0, 0.8),
+    ...          ("softmax", 1, 0.9), ("vanilla-favor", 0, 0.76), ("vanilla-favor", 1, 0.81)]]
+    >>> print(readme_tables(cfg, rows, [])["variants-sst2"])
+    | SST-2 variant | seeds | accuracy | after linearizing | recovered of softmax |
+    | --- | --- | --- | --- | --- |
+    | softmax MiniLM | 2 | 0.8500 [0.2147, 1.4853] | | 1.000 |
+    | vanilla FAVOR+ | 2 | 0.7850 [0.4673, 1.1027] | 0.7000 | 0.925 [0.607, 1.243] |
+
+    See Also
+    --------
+    write_report : writes them to ``<out>/readme_tables.md`` with the report.
+    update_readme_tables : puts them into the README between markers.
+    """
+    by_label = {r["label"]: r for r in family}
+    tables = {}
+    for ds in cfg["datasets"]:
+        name = ds["name"]
+        mine = [r for r in rows if r["dataset"] == name]
+        if not mine:
+            continue
+        title = _DATASET_NAMES.get(name, name)
+        soft = {r["seed"]: r["clean_accuracy"] for r in mine if r["variant"] == "softmax"}
+        lines = [
+            f"| {title} variant | seeds | accuracy | after linearizing | recovered of softmax |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for variant in ["softmax"] + variants(cfg, ds):
+            rs = [r for r in mine if r["variant"] == variant]
+            if not rs:
+                continue
+            acc = t_interval([r["clean_accuracy"] for r in rs])
+            rec = t_interval(
+                [r["clean_accuracy"] / soft[r["seed"]] for r in rs if soft.get(r["seed"], 0) > 0]
+            )
+            if variant == "softmax":  # recovers all of itself; never linearized
+                lines.append(f"| {_variant_label(variant)} | {len(rs)} | {_fmt(*acc)} | | 1.000 |")
+                continue
+            lin = np.mean([r.get("linearized_accuracy", np.nan) for r in rs])
+            lines.append(
+                f"| {_variant_label(variant)} | {len(rs)} | {_fmt(*acc)} | "
+                f"{_fmt(lin, np.nan, np.nan)} | {_fmt(*rec, d=3)} |"
+            )
+        tables[f"variants-{name}"] = "\n".join(lines)
+
+        # the paired comparisons that have a feature map of the configuration (not controls)
+        grid: dict[str, dict[str, dict]] = {}
+        for a, b, label in _comparisons(cfg, ds):
+            method_a, feature = split_variant(a)
+            method_b, _ = split_variant(b)
+            if method_b in _CONTROL_NOTES:
+                continue
+            row = f"{_METHOD_NAMES[method_a]} − {_METHOD_NAMES.get(method_b, method_b)}"
+            grid.setdefault(row, {})[feature] = by_label.get((name, a, b, label))
+        grid = {k: v for k, v in grid.items() if any(c is not None for c in v.values())}
+        if not grid:
+            continue
+        features = cfg["features"]
+        head = [
+            f"| {title} | " + " | ".join(_FEATURE_NAMES.get(f, f) for f in features) + " |",
+            "| --- |" + " --- |" * len(features),
+        ]
+        for bonferroni, key in ((True, f"paired-{name}"), (False, f"paired-{name}-no-bonferroni")):
+            lines = list(head)
+            for row, cells in grid.items():
+                out = []
+                for f in features:
+                    c = cells.get(f)
+                    if c is None:
+                        out.append("—")
+                        continue
+                    text = f"{_points(c['mean'])} [{_points(c['lo'])}, {_points(c['hi'])}]"
+                    if bonferroni:
+                        text += f", [{_points(c['lo_bonf'])}, {_points(c['hi_bonf'])}]"
+                    out.append(f"{text}, Holm {_p_short(c['p_holm'])}")
+                lines.append(f"| {row} | " + " | ".join(out) + " |")
+            tables[key] = "\n".join(lines)
+    return tables
+
+
+def update_readme_tables(readme_path, tables: dict[str, str]) -> list[str]:
+    """Replace every table between ``<!-- report-table:NAME -->`` and
+    ``<!-- /report-table:NAME -->`` in a markdown file by ``tables[NAME]``.
+
+    The table is indented as its opening marker (a table inside a list item stays inside it)
+    and set off from the markers by blank lines; everything outside the markers is kept.  The
+    file is rewritten only if a table changed.
+
+    Parameters
+    ----------
+    readme_path : str or pathlib.Path
+        The markdown file, e.g. ``paper_repro/nlp_pretrained/README.md``.
+    tables : dict
+        Table name -> markdown, as :func:`readme_tables` (or :func:`write_report`'s
+        ``readme_tables``) returns them.
+
+    Returns
+    -------
+    list of str
+        The names of the marked tables, in the file's order.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A marker whose name is not among ``tables`` (nothing is written), or an opening marker
+        without its closing one.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "README.md"
+    >>> _ = path.write_text(
+    ...     "Text.\\n\\n- item:\\n  <!-- report-table:t -->\\n  old\\n  <!-- /report-table:t -->\\n"
+    ... )
+    >>> update_readme_tables(path, {"t": "| a |\\n| --- |\\n| 1 |"})
+    ['t']
+    >>> print(path.read_text())
+    Text.
+    <BLANKLINE>
+    - item:
+      <!-- report-table:t -->
+    <BLANKLINE>
+      | a |
+      | --- |
+      | 1 |
+    <BLANKLINE>
+      <!-- /report-table:t -->
+    <BLANKLINE>
+
+    See Also
+    --------
+    readme_tables : the tables of the pretrained-model study.
+    """
+    path = Path(readme_path)
+    text = path.read_text()
+    found = [m.group("name") for m in _MARKED.finditer(text)]
+    opened = _OPENING.findall(text)
+    if opened != found:
+        unclosed = [n for n in opened if n not in found] or opened
+        raise InputError(
+            f"readme_path: {str(path)!r} opens report-table marker(s) "
+            f"{', '.join(sorted(set(unclosed)))} without the closing "
+            f"'<!-- /report-table:NAME -->' after it"
+        )
+    missing = [n for n in found if n not in tables]
+    if missing:
+        raise InputError(
+            f"tables: {str(path)!r} marks table(s) {', '.join(missing)} that are not among the "
+            f"tables given ({', '.join(tables) or 'none'})"
+        )
+
+    def _replace(m: re.Match) -> str:
+        ind, name = m.group("indent"), m.group("name")
+        body = "\n".join(ind + line if line else line for line in tables[name].split("\n"))
+        return f"{ind}{_OPEN.format(name)}\n\n{body}\n\n{ind}{_CLOSE.format(name)}"
+
+    new = _MARKED.sub(_replace, text)
+    if new != text:
+        path.write_text(new)
+    return found
