@@ -794,3 +794,213 @@ def test_tied_module_inside_an_encoder_built_for_mha_in_eval_with_grad():
         ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
         + ["feature_map.omega", "feature_map._extra_state"]
     )
+
+
+# -- the remaining nn.MultiheadAttention surface, and the documented deviations ---------------
+def test_reset_parameters_alias_and_merge_masks_are_torchs():
+    """``_reset_parameters`` (torch's private name) re-initialises as ``reset_parameters``;
+    ``merge_masks`` gives nn.MultiheadAttention's result for every combination of masks."""
+    torch.manual_seed(0)
+    ka = KernelAttention(E, H, add_bias_kv=True, feature="porf", n_features=8, seed=2)
+    with torch.no_grad():
+        for p in ka.parameters():
+            p.zero_()
+    torch.manual_seed(5)
+    ka._reset_parameters()
+    twin = KernelAttention(E, H, add_bias_kv=True, feature="porf", n_features=8, seed=2)
+    torch.manual_seed(5)
+    twin.reset_parameters()
+    for (name, a), b in zip(ka.state_dict().items(), twin.state_dict().values(), strict=True):
+        if torch.is_tensor(a):
+            assert torch.equal(a, b), name
+    assert ka.in_proj_weight.abs().sum() > 0  # the zeros were overwritten
+    mha = nn.MultiheadAttention(E, H, batch_first=True)
+    N, L = 2, 5
+    g = torch.Generator().manual_seed(4)
+    query = torch.randn(N, L, E, generator=g)
+    kpm = torch.zeros(N, L, dtype=torch.bool)
+    kpm[1, 3:] = True
+    masks = {
+        "attn_bool_2d": torch.rand(L, L, generator=g) < 0.3,
+        "attn_float_2d": torch.randn(L, L, generator=g),
+        "attn_float_3d": torch.randn(N * H, L, L, generator=g),
+    }
+    pads = {"kpm_bool": kpm, "kpm_float": torch.zeros(N, L).masked_fill(kpm, float("-inf"))}
+    combos = [(None, None)] + [(None, p) for p in pads.values()]
+    combos += [(a, None) for a in masks.values()]
+    combos += [
+        (masks["attn_bool_2d"], pads["kpm_bool"]),
+        (masks["attn_float_2d"], pads["kpm_float"]),
+        (masks["attn_float_3d"], pads["kpm_float"]),
+    ]
+    for am, kp in combos:
+        ours, kind = ka.merge_masks(am, kp, query)
+        ref, ref_kind = mha.merge_masks(am, kp, query)
+        assert kind == ref_kind
+        assert (ours is None) == (ref is None)
+        if ref is not None:
+            assert ours.dtype == ref.dtype and torch.equal(ours, ref)
+    merged, kind = ka.merge_masks(masks["attn_bool_2d"], kpm, query)
+    assert kind == 2 and merged.shape == (N, H, L, L)
+    # bool masks are or-ed: a padded key is masked for every head and query
+    assert merged[1, :, :, 3:].all() and torch.equal(merged[0, 0], masks["attn_bool_2d"])
+
+
+@pytest.mark.parametrize("feature", ["softmax", "favor"])
+def test_weights_in_the_autocast_dtype_as_torch(feature):
+    """Under torch.autocast (CPU, bfloat16) nn.MultiheadAttention returns output and weights in
+    bfloat16; outside it, and for float64 inputs inside it, in the input dtype."""
+    mha = _mha(batch_first=True)
+    ka = KernelAttention.from_mha(mha, feature_map=feature, n_features=8)
+    q, k, v = _inputs(True)
+    with torch.no_grad():
+        for avg in (True, False):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                o1, w1 = mha(q, k, v, average_attn_weights=avg)
+                o2, w2 = ka(q, k, v, average_attn_weights=avg)
+            assert (o1.dtype, w1.dtype) == (torch.bfloat16, torch.bfloat16)  # torch's, measured
+            assert (o2.dtype, w2.dtype) == (o1.dtype, w1.dtype)
+            assert w2.shape == w1.shape
+            if feature == "softmax":
+                # the same attention in bfloat16: weights < 1, whose spacing is <= 2^-8 there;
+                # two units allowed (observed max difference 2^-8, at a weight of 0.82)
+                torch.testing.assert_close(w2.float(), w1.float(), atol=2**-7, rtol=0)
+            o3, w3 = ka(q, k, v, average_attn_weights=avg)
+            assert o3.dtype == w3.dtype == torch.float32
+        mha64 = copy.deepcopy(mha).double()
+        ka64 = copy.deepcopy(ka).double()
+        q64, k64, v64 = (t.double() for t in (q, k, v))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            _, w1 = mha64(q64, k64, v64)
+            _, w2 = ka64(q64, k64, v64)
+    assert w1.dtype == w2.dtype == torch.float64
+
+
+def _all_padding_case():
+    """Batch element 1 has every key padded; query 2 of the attn_mask sees no key either."""
+    L = 5
+    kpm = torch.zeros(2, L, dtype=torch.bool)
+    kpm[1] = True
+    am = torch.zeros(L, L, dtype=torch.bool)
+    am[2] = True
+    return kpm, am
+
+
+@pytest.mark.parametrize(
+    ("feature", "eps"),
+    [("softmax", 1e-6)] + [(f, e) for f in (*FEATURE_KINDS, "hedgehog") for e in (1e-6, 0.0)],
+)
+def test_queries_that_see_no_key_give_torchs_finite_output(feature, eps):
+    """A query whose keys are all masked: nn.MultiheadAttention's SDPA path (need_weights=False,
+    torch 2.13, measured) returns attention 0, i.e. out_proj.bias; we return that in every path
+    (weights rows 0), with finite gradients; the other rows are unchanged (softmax: torch's)."""
+    mha = _mha(batch_first=True)
+    mha.train()  # torch's eval + no_grad fast path gives NaN (documented); SDPA path here
+    ka = KernelAttention.from_mha(mha, feature_map=feature, n_features=8, eps=eps).eval()
+    x = _inputs(True, L=5, S=5)[0]
+    kpm, am = _all_padding_case()
+    fut = torch.ones(5, 5, dtype=torch.bool).triu(1)  # torch needs the mask with is_causal
+    bias = ka.out_proj.bias.detach()
+    for kw, dead in (
+        ({"key_padding_mask": kpm}, (1, slice(None))),
+        ({"key_padding_mask": kpm, "attn_mask": fut, "is_causal": True}, (1, slice(None))),
+        ({"attn_mask": am}, (slice(None), 2)),
+    ):
+        with torch.no_grad():
+            ref, _ = mha(x, x, x, need_weights=False, **kw)
+        assert torch.isfinite(ref).all()  # torch's SDPA path: finite
+        torch.testing.assert_close(ref[dead], bias.expand_as(ref[dead]))
+        for need_weights in (True, False):
+            xg = x.clone().requires_grad_(True)
+            out, w = ka(xg, xg, xg, need_weights=need_weights, **kw)
+            assert torch.isfinite(out).all()
+            torch.testing.assert_close(out[dead], ref[dead], atol=1e-6, rtol=0)
+            if feature == "softmax":
+                torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+            if need_weights:
+                assert torch.isfinite(w).all() and torch.all(w[dead] == 0)
+                live = torch.ones(w.shape[:2], dtype=torch.bool)
+                live[dead] = False
+                torch.testing.assert_close(w[live].sum(-1), torch.ones(int(live.sum())))
+            out.square().sum().backward()
+            assert torch.isfinite(xg.grad).all()
+            assert all(torch.isfinite(p.grad).all() for p in ka.parameters() if p.grad is not None)
+            ka.zero_grad()
+
+
+def test_torch_gives_nan_for_queries_that_see_no_key_where_we_give_zero():
+    """The documented deviation, measured: torch 2.13's MHA returns NaN for a query that sees
+    no key with need_weights=True (a softmax over -inf only) and on its eval + no_grad fast
+    path; ours gives out_proj.bias (attention 0) there too."""
+    mha = _mha(batch_first=True)
+    ka = KernelAttention.from_mha(mha, feature_map="softmax")
+    x = _inputs(True, L=5, S=5)[0]
+    kpm, _ = _all_padding_case()
+    with torch.no_grad():
+        for need_weights, train in ((True, True), (True, False), (False, False)):
+            mha.train(train)
+            ka.train(train)
+            ref, _ = mha(x, x, x, key_padding_mask=kpm, need_weights=need_weights)
+            out, _ = ka(x, x, x, key_padding_mask=kpm, need_weights=need_weights)
+            assert torch.isnan(ref[1]).all()  # torch's result there
+            torch.testing.assert_close(out[1], mha.out_proj.bias.expand(5, E))
+            torch.testing.assert_close(out[0], ref[0], atol=1e-5, rtol=1e-5)
+
+
+def test_non_finite_input_is_refused_on_the_cpu_where_torch_passes_it_through():
+    """Documented deviation: the package's rule (finite input never gives a silent NaN;
+    non-finite input gives InputError) over MHA's NaN-in, NaN-out. Checked on the CPU only."""
+    from meanfield.errors import InputError
+
+    mha = _mha(batch_first=True)
+    ka = KernelAttention.from_mha(mha, feature_map="softmax")
+    for bad in (float("nan"), float("inf")):
+        q, k, v = _inputs(True)
+        k[0, 1, 2] = bad
+        with torch.no_grad():
+            ref, _ = mha(q, k, v)
+        assert not torch.isfinite(ref).all()  # torch passes it through
+        with pytest.raises(InputError, match="key has 1 non-finite entry"):
+            ka(q, k, v)
+
+
+def test_qkv_same_embed_dim_is_false_by_design():
+    """Documented deviation: False even when kdim == vdim == embed_dim (torch: True), so torch's
+    containers never take the fused softmax fast path that would bypass forward."""
+    assert nn.MultiheadAttention(E, H)._qkv_same_embed_dim is True
+    for opts in ({}, {"kdim": 6, "vdim": 10}):
+        ka = KernelAttention(E, H, feature="favor", n_features=8, **opts)
+        assert ka._qkv_same_embed_dim is False
+        assert (ka.in_proj_weight is not None) == (
+            not opts
+        )  # torch's parameter layout all the same
+    layer = nn.TransformerEncoderLayer(E, H, 32, dropout=0.0, batch_first=True).eval()
+    layer.self_attn = KernelAttention.from_mha(layer.self_attn, "favor", n_features=8)
+    calls = []
+    layer.self_attn.register_forward_hook(lambda *a: calls.append(1))
+    with torch.no_grad():  # eval + no_grad: torch's fast path if the flag were True
+        layer(torch.randn(2, 5, E))
+    assert calls == [1]  # forward was called: the kernel attention ran
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_torch_jit_script_is_not_supported():
+    """Documented deviation: TorchScript cannot compile the module (nested-tensor handling,
+    mask planning, feature-map objects); torch's MHA scripts."""
+    torch.jit.script(nn.MultiheadAttention(E, H))
+    with pytest.raises((RuntimeError, torch.jit.frontend.FrontendError)):
+        torch.jit.script(KernelAttention(E, H, feature="favor", n_features=8))
+
+
+def test_torch_compile_of_the_module_gives_the_eager_result():
+    """The compiler the deviation list points to instead of torch.jit.script."""
+    torch.manual_seed(0)
+    ka = KernelAttention(E, H, feature="favor", n_features=8, batch_first=True).eval()
+    x = torch.randn(2, 6, E)
+    kpm = torch.zeros(2, 6, dtype=torch.bool)
+    kpm[1, 4:] = True
+    compiled = torch.compile(ka, backend="aot_eager")
+    with torch.no_grad():
+        out, _ = compiled(x, x, x, key_padding_mask=kpm, need_weights=False)
+        ref, _ = ka(x, x, x, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(out, ref, atol=1e-6, rtol=1e-5)

@@ -145,7 +145,10 @@ def _kernel_weights(fm: AttentionFeatureMap, q, k, bias, eps):
                 # shift positive biases down per row so that exp(bias) cannot overflow
                 top = _finite_or_zero(bias.amax(-1, keepdim=True)).clamp(min=0).detach()
                 a = a * torch.exp(bias - top)
-        return a / (a.sum(-1, keepdim=True) + eps)
+        den = a.sum(-1, keepdim=True) + eps
+        # a query that sees no key (a row of zeros) gets zero weights, also for eps = 0,
+        # where the 0 / 0 would otherwise be NaN in the weights and their gradient
+        return a / torch.where(den > 0, den, torch.ones_like(den))
 
 
 def _linear_init(weight: torch.Tensor, bias: torch.Tensor | None) -> None:
@@ -221,6 +224,20 @@ class KernelAttention(nn.Module):
 
     * ``is_causal=True`` without ``attn_mask`` is accepted (torch requires the mask as well);
       with ``attn_mask`` the mask must be the causal mask (checked).
+    * NaN or inf in ``query``, ``key`` or ``value`` is refused on the CPU with
+      :class:`~meanfield.errors.InputError` (torch returns NaN): the package's rule that
+      finite input never gives a silent NaN and non-finite input a named error. Not checked
+      on an accelerator (each check would synchronise with the host), where it passes through.
+    * A query that sees no key (every key padded or masked) gets attention 0, so the module
+      returns ``out_proj.bias`` there, with zero weights and finite gradients, in every path
+      and for every feature (``eps = 0`` included). torch 2.13 gives that on its
+      ``scaled_dot_product_attention`` path (``need_weights=False``), but NaN with
+      ``need_weights=True`` and on its eval/no-grad fast path.
+    * ``torch.jit.script`` is not supported (nested tensors, mask planning and the
+      feature-map objects are outside TorchScript); ``torch.compile`` compiles the module.
+    * ``_reset_parameters`` (torch's private name) and ``reset_parameters`` initialise as
+      ``nn.Linear`` (below), not with torch's Xavier-uniform and zero biases.
+      ``merge_masks`` is torch's own method.
     * It reports ``_qkv_same_embed_dim = False``: torch's fused fast paths
       (``nn.TransformerEncoderLayer`` in eval mode, the nested-tensor path of
       ``nn.TransformerEncoder``) would compute *softmax* attention straight from
@@ -499,6 +516,61 @@ class KernelAttention(nn.Module):
             self.feature_map.reset_parameters()  # the identity start
         elif self.feature_map is not None:
             self.feature_map.new_feature_map(self.feature_map.seed)
+
+    def _reset_parameters(self) -> None:
+        """``nn.MultiheadAttention``'s private name of :meth:`reset_parameters` (the same
+        initialisation: ``nn.Linear``'s, see the class notes; code written for torch's module
+        calls this one).
+
+        Examples
+        --------
+        >>> from meanfield.attention.mha import KernelAttention
+        >>> attn = KernelAttention(8, 2, feature="softmax")
+        >>> attn._reset_parameters()
+        """
+        self.reset_parameters()
+
+    def merge_masks(
+        self,
+        attn_mask: torch.Tensor | None,
+        key_padding_mask: torch.Tensor | None,
+        query: torch.Tensor,
+    ) -> tuple[torch.Tensor | None, int | None]:
+        """``nn.MultiheadAttention.merge_masks``: the mask type, and both masks combined.
+
+        torch's method itself, applied to this module (``num_heads``), so the semantics are
+        torch's in every version: only ``key_padding_mask`` gives type 1 and that mask; an
+        ``attn_mask`` gives type 2 and it expanded to ``(N, num_heads, L, L)``, plus the
+        padding mask broadcast over heads and queries when both are given (``+``: logical
+        *or* for bool masks, the sum of additive float masks); neither gives ``(None,
+        None)``. Self-attention shapes only (``S = L``), as torch's.
+
+        Parameters
+        ----------
+        attn_mask : torch.Tensor, shape (L, L) or (N * num_heads, L, L), optional
+        key_padding_mask : torch.Tensor, shape (N, L), optional
+        query : torch.Tensor, shape (N, L, E)
+            Batch-first; only its shape is read.
+
+        Returns
+        -------
+        merged_mask : torch.Tensor or None
+            ``key_padding_mask`` (type 1) or shape ``(N, num_heads, L, L)`` (type 2).
+        mask_type : int or None
+            1, 2, or None without masks.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.attention.mha import KernelAttention
+        >>> attn = KernelAttention(8, 2, batch_first=True)
+        >>> pad = torch.tensor([[False, False, True]])
+        >>> causal = torch.ones(3, 3, dtype=torch.bool).triu(1)
+        >>> merged, kind = attn.merge_masks(causal, pad, torch.zeros(1, 3, 8))
+        >>> kind, merged.shape, merged[0, 0].int().tolist()
+        (2, torch.Size([1, 2, 3, 3]), [[0, 1, 1], [0, 0, 1], [0, 0, 1]])
+        """
+        return nn.MultiheadAttention.merge_masks(self, attn_mask, key_padding_mask, query)
 
     # -- nn.MultiheadAttention conversions ------------------------------------------------
     @classmethod
@@ -787,7 +859,9 @@ class KernelAttention(nn.Module):
         attn_weights : torch.Tensor or None
             (N, L, S') averaged or (N, num_heads, L, S') (no N for unbatched input), where
             ``S'`` counts the ``add_bias_kv``/``add_zero_attn`` keys; None unless
-            ``need_weights`` (and for nested input).
+            ``need_weights`` (and for nested input). In the output's dtype (the autocast
+            dtype under ``torch.autocast``, as torch); a row of zeros for a query that sees
+            no key (its output is then ``out_proj.bias``).
 
         Raises
         ------
@@ -837,8 +911,9 @@ class KernelAttention(nn.Module):
             rows = [out[i, :n] for i, n in enumerate(q_lengths)]
             return torch.nested.as_nested_tensor(rows, layout=layout), None
         if weights is not None:
-            # averaged in the compute dtype, returned in the input's, as nn.MultiheadAttention
-            weights = (weights.mean(dim=1) if average_attn_weights else weights).to(query.dtype)
+            # averaged in the compute dtype, returned in the output's: the input's, or under
+            # torch.autocast the autocast dtype, as nn.MultiheadAttention (float64 is never cast)
+            weights = (weights.mean(dim=1) if average_attn_weights else weights).to(out.dtype)
         return self._caller_layout(out, weights, unbatched)
 
     def _unnest(self, query, key, value, key_padding_mask, attn_mask):
@@ -971,11 +1046,19 @@ class KernelAttention(nn.Module):
             )
             return out, None
         logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        dead = None
         if plain_causal:
             logits = logits.masked_fill(_future(L, St, q.device), float("-inf"))
         elif full is not None:
             logits = logits + full
+            # a query that sees no key: weights 0 and output 0, finite, as torch's SDPA path
+            # (nn.MultiheadAttention with need_weights=False) gives, not the NaN of a softmax
+            # over -inf only; its logits are zeroed first so the gradient stays finite too
+            dead = torch.isneginf(logits).all(-1, keepdim=True)
+            logits = logits.masked_fill(dead, 0.0)
         weights = logits.softmax(-1)
+        if dead is not None:
+            weights = weights.masked_fill(dead, 0.0)
         if p > 0:
             # as nn.MultiheadAttention: the dropped weights make the output and are returned
             weights = F.dropout(weights, p, training=True)
@@ -986,6 +1069,12 @@ class KernelAttention(nn.Module):
         fm = self.feature_map
         N, _, L, _ = q.shape
         St = k.shape[2]
+        if bias is None and self.eps == 0 and pad is not None and n_extra == 0:
+            # eps = 0: a query that sees no key would be 0 / 0 in the O(L) form; then (only
+            # then: one host read, and only for eps = 0) take the exact weights, where it is 0
+            blind = pad.all(-1) if not causal else pad.int().cummin(-1).values.bool().any(-1)
+            if bool(blind.any()):
+                bias = self._full_bias(pad, causal, L, St, n_extra, q.device)
         if bias is not None:
             w = _kernel_weights(fm, q, k, bias, self.eps)
             return (w @ v.to(w.dtype)), (w if need_weights else None)
