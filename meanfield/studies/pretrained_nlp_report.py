@@ -346,11 +346,11 @@ _MARKED = re.compile(
 _OPENING = re.compile(r"^[ \t]*<!-- report-table:([\w.-]+) -->", re.M)
 _DATASET_NAMES = {"rotten_tomatoes": "Rotten Tomatoes", "sst2": "SST-2", "qqp": "QQP"}
 _FEATURE_NAMES = {"favor": "FAVOR+", "porf-softplus": "PORF-softplus"}
-#: the README's names of the methods (the Ω-only Hedgehog is its "Hedgehog")
+#: the README's names of the methods
 _METHOD_NAMES = {
     "vanilla": "vanilla",
     "kernel": "Kernel",
-    "hedgehog-loss": "Hedgehog",
+    "hedgehog-loss": "Hedgehog-loss",
     "hedgehog-published": "published Hedgehog",
 }
 _CONTROL_NOTES = {
