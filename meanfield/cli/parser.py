@@ -31,23 +31,11 @@ HELP = {
 }
 
 
-#: Help texts of the ``compare`` flags (the fields of ComparisonConfig).
+#: Help texts of the ``compare`` flags, generated in the same way from the declarations of
+#: the fields of ComparisonConfig.
 COMPARE_HELP = {
-    "dim": "particle dimension p: 1 or 2",
-    "radius": "half-width R > 0 of the box [-R, R]^p",
-    "cells": "grid cells per axis (>= 4, the grid's minimum)",
-    "n_data": "number of data points of the radial task (>= 2)",
-    "lam": "Coulomb interaction strength lambda >= 0",
-    "init_mean": "mean of the Gaussian initial law",
-    "init_std": "standard deviation > 0 of the Gaussian initial law",
-    "beta": "inverse temperature beta > 0 (mean-field regime)",
-    "n_particles": "number of particles N >= 1",
-    "eta": "particle step size eta > 0",
-    "t_final": "final time > 0 (t_final / eta particle steps)",
-    "seed": "seed of the particle sample and noise",
-    "scheme": "grid flux scheme: upwind, sg, sg-implicit, chang-cooper, sg-mprk22, sg-mprk22-split",
-    "order": "order of the upwind reconstruction: 1 or 2",
-    "safety": "fraction in (0, 1] of the stable grid step taken",
+    p.name: f"{p.doc}; {p.allowed()}" if p.kind in ("real", "int", "seed", "level") else p.doc
+    for p in contract_of(ComparisonConfig).params
 }
 
 

@@ -25,19 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
-from .._validation import (
-    check_finite_real,
-    check_int,
-    check_output_path,
-    check_positive,
-    shown,
-    spelled_as,
-)
-from ..errors import InputError
-from .config import _TomlConfig
+from .._validation import check_choice, check_output_path, spelled_as
+from ..contract import RUN_PARAMS, Param, check_declared, declare_fields
+from .config import _field, _TomlConfig
 
 #: The parameters whose default depends on the dimension p = 1, 2 (None in a configuration).
 PER_DIMENSION = {
@@ -46,6 +40,34 @@ PER_DIMENSION = {
     "t_final": (2.0, 1.0),
     "init_std": (0.3, 0.4),
 }
+
+#: The grid's fewest cells per axis, :data:`meanfield.pde.grid.MIN_CELLS` (that module imports
+#: torch, which ``meanfield compare --help`` must not; tests/test_cli.py checks that the help
+#: states the grid's own minimum).
+_MIN_CELLS = 4
+
+
+def _by_dimension(name: str) -> str:
+    """The default of a per-dimension field in words, for its declaration's doc.
+
+    Examples
+    --------
+    >>> _by_dimension("t_final")
+    'default 2 in p = 1, 1 in p = 2'
+    """
+    one, two = PER_DIMENSION[name]
+    return f"default {one:g} in p = 1, {two:g} in p = 2"
+
+
+def _comparison_example(name, value) -> dict:
+    """The fields a valid :class:`ComparisonConfig` needs beside ``name = value`` (for the
+    contract's generated tests): an edge value of ``eta`` or ``t_final`` (5e-324, 1e300) with
+    the other equal to it, so that the run has round(t_final / eta) = 1 particle step, not
+    none or 10^300 (refused by the cross-field step check, not by the field's range)."""
+    usable = isinstance(value, float) and math.isfinite(value) and value > 0
+    if usable and name in ("eta", "t_final"):
+        return {"t_final" if name == "eta" else "eta": value}
+    return {}
 
 
 class _DeprecatedProblemDict:
@@ -81,6 +103,7 @@ class _DeprecatedProblemDict:
         return self[key] if key in (*self._KEYS, "data", "config") or not default else default[0]
 
 
+@declare_fields(example=_comparison_example)
 @dataclass(frozen=True)
 class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
     r"""The README's problem and its side-by-side run, in plain parameters (checked when made).
@@ -96,7 +119,10 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
 
     with the linear (U-statistic) alignment a and the Coulomb kernel of R^p (k = −|z| in
     p = 1, −log|z| in p = 2).  Initial law: N(init_mean, init_std² I) on the grid.  Every
-    field is a ``meanfield compare`` flag and a key of its TOML file (a ``[compare]`` table).
+    field is a ``meanfield compare`` flag and a key of its TOML file (a ``[compare]`` table),
+    declared by a :class:`~meanfield.contract.Param` in its metadata: its check, its flag's help
+    (:data:`meanfield.cli.parser.COMPARE_HELP`) and its row in the docs' tables come from it
+    (β, N, η and the seed are the run parameters of :data:`meanfield.contract.RUN_PARAMS`).
 
     Parameters
     ----------
@@ -134,8 +160,10 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
     Raises
     ------
     meanfield.errors.InputError
-        A value out of range (the message names the parameter and the range; on the command
-        line, the flag as typed).
+        A value out of range or an unknown scheme (the message names the parameter and the
+        range; on the command line, the flag as typed), or t_final / η below one step.
+    meanfield.errors.InputTypeError
+        A value of the wrong type: a boolean for a number, a float for a count (``dim = 1.0``).
     meanfield.errors.SizeLimitError
         A grid too large for the memory available, or a run whose estimated work
         (:func:`meanfield.dynamics.spec.estimate_work`: steps × (N × (N + n_data) + the fixed
@@ -161,40 +189,124 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
 
     TABLE = "compare"
 
-    dim: int = 1
-    radius: float = 2.0
-    cells: int | None = None
-    n_data: int = 200
-    lam: float = 0.5
-    init_mean: float = 0.0
-    init_std: float | None = None
-    beta: float = 10.0
-    n_particles: int | None = None
-    eta: float = 0.005
-    t_final: float | None = None
-    seed: int = 0
-    scheme: str = "upwind"
-    order: int = 2
-    safety: float = 0.5
+    dim: int = _field(
+        1,
+        Param("dim", "int", "particle dimension p", low=1, high=2, choices=(1, 2)),
+    )
+    radius: float = _field(
+        2.0,
+        Param(
+            "radius",
+            "real",
+            "half-width R of the box [-R, R]^p",
+            low=0.0,
+            low_open=True,
+            label="radius (R)",
+        ),
+    )
+    cells: int | None = _field(
+        None,
+        Param(
+            "cells",
+            "int",
+            f"grid cells per axis (>= {_MIN_CELLS}, the grid's minimum; {_by_dimension('cells')})",
+            low=_MIN_CELLS,
+            optional=True,
+            label="cells (grid cells per axis)",
+        ),
+    )
+    n_data: int = _field(
+        200, Param("n_data", "int", "number of data points of the radial task", low=2)
+    )
+    lam: float = _field(
+        0.5,
+        Param("lam", "real", "Coulomb interaction strength lambda", low=0.0, label="lam (lambda)"),
+    )
+    init_mean: float = _field(0.0, Param("init_mean", "real", "mean of the Gaussian initial law"))
+    init_std: float | None = _field(
+        None,
+        Param(
+            "init_std",
+            "real",
+            f"standard deviation of the Gaussian initial law ({_by_dimension('init_std')})",
+            low=0.0,
+            low_open=True,
+            optional=True,
+        ),
+    )
+    beta: float = _field(
+        10.0, replace(RUN_PARAMS["beta"], doc="inverse temperature beta (mean-field regime)")
+    )
+    n_particles: int | None = _field(
+        None,
+        replace(
+            RUN_PARAMS["n_particles"],
+            doc=f"number of particles N ({_by_dimension('n_particles')})",
+            optional=True,
+        ),
+    )
+    eta: float = _field(0.005, replace(RUN_PARAMS["eta"], doc="particle step size eta"))
+    t_final: float | None = _field(
+        None,
+        Param(
+            "t_final",
+            "real",
+            f"final time (t_final / eta particle steps; {_by_dimension('t_final')})",
+            low=0.0,
+            low_open=True,
+            optional=True,
+            units="time",
+        ),
+    )
+    seed: int = _field(0, replace(RUN_PARAMS["seed"], doc="seed of the particle sample and noise"))
+    scheme: str = _field(
+        "upwind",
+        Param(
+            "scheme",
+            "string",
+            "grid flux scheme: upwind, sg, sg-implicit, chang-cooper, sg-mprk22, sg-mprk22-split",
+            examples=("upwind", "sg"),
+        ),
+    )
+    order: int = _field(
+        2,
+        Param(
+            "order",
+            "int",
+            "order of the upwind reconstruction",
+            low=1,
+            high=2,
+            choices=(1, 2),
+            label="order (upwind reconstruction)",
+        ),
+    )
+    safety: float = _field(
+        0.5,
+        Param(
+            "safety",
+            "real",
+            "fraction of the stable grid step taken",
+            low=0.0,
+            low_open=True,
+            high=1.0,
+        ),
+    )
 
     def __post_init__(self):
-        from .._resources import check_grid_memory
-        from ..dynamics.spec import MAX_STEPS, check_fields, check_work, estimate_work, n_steps_for
-        from ..pde.grid import MIN_CELLS
-
-        if self.dim not in (1, 2) or isinstance(self.dim, bool):
-            dim = shown("dim")
-            raise InputError(f"{dim} must be 1 or 2 for the default problem, got {self.dim!r}")
+        # every field by its declaration (the run parameters a RunSpec shares are declared
+        # once, meanfield.contract.RUN_PARAMS), before anything heavy is imported; None
+        # leaves a per-dimension field at its default for this dim
+        check_declared(self)
         for name, values in PER_DIMENSION.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, values[self.dim - 1])
-        check_int("cells (grid cells per axis)", self.cells, minimum=MIN_CELLS)
-        check_int("n_data", self.n_data, minimum=2)
-        check_positive("radius (R)", self.radius)
-        check_positive("lam (lambda)", self.lam, allow_zero=True)
-        check_finite_real("init_mean", self.init_mean)
-        check_positive("init_std", self.init_std)
-        check_fields(self, ("beta", "eta", "n_particles", "seed", "scheme", "order", "safety"))
+
+        from .._resources import check_grid_memory
+        from ..dynamics.spec import MAX_STEPS, check_work, estimate_work, n_steps_for
+        from ..pde.flux import SCHEMES
+
+        # declared as a string: the schemes are the flux module's, which imports torch
+        check_choice("scheme", self.scheme, SCHEMES)
         n_steps = n_steps_for(self.t_final, self.eta, max_steps=MAX_STEPS)
         # before anything is allocated (a 100000² grid: 80 GB for the density alone)
         cells = (self.cells,) * self.dim
