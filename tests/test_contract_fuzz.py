@@ -233,3 +233,18 @@ def test_every_simulation_config_field_is_declared_and_is_its_flags_help():
     assert list(declared) == names and list(HELP) == names
     for name in names:
         assert HELP[name].startswith(declared[name].doc)
+
+
+def test_every_comparison_config_field_is_declared_and_is_its_flags_help():
+    """The same for ``meanfield compare``: ComparisonConfig's fields are its TOML keys, its
+    checks and the help of its flags."""
+    import dataclasses
+
+    from meanfield.cli.parser import COMPARE_HELP
+    from meanfield.workbench.problems import ComparisonConfig
+
+    names = [f.name for f in dataclasses.fields(ComparisonConfig)]
+    declared = CONTRACTS["meanfield.workbench.problems:ComparisonConfig"].by_name
+    assert list(declared) == names and set(COMPARE_HELP) == set(names)
+    for name in names:
+        assert COMPARE_HELP[name].startswith(declared[name].doc)
