@@ -15,6 +15,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -660,3 +661,41 @@ def require_module(module: str, feature: str, install: str):
         raise DependencyError(
             f"{feature} needs the package {module!r} ({err}); install it with: {install}"
         ) from None
+
+
+def env_ceiling(variable: str, default: float, meaning: str) -> float:
+    """A ceiling read from the environment variable ``variable`` (``default`` when unset or
+    empty; ``inf`` turns the check off), refusing what is not a number > 0 by name.
+
+    Parameters
+    ----------
+    variable : str
+        The environment variable.
+    default : float
+        The ceiling when it is unset.
+    meaning : str
+        What the ceiling is, for the message (e.g. "the work ceiling in evaluations").
+
+    Returns
+    -------
+    float
+        > 0 (``inf``: no ceiling).
+
+    Examples
+    --------
+    >>> env_ceiling("MEANFIELD_UNSET_FOR_THIS_EXAMPLE", 1e3, "a ceiling")
+    1000.0
+    """
+    text = os.environ.get(variable)
+    if text is None or not text.strip():
+        return float(default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # NaN too
+        raise InputError(
+            f"the environment variable {variable} must be a number > 0 ({meaning}; inf turns "
+            f"it off), got {text!r}"
+        )
+    return value

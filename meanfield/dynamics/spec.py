@@ -46,15 +46,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_output_path, check_positive, shown
+from .._validation import check_choice, check_output_path, check_positive, env_ceiling, shown
 from ..contract import RUN_METHODS, RUN_PARAMS
 from ..energy import Energy, PairInteraction
 from ..errors import (
@@ -315,19 +313,7 @@ def work_ceiling() -> float:
     >>> work_ceiling() > 0
     True
     """
-    text = os.environ.get(WORK_ENV)
-    if text is None or not text.strip():
-        return float(MAX_WORK)
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value > 0:  # NaN too
-        raise InputError(
-            f"the environment variable {WORK_ENV} must be a number > 0 (the work ceiling in "
-            f"evaluations; inf turns it off), got {text!r}"
-        )
-    return value
+    return env_ceiling(WORK_ENV, MAX_WORK, "the work ceiling in evaluations")
 
 
 def check_work(work: float, *, detail: str = "") -> float:

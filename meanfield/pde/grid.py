@@ -22,13 +22,12 @@ memory available now.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._resources import BYTES_PER_CELL
-from .._validation import check_int
+from .._validation import check_int, env_ceiling
 from ..domains import Box, Domain
 from ..errors import InputError, InputTypeError, SizeLimitError
 
@@ -95,19 +94,7 @@ def grid_bytes_ceiling() -> float:
     >>> grid_bytes_ceiling() > 0
     True
     """
-    text = os.environ.get(GRID_BYTES_ENV)
-    if text is None or not text.strip():
-        return float(MAX_GRID_BYTES)
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value > 0:  # NaN too
-        raise InputError(
-            f"the environment variable {GRID_BYTES_ENV} must be a number > 0 (the grid memory "
-            f"ceiling in bytes; inf turns it off), got {text!r}"
-        )
-    return value
+    return env_ceiling(GRID_BYTES_ENV, MAX_GRID_BYTES, "the grid memory ceiling in bytes")
 
 
 def check_grid_size(n, *, name: str = "n (cells per axis)") -> int:
