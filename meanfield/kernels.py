@@ -406,6 +406,37 @@ class PairKernel(abc.ABC):
         """
         return self.grad_coeff_sq((z * z).sum(-1))[..., None] * z
 
+    def length_scale(self, dim: int) -> float | None:
+        """The shortest length over which the kernel varies in dimension ``dim``, or None.
+
+        The grid solver needs cells no wider than this length to resolve the kernel
+        (:func:`meanfield.pde.convolution.check_kernel_resolution` refuses a coarser grid). None
+        (the default) means the kernel imposes no such length on the grid: it is smooth on the
+        domain's scale, or its singularity is integrable in ``dim`` and the cell integrals of
+        the grid's convolution resolve it. A kernel with a length of its own (a width, a
+        softening that makes it integrable, a range) declares it by overriding this method, or
+        through ``resolution_length`` of :class:`CallableKernel`.
+
+        Parameters
+        ----------
+        dim : int
+            Dimension p of ω-space.
+
+        Returns
+        -------
+        float or None
+            The length (units of ω), or None.
+
+        Examples
+        --------
+        >>> from meanfield.kernels import Gaussian, Riesz
+        >>> Gaussian(width=0.3).length_scale(2), Riesz(s=0.5).length_scale(1)
+        (0.3, None)
+        >>> Riesz(s=1.0, softening=0.05).length_scale(1)  # integrable only through ε in 1D
+        0.05
+        """
+        return None
+
     def describe(self) -> dict:
         """Name and parameters of the kernel, as saved in dataset attributes.
 
@@ -521,6 +552,10 @@ class Riesz(PairKernel):
         # κ'(u) blows up at u = 0 for every unsoftened s > −2 (s = −1: the kink of −|z|)
         return self.softening == 0.0 and self.s > -2
 
+    def length_scale(self, dim: int) -> float | None:
+        # s >= p is integrable only through the softening, which the grid must then resolve
+        return self.softening if self.s >= dim and self.softening > 0 else None
+
     def describe(self) -> dict:
         return {"kernel": "riesz", "s": self.s, "softening": self.softening}
 
@@ -628,6 +663,9 @@ class Gaussian(PairKernel):
     def dkappa(self, u):
         return -self.kappa(u) / (2 * self.width**2)
 
+    def length_scale(self, dim: int) -> float:
+        return self.width
+
     def describe(self) -> dict:
         return {"kernel": "gaussian", "width": self.width, "softening": 0.0}
 
@@ -665,13 +703,17 @@ class CallableKernel(PairKernel):
         :func:`make_kernel`, which it would pass for).
     softening : float, default 0
         Softening length ε ≥ 0, added as u = |z|² + ε².
+    resolution_length : float, optional
+        The shortest length over which the kernel varies (:meth:`PairKernel.length_scale`):
+        the grid solver refuses cells wider than it. Default None: no such length.
 
     Raises
     ------
     meanfield.errors.InputTypeError
         ``kappa`` or ``dkappa`` not callable, ``name`` not a string.
     meanfield.errors.InputError
-        ``name`` empty or a built-in kernel name; ``softening`` negative or not finite.
+        ``name`` empty or a built-in kernel name; ``softening`` negative or not finite;
+        ``resolution_length`` not a finite length > 0.
 
     See Also
     --------
@@ -700,6 +742,7 @@ class CallableKernel(PairKernel):
         dkappa: Callable | None = None,
         name: str = "custom",
         softening: float = 0.0,
+        resolution_length: float | None = None,
     ):
         if not callable(kappa):
             raise InputTypeError(
@@ -719,6 +762,14 @@ class CallableKernel(PairKernel):
             )
         self.kappa_fn, self.dkappa_fn, self.name = kappa, dkappa, name
         self.softening = check_positive("softening (epsilon)", softening, allow_zero=True)
+        self.resolution_length = (
+            None
+            if resolution_length is None
+            else check_positive("resolution_length", resolution_length)
+        )
+
+    def length_scale(self, dim: int) -> float | None:
+        return self.resolution_length
 
     def kappa(self, u):
         return _on_torch(self.kappa_fn, u)

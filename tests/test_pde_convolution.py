@@ -4,11 +4,13 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from scipy.integrate import dblquad, quad
 
 from meanfield.domains import Box
 from meanfield.energy import Energy, PairInteraction
-from meanfield.kernels import Gaussian, Quadratic, Riesz
+from meanfield.errors import InputError
+from meanfield.kernels import CallableKernel, Gaussian, Quadratic, Riesz
 from meanfield.pde import Density, FFTConvolution, Grid, GridEnergy, cell_integrated_kernel
 from meanfield.pde.convolution import neg_laplacian
 
@@ -137,6 +139,30 @@ def test_grid_too_coarse_for_kernel(kernel, n, match):
     g = Grid(Box(1, 1.0), n)
     with pytest.raises(ValueError, match=match):
         FFTConvolution(kernel, g)
+
+
+def test_a_user_kernel_declares_the_length_the_grid_must_resolve():
+    # the same Gaussian written by a user: without a declared length the grid takes it as it
+    # is; with resolution_length (or a length_scale method) a coarse grid is refused by name
+    def kappa(u):
+        return torch.exp(-u / (2 * 0.05**2))
+
+    g = Grid(Box(1, 1.0), 20)
+    FFTConvolution(CallableKernel(kappa, name="narrow"), g)  # no length declared: no check
+    with pytest.raises(ValueError, match=r"length scale 0.05 .* use n >= 40"):
+        FFTConvolution(CallableKernel(kappa, name="narrow", resolution_length=0.05), g)
+    FFTConvolution(
+        CallableKernel(kappa, name="narrow", resolution_length=0.05), Grid(Box(1, 1.0), 40)
+    )
+
+    class Ranged(Quadratic):
+        def length_scale(self, dim):
+            return float("nan")
+
+    with pytest.raises(InputError, match=r"length_scale\(1\) must be None or a finite length"):
+        FFTConvolution(Ranged(), g)
+    with pytest.raises(InputError, match="resolution_length"):
+        CallableKernel(kappa, name="narrow", resolution_length=0.0)
 
 
 def test_nonintegrable_kernel_rejected():

@@ -33,6 +33,7 @@ from functools import cache
 import numpy as np
 import scipy.fft as sfft
 
+from ..errors import InputError
 from ..kernels import Gaussian, PairKernel, Riesz
 from .grid import Grid
 
@@ -269,8 +270,26 @@ def cell_integrated_kernel(kernel: PairKernel, h, n) -> np.ndarray:
 def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
     """Raise if the grid is too coarse to resolve the kernel's length scale.
 
-    * Gaussian kernel of width w: the cell width must satisfy h ≤ w.
-    * Softened Riesz kernel with s ≥ p (integrable only through its softening ε): h ≤ ε.
+    The length is the kernel's own, :meth:`~meanfield.kernels.PairKernel.length_scale`
+    (any kernel may declare one): the cell width must satisfy h ≤ that length. For the
+    built-ins: a Gaussian kernel's width w; a softened Riesz kernel with s ≥ p (integrable only
+    through its softening ε) its ε; none for the others.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+        The pair kernel.
+    grid : Grid
+        The grid (its largest cell width is compared).
+
+    Raises
+    ------
+    ValueError
+        The grid is too coarse; the message gives the number of cells per axis needed.
+
+    See Also
+    --------
+    meanfield.kernels.CallableKernel : ``resolution_length`` declares a user kernel's length.
 
     Examples
     --------
@@ -285,23 +304,28 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
     ValueError: grid too coarse for the kernel: cell width h=0.5 exceeds ...; use n >= 20 ...
     """
     hmax = max(grid.h)
-    need = None
-    if isinstance(kernel, Gaussian) and hmax > kernel.width:
-        need, what = kernel.width, f"the Gaussian kernel width {kernel.width:g}"
-    elif isinstance(kernel, Riesz) and kernel.s >= grid.dim and hmax > kernel.softening:
-        need, what = (
-            kernel.softening,
-            (
-                f"the softening epsilon={kernel.softening:g} of the "
-                f"Riesz kernel s={kernel.s:g} >= p={grid.dim}"
-            ),
+    need = kernel.length_scale(grid.dim)
+    if need is not None and not (isinstance(need, (int, float)) and math.isfinite(need) and need > 0):
+        raise InputError(
+            f"{type(kernel).__name__}.length_scale({grid.dim}) must be None or a finite length "
+            f"> 0, got {need!r}"
         )
-    if need is not None:
-        n_min = math.ceil(2 * grid.half_width / need)
-        raise ValueError(
-            f"grid too coarse for the kernel: cell width h={hmax:.4g} exceeds {what}; "
-            f"use n >= {n_min} cells per axis (h <= {need:g})"
+    if need is None or hmax <= need:
+        return
+    if isinstance(kernel, Gaussian):
+        what = f"the Gaussian kernel width {kernel.width:g}"
+    elif isinstance(kernel, Riesz):
+        what = (
+            f"the softening epsilon={kernel.softening:g} of the "
+            f"Riesz kernel s={kernel.s:g} >= p={grid.dim}"
         )
+    else:
+        what = f"the length scale {need:g} of the kernel {kernel!r}"
+    n_min = math.ceil(2 * grid.half_width / need)
+    raise ValueError(
+        f"grid too coarse for the kernel: cell width h={hmax:.4g} exceeds {what}; "
+        f"use n >= {n_min} cells per axis (h <= {need:g})"
+    )
 
 
 def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
