@@ -16,6 +16,18 @@ interpolated log-log between the grid points where the ratio passes 1.
 
 Writes fastsums.{json,md} into ``--out`` (by default a folder outside the repository; the
 committed ones are in benchmarks/results/).
+
+``--scaling`` measures instead how the fast force scales to large N (p = 2 and 3 at the
+``--sizes``, default 1e5 and 1e6, tolerance ``--eps``): each (p, N) runs in a fresh
+subprocess, which reports the wall and CPU seconds of one force evaluation (``grad`` of
+:class:`~meanfield.fastsums.FastCoulombInteraction`, what a Langevin step calls; the median
+of ``--repeats`` after one untimed warm-up that compiles the near field and builds the plan
+a Langevin run then reuses), the process's peak resident memory (``ru_maxrss``, imports
+included, and the part added by the sum), and the relative ℓ² force error against the
+direct sum at 200 random particles (fixed seed).  It writes fastsums_scaling.{json,md} with
+the ratios t(N_max)/t(N_min) and the machine (CPU count, load average before and after).
+
+    python benchmarks/bench_fastsums.py --scaling --eps 1e-6 --threads 2 --out benchmarks/results
 """
 
 from __future__ import annotations
@@ -29,7 +41,14 @@ import statistics
 import sys
 import time
 
-from meanfield.workbench._scripts import add_bench_out, float_range, int_range, progress, say
+from meanfield.workbench._scripts import (
+    add_bench_out,
+    float_range,
+    int_list,
+    int_range,
+    progress,
+    say,
+)
 
 GRID = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 PATHS = {1: "ranks (exact)", 2: "NUFFT spectral Ewald (finufft)", 3: "FMM (fmm3dpy)"}
@@ -51,7 +70,8 @@ def time_pair(p: int, N: int, eps: float, with_direct: bool) -> dict:
     om = torch.randn(N, p, dtype=torch.float64, generator=g)
     radius = 2 * torch.rand(N, 1, dtype=torch.float64, generator=g) ** (1 / p)
     om = radius * om / om.norm(dim=1, keepdim=True)  # uniform in the ball of radius 2
-    fast = FastCoulombInteraction(Coulomb(p), 1.0, eps=eps, min_n=0)  # never the direct
+    threads = torch.get_num_threads()
+    fast = FastCoulombInteraction(Coulomb(p), 1.0, eps=eps, min_n=0, n_threads=threads)
     direct = PairInteraction(Coulomb(p), 1.0)
     fast.grad(om)  # warm-up: imports, plans, caches
     t_fast, t_direct, ratios, err = [], [], [], None
@@ -152,6 +172,179 @@ def markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ----------------------------------------------------------------------------------------
+# --scaling: large N, one subprocess per (p, N)
+# ----------------------------------------------------------------------------------------
+SUBSAMPLE = 200  # particles at which the fast force is checked against the direct sum
+
+
+def ball(p: int, N: int, seed: int):
+    """N points uniform in the ball of radius 2 of R^p (float64 numpy, fixed seed)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, p))
+    return 2 * x / np.linalg.norm(x, axis=1, keepdims=True) * rng.random((N, 1)) ** (1 / p)
+
+
+def direct_force(x, idx, p: int):
+    """Σ_{j≠i} ∇k(x_i − x_j) at the particles ``idx`` by the direct sum (a few at a time)."""
+    import numpy as np
+
+    out = np.empty((len(idx), p))
+    for a in range(0, len(idx), 4):
+        rows = idx[a : a + 4]
+        z = x[rows, None, :] - x[None, :, :]  # (4, N, p)
+        r2 = (z * z).sum(-1)
+        r2[np.arange(len(rows)), rows] = np.inf  # the particle itself
+        # ∇(−log r) = −z/r²  (p = 2);  ∇(1/r) = −z/r³  (p = 3)
+        scale = r2 if p == 2 else r2**1.5
+        out[a : a + 4] = -(z / scale[..., None]).sum(1)
+    return out
+
+
+def scaling_child(p: int, N: int, eps: float, threads: int, repeats: int) -> dict:
+    """One (p, N): time, CPU time, peak memory and subsample force error (in this process)."""
+    import resource
+
+    import numpy as np
+    import torch
+
+    from meanfield.fastsums import FastCoulombInteraction
+    from meanfield.kernels import Coulomb
+
+    torch.set_num_threads(threads)
+    om = torch.from_numpy(ball(p, N, seed=N + p))
+    term = FastCoulombInteraction(Coulomb(p), 1.0, eps=eps, min_n=0, n_threads=threads)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # bytes (Linux: KiB)
+    t0 = time.perf_counter()
+    if p == 2:  # warm-up: JIT (cached on disk), plan and Fourier multiplier (FMM3D: none)
+        term.grad(om)
+    warm = time.perf_counter() - t0
+    wall, cpu = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        g = term.grad(om)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # relative ℓ² error of Σ_j ∇k over a random subsample; grad = (2λ/N²) Σ_j ∇k
+    idx = np.random.default_rng(0).choice(N, SUBSAMPLE, replace=False)
+    x = om.numpy()
+    want = direct_force(x, idx, p)
+    got = g.numpy()[idx] * N**2 / 2
+    err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    return {
+        "p": p,
+        "N": N,
+        "eps": eps,
+        "threads": threads,
+        "repeats": repeats,
+        "warmup_s": warm,
+        "wall_s": statistics.median(wall),
+        "cpu_s": statistics.median(cpu),
+        "wall_all_s": wall,
+        "cpu_all_s": cpu,
+        "peak_rss_bytes": peak,
+        "rss_before_sum_bytes": rss0,
+        "force_rel_err_subsample": err,
+        "subsample": SUBSAMPLE,
+    }
+
+
+def run_scaling(sizes, eps, threads, repeats, show=False) -> dict:
+    import subprocess
+
+    rows = []
+    cases = [(p, N) for p in (2, 3) for N in sizes]
+    for p, N in progress(cases, enabled=show, desc="(p, N)"):
+        load = os.getloadavg() if hasattr(os, "getloadavg") else None
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", f"{p},{N}"]
+        cmd += ["--eps", repr(eps), "--threads", str(threads), "--repeats", str(repeats)]
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"child p={p} N={N} failed:\n{done.stderr[-3000:]}")
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row["loadavg_before"] = [round(v, 2) for v in load] if load else None
+        rows.append(row)
+        say(
+            f"p={p} N={N:>8}  wall {row['wall_s']:.3g} s  cpu {row['cpu_s']:.3g} s  "
+            f"peak {row['peak_rss_bytes'] / 2**30:.2f} GiB  force err "
+            f"{row['force_rel_err_subsample']:.2e}  load {row['loadavg_before']}"
+        )
+    ratios = {}
+    for p in (2, 3):
+        mine = sorted((r for r in rows if r["p"] == p), key=lambda r: r["N"])
+        if len(mine) > 1:
+            lo, hi = mine[0], mine[-1]
+            ratios[p] = {
+                "N": [lo["N"], hi["N"]],
+                "wall_ratio": hi["wall_s"] / lo["wall_s"],
+                "cpu_ratio": hi["cpu_s"] / lo["cpu_s"],
+                "N_ratio": hi["N"] / lo["N"],
+            }
+    return {"rows": rows, "ratios": ratios}
+
+
+def scaling_markdown(res: dict) -> str:
+    m = res["machine"]
+    lines = [
+        "| p | fast path | N | wall (s) | CPU (s) | peak RSS (GiB) | added by the sum (GiB) "
+        "| force rel. err (200 pts) | load avg before |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in res["rows"]:
+        lines.append(
+            f"| {r['p']} | {PATHS[r['p']]} | {r['N']:.0e} | {r['wall_s']:.3g} | {r['cpu_s']:.3g} "
+            f"| {r['peak_rss_bytes'] / 2**30:.2f} "
+            f"| {(r['peak_rss_bytes'] - r['rss_before_sum_bytes']) / 2**30:.2f} "
+            f"| {r['force_rel_err_subsample']:.1e} | {r['loadavg_before'][0]} |"
+        )
+    lines.append("")
+    for p, q in res["ratios"].items():
+        lines.append(
+            f"- p = {p}: t({q['N'][1]:.0e}) / t({q['N'][0]:.0e}) = {q['wall_ratio']:.1f} (wall), "
+            f"{q['cpu_ratio']:.1f} (CPU) for N × {q['N_ratio']:.0f}."
+        )
+    lines += [
+        "",
+        f"One force evaluation (``grad``), float64, uniform ball of radius 2, eps = "
+        f"{res['eps']:g}, {res['threads']} thread(s) (numba near field and FINUFFT in p = 2; "
+        "the fmm3dpy wheel is serial), median of "
+        f"{res['repeats']} after one warm-up in p = 2; each (p, N) in its own process (peak RSS "
+        "includes the imports).",
+        f"Machine: {m['platform']}, {m['cpus']} CPUs ({m['processor'] or 'unknown CPU'}), "
+        f"python {m['python']}, torch {m['torch']}; load average at start {m['loadavg']}, at "
+        f"end {m['loadavg_end']}; {m['date_utc']} UTC; wall time {res['wall_s']:.0f} s.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def machine(torch) -> dict:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {
+        "platform": platform.platform(),
+        "processor": cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "loadavg": [round(x, 2) for x in load] if load else None,
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -176,37 +369,56 @@ def main(argv=None) -> int:
         help="threads for torch (direct), FINUFFT and FMM3D alike (default 1: on a shared "
         "machine OpenMP regions stall under load and the ratio measures the scheduler)",
     )
-    add_bench_out(ap, "fastsums.json and fastsums.md")
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="measure p = 2, 3 at the --sizes instead of the crossover (one process each)",
+    )
+    ap.add_argument(
+        "--sizes",
+        type=int_list(1000),
+        default=[100_000, 1_000_000],
+        help="comma-separated N >= 1000 for --scaling (default 100000,1000000)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int_range(1),
+        default=3,
+        help="timed force evaluations per (p, N) for --scaling (default 3)",
+    )
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # "p,N": one --scaling measurement
+    add_bench_out(ap, "fastsums.json and fastsums.md (fastsums_scaling.* with --scaling)")
     ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # read by FMM3D's OpenMP at load
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # read by OpenMP (FINUFFT) at load
+    if args.child:
+        p, N = (int(v) for v in args.child.split(","))
+        print(json.dumps(scaling_child(p, N, args.eps, args.threads, args.repeats)))
+        return 0
     import torch
 
-    import meanfield.fastsums as fastsums
-
     torch.set_num_threads(args.threads)
-    fastsums.FINUFFT_THREADS = args.threads
-
     t0 = time.time()
+    info = machine(torch)
+    if args.scaling:
+        res = run_scaling(args.sizes, args.eps, args.threads, args.repeats, not args.no_progress)
+        name = "fastsums_scaling"
+    else:
+        res = run(args.max_n, args.max_direct, args.eps, show=not args.no_progress)
+        name = "fastsums"
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    res = run(args.max_n, args.max_direct, args.eps, show=not args.no_progress)
+    info["loadavg_end"] = [round(x, 2) for x in load] if load else None
     res.update(
         eps=args.eps,
+        threads=args.threads,
+        repeats=args.repeats,
         wall_s=time.time() - t0,
-        machine={
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "cpus": os.cpu_count(),
-            "python": sys.version.split()[0],
-            "torch": torch.__version__,
-            "loadavg": [round(x, 2) for x in load] if load else None,
-            "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        },
+        machine=info,
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fastsums.json").write_text(json.dumps(res, indent=2))
-    md = markdown(res)
-    (args.out / "fastsums.md").write_text(md)
+    (args.out / f"{name}.json").write_text(json.dumps(res, indent=2))
+    md = scaling_markdown(res) if args.scaling else markdown(res)
+    (args.out / f"{name}.md").write_text(md)
     print(md)
     return 0
 

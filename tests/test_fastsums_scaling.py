@@ -1,0 +1,188 @@
+"""Fast Coulomb sums at scale (meanfield.fastsums): the tolerance a Langevin step asks for,
+checked against the direct sum on a random subsample; a cutoff and a mode count that follow N;
+the compiled cell-list near field against a pair list of scipy; threads; named refusals.
+
+Tolerance of the subsample checks: the requested eps bounds the relative ℓ² force error over
+all particles (FMM3D's contract; for p = 2 each truncation of the Ewald split is
+e^{−log(1/eps)} = eps times an O(1) factor).  The measured full-cloud errors are 0.01–0.3 eps
+(tests/test_fastsums.py); the ratio ‖ΔF‖/‖F‖ over 300 random particles estimates the same ratio
+with a relative spread of a few tens of per cent (300 squared errors of comparable size), so
+a correct sum stays below eps itself, and a sum off by a truncation (≥ 10 eps) fails.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import special
+from scipy.spatial import cKDTree
+
+pytest.importorskip("finufft")
+pytest.importorskip("fmm3dpy")
+
+import meanfield._fastsums_ewald as ewald  # noqa: E402
+import meanfield.fastsums as fs  # noqa: E402
+from meanfield._fastsums_near import exp1, near_field  # noqa: E402
+from meanfield.errors import InputError, InputTypeError  # noqa: E402
+from meanfield.fastsums import DEFAULT_EPS, FastCoulombInteraction  # noqa: E402
+from meanfield.kernels import Coulomb  # noqa: E402
+
+
+def uniform_ball(p, N, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(N, p))
+    return 2 * x / np.linalg.norm(x, axis=1, keepdims=True) * rng.random((N, 1)) ** (1 / p)
+
+
+def direct_force(x, idx, p):
+    """Σ_{j≠i} ∇k(x_i − x_j) at the particles idx, by brute force (independent of the package)."""
+    z = x[idx, None, :] - x[None, :, :]
+    r2 = (z * z).sum(-1)
+    r2[np.arange(len(idx)), idx] = np.inf
+    return -(z / (r2 if p == 2 else r2**1.5)[..., None]).sum(1)
+
+
+@pytest.mark.slow  # ~2 s quiet, up to 11 s on the loaded 2-core machine
+@pytest.mark.parametrize("p", [2, 3])
+def test_default_tolerance_force_error_on_a_random_subsample(p):
+    N = 20_000
+    x = uniform_ball(p, N, seed=40 + p)
+    term = FastCoulombInteraction(Coulomb(p), lam=0.5, min_n=0)  # default eps
+    assert term.eps == DEFAULT_EPS <= 1e-6
+    g = term.grad(torch.from_numpy(x)).numpy() * N**2 / (2 * 0.5)  # Σ_j ∇k
+    idx = np.random.default_rng(7).choice(N, 300, replace=False)
+    want = direct_force(x, idx, p)
+    err = np.linalg.norm(g[idx] - want) / np.linalg.norm(want)
+    # observed (this seed, eps = 1e-6): 2.6e-8 (p = 2), 2.9e-8 (p = 3); see the docstring
+    assert err <= DEFAULT_EPS
+
+
+def test_cutoff_and_modes_follow_n():
+    # on one cloud shape the cutoff holds ≈ NEAR_NEIGHBOURS neighbours at every N, so it
+    # shrinks as N^(−1/2), and the modes (2M + 1)² grow as N (no fixed cap): a 10× larger
+    # cloud gets r_c × 10^(−1/2) and modes × 10, up to the 2^(1/16) rounding of the plan
+    # (≤ 4.4 % per axis) and the subsample estimate of the median spacing (a few per cent)
+    plans = {}
+    for N in (10_000, 100_000):
+        x = uniform_ball(2, N, seed=1)
+        r_c = ewald._cutoff(x, fs.NEAR_NEIGHBOURS)
+        # the cutoff holds the requested median number of neighbours (independent count)
+        counts = cKDTree(x).query_ball_point(x[:400], r_c, return_length=True) - 1
+        assert abs(np.median(counts) / fs.NEAR_NEIGHBOURS - 1) < 0.15
+        plan = ewald._plan(4.0, r_c, 1e-6, int(fs.MODES_PER_PARTICLE * N) + 4096)[0]
+        plans[N] = plan
+        assert (2 * plan.M + 1) ** 2 <= fs.MODES_PER_PARTICLE * N + 4096
+        assert plan.r_c >= r_c  # rounded up, never floored by the mode cap here
+    ratio_rc = plans[100_000].r_c / plans[10_000].r_c
+    assert abs(ratio_rc / 10**-0.5 - 1) < 0.12
+    ratio_modes = ((2 * plans[100_000].M + 1) / (2 * plans[10_000].M + 1)) ** 2
+    assert 7 < ratio_modes < 13
+
+
+def test_a_far_outlier_keeps_the_modes_linear_and_the_sum_right():
+    # one particle 1000 radii away stretches the box: the mode cap floors the cutoff
+    # (more near pairs) instead of allocating (box / spacing)² modes
+    N = 3000
+    x = uniform_ball(2, N, seed=3)
+    x[0] = [2000.0, 0.0]
+    pot, grad = fs.coulomb2d_sums(x, 1e-8)
+    idx = np.arange(0, N, 10)
+    want = direct_force(x, idx, 2)
+    assert np.linalg.norm(grad[idx] - want) / np.linalg.norm(want) <= 1e-8
+    z = x[idx, None] - x[None]
+    r = np.sqrt((z * z).sum(-1))
+    r[np.arange(len(idx)), idx] = 1.0
+    assert np.linalg.norm(pot[idx] + np.log(r).sum(1)) <= 1e-8 * np.linalg.norm(np.log(r).sum(1))
+    key = next(reversed(ewald._PLAN_CACHE))
+    plan = ewald._PLAN_CACHE[key][0]
+    assert (2 * plan.M + 1) ** 2 <= fs.MODES_PER_PARTICLE * N + 4096
+
+
+def test_exp1_against_scipy():
+    # the series (x ≤ 1) and the continued fraction (x > 1) against cephes, 1e-13 relative
+    xs = np.concatenate([np.logspace(-12, 0, 300), np.linspace(1.0, 700.0, 3000)])
+    got = np.array([exp1(v) for v in xs])
+    assert np.max(np.abs(got / special.exp1(xs) - 1)) < 1e-13
+    assert exp1(0.0) == np.inf
+
+
+def test_cell_list_near_field_matches_a_scipy_pair_list():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4000, 2))
+    x[11] = x[12]  # an exact twin pair: +inf value, zero subgradient
+    r_c, sigma = 0.12, 0.12 / math.sqrt(math.log(1e8))
+    i, j = cKDTree(x).query_pairs(r_c, output_type="ndarray").T
+    d = x[i] - x[j]
+    s2 = (d * d).sum(1) / sigma**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = 0.5 * special.exp1(s2)
+        c = np.where(s2 > 0, -np.exp(-s2) / (s2 * sigma**2), 0.0)
+    pot = np.bincount(i, v, 4000) + np.bincount(j, v, 4000)
+    f = c[:, None] * d
+    grad = np.stack([np.bincount(i, f[:, a], 4000) - np.bincount(j, f[:, a], 4000) for a in (0, 1)])
+    got_pot, got_grad = near_field(x, x, np.ones(4000), r_c, sigma, True, True, same=True)
+    assert np.isinf(got_pot[[11, 12]]).all() and np.isinf(pot[[11, 12]]).all()
+    fin = np.isfinite(pot)
+    assert np.allclose(got_pot[fin], pot[fin], rtol=1e-13, atol=1e-13)
+    assert np.allclose(got_grad, grad.T, rtol=1e-12, atol=1e-9)
+    # targets apart from the sources, some outside the sources' box, weights with a zero
+    at = rng.normal(size=(300, 2)) * 3
+    w = rng.random(4000)
+    w[5] = 0.0
+    rec = cKDTree(at).sparse_distance_matrix(cKDTree(x), r_c, output_type="ndarray")
+    want = np.bincount(rec["i"], 0.5 * special.exp1((rec["v"] / sigma) ** 2) * w[rec["j"]], 300)
+    got, _ = near_field(at, x, w, r_c, sigma, True, False)
+    assert np.allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.slow  # ~1 s quiet, 5 s loaded
+def test_threads_give_the_same_sums():
+    # each target's near sum runs in one order on any thread; FINUFFT's spreading order may
+    # change with threads, a round-off difference far below eps
+    x = uniform_ball(2, 20_000, seed=9)
+    one = fs.coulomb2d_sums(x, 1e-6, n_threads=1)
+    two = fs.coulomb2d_sums(x, 1e-6, n_threads=2)
+    for a, b in zip(one, two, strict=True):
+        assert np.linalg.norm(a - b) <= 1e-12 * np.linalg.norm(a)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"eps": 1e-1}, InputError, r"eps .*\[1e-14, 0.01\]"),
+        ({"eps": 1e-16}, InputError, r"eps .*\[1e-14, 0.01\]"),
+        ({"eps": float("nan")}, InputError, "eps"),
+        ({"eps": "tight"}, InputTypeError, "eps"),
+        ({"n_threads": 0}, InputError, "n_threads"),
+        ({"n_threads": 1.5}, InputTypeError, "n_threads"),
+    ],
+)
+def test_bad_tolerance_and_threads_are_refused_before_any_sum(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        FastCoulombInteraction(Coulomb(2), **kwargs)
+
+
+def test_benchmark_scaling_child_and_table(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_fastsums.py"
+    spec = importlib.util.spec_from_file_location("bench_fastsums", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    threads = torch.get_num_threads()
+    try:
+        rows = [bench.scaling_child(p, N, 1e-6, 1, 1) for p in (2, 3) for N in (1000, 2000)]
+    finally:
+        torch.set_num_threads(threads)
+    for r in rows:
+        assert r["force_rel_err_subsample"] <= 1e-6
+        assert r["peak_rss_bytes"] >= r["rss_before_sum_bytes"] > 0
+        r["loadavg_before"] = [1.0, 1.0, 1.0]
+    res = {"rows": rows, "ratios": {}, "eps": 1e-6, "threads": 1, "repeats": 1, "wall_s": 1.0}
+    res["machine"] = {
+        **bench.machine(torch),
+        "loadavg_end": [1.0, 1.0, 1.0],
+    }
+    assert "| 3 | FMM (fmm3dpy) | 2e+03 |" in bench.scaling_markdown(res)
