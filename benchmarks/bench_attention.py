@@ -53,12 +53,11 @@ from pathlib import Path
 
 import numpy as np
 
+from meanfield.contract import Contract, Param
 from meanfield.workbench._scripts import (
     BENCH_OUT_ENV,
     bench_out_default,
     device_name,
-    int_list,
-    int_range,
     output_dir,
     output_file,
 )
@@ -311,52 +310,45 @@ def fit_slope(lengths, times) -> float:
     return float(np.polyfit(np.log(lengths), np.log(times), 1)[0])
 
 
+#: The flags, declared once: their checks, help and docs come from these Params (the device,
+#: the folders and files are checked by their own argparse types).
+FLAGS = Contract(
+    "benchmarks/bench_attention.py",
+    [
+        Param("features", "int", "feature counts m", low=1, sequence=True, default=(64, 256)),
+        Param("min_len", "int", "smallest L", low=1, default=128),
+        Param("embed_dim", "int", "E; d_h = E / heads", low=1, default=256),
+        Param("heads", "int", "heads (dividing --embed-dim)", low=1, default=4),
+        Param("max_len", "int", "largest L (>= --min-len)", low=1, default=4096),
+        Param("long", "flag", "extend to L = 16384 (minutes on CPU)", default=False),
+        Param("quick", "flag", "m = 64, L = 256/1024/4096, 3 repeats", default=False),
+        Param("repeats", "int", "timed repeats (halved above 4096)", low=1, default=5),
+        Param("threads", "int", "CPU threads", low=1, default=2),
+        Param("chunk_size", "int", "causal chunk length", low=1, default=64),
+        Param("clock", "choice", "wall time, or this process's CPU time (CPU only: with "
+              "--threads 1 it counts the arithmetic alone, not the waits of a loaded, shared "
+              "machine)", choices=("wall", "cpu"), default="wall"),
+        Param("learned", "flag", "time the kernel-favor layer", default=True),
+        Param("dtype", "choice", "guards/scan: input dtype (bfloat16 on a GPU: SDPA takes its "
+              "flash kernel; kernel attention still accumulates in float32)",
+              choices=("float32", "bfloat16", "float16"), default="float32"),
+        Param("section", "choice", "main: every map against SDPA; guards: bidirectional "
+              "FAVOR+ against a plain FAVOR+ and the previous code; scan: causal loop vs "
+              "batched prefix states", choices=("main", "guards", "scan"), default="main"),
+    ],
+)  # fmt: skip
+
+
 def parse(argv):
     """The flags, checked before torch loads: a bad value ends with one line and exit 2."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    pos = int_range(1)
+    FLAGS.add_arguments(ap)
     ap.add_argument("--device", type=device_name, default="cpu", help="cpu or cuda (default cpu)")
-    ap.add_argument(
-        "--features", type=int_list(1), default="64,256", help="comma-separated m (default 64,256)"
-    )
-    ap.add_argument("--min-len", type=pos, default=128, help="smallest L (>= 1)")
-    ap.add_argument("--embed-dim", type=pos, default=256, help="E; d_h = E / heads (64)")
-    ap.add_argument("--heads", type=pos, default=4, help="heads (>= 1, dividing --embed-dim)")
-    ap.add_argument("--max-len", type=pos, default=4096, help="largest L (>= --min-len)")
-    ap.add_argument("--long", action="store_true", help="extend to L = 16384 (minutes on CPU)")
-    ap.add_argument("--quick", action="store_true", help="m = 64, L = 256/1024/4096, 3 repeats")
-    ap.add_argument(
-        "--repeats", type=pos, default=5, help="timed repeats (>= 1; halved above 4096)"
-    )
-    ap.add_argument("--threads", type=pos, default=2, help="CPU threads (default 2)")
-    ap.add_argument("--chunk-size", type=pos, default=64, help="causal chunk length (>= 1)")
-    ap.add_argument(
-        "--clock",
-        choices=("wall", "cpu"),
-        default="wall",
-        help="wall time (default), or this process's CPU time (CPU only: with --threads 1 "
-        "it counts the arithmetic alone, not the waits of a loaded, shared machine)",
-    )
-    ap.add_argument("--no-learned", action="store_true", help="skip the kernel-favor layer")
-    ap.add_argument(
-        "--dtype",
-        choices=("float32", "bfloat16", "float16"),
-        default="float32",
-        help="guards/scan: input dtype (bfloat16 on a GPU: SDPA takes its flash kernel; "
-        "kernel attention still accumulates in float32)",
-    )
     ap.add_argument(
         "--previous",
         default=None,
         metavar="TREE",
         help="guards/scan: also time kernel_attention of the checkout TREE (its meanfield/)",
-    )
-    ap.add_argument(
-        "--section",
-        choices=("main", "guards", "scan"),
-        default="main",
-        help="main: every map against SDPA (default); guards: bidirectional FAVOR+ against a "
-        "plain FAVOR+ and the previous code; scan: causal loop vs batched prefix states",
     )
     ap.add_argument(
         "--out",
@@ -371,7 +363,7 @@ def parse(argv):
     ap.add_argument(
         "--json", type=output_file, default=None, help="output JSON file (instead of --out)"
     )
-    args = ap.parse_args(argv)
+    args = FLAGS.parse_args(ap, argv)
     args.ms = args.features
     if args.embed_dim % args.heads:
         ap.error(
@@ -610,7 +602,7 @@ def run(args, out=print) -> dict:
     )
     res = {"lengths": lengths, "tables": {}, "peer_deviation": deviation}
     for m in args.ms:
-        learned = None if args.no_learned else learned_omega(m, d)
+        learned = learned_omega(m, d) if args.learned else None
         for mode in ("bidirectional", "causal"):
             key = f"m={m} {mode}"
             res["tables"][key] = _run_table(args, m, d, H, mode, learned, lengths, gen, out)

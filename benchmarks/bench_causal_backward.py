@@ -46,12 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.workbench._scripts import (
-    add_bench_out,
-    choice_list,
-    int_list,
-    int_range,
-)
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out
 
 OPS = ("causal", "bidir", "plain-bidir", "sdpa")
 #: also timed on request: ``previous``, the causal code before the streamed path and the
@@ -225,22 +221,28 @@ def table(rows, key, ops, out=print):
             out(f"  t/t_SDPA at {r['L']}".ljust(24) + ratio)
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_causal_backward.py",
+    [
+        Param("lengths", "int", "sequence lengths L", low=1, sequence=True,
+              default=(1024, 4096, 16384)),
+        Param("features", "int", "feature counts m", low=1, sequence=True, default=(128, 256)),
+        Param("heads", "int", "attention heads", low=1, default=4),
+        Param("repeats", "int", "timed repeats", low=1, default=5),
+        Param("threads", "int", "torch threads", low=1, default=1),
+        Param("ops", "choice", "operations to time (previous: the former code path)",
+              choices=OPS + EXTRA_OPS, sequence=True, default=OPS),
+        Param("memory", "flag", "measure the peak memory (in child processes)", default=True),
+    ],
+)  # fmt: skip
+
+
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lengths", type=int_list(1), default="1024,4096,16384", help="L values")
-    ap.add_argument("--features", type=int_list(1), default="128,256", help="m values")
-    ap.add_argument("--heads", type=int_range(1), default=4, help="heads (>= 1)")
-    ap.add_argument("--repeats", type=int_range(1), default=5, help="timed repeats (>= 1)")
-    ap.add_argument("--threads", type=int_range(1), default=1, help="torch threads (>= 1)")
-    ap.add_argument(
-        "--ops",
-        type=choice_list(OPS + EXTRA_OPS),
-        default=",".join(OPS),
-        help=f"operations among {', '.join(OPS + EXTRA_OPS)} (default: all but previous)",
-    )
-    ap.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
+    FLAGS.add_arguments(ap)
     add_bench_out(ap, "bench_causal_backward.json")
-    return ap.parse_args(argv)
+    return FLAGS.parse_args(ap, argv)
 
 
 def main(argv=None) -> dict:
@@ -276,7 +278,7 @@ def main(argv=None) -> dict:
         print(f"m = {m}")
         table(rows, "wall_s", ops)
         table(rows, "cpu_s", ops)
-        if not args.no_memory:
+        if args.memory:
             print("  memory (MiB, retained after forward / peak over forward+backward)")
             for L in lengths:
                 cells = []

@@ -7,9 +7,9 @@ Two models of THEORY §5 (V = ω²/2, λ = 1/2, p = 1, box [−4, 4]):
 * ``uniform``: k = −|z|, mean-field regime β = 1 (the large-deviation study's model).
 
 For each N both samplers start from the same equilibrated configurations (an HMC warm-up) and
-are tuned by the same dual averaging (meanfield.dynamics.hmc.DualAveraging): HMC's leapfrog step to
-acceptance 0.65 with trajectory length T, MALA's η to acceptance 0.574 (the optimal scalings of
-Beskos et al. 2013 and Roberts & Rosenthal 1998).
+are tuned by the same dual averaging (meanfield.dynamics.adaptation.DualAveraging): HMC's
+leapfrog step to acceptance 0.65 with trajectory length T, MALA's η to acceptance 0.574 (the
+optimal scalings of Beskos et al. 2013 and Roberts & Rosenthal 1998).
 Then each runs with the step frozen for a fixed wall-clock budget.  Observables: the energy
 H_N and L_N = ∫ω² dμ_N (= 2 × the confinement term, recorded at every step).  τ_int by Geyer's
 initial monotone sequence pooled over R chains (meanfield.dynamics.hmc.integrated_autocorr_time,
@@ -32,14 +32,8 @@ import math
 import time
 from pathlib import Path
 
-from meanfield.workbench._scripts import (
-    add_bench_out,
-    file_stem,
-    float_range,
-    int_range,
-    progress,
-    say,
-)
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, file_stem, progress, say
 
 CASES = {
     # name: (closed-form case, regime, beta, trajectory length T)
@@ -78,7 +72,7 @@ def tune_mala(E, start, beta, regime, n_tune, seed):
     """η by dual averaging to acceptance 0.574 on the replica-mean accept indicator."""
     import torch
 
-    from meanfield.dynamics.hmc import DualAveraging
+    from meanfield.dynamics.adaptation import DualAveraging
     from meanfield.dynamics.langevin import MALA
 
     N = start.shape[-2]
@@ -219,45 +213,39 @@ def write_table(rows, path):
     Path(path).write_text("\n".join(lines) + "\n")
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_hmc.py",
+    [
+        Param("n", "int", "particle numbers N of both models (None: the lists below)", low=2,
+              sequence=True, optional=True, default=None),
+        Param("n_log_gas", "int", "N of the log gas", low=2, sequence=True,
+              default=(32, 64, 128)),
+        Param("n_uniform", "int", "N of the uniform case", low=2, sequence=True,
+              default=(32, 128, 512, 1024)),
+        Param("cases", "choice", "models to sample", choices=tuple(CASES), sequence=True,
+              default=tuple(CASES)),
+        Param("budget", "real", "sampling seconds per run", low=0.0, low_open=True, units="s",
+              default=8.0),
+        Param("replicas", "int", "chains (None: 8, 4 from N = 256, 2 from 1024)", low=1,
+              optional=True, default=None),
+        Param("trajectory_length", "real", "HMC trajectory length T (None: per model, above)",
+              low=0.0, low_open=True, units="time", optional=True, default=None),
+        # 0.65: the asymptotically optimal HMC acceptance (Beskos et al. 2013); MALA's 0.574
+        Param("target_accept", "level", "HMC's adaptation target of the acceptance rate",
+              default=0.65),
+        Param("n_warmup", "int", "HMC warm-up trajectories", low=1, default=60),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sizes = dict(type=int_range(2), nargs="+", metavar="N")
-    ap.add_argument("--n", **sizes, help="override both N lists (each N >= 2)")
-    ap.add_argument(
-        "--n-log-gas", **sizes, default=[32, 64, 128], help="N of the log gas [default: 32 64 128]"
-    )
-    ap.add_argument(
-        "--n-uniform",
-        **sizes,
-        default=[32, 128, 512, 1024],
-        help="N of the uniform case [default: 32 128 512 1024]",
-    )
-    ap.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    ap.add_argument(
-        "--budget", type=float_range(0), default=8.0, help="sampling seconds per run (> 0)"
-    )
-    ap.add_argument(
-        "--replicas",
-        type=int_range(1),
-        help="chains >= 1 (default 8, 4 from N = 256, 2 from 1024)",
-    )
-    ap.add_argument(
-        "--trajectory-length", type=float_range(0), help="T > 0 (default: per model, above)"
-    )
-    # 0.65: the asymptotically optimal HMC acceptance (Beskos et al. 2013); MALA's is 0.574
-    ap.add_argument(
-        "--target-accept",
-        type=float_range(0, 1, hi_open=True),
-        default=0.65,
-        help="HMC's adaptation target in (0, 1)",
-    )
-    ap.add_argument(
-        "--n-warmup", type=int_range(1), default=60, help="HMC warm-up trajectories (>= 1)"
-    )
+    FLAGS.add_arguments(ap)
     add_bench_out(ap, "NAME.json and NAME.md")
     ap.add_argument("--name", type=file_stem, default="hmc", help="file stem [default: hmc]")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
     import torch
 
     torch.set_num_threads(1)
@@ -272,7 +260,7 @@ def main(argv=None) -> int:
         for case in args.cases
         for N in args.n or (args.n_log_gas if case == "log-gas" else args.n_uniform)
     ]
-    for case, N in progress(runs, enabled=not args.no_progress, desc="(model, N)"):
+    for case, N in progress(runs, enabled=args.progress, desc="(model, N)"):
         replicas = args.replicas or (8 if N < 256 else 4 if N < 1024 else 2)
         r = bench_one(
             case,

@@ -33,14 +33,8 @@ import os
 import platform
 import time
 
-from meanfield.workbench._scripts import (
-    add_bench_out,
-    file_stem,
-    float_range,
-    int_range,
-    progress,
-    say,
-)
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, file_stem, progress, say
 
 T = math.pi / 4
 #: XLA's flags for one CPU thread (as torch.set_num_threads(1)), unless XLA_FLAGS is set.
@@ -265,31 +259,28 @@ def _table(rows) -> list[str]:
     return lines
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_hmc_blackjax.py",
+    [
+        Param("n", "int", "particles per chain", low=2, sequence=True, default=(32, 64, 128)),
+        Param("replicas", "int", "chains", low=1, default=8),
+        Param("budget", "real", "sampling seconds per sampler and round", low=0.0,
+              low_open=True, units="s", default=4.0),
+        Param("repeats", "int", "interleaved rounds of the three samplers", low=1, default=3),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--n", type=int_range(2), nargs="+", default=[32, 64, 128], metavar="N",
-        help="particles per chain (each >= 2) [default: 32 64 128]",
-    )  # fmt: skip
-    ap.add_argument("--replicas", type=int_range(1), default=8, help="chains >= 1 [default 8]")
-    ap.add_argument(
-        "--budget",
-        type=float_range(0),
-        default=4.0,
-        help="sampling seconds per sampler and round (> 0) [default 4]",
-    )
-    ap.add_argument(
-        "--repeats",
-        type=int_range(1),
-        default=3,
-        help="interleaved rounds of the three samplers (>= 1) [default 3]",
-    )
+    FLAGS.add_arguments(ap)
     add_bench_out(ap, "NAME.json and NAME.md")
     ap.add_argument(
         "--name", type=file_stem, default="hmc_blackjax", help="file stem [default: hmc_blackjax]"
     )
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch and jax load
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch and jax load
     # one thread each: XLA's CPU client reads its flags when jax first loads
     os.environ.setdefault("XLA_FLAGS", XLA_ONE_THREAD)
     try:
@@ -303,7 +294,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     rows = []
     t_all = time.perf_counter()
-    for N in progress(args.n, enabled=not args.no_progress, desc="N"):
+    for N in progress(args.n, enabled=args.progress, desc="N"):
         r = bench_one(N, args.replicas, args.budget, args.repeats)
         rows.append(r)
         say(f"N={N:4d} eps={r['step_size']:.4f} L={r['n_leapfrog']} R={r['replicas']}")

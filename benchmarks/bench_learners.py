@@ -29,15 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_repro" / "synthetic"))
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, progress, say
 
 
 def bench(learners, ms, ns, repeats, coulomb, show=False):
-    from run_study import make_learner
-
     from meanfield.learners.tasks import radial
+    from meanfield.studies.synthetic import make_learner
 
     warm = radial(100, 10, d=10, seed=0)
     for name in learners:  # first calls pay one-time imports and allocations
@@ -58,7 +56,7 @@ def bench(learners, ms, ns, repeats, coulomb, show=False):
 
 
 def to_markdown(rows, ms, ns, learners):
-    from run_study import LEARNER_LABELS
+    from meanfield.studies.synthetic import LEARNER_LABELS
 
     t = {(a, n, m): s for a, n, m, s in rows}
     out = ["Kernel-training time (s) against m, at n = 1000", ""]
@@ -148,11 +146,12 @@ def _fit_cost_one(args):
     """Child process: one CoulombFeatures.fit; peak RSS above the pre-fit RSS (VmHWM reset)."""
     variant, m, n, d, seed = args
     import torch
-    from run_variants import BASE, VARIANTS
     from threadpoolctl import threadpool_limits
 
     from meanfield.learners import CoulombFeatures
     from meanfield.learners.tasks import radial
+    from meanfield.studies.synthetic import COULOMB as BASE
+    from meanfield.studies.synthetic import VARIANTS
 
     torch.set_num_threads(1)
     threadpool_limits(1)
@@ -171,7 +170,7 @@ def fit_cost(m=256, n=10_000, d=10, seed=0, show=False):
     """Every variant's fit in a fresh process: (variant, wall s, fit_time_ s, peak MiB)."""
     import multiprocessing as mp
 
-    from run_variants import VARIANTS
+    from meanfield.studies.synthetic import VARIANTS
 
     rows = []
     ctx = mp.get_context("spawn")
@@ -192,27 +191,34 @@ def fit_cost(m=256, n=10_000, d=10, seed=0, show=False):
     )
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_learners.py",
+    [
+        Param("quick", "flag", "m = 16, 64; n = 250, 1000; one repeat", default=False),
+        Param("repeats", "int", "fits per learner and size", low=1, default=3),
+        Param("fit_cost", "flag", "only the fit cost at m = 256, n = 1e4", default=False),
+        Param("vs_sklearn", "flag", "only the ratios to scikit-learn", default=False),
+        Param("full_batch", "flag", "with --vs-sklearn: add data_batch=None", default=False),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)
+
+
 def main(argv=None):
-    from run_study import COULOMB
+    from meanfield.studies.synthetic import COULOMB
 
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--quick", action="store_true", help="m = 16, 64; n = 250, 1000; one repeat")
-    ap.add_argument(
-        "--repeats", type=int_range(1), default=3, help="fits per learner and size (>= 1)"
-    )
+    FLAGS.add_arguments(ap)
     add_bench_out(
         ap,
         "bench_learners.md, or bench_fit_cost.md with --fit-cost, bench_vs_sklearn.md with "
         "--vs-sklearn",
     )
-    ap.add_argument("--fit-cost", action="store_true", help="issue 10: m=256, n=1e4 fit cost")
-    ap.add_argument("--vs-sklearn", action="store_true", help="issue 22: only the sklearn ratios")
-    ap.add_argument("--full-batch", action="store_true", help="--vs-sklearn: add data_batch=None")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
-    show = not args.no_progress
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
+    show = args.progress
     args.out.mkdir(parents=True, exist_ok=True)
     if args.fit_cost:
         md = fit_cost(show=show)

@@ -27,7 +27,8 @@ import subprocess
 import sys
 import time
 
-from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, progress, say
 
 
 def run_one(N: int, p: int, dtype: str, batch: int | None, n_data: int, repeats: int) -> dict:
@@ -109,24 +110,31 @@ def interaction_only(repeats: int = 5, show: bool = True) -> list[dict]:
     return rows
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_particles.py",
+    [
+        Param("quick", "flag", "N = 10^3 only", default=False),
+        Param("repeats", "int", "timed steps per configuration", low=1, default=5),
+        Param("progress", "flag", "show the progress bars", default=True),
+    ],
+)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="A bad flag ends the script at once with one line and exit status 2.",
     )
-    ap.add_argument("--quick", action="store_true", help="N = 10^3 only")
-    ap.add_argument("--one", help=argparse.SUPPRESS)
-    ap.add_argument(
-        "--repeats", type=int_range(1), default=5, help="timed steps per configuration (>= 1)"
-    )
+    FLAGS.add_arguments(ap)
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one case, in a child process
     add_bench_out(ap, "particles.json, or particles_quick.json with --quick")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    args = ap.parse_args(argv)
+    args = FLAGS.parse_args(ap, argv)
     if args.one:
         N, p, dtype, batch = json.loads(args.one)
         print(json.dumps(run_one(N, p, dtype, batch, 1000, args.repeats)))
         return 0
-    show = not args.no_progress
+    show = args.progress
     Ns = [1000] if args.quick else [1000, 10000]
     cases = [
         (N, p, dtype, batch)

@@ -16,7 +16,7 @@ Three measurements, printed side by side as medians over repeats:
    compilation, ≈ 25 s per grid size);
 3. W2 between N particles and a 2D grid density: exact ``ot.emd2`` (time and peak memory, each
    case in a fresh subprocess) and sliced W2, including N = 10⁴ on a 128² grid; this
-   measurement sets ``meanfield.ot.diagnostics.EXACT_MAX_PAIRS``;
+   measurement sets ``meanfield.ot.distance.EXACT_MAX_PAIRS``;
 5. the grid in p = 3 on the Coulomb gas of R³ (V = |ω|²/2, cell-integrated k = 1/|z|, λ = 1/2,
    the model of ``meanfield.studies.coulomb3d``) for n³ = 32³ … 128³ cells, each size in a
    fresh one-thread subprocess: set-up (cell-integrated kernel and its FFT), the pair
@@ -53,14 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.workbench._scripts import (
-    add_bench_out,
-    choice_list,
-    float_range,
-    int_range,
-    progress,
-    say,
-)
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
 
 #: Progress bars over each section's cases (``main`` sets it; off when the functions are
 #: called from Python, as the tests do).
@@ -324,7 +318,7 @@ def _implicit_step_times(M: int) -> dict:
 
     from meanfield.domains import Box
     from meanfield.pde import Density, Grid
-    from meanfield.pde.flux import ScharfetterGummel, ScharfetterGummelMPRK
+    from meanfield.pde.schemes import ScharfetterGummel, ScharfetterGummelMPRK
 
     g = Grid(Box(1, OU["L"]), M)
     U = 0.5 * g.centers[:, 0] ** 2
@@ -357,7 +351,7 @@ def implicit_step_2d(n: int) -> dict:
     into tridiagonal lines (``sg-mprk22-split``), OU potential, Δt = 0.01."""
     from meanfield.domains import Box
     from meanfield.pde import Density, Grid
-    from meanfield.pde.flux import ScharfetterGummelMPRK
+    from meanfield.pde.schemes import ScharfetterGummelMPRK
 
     g = Grid(Box(2, OU["L"]), n)
     U = 0.5 * (g.centers**2).sum(1).reshape(g.shape)
@@ -815,7 +809,8 @@ def section_w2(quick: bool, emd_timeout: float) -> None:
 
 def section_rate() -> None:
     """The full W2-vs-N study (the small version is tests/test_compare.py)."""
-    from meanfield.workbench.compare import convergence_in_n, default_problem
+    from meanfield.studies.limits import convergence_in_n
+    from meanfield.workbench.problems import default_problem
 
     print("\n== 4. W2(mu_N(t), rho_t) vs N at t = 0.2 (default 1D problem, 8 seeds) ==")
     prob = default_problem(1, cells=256)
@@ -838,31 +833,33 @@ def section_rate() -> None:
     )
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_pde.py",
+    [
+        Param("quick", "flag", "smaller sizes, fewer repeats", default=False),
+        Param("skip_pypde", "flag", "leave out the py-pde comparison", default=False),
+        Param("sections", "choice", "measurements to run (5: the 3D grid)",
+              choices=("1", "2", "3", "5"), sequence=True, default=("1", "2", "3")),
+        Param("emd_timeout", "real", "seconds allowed for the exact N=1e4, 128² emd", low=0.0,
+              low_open=True, units="s", default=300.0),
+        Param("sizes3d", "int", "section 5: cells per axis (None: 32 48 64 96 128; --quick: "
+              "16 32)", low=MIN_CELLS, sequence=True, optional=True, default=None),
+        Param("stationary_timeout", "real", "section 5: seconds allowed per beta = inf solve",
+              low=0.0, low_open=True, units="s", default=200.0),
+        Param("rate", "flag", "also run the W2-vs-N rate study (N = 100…3200, 8 seeds)",
+              default=False),
+        Param("progress", "flag", "show the progress bars", default=True),
+    ],
+)  # fmt: skip
+
+
 def main(argv=None):
     global PROGRESS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
-    ap.add_argument("--skip-pypde", action="store_true")
-    ap.add_argument(
-        "--sections",
-        type=choice_list(["1", "2", "3", "5"]),
-        default="1,2,3",
-        help="measurements to run, comma-separated among 1, 2, 3, 5 (default 1,2,3; 5: the "
-        "3D grid)",
-    )
-    ap.add_argument(
-        "--emd-timeout",
-        type=float_range(0),
-        default=300.0,
-        help="seconds (> 0) allowed for the exact N=1e4, 128² emd (default 300)",
-    )
-    ap.add_argument(
-        "--sizes3d",
-        type=int_range(MIN_CELLS),
-        nargs="+",
-        help=f"section 5: cells per axis (>= {MIN_CELLS}; default 32 48 64 96 128; --quick: 16 32)",
-    )
+    FLAGS.add_arguments(ap)
+    # an empty list is meaningful here (no beta = inf solve): not a contract sequence
     ap.add_argument(
         "--stationary3d",
         type=int_range(MIN_CELLS),
@@ -870,25 +867,13 @@ def main(argv=None):
         help=f"section 5: grids (>= {MIN_CELLS}) of the beta = inf solve (default 32 48; "
         "--quick: 16)",
     )
-    ap.add_argument(
-        "--stationary-timeout",
-        type=float_range(0),
-        default=200.0,
-        help="section 5: seconds (> 0) allowed per beta = inf solve (default 200)",
-    )
     add_bench_out(
         ap, "section 2: pde_ou.json and .md; section 5: pde3d.json and .md; _quick with --quick"
     )
-    ap.add_argument(
-        "--rate",
-        action="store_true",
-        help="also run the W2-vs-N rate study (N = 100…3200, 8 seeds)",
-    )
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
     import torch
 
-    PROGRESS = not args.no_progress
+    PROGRESS = args.progress
     rep = 3 if args.quick else 5
     torch.set_num_threads(1)  # the particle runs of --rate: one thread on shared cores
     sections = {int(x) for x in args.sections}

@@ -74,6 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_attention import fit_slope  # noqa: E402  (the shared log-log slope helper)
 
 from meanfield.attention.linear import ATTENTION_KINDS  # noqa: E402
+from meanfield.contract import Contract, Param  # noqa: E402
 from meanfield.workbench._scripts import add_bench_out  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,16 +97,6 @@ def _fail(message: str):
     raise SystemExit(2)
 
 
-def _int_list(flag: str, text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1:
-        _fail(f"{flag} must be comma-separated positive integers, got {text!r}")
-    return values
-
-
 def _maps(text: str) -> list[tuple[str, int]]:
     out = []
     for item in (x.strip() for x in text.split(",") if x.strip()):
@@ -124,27 +115,37 @@ def _maps(text: str) -> list[tuple[str, int]]:
     return out
 
 
+#: The flags, declared once: their checks, help and docs come from these Params (the model
+#: folder, the output folder and the ``KIND:m`` list of maps are checked by hand).
+FLAGS = Contract(
+    "benchmarks/bench_pretrained_long.py",
+    [
+        Param("tiny", "flag", "a tiny random BERT (save_tiny_bert)", default=False),
+        Param("lengths", "int", "sequence lengths L", low=1, sequence=True,
+              default=(512, 1024, 2048, 4096, 8192)),
+        Param("softmax_impl", "choice", "transformers' attention of the softmax model",
+              choices=("sdpa", "eager"), default="sdpa"),
+        Param("repeats", "int", "timed repeats at L <= 1024", low=1, default=5),
+        Param("repeats_long", "int", "timed repeats at L > 4096", low=1, default=2),
+        Param("threads", "int", "torch CPU threads", low=1, default=1),
+        Param("memory", "choice", "where the peak memory is measured",
+              choices=("subprocess", "inprocess", "none"), default="subprocess"),
+    ],
+)  # fmt: skip
+
+
 def parse(argv):
     ap = _Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--model-dir", default=str(DEFAULT_MODEL), help="HF-layout model folder")
-    ap.add_argument("--tiny", action="store_true", help="a tiny random BERT (save_tiny_bert)")
-    ap.add_argument("--lengths", default="512,1024,2048,4096,8192", help="comma-separated L")
+    FLAGS.add_arguments(ap)
     ap.add_argument("--maps", default="favor:64,softmaxfeat:32", help="linearized KIND:m, ...")
-    ap.add_argument("--softmax-impl", choices=("sdpa", "eager"), default="sdpa")
-    ap.add_argument("--repeats", type=int, default=5, help="timed repeats at L <= 1024")
-    ap.add_argument("--repeats-long", type=int, default=2, help="timed repeats at L > 4096")
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    ap.add_argument("--memory", choices=("subprocess", "inprocess", "none"), default="subprocess")
     add_bench_out(ap, f"{NAME}.json and .txt")
     ap.add_argument("--note", default="", help="a line of context written into the .txt")
     ap.add_argument("--child-memory", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = FLAGS.parse_args(ap, argv)
     if args.child_memory is not None:
         return args
-    for name in ("repeats", "repeats_long", "threads"):
-        if getattr(args, name) < 1:
-            _fail(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    args.length_list = sorted(set(_int_list("--lengths", args.lengths)))
+    args.length_list = sorted(set(args.lengths))
     args.map_list = _maps(args.maps)
     return args
 

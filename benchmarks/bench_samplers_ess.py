@@ -54,7 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.workbench._scripts import add_bench_out, choice_list, int_range
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out
 
 SAMPLERS = ("langevin", "mala", "hmc")
 
@@ -121,7 +122,7 @@ def mean_field_variance(energy, case: dict, cells: int = 3200) -> float:
     if case["p"] != 1:
         return 0.5
     rho, _ = gibbs_state(energy, Grid(Box(1, case["radius"]), cells), case["beta"])
-    return float(np.asarray(rho.covariance()).ravel()[0])
+    return float(np.asarray(rho.covariance).ravel()[0])
 
 
 def spread_start(case: dict) -> np.ndarray:
@@ -221,23 +222,29 @@ def describe(name: str, settings: dict) -> str:
     return f"eta={settings['eta']:g}"
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_samplers_ess.py",
+    [
+        Param("cases", "choice", "models to sample", choices=tuple(CASES), sequence=True,
+              default=("1d",)),
+        Param("samplers", "choice", "samplers to compare", choices=SAMPLERS, sequence=True,
+              default=SAMPLERS),
+        Param("replicas", "int", "chains per sampler (None: 4, or the quick run's)", low=2,
+              optional=True, default=None),
+        Param("seed", "int", "first seed (replica r uses seed + r)", low=0, high=2**31,
+              default=0),
+        Param("threads", "int", "torch threads", low=1, default=1),
+        Param("quick", "flag", "small N, few steps: a smoke run", default=False),
+    ],
+)  # fmt: skip
+
+
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "--cases", type=choice_list(CASES), default="1d", help="among 1d, 2d [default: 1d]"
-    )
-    ap.add_argument(
-        "--samplers",
-        type=choice_list(SAMPLERS),
-        default=",".join(SAMPLERS),
-        help=f"among {', '.join(SAMPLERS)} [default: all]",
-    )
-    ap.add_argument("--replicas", type=int_range(2), help="chains per sampler (>= 2) [4]")
-    ap.add_argument("--seed", type=int_range(0, 2**31), default=0, help="first seed (>= 0)")
-    ap.add_argument("--threads", type=int_range(1), default=1, help="torch threads (>= 1)")
-    ap.add_argument("--quick", action="store_true", help="small N, few steps: a smoke run")
+    FLAGS.add_arguments(ap)
     add_bench_out(ap, "bench_samplers_ess.json")
-    return ap.parse_args(argv)
+    return FLAGS.parse_args(ap, argv)
 
 
 def case_settings(name: str, quick: bool) -> dict:

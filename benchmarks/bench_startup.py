@@ -27,7 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield.workbench._scripts import add_bench_out, int_range, progress
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, progress
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,23 +110,27 @@ def markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_startup.py",
+    [
+        Param("repeats", "int", "fresh interpreters per command", low=1, default=7),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument(
-        "--repeats",
-        type=int_range(1),
-        default=7,
-        help="fresh interpreters per command (>= 1) [default: 7]",
-    )
+    FLAGS.add_arguments(ap)
     add_bench_out(ap, "startup.json and startup.md")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = ap.parse_args(argv)
+    args = FLAGS.parse_args(ap, argv)
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     times = {name: [] for name in COMMANDS}
     runs = [name for _ in range(args.repeats) for name in COMMANDS]
-    for name in progress(runs, enabled=not args.no_progress, desc="interpreters"):
+    for name in progress(runs, enabled=args.progress, desc="interpreters"):
         times[name].append(time_once(COMMANDS[name]))
     heavy, where = probe_help()
     res = {

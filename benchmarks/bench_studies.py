@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from meanfield.contract import Contract, Param
 from meanfield.workbench._scripts import add_bench_out, progress, say
 
 
@@ -122,14 +123,21 @@ def bench_sampler(show: bool = True) -> list[dict]:
     return rows
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_studies.py",
+    [Param("progress", "flag", "show the progress bars", default=True)],
+)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_bench_out(ap, "studies.json")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
-    show = not args.no_progress
+    FLAGS.add_arguments(ap)
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
+    show = args.progress
     res = {"sampler": bench_sampler(show), "sweep": bench_sweep(show)}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "studies.json"

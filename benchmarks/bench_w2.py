@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from meanfield.workbench._scripts import add_bench_out, int_range, output_dir, progress, say
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, output_dir, progress, say
 
 #: The dense exact value at N = 1e4, 128²: ``ot.emd2`` (numItermax 1e8) in the
 #: ``--exact-large`` run of 2026-12-01 on this 2-core machine, 135.6 s (issue 13: 0.04634,
@@ -269,7 +270,7 @@ def panel(args) -> None:
         cases += [(name, 30_000, 256, args.large_repeats, False) for name in PANEL_CASES]
     rows = []
     for name, N, n, repeats, with_dense in progress(
-        cases, enabled=not args.no_progress, desc="panel cases"
+        cases, enabled=args.progress, desc="panel cases"
     ):
         say(f"[panel] {name}: N = {N} vs {n}²" + ("" if with_dense else " (sparse + certificate)"))
         rows.append(panel_row(name, N, n, repeats, folder, with_dense=with_dense))
@@ -324,15 +325,24 @@ def panel(args) -> None:
     print(f"wrote {out / 'w2_panel.json'} and .md")
 
 
+#: The flags, declared once: their checks, help and docs come from these Params.
+FLAGS = Contract(
+    "benchmarks/bench_w2.py",
+    [
+        Param("repeats", "int", "timed repeats per small case", low=1, default=3),
+        Param("threads", "int", "torch threads", low=1, default=2),
+        Param("exact_large", "flag", "also run ot.emd2 at 1e4 / 128²", default=False),
+        Param("skip_large", "flag", "small cases only", default=False),
+        Param("panel", "flag", "the panel of four cases (w2_panel.json)", default=False),
+        Param("large_repeats", "int", "repeats at 3e4 / 256²", low=1, default=1),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--repeats", type=int_range(1), default=3, help="timed repeats per small case (>= 1)"
-    )
-    ap.add_argument("--threads", type=int_range(1), default=2, help="torch threads (>= 1)")
-    ap.add_argument("--exact-large", action="store_true", help="also run ot.emd2 at 1e4 / 128²")
-    ap.add_argument("--skip-large", action="store_true", help="small cases only")
-    ap.add_argument("--panel", action="store_true", help="the issue-23 panel of four cases")
+    FLAGS.add_arguments(ap)
     add_bench_out(ap, "w2.json and w2.md, or w2_panel.json and w2_panel.md with --panel")
     ap.add_argument(
         "--cache",
@@ -341,11 +351,7 @@ def main(argv=None):
         metavar="FOLDER",
         help="--panel: folder of the cached dense values (dense.json) [default: %(default)s]",
     )
-    ap.add_argument(
-        "--large-repeats", type=int_range(1), default=1, help="repeats at 3e4 / 256² (>= 1)"
-    )
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
     import torch
 
     torch.set_num_threads(args.threads)
@@ -357,7 +363,7 @@ def main(argv=None):
     cases = [] if args.skip_large else [(10_000, 128, False)]
     cases += [(N, n, True) for N, n in [(1000, 32), (2000, 48), (3000, 64)]]
     rows = []
-    for N, n, with_dense in progress(cases, enabled=not args.no_progress, desc="(N, grid)"):
+    for N, n, with_dense in progress(cases, enabled=args.progress, desc="(N, grid)"):
         rows.append(run(N, n, args.repeats, with_dense))
         if not with_dense:
             # first, so the peak RSS of the process is the sparse solve's (and the data's); the

@@ -16,7 +16,8 @@ import json
 import time
 from pathlib import Path
 
-from meanfield.workbench._scripts import add_bench_out, int_range, progress, say
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, progress, say
 
 FIGURE_DATA = Path(__file__).resolve().parents[1] / "figures" / "ldp_rate.nc"
 
@@ -30,17 +31,23 @@ def _existing_file(text: str) -> Path:
     return path
 
 
+#: The flags, declared once: their checks, help and docs come from these Params (the figure
+#: data and the output folder are checked by their own argparse types).
+FLAGS = Contract(
+    "benchmarks/ldp_large_n.py",
+    [
+        Param("n_particles", "int", "particle numbers N", low=2, sequence=True,
+              default=(128, 256)),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument(
-        "--n-particles",
-        type=int_range(2),
-        nargs="+",
-        default=[128, 256],
-        help="particle numbers N >= 2 (default 128 256)",
-    )
+    FLAGS.add_arguments(ap, names=["n_particles"])
     ap.add_argument(
         "--figure-data",
         type=_existing_file,
@@ -48,8 +55,8 @@ def main(argv=None) -> int:
         help="netCDF of the ldp_rate figure (its a, theta* and J) [default: %(default)s]",
     )
     add_bench_out(ap, "ldp_large_n.txt and .json")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    FLAGS.add_arguments(ap, names=["progress"])
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
 
     import torch
     import xarray as xr
@@ -57,7 +64,7 @@ def main(argv=None) -> int:
     from meanfield.domains import Box
     from meanfield.energy import Energy, PairInteraction, QuadraticPotential
     from meanfield.kernels import Riesz
-    from meanfield.studies.ldp import statistic, tail_probability
+    from meanfield.studies.large_deviations import statistic, tail_probability
 
     torch.set_num_threads(1)
     d = xr.open_dataset(args.figure_data)
@@ -65,7 +72,7 @@ def main(argv=None) -> int:
     st = statistic("second_moment")
     a, th = d.attrs["a_mf"], d.attrs["theta_star_mf"]
     lines, rows = [], []
-    for N in progress(args.n_particles, enabled=not args.no_progress, desc="N"):
+    for N in progress(args.n_particles, enabled=args.progress, desc="N"):
         t = time.time()
         r = tail_probability(
             E, st, a, N, 1.0, theta=th, eta=0.3, n_replicas=32, n_steps=400, burn_in=100, seed=N

@@ -35,12 +35,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._deprecation import MOVED_MODULES as _MOVED_MODULES
-from ._deprecation import install_moved_module_finder as _install_moved_module_finder
 from ._version import __version__
-
-# old module paths (meanfield.particles, meanfield.sweeps, ...) keep working for one release
-_install_moved_module_finder()
 
 __all__ = [
     "__version__",
@@ -143,7 +138,7 @@ _HOMES = {
     "meanfield.workbench.sweeps": ("run_sweep",),
     "meanfield.workbench.config": ("SimulationConfig",),
     "meanfield.results": ("save_dataset", "load_dataset"),
-    "meanfield.studies.figures": ("make_figures",),
+    "meanfield.cli.figures": ("make_figures",),
     "meanfield.errors": ("MeanfieldError", "InputError"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -170,12 +165,6 @@ def __getattr__(name: str):
         return value
     if not name.startswith("_") and name in _public_submodules():
         return importlib.import_module(f"{__name__}.{name}")  # which sets the attribute
-    new = _MOVED_MODULES.get(f"{__name__}.{name}")
-    if new is not None:  # a module that moved to a wing: warns, then the module
-        from ._deprecation import warn_moved
-
-        warn_moved(f"{__name__}.{name}", new, stacklevel=3)
-        return importlib.import_module(new)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

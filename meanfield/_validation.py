@@ -33,8 +33,8 @@ def spelled_as(names: Mapping[str, str]) -> Iterator[None]:
     """Inside the block, an error about parameter ``k`` names it ``names[k]``.
 
     The command line builds a typed configuration from its flags inside this block, so that
-    the configuration's one validation names each value as the user typed it (``--cells``,
-    or a deprecated ``--grid-n``) and not by its field name (``cells``).
+    the configuration's one validation names each value by its flag (``--cells``) and not by
+    its field name (``cells``).
 
     Parameters
     ----------

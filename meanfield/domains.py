@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ._validation import check_choice, check_int, check_positive
+from .errors import InputTypeError, StepBudgetError
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,142 @@ class Ball(Domain):
         return {"domain": "ball", "dim": self.dim, "radius": self.radius}
 
 
+@dataclass(frozen=True)
+class Torus(Domain):
+    r"""The flat torus [−L, L)^dim with opposite faces identified, L = ``half_width``.
+
+    A periodic domain: a particle leaving through one face comes back through the opposite
+    one.  :meth:`project` is therefore the wrap (the point's class modulo the period 2L),
+    not a Euclidean projection, and the torus has no boundary.  A pair difference is read by
+    the minimum-image convention (:meth:`minimum_image`), each coordinate brought into
+    [−L, L).
+
+    .. math::
+
+        \operatorname{wrap}(\omega)_k = \omega_k - 2L \Big\lfloor
+        \frac{\omega_k + L}{2L} \Big\rfloor \in [-L, L), \qquad
+        |\mathcal T| = (2L)^{\dim}.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension p, ≥ 1 (p = 1: the circle of circumference 2L).
+    half_width : float, default π
+        L > 0 (units of ω); the default makes the circle θ ∈ [−π, π).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``dim`` < 1 or ``half_width`` ≤ 0 (or not finite).
+
+    Notes
+    -----
+    A pair kernel k on the torus is read as k(minimum_image(ω − ω')): the periodised kernel
+    Σ_n k(z + 2Ln) only to the minimum-image approximation.  It is exact when the kernel
+    vanishes at distances ≥ L in each coordinate (a range below L), and for a kernel that is
+    already 2L-periodic in each coordinate (the Kuramoto kernel −cos θ on the circle,
+    :class:`~meanfield.kernels.Cosine`).
+
+    See Also
+    --------
+    Box : the same cell with walls (projection, no-flux boundary).
+    meanfield.energy.PeriodicPairInteraction : pair sums by minimum image.
+    meanfield.ot.circle : Wasserstein distances on the circle.
+
+    References
+    ----------
+    M. P. Allen, D. J. Tildesley, *Computer Simulation of Liquids*, 2nd ed., Oxford
+    University Press, 2017, §1.6 (periodic boundary conditions, the minimum-image
+    convention).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.domains import Torus
+    >>> T = Torus(1, half_width=1.0)
+    >>> T.project(np.array([[1.25], [-1.0], [1.0], [3.5]]))  # 1.25 comes back at -0.75
+    array([[-0.75],
+           [-1.  ],
+           [-1.  ],
+           [-0.5 ]])
+    >>> T.minimum_image(np.array([1.75]))  # 1.75 apart is 0.25 the other way round
+    array([-0.25])
+    >>> T.volume, T.describe()
+    (2.0, {'domain': 'torus', 'dim': 1, 'half_width': 1.0})
+    """
+
+    half_width: float = math.pi
+
+    def __post_init__(self):
+        self._check_fields("half_width", "half_width (L)")
+
+    @property
+    def period(self) -> float:
+        """The period 2L of each coordinate (units of ω).
+
+        Examples
+        --------
+        >>> import math
+        >>> from meanfield.domains import Torus
+        >>> math.isclose(Torus(1).period, 2 * math.pi)
+        True
+        """
+        return 2.0 * self.half_width
+
+    def project(self, omega):
+        """Wrap each coordinate into [−L, L) (the torus has no boundary to project onto).
+
+        The same signature as :meth:`Domain.project`; ω − 2L ⌊(ω + L)/2L⌋, with a point that
+        rounding puts at L itself sent to −L.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Torus
+        >>> Torus(1, 1.0).project(torch.tensor([[2.5], [1.0]])).tolist()
+        [[0.5], [-1.0]]
+        """
+        self._check_points(omega)
+        L, P = self.half_width, self.period
+        if isinstance(omega, torch.Tensor):
+            out = omega - P * torch.floor((omega + L) / P)
+            return torch.where(out >= L, out - P, out)
+        omega = np.asarray(omega)
+        out = omega - P * np.floor((omega + L) / P)
+        return np.where(out >= L, out - P, out)
+
+    def minimum_image(self, z):
+        """The difference ``z`` (..., dim) brought coordinatewise into [−L, L): the shortest
+        representative of ω − ω' on the torus (a torch tensor or a numpy array, kept).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from meanfield.domains import Torus
+        >>> Torus(2, 1.0).minimum_image(torch.tensor([[1.5, -0.5]])).tolist()
+        [[-0.5, -0.5]]
+        """
+        return self.project(z)
+
+    def contains(self, omega, atol: float = 0.0):
+        self._check_points(omega)
+        L = self.half_width
+        if isinstance(omega, torch.Tensor):
+            return ((omega >= -L - atol) & (omega < L + atol)).all(dim=-1)
+        return np.all((omega >= -L - atol) & (omega < L + atol), axis=-1)
+
+    @property
+    def volume(self) -> float:
+        return (2.0 * self.half_width) ** self.dim
+
+    @property
+    def bounding_box(self) -> tuple[float, float]:
+        return (-self.half_width, self.half_width)
+
+    def describe(self) -> dict:
+        return {"domain": "torus", "dim": self.dim, "half_width": self.half_width}
+
+
 def make_domain(kind: str, dim: int, radius: float) -> Domain:
     """Build a domain by name: ``"box"`` ([−R, R]^dim) or ``"ball"`` (B(0, R)).
 
@@ -328,3 +465,124 @@ def make_domain(kind: str, dim: int, radius: float) -> Domain:
     """
     check_choice("domain", kind, ("box", "ball"))
     return Box(dim, radius) if kind == "box" else Ball(dim, radius)
+
+
+# ----------------------------------------------------------------------------------------
+# free flight with specular reflection at the boundary (the drift of HMC's leapfrog steps)
+# ----------------------------------------------------------------------------------------
+def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bounces=100_000):
+    r"""Free flight Ω + t v, t ∈ [0, dt], reflected specularly at ∂𝒲 (each particle alone);
+    on a :class:`Torus` (no boundary) the flight wraps around instead.
+
+    In a box each coordinate folds back at ±R (position mirrored, that velocity component
+    negated); in a ball the velocity is mirrored about the normal n at the hitting point:
+
+    .. math::
+
+        v \leftarrow v - 2 (v \cdot n)\, n
+
+    Parameters
+    ----------
+    domain : Box, Ball or Torus
+    omega, v : tensor (..., N, p)
+        Positions (inside 𝒲) and velocities.
+    dt : float or tensor broadcastable to (..., N, 1)
+        Flight time ≥ 0 (per replica with jitter).
+    max_bounces : int
+        Safety bound on reflections of one particle within one flight (ball only).
+
+    Returns
+    -------
+    (omega, v) : the positions and velocities after the flight, shape (..., N, p).
+
+    Examples
+    --------
+    From 0.5 at speed 1 for time 1 in [−1, 1]: the wall at 1 is hit at t = 0.5 and the particle
+    flies back to 0.5; the same in the unit disc from the centre for time 1.5.
+
+    >>> import torch
+    >>> from meanfield.domains import Ball, Box
+    >>> from meanfield.domains import billiard
+    >>> omega, v = billiard(Box(1, 1.0), torch.tensor([[0.5]]), torch.tensor([[1.0]]), 1.0)
+    >>> omega.tolist(), v.tolist()
+    ([[0.5]], [[-1.0]])
+    >>> omega, v = billiard(Ball(2, 1.0), torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), 1.5)
+    >>> omega.tolist(), v.tolist()
+    ([[0.5, 0.0]], [[-1.0, 0.0]])
+    """
+    if isinstance(domain, Box):
+        return _fold_box(omega, v, dt, domain.half_width)
+    if isinstance(domain, Ball):
+        return _reflect_ball(omega, v, dt, domain.radius, max_bounces)
+    if isinstance(domain, Torus):
+        # no wall: the free flight wraps around (the leapfrog map stays volume-preserving
+        # and reversible, wrap being an isometry of the torus), the velocity is unchanged
+        return domain.project(omega + dt * v), v
+    raise InputTypeError(
+        f"HMC moves particles only in a Box, a Ball or a Torus, got {type(domain).__name__}"
+    )
+
+
+def _fold_box(omega, v, dt, R):
+    # Unfold the reflected motion on [−R, R] onto the line: s = x + R + t v moves freely and the
+    # reflected position is s folded with period 4R; an odd number of walls crossed (n odd)
+    # mirrors the position and reverses that velocity component.
+    s = omega + R + dt * v
+    n = torch.floor(s / (2 * R))
+    y = s - 2 * R * n
+    # n mod 2 by floor, exact for these integers (torch.remainder computes an fmod, several
+    # times slower, and the compiled trajectory repeats the fold in every pair's read)
+    odd = n - 2 * torch.floor(n / 2) == 1
+    return torch.where(odd, 2 * R - y, y) - R, torch.where(odd, -v, v)
+
+
+def _reflect_ball(omega, v, dt, R, max_bounces):
+    q, v = omega, v
+    dt = torch.as_tensor(dt, dtype=q.dtype, device=q.device)
+    tau = torch.broadcast_to(dt, (*q.shape[:-1], 1))[..., 0].clone()  # flight time left
+    if torch.compiler.is_compiling():
+        return _reflect_ball_traced(q, v, tau, R, max_bounces)
+    for _ in range(max_bounces):
+        if not bool((tau > 0).any()):
+            return q, v
+        q, v, tau = _bounce(q, v, tau, R)
+    raise StepBudgetError(
+        f"a particle hit the ball's wall more than {max_bounces} times in one leapfrog step: "
+        "lower step_size"
+    )
+
+
+def _bounce(q, v, tau, R):
+    """Each particle's flight to its next wall hit, or to the end of its flight time ``tau``
+    (...): (q, v, tau) after it, the velocity mirrored at a hit."""
+    qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
+    gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
+    disc = torch.sqrt(qv * qv + vv * gap)
+    # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
+    t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
+    t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
+    hit = (tau > 0) & (t_hit < tau)
+    t = torch.where(hit, t_hit, tau.clamp_min(0))
+    q = q + t[..., None] * v
+    n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
+    v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
+    tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
+    return q, v, tau
+
+
+def _reflect_ball_traced(q, v, tau, R, max_bounces):
+    """The bounces of :func:`_reflect_ball` as one :func:`torch.while_loop` (a compiled
+    trajectory cannot read whether flight time is left).  A particle still in flight after
+    ``max_bounces`` (eagerly a StepBudgetError) gets NaN positions, so its trajectory counts
+    as divergent and is rejected: the bounce count is the same backwards, so the rejection
+    keeps the chain exact."""
+
+    def cond(i, q, v, tau):
+        return (tau > 0).any() & (i < max_bounces)
+
+    def body(i, q, v, tau):
+        return (i + 1, *_bounce(q, v, tau, R))
+
+    i0 = torch.zeros((), dtype=torch.int64, device=q.device)
+    _, q, v, tau = torch.while_loop(cond, body, (i0, q, v, tau))
+    return torch.where((tau > 0)[..., None], torch.full_like(q, math.nan), q), v

@@ -32,7 +32,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._deprecation import deprecated_aliases
 from ._validation import check_choice, check_int, check_positive
 from .contract import Param, declare
 
@@ -44,6 +43,17 @@ class FeatureMap:
 
         \varphi(x; \omega) = g\big(\omega^\top \tilde x + c(x)\big), \qquad
         \nabla_\omega \varphi(x; \omega) = g'\big(\omega^\top \tilde x + c(x)\big)\, \tilde x .
+
+    See Also
+    --------
+    get_feature_map : a built-in map by name.
+    meanfield.attention.features.AttentionFeatureMap : the feature maps of attention (torch
+        modules, one ``Omega`` shared by queries and keys).
+    meanfield.energy.LinearAlignment : the alignment term built on a feature map.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
 
     Examples
     --------
@@ -293,6 +303,16 @@ class PositiveFeatures(FeatureMap):
         \varphi(x; \omega) = e^{\omega^\top x - |x|^2/2}, \qquad
         \mathbb E_{\omega \sim N(0, I)}\, \varphi(x; \omega)\, \varphi(x'; \omega) = e^{x^\top x'} .
 
+    See Also
+    --------
+    FourierFeatures, SoftplusFeatures : the other built-in maps.
+    meanfield.attention.features.PositiveFeatures : the same map for attention (FAVOR+).
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (the positive
+       features and their orthogonal draws).
+
     Examples
     --------
     >>> x = torch.tensor([[0.3, -0.2]], dtype=torch.float64)
@@ -327,8 +347,16 @@ class FourierFeatures(FeatureMap):
         \mathbb E\, \varphi(x)\, \varphi(x') = e^{-|x - x'|^2 / (2\sigma^2)}
         \ \text{ for } w \sim N(0, \sigma^{-2} I),\ b \sim U[-\pi, \pi).
 
-    Named ``RandomFourierFeatures`` before (deprecated alias, one version): that name is the
-    label-blind learner :class:`meanfield.learners.RandomFourierFeatures`.
+    Not to be confused with the label-blind learner
+    :class:`meanfield.learners.RandomFourierFeatures`, which draws its frequencies once.
+
+    See Also
+    --------
+    PositiveFeatures, SoftplusFeatures : the other built-in maps.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
 
     Examples
     --------
@@ -368,6 +396,11 @@ class SoftplusFeatures(FeatureMap):
         \varphi(x; \omega) = \log\big(1 + e^{\omega^\top x}\big), \qquad
         g'(z) = \frac{1}{1 + e^{-z}} .
 
+    See Also
+    --------
+    PositiveFeatures, FourierFeatures : the other built-in maps.
+    meanfield.attention.features.SoftplusFeatures : the same map for attention (PORF-softplus).
+
     Examples
     --------
     >>> z = torch.tensor([0.0], dtype=torch.float64)
@@ -385,10 +418,6 @@ class SoftplusFeatures(FeatureMap):
 
 
 FEATURE_MAPS = {cls.name: cls for cls in (PositiveFeatures, FourierFeatures, SoftplusFeatures)}
-
-__getattr__ = deprecated_aliases(
-    __name__, {"RandomFourierFeatures": ("FourierFeatures", lambda: FourierFeatures)}
-)
 
 
 def get_feature_map(name: str | FeatureMap) -> FeatureMap:
@@ -408,6 +437,10 @@ def get_feature_map(name: str | FeatureMap) -> FeatureMap:
     ------
     meanfield.errors.InputError
         An unknown name.
+
+    See Also
+    --------
+    FEATURE_MAPS : the built-in maps by name.
 
     Examples
     --------
@@ -443,6 +476,11 @@ def gaussian_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Te
     -------
     torch.Tensor of shape (n_rows, dim), float64
         The rows.
+
+    See Also
+    --------
+    orthogonal_rows : the same rows drawn in orthogonal blocks.
+    sample_gaussian : seeded and scaled, for initial particles.
 
     Examples
     --------
@@ -482,6 +520,16 @@ def orthogonal_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.
     -------
     torch.Tensor of shape (n_rows, dim), float64
         The rows, orthogonal within each block of ``dim``.
+
+    See Also
+    --------
+    gaussian_rows : iid rows.
+    sample_orthogonal : seeded and scaled, for initial particles.
+
+    References
+    ----------
+    .. [1] F. X. Yu, A. T. Suresh, K. Choromanski, D. Holtmann-Rice and S. Kumar, "Orthogonal
+       random features", NeurIPS 2016.
 
     Examples
     --------
@@ -547,6 +595,11 @@ def sample_gaussian(
     torch.Tensor of shape (n_particles, dim)
         The particles, in ``dtype`` on ``device``.
 
+    See Also
+    --------
+    sample_orthogonal : orthogonal blocks instead of iid rows.
+    sample_initial_particles : the initial particles of a run, by the name of their law.
+
     Examples
     --------
     >>> a = sample_gaussian(5, 2, scale=0.5, seed=7)
@@ -588,6 +641,11 @@ def sample_orthogonal(
     -------
     torch.Tensor of shape (n_particles, dim)
         Rows orthogonal within each block of ``dim``, in ``dtype`` on ``device``.
+
+    See Also
+    --------
+    sample_gaussian : iid rows.
+    meanfield.attention.features.orthogonal_omega : the same draw for attention's ``Omega``.
 
     Examples
     --------
@@ -649,6 +707,11 @@ def sample_initial_particles(
     -------
     torch.Tensor of shape (n_particles, p)
         Frequencies, then the phase for ``fourier``.
+
+    See Also
+    --------
+    sample_gaussian, sample_orthogonal : the draws behind it.
+    meanfield.dynamics.langevin.simulate : the run that starts from them.
 
     Examples
     --------

@@ -1,9 +1,9 @@
 """Small statistics shared by the studies and samplers: power-law rates, Student-t intervals
 and effective sample sizes.
 
-One definition of each, imported by every module that reports a rate or an interval (and
-re-exported under their former addresses, :mod:`meanfield.studies.limits` and
-:mod:`meanfield.studies.pretrained_nlp_report`):
+One definition of each, imported by every module that reports a rate or an interval (the
+limit studies, :mod:`meanfield.studies.limits`, and the reports of the NLP studies,
+:mod:`meanfield.studies.nlp_report`, among them):
 
 * :func:`t_interval`: the mean of replicates and its Student-t interval;
 * :func:`paired_test`, :func:`holm` and :func:`paired_family`: paired differences seed by seed,
@@ -380,7 +380,7 @@ def fit_power_law(
     """Fit y ≈ C x^slope by least squares in log-log, with a CI over replicates.
 
     The one power-law fit of the package (:func:`meanfield.workbench.compare.fit_rate` and
-    :func:`meanfield.studies.convergence.convergence_in_n` use it with ``interval="t"``).
+    :func:`meanfield.studies.limits.convergence_in_n` use it with ``interval="t"``).
 
     .. math::
 

@@ -33,8 +33,9 @@ import os
 
 import numpy as np
 
-from meanfield.studies.figures import beta_limit_data, plot_beta_limit
-from meanfield.studies.limits import fit_power_law
+from meanfield.stats import fit_power_law
+from meanfield.studies.limits import beta_limit_data
+from meanfield.workbench.plotting import plot_beta_limit
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")
 ds = beta_limit_data(size=SIZE)

@@ -40,8 +40,8 @@ from scipy import stats
 from meanfield.domains import Box
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.kernels import Riesz
-from meanfield.studies.figures import ldp_rate_data, plot_ldp_rate
-from meanfield.studies.ldp import statistic, tail_probability
+from meanfield.studies.large_deviations import ldp_rate_data, statistic, tail_probability
+from meanfield.workbench.plotting import plot_ldp_rate
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")
 
@@ -136,7 +136,8 @@ assert np.all(np.abs(r_cg / J_cg - 1) < 0.25), (r_cg, J_cg)
 # exponentially in N (mean-field regime, limit ρ_β) and in β (Coulomb-gas regime, limit μ*).
 
 # %%
-from meanfield.studies.figures import kernel_concentration_data, plot_kernel_concentration  # noqa: E402
+from meanfield.studies.kernel_concentration import kernel_concentration_data  # noqa: E402
+from meanfield.workbench.plotting import plot_kernel_concentration  # noqa: E402
 
 kc = kernel_concentration_data(size=SIZE)
 print(kc[["decay_rate_N"]].to_dataframe())

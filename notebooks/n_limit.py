@@ -35,7 +35,8 @@ import tempfile
 import matplotlib.pyplot as plt
 import numpy as np
 
-from meanfield.studies.limits import fit_power_law, particle_equilibrium_run
+from meanfield.stats import fit_power_law
+from meanfield.studies.limits import particle_equilibrium_run
 from meanfield.workbench.sweeps import run_sweep
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")

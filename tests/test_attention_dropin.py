@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from meanfield.attention.features import FEATURE_KINDS
-from meanfield.attention.linear import KernelAttention, is_causal_mask
+from meanfield.attention.masks import is_causal_mask
+from meanfield.attention.mha import KernelAttention
 
 E, H = 16, 4
 
@@ -398,13 +399,11 @@ def _mha64(seed=0, **kw):
     return mha
 
 
-def test_module_lives_in_mha_and_is_reexported():
+def test_module_lives_in_mha_and_is_the_subpackages_name():
     import meanfield.attention as attention
     import meanfield.attention.linear as linear
-    import meanfield.attention.mha as mha
 
-    assert linear.KernelAttention is mha.KernelAttention is attention.KernelAttention
-    assert linear.is_causal_mask is mha.is_causal_mask
+    assert attention.KernelAttention is KernelAttention
     assert KernelAttention.__module__ == "meanfield.attention.mha"
     with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
         linear.NoSuchThing  # noqa: B018
@@ -581,32 +580,6 @@ def test_tie_qk_state_dict_is_torchs_and_checked_on_load():
         assert torch.equal(twin.qk_proj_weight, tied.qk_proj_weight)
         with pytest.raises(ValueError, match="query and key projection weights differ"):
             twin.load_state_dict(nn.MultiheadAttention(E, H, vdim=vdim).state_dict())
-
-
-def test_state_dict_of_the_earlier_layout_loads():
-    """Checkpoints saved before issue 20 (q_proj / k_proj / v_proj nn.Linear keys) load."""
-    torch.manual_seed(0)
-    for kdim in (E, 6):
-        lin = {n: nn.Linear(kdim if n == "k" else E, E) for n in ("q", "k", "v", "out")}
-        old = {
-            f"{n}_proj.{p}": getattr(layer, p).detach()
-            for n, layer in lin.items()
-            for p in ("weight", "bias")
-        }
-        ka = KernelAttention(E, H, kdim=kdim, batch_first=True, feature="porf", n_features=8)
-        ka.load_state_dict(old)  # strict; Omega kept
-        x, xk = torch.randn(1, 3, E), torch.randn(1, 4, kdim)
-        with torch.no_grad():
-            torch.testing.assert_close(ka.project_queries(x).flatten(2), lin["q"](x))
-            torch.testing.assert_close(ka.project_keys(xk).flatten(2), lin["k"](xk))
-            torch.testing.assert_close(ka.project_values(x).flatten(2), lin["v"](x))
-        assert torch.equal(ka.out_proj.weight, lin["out"].weight)
-        if kdim == E:  # tie_qk modules had no k_proj
-            tied_old = {n: t for n, t in old.items() if not n.startswith("k_proj")}
-            tied = KernelAttention(E, H, tie_qk=True, batch_first=True, n_features=8)
-            tied.load_state_dict(tied_old)
-            with torch.no_grad():
-                torch.testing.assert_close(tied.project_keys(x).flatten(2), lin["q"](x))
 
 
 @pytest.mark.parametrize("feature", ["softmax", *FEATURE_KINDS])

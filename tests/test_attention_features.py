@@ -258,19 +258,6 @@ def test_features_accumulate_in_fp32_under_autocast():
     assert torch.allclose(out.float(), ref, rtol=2e-2, atol=2e-2)
 
 
-def test_attention_feature_map_renamed_with_a_deprecated_alias():
-    """attention's nn.Module base is AttentionFeatureMap; FeatureMap still resolves, warning."""
-    import meanfield.attention as A
-    import meanfield.attention.features as AF
-    from meanfield.features import FeatureMap as RidgeMap
-
-    for module in (AF, A):
-        with pytest.warns(DeprecationWarning, match="AttentionFeatureMap"):
-            old = module.FeatureMap
-        assert old is AF.AttentionFeatureMap and old is not RidgeMap
-    assert isinstance(make_feature_map("favor", 4, 8), AF.AttentionFeatureMap)
-
-
 def test_phase_a_alignment_names_map_through_the_learners_mapping():
     """Phase A's alignment forms are a subset of the one name -> energy-term mapping."""
     from meanfield.attention.phases import ALIGNMENTS

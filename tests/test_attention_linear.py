@@ -12,11 +12,11 @@ from torch import nn
 from meanfield.attention.features import FEATURE_KINDS, make_feature_map
 from meanfield.attention.linear import (
     ATTENTION_KINDS,
-    KernelAttention,
     kernel_attention,
     linear_attention,
     softmax_attention,
 )
+from meanfield.attention.mha import KernelAttention
 
 
 @pytest.fixture(autouse=True)

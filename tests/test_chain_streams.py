@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import io
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -91,36 +90,6 @@ def test_hmc_advance_resumes_from_the_state_as_steps_do():
     assert torch.equal(_run(hmc, s0, 7).rng, s7.rng)
 
 
-@pytest.mark.parametrize("method", ["langevin", "mala", "hmc"])
-def test_the_deprecated_generator_form_warns_and_draws_the_same_numbers(method):
-    """step(state, generator) works for one release: a DeprecationWarning at the caller's
-    line, the numbers drawn from the generator given (as before), and the new state carries
-    where the generator was left, so the two forms make one chain."""
-    integrator = _integrator(method)
-    g = torch.Generator().manual_seed(5)
-    old = integrator.init(_OMEGA, seed=0)  # seed 0: the generator, not the state, is drawn
-    with pytest.warns(DeprecationWarning, match=r"\.step\(state, generator\) is deprecated") as w:
-        for _ in range(3):
-            old = integrator.step(old, g)
-    assert {r.filename for r in w} == {__file__}
-    new = _run(integrator, integrator.init(_OMEGA, seed=5), 3)
-    assert torch.equal(old.omega, new.omega) and torch.equal(old.rng, new.rng)
-    assert torch.equal(g.get_state(), new.rng)
-    if method == "hmc":
-        g = torch.Generator().manual_seed(5)
-        with pytest.warns(DeprecationWarning, match=r"HMC\.advance\(state, generator, n_steps\)"):
-            s3, _ = integrator.advance(integrator.init(_OMEGA), g, 3)
-        assert torch.equal(s3.omega, new.omega) and torch.equal(s3.rng, new.rng)
-        g = torch.Generator().manual_seed(5)
-        with pytest.warns(DeprecationWarning, match=r"HMC\.advance\(state, generator, n_steps\)"):
-            s3, _ = integrator.advance(integrator.init(_OMEGA), generator=g, n_steps=3)
-        assert torch.equal(s3.omega, new.omega)
-        with pytest.raises(InputTypeError, match="needs n_steps"):
-            integrator.advance(s3, g)
-        with pytest.raises(InputTypeError, match=r"takes \(state, n_steps\)"):
-            integrator.advance(s3, 2, 3)
-
-
 def test_a_state_without_a_stream_is_refused_with_the_way_out():
     state = LangevinState(torch.zeros(3, 1, dtype=torch.float64))
     with pytest.raises(InputError, match=r"no random stream .*init\(omega, seed=\.\.\.\)"):
@@ -157,7 +126,7 @@ def _seeded_runs() -> dict:
 def test_seeded_runs_are_those_of_the_previous_version():
     """simulate and sample_hmc (its step heuristic, warm-up and jitter included) draw what
     they drew before the stream moved into the state: the stored values of main, and, bit
-    for bit, the chain of the deprecated explicit-generator steps."""
+    for bit, the chain of single steps from a state seeded as simulate seeds it."""
     runs = _seeded_runs()
     for name, ds in runs.items():
         last = ds["omega"].values[-1].ravel()[:3]
@@ -166,13 +135,11 @@ def test_seeded_runs_are_those_of_the_previous_version():
         # machine with the same pins); a moved stream changes these values at O(0.1)
         np.testing.assert_allclose(last, _MAIN[name], rtol=1e-9, atol=1e-12, err_msg=name)
     assert runs["hmc"].attrs["step_size"] == pytest.approx(0.431356531102345, rel=1e-12)
-    # the previous call form, by hand: a generator seeded as simulate seeds, stepped alongside
+    # by hand: a state seeded as simulate seeds it, stepped alone
     lang = ProjectedLangevin(_energy(), eta=0.01, beta=2.0, interaction_batch=3)
-    g, state = torch.Generator().manual_seed(7), lang.init(_OMEGA)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        for _ in range(30):
-            state = lang.step(state, g)
+    state = lang.init(_OMEGA, seed=7)
+    for _ in range(30):
+        state = lang.step(state)
     np.testing.assert_array_equal(runs["langevin"]["omega"].values[-1], state.omega.numpy())
 
 

@@ -415,36 +415,6 @@ def test_a_run_that_diverges_ends_with_one_line_and_status_2(tmp_path, capsys, m
     assert isinstance(info.value, MeanfieldError) and isinstance(info.value, FloatingPointError)
 
 
-@pytest.mark.parametrize(
-    "argv, old, new",
-    [
-        (["study", "equilibrium", "--n", "4", "6", "--t-final", "1"], "--n", "--n-particles"),
-        (["study", "beta", "--t-end", "2"], "--t-end", "--t-final"),
-        (["compare", "--grid-n", "16"], "--grid-n", "--cells"),
-    ],
-)
-def test_deprecated_flag_spellings_still_work_and_warn(argv, old, new, capsys, tmp_path):
-    """The former spellings set the same value as the new flag, warn once (FutureWarning),
-    are hidden from the help, and an error about their value names them as typed."""
-    from meanfield.cli import build_parser
-
-    parser = build_parser()
-    with pytest.warns(FutureWarning, match=f"{old} is deprecated.*use {new}"):
-        args = parser.parse_args(argv)
-    expected = parser.parse_args([a if a != old else new for a in argv])
-    dest = new.lstrip("-").replace("-", "_")
-    assert getattr(args, dest) == getattr(expected, dest)
-    assert args._spelled == {dest: old}
-    with pytest.raises(SystemExit):
-        main([*argv[: 2 if argv[0] == "study" else 1], "--help"])
-    help_text = capsys.readouterr().out
-    assert new in help_text and f"{old} " not in help_text
-    bad = [a if a not in ("4", "2", "16") else "0" for a in argv] + ["--out", str(tmp_path / "out")]
-    with pytest.warns(FutureWarning):
-        assert main(bad) == 2
-    assert old in capsys.readouterr().err
-
-
 LOG_GAS = (
     "--alignment none --confinement 1 --kernel log --softening 0 --lam 0.5 --n-particles 50 "
     "--domain box --radius 4 --method mala --regime coulomb-gas --beta 2 --data-dim 1 "
@@ -534,8 +504,8 @@ def test_a_grid_too_large_for_the_memory_is_refused_before_allocating(small_mach
 
 
 def test_compare_help_states_the_grid_minimum_and_figures_help_the_summed_estimates(capsys):
+    from meanfield.cli.figures import FULL_SIZE_SECONDS
     from meanfield.pde.grid import MIN_CELLS
-    from meanfield.studies._sizes import FULL_SIZE_SECONDS
 
     with pytest.raises(SystemExit):
         main(["compare", "--help"])

@@ -2,7 +2,7 @@
 
 The classes are discovered, not listed: every public :class:`~meanfield.kernels.PairKernel`
 subclass of :mod:`meanfield.kernels`, every public :class:`~meanfield.energy.Term` subclass of
-:mod:`meanfield.energy` and every name of :data:`meanfield.pde.flux.SCHEMES`.  A new one without
+:mod:`meanfield.energy` and every name of :data:`meanfield.pde.schemes.SCHEMES`.  A new one without
 an example instance below fails :func:`test_every_kernel_has_examples` or
 :func:`test_every_energy_term_has_examples`, so nothing joins the package unchecked.
 
@@ -34,6 +34,7 @@ import torch
 
 import meanfield.energy as energy_mod
 import meanfield.kernels as kernels_mod
+from meanfield.domains import Torus
 from meanfield.energy import (
     CallablePotential,
     CentredAlignment,
@@ -41,18 +42,20 @@ from meanfield.energy import (
     LinearAlignment,
     NormalisedAlignment,
     PairInteraction,
+    PeriodicPairInteraction,
     QuadraticPotential,
     RiskAlignment,
 )
 from meanfield.kernels import (
     CallableKernel,
+    Cosine,
     Coulomb,
     Gaussian,
     PairKernel,
     Quadratic,
     Riesz,
 )
-from meanfield.pde.flux import SCHEMES
+from meanfield.pde.schemes import SCHEMES
 from meanfield.testing import check_kernel, check_scheme, check_term
 
 
@@ -72,6 +75,7 @@ KERNEL_EXAMPLES = {
     Coulomb: [Coulomb(1), Coulomb(2), Coulomb(3, softening=0.2)],
     Quadratic: [Quadratic()],
     Gaussian: [Gaussian(), Gaussian(width=0.4)],
+    Cosine: [Cosine(), Cosine(frequency=2.5)],
     # κ only (κ' by autograd): smooth; singular (−log|z|); softened; and κ' given
     CallableKernel: [
         CallableKernel(lambda u: 1.0 / (1.0 + u), name="lorentzian"),
@@ -86,6 +90,7 @@ KERNEL_BAD = {
     Riesz: [{"s": float("nan")}, {"s": "one"}, {"s": 1.0, "softening": -0.1}],
     Coulomb: [{"dim": 0}, {"dim": 1.5}, {"dim": 2, "softening": float("inf")}],
     Gaussian: [{"width": 0.0}, {"width": -1.0}, {"width": float("nan")}],
+    Cosine: [{"frequency": 0.0}, {"frequency": float("inf")}],
     CallableKernel: [
         {"kappa": "u / 2"},
         {"kappa": torch.exp, "dkappa": 2.0},
@@ -165,6 +170,11 @@ TERM_EXAMPLES = {
     ]
     # and in 1D (differences formed directly): the integrable unsoftened kernels, s < 1
     + [(PairInteraction(k, lam=0.7), 1) for k in (Riesz(0.0), Riesz(0.5), Coulomb(1))],
+    # on the torus: the circle's cosine coupling (exactly periodic) and a short-range kernel
+    PeriodicPairInteraction: [
+        (PeriodicPairInteraction(Cosine(), lam=0.7, domain=Torus(1)), 1),
+        (PeriodicPairInteraction(Gaussian(width=0.4), lam=0.7, domain=Torus(2)), 2),
+    ],
 }
 ABSTRACT_TERMS = {energy_mod.Term, energy_mod.Potential, energy_mod.AlignmentTerm}
 TERMS = [ex for exs in TERM_EXAMPLES.values() for ex in exs]

@@ -10,14 +10,9 @@ from meanfield.ot import Measure, w2
 from meanfield.ot.diagnostics import kernel_gap
 from meanfield.pde import Density, Grid
 from meanfield.results import load_dataset
-from meanfield.workbench.compare import (
-    compare,
-    convergence_in_n,
-    default_problem,
-    fit_rate,
-    run_default_comparison,
-)
-from meanfield.workbench.problems import ComparisonConfig
+from meanfield.studies.limits import convergence_in_n
+from meanfield.workbench.compare import compare, fit_rate
+from meanfield.workbench.problems import ComparisonConfig, default_problem, run_default_comparison
 
 
 @pytest.fixture(autouse=True)
@@ -246,21 +241,39 @@ def test_comparison_config_round_trips_through_toml(tmp_path):
     assert ComparisonConfig.from_toml(path, seed=1, beta=None).seed == 1  # flags win, None not
 
 
-def test_the_dict_of_the_previous_version_still_reads_with_a_warning():
-    """default_problem() returned a dict; its keys, pop("config") and compare(**problem)
-    keep working for one release, each with a DeprecationWarning."""
-    prob = default_problem(1, n_data=10, cells=16, n_particles=10, t_final=0.02)
-    with pytest.warns(DeprecationWarning, match="returns a ComparisonConfig"):
-        cfg = prob.pop("config")
-    assert cfg["cells"] == 16
-    with pytest.warns(DeprecationWarning):
-        X, y = prob.pop("data")
-        assert prob["energy"] is prob.energy and X is prob.data[0]
-        ds = compare(**prob, n_records=1)
-    np.testing.assert_array_equal(ds["w2"].values, compare(prob.spec(), n_records=1)["w2"].values)
-    with pytest.warns(DeprecationWarning, match="use cells"):
-        assert default_problem(1, grid_n=16, n_data=10).cells == 16
-    from meanfield.workbench import problems
+def test_the_kernel_gap_is_recorded_for_any_term_that_names_its_data():
+    # a user's term that is not an AlignmentTerm subclass but reads μ through the features on
+    # its data declares them (Term.kernel_data): the comparison records its kernel gap as for
+    # the built-in alignment; without such a term there is no gap to record
+    import dataclasses
 
-    with pytest.warns(DeprecationWarning, match="DEFAULTS is deprecated"):
-        assert problems.DEFAULTS[2]["grid_n"] == 48
+    from meanfield.energy import AlignmentTerm, Term
+
+    prob = _small()
+    X, _ = prob.data
+    spec = prob.spec()
+
+    class FlatOnData(Term):  # zero energy, but declares the data its kernel lives on
+        kind = "one-body"
+
+        def value(self, omega):
+            return omega.sum((-1, -2)) * 0.0
+
+        def grad(self, omega):
+            return torch.zeros_like(omega)
+
+        def first_variation(self, at, points=None, weights=None):
+            return torch.zeros(len(at), dtype=at.dtype)
+
+        def kernel_data(self):
+            return X, "positive"
+
+    others = [t for t in spec.energy.terms if not isinstance(t, AlignmentTerm)]
+    with_data = Energy(others + [FlatOnData()], spec.energy.domain)
+    ds = compare(dataclasses.replace(spec, energy=with_data), n_records=2, seed=0)
+    rho = Density(prob.initial.grid, ds["rho"].values[-1])
+    assert ds["kernel_gap"].values[-1] == pytest.approx(
+        kernel_gap(ds["omega"].values[-1], rho, X), rel=1e-12
+    )
+    without = Energy(others, spec.energy.domain)
+    assert "kernel_gap" not in compare(dataclasses.replace(spec, energy=without), n_records=2)

@@ -112,8 +112,23 @@ def test_the_contract_covers_the_main_entry_points():
         "meanfield.ot.distance:wasserstein",
         "meanfield.pde.stationary:gibbs_state",
         "meanfield.pde.stationary:equilibrium_measure",
+        "meanfield.workbench.compare:compare",
+        "meanfield.workbench.compare:fit_rate",
+        "meanfield.workbench.sweeps:run_sweep",
+        "meanfield.workbench.sweeps:check_scheduler",
+        "meanfield.attention.linear:linear_attention",
+        "meanfield.attention.linear:kernel_attention",
+        "meanfield.attention.linear:softmax_attention",
+        "meanfield.attention.causal:causal_linear_attention",
+        "meanfield.attention.causal:causal_kernel_attention",
+        "meanfield.attention.linearize:linearize",
+        "meanfield.attention.pretrained:load_pretrained_classifier",
+        "meanfield.attention.pretrained:PretrainedClassifier.__init__",
+        "meanfield.attention.pretrained:encode_pretrained",
+        "meanfield.attention.pretrained:save_tiny_bert",
+        "meanfield.attention.hedgehog:HedgehogFeatureMap.__init__",
     ):
-        assert entry in CONTRACTS
+        assert entry in CONTRACTS, entry
 
 
 def test_the_declared_regimes_and_methods_are_the_dynamics_own():

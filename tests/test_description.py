@@ -21,7 +21,7 @@ import meanfield as mf
 from meanfield import energy as energy_mod
 from meanfield import kernels as kernels_mod
 from meanfield.cli import main
-from meanfield.domains import Ball, Box
+from meanfield.domains import Ball, Box, Torus
 from meanfield.dynamics.description import MAX_ARRAY_ELEMENTS, from_dict, to_dict, toml_text
 from meanfield.dynamics.spec import RunSpec
 from meanfield.energy import (
@@ -32,6 +32,7 @@ from meanfield.energy import (
     LinearAlignment,
     NormalisedAlignment,
     PairInteraction,
+    PeriodicPairInteraction,
     QuadraticPotential,
     RiskAlignment,
 )
@@ -42,7 +43,15 @@ from meanfield.errors import (
     OutputPathError,
     SizeLimitError,
 )
-from meanfield.kernels import CallableKernel, Coulomb, Gaussian, PairKernel, Quadratic, Riesz
+from meanfield.kernels import (
+    CallableKernel,
+    Cosine,
+    Coulomb,
+    Gaussian,
+    PairKernel,
+    Quadratic,
+    Riesz,
+)
 from meanfield.pde import Density, Grid
 from meanfield.results import load_dataset
 
@@ -104,6 +113,7 @@ KERNEL_EXAMPLES = {
     Coulomb: [Coulomb(1), Coulomb(2), Coulomb(3, softening=0.2)],
     Quadratic: [Quadratic()],
     Gaussian: [Gaussian(), Gaussian(width=0.4)],
+    Cosine: [Cosine(), Cosine(frequency=2.5)],
 }
 #: Kernel and term classes refused by name: they wrap Python functions.
 REFUSED_CLASSES = {CallableKernel, CallablePotential}
@@ -139,7 +149,9 @@ def test_built_in_names_are_short_and_user_classes_their_import_path():
     }
 
 
-@pytest.mark.parametrize("domain", [Box(1), Box(3, 2.5), Ball(2, 0.7), Ball(1, radius=1e-3)])
+@pytest.mark.parametrize(
+    "domain", [Box(1), Box(3, 2.5), Ball(2, 0.7), Ball(1, radius=1e-3), Torus(1), Torus(2, 1.5)]
+)
 def test_domain_round_trip_is_equal(domain):
     assert from_dict(to_dict(domain)) == domain
 
@@ -163,10 +175,23 @@ def _every_term():
     ]
 
 
+def _torus_terms():
+    return [PeriodicPairInteraction(Cosine(), lam=0.7, domain=Torus(1))]
+
+
+def test_periodic_energy_round_trip_computes_the_same_numbers_bit_for_bit():
+    E = Energy(_torus_terms(), Torus(1))
+    again = from_dict(to_dict(E))
+    assert to_dict(again) == to_dict(E)
+    omega = torch.tensor([[-3.0], [0.2], [2.9], [1.7]], dtype=torch.float64)
+    (value, grad), (value0, grad0) = again.value_and_grad(omega), E.value_and_grad(omega)
+    assert torch.equal(value, value0) and torch.equal(grad, grad0)
+
+
 def test_every_term_class_is_described_or_refused():
     abstract = {energy_mod.Term, energy_mod.Potential, energy_mod.AlignmentTerm}
     found = _public_subclasses(energy_mod, energy_mod.Term) - abstract
-    described = {type(t) for t in _every_term()}
+    described = {type(t) for t in _every_term() + _torus_terms()}
     assert found == described | (REFUSED_CLASSES & found), "add the term here"
 
 

@@ -1,5 +1,5 @@
 """Every diagnostic against a second, independent computation (the distances through the one
-entry point, meanfield.ot.wasserstein; their deprecated forerunners in tests/test_ot.py)."""
+entry point, meanfield.ot.wasserstein)."""
 
 import math
 

@@ -156,7 +156,7 @@ def test_chunked_pair_sums_equal_one_block(p, rng, monkeypatch):
     om = torch.tensor(rng.normal(size=(3, 50, p)))
     E = Energy([PairInteraction(Riesz(0.5, 0.05), 1.0)], Ball(p, 10.0))
     v1, g1 = E.value(om), E.grad(om)
-    monkeypatch.setattr(energy_mod, "PAIR_CHUNK_ELEMENTS", 64)
+    monkeypatch.setattr(energy_mod.pair, "PAIR_CHUNK_ELEMENTS", 64)
     assert len(E.terms[0]._chunks(50, p)) > 5
     v2, g2 = E.value(om), E.grad(om)
     assert torch.allclose(v1, v2, rtol=1e-12) and torch.allclose(g1, g2, rtol=1e-10, atol=1e-12)
@@ -179,7 +179,7 @@ def test_masked_pair_blocks_equal_the_in_place_ones(kernel, p, rng, monkeypatch)
     ~1e-16 |ω|²/|z|², here |z| ~ |ω| ~ 1)."""
     om = torch.tensor(rng.normal(size=(3, 14, p)))
     term = PairInteraction(kernel, 0.5)
-    monkeypatch.setattr(energy_mod, "PAIR_CHUNK_ELEMENTS", 7 * 14)
+    monkeypatch.setattr(energy_mod.pair, "PAIR_CHUNK_ELEMENTS", 7 * 14)
     assert term._chunks(14, p) == [(0, 7), (7, 14)]
     value, grad = term._pair_pass(om, True, True)
     sq = (om * om).sum(-1)
@@ -319,3 +319,43 @@ def test_bad_inputs(rng):
         PairInteraction(Riesz(0.0), -1.0)
     with pytest.raises(ValueError, match="shape"):
         Energy([QuadraticPotential()], Ball(2, 1.0)).value(torch.zeros(5, 3))
+
+
+def test_bound_gives_a_bound_copy_and_leaves_the_term_unbound(rng):
+    """One step to a usable term: ``bound`` returns a bound copy; the term itself is unchanged
+    (still refused by name), so two bound copies never share (or rebind) each other's tensors."""
+    from meanfield.energy import UnboundTermError
+
+    X, y = _data(rng, d=2)
+    term = LinearAlignment(X, y)
+    b64, b32 = term.bound(2), term.bound(2, torch.float32)
+    assert b64 is not term and b32 is not b64
+    assert b64.U.dtype == torch.float64 and b32.U.dtype == torch.float32
+    with pytest.raises(UnboundTermError, match="term.bound"):
+        term.U  # noqa: B018
+    om = torch.tensor(rng.normal(size=(5, 2)))
+    # the bound copy is the term an Energy binds: the same value to round-off (bitwise here)
+    assert torch.equal(b64.value(om), Energy([term], Box(2, 3.0)).value(om))
+    with pytest.raises(ValueError, match="dimension d=2"):
+        term.bound(3)
+
+
+@pytest.mark.parametrize("use", ["value", "grad", "value_and_grad", "first_variation", "batch"])
+def test_an_unbound_pair_term_refuses_a_kernel_not_integrable_in_its_dimension(use):
+    """A pair term needs no binding, so it checks the dimension where it is used, as
+    ``Energy`` (bind) does: Riesz s = 1 is not integrable in R^1 (E(μ) = +∞ for every μ with
+    a density), and a finite H_N or field would be silently wrong."""
+    term = PairInteraction(Riesz(1.0), 0.5)
+    om = torch.tensor([[0.0], [1.0], [3.0]], dtype=torch.float64)
+    calls = {
+        "value": lambda: term.value(om),
+        "grad": lambda: term.grad(om),
+        "value_and_grad": lambda: term.value_and_grad(om),
+        "first_variation": lambda: term.first_variation(om, om, torch.ones(3).double() / 3),
+        "batch": lambda: term.grad_random_batch(om, 2, torch.Generator().manual_seed(0)),
+    }
+    with pytest.raises(ValueError, match="not integrable in dimension p=1"):
+        calls[use]()
+    with pytest.raises(ValueError, match="not integrable in dimension p=1"):
+        Energy([term], Box(1, 4.0))
+    assert torch.isfinite(term.value(torch.cat([om, om], -1)))  # s = 1 < p = 2: integrable

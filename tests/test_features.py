@@ -93,16 +93,3 @@ def test_one_sampler_for_particles_and_attention():
         assert torch.equal(ours(13, 4, scale=2.0, seed=9), want)
     with pytest.raises(ValueError, match="dim"):
         sample_orthogonal(3, 0)
-
-
-def test_renamed_feature_map_keeps_a_deprecated_alias():
-    """features.RandomFourierFeatures (a clash with the learner of that name) is FourierFeatures."""
-    import meanfield.features as F
-    from meanfield.learners import RandomFourierFeatures as Learner
-
-    with pytest.warns(DeprecationWarning, match="FourierFeatures"):
-        old = F.RandomFourierFeatures
-    assert old is F.FourierFeatures is type(get_feature_map("fourier"))
-    assert old is not Learner
-    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        F.Nope  # noqa: B018

@@ -1,5 +1,6 @@
 """The theory figures' experiments (meanfield.studies) at their small size, checked against
-theory, and each drawing function (meanfield.workbench.plotting) on that data.
+theory, each drawing function (meanfield.workbench.plotting) on that data, and the command's
+orchestration (meanfield.cli.figures).
 
 Each experiment runs once per module (fixture) and takes a few seconds on two cores.
 """
@@ -11,11 +12,11 @@ import pytest
 import xarray as xr
 from matplotlib.figure import Figure
 
-from meanfield.studies import figures
+from meanfield.cli import figures
 from meanfield.studies.coulomb3d import BALL_ENERGY, coulomb3d_data
-from meanfield.studies.kernel_figure import kernel_concentration_data
-from meanfield.studies.ldp_rate import ldp_rate_data
-from meanfield.studies.limit_curves import beta_limit_data, n_limit_data, t_limit_data
+from meanfield.studies.kernel_concentration import kernel_concentration_data
+from meanfield.studies.large_deviations import ldp_rate_data
+from meanfield.studies.limits import beta_limit_data, n_limit_data, t_limit_data
 from meanfield.workbench import plotting
 
 DATA = {
@@ -47,15 +48,15 @@ SLOW_DATA = {"ldp_rate"}
 DATA_PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_DATA else n for n in DATA]
 
 
-def test_registry_reexports_the_moved_experiments():
-    """figures.py keeps the names it had (the cli and older scripts import them from it)."""
-    for name, (compute, plot) in figures.FIGURES.items():
+def test_registry_resolves_each_figure_to_its_experiment_and_drawing():
+    """Every figure has its experiment, its drawing and a stated full-size wall time."""
+    for name in figures.FIGURES:
+        compute, plot = figures.figure_functions(name)
         assert compute is DATA[name]
         assert plot is getattr(plotting, f"plot_{name}")
-    from meanfield.studies.kernel_figure import kernel_model
-
-    assert figures.kernel_model is kernel_model
-    assert set(figures.FIGURES) == set(figures.FULL_SIZE_SECONDS)
+    assert set(figures.FIGURES) == set(DATA) == set(figures.FULL_SIZE_SECONDS)
+    with pytest.raises(ValueError, match="figure"):
+        figures.figure_functions("nope")
 
 
 def test_t_limit_rate_is_twice_the_mean_relaxation(small):
@@ -231,17 +232,3 @@ def test_make_figures_refuses_bad_names_before_work(tmp_path, bad):
 def test_experiments_refuse_an_unknown_size(name):
     with pytest.raises(ValueError, match="size"):
         DATA[name](size="tiny")
-
-
-def test_coulomb3d_former_names_warn_and_give_the_same_result():
-    """n / box_radius (before cells / half_width) and BOX_RADIUS still work for one version,
-    with a FutureWarning, and compute the same thing."""
-    from meanfield.studies import coulomb3d
-
-    with pytest.warns(FutureWarning, match="is deprecated") as record:
-        old = coulomb3d.grid_equilibrium(n=6, box_radius=1.25)[2]
-    assert len(record) == 2  # one warning per renamed keyword
-    new = coulomb3d.grid_equilibrium(6, half_width=1.25)[2]
-    assert old["energy"] == new["energy"] and old["h"] == new["h"]
-    with pytest.warns(FutureWarning, match="BOX_HALF_WIDTH"):
-        assert coulomb3d.BOX_RADIUS == coulomb3d.BOX_HALF_WIDTH

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import meanfield
-from meanfield._deprecation import MOVED_MODULES
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = [n for n in meanfield.__all__ if n != "__version__"]
@@ -85,8 +84,8 @@ def test_import_meanfield_imports_no_torch_and_no_package_module():
         "import sys, meanfield\n"
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('meanfield.')))\n"
     )
-    # the version and the finder of moved module paths (warnings only): nothing heavy
-    assert out.strip() == "['meanfield._deprecation', 'meanfield._version']"
+    # the version only: nothing heavy
+    assert out.strip() == "['meanfield._version']"
 
 
 def test_a_name_imports_only_what_it_needs():
@@ -135,38 +134,11 @@ def test_the_api_page_lists_every_module_of_the_package():
     assert not missing, f"docs/api.rst lists no section for the modules {missing}"
 
 
-@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
-def test_moved_module_paths_warn_and_give_the_new_module(old):
-    """Every module that moved into a wing is still importable at its old path for one
-    release: the same module object (so names, patches and isinstance are shared), with a
-    DeprecationWarning naming the new path, also as a front-door attribute."""
-    new = MOVED_MODULES[old]
-    out = _fresh(
-        "import importlib, sys, warnings\n"
-        "import meanfield as mf\n"
-        f"sys.modules.pop({old!r}, None)\n"
-        "with warnings.catch_warnings(record=True) as seen:\n"
-        "    warnings.simplefilter('always')\n"
-        f"    m = importlib.import_module({old!r})\n"
-        f"    a = getattr(mf, {old.split('.')[1]!r})\n"
-        f"print(m is importlib.import_module({new!r}), a is m, m.__spec__.name)\n"
-        "print(sorted({str(w.category.__name__) + ': ' + str(w.message).split(';')[0] "
-        "for w in seen}))\n"
-    )
-    same, spec = out.splitlines()[0].rsplit(" ", 1)
-    assert same == "True True" and spec == new
-    assert out.splitlines()[1] == f"['DeprecationWarning: {old} moved to {new}']"
-
-
-def test_moved_module_import_warning_points_at_the_importing_line(tmp_path):
-    script = tmp_path / "user.py"
-    script.write_text("import meanfield\nfrom meanfield.particles import simulate\n")
-    out = subprocess.run(
-        [sys.executable, "-W", "always::DeprecationWarning", str(script)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    assert f"{script}:2: DeprecationWarning: meanfield.particles moved" in out.stderr
+def test_module_paths_of_earlier_layouts_are_not_found():
+    """0.1.0 is the first release: a module path of the flat layout before the wing packages
+    (``meanfield.particles``, now ``meanfield.dynamics.langevin``) is not a module."""
+    with pytest.raises(ModuleNotFoundError, match="meanfield.particles"):
+        importlib.import_module("meanfield.particles")
+    with pytest.raises(AttributeError, match="'sweeps'"):
+        meanfield.sweeps  # noqa: B018
+    assert not (ROOT / "meanfield" / "_deprecation.py").exists()

@@ -11,13 +11,9 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-from meanfield.domains import Ball, Box
-from meanfield.dynamics.hmc import (
-    DualAveraging,
-    billiard,
-    effective_sample_size,
-    integrated_autocorr_time,
-)
+from meanfield.domains import Ball, Box, billiard
+from meanfield.dynamics.adaptation import DualAveraging
+from meanfield.dynamics.hmc import effective_sample_size, integrated_autocorr_time
 from meanfield.dynamics.langevin import HMC, gibbs_potential, sample_hmc, simulate
 from meanfield.energy import (
     CallablePotential,
@@ -29,7 +25,7 @@ from meanfield.energy import (
 )
 from meanfield.errors import InputError, InputTypeError
 from meanfield.kernels import Quadratic, Riesz
-from meanfield.studies.ldp import TiltPotential, statistic, tail_probability
+from meanfield.studies.large_deviations import TiltPotential, statistic, tail_probability
 
 KS_LEVEL = 1e-3
 

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 import torch
 
+import meanfield.dynamics.hamiltonian as hamiltonian_mod
 import meanfield.dynamics.hmc as hmc_mod
 from meanfield.domains import Box
-from meanfield.dynamics.hmc import HMC, DualAveraging, sample_hmc
+from meanfield.dynamics.adaptation import DualAveraging
+from meanfield.dynamics.hmc import HMC, sample_hmc
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.errors import InputError
 from meanfield.kernels import Riesz
@@ -96,7 +98,7 @@ def test_compiled_chain_is_the_eager_chain_after_the_default_warm_up():
         compiled = sample_hmc(E, om0, compile=True, **kw)
     # the compiled path ran (an energy that fails to compile would run the eager chain)
     assert not [w for w in caught if "does not compile" in str(w.message)]
-    assert E not in hmc_mod._NOT_FUSED and compiled.attrs["compile"] == 1
+    assert E not in hamiltonian_mod._NOT_FUSED and compiled.attrs["compile"] == 1
     assert compiled.attrs["n_warmup"] == 200 and compiled.attrs["jitter"] == 0.1
     assert compiled.attrs["step_size"] == eager.attrs["step_size"]
     assert compiled.attrs["warmup_accept_prob"] == pytest.approx(

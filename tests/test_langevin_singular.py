@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from meanfield.domains import Ball, Box
-from meanfield.dynamics.chains import frozen_chain_warning
+from meanfield.dynamics.chain_checks import frozen_chain_warning
 from meanfield.dynamics.langevin import MALA, ProjectedLangevin, near_field, simulate
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.errors import (

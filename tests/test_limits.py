@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from meanfield.studies.limits import beta_limit_grid, fit_power_law, particle_equilibrium_run
+from meanfield.stats import fit_power_law
+from meanfield.studies.limits import beta_limit_grid, particle_equilibrium_run
 
 
 @pytest.mark.parametrize("case", ["semicircle", "uniform"])

@@ -2,12 +2,10 @@
 
 Against independent truths: POT's exact solvers (``ot.emd2``, ``ot.wasserstein_1d``) on random
 weighted clouds, the 1-D quantile formula in closed form, two Gaussians' W₂; the result
-type's fields; the deprecated distance functions of earlier versions (the same numbers, bit
-for bit, with a warning naming the replacement); bad input.
+type's fields; bad input.
 """
 
 import math
-import warnings
 
 import numpy as np
 import ot
@@ -17,7 +15,6 @@ import meanfield as mf
 from meanfield.domains import Box
 from meanfield.errors import InputError, InputTypeError, PrecisionWarning
 from meanfield.ot import Measure, TransportResult, w1, w2, wasserstein
-from meanfield.ot import diagnostics as old
 from meanfield.pde import Density, Grid
 
 P, D = Measure.from_particles, Measure.from_density
@@ -240,61 +237,3 @@ def test_distance_bad_input_raises_before_any_work(call, error, match, monkeypat
     a, b = Measure(np.zeros((3, 2))), Measure(np.ones((2, 2)))
     with pytest.raises(error, match=match):
         call(a, b)
-
-
-# ---- the functions of earlier versions ---------------------------------------------------
-def _old(fn, *args, **kwargs):
-    """Call a deprecated function: its value and the one DeprecationWarning it raised."""
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        value = fn(*args, **kwargs)
-    assert [w.category for w in seen] == [DeprecationWarning], seen
-    assert seen[0].filename == __file__  # the warning points at the caller's line
-    return value, str(seen[0].message)
-
-
-@pytest.mark.parametrize("p", [1, 2])
-def test_old_distance_functions_warn_and_give_the_same_numbers(p):
-    """Bit for bit: each old function builds the two measures and runs the new code."""
-    rng = np.random.default_rng(7)
-    g = Grid(Box(p, 2.0), 12)
-    rho, rho2 = Density.gaussian(g, 0.2, 0.6), Density.gaussian(g, -0.3, 0.9)
-    x, wx = rng.normal(scale=0.6, size=(40, p)).clip(-2, 2), rng.random(40)
-    for order in (1, 2):
-        got, msg = _old(old.wasserstein_particles_grid, x, rho, order=order, weights=wx)
-        assert got == wasserstein(P(x, wx), D(rho), order).distance
-        assert "wasserstein_particles_grid is deprecated" in msg
-        assert "use meanfield.ot.wasserstein(Measure.from_particles" in msg
-        fn, new = (old.w1_particles_grid, w1) if order == 1 else (old.w2_particles_grid, w2)
-        got, msg = _old(fn, x, rho)
-        assert got == new(P(x), D(rho)).distance and f"use meanfield.ot.w{order}(" in msg
-        got, msg = _old(old.wasserstein_grids, rho, rho2, order=order)
-        assert got == wasserstein(D(rho), D(rho2), order).distance
-        assert "Measure.from_density(rho_b)" in msg
-    got, _ = _old(old.wasserstein_particles_grid, x, rho, method="sliced", n_projections=20)
-    assert got == w2(P(x), D(rho), "sliced", n_projections=20).distance
-    got, msg = _old(old.sliced_w2, x, wx, g.centers, rho.masses.ravel(), n_projections=20, seed=2)
-    assert got == w2(Measure(x, wx), D(rho), "sliced", n_projections=20, seed=2).distance
-    assert 'method="sliced"' in msg
-    if p == 1:  # density_model="centres" is the atoms reading
-        got, _ = _old(old.wasserstein_particles_grid, x, rho, density_model="centres")
-        assert got == w2(P(x), D(rho).atoms()).distance
-    else:
-        got, _ = _old(old.wasserstein_particles_grid, x, rho, method="sparse_exact")
-        assert got == w2(P(x), D(rho), "sparse").distance
-
-
-def test_old_functions_keep_their_errors():
-    rho = Density.uniform(Grid(Box(1, 1.0), 8))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with pytest.raises(ValueError, match="'cells' is exact only in p = 1"):
-            old.w2_particles_grid(
-                np.zeros((3, 2)), Density.uniform(Grid(Box(2, 1.0), 4)), density_model="cells"
-            )
-        with pytest.raises(ValueError, match="p = 2, 3"):
-            old.wasserstein_grids(rho, rho, method="sliced")
-        with pytest.raises(TypeError, match="must be a meanfield.pde.Density"):
-            old.w2_particles_grid(np.zeros((3, 1)), np.ones(8))
-    assert old.resolve_w_method is mf.ot.distance.resolve_w_method  # re-exported, not moved
-    assert old.EXACT_MAX_PAIRS == mf.ot.distance.EXACT_MAX_PAIRS

@@ -109,7 +109,7 @@ def test_3d_solve_keeps_mass_and_positivity_and_dissipates_free_energy():
     assert np.all(np.diff(ds["free_energy"].values) <= 1e-12)
     # the repulsion spreads the mass: the second moment grows from 3 × 0.35² ≈ 0.37 (to 0.61
     # at t = 0.3; the β = ∞ ball has 3/5, entropy at β = 20 adds a little)
-    r2 = lambda d: float(np.trace(d.covariance()) + d.mean() @ d.mean())  # noqa: E731
+    r2 = lambda d: float(np.trace(d.covariance) + d.mean @ d.mean)  # noqa: E731
     assert r2(init) + 0.1 < r2(res.state) < 0.7
 
 
@@ -133,7 +133,7 @@ def test_3d_w2_is_exact_on_small_grids_and_sparse_exact_otherwise():
 
 def test_coulomb3d_figure_small(tmp_path):
     """Smoke test of the registered figure at its small size (N = 40, 80 on a 10³ grid)."""
-    from meanfield.studies.figures import FIGURES, make_figures
+    from meanfield.cli.figures import FIGURES, make_figures
 
     assert "coulomb3d" in FIGURES
     paths = make_figures(tmp_path, size="small", only=["coulomb3d"], log=None)["coulomb3d"]

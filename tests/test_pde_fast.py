@@ -13,7 +13,7 @@ from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.errors import InputError
 from meanfield.kernels import Gaussian
 from meanfield.pde import Density, Grid, MassTracker, McKeanVlasov, StorageTracker, _kernels, solve
-from meanfield.pde.flux import ScharfetterGummel, ScharfetterGummelMPRK, generator_matrix
+from meanfield.pde.schemes import ScharfetterGummel, ScharfetterGummelMPRK, generator_matrix
 from meanfield.pde.stepper import StepPlan
 
 

@@ -17,7 +17,7 @@ from meanfield.pde import (
     ScharfetterGummel,
     UpwindScheme,
 )
-from meanfield.pde.flux import ScharfetterGummelMPRK, bernoulli, minmod3, reconstruct, solve_raw
+from meanfield.pde.schemes import ScharfetterGummelMPRK, bernoulli, minmod3, reconstruct, solve_raw
 
 SCHEMES = [
     ("upwind", 1),
@@ -175,17 +175,3 @@ def test_a_scheme_is_bound_once_and_the_bound_copy_takes_the_state_alone(rng):
     assert sg.bind(g, 5.0).beta == 5.0 and sg.beta == 3.0  # a new copy each time
     with pytest.raises(TypeError, match="grid must be a meanfield.pde.Grid"):
         ScharfetterGummel().bind("grid", 1.0)
-
-
-@pytest.mark.parametrize("scheme", [UpwindScheme(2), ScharfetterGummel(), ScharfetterGummelMPRK()])
-def test_the_previous_call_form_still_works_for_one_release(scheme, rng):
-    """``scheme.method(rho, U, grid, beta, ...)`` of the previous version: same numbers, and
-    a DeprecationWarning naming the bound form."""
-    g = Grid(Box(1, 2.0), 16)
-    U, rho = 0.5 * g.centers[:, 0] ** 2, rng.random(16)
-    bound = scheme.bind(g, 2.0)
-    with pytest.warns(DeprecationWarning, match=r"scheme.bind\(grid, beta\).advance"):
-        old = scheme.advance(rho, U, g, 2.0, 0.01)
-    np.testing.assert_array_equal(old, bound.advance(rho, U, 0.01))
-    with pytest.warns(DeprecationWarning, match="stable_dt"):
-        assert scheme.stable_dt(rho, U, g, beta=2.0) == bound.stable_dt(rho, U)

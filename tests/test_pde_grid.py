@@ -84,7 +84,7 @@ def test_moments_of_piecewise_constant_density():
     g = Grid(Box(1, 1.5), 6)
     rho = Density.uniform(g)
     assert rho.mass == pytest.approx(1.0, abs=1e-15)
-    assert rho.covariance()[0, 0] == pytest.approx(1.5**2 / 3, abs=1e-14)
+    assert rho.covariance[0, 0] == pytest.approx(1.5**2 / 3, abs=1e-14)
 
 
 def test_sampling_is_exact_for_piecewise_constant_law():
@@ -94,9 +94,9 @@ def test_sampling_is_exact_for_piecewise_constant_law():
     n = 40_000
     x = rho.sample(n, seed=7)
     assert np.all(np.abs(x) <= 2.0)
-    cov = rho.covariance()
+    cov = rho.covariance
     se = np.sqrt(np.diag(cov) / n)
-    assert np.all(np.abs(x.mean(0) - rho.mean()) < 4 * se)
+    assert np.all(np.abs(x.mean(0) - rho.mean) < 4 * se)
     # variance of the sample variance ≈ 2σ⁴/n for near-Gaussian laws (bounded law: smaller)
     se_var = np.sqrt(2 * np.diag(cov) ** 2 / n)
     assert np.all(np.abs(x.var(0) - np.diag(cov)) < 4 * se_var)

@@ -93,8 +93,8 @@ def test_quadratic_interaction_mean_and_variance_odes():
             rho = Density(g, d)
             m, v = ode(t)
             # second-order schemes: moment errors O(h²); measured ≤ 0.26 h², bound h²/2
-            np.testing.assert_allclose(rho.mean(), m[:dim], atol=h**2 / 2)
-            np.testing.assert_allclose(np.diag(rho.covariance()), v[:dim], atol=h**2 / 2)
+            np.testing.assert_allclose(rho.mean, m[:dim], atol=h**2 / 2)
+            np.testing.assert_allclose(np.diag(rho.covariance), v[:dim], atol=h**2 / 2)
 
 
 def test_storage_times_are_exact_and_dataset_merges():

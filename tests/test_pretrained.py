@@ -173,38 +173,56 @@ def test_linearize_refuses_a_model_without_attention():
         linearize(torch.nn.Linear(3, 3), "favor")
 
 
-def test_study_config_refuses_unknown_keys_naming_the_nearest():
-    from meanfield.studies.pretrained_nlp import check_config
+def _tiny(bert_dir, **changes) -> dict:
+    """The tiny pretrained preset on the fixtures and ``bert_dir``: one seed, FAVOR+, no
+    controls, then ``changes``."""
+    from meanfield.studies.nlp import FIXTURES, load_preset
 
+    settings = load_preset("nlp_pretrained", "tiny")
+    settings.update(data_dir=FIXTURES, model_dir=str(bert_dir), seeds=[0], features=["favor"])
+    settings.update(controls={"kinds": []}, **changes)
+    return settings
+
+
+def _run(settings, out, **kw) -> None:
+    from meanfield.studies.nlp import check_config, run_study
+
+    run_study(check_config(settings), out, progress=False, **kw)
+
+
+def _accuracy(out, stage="linearized") -> dict:
+    """(data set, seed, variant) -> clean accuracy of the finished runs of ``stage``."""
+    from meanfield.studies.nlp_report import load_pretrained_runs
+
+    rows = [r for r in load_pretrained_runs(out) if r["stage"] == stage]
+    return {(r["dataset"], r["seed"], r["variant"]): r["clean_accuracy"] for r in rows}
+
+
+def test_study_config_refuses_unknown_keys_naming_the_nearest():
+    from meanfield.studies.nlp import check_config
+
+    where = {"encoder": "pretrained", "model_dir": "model"}
     with pytest.raises(InputError, match="did you mean 'validation_fraction'"):
-        check_config({"validation_fractoin": 0.1})
-    with pytest.raises(InputError, match="noise.'rte'.*'rate'"):
-        check_config({"noise": {"rte": 0.5}})
+        check_config({**where, "validation_fractoin": 0.1})
+    with pytest.raises(InputError, match="'noise.rte' .did you mean 'noise.rate'"):
+        check_config({**where, "noise": {"rte": 0.5}})
 
 
 def test_tiny_study_resumes_and_recomputes_under_a_changed_configuration(bert_dir, tmp_path):
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
-
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla", "kernel"], controls={"kinds": []})
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
-    first = run_study(cfg, **kw)
+    cfg = _tiny(bert_dir, methods=["vanilla", "kernel"])
+    _run(cfg, tmp_path)
+    first = _accuracy(tmp_path)
     runs = sorted((tmp_path / "linearized" / "runs").glob("*.nc"))
-    assert len(runs) == 2
+    assert len(runs) == 2 and len(first) == 2
     runs[0].unlink()  # an interrupted study: one run lost
-    again = run_study(cfg, **kw)
-    np.testing.assert_array_equal(
-        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
-    )
+    _run(cfg, tmp_path)
+    assert _accuracy(tmp_path) == first  # recomputed exactly
     # another training setting: new runs under new keys, the old ones kept beside them
     cfg["train"] = dict(cfg["train"], lr=5e-4)
-    run_study(cfg, **kw)
+    _run(cfg, tmp_path)
     assert len(list((tmp_path / "linearized" / "runs").glob("*.nc"))) == 4
     # the report shows the current setting's runs only, never the stale ones beside them
-    from meanfield.studies.pretrained_nlp_report import load_runs
-
-    rows = [r for r in load_runs(tmp_path) if r["stage"] == "linearized"]
-    assert len(rows) == 2
+    assert len(_accuracy(tmp_path)) == 2
 
 
 def test_report_during_a_running_sweep_shows_its_finished_runs(bert_dir, tmp_path, monkeypatch):
@@ -212,8 +230,6 @@ def test_report_during_a_running_sweep_shows_its_finished_runs(bert_dir, tmp_pat
     runs sees it): the report holds that run, not the finished runs of the earlier setting,
     since the data set's configuration is noted before the sweep starts."""
     import meanfield.workbench.sweeps as sweeps
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
-    from meanfield.studies.pretrained_nlp_report import load_runs
 
     real = sweeps.run_sweep
 
@@ -223,16 +239,13 @@ def test_report_during_a_running_sweep_shows_its_finished_runs(bert_dir, tmp_pat
         real(func, dict(grid, variant=grid["variant"][:1]), folder, **kw)
         raise KeyboardInterrupt
 
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla", "kernel"], controls={"kinds": []})
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
-    run_study(cfg, **kw)  # the earlier setting, both runs finished
+    cfg = _tiny(bert_dir, methods=["vanilla", "kernel"])
+    _run(cfg, tmp_path)  # the earlier setting, both runs finished
     monkeypatch.setattr(sweeps, "run_sweep", first_run_then_interrupt)
     cfg["train"] = dict(cfg["train"], lr=5e-4)
     with pytest.raises(KeyboardInterrupt):
-        run_study(cfg, **kw)
-    rows = [r for r in load_runs(tmp_path) if r["stage"] == "linearized"]
-    assert [r["variant"] for r in rows] == ["vanilla-favor"]
+        _run(cfg, tmp_path)
+    assert [v for _, _, v in _accuracy(tmp_path)] == ["vanilla-favor"]
 
 
 def _mtimes(folder):
@@ -247,71 +260,22 @@ def test_tiny_study_found_again_after_moving_its_folders(bert_dir, tmp_path):
     recomputes its stage-1 run, not a crash in stage 2."""
     import shutil
 
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
-
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    cfg = _tiny(bert_dir, methods=["vanilla"])
     a, b = tmp_path / "a", tmp_path / "b"
-    first = run_study(cfg, data_dir=FIXTURES, model_dir=bert_dir, out_dir=a, progress=False)
+    _run(cfg, a)
+    first = {stage: _accuracy(a, stage) for stage in ("softmax", "linearized")}
     shutil.move(a, b)
-    model2 = shutil.copytree(bert_dir, tmp_path / "model-copy")
+    cfg["model_dir"] = str(shutil.copytree(bert_dir, tmp_path / "model-copy"))
     before = _mtimes(b)
-    again = run_study(cfg, data_dir=FIXTURES, model_dir=model2, out_dir=b, progress=False)
+    _run(cfg, b)
     assert _mtimes(b) == before and len(before) == 2  # no run recomputed
-    np.testing.assert_array_equal(
-        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
-    )
+    assert _accuracy(b) == first["linearized"]
     for ckpt in (b / "checkpoints").rglob("*"):
         if ckpt.is_file():
             ckpt.unlink()
-    third = run_study(cfg, data_dir=FIXTURES, model_dir=model2, out_dir=b, progress=False)
+    _run(cfg, b)
     assert list((b / "softmax" / "runs" / "set_aside").iterdir())  # stage 1 recomputed
-    np.testing.assert_array_equal(  # deterministic: the same numbers
-        third["softmax"]["clean_accuracy"].values, first["softmax"]["clean_accuracy"].values
-    )
-
-
-def test_runs_of_the_earlier_location_keyed_scheme_are_rekeyed_not_recomputed(bert_dir, tmp_path):
-    import xarray as xr
-
-    from meanfield.results import save_dataset
-    from meanfield.studies import pretrained_nlp as st
-    from meanfield.workbench.sweeps import configuration_digest, run_key, sweep_configuration
-
-    cfg = json.load(open(st.TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
-    kw = dict(data_dir=st.FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
-    first = st.run_study(cfg, **kw)
-    # turn the finished runs into what the earlier scheme wrote: keyed by the folders
-    full = st.check_config(cfg)
-    base = {k: v for k, v in full.items() if k not in st._GRID_ONLY}
-    legacy = {
-        "config": json.dumps(base, sort_keys=True),
-        "data_dir": str(Path(st.FIXTURES).resolve()),
-        "model_dir": str(Path(bert_dir).resolve()),
-        "out_dir": str(tmp_path.resolve()),
-    }
-    for stage, func in (("softmax", st.run_softmax), ("linearized", st.run_linearized)):
-        digest = configuration_digest(sweep_configuration(func, legacy))
-        for path in (tmp_path / stage / "runs").glob("*.nc"):
-            with xr.open_dataset(path, engine="h5netcdf") as ds:
-                ds = ds.load()
-            point = {k[6:]: ds.attrs[k] for k in ("sweep_dataset", "sweep_seed", "sweep_variant")
-                     if k in ds.attrs}  # fmt: skip
-            point["seed"] = int(point["seed"])
-            ds.attrs["sweep_config_digest"] = digest
-            path.unlink()
-            save_dataset(ds, path.parent / f"{run_key(point, digest)}.nc")
-        (tmp_path / stage / "current.json").unlink()
-    again = st.run_study(cfg, **kw)
-    np.testing.assert_array_equal(
-        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
-    )
-    for stage in ("softmax", "linearized"):
-        files = list((tmp_path / stage / "runs").glob("*.nc"))
-        assert len(files) == 1
-        with xr.open_dataset(files[0], engine="h5netcdf") as ds:
-            assert "sweep_rekeyed_from" in ds.attrs
+    assert _accuracy(b, "softmax") == first["softmax"]  # deterministic: the same numbers
 
 
 def test_report_corrects_for_every_planned_comparison(tmp_path):
@@ -323,7 +287,7 @@ def test_report_corrects_for_every_planned_comparison(tmp_path):
 
     from meanfield.results import save_dataset
     from meanfield.stats import t_interval
-    from meanfield.studies.pretrained_nlp_report import write_report
+    from meanfield.studies.nlp_report import write_report
 
     cfg = {
         "name": "t",
@@ -368,7 +332,7 @@ def test_report_tables_what_learning_omega_changed(tmp_path):
 
     from meanfield.results import save_dataset
     from meanfield.stats import t_interval
-    from meanfield.studies.pretrained_nlp_report import write_report
+    from meanfield.studies.nlp_report import write_report
 
     cfg = {"name": "t", "datasets": [{"name": "a", "task": "rotten_tomatoes"}],
            "features": ["favor"], "methods": ["vanilla", "kernel", "hedgehog"]}  # fmt: skip
@@ -411,84 +375,58 @@ def test_tiny_study_per_dataset_seeds_and_no_warning_about_other_datasets(bert_d
     data set's own ``seeds`` list replaces the configuration's, outside the run keys."""
     import warnings
 
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
-
-    cfg = json.load(open(TINY_CONFIG))
+    cfg = _tiny(bert_dir, methods=["vanilla"])
     qqp = {"name": "qqp", "task": "qqp", "source": "bimpm", "train_split": "validation",
            "eval_split": "test", "seeds": [1]}  # fmt: skip
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
     cfg["datasets"] = cfg["datasets"] + [qqp]
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        res = run_study(cfg, **kw)
+        _run(cfg, tmp_path)
     notes = [str(w.message) for w in seen if "another configuration" in str(w.message)]
     assert not notes
-    seeds = {
-        (str(d), int(s)) for d, s, a in zip(*_points(res["softmax"]), strict=True) if np.isfinite(a)
-    }
+    seeds = {(d, s) for d, s, _ in _accuracy(tmp_path, "softmax")}
     assert seeds == {("rotten_tomatoes", 0), ("qqp", 1)}
     # the recorded configuration is the whole study, each data set keyed without its seeds
     assert json.loads((tmp_path / "config.json").read_text())["datasets"][1]["seeds"] == [1]
-
-
-def _points(ds):
-    """(dataset, seed, accuracy) of every grid point of a gathered stage."""
-    stacked = ds["clean_accuracy"].stack(point=("dataset", "seed"))
-    return stacked["dataset"].values, stacked["seed"].values, stacked.values
-
-
-def _pretrained_runner():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "paper_repro/nlp_pretrained/run_study.py"
-    spec = importlib.util.spec_from_file_location("pretrained_run_study", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.skipif(torch.cuda.device_count() > 7, reason="this machine has a cuda:7")
 def test_study_device_refused_before_any_work_and_not_in_the_runs_key(
     bert_dir, tmp_path, monkeypatch, capsys
 ):
-    """``--device`` / ``device=``: an unknown or absent device is refused naming the parameter
-    before anything is written; the device is recorded with each run but not keyed, so a
-    finished study resumes on another device without recomputing."""
+    """``device``: an unknown or absent device is refused naming the parameter before
+    anything is written; the device is recorded with each run but not keyed, so a finished
+    study resumes on another device without recomputing."""
     import xarray as xr
 
     import meanfield._validation as validation
+    from meanfield.cli import main
     from meanfield.errors import MeanfieldError
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+    from meanfield.studies.nlp import FIXTURES
 
-    runner = _pretrained_runner()
-    common = ["--config", str(TINY_CONFIG), "--data-dir", str(FIXTURES)]
-    common += ["--model-dir", str(bert_dir), "--out", str(tmp_path / "cli")]
-    with pytest.raises(SystemExit) as exc:
-        runner.main([*common, "--device", "gpu"])
-    assert exc.value.code == 2 and "--device" in capsys.readouterr().err
-    assert runner.main([*common, "--device", "cuda:7"]) == 2
-    assert "--device" in capsys.readouterr().err
+    preset = Path(__file__).resolve().parents[1] / "paper_repro/nlp_pretrained/configs/tiny.toml"
+    common = ["run", str(preset), "--out", str(tmp_path / "cli"), "--no-progress"]
+    common += ["--set", f"data_dir='{FIXTURES}'", "--set", f"model_dir='{bert_dir}'"]
+    for device in ("gpu", "cuda:7"):
+        assert main([*common, "--set", f"device='{device}'"]) == 2
+        assert "device" in capsys.readouterr().err
     assert not (tmp_path / "cli").exists()
 
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path / "api", progress=False)
+    cfg = _tiny(bert_dir, methods=["vanilla"])
     with pytest.raises(MeanfieldError, match="device"):
-        run_study(cfg, device="cuda:7", **kw)
+        _run(dict(cfg, device="cuda:7"), tmp_path / "api")
     assert not (tmp_path / "api").exists()
 
-    first = run_study(cfg, device="cpu", **kw)
+    _run(dict(cfg, device="cpu"), tmp_path / "api")
+    first = _accuracy(tmp_path / "api")
     files = sorted((tmp_path / "api").glob("*/runs/*.nc"))
     assert len(files) == 2  # the softmax run and the linearized one
     assert {xr.open_dataset(f).attrs["device"] for f in files} == {"cpu"}
     # the same study asked on another device: every run is found, none recomputed (a run
     # would fail here: the device accepted by the patched check does not exist)
     monkeypatch.setattr(validation, "check_device", lambda name, device: device)
-    again = run_study(cfg, device="cuda:7", **kw)
-    np.testing.assert_array_equal(
-        again["linearized"]["clean_accuracy"].values, first["linearized"]["clean_accuracy"].values
-    )
+    _run(dict(cfg, device="cuda:7"), tmp_path / "api")
+    assert _accuracy(tmp_path / "api") == first
 
 
 @pytest.mark.cuda
@@ -499,15 +437,12 @@ def test_tiny_study_runs_on_cuda_and_records_the_device(bert_dir, tmp_path):
     reductions differ between devices and a few training steps can flip a tiny test set.)"""
     import xarray as xr
 
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
+    from meanfield.studies.nlp_report import load_pretrained_runs
 
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["kernel"], controls={"kinds": []})
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, progress=False)
-    res = run_study(cfg, device="cuda", out_dir=tmp_path, **kw)
+    _run(_tiny(bert_dir, methods=["kernel"], device="cuda"), tmp_path)
     files = sorted(tmp_path.glob("*/runs/*.nc"))
     assert len(files) == 2
     assert all(xr.open_dataset(f).attrs["device"].startswith("cuda") for f in files)
-    lin = res["linearized"]
-    assert np.isfinite(lin["clean_accuracy"].values).all()
-    assert np.isfinite(lin["phase_a_align_heldout_after"].values).all()
+    lin = [r for r in load_pretrained_runs(tmp_path) if r["stage"] == "linearized"]
+    assert len(lin) == 1 and np.isfinite(lin[0]["clean_accuracy"])
+    assert np.isfinite(lin[0]["phase_a_align_heldout_after"])

@@ -277,11 +277,13 @@ def test_linearized_classifier_refuses_another_attentions_state(bert_dir):
 
 
 # -- the study: the whole configuration checked before any work --------------------------
-def _tiny_cfg():
-    from meanfield.studies.pretrained_nlp import TINY_CONFIG
+def _tiny_cfg(model_dir):
+    """The tiny pretrained preset's settings, cut to one seed, FAVOR+ and vanilla."""
+    from meanfield.studies.nlp import FIXTURES, load_preset
 
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=["favor"], methods=["vanilla"], controls={"kinds": []})
+    cfg = load_preset("nlp_pretrained", "tiny")
+    cfg.update(data_dir=FIXTURES, model_dir=str(model_dir), seeds=[0], features=["favor"])
+    cfg.update(methods=["vanilla"], controls={"kinds": []})
     return cfg
 
 
@@ -308,85 +310,88 @@ BAD_CONFIGS = [
     ("max_length", 2, "max_length must be an integer >= 4"),
     ("features", ["favour"], "features must be among"),
     ("datasets", [], "datasets must be a non-empty list"),
+    ("only.stages", ["softmax", "phase-b"], r"only.stages: \['phase-b'\] not in"),
 ]
 
 
 @pytest.mark.parametrize("path, value, message", BAD_CONFIGS)
 def test_study_api_refuses_bad_values_before_any_work(bert_dir, tmp_path, path, value, message):
-    from meanfield.studies.pretrained_nlp import FIXTURES, run_study
+    from meanfield.studies.nlp import check_config, run_study
 
     out = tmp_path / "out"
     with pytest.raises(MeanfieldError, match=message):
-        run_study(_set(_tiny_cfg(), path, value), data_dir=FIXTURES, model_dir=bert_dir,
-                  out_dir=out, progress=False)  # fmt: skip
+        check_config(_set(_tiny_cfg(bert_dir), path, value))
+    with pytest.raises(MeanfieldError, match=message):
+        run_study(_set(_tiny_cfg(bert_dir), path, value), out, progress=False)
     assert not out.exists()
 
 
-def test_study_api_refuses_bad_folders_scheduler_and_stages(bert_dir, tmp_path):
-    from meanfield.studies.pretrained_nlp import FIXTURES, run_study
+def test_study_api_refuses_bad_folders_scheduler_and_workers(bert_dir, tmp_path):
+    from meanfield.studies.nlp import check_config, run_study
 
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, progress=False)
     out = tmp_path / "out"
-    cases = [
-        (dict(out_dir=out, scheduler="nowhere"), InputError, "scheduler must be"),
-        (dict(out_dir=out, stages=("softmax", "phase-b")), InputError, "stages must be among"),
-        (dict(out_dir=out, n_workers=0), InputError, "n_workers must be an integer >= 1"),
-        (dict(out_dir=out, model_dir=tmp_path / "empty"), MissingFileError, "model directory"),
-    ]
     (tmp_path / "empty").mkdir()
-    for extra, error, message in cases:
+    empty = check_config(dict(_tiny_cfg(bert_dir), model_dir=str(tmp_path / "empty")))
+    cases = [
+        (dict(scheduler="nowhere"), _tiny_cfg(bert_dir), InputError, "scheduler must be"),
+        (dict(n_workers=0), _tiny_cfg(bert_dir), InputError, "n_workers must be an integer >= 1"),
+        ({}, empty, MissingFileError, "model directory"),
+    ]
+    for extra, cfg, error, message in cases:
         with pytest.raises(error, match=message):
-            run_study(_tiny_cfg(), **{**kw, **extra})
+            run_study(cfg, out, progress=False, **extra)
         assert not out.exists()
     (tmp_path / "file").write_text("")
     with pytest.raises(OutputPathError, match="which is a file"):
-        run_study(_tiny_cfg(), out_dir=tmp_path / "file" / "out", **kw)
+        run_study(_tiny_cfg(bert_dir), tmp_path / "file" / "out", progress=False)
 
 
-def _runner():
-    import importlib.util
+def _runner_argv(bert_dir, tmp_path, out, *settings) -> list[str]:
+    """``meanfield run`` on a copy of the tiny preset, cut as :func:`_tiny_cfg` by ``--set``,
+    then ``settings`` (``KEY=VALUE``, TOML values)."""
+    from meanfield.studies.nlp import FIXTURES
 
-    path = Path(__file__).resolve().parents[1] / "paper_repro/nlp_pretrained/run_study.py"
-    spec = importlib.util.spec_from_file_location("pretrained_run_study_checks", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    preset = Path(__file__).resolve().parents[1] / "paper_repro/nlp_pretrained/configs/tiny.toml"
+    path = tmp_path / "tiny.toml"
+    shutil.copy(preset, path)
+    cut = [f"data_dir='{FIXTURES}'", f"model_dir='{bert_dir}'", "seeds=[0]", 'features=["favor"]']
+    cut += ['methods=["vanilla"]', "controls.kinds=[]", *settings]
+    sets = [a for kv in cut for a in ("--set", kv)]
+    return ["run", str(path), "--out", str(out), "--no-progress", *sets]
 
 
 def test_study_runner_refuses_each_bad_value_in_one_line_before_any_work(
     bert_dir, tmp_path, capsys
 ):
-    """Exit 2, one stderr line naming the parameter, nothing written, for every case."""
-    from meanfield.studies.pretrained_nlp import FIXTURES
+    """``meanfield run``: exit 2, one stderr line naming the parameter, nothing written."""
+    from meanfield.cli import main
 
-    runner = _runner()
     (tmp_path / "empty-model").mkdir()
     five = _copy_with_config(bert_dir, tmp_path / "five-layers", num_hidden_layers=5)
     (tmp_path / "a-file").write_text("")
+    out = tmp_path / "out"
 
-    def argv(cfg=None, out="out", model=bert_dir, extra=()):
-        path = tmp_path / f"config{len(list(tmp_path.glob('config*.json')))}.json"
-        path.write_text(json.dumps(cfg or _tiny_cfg()))  # NaN is written as JSON's NaN
-        return ["--config", str(path), "--data-dir", str(FIXTURES), "--model-dir", str(model),
-                "--out", str(tmp_path / out), *extra]  # fmt: skip
+    def argv(*settings, out=out, extra=()):
+        return _runner_argv(bert_dir, tmp_path, out, *settings) + list(extra)
 
     cases = [
-        (argv(_set(_tiny_cfg(), "train.lr", float("nan"))), "train.lr"),
-        (argv(_set(_tiny_cfg(), "train.batch_size", 0)), "train.batch_size"),
-        (argv(_set(_tiny_cfg(), "validation_fraction", 1.5)), "validation_fraction"),
-        (argv(_set(_tiny_cfg(), "n_features.favor", 0)), "n_features.favor"),
-        (argv(extra=["--seeds", "-1"]), "seeds"),
+        (argv("train.lr=nan"), "train.lr"),
+        (argv("train.batch_size=0"), "train.batch_size"),
+        (argv("validation_fraction=1.5"), "validation_fraction"),
+        (argv("n_features.favor=0"), "n_features.favor"),
+        (argv("seeds=[-1]"), "seeds"),
         (argv(extra=["--scheduler", "nowhere"]), "scheduler"),
         (argv(extra=["--n-workers", "0"]), "--n-workers"),
-        (argv(model=tmp_path / "empty-model"), "model directory"),
-        (argv(model=five), "num_hidden_layers=5"),
-        (argv(out="a-file/out"), "--out"),
+        (argv(f"model_dir='{tmp_path / 'empty-model'}'"), "model directory"),
+        (argv(f"model_dir='{five}'"), "num_hidden_layers=5"),
+        (argv(out=tmp_path / "a-file" / "out"), "out"),
     ]
     for args, name in cases:
-        assert runner.main(args) == 2, name
+        capsys.readouterr()
+        assert main(args) == 2, name
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and name in err[0] and err[0].startswith("run_study: error:"), err
-        assert not (tmp_path / "out").exists(), name
+        assert len(err) == 1 and name in err[0] and err[0].startswith("meanfield: error:"), err
+        assert not out.exists(), name
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a /proc file system")
@@ -394,33 +399,31 @@ def test_study_runner_refuses_an_out_folder_that_cannot_be_written(bert_dir, tmp
     """A folder that refuses a new file (``/proc`` refuses it even to root, where permission
     bits would not tell) is refused before any work; a read-only folder too where the
     permission bits apply (not as root)."""
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG
+    from meanfield.cli import main
 
-    runner = _runner()
-    common = ["--config", str(TINY_CONFIG), "--data-dir", str(FIXTURES),
-              "--model-dir", str(bert_dir)]  # fmt: skip
-    assert runner.main([*common, "--out", "/proc/meanfield-pretrained-study"]) == 2
+    assert main(_runner_argv(bert_dir, tmp_path, "/proc/meanfield-pretrained-study")) == 2
     err = capsys.readouterr().err
-    assert "--out" in err and "cannot be written" in err
+    assert "out" in err and "cannot be written" in err
     if os.geteuid() != 0:
         locked = tmp_path / "locked"
         locked.mkdir()
         locked.chmod(0o500)
         try:
-            assert runner.main([*common, "--out", str(locked / "out")]) == 2
-            assert "--out" in capsys.readouterr().err
+            assert main(_runner_argv(bert_dir, tmp_path, locked / "out")) == 2
+            assert "out" in capsys.readouterr().err
         finally:
             locked.chmod(0o700)
 
 
 def test_valid_tiny_study_still_runs_after_the_checks(bert_dir, tmp_path):
-    from meanfield.studies.pretrained_nlp import FIXTURES, check_study_inputs, run_study
+    from meanfield.studies.nlp import check_config, run_study
+    from meanfield.studies.nlp_report import load_pretrained_runs
 
-    kw = dict(data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path / "out")
-    cfg = check_study_inputs(_tiny_cfg(), **kw)
+    cfg = check_config(_tiny_cfg(bert_dir))
     assert not (tmp_path / "out").exists()  # the checks write nothing
-    res = run_study(cfg, progress=False, **kw)
-    assert np.isfinite(res["linearized"]["clean_accuracy"].values).all()
+    run_study(cfg, tmp_path / "out", progress=False)
+    rows = load_pretrained_runs(tmp_path / "out")
+    assert len(rows) == 2 and all(np.isfinite(r["clean_accuracy"]) for r in rows)
 
 
 def test_report_with_a_softmax_run_of_accuracy_zero_leaves_recovered_empty(tmp_path):
@@ -431,7 +434,7 @@ def test_report_with_a_softmax_run_of_accuracy_zero_leaves_recovered_empty(tmp_p
     import xarray as xr
 
     from meanfield.results import save_dataset
-    from meanfield.studies.pretrained_nlp_report import write_report
+    from meanfield.studies.nlp_report import write_report
 
     cfg = {
         "name": "t",

@@ -151,18 +151,19 @@ def test_phase_a_refuses_the_published_hedgehog_map(bert_dir, data):
 
 
 def test_study_runs_the_published_hedgehog_and_reports_it(bert_dir, tmp_path):
-    from meanfield.studies.pretrained_nlp import FIXTURES, TINY_CONFIG, run_study
-    from meanfield.studies.pretrained_nlp_report import write_report
+    from meanfield.studies.nlp import FIXTURES, check_config, load_preset, run_study
+    from meanfield.studies.nlp_report import load_pretrained_runs, write_report
 
-    cfg = json.load(open(TINY_CONFIG))
-    cfg.update(seeds=[0], features=[], methods=["hedgehog-published"], controls={"kinds": []})
-    res = run_study(cfg, data_dir=FIXTURES, model_dir=bert_dir, out_dir=tmp_path, progress=False)
-    lin = res["linearized"]
-    assert list(lin["variant"].values) == ["hedgehog-published-hedgehog"]
+    cfg = load_preset("nlp_pretrained", "tiny")
+    cfg.update(data_dir=FIXTURES, model_dir=str(bert_dir), seeds=[0], features=[])
+    cfg.update(methods=["hedgehog-published"], controls={"kinds": []})
+    run_study(check_config(cfg), tmp_path, progress=False)
+    lin = [r for r in load_pretrained_runs(tmp_path) if r["stage"] == "linearized"]
+    assert [r["variant"] for r in lin] == ["hedgehog-published-hedgehog"]
     # the distillation was recorded (held-out TV before and after) and the maps' size:
     # 2 layers x 2 maps (query, key) x 2 heads x (8 x 8 + 8)
-    assert lin["feature_map_parameters"].item() == 576
-    assert np.isfinite(lin["hedgehog_tv_after"].item())
+    assert lin[0]["feature_map_parameters"] == 576
+    assert np.isfinite(lin[0]["hedgehog_tv_after"])
     write_report(tmp_path)
     text = (tmp_path / "report.md").read_text()
     row = [line for line in text.splitlines() if line.startswith("| hedgehog-published-hedgehog")]
@@ -180,7 +181,7 @@ def test_report_pairs_kernel_with_the_published_hedgehog_and_reads_earlier_names
     from scipy import stats
 
     from meanfield.results import save_dataset
-    from meanfield.studies.pretrained_nlp_report import write_report
+    from meanfield.studies.nlp_report import write_report
 
     cfg = {
         "name": "t",
@@ -230,15 +231,13 @@ def test_report_pairs_kernel_with_the_published_hedgehog_and_reads_earlier_names
 
 
 def test_study_names_old_and_new(tmp_path):
-    from meanfield.studies.pretrained_nlp import (
-        check_config,
-        recorded_variant,
-        split_variant,
-        variants,
-    )
+    from meanfield.studies.nlp import check_config
+    from meanfield.studies.nlp_report import pretrained_variants, recorded_variant, split_variant
 
+    where = {"encoder": "pretrained", "model_dir": "model"}
     cfg = check_config(
         {
+            **where,
             "datasets": [{"name": "q", "task": "qqp", "methods": ["hedgehog"]}],
             "features": ["favor"],
             "methods": ["hedgehog", "hedgehog-published"],
@@ -246,10 +245,12 @@ def test_study_names_old_and_new(tmp_path):
         }  # fmt: skip
     )
     assert cfg["methods"] == ["hedgehog-loss", "hedgehog-published"]
-    assert variants(cfg) == ["hedgehog-loss-favor", "hedgehog-published-hedgehog"]
-    assert variants(cfg, cfg["datasets"][0]) == ["hedgehog-loss-favor"]
+    assert pretrained_variants(cfg) == ["hedgehog-loss-favor", "hedgehog-published-hedgehog"]
+    assert pretrained_variants(cfg, cfg["datasets"][0]) == ["hedgehog-loss-favor"]
     assert recorded_variant("hedgehog-loss-favor") == "hedgehog-favor"
     with pytest.raises(InputError, match="variant must be"):
         split_variant("hedgehog-published-favor")  # the published method brings its own map
     with pytest.raises(InputError, match="methods must be among"):
-        check_config({"datasets": [], "methods": ["hedgehogg"]})
+        check_config(
+            {**where, "datasets": [{"name": "q", "task": "qqp"}], "methods": ["hedgehogg"]}
+        )

@@ -1,5 +1,5 @@
 """The README tables of the pretrained-model study come from the report's unrounded values
-(meanfield.studies.pretrained_nlp_report.readme_tables / update_readme_tables)."""
+(meanfield.studies.nlp_report.readme_tables / update_readme_tables)."""
 
 import shutil
 from pathlib import Path
@@ -10,7 +10,7 @@ from scipy import stats
 
 from meanfield.errors import InputError
 from meanfield.stats import paired_family
-from meanfield.studies.pretrained_nlp_report import (
+from meanfield.studies.nlp_report import (
     _p_short,
     _points,
     readme_tables,

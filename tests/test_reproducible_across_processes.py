@@ -236,8 +236,8 @@ def case_attention():
 def case_studies():
     from meanfield.domains import Box
     from meanfield.energy import Energy, QuadraticPotential
-    from meanfield.studies.kernel_figure import kernel_model
-    from meanfield.studies.ldp import kernel_concentration, statistic, tail_probability
+    from meanfield.studies.kernel_concentration import kernel_concentration, kernel_model
+    from meanfield.studies.large_deviations import statistic, tail_probability
     from meanfield.studies.limits import particles_vs_grid_run
 
     E = Energy([QuadraticPotential()], Box(1, 4.0))

@@ -80,14 +80,14 @@ def test_default_returns_the_minimiser_not_the_symmetric_saddle(method):
     assert saddle.free_energy > rep.free_energy + 0.01
     assert not minimiser_is_unique(rep.states)
     # the same state on every call: the + tilt is found first
-    assert float(rho.mean()[0]) > 0
+    assert float(rho.mean[0]) > 0
 
 
 def test_single_search_warns_about_the_saddle():
     E, g = _granular()
     with pytest.warns(MultipleStationaryStatesWarning, match="saddle"):
         rho, rep = gibbs_state(E, g, 3.0, method="newton", search="single")
-    assert abs(float(rho.mean()[0])) < 1e-10 and rep.states[0].stability == "unstable"
+    assert abs(float(rho.mean[0])) < 1e-10 and rep.states[0].stability == "unstable"
 
 
 def test_second_variation_matches_its_rank_one_closed_form():
@@ -113,7 +113,7 @@ def test_below_critical_beta_one_symmetric_stable_state():
         warnings.simplefilter("error", MultipleStationaryStatesWarning)
         rho, rep = gibbs_state(E, g, beta, method="newton")
     assert len(rep.states) == 1 and rep.states[0].stable
-    assert abs(float(rho.mean()[0])) < 1e-10
+    assert abs(float(rho.mean[0])) < 1e-10
     assert 0 < rep.states[0].min_eigenvalue < 1  # the attraction lowers it from 1
 
 
@@ -189,7 +189,8 @@ def test_bad_inputs_are_refused_before_work():
 
 
 def test_large_deviation_studies_refuse_a_non_unique_minimiser():
-    from meanfield.studies.ldp import kernel_concentration, scgf_on_grid, statistic
+    from meanfield.studies.kernel_concentration import kernel_concentration
+    from meanfield.studies.large_deviations import scgf_on_grid, statistic
 
     E, _ = _granular()
     with warnings.catch_warnings():
@@ -284,8 +285,7 @@ def test_active_set_keeps_the_mass_exactly_on_a_wide_support():
     once left the settled support a Frank–Wolfe gap of 5e-10 > tol, and FISTA ran out of
     iterations): the phase settles and meets tol = 1e-10 itself."""
     from meanfield.pde import Grid, equilibrium_measure
-    from meanfield.studies.ldp import tilted_energy
-    from meanfield.studies.ldp_rate import ldp_model
+    from meanfield.studies.large_deviations import ldp_model, tilted_energy
 
     energy, stat = ldp_model()
     grid = Grid(energy.domain, 512)

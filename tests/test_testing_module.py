@@ -19,7 +19,7 @@ from meanfield.energy import Energy, PairInteraction, Potential, QuadraticPotent
 from meanfield.errors import InputError, InputTypeError
 from meanfield.kernels import PairKernel, Quadratic, Riesz
 from meanfield.pde import Grid
-from meanfield.pde.flux import UpwindScheme
+from meanfield.pde.schemes import UpwindScheme
 from meanfield.testing import check_kernel, check_scheme, check_term
 
 

@@ -67,7 +67,7 @@ def test_figures_default_is_runs_figures_and_in_place_is_the_checkout(tmp_path, 
 
     from meanfield.cli import build_parser
     from meanfield.cli.commands import cmd_figures
-    from meanfield.studies.figures import committed_figures_dir
+    from meanfield.cli.figures import committed_figures_dir
 
     before = _tracked("figures")
     monkeypatch.chdir(tmp_path)
@@ -93,8 +93,8 @@ def test_gallery_scripts_find_the_committed_data_from_any_folder(tmp_path, monke
     of the checkout (sphinx-gallery defines no ``__file__``: the package locates it)."""
     import matplotlib
 
+    from meanfield.cli.figures import FIGURES, committed_figure_data
     from meanfield.errors import InputError
-    from meanfield.studies.figures import FIGURES, committed_figure_data
 
     monkeypatch.chdir(tmp_path)
     backend = matplotlib.get_backend()
@@ -170,32 +170,6 @@ def test_study_folders_write_committed_results_only_in_place(tmp_path):
     if shutil.which("git") and (ROOT / ".git").exists():
         probe = str((scratch / "x" / "runs" / "a.nc").relative_to(ROOT))
         assert subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT).returncode == 0
-
-
-@pytest.mark.parametrize(
-    ("script", "report"),
-    [
-        pytest.param("sinha_duchi.py", "table.md", marks=pytest.mark.slow),  # ~7 s
-        pytest.param("diagnose.py", "summary.md", marks=pytest.mark.slow),  # ~12 s
-    ],
-)
-def test_report_only_reads_committed_runs_and_writes_elsewhere(script, report, tmp_path):
-    """The documented ``--report-only`` on the committed study: every tracked file of the
-    results is unchanged (``diagnose.py``'s ``run.json`` keeps its recorded 1262 s wall
-    time), the report is written into ``--report-dir`` with a copy of the record; a second
-    call refreshes the same report folder."""
-    before = _tracked("paper_repro/synthetic/results")
-    dest = tmp_path / "report"
-    for _ in range(2 if script == "sinha_duchi.py" else 1):
-        res = _script(SYNTHETIC / script, ["--report-only", "--report-dir", str(dest)], tmp_path)
-        assert res.returncode == 0, res.stderr[-2000:]
-        assert "committed runs, read only" in res.stderr
-    assert _tracked("paper_repro/synthetic/results") == before
-    assert (dest / report).is_file() and (dest / "report_of.json").is_file()
-    assert not (dest / "run.json").exists()  # the computing call's record is not remade
-    folder = {"sinha_duchi.py": "sinha_duchi", "diagnose.py": "diagnosis"}[script]
-    committed = sorted(p.name for p in (SYNTHETIC / "results" / folder / "runs").glob("*.nc"))
-    assert committed and sorted(p.name for p in (dest / "runs").glob("*.nc")) == committed
 
 
 def _notebook_commands() -> list[str]:

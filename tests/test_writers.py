@@ -240,9 +240,9 @@ def test_compare_refuses_a_fifo_where_its_dataset_goes(tmp_path, capsys, monkeyp
 
 @fifo_only
 def test_study_t_decay_refuses_a_fifo_where_its_dataset_goes(tmp_path, capsys, monkeypatch):
-    import meanfield.studies.limit_sweeps as limit_sweeps
+    from meanfield.studies import limits
 
-    monkeypatch.setattr(limit_sweeps, "t_decay", _never)
+    monkeypatch.setattr(limits, "t_decay", _never)
     os.mkfifo(tmp_path / "t_decay.nc")
     before = _files(tmp_path)
     argv = ["study", "t-decay", "--no-progress", "--out", str(tmp_path)]

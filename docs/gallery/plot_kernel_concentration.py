@@ -12,7 +12,7 @@ replicas; ± 2 standard errors.
 import matplotlib.pyplot as plt
 import xarray as xr
 
-from meanfield.studies.figures import committed_figure_data
+from meanfield.cli.figures import committed_figure_data
 
 ds = xr.load_dataset(committed_figure_data("kernel_concentration"))
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from meanfield.studies.figures import committed_figure_data
+from meanfield.cli.figures import committed_figure_data
 
 ds = xr.load_dataset(committed_figure_data("ldp_rate"))
 

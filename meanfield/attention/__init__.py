@@ -24,7 +24,6 @@ phases
     Phase A (alignment by the package's projected Langevin) and Phase B (fine-tuning).
 """
 
-from .._deprecation import deprecated_aliases
 from .features import (
     FEATURE_KINDS,
     AttentionFeatureMap,
@@ -61,18 +60,14 @@ __all__ = [
     "softmax_attention",
 ]
 
-_deprecated = deprecated_aliases(
-    __name__, {"FeatureMap": ("AttentionFeatureMap", lambda: AttentionFeatureMap)}
-)
-
 
 def __getattr__(name: str):
     """A module of this subpackage not imported above (``linearize``, ``pretrained``,
-    ``phases``, ...), imported on first access (PEP 562); else a deprecated alias."""
+    ``phases``, ...), imported on first access (PEP 562)."""
     import pkgutil
 
     if not name.startswith("_") and name in {m.name for m in pkgutil.iter_modules(__path__)}:
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
-    return _deprecated(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

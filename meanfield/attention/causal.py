@@ -89,7 +89,24 @@ import math
 import torch
 import torch.nn.functional as F
 
-__all__ = ["causal_linear_attention", "causal_kernel_attention"]
+from ..contract import Param, declare
+
+__all__ = ["ATTENTION_PARAMS", "causal_linear_attention", "causal_kernel_attention"]
+
+#: The scalar parameters of the linear-attention functions (here and in
+#: :mod:`meanfield.attention.linear`), declared once.
+ATTENTION_PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("causal", "flag", "query t attends to keys s <= t (needs L == S)"),
+        Param("log_space", "flag", "the features are logarithms (positive random features)"),
+        Param("eps", "real", "added to the denominator, in the units of the (shifted) "
+              "features", low=0.0),
+        Param("chunk_size", "int", "chunk length C of the causal prefix sums", low=1),
+        Param("check_inputs", "flag", "check the values before any work (None: on the CPU "
+              "only, outside torch.compile)", optional=True),
+    )
+}  # fmt: skip
 
 #: log of the smallest denominator accepted from the fast path (module notes).
 LOG_DEN_FLOOR = -30.0
@@ -141,6 +158,7 @@ def _has_key(mask, b, total, device):
     return torch.cat([seen, seen.new_ones(seen.shape[0], total - mask.shape[1])], dim=1)
 
 
+@declare(*(ATTENTION_PARAMS[n] for n in ("log_space", "eps", "chunk_size")))
 def causal_linear_attention(
     q_features: torch.Tensor,
     k_features: torch.Tensor,
@@ -153,7 +171,8 @@ def causal_linear_attention(
 ) -> torch.Tensor:
     r"""Causal normalised linear attention from (log-)features, head-major.
 
-    Inputs are validated by the caller.
+    The scalar parameters are checked by the contract (:data:`ATTENTION_PARAMS`); the
+    tensors' shapes and values by the caller (:func:`~meanfield.attention.linear.linear_attention`).
 
     Parameters
     ----------
@@ -174,12 +193,22 @@ def causal_linear_attention(
     -------
     torch.Tensor, shape (batch, heads, L, d_v)
 
+    See Also
+    --------
+    meanfield.attention.linear.linear_attention : the checked public form (causal=True).
+    causal_kernel_attention : from queries, keys and a feature map.
+
     Notes
     -----
     .. math::
 
         \mathrm{out}_t = \frac{\varphi(q_t)^\top \sum_{s \le t} \varphi(k_s) v_s^\top}
         {\varphi(q_t)^\top \sum_{s \le t} \varphi(k_s) + \varepsilon}.
+
+    References
+    ----------
+    Katharopoulos, A., Vyas, A., Pappas, N. and Fleuret, F. (2020). Transformers are RNNs:
+    fast autoregressive transformers with linear attention. ICML 2020, arXiv:2006.16236.
 
     Examples
     --------
@@ -215,6 +244,7 @@ def causal_linear_attention(
     return out[:, :, :L]
 
 
+@declare(ATTENTION_PARAMS["eps"], ATTENTION_PARAMS["chunk_size"])
 def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chunk_size):
     """Causal kernel attention from head-major queries, keys and values.
 
@@ -237,6 +267,18 @@ def causal_kernel_attention(q, k, v, feature_map, *, key_padding_mask, eps, chun
     Returns
     -------
     torch.Tensor, shape (batch, heads, L, d_v)
+
+    See Also
+    --------
+    meanfield.attention.linear.kernel_attention : the checked public form (causal=True).
+    causal_linear_attention : from precomputed features.
+
+    References
+    ----------
+    Katharopoulos, A., Vyas, A., Pappas, N. and Fleuret, F. (2020). Transformers are RNNs:
+    fast autoregressive transformers with linear attention. ICML 2020, arXiv:2006.16236.
+    Choromanski, K. et al. (2021). Rethinking attention with Performers. ICLR 2021,
+    arXiv:2009.14794.
 
     Examples
     --------

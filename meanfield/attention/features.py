@@ -59,7 +59,6 @@ import math
 import torch
 from torch import nn
 
-from .._deprecation import deprecated_aliases
 from .._validation import check_choice, check_int
 from ..errors import InputError
 from ..features import gaussian_rows, orthogonal_rows
@@ -109,6 +108,11 @@ def gaussian_omega(
     -------
     omega : torch.Tensor, shape (n_features, head_dim)
 
+    See Also
+    --------
+    orthogonal_omega : orthogonal blocks (PORF).
+    meanfield.features.gaussian_rows : the shared draw.
+
     Examples
     --------
     >>> om = gaussian_omega(5, 4, torch.Generator().manual_seed(0))
@@ -130,6 +134,16 @@ def orthogonal_omega(
     -------
     omega : torch.Tensor, shape (n_features, head_dim)
 
+    See Also
+    --------
+    gaussian_omega : iid rows (FAVOR+).
+    meanfield.features.orthogonal_rows : the shared draw.
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (the positive
+       features and their orthogonal draws).
+
     Examples
     --------
     >>> om = orthogonal_omega(4, 4, torch.Generator().manual_seed(0), dtype=torch.float64)
@@ -143,8 +157,8 @@ def orthogonal_omega(
 class AttentionFeatureMap(nn.Module):
     """Base class: one feature matrix ``omega`` (a buffer) shared by queries and keys.
 
-    Named ``FeatureMap`` before (deprecated alias, one version): that name is the ridge feature
-    map φ(x; ω) of the particles, :class:`meanfield.features.FeatureMap`.
+    Not to be confused with the feature map φ(x; ω) of the particles,
+    :class:`meanfield.features.FeatureMap`.
 
     Parameters
     ----------
@@ -168,6 +182,17 @@ class AttentionFeatureMap(nn.Module):
         float32 buffer.
     learned : bool
         True once :meth:`set_omega` installed particles (e.g. from Phase A).
+
+    See Also
+    --------
+    make_feature_map : a built-in map by name.
+    meanfield.attention.mha.KernelAttention : the attention module that holds one.
+    meanfield.features.FeatureMap : the feature map φ(x; ω) of the particles.
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (the positive
+       features and their orthogonal draws).
 
     Examples
     --------
@@ -458,6 +483,15 @@ class PositiveFeatures(AttentionFeatureMap):
     orthogonal : bool, default False
         False: FAVOR+ (iid Gaussian rows); True: PORF (orthogonal blocks, chi norms).
 
+    See Also
+    --------
+    SoftplusFeatures, SoftmaxFeatures : the other built-in maps.
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (the positive
+       features and their orthogonal draws).
+
     Examples
     --------
     >>> fm = PositiveFeatures(head_dim=4, n_features=16, seed=0)
@@ -489,6 +523,10 @@ class SoftplusFeatures(AttentionFeatureMap):
 
     A positive kernel of its own (not an estimate of softmax). No shift is needed: the
     values grow at most linearly in ``|x|``.
+
+    See Also
+    --------
+    PositiveFeatures, SoftmaxFeatures : the other built-in maps.
 
     Examples
     --------
@@ -530,6 +568,16 @@ class SoftmaxFeatures(AttentionFeatureMap):
         Orthogonal initial Omega (iid Gaussian when False).
     symmetric : bool, default True
         Use both halves (``2 m`` outputs).
+
+    See Also
+    --------
+    PositiveFeatures, SoftplusFeatures : the other built-in maps.
+    meanfield.attention.hedgehog.HedgehogFeatureMap : the published Hedgehog map (trained).
+
+    References
+    ----------
+    .. [1] M. Zhang, K. Bhatia, H. Kumbong and C. Ré, "The Hedgehog & the Porcupine: expressive
+       linear attentions with softmax mimicry", ICLR 2024.
 
     Examples
     --------
@@ -591,6 +639,10 @@ def check_feature_state(fm: AttentionFeatureMap, state, where: str = "state_dict
     meanfield.errors.InputError
         The state records another ``kind`` (or ``symmetric``) than ``fm`` has.
 
+    See Also
+    --------
+    check_feature_states : every feature map of a module.
+
     Examples
     --------
     >>> favor = make_feature_map("favor", 4, 8)
@@ -617,6 +669,10 @@ def check_feature_states(module: nn.Module, state_dict, prefix: str = "") -> Non
 
     A module's ``load_state_dict`` pre-hook calls it so that a state of other feature maps is
     refused before any of the module's tensors is overwritten.
+
+    See Also
+    --------
+    check_feature_state : the check of one map's state.
 
     Examples
     --------
@@ -656,6 +712,11 @@ def make_feature_map(
     num_heads : int, optional
         One ``omega`` per head (see :class:`AttentionFeatureMap`).
 
+    See Also
+    --------
+    FEATURE_KINDS : the names accepted.
+    meanfield.attention.mha.KernelAttention : ``feature=`` builds its map here.
+
     Examples
     --------
     >>> [type(make_feature_map(k, 4, 8)).__name__ for k in FEATURE_KINDS]
@@ -684,8 +745,3 @@ def chi_mean(k: int) -> float:
     0.797885
     """
     return math.sqrt(2.0) * math.exp(math.lgamma((k + 1) / 2) - math.lgamma(k / 2))
-
-
-__getattr__ = deprecated_aliases(
-    __name__, {"FeatureMap": ("AttentionFeatureMap", lambda: AttentionFeatureMap)}
-)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._validation import check_int
+from ..contract import Param, declare
 from ..errors import InputError, InputTypeError
 from .features import _compute_dtype, autocast_off
 
@@ -75,6 +75,17 @@ class HedgehogFeatureMap(nn.Module):
     n_outputs : int
         ``2 m``.
 
+    See Also
+    --------
+    meanfield.attention.learn_features.distil_feature_maps : trains the maps (distillation).
+    meanfield.attention.linearize.linearize : ``feature_map="hedgehog"`` puts one in every layer.
+    meanfield.attention.features.SoftmaxFeatures : the random (untrained) softmax features.
+
+    References
+    ----------
+    Zhang, M., Bhatia, K., Kumbong, H. and Ré, C. (2024). The Hedgehog & the Porcupine:
+    expressive linear attentions with softmax mimicry. ICLR 2024, arXiv:2402.04347.
+
     Examples
     --------
     >>> fm = HedgehogFeatureMap(head_dim=4, num_heads=2)
@@ -94,6 +105,15 @@ class HedgehogFeatureMap(nn.Module):
     #: attention consumes features, not log-features
     log_space = False
 
+    @declare(
+        Param("head_dim", "int", "dimension d_h of a head's queries and keys", low=1),
+        Param("num_heads", "int", "heads, each with its own maps (None: one map shared by "
+              "every head)", low=1, optional=True),
+        Param("n_features", "int", "features m per half (None: head_dim); phi has 2 m",
+              low=1, optional=True),
+        Param("separate_query_key", "flag", "separate query and key maps (else tied)"),
+        Param("bias", "flag", "the maps learn a bias b"),
+    )  # fmt: skip
     def __init__(
         self,
         head_dim: int,
@@ -104,14 +124,9 @@ class HedgehogFeatureMap(nn.Module):
         bias: bool = True,
     ):
         super().__init__()
-        self.head_dim = check_int("head_dim", head_dim)
-        self.num_heads = None if num_heads is None else check_int("num_heads", num_heads)
-        self.n_features = (
-            self.head_dim if n_features is None else check_int("n_features", n_features)
-        )
-        for name, flag in (("separate_query_key", separate_query_key), ("bias", bias)):
-            if not isinstance(flag, bool):
-                raise InputTypeError(f"{name} must be True or False, got {flag!r}")
+        self.head_dim = head_dim
+        self.num_heads = num_heads
+        self.n_features = head_dim if n_features is None else n_features
         self.separate_query_key = separate_query_key
         heads = () if self.num_heads is None else (self.num_heads,)
         self.query_weight = nn.Parameter(torch.empty(*heads, self.n_features, self.head_dim))

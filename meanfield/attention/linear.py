@@ -1,9 +1,8 @@
 """Linear (kernel) attention: the functional API.
 
 The module form, :class:`~meanfield.attention.mha.KernelAttention` (a drop-in for
-``torch.nn.MultiheadAttention``), lives in :mod:`meanfield.attention.mha`; it is also
-importable from here, as ``meanfield.attention.linear.KernelAttention`` (with
-:func:`~meanfield.attention.mha.is_causal_mask`).
+``torch.nn.MultiheadAttention``), and :func:`~meanfield.attention.mha.is_causal_mask` live in
+:mod:`meanfield.attention.mha`.
 
 Linear attention (THEORY.md §7) with feature maps ``phi`` from
 :mod:`meanfield.attention.features`::
@@ -39,9 +38,15 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .._validation import check_int, check_positive
+from ..contract import declare
 from ..errors import InputError, InputTypeError
-from .causal import _grad_needed, _log_features, causal_kernel_attention, causal_linear_attention
+from .causal import (
+    ATTENTION_PARAMS,
+    _grad_needed,
+    _log_features,
+    causal_kernel_attention,
+    causal_linear_attention,
+)
 from .features import (
     FEATURE_KINDS,
     AttentionFeatureMap,
@@ -58,6 +63,11 @@ __all__ = [
 
 #: ``"softmax"`` (exact, SDPA), every random feature-map kind, and ``"hedgehog"`` (trained maps).
 ATTENTION_KINDS = ("softmax",) + FEATURE_KINDS + ("hedgehog",)
+
+
+def _declared(*names: str):
+    """:func:`~meanfield.contract.declare` with the parameters of :data:`ATTENTION_PARAMS`."""
+    return declare(*(ATTENTION_PARAMS[n] for n in names))
 
 
 def _checks_on(t: torch.Tensor, check: bool | None) -> bool:
@@ -181,6 +191,7 @@ def _check_mask(
     )
 
 
+@_declared("causal", "log_space", "eps", "chunk_size", "check_inputs")
 def linear_attention(
     q_features: torch.Tensor,
     k_features: torch.Tensor,
@@ -237,6 +248,12 @@ def linear_attention(
         output not an average of the values), a NaN or inf entry (where checked); queries
         but no key (``S = 0``); no feature (``m = 0``).
 
+    See Also
+    --------
+    kernel_attention : the same from queries and keys and a feature map.
+    meanfield.attention.causal.causal_linear_attention : the causal form, head-major.
+    softmax_attention : the exact baseline.
+
     Notes
     -----
     With φ_t = ``q_features[t]``, ψ_s = ``k_features[s]`` (padding rows zeroed) and s ranging
@@ -246,6 +263,13 @@ def linear_attention(
 
         \mathrm{out}_t = \frac{\sum_s (\varphi_t \cdot \psi_s)\, v_s}
         {\sum_s \varphi_t \cdot \psi_s + \varepsilon}.
+
+    References
+    ----------
+    Katharopoulos, A., Vyas, A., Pappas, N. and Fleuret, F. (2020). Transformers are RNNs:
+    fast autoregressive transformers with linear attention. ICML 2020, arXiv:2006.16236.
+    Choromanski, K. et al. (2021). Rethinking attention with Performers. ICLR 2021,
+    arXiv:2009.14794.
 
     Examples
     --------
@@ -267,10 +291,6 @@ def linear_attention(
     >>> linear_attention(log_phi, log_phi, v, log_space=True, eps=0.0).flatten()
     tensor([1.5000, 1.5000, 1.5000, 1.5000])
     """
-    eps = check_positive("eps", eps, allow_zero=True)
-    chunk_size = check_int("chunk_size", chunk_size)
-    if check_inputs is not None and not isinstance(check_inputs, bool):
-        raise InputTypeError(f"check_inputs must be True, False or None, got {check_inputs!r}")
     mask, empty = _check_feature_inputs(
         q_features, k_features, v, key_padding_mask, causal, log_space, check_inputs
     )
@@ -454,6 +474,7 @@ def _kernel_core(q, k, v, fm, mask, causal, eps, chunk_size, finite_check=None):
         return out
 
 
+@_declared("causal", "eps", "chunk_size", "check_inputs")
 def kernel_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -497,6 +518,13 @@ def kernel_attention(
     InputError
         NaN or inf in an input (where checked); queries but no key (``S = 0``).
 
+    See Also
+    --------
+    linear_attention : from precomputed features.
+    meanfield.attention.features.make_feature_map : the feature maps.
+    meanfield.attention.mha.KernelAttention : the module form (a drop-in for
+        torch.nn.MultiheadAttention).
+
     Notes
     -----
     For positive random features E[φ(q) · φ(k)] = exp(q · k / √d_h), so
@@ -506,6 +534,13 @@ def kernel_attention(
         \mathrm{out}_t = \frac{\sum_s \varphi(q_t) \cdot \varphi(k_s)\, v_s}
         {\sum_s \varphi(q_t) \cdot \varphi(k_s) + \varepsilon}
         \approx \sum_s \operatorname{softmax}_s\left(\frac{q_t \cdot k_s}{\sqrt{d_h}}\right) v_s.
+
+    References
+    ----------
+    Katharopoulos, A., Vyas, A., Pappas, N. and Fleuret, F. (2020). Transformers are RNNs:
+    fast autoregressive transformers with linear attention. ICML 2020, arXiv:2006.16236.
+    Choromanski, K. et al. (2021). Rethinking attention with Performers. ICLR 2021,
+    arXiv:2009.14794.
 
     Examples
     --------
@@ -523,10 +558,6 @@ def kernel_attention(
     >>> bool((out - softmax_attention(q, k, v)).abs().max() < 0.05)
     True
     """
-    eps = check_positive("eps", eps, allow_zero=True)
-    chunk_size = check_int("chunk_size", chunk_size)
-    if check_inputs is not None and not isinstance(check_inputs, bool):
-        raise InputTypeError(f"check_inputs must be True, False or None, got {check_inputs!r}")
     mask = _check_qkv_inputs(q, k, v, key_padding_mask, causal, check_inputs)
     (b, L, h), S = q.shape[:3], k.shape[1]
     empty = _empty_result("k", b, L, S, h, None, v.shape[3], v)
@@ -571,6 +602,8 @@ def _check_qkv_inputs(q, k, v, key_padding_mask, causal: bool, check: bool | Non
     return mask
 
 
+# dropout_p keeps its own check (and wording), which tests/test_bad_inputs_round3.py quotes
+@_declared("causal")
 def softmax_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -611,12 +644,21 @@ def softmax_attention(
     InputTypeError
         A mask that is not a bool or float tensor, a ``dropout_p`` that is not a number.
 
+    See Also
+    --------
+    kernel_attention : its linear-time approximation.
+    torch.nn.functional.scaled_dot_product_attention : what computes it.
+
     Notes
     -----
     .. math::
 
         \mathrm{out}_t = \sum_s \frac{\exp(q_t \cdot k_s / \sqrt{d_h})}
         {\sum_{s'} \exp(q_t \cdot k_{s'} / \sqrt{d_h})}\, v_s.
+
+    References
+    ----------
+    Vaswani, A. et al. (2017). Attention is all you need. NeurIPS 2017, arXiv:1706.03762.
 
     Examples
     --------
@@ -663,18 +705,3 @@ def softmax_attention(
         is_causal=causal,
     )
     return out.transpose(1, 2)
-
-
-# -- the module form, moved to .mha (issue 21) ----------------------------------------------
-def __getattr__(name: str):
-    """``KernelAttention`` and ``is_causal_mask``, defined in :mod:`meanfield.attention.mha`.
-
-    Resolved on first access (PEP 562) rather than imported here: ``mha`` imports this
-    module's attention core, so an import at either end would be a cycle for whichever
-    module is imported first.
-    """
-    if name in ("KernelAttention", "is_causal_mask"):
-        from . import mha
-
-        return getattr(mha, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

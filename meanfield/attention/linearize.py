@@ -76,7 +76,7 @@ import math
 import torch.nn.functional as F
 from torch import nn
 
-from .._validation import check_choice, check_int
+from ..contract import Param, declare
 from ..errors import InputError
 from .features import AttentionFeatureMap, make_feature_map
 from .hedgehog import HedgehogFeatureMap
@@ -306,6 +306,15 @@ def _linearize_torch(model, kind, n_features, seed):
         layer += 1
 
 
+@declare(
+    Param("feature_map", "choice", "the attention every self-attention layer gets",
+          choices=ATTENTION_KINDS),
+    Param("n_features", "int", "features m per head (None: 64, or d_h for hedgehog)", low=1,
+          optional=True),
+    # layer l draws with seed * 1000 + l, which must stay a seed (< 2^63) for 1000 layers
+    Param("seed", "int", "layer l draws its Omega with seed * 1000 + l", low=0,
+          high=(2**63 - 1) // 1000 - 1),
+)  # fmt: skip
 def linearize(
     model: nn.Module, feature_map: str = "favor", *, n_features: int | None = None, seed: int = 0
 ) -> nn.Module:
@@ -348,6 +357,20 @@ def linearize(
     meanfield.errors.InputError
         An unknown feature map, a model with no self-attention it can replace, or a
         ``transformers`` model with cross-attention (before any change).
+    meanfield.errors.InputTypeError
+        ``n_features`` or ``seed`` not an integer (a boolean included).
+
+    See Also
+    --------
+    meanfield.attention.linear.kernel_attention : the attention the layers then call.
+    meanfield.attention.learn_features.distil_feature_maps : learns the maps afterwards.
+    meanfield.attention.pretrained.load_pretrained_classifier : loads a model to linearize.
+
+    References
+    ----------
+    Zhang, M., Arora, S., Chalamala, R. et al. (2024). LoLCATs: on low-rank linearizing of
+    large language models. arXiv:2410.10254.
+    Choromanski, K. et al. (2021). Rethinking attention with Performers. ICLR 2021 (FAVOR+).
 
     Examples
     --------
@@ -376,12 +399,8 @@ def linearize(
     >>> sum(p.numel() for fm in feature_maps_of(model) for p in fm.parameters())
     576
     """
-    check_choice("feature_map", feature_map, ATTENTION_KINDS)
     if n_features is None:
         n_features = None if feature_map == "hedgehog" else 64
-    else:
-        n_features = check_int("n_features", n_features)
-    seed = check_int("seed", seed, minimum=0)
     hf = _hf_self_attention(model)
     torch_layers = _torch_layers(model)
     cross = _hf_cross_attention(model)

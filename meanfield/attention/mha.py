@@ -1,11 +1,12 @@
 """``KernelAttention``: kernel attention as a drop-in for ``torch.nn.MultiheadAttention``.
 
-The module form of :mod:`meanfield.attention.linear` (which keeps the functional API and
-re-exports :class:`KernelAttention` and :func:`is_causal_mask`): ``nn.MultiheadAttention``'s
-constructor, defaults, ``forward`` signature, return values, parameter names and
-``state_dict`` keys, with the attention computed by a kernel feature map in ``O(L)`` (or
-exactly, ``feature="softmax"``). The masks are planned here (what runs in ``O(L)``, what needs
-the explicit ``(N, H, L, S)`` weights); the attention itself is the head-major core of
+The module form of the functional API of :mod:`meanfield.attention.linear`:
+``nn.MultiheadAttention``'s constructor, defaults, ``forward`` signature, return values,
+parameter names and ``state_dict`` keys, with the attention computed by a kernel feature map
+in ``O(L)`` (or exactly, ``feature="softmax"``). The masks are checked and planned by
+:mod:`meanfield.attention.masks` (what runs in ``O(L)``, what needs the explicit
+``(N, H, L, S)`` weights), torch's ``state_dict`` layouts are read and written by
+:mod:`meanfield.attention.state_layout`, and the attention itself is the head-major core of
 :mod:`meanfield.attention.linear`.
 """
 
@@ -20,143 +21,20 @@ from torch import nn
 from .._validation import check_choice, check_int, check_positive
 from ..contract import Param, declare
 from ..errors import InputError, InputTypeError
-from .features import (
-    AttentionFeatureMap,
-    autocast_off,
-    check_feature_states,
-    make_feature_map,
-)
+from .features import AttentionFeatureMap, make_feature_map
 from .hedgehog import HedgehogFeatureMap
-from .linear import (
-    ATTENTION_KINDS,
-    _check_causal_lengths,
-    _check_finite_input,
-    _finite_or_zero,
-    _kernel_core,
-)
+from .linear import ATTENTION_KINDS, _check_finite_input, _kernel_core
+from .masks import _full_bias, _future, _kernel_weights, _open_columns, plan_masks
+from .state_layout import _load_state_pre_hook, _tied_state_as_mha
 
-__all__ = ["KernelAttention", "is_causal_mask"]
-
-
-def _mask_tensor(mask, name: str):
-    """Validate the dtype of a mask (bool or floating) and return it, or None.
-
-    The dtypes of :class:`torch.nn.MultiheadAttention`: bool (True = not allowed) or floating
-    (*added* to the attention logits, so a float 0/1 mask is not a padding mask). An integer
-    mask has no meaning there (torch refuses it too): refused by name, never guessed.
-    """
-    if mask is None:
-        return None
-    if not torch.is_tensor(mask):
-        raise InputTypeError(f"{name} must be a torch.Tensor or None, got {type(mask).__name__}")
-    if mask.dtype != torch.bool and not mask.is_floating_point():
-        raise InputTypeError(
-            f"{name} must be bool (True = not allowed) or floating (added to the logits), got "
-            f"dtype {mask.dtype}; pass {name}.bool() if 1 marks the positions to ignore"
-        )
-    if mask.is_floating_point() and mask.device.type != "meta":
-        if torch.isnan(mask).any() or torch.isposinf(mask).any():
-            raise InputError(f"a float {name} must not contain NaN or +inf")
-    return mask
-
-
-def _future(L: int, S: int, device) -> torch.Tensor:
-    """bool (L, S), True strictly above the diagonal: the keys a causal query may not see."""
-    return torch.ones(L, S, dtype=torch.bool, device=device).triu(1)
-
-
-def _open_columns(mask: torch.Tensor, n: int) -> torch.Tensor:
-    """A bool mask widened by ``n`` False (= visible) columns on the right.
-
-    ``torch.cat`` with a block of zeros, not ``F.pad(..., value=False)``: torch.compile's CPU
-    code generation miscompiles ``F.pad`` of a bool tensor (a C++ error in inductor, torch
-    2.13; see :func:`meanfield.attention.causal._has_key`).
-    """
-    return torch.cat([mask, mask.new_zeros(*mask.shape[:-1], n)], dim=-1)
-
-
-def is_causal_mask(attn_mask: torch.Tensor) -> bool:
-    """True when ``attn_mask`` (shape (..., L, L)) is exactly the causal mask.
-
-    Accepted forms are those of :class:`torch.nn.MultiheadAttention`: bool with True above the
-    diagonal (True = not allowed), or float with ``-inf`` above the diagonal and 0 on and
-    below it (:meth:`torch.nn.Transformer.generate_square_subsequent_mask`); a 3-d mask must
-    have every slice causal.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from meanfield.attention.mha import is_causal_mask
-    >>> is_causal_mask(torch.nn.Transformer.generate_square_subsequent_mask(3))
-    True
-    >>> is_causal_mask(torch.ones(3, 3, dtype=torch.bool).triu(1))
-    True
-    >>> is_causal_mask(torch.zeros(3, 3))  # no masking at all
-    False
-    """
-    L, S = attn_mask.shape[-2:]
-    if L != S:
-        return False
-    future = _future(L, S, attn_mask.device)
-    if attn_mask.dtype == torch.bool:
-        return bool(torch.equal(attn_mask, future.expand_as(attn_mask)))
-    return bool(torch.where(future, torch.isneginf(attn_mask), attn_mask == 0).all())
-
-
-def _kernel_weights(fm: AttentionFeatureMap, q, k, bias, eps):
-    """Explicit kernel-attention weights, head-major; O(L S) memory (O(L S m) time, log space).
-
-    Parameters
-    ----------
-    q : (b, h, L, d); k : (b, h, S, d)
-    bias : float tensor broadcastable to (b, h, L, S), or None
-        Additive mask: the kernel is multiplied by ``exp(bias)`` (``-inf`` = not allowed);
-        for softmax attention that is the additive logit mask of ``nn.MultiheadAttention``.
-    eps : float
-        Denominator epsilon, in units where the largest weight of a row is at most 1.
-
-    Returns
-    -------
-    torch.Tensor, shape (b, h, L, S), rows summing to 1 (0 where no key is allowed)
-    """
-    dt = torch.float64 if q.dtype == torch.float64 else torch.float32
-    with autocast_off(q.device):
-        qf, kf = fm.transform_queries(q.to(dt)), fm.transform_keys(k.to(dt))
-        if bias is not None:
-            bias = bias.to(dt)
-        if fm.log_space:
-            # log K(q_l, k_s) = logsumexp_j (a_j(q_l) + a_j(k_s)): exact for any magnitude,
-            # in row blocks that bound the (rows, S, m) temporary
-            b, h, L, m = qf.shape
-            rows = max(1, (1 << 24) // max(1, b * h * kf.shape[2] * m))
-            logits = torch.cat(
-                [
-                    torch.logsumexp(qf[:, :, i : i + rows, None, :] + kf[:, :, None], dim=-1)
-                    for i in range(0, L, rows)
-                ],
-                dim=2,
-            )
-            if bias is not None:
-                logits = logits + bias
-            a = torch.exp(logits - _finite_or_zero(logits.amax(-1, keepdim=True)).detach())
-        else:
-            a = qf @ kf.transpose(-1, -2)
-            if bias is not None:
-                # shift positive biases down per row so that exp(bias) cannot overflow
-                top = _finite_or_zero(bias.amax(-1, keepdim=True)).clamp(min=0).detach()
-                a = a * torch.exp(bias - top)
-        den = a.sum(-1, keepdim=True) + eps
-        # a query that sees no key (a row of zeros) gets zero weights, also for eps = 0,
-        # where the 0 / 0 would otherwise be NaN in the weights and their gradient
-        return a / torch.where(den > 0, den, torch.ones_like(den))
+__all__ = ["KernelAttention"]
 
 
 def _linear_init(weight: torch.Tensor, bias: torch.Tensor | None) -> None:
     """``nn.Linear``'s initialisation of one projection block (in place, views allowed).
 
     Kaiming-uniform weight (``a = sqrt(5)``), bias uniform in ``+-1/sqrt(fan_in)``: the draws
-    of the ``nn.Linear`` layers this module held before issue 20, in the same order, so a
-    seeded model is initialised exactly as before.
+    of one ``nn.Linear`` layer per block, in the order Q, K, V.
     """
     nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
     if bias is not None:
@@ -177,8 +55,7 @@ class KernelAttention(nn.Module):
     (also when the encoder was built for ``nn.MultiheadAttention`` and hands it nested
     tensors) and ``nn.TransformerDecoderLayer`` (assign it to ``layer.self_attn`` /
     ``layer.multihead_attn``, e.g. with :meth:`from_mha`), and with ``feature="softmax"``
-    reproduces ``nn.MultiheadAttention`` to float rounding. Until issue 20 ``batch_first``
-    defaulted to True and ``need_weights`` to False; code that relied on that passes them.
+    reproduces ``nn.MultiheadAttention`` to float rounding.
 
     Kernel attention never forms the ``L x S`` weights unless asked; ``need_weights=True``
     (the default, as torch's) asks, at ``O(L S)`` memory: pass ``need_weights=False`` when
@@ -203,15 +80,13 @@ class KernelAttention(nn.Module):
       ``qk_proj_weight``, ``v_proj_weight``, ``qk_proj_bias``, ``v_proj_bias``; its state_dict
       is still torch's (the shared block written as both Q and K), and loading checks that
       Q and K are equal.
-    * A state_dict of the earlier layout (``q_proj.weight``, ``k_proj.weight``, ...) loads.
     * A state_dict of another feature map (``feature_map._extra_state`` records its
       ``kind``: a FAVOR+ state into a PORF module, whose ``Omega`` has the same shape) is
       refused with :class:`~meanfield.errors.InputError` before any tensor is overwritten.
 
     Initialisation: each Q, K, V block and ``out_proj`` as an ``nn.Linear``, not torch's
-    Xavier-uniform with zero biases; the random draws are those of the layers this module
-    held before, so a seeded model starts as it always did. ``bias_k``/``bias_v``: Xavier
-    normal, as torch.
+    Xavier-uniform with zero biases (the draws of one ``nn.Linear`` per block, in the order
+    Q, K, V). ``bias_k``/``bias_v``: Xavier normal, as torch.
 
     Dropout (train mode only). ``feature="softmax"``: on the attention weights, as
     ``nn.MultiheadAttention``. Kernel features form no weight matrix, so the dropout is on
@@ -298,6 +173,23 @@ class KernelAttention(nn.Module):
         Performer trick). Never in eval mode, never once ``omega`` is learned.
     chunk_size : int
         Chunk length of the causal prefix sums (default 64).
+
+    See Also
+    --------
+    meanfield.attention.linear.kernel_attention : the functional form (one call, no module).
+    meanfield.attention.masks.plan_masks : which masks run in O(L).
+    meanfield.attention.linearize.linearize : swap the attention of a pretrained Transformer.
+    torch.nn.MultiheadAttention : the module this one replaces.
+
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention is all you need", NeurIPS 2017.
+    .. [2] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (FAVOR+ and
+       the positive orthogonal random features, the redraw of ``omega``).
+    .. [3] A. Katharopoulos, A. Vyas, N. Pappas and F. Fleuret, "Transformers are RNNs: fast
+       autoregressive transformers with linear attention", ICML 2020.
+    .. [4] M. Zhang, K. Bhatia, H. Kumbong and C. Ré, "The Hedgehog & the Porcupine: expressive
+       linear attentions with softmax mimicry", ICLR 2024 (``feature="hedgehog"``).
 
     Examples
     --------
@@ -747,79 +639,6 @@ class KernelAttention(nn.Module):
             fm.new_feature_map(fm.seed + 1 if fm.seed < 2**62 else 0)
         self._calls += 1
 
-    # -- masks ----------------------------------------------------------------------------
-    def _plan_masks(self, key_padding_mask, attn_mask, is_causal, N, L, S):
-        """Split the masks into what runs in O(L) and what needs the weights.
-
-        Returns ``(pad, causal, bias)``: ``pad`` (N, S) bool (True = ignore) or None;
-        ``causal`` bool; ``bias`` None or an additive float mask broadcastable to
-        (N, H, L, S) that forces the O(L S) path (it then includes ``pad`` and ``causal``).
-        """
-        kpm = _mask_tensor(key_padding_mask, "key_padding_mask")
-        am = _mask_tensor(attn_mask, "attn_mask")
-        pad = bias = None
-        if kpm is not None:
-            if tuple(kpm.shape) != (N, S):
-                raise ValueError(
-                    f"key_padding_mask must have shape (batch, S) = ({N}, {S}), "
-                    f"got {tuple(kpm.shape)}"
-                )
-            if kpm.dtype == torch.bool:
-                pad = kpm
-            elif bool((torch.isneginf(kpm) | (kpm == 0)).all()):
-                pad = torch.isneginf(kpm)
-            else:  # other additive values cannot be applied in O(L)
-                bias = kpm[:, None, None, :]
-        causal = False
-        if am is not None:
-            H = self.num_heads
-            if am.ndim == 2 and tuple(am.shape) != (L, S):
-                raise ValueError(
-                    f"a 2-d attn_mask must have shape (L, S) = ({L}, {S}), got {tuple(am.shape)}"
-                )
-            if am.ndim == 3 and tuple(am.shape) != (N * H, L, S):
-                raise ValueError(
-                    f"a 3-d attn_mask must have shape (batch * num_heads, L, S) = "
-                    f"({N * H}, {L}, {S}), got {tuple(am.shape)}"
-                )
-            if am.ndim not in (2, 3):
-                raise ValueError(f"attn_mask must be 2-d or 3-d, got shape {tuple(am.shape)}")
-            if is_causal_mask(am):
-                causal = True
-            elif is_causal:
-                raise ValueError(
-                    "is_causal=True but attn_mask is not the causal mask (True / -inf exactly "
-                    "above the diagonal); pass attn_mask=None with is_causal=True, or the "
-                    "general mask with is_causal=False"
-                )
-            else:
-                add = am if am.is_floating_point() else torch.zeros(am.shape, device=am.device)
-                if not am.is_floating_point():
-                    add = add.masked_fill(am, float("-inf"))
-                add = add.reshape(1, 1, L, S) if am.ndim == 2 else add.reshape(N, H, L, S)
-                bias = add if bias is None else bias + add
-        elif is_causal:
-            causal = True
-        _check_causal_lengths(causal, L, S)
-        if bias is not None:  # one additive mask holds everything
-            if pad is not None:
-                bias = bias.masked_fill(pad[:, None, None, :], float("-inf"))
-            if causal:
-                bias = bias.masked_fill(_future(L, S, bias.device), float("-inf"))
-            pad, causal = None, False
-        return pad, causal, bias
-
-    @staticmethod
-    def _full_bias(pad, causal, L, St, n_extra, device):
-        """The additive (.., L, St) mask of padding and causality; appended keys stay open."""
-        full = torch.zeros(1, 1, L, St, device=device)
-        if causal:
-            fut = _open_columns(_future(L, St - n_extra, device), n_extra)
-            full = full.masked_fill(fut, float("-inf"))
-        if pad is not None:
-            full = full.masked_fill(pad[:, None, None, :], float("-inf"))
-        return full
-
     # -- forward --------------------------------------------------------------------------
     def forward(
         self,
@@ -890,8 +709,8 @@ class KernelAttention(nn.Module):
             query, key, value, key_padding_mask
         )
         N, L, _ = query.shape
-        pad, causal, bias = self._plan_masks(
-            key_padding_mask, attn_mask, is_causal, N, L, key.shape[1]
+        pad, causal, bias = plan_masks(
+            key_padding_mask, attn_mask, is_causal, N, self.num_heads, L, key.shape[1]
         )
         self._maybe_redraw()
         (wq, bq), (wk, bk), (wv, bv) = self._projections()
@@ -1039,7 +858,7 @@ class KernelAttention(nn.Module):
         if bias is not None:
             full = bias.to(q.dtype)
         elif not plain_causal and (causal or pad is not None):
-            full = self._full_bias(pad, causal, L, St, n_extra, q.device).to(q.dtype)
+            full = _full_bias(pad, causal, L, St, n_extra, q.device).to(q.dtype)
         if not need_weights:
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=full, dropout_p=p, is_causal=plain_causal
@@ -1074,7 +893,7 @@ class KernelAttention(nn.Module):
             # then: one host read, and only for eps = 0) take the exact weights, where it is 0
             blind = pad.all(-1) if not causal else pad.int().cummin(-1).values.bool().any(-1)
             if bool(blind.any()):
-                bias = self._full_bias(pad, causal, L, St, n_extra, q.device)
+                bias = _full_bias(pad, causal, L, St, n_extra, q.device)
         if bias is not None:
             w = _kernel_weights(fm, q, k, bias, self.eps)
             return (w @ v.to(w.dtype)), (w if need_weights else None)
@@ -1093,7 +912,7 @@ class KernelAttention(nn.Module):
             out = _kernel_core(q, k, v, fm, pad, causal, self.eps, self.chunk_size)
         weights = None
         if need_weights:
-            full = self._full_bias(pad, causal, L, St, n_extra, q.device)
+            full = _full_bias(pad, causal, L, St, n_extra, q.device)
             weights = _kernel_weights(fm, q, k, full, self.eps)
         return out, weights
 
@@ -1110,110 +929,3 @@ class KernelAttention(nn.Module):
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, feature={self.feature!r}, "
             f"tie_qk={self.tie_qk}, batch_first={self.batch_first}, eps={self.eps}"
         )
-
-
-# -- state_dict conversions (hooks) ---------------------------------------------------------
-_SEPARATE = ("q_proj_weight", "k_proj_weight", "v_proj_weight")
-
-
-def _tied_state_as_mha(module, state_dict, prefix, local_metadata) -> None:
-    """state_dict post-hook: a ``tie_qk`` module saves ``nn.MultiheadAttention``'s keys.
-
-    The shared block is written as both the Q and the K block (``in_proj_weight`` when
-    ``vdim == embed_dim``, else ``q_proj_weight`` and ``k_proj_weight``), so any consumer of
-    torch's layout reads it; :func:`_load_state_pre_hook` folds it back (checking Q = K).
-    """
-    if not module.tie_qk:
-        return
-    p = prefix
-    w = state_dict.pop(p + "qk_proj_weight")
-    wv = state_dict.pop(p + "v_proj_weight")
-    b = state_dict.pop(p + "qk_proj_bias", None)
-    bv = state_dict.pop(p + "v_proj_bias", None)
-    if module.vdim == module.embed_dim:
-        state_dict[p + "in_proj_weight"] = torch.cat([w, w, wv])
-    else:
-        state_dict[p + "q_proj_weight"] = w
-        state_dict[p + "k_proj_weight"] = w.clone()  # not aliased: torch's blocks are separate
-        state_dict[p + "v_proj_weight"] = wv
-    if b is not None:
-        state_dict[p + "in_proj_bias"] = torch.cat([b, b, bv])
-
-
-def _legacy_as_mha(state_dict, p: str) -> None:
-    """The layout before issue 20 (``q_proj``/``k_proj``/``v_proj`` linear layers; no
-    ``k_proj`` with ``tie_qk``) rewritten as torch's separate blocks, in place."""
-    if p + "q_proj.weight" not in state_dict:
-        return
-    w = [state_dict.pop(p + f"{n}_proj.weight", None) for n in "qkv"]
-    b = [state_dict.pop(p + f"{n}_proj.bias", None) for n in "qkv"]
-    if w[1] is None:  # tie_qk: one projection for queries and keys
-        w[1], b[1] = w[0], b[0]
-    for name, t in zip(_SEPARATE, w, strict=True):
-        if t is not None:
-            state_dict[p + name] = t
-    if all(t is not None for t in b):
-        state_dict[p + "in_proj_bias"] = torch.cat(b)
-
-
-def _load_state_pre_hook(
-    module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors
-):
-    """load_state_dict pre-hook: torch's layouts (and the earlier one) into this module's.
-
-    A packed ``in_proj_weight`` loads into a module with separate blocks and vice versa (when
-    the widths allow; otherwise the keys are left for torch to report), and into a ``tie_qk``
-    module when its Q and K blocks are equal (a clear error otherwise). A state_dict without
-    ``feature_map.*`` keys keeps the module's own feature map (class notes).
-    """
-    E, p = module.embed_dim, prefix
-    # before any tensor is copied: a state of another feature map is refused by name (a
-    # kernel state into a softmax module: torch's strict check names the feature_map keys)
-    fm_prefix = p + "feature_map."
-    if module.feature_map is not None:
-        check_feature_states(module.feature_map, state_dict, fm_prefix)
-    _legacy_as_mha(state_dict, p)
-    packed = state_dict.get(p + "in_proj_weight")
-    sep = [state_dict.get(p + n) for n in _SEPARATE]
-    if module.tie_qk:
-        _fold_tied(module, state_dict, p, packed, sep)
-    elif module.in_proj_weight is None:
-        if packed is not None and packed.ndim == 2 and packed.shape[0] == 3 * E:
-            del state_dict[p + "in_proj_weight"]
-            for name, t in zip(_SEPARATE, packed.split(E), strict=True):
-                state_dict[p + name] = t
-    elif packed is None and all(t is not None and t.shape == (E, E) for t in sep):
-        for name in _SEPARATE:
-            del state_dict[p + name]
-        state_dict[p + "in_proj_weight"] = torch.cat(sep)
-    if module.feature_map is not None:
-        if not any(key.startswith(fm_prefix) for key in state_dict):
-            # nn.MultiheadAttention's (or a softmax module's) state_dict: keep our Omega
-            state_dict.update(module.feature_map.state_dict(prefix=fm_prefix))
-
-
-def _fold_tied(module, state_dict, p, packed, sep) -> None:
-    """torch's Q, K, V blocks into a ``tie_qk`` module's ``qk_proj_*`` / ``v_proj_*``."""
-    E = module.embed_dim
-    if packed is not None and packed.ndim == 2 and packed.shape[0] == 3 * E:
-        del state_dict[p + "in_proj_weight"]
-        wq, wk, wv = packed.split(E)
-    elif packed is None and all(t is not None for t in sep):
-        for name in _SEPARATE:
-            del state_dict[p + name]
-        wq, wk, wv = sep
-    else:
-        return  # not torch's layout: left for load_state_dict to report
-    bias = state_dict.pop(p + "in_proj_bias", None)
-    biases = [None] * 3 if bias is None else list(bias.split(E))
-    for name, pair in (("weight", (wq, wk)), ("bias", biases[:2])):
-        if pair[0] is not None and not torch.equal(pair[0], pair[1]):
-            raise ValueError(
-                f"cannot load an nn.MultiheadAttention state_dict into tie_qk=True: its "
-                f"query and key projection {name}s differ"
-            )
-    state_dict[p + "qk_proj_weight"] = wq
-    state_dict[p + "v_proj_weight"] = wv
-    if bias is not None:
-        state_dict[p + "qk_proj_bias"] = biases[0]
-        state_dict[p + "v_proj_bias"] = biases[2]

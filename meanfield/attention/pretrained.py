@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_int, check_positive
+from ..contract import Param, declare
 from ..errors import DependencyError, InputError, InputTypeError, MissingFileError, NumericalError
 from .training import EncodedData
 
@@ -55,6 +55,21 @@ __all__ = [
     "encode_pretrained",
     "save_tiny_bert",
 ]
+
+
+#: The parameters of the classification head and the loader, declared once for
+#: :class:`PretrainedClassifier` and :func:`load_pretrained_classifier`.
+HEAD_PARAMS: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("n_classes", "int", "classes of the new head", low=2),
+        Param("dropout", "real", "dropout probability before the head", low=0.0, high=1.0,
+              high_open=True),
+        Param("seed", "seed", "seed of the head's initial weights"),
+        Param("attn_implementation", "choice", "transformers' attention of the softmax model",
+              choices=("sdpa", "eager")),
+    )
+}  # fmt: skip
 
 
 def _transformers():
@@ -171,6 +186,16 @@ def load_tokenizer(path):
     -------
     transformers.PreTrainedTokenizerFast
 
+    See Also
+    --------
+    load_pretrained_classifier : loads the model and its tokenizer together.
+    encode_pretrained : tokenises with it.
+
+    References
+    ----------
+    Wolf, T. et al. (2020). Transformers: state-of-the-art natural language processing.
+    EMNLP 2020 (System Demonstrations), 38–45.
+
     Examples
     --------
     >>> import tempfile
@@ -204,6 +229,16 @@ class PretrainedClassifier(nn.Module):
     encoder, head, config
         ``config`` records what the model is (for provenance).
 
+    See Also
+    --------
+    load_pretrained_classifier : builds one from a model folder.
+    meanfield.attention.linearize.linearize : kernel attention in its encoder.
+
+    References
+    ----------
+    Devlin, J., Chang, M.-W., Lee, K. and Toutanova, K. (2019). BERT: pre-training of deep
+    bidirectional transformers for language understanding. NAACL 2019.
+
     Examples
     --------
     >>> import tempfile
@@ -215,12 +250,9 @@ class PretrainedClassifier(nn.Module):
     (2, 2, 8)
     """
 
+    @declare(*(HEAD_PARAMS[n] for n in ("n_classes", "dropout", "seed")))
     def __init__(self, encoder, n_classes: int = 2, dropout: float = 0.1, seed: int = 0):
         super().__init__()
-        n_classes = check_int("n_classes", n_classes, minimum=2)
-        dropout = check_positive("dropout", dropout, allow_zero=True)
-        if dropout >= 1:
-            raise InputError(f"dropout must be in [0, 1), got {dropout}")
         self.encoder = encoder
         cfg = encoder.config
         self.dropout = nn.Dropout(dropout)
@@ -363,6 +395,7 @@ def _check_padding_mask(mask, input_ids) -> torch.Tensor:
     return mask
 
 
+@declare(*HEAD_PARAMS.values())
 def load_pretrained_classifier(
     path, n_classes: int = 2, *, dropout: float = 0.1, seed: int = 0, attn_implementation="sdpa"
 ):
@@ -405,6 +438,19 @@ def load_pretrained_classifier(
     meanfield.errors.DependencyError
         ``transformers`` is not installed.
 
+    See Also
+    --------
+    save_tiny_bert : a tiny random checkpoint in the same layout.
+    meanfield.attention.linearize.linearize : kernel attention in every layer.
+    encode_pretrained : the tokenised inputs.
+
+    References
+    ----------
+    Wolf, T. et al. (2020). Transformers: state-of-the-art natural language processing.
+    EMNLP 2020 (System Demonstrations), 38–45.
+    Devlin, J., Chang, M.-W., Lee, K. and Toutanova, K. (2019). BERT: pre-training of deep
+    bidirectional transformers for language understanding. NAACL 2019.
+
     Examples
     --------
     >>> import tempfile
@@ -417,7 +463,6 @@ def load_pretrained_classifier(
     """
     tf = _transformers()
     path = _check_model_dir(path)
-    n_classes = check_int("n_classes", n_classes, minimum=2)
     tf.logging.set_verbosity_error()  # the loading report is checked below instead
     tf.utils.logging.disable_progress_bar()
     try:
@@ -441,6 +486,7 @@ def load_pretrained_classifier(
     return model.train(), load_tokenizer(path)
 
 
+@declare(Param("max_length", "int", "tokens per sequence, [CLS] and [SEP] included", low=4))
 def encode_pretrained(tokenizer, text_a, text_b, labels, max_length: int) -> EncodedData:
     """Tokenise sentences (or pairs) with a pretrained tokenizer into :class:`EncodedData`.
 
@@ -459,6 +505,16 @@ def encode_pretrained(tokenizer, text_a, text_b, labels, max_length: int) -> Enc
     EncodedData
         Right-padded with the tokenizer's pad id; ``segment_ids`` are the token type ids.
 
+    See Also
+    --------
+    load_tokenizer : the tokenizer of a model folder.
+    load_pretrained_classifier : the model the encodings feed.
+
+    References
+    ----------
+    Devlin, J., Chang, M.-W., Lee, K. and Toutanova, K. (2019). BERT: pre-training of deep
+    bidirectional transformers for language understanding. NAACL 2019.
+
     Examples
     --------
     >>> import tempfile
@@ -469,7 +525,6 @@ def encode_pretrained(tokenizer, text_a, text_b, labels, max_length: int) -> Enc
     >>> enc.input_ids.shape, enc.lengths.tolist(), enc.segment_ids[0, :5].tolist()
     (torch.Size([1, 8]), [6], [0, 0, 0, 0, 1])
     """
-    max_length = check_int("max_length", max_length, minimum=4)
     if text_b is not None and len(text_b) != len(text_a):
         raise InputError(f"text_b must have len(text_a) = {len(text_a)} entries, got {len(text_b)}")
     enc = tokenizer(
@@ -491,6 +546,12 @@ def encode_pretrained(tokenizer, text_a, text_b, labels, max_length: int) -> Enc
     )
 
 
+@declare(
+    Param("hidden_size", "int", "the encoder's width (a multiple of n_heads)", low=1),
+    Param("n_layers", "int", "the encoder's depth", low=1),
+    Param("n_heads", "int", "attention heads per layer", low=1),
+    Param("seed", "seed", "seed of the random weights"),
+)
 def save_tiny_bert(
     path, *, hidden_size: int = 16, n_layers: int = 2, n_heads: int = 2, seed: int = 0
 ) -> None:
@@ -508,6 +569,15 @@ def save_tiny_bert(
     seed : int
         Seeds the random weights.
 
+    See Also
+    --------
+    load_pretrained_classifier : loads what it writes.
+
+    References
+    ----------
+    Wolf, T. et al. (2020). Transformers: state-of-the-art natural language processing.
+    EMNLP 2020 (System Demonstrations), 38–45.
+
     Examples
     --------
     >>> import tempfile
@@ -519,6 +589,10 @@ def save_tiny_bert(
     >>> {"config.json", "model.safetensors", "tokenizer.json"} <= names
     True
     """
+    if hidden_size % n_heads:
+        raise InputError(
+            f"hidden_size must be a multiple of n_heads, got {hidden_size} and {n_heads}"
+        )
     tf = _transformers()
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 

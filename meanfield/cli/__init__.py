@@ -6,8 +6,8 @@ Every flag of ``simulate`` is a field of :class:`meanfield.workbench.config.Simu
 TOML file sets any of them and flags override the file.
 
 The package: :mod:`~meanfield.cli.parser` (the flags), :mod:`~meanfield.cli.commands` (the
-sub-commands) and :mod:`~meanfield.cli.output` (what is printed).  The commands and
-formatters are re-exported here, where they lived when the command line was one module.
+sub-commands) and :mod:`~meanfield.cli.output` (what is printed); this module builds the
+parser from the commands and runs it (:func:`main`, the ``meanfield`` entry point).
 """
 
 from __future__ import annotations
@@ -16,35 +16,26 @@ import argparse
 import sys
 
 from ..errors import MeanfieldError
-from .commands import COMMANDS, cmd_compare, cmd_figures, cmd_simulate, cmd_study
-from .output import coincidence_warnings, format_rate, summarise_comparison, summarise_run
+from .commands import COMMANDS
 
-__all__ = [
-    "build_parser",
-    "main",
-    "cmd_simulate",
-    "cmd_compare",
-    "cmd_figures",
-    "cmd_study",
-    "coincidence_warnings",
-    "format_rate",
-    "summarise_comparison",
-    "summarise_run",
-]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``meanfield`` argument parser: simulate, compare, figures, study and run.
 
     Flag names (one per concept): ``--n-particles`` for a number of particles N (a list in
-    the N sweeps), ``--t-final`` for a final time, ``--cells`` for grid cells per axis.  The
-    former spellings ``--n``, ``--t-end`` and ``--grid-n`` still work for one version: hidden
-    from the help, they warn (FutureWarning) and errors name them as typed.
+    the N sweeps), ``--t-final`` for a final time, ``--cells`` for grid cells per axis.
 
     Returns
     -------
     argparse.ArgumentParser
         With one sub-command per ``cmd_*`` function (``args.func``).
+
+    See Also
+    --------
+    main : parse and run.
+    meanfield.cli.commands.COMMANDS : the sub-commands, their flags and their functions.
 
     Examples
     --------
@@ -92,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit status.
+
+    See Also
+    --------
+    build_parser : the flags of every sub-command.
 
     Examples
     --------

@@ -8,6 +8,8 @@ is built from (name -> help, description, flag adder, command).
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
 from dataclasses import fields
@@ -20,6 +22,7 @@ from .._validation import (
     check_seed,
     spelled_as,
 )
+from ..errors import InputError
 from ..workbench.config import SimulationConfig
 from .output import (
     _RATE_KEYS,
@@ -114,11 +117,6 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def _flag(args, dest: str, name: str) -> str:
-    """The flag as the user spelled it: ``name``, or the deprecated alias that set ``dest``."""
-    return getattr(args, "_spelled", {}).get(dest, name)
-
-
 def _add_study_kinds(st) -> None:
     """The kinds of ``meanfield study``, each a sub-parser with its own flags."""
     kinds = st.add_subparsers(dest="kind", required=True, metavar="KIND")
@@ -182,6 +180,11 @@ def cmd_run(args) -> int:
     :meth:`~meanfield.dynamics.spec.RunSpec.to_toml` (or by hand, docs/cli.rst); the dataset
     written is what :func:`meanfield.simulate` returns for that spec, unchanged (the same
     numbers bit for bit and the same attributes; the wall time is printed, not stored).
+    A sweep file (``type = "Sweep"``: a ``[spec]`` and an ``[axes]`` table,
+    :func:`meanfield.workbench.spec_sweeps.read_sweep_file`) runs
+    :func:`~meanfield.workbench.spec_sweeps.run_spec_sweep` into the folder ``--out`` (default
+    ``runs/sweep``; ``--scheduler`` and ``--n-workers`` replace the file's); a study file
+    (``type = "Study"``) runs :func:`meanfield.studies.run_study_file`.
 
     Parameters
     ----------
@@ -223,8 +226,16 @@ def cmd_run(args) -> int:
     from ..dynamics.spec import RunSpec
     from ..results import save_dataset
 
+    if not Path(args.file).is_file():
+        raise InputError(f"FILE: {args.file!r} is not a file")
+    kind = _file_type(args.file)
+    if kind == "Study":
+        return _run_study_file(args)
+    if kind == "Sweep":
+        return _run_sweep_file(args)
+    _refuse_study_flags(args)
     spec = RunSpec.from_toml(args.file)
-    out = check_output_path("--out", args.out, kind="file")
+    out = check_output_path("--out", args.out or "runs/run.nc", kind="file")
     t0 = time.perf_counter()
     with _package_warnings_as_lines():
         ds = simulate(spec, progress=not args.no_progress)
@@ -235,6 +246,92 @@ def cmd_run(args) -> int:
     print(f"wrote {out}")
     for w in coincidence_warnings(ds):
         _warn(w)
+    return 0
+
+
+def _file_type(path) -> str | None:
+    """The ``type`` key of a TOML run file (None when absent or unreadable: the reader says why)."""
+    from ..workbench.study_files import tomllib
+
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8")).get("type")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+#: The flags of ``meanfield run`` that only a study file takes: dest -> flag.
+_STUDY_FLAGS = {
+    "overrides": "--set",
+    "in_place": "--in-place",
+    "report_only": "--report-only",
+    "report_dir": "--report-dir",
+    "n_workers": "--n-workers",
+    "scheduler": "--scheduler",
+}
+
+
+#: The flags of ``meanfield run`` that a sweep file (type = "Sweep") takes besides --out.
+_SWEEP_RUN_FLAGS = ("n_workers", "scheduler")
+
+
+def _refuse_study_flags(args, *, kind: str = "RunSpec", allowed=()) -> None:
+    for dest, flag in _STUDY_FLAGS.items():
+        if dest not in allowed and getattr(args, dest) not in (None, False, []):
+            raise InputError(f'{flag}: only for a study file (type = "Study"), not a {kind}')
+
+
+def _run_sweep_file(args) -> int:
+    """``meanfield run`` on a sweep file: :func:`meanfield.workbench.spec_sweeps.run_sweep_file`
+    into the folder ``--out`` (every flag, the file and the folder checked before any run)."""
+    from ..workbench.spec_sweeps import read_sweep_file, run_sweep_file
+    from ..workbench.sweeps import check_scheduler
+
+    _refuse_study_flags(args, kind="sweep file", allowed=_SWEEP_RUN_FLAGS)
+    if args.n_workers is not None:
+        check_int("--n-workers", args.n_workers, minimum=1)
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
+    read_sweep_file(args.file)  # the spec and the axes, refused by name before the folder
+    out = _check_out_folder(args.out or "runs/sweep", ("sweep.nc",), ("runs",))
+    t0 = time.perf_counter()
+    with _package_warnings_as_lines():
+        ds = run_sweep_file(
+            args.file,
+            out,
+            scheduler=args.scheduler,
+            n_workers=args.n_workers,
+            progress=not args.no_progress,
+            log=_note,
+        )
+    sizes = {k: ds.sizes[k] for k in json.loads(ds.attrs["sweep_grid"])}  # JSON in the attrs
+    axes = ", ".join(f"{k} ({n})" for k, n in sizes.items())
+    print(f"sweep over {axes}: {math.prod(sizes.values())} runs")
+    print(f"  wall time              {time.perf_counter() - t0:.2f} s")
+    print(f"wrote {out / 'sweep.nc'}")
+    return 0
+
+
+def _run_study_file(args) -> int:
+    """``meanfield run`` on a study file: :func:`meanfield.studies.run_study_file`."""
+    from ..studies import run_study_file
+
+    if args.n_workers is not None:
+        check_int("--n-workers", args.n_workers, minimum=1)
+    t0 = time.perf_counter()
+    with _package_warnings_as_lines():
+        folder = run_study_file(
+            args.file,
+            out=args.out,
+            in_place=args.in_place,
+            report_only=args.report_only,
+            report_dir=args.report_dir,
+            overrides=args.overrides,
+            n_workers=args.n_workers,
+            scheduler=args.scheduler,
+            progress=not args.no_progress,
+        )
+    print(f"  wall time              {time.perf_counter() - t0:.2f} s")
+    print(f"wrote {folder}")
     return 0
 
 
@@ -257,11 +354,11 @@ def _check_out_folder(out, files=(), folders=()) -> Path:
 
 def _comparison_from_args(args):
     """The problem's configuration from ``--config`` and the flags (flags win), checked once;
-    an error names each parameter by its flag (as the user typed it: ``--grid-n`` too)."""
+    an error names each parameter by its flag."""
     from ..workbench.problems import ComparisonConfig
 
     given = {f.name: getattr(args, f.name) for f in fields(ComparisonConfig)}
-    spelled = {k: _flag(args, k, "--" + k.replace("_", "-")) for k in given}
+    spelled = {k: "--" + k.replace("_", "-") for k in given}
     with spelled_as(spelled):
         if args.config:
             return ComparisonConfig.from_toml(args.config, **given)
@@ -279,12 +376,12 @@ def _study_preflight(args, *, sizes=None, files=_SWEEP_FILES, folders=_SWEEP_FOL
     if args.workers is not None:
         check_int("--workers", args.workers)
     for n in sizes or ():
-        check_int(_flag(args, "n_particles", "--n-particles"), n)
+        check_int("--n-particles", n)
     return range(check_int("--seeds", args.seeds, minimum=2))
 
 
 def _check_t_final(args) -> float:
-    return check_positive(_flag(args, "t_final", "--t-final"), args.t_final)
+    return check_positive("--t-final", args.t_final)
 
 
 def _study_particles_vs_grid(args) -> int:
@@ -316,8 +413,7 @@ def _study_particles_vs_grid(args) -> int:
 
 
 def _study_beta(args) -> int:
-    from ..studies.limit_sweeps import beta_limit_on_grid
-    from ..studies.limits import beta_limit_particles
+    from ..studies.limits import beta_limit_on_grid, beta_limit_particles
 
     regimes = ("mean-field", "coulomb-gas")
     written = () if args.case == "disk" else ("grid.nc",)
@@ -358,7 +454,7 @@ def _study_beta(args) -> int:
 
 
 def _study_t_decay(args) -> int:
-    from ..studies.limit_sweeps import t_decay
+    from ..studies.limits import t_decay
 
     out = _check_out_folder(args.out, ("t_decay.nc",))
     beta = check_positive("--beta", args.beta)
@@ -383,7 +479,7 @@ def _study_t_decay(args) -> int:
 
 def cmd_figures(args) -> int:
     """``meanfield figures``: compute and draw the theory figures
-    (:mod:`meanfield.studies.figures`).
+    (:mod:`meanfield.cli.figures`).
 
     Parameters
     ----------
@@ -410,7 +506,7 @@ def cmd_figures(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no window, whatever the user's default backend
-    from ..studies.figures import make_figures
+    from .figures import make_figures
 
     check_seed("--seed", args.seed)
     check_output_path("--out", args.out, kind="dir")
@@ -426,7 +522,7 @@ def cmd_figures(args) -> int:
 
 
 def _study_equilibrium(args) -> int:
-    from ..studies.limit_sweeps import equilibrium_in_n
+    from ..studies.limits import equilibrium_in_n
 
     seeds = _study_preflight(args, sizes=args.n_particles)
     check_positive("--beta", args.beta)

@@ -1,5 +1,5 @@
 """The flags of the ``meanfield`` command: help texts and the argparse flags of each
-sub-command, including deprecated spellings that still work with a warning.
+sub-command (one spelling per flag).
 
 Every flag of ``simulate`` is a field of :class:`meanfield.workbench.config.SimulationConfig`,
 every problem flag of ``compare`` a field of
@@ -11,7 +11,6 @@ their own.
 from __future__ import annotations
 
 import argparse
-import warnings
 from dataclasses import MISSING, fields
 
 from ..contract import contract_of
@@ -64,41 +63,6 @@ THREADS_HELP = (
 )
 
 
-class _DeprecatedFlag(argparse.Action):
-    """A deprecated spelling of a flag, kept for one version: stores into the new flag's
-    destination, warns (``FutureWarning``) and records the spelling, so that an error about
-    the value names the flag the user typed (:func:`_flag`)."""
-
-    def __init__(self, option_strings, dest, *, new: str, **kwargs):
-        self.new = new
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        warnings.warn(
-            f"{option_string} is deprecated and will be removed in the next version; "
-            f"use {self.new}",
-            FutureWarning,
-            stacklevel=2,
-        )
-        setattr(namespace, self.dest, values)
-        spelled = dict(getattr(namespace, "_spelled", {}))
-        spelled[self.dest] = option_string
-        namespace._spelled = spelled
-
-
-def _add_deprecated(parser, old: str, new: str, dest: str, **kwargs) -> None:
-    """``old`` as a hidden deprecated alias of ``new`` (same ``dest``, type and nargs)."""
-    parser.add_argument(
-        old,
-        dest=dest,
-        action=_DeprecatedFlag,
-        new=new,
-        help=argparse.SUPPRESS,
-        default=argparse.SUPPRESS,
-        **kwargs,
-    )
-
-
 def _add_simulate_flags(sim) -> None:
     """The flags of ``meanfield simulate``: ``--config``, output, and every config field."""
     sim.add_argument(
@@ -115,12 +79,59 @@ def _add_simulate_flags(sim) -> None:
 
 
 def _add_run_flags(run) -> None:
-    """The flags of ``meanfield run``: the run file, output, progress."""
-    run.add_argument("file", help='TOML file of one run (RunSpec.to_toml; type = "RunSpec")')
+    """The flags of ``meanfield run``: the file, output, progress, and a study's folders."""
     run.add_argument(
-        "--out", default="runs/run.nc", help="output netCDF file [default: runs/run.nc]"
+        "file",
+        help='TOML file of one run (type = "RunSpec", RunSpec.to_toml), of a sweep '
+        '(type = "Sweep": a [spec] table and an [axes] table) or of a study '
+        '(type = "Study", study = NAME, then its settings)',
+    )
+    run.add_argument(
+        "--out",
+        default=None,
+        help="a run: the output netCDF file [default: runs/run.nc]; a sweep: its folder "
+        "[default: runs/sweep]; a study: its folder [default: runs/<question>/<preset>, or "
+        "the committed results with --in-place]",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    study = run.add_argument_group(
+        'studies (type = "Study"; --n-workers and --scheduler also for sweeps)'
+    )
+    study.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, VALUE in TOML syntax (--set 'seeds=[3]', "
+        "--set data_dir='\"../data\"', --set coulomb.lam=0.5); repeatable",
+    )
+    study.add_argument(
+        "--in-place",
+        action="store_true",
+        help="write into the committed <question>/results/<preset> (the maintainers' command)",
+    )
+    study.add_argument(
+        "--report-only",
+        action="store_true",
+        help="only write the reports from the runs in the study folder (never the runs)",
+    )
+    study.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="FOLDER",
+        help="with --report-only on committed runs: the report folder "
+        "[default: runs/<question>/<preset>_report]",
+    )
+    study.add_argument(
+        "--n-workers", type=int, default=None, help="worker processes [default: the study's]"
+    )
+    study.add_argument(
+        "--scheduler",
+        default=None,
+        help="'local' (a local cluster of --n-workers processes), 'threads' or a dask "
+        "scheduler address (tcp://host:8786) [default: the study's]",
+    )
 
 
 def _add_compare_flags(cmp) -> None:
@@ -135,7 +146,6 @@ def _add_compare_flags(cmp) -> None:
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     cmp.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     _add_config_flags(cmp, ComparisonConfig, COMPARE_HELP)
-    _add_deprecated(cmp, "--grid-n", "--cells", "cells", type=int)
 
 
 class _CommittedFigures(argparse.Action):
@@ -144,7 +154,7 @@ class _CommittedFigures(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         from ..errors import MissingFileError
-        from ..studies.figures import committed_figures_dir
+        from .figures import committed_figures_dir
 
         try:
             setattr(namespace, self.dest, str(committed_figures_dir()))
@@ -169,7 +179,7 @@ def _add_figures_flags(fig) -> None:
         help="write into the committed figures/ of the source checkout (the maintainers' "
         "command for refreshing the README's image and the gallery's data)",
     )
-    from ..studies._sizes import FULL_SIZE_SECONDS
+    from .figures import FULL_SIZE_SECONDS
 
     total = sum(FULL_SIZE_SECONDS.values())  # the per-figure estimates the stages announce
     fig.add_argument(
@@ -204,20 +214,17 @@ def _add_sweep_flags(k, out: str, scheduler: bool = True) -> None:
 
 
 def _add_n_particles(k, default, *, many: bool) -> None:
-    """``--n-particles`` (one N, or a list for a sweep) and its deprecated alias ``--n``."""
+    """``--n-particles``: one N, or a list for a sweep."""
     nargs = "+" if many else None
     text = "particle numbers N" if many else "number of particles N"
     k.add_argument(
         "--n-particles", dest="n_particles", type=int, nargs=nargs, default=default, help=text
     )
-    _add_deprecated(k, "--n", "--n-particles", "n_particles", type=int, nargs=nargs)
 
 
-def _add_t_final(k, default: float, text: str, *, deprecated_t_end: bool = False) -> None:
-    """``--t-final`` (and, where it was spelled so before, the deprecated ``--t-end``)."""
+def _add_t_final(k, default: float, text: str) -> None:
+    """``--t-final``: the final time of a run."""
     k.add_argument("--t-final", dest="t_final", type=float, default=default, help=text)
-    if deprecated_t_end:
-        _add_deprecated(k, "--t-end", "--t-final", "t_final", type=float)
 
 
 def _add_equilibrium_flags(eq) -> None:
@@ -227,7 +234,7 @@ def _add_equilibrium_flags(eq) -> None:
     eq.add_argument("--beta", type=float, default=4.0, help="inverse temperature beta > 0")
     eq.add_argument("--regime", default="coulomb-gas", choices=("mean-field", "coulomb-gas"))
     eq.add_argument("--seeds", type=int, default=8, help="number of seeds per N (>= 2)")
-    _add_t_final(eq, 6.0, "Langevin time per run (> 0)", deprecated_t_end=True)
+    _add_t_final(eq, 6.0, "Langevin time per run (> 0)")
     _add_sweep_flags(eq, "runs/nlimit")
 
 
@@ -247,7 +254,7 @@ def _add_beta_flags(bt) -> None:
     )
     _add_n_particles(bt, 64, many=False)
     bt.add_argument("--seeds", type=int, default=4, help="number of seeds per beta (>= 2)")
-    _add_t_final(bt, 6.0, "Langevin time per run (> 0)", deprecated_t_end=True)
+    _add_t_final(bt, 6.0, "Langevin time per run (> 0)")
     _add_sweep_flags(bt, "runs/beta")
 
 

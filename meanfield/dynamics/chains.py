@@ -28,7 +28,6 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._deprecation import warn_deprecated
 from .._validation import check_choice, check_int
 from ..energy import Energy
 from ..errors import InputError
@@ -284,21 +283,6 @@ class LangevinState:
                 cache.pop(key, None)
         changes["cache"] = _frozen({**cache, **changes.get("cache", {})})
         return replace(self, **changes)
-
-
-def _step_stream(state: LangevinState, generator, caller: str, rest: str = "") -> torch.Generator:
-    """The generator a step of ``caller`` draws from: a new one at the state's stream, or the
-    ``generator`` given in the previous call form ``caller(state, generator<rest>)``, which
-    works for one release with a DeprecationWarning (the step then draws from it, as it did,
-    and the new state carries where it left it)."""
-    if generator is None:
-        return state.generator()
-    warn_deprecated(
-        f"{caller}(state, generator{rest})",
-        f"{caller}(state{rest}): the state carries its random stream (init(omega, seed=...))",
-        stacklevel=4,
-    )
-    return generator
 
 
 def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float, *, terms: bool = False):
@@ -846,169 +830,17 @@ def low_acceptance_warning(state: LangevinState, step_name: str, step: float) ->
     )
 
 
-def frozen_chain_warning(state: LangevinState, step_name: str, step: float) -> str | None:
-    r"""The warning after a Metropolis run that did not move across its law; else None.
-
-    A chain whose accumulated squared displacement per coordinate (``cache["travel"]``,
-    summed over its steps) is below the squared spread of its particles (their variance per
-    coordinate about their centre, at the last state) could not have crossed the law once,
-    even as a free random walk: its records are its start.  This catches a chain that
-    accepts a few per cent of its proposals (above :data:`LOW_ACCEPTANCE`) but still never
-    leaves its start.  A chain accepting :data:`FROZEN_ACCEPTANCE` or more of its proposals
-    is not judged: it is at most short (a healthy chain of an interacting gas moves each
-    particle only locally while its empirical law is sampled).  Replicas are judged one by one
-    (the worst is named); N = 1 (no spread) and runs under
-    :data:`LOW_ACCEPTANCE_MIN_PROPOSALS` proposals are not judged.
-
-    .. math::
-
-        \sum_k \frac{1}{Np} \|\Omega_{k+1} - \Omega_k\|^2 \;<\;
-        rac{1}{Np} \sum_i \|\omega_i - \bar\omega\|^2
-
-    Parameters
-    ----------
-    state : LangevinState
-        The chain's last state (``cache["travel"]``, ``accepted``, ``proposed``).
-    step_name : str
-        The step parameter to lower ("eta", "step_size").
-    step : float
-        Its value.
-
-    Returns
-    -------
-    str or None
-
-    Examples
-    --------
-    Ten particles spread over [−1, 1] (spread² ≈ 0.41) that moved 0.01 in all:
-
-    >>> import torch
-    >>> from meanfield.dynamics.chains import LangevinState, frozen_chain_warning
-    >>> omega = torch.linspace(-1, 1, 10, dtype=torch.float64)[:, None]
-    >>> s = LangevinState(omega, accepted=torch.tensor(250.0), proposed=12000,
-    ...                   cache={"travel": torch.tensor(0.01)})
-    >>> frozen_chain_warning(s, "eta", 0.002)[:62]
-    'the chain moved a squared distance 0.01 per coordinate in 1200'
-    >>> frozen_chain_warning(s.evolve(cache={"travel": torch.tensor(5.0)}), "eta", 0.002) is None
-    True
-    >>> frozen_chain_warning(s.evolve(accepted=torch.tensor(9000.0)), "eta", 0.002) is None
-    True
-    """
-    travel = state.cache.get("travel")
-    N = state.omega.shape[-2]
-    if travel is None or N < 2 or state.proposed < LOW_ACCEPTANCE_MIN_PROPOSALS:
-        return None
-    omega = state.omega.detach().cpu().to(torch.float64)
-    spread = ((omega - omega.mean(-2, keepdim=True)) ** 2).mean((-1, -2))
-    ratio = torch.as_tensor(travel, dtype=torch.float64) / spread.clamp_min(1e-300)
-    worst = int(ratio.argmin()) if ratio.ndim else None
-    r = float(ratio.min())
-    if r >= 1.0:
-        return None
-    pick = (lambda t: float(t.flatten()[worst])) if worst is not None else float
-    which = f" (replica {worst})" if worst is not None else ""
-    rate = pick(torch.as_tensor(state.accepted)) / state.proposed
-    if rate >= FROZEN_ACCEPTANCE:
-        # most proposals accepted: a short run, not a frozen chain; in an interacting gas at
-        # large β_N each particle moves only locally while the empirical law is sampled
-        # (the log gas of docs/cli.rst travels 0.1 of its spread in 5000 healthy steps)
-        return None
-    return (
-        f"the chain moved a squared distance {pick(torch.as_tensor(travel)):.3g} per coordinate "
-        f"in {state.proposed} proposals{which}, less than the squared spread of its particles "
-        f"({pick(spread):.3g}), accepting {rate:.3f} of them: it has not travelled the width "
-        f"of its law, so its records are its start, not samples; lower {step_name} (now "
-        f"{step:g}): most proposals are rejected"
-    )
-
-
-#: A chain accepting fewer than this fraction of its proposals is judged by its movement
-#: (:func:`frozen_chain_warning`); above it, rejection does not hold the chain back.
-FROZEN_ACCEPTANCE = 0.2
-
-
-#: A Metropolis run under an unsoftened singular pair kernel refuses a start with two
-#: particles closer than START_SPACING · N^(−1/p) (the command line's start spacing,
-#: ``meanfield.workbench.config.START_SPACING``, which draws its starts that far apart).
-START_SPACING = 0.5
-
-
-def check_start_spacing(energy: Energy, omega: torch.Tensor, method: str) -> None:
-    """Refuse a Metropolis start with two particles closer than :data:`START_SPACING` ·
-    N^(−1/p) under an unsoftened singular pair kernel (λ > 0).
-
-    From such a start (a Gaussian draw of 100 particles has gaps ~1e-4) the force of the
-    closest pair dominates every proposal, MALA accepts 0.000–0.001 of them and never leaves
-    its start.  Other energies, and N = 1, pass.
-
-    Parameters
-    ----------
-    energy : Energy
-    omega : tensor (..., N, p)
-        The start, every replica checked.
-    method : str
-        The sampler, named in the message.
-
-    Raises
-    ------
-    meanfield.errors.InputError
-        Names the closest distance, the spacing required and the ways out.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from meanfield.domains import Box
-    >>> from meanfield.energy import Energy, PairInteraction
-    >>> from meanfield.kernels import Riesz
-    >>> from meanfield.dynamics.chains import check_start_spacing
-    >>> E = Energy([PairInteraction(Riesz(0.0))], Box(1, 2.0))
-    >>> check_start_spacing(E, torch.tensor([[0.0], [1.0]]), "mala")  # 1 >= 0.5 · 2^(-1)
-    >>> check_start_spacing(E, torch.tensor([[0.0], [0.1]]), "mala")
-    Traceback (most recent call last):
-    ...
-    meanfield.errors.InputError: omega0: particles 0 and 1 are 0.1 apart, closer than ...
-    """
-    N, p = omega.shape[-2], omega.shape[-1]
-    singular = [
-        t
-        for t in energy.terms
-        if getattr(t, "kind", None) == "pair" and t.kernel.is_singular and t.lam > 0
-    ]
-    if N < 2 or not singular:
-        return
-    spacing = START_SPACING * N ** (-1.0 / p)
-    x = omega.detach().cpu().to(torch.float64).reshape(-1, N, p)
-    dist = torch.cdist(x, x)
-    dist.diagonal(dim1=-2, dim2=-1).fill_(float("inf"))
-    closest = dist.flatten(-2).min(-1)
-    r = int(closest.values.argmin())
-    if float(closest.values[r]) >= spacing:
-        return
-    i, j = divmod(int(closest.indices[r]), N)
-    where = f" (replica {r})" if omega.ndim > 2 else ""
-    raise InputError(
-        f"omega0: particles {i} and {j} are {float(closest.values[r]):.3g} apart{where}, closer "
-        f"than {spacing:.3g} = {START_SPACING:g} N^(-1/p) under the unsoftened singular kernel "
-        f"{singular[0].kernel.name}: {method} would accept almost none of its proposals from "
-        "there; start from spread particles (e.g. evenly spaced), give the kernel a "
-        "softening > 0, or use method='langevin'"
-    )
-
-
 __all__ = [
     "LOW_ACCEPTANCE",
     "LOW_ACCEPTANCE_MIN_PROPOSALS",
     "POSITION_CACHE",
     "REGIMES",
     "SEED_MAX",
-    "START_SPACING",
     "LangevinState",
     "accept_or_keep",
     "chain_setup",
     "check_finite_start",
     "check_seed",
-    "check_start_spacing",
-    "frozen_chain_warning",
     "effective_beta",
     "gibbs_potential",
     "initial_particles",

@@ -75,6 +75,9 @@ from ..errors import InputError, InputTypeError, SizeLimitError
 BUILT_INS = {
     "Box": "meanfield.domains:Box",
     "Ball": "meanfield.domains:Ball",
+    "Torus": "meanfield.domains:Torus",
+    "Cosine": "meanfield.kernels:Cosine",
+    "PeriodicPairInteraction": "meanfield.energy:PeriodicPairInteraction",
     "Riesz": "meanfield.kernels:Riesz",
     "Coulomb": "meanfield.kernels:Coulomb",
     "Gaussian": "meanfield.kernels:Gaussian",
@@ -358,6 +361,11 @@ def to_dict(obj) -> dict:
     toml_text : a description as a TOML document.
     meanfield.dynamics.spec.RunSpec.to_toml : a run's description as a TOML file.
 
+    References
+    ----------
+    Tom Preston-Werner et al. TOML v1.0.0 (2021), https://toml.io/en/v1.0.0 (the format
+    toml_text writes a description in).
+
     Examples
     --------
     >>> from meanfield.domains import Ball
@@ -401,6 +409,11 @@ def from_dict(d: dict):
     See Also
     --------
     to_dict : the inverse.
+
+    References
+    ----------
+    Tom Preston-Werner et al. TOML v1.0.0 (2021), https://toml.io/en/v1.0.0 (the format
+    toml_text writes a description in).
 
     Examples
     --------
@@ -495,6 +508,11 @@ def toml_text(d: dict) -> str:
         Read back by :mod:`tomllib` to ``d`` less its None entries; floats are written by
         :func:`repr` (the shortest decimal that reads back to the same float64; ``inf``,
         ``nan``), so the numbers survive bit for bit.
+
+    See Also
+    --------
+    to_dict : the description it writes.
+    from_dict : the object a description gives.
 
     References
     ----------

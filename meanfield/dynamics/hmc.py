@@ -38,6 +38,11 @@ bit for bit.  The chain state, the Metropolis decision and the records are those
 (:mod:`meanfield.dynamics.chains`); :mod:`meanfield.dynamics.langevin` re-exports :class:`HMC` and
 :func:`sample_hmc` beside MALA.
 
+The pieces live beside their kin: the reflection B_ε with the domains
+(:func:`meanfield.domains.billiard`), the leapfrog flow and its compiled blocks in
+:mod:`meanfield.dynamics.hamiltonian`, the step-size adaptation in
+:mod:`meanfield.dynamics.adaptation`; this module is the sampler.
+
 References
 ----------
 R. M. Neal, "MCMC using Hamiltonian dynamics", Handbook of MCMC, 2011.
@@ -50,10 +55,8 @@ C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7, 1992.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import warnings
-import weakref
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -62,291 +65,40 @@ import xarray as xr
 
 from .._validation import check_int
 from ..contract import RUN_PARAMS, Param, check_declared, declare, declare_fields
-from ..domains import Ball, Box, Domain
-from ..energy import Energy
+from ..domains import Box, Torus
+from ..energy import Energy, check_periodic_terms
 from ..errors import (
     InputError,
     InputTypeError,
     LowAcceptanceWarning,
-    StepBudgetError,
     TrajectoryCappedWarning,
 )
 from ..results import check_extra_attrs, merge_attrs
 from ..stats import effective_sample_size, integrated_autocorr_time  # re-exported
+from .adaptation import DualAveraging, find_reasonable_step_size
 from .chains import (
     LangevinState,
     _noise,
     _Recorder,
-    _step_stream,
     chain_setup,
     effective_beta,
-    gibbs_potential,
     low_acceptance_warning,
-    metropolis_decision,
     metropolis_init,
     with_potential,
 )
+from .hamiltonian import (
+    _NOT_FUSED,
+    _block_size,
+    _Constants,
+    _int_tensor,
+    _python_loop,
+    _run_compiled,
+    _stacked_term_values,
+    _step_tensor,
+    _trajectory,
+    _transition,
+)
 from .spec import RunSpec, as_spec
-
-
-# ----------------------------------------------------------------------------------------
-# free flight with specular reflection at the boundary
-# ----------------------------------------------------------------------------------------
-def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bounces=100_000):
-    r"""Free flight Ω + t v, t ∈ [0, dt], reflected specularly at ∂𝒲 (each particle alone).
-
-    In a box each coordinate folds back at ±R (position mirrored, that velocity component
-    negated); in a ball the velocity is mirrored about the normal n at the hitting point:
-
-    .. math::
-
-        v \leftarrow v - 2 (v \cdot n)\, n
-
-    Parameters
-    ----------
-    domain : Box or Ball
-    omega, v : tensor (..., N, p)
-        Positions (inside 𝒲) and velocities.
-    dt : float or tensor broadcastable to (..., N, 1)
-        Flight time ≥ 0 (per replica with jitter).
-    max_bounces : int
-        Safety bound on reflections of one particle within one flight (ball only).
-
-    Returns
-    -------
-    (omega, v) : the positions and velocities after the flight, shape (..., N, p).
-
-    Examples
-    --------
-    From 0.5 at speed 1 for time 1 in [−1, 1]: the wall at 1 is hit at t = 0.5 and the particle
-    flies back to 0.5; the same in the unit disc from the centre for time 1.5.
-
-    >>> import torch
-    >>> from meanfield.domains import Ball, Box
-    >>> from meanfield.dynamics.hmc import billiard
-    >>> omega, v = billiard(Box(1, 1.0), torch.tensor([[0.5]]), torch.tensor([[1.0]]), 1.0)
-    >>> omega.tolist(), v.tolist()
-    ([[0.5]], [[-1.0]])
-    >>> omega, v = billiard(Ball(2, 1.0), torch.zeros(1, 2), torch.tensor([[1.0, 0.0]]), 1.5)
-    >>> omega.tolist(), v.tolist()
-    ([[0.5, 0.0]], [[-1.0, 0.0]])
-    """
-    if isinstance(domain, Box):
-        return _fold_box(omega, v, dt, domain.half_width)
-    if isinstance(domain, Ball):
-        return _reflect_ball(omega, v, dt, domain.radius, max_bounces)
-    raise InputTypeError(f"HMC reflects only at a Box or a Ball, got {type(domain).__name__}")
-
-
-def _fold_box(omega, v, dt, R):
-    # Unfold the reflected motion on [−R, R] onto the line: s = x + R + t v moves freely and the
-    # reflected position is s folded with period 4R; an odd number of walls crossed (n odd)
-    # mirrors the position and reverses that velocity component.
-    s = omega + R + dt * v
-    n = torch.floor(s / (2 * R))
-    y = s - 2 * R * n
-    # n mod 2 by floor, exact for these integers (torch.remainder computes an fmod, several
-    # times slower, and the compiled trajectory repeats the fold in every pair's read)
-    odd = n - 2 * torch.floor(n / 2) == 1
-    return torch.where(odd, 2 * R - y, y) - R, torch.where(odd, -v, v)
-
-
-def _reflect_ball(omega, v, dt, R, max_bounces):
-    q, v = omega, v
-    dt = torch.as_tensor(dt, dtype=q.dtype, device=q.device)
-    tau = torch.broadcast_to(dt, (*q.shape[:-1], 1))[..., 0].clone()  # flight time left
-    if torch.compiler.is_compiling():
-        return _reflect_ball_traced(q, v, tau, R, max_bounces)
-    for _ in range(max_bounces):
-        if not bool((tau > 0).any()):
-            return q, v
-        q, v, tau = _bounce(q, v, tau, R)
-    raise StepBudgetError(
-        f"a particle hit the ball's wall more than {max_bounces} times in one leapfrog step: "
-        "lower step_size"
-    )
-
-
-def _bounce(q, v, tau, R):
-    """Each particle's flight to its next wall hit, or to the end of its flight time ``tau``
-    (...): (q, v, tau) after it, the velocity mirrored at a hit."""
-    qv, vv, qq = (q * v).sum(-1), (v * v).sum(-1), (q * q).sum(-1)
-    gap = (R * R - qq).clamp_min(0)  # rounding may put a point a hair outside
-    disc = torch.sqrt(qv * qv + vv * gap)
-    # positive root of |q + t v| = R in the form free of cancellation for each sign of q·v
-    t_hit = torch.where(qv > 0, gap / (qv + disc), (disc - qv) / vv)
-    t_hit = torch.where(vv > 0, t_hit, torch.full_like(t_hit, math.inf))
-    hit = (tau > 0) & (t_hit < tau)
-    t = torch.where(hit, t_hit, tau.clamp_min(0))
-    q = q + t[..., None] * v
-    n = q / q.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(q.dtype).tiny)
-    v = torch.where(hit[..., None], v - 2 * (v * n).sum(-1, keepdim=True) * n, v)
-    tau = torch.where(hit, tau - t_hit, torch.zeros_like(tau))
-    return q, v, tau
-
-
-def _reflect_ball_traced(q, v, tau, R, max_bounces):
-    """The bounces of :func:`_reflect_ball` as one :func:`torch.while_loop` (a compiled
-    trajectory cannot read whether flight time is left).  A particle still in flight after
-    ``max_bounces`` (eagerly a StepBudgetError) gets NaN positions, so its trajectory counts
-    as divergent and is rejected: the bounce count is the same backwards, so the rejection
-    keeps the chain exact."""
-
-    def cond(i, q, v, tau):
-        return (tau > 0).any() & (i < max_bounces)
-
-    def body(i, q, v, tau):
-        return (i + 1, *_bounce(q, v, tau, R))
-
-    i0 = torch.zeros((), dtype=torch.int64, device=q.device)
-    _, q, v, tau = torch.while_loop(cond, body, (i0, q, v, tau))
-    return torch.where((tau > 0)[..., None], torch.full_like(q, math.nan), q), v
-
-
-# ----------------------------------------------------------------------------------------
-# step-size adaptation
-# ----------------------------------------------------------------------------------------
-@dataclass
-class DualAveraging:
-    r"""Nesterov dual averaging of log ε towards a target acceptance (Hoffman & Gelman 2014,
-    Alg. 5, with their constants γ = 0.05, t₀ = 10, κ = 0.75 and μ = log(10 ε₀)).
-
-    After m updates with acceptance statistics α_1 … α_m:
-
-    .. math::
-
-        \bar H_m = \Big(1 - \frac{1}{m + t_0}\Big) \bar H_{m-1} + \frac{\delta - \alpha_m}{m + t_0},
-        \qquad \log \varepsilon_m = \mu - \frac{\sqrt m}{\gamma} \bar H_m,
-
-        \log \bar\varepsilon_m = m^{-\kappa} \log \varepsilon_m
-        + (1 - m^{-\kappa}) \log \bar\varepsilon_{m-1}.
-
-    ``step_size`` is ε_m (used during warm-up), ``final_step_size`` is ε̄_m (frozen afterwards),
-    each with its logarithm rounded to the nearest multiple of ``log_step_grid`` (the
-    recursion itself runs unrounded):
-
-    .. math::
-
-        \varepsilon_m = \exp\big(g \cdot \operatorname{round}(\log \varepsilon_m / g)\big),
-        \qquad g = 2^{-10}\ \text{(a relative step of 0.1 \%)}.
-
-    Why: the recursion is unstable to perturbations of the acceptances.  A change δα in one
-    α_m moves log ε by √m/(γ (m + t₀)) δα (1.4–3.2 δα for m ≤ 200), the next trajectory's
-    acceptance by about as much, and so on: a round-off difference (~1e-14) between two
-    computations of the same chain (HMC's compiled and eager paths) grows about ×3 per
-    warm-up trajectory, until after ~40 trajectories the two step sizes differ in the second
-    digit.  Rounded, the step sizes both paths use are bit-identical unless an unrounded
-    log ε falls within its round-off (≤ √m/γ · 1e-14 ≈ 3e-12) of a grid midpoint, a
-    probability ~1e-8 per update, so the perturbation never enters a trajectory.  The grid
-    changes ε by at most 0.05 %, far below what the adaptation resolves;
-    ``log_step_grid = 0`` turns it off.
-
-    Parameters
-    ----------
-    step_size0 : float
-        The initial step ε₀ > 0.
-    target : float
-        Target acceptance δ ∈ (0, 1).
-    gamma, t0, kappa : float
-        The constants γ, t₀, κ.
-    log_step_grid : float
-        The grid g ≥ 0 of log ε (2^-10: exact in binary); 0 for no rounding.
-
-    Examples
-    --------
-    Acceptances above the target lengthen the step:
-
-    >>> from meanfield.dynamics.hmc import DualAveraging
-    >>> adapt = DualAveraging(0.1)
-    >>> adapt.final_step_size  # before any update: ε₀
-    0.1
-    >>> for _ in range(3):
-    ...     eps = adapt.update(1.0)
-    >>> eps > 0.1, adapt.final_step_size > 0.1
-    (True, True)
-    """
-
-    step_size0: float
-    target: float = 0.8
-    gamma: float = 0.05
-    t0: float = 10.0
-    kappa: float = 0.75
-    log_step_grid: float = 2.0**-10
-
-    def __post_init__(self):
-        self.mu = math.log(10 * self.step_size0)
-        self.m, self.h_bar, self.log_eps, self.log_eps_bar = 0, 0.0, math.log(self.step_size0), 0.0
-
-    def _on_grid(self, log_eps: float) -> float:
-        """exp of ``log_eps`` rounded to the nearest multiple of ``log_step_grid``."""
-        g = self.log_step_grid
-        return math.exp(round(log_eps / g) * g if g else log_eps)
-
-    def update(self, accept_prob: float) -> float:
-        """Feed one acceptance statistic α_m in [0, 1]; returns the next step size ε_m.
-
-        Parameters
-        ----------
-        accept_prob : float
-            The acceptance probability of the last trajectory (mean over replicas).
-
-        Returns
-        -------
-        float
-            ε_m, to use for the next trajectory of the warm-up.
-
-        Examples
-        --------
-        Acceptances below the target shrink the step, after a first move towards 10 ε₀ (the
-        centre μ of the averaging):
-
-        >>> from meanfield.dynamics.hmc import DualAveraging
-        >>> adapt = DualAveraging(0.1, target=0.8)
-        >>> [round(adapt.update(0.0), 4) for _ in range(3)], adapt.m
-        ([0.2336, 0.023, 0.0017], 3)
-        """
-        self.m += 1
-        m, w = self.m, 1.0 / (self.m + self.t0)
-        self.h_bar = (1 - w) * self.h_bar + w * (self.target - accept_prob)
-        self.log_eps = self.mu - math.sqrt(m) / self.gamma * self.h_bar
-        eta = m ** (-self.kappa)
-        self.log_eps_bar = eta * self.log_eps + (1 - eta) * self.log_eps_bar
-        return self.step_size
-
-    @property
-    def step_size(self) -> float:
-        """ε_m, the step of the warm-up after m updates, on the grid of ``log_step_grid`` (ε₀
-        itself before any).
-
-        Examples
-        --------
-        >>> import math
-        >>> from meanfield.dynamics.hmc import DualAveraging
-        >>> adapt = DualAveraging(0.1)
-        >>> adapt.step_size, adapt.update(0.5) == adapt.step_size
-        (0.1, True)
-        >>> k = math.log(adapt.step_size) * 1024  # log ε on the grid 2^-10
-        >>> abs(k - round(k)) < 1e-9
-        True
-        """
-        return self._on_grid(self.log_eps) if self.m else self.step_size0
-
-    @property
-    def final_step_size(self) -> float:
-        """ε̄_m, the averaged step frozen after the warm-up (ε₀ before any update).
-
-        Examples
-        --------
-        The average lags behind the step itself:
-
-        >>> from meanfield.dynamics.hmc import DualAveraging
-        >>> adapt = DualAveraging(0.1)
-        >>> steps = [adapt.update(1.0) for _ in range(5)]
-        >>> round(steps[-1], 2), round(adapt.final_step_size, 2)
-        (19.72, 7.07)
-        """
-        return self._on_grid(self.log_eps_bar) if self.m else self.step_size0
-
 
 # ----------------------------------------------------------------------------------------
 # the sampler
@@ -427,8 +179,9 @@ class HMC:
         [1, :data:`MAX_LEAPFROG_CEILING`] (100 000; raise that module constant explicitly for
         more).
     compile : bool
-        Run blocks of up to ``FUSED_BLOCK`` = 32 trajectories (:meth:`advance`; :meth:`step`
-        is a block of one) as one call compiled by :func:`torch.compile` (Inductor with its
+        Run blocks of up to :data:`~meanfield.dynamics.hamiltonian.FUSED_BLOCK` = 32
+        trajectories (:meth:`advance`; :meth:`step` is a block of one) as one call compiled by
+        :func:`torch.compile` (Inductor with its
         C++ wrapper): each trajectory's L leapfrog steps a :func:`torch.while_loop`, its
         Metropolis decision and its records inside, instead of ~30 small torch calls per
         leapfrog step.  It pays for small systems, where the eager step is bound by per-call
@@ -443,10 +196,26 @@ class HMC:
         :class:`~meanfield.errors.StepBudgetError`.  The chains agree through the warm-up
         of :func:`sample_hmc` too: its dual averaging would amplify the round-off in the
         acceptance probabilities about ×3 per trajectory into different step sizes, so the
-        step sizes it hands out are rounded to a grid in log ε (:class:`DualAveraging`) and
-        are bit-identical on both paths.  An energy that does not trace as one
+        step sizes it hands out are rounded to a grid in log ε
+        (:class:`~meanfield.dynamics.adaptation.DualAveraging`) and are bit-identical on both
+        paths.  An energy that does not trace as one
         graph (a potential differentiated by autograd, data-dependent branches) warns once
         and runs eagerly.
+
+    See Also
+    --------
+    sample_hmc : the sampler run end to end (warm-up, records).
+    meanfield.dynamics.langevin.MALA : the one-step Metropolis sampler of the same law.
+    meanfield.pde.equation.McKeanVlasov : the grid view, the N → ∞ limit of the same energy.
+    meanfield.pde.stationary.gibbs_state : its stationary state ρ_β, which a long chain samples.
+    meanfield.ot.distance.wasserstein : the transport view (a chain's particles against ρ_β).
+
+    References
+    ----------
+    - M. D. Hoffman, A. Gelman, "The No-U-Turn sampler: adaptively setting path lengths in
+      Hamiltonian Monte Carlo", JMLR 15 (2014) 1593–1623 (the step-size adaptation).
+    - D. Chafaï, G. Ferré, "Simulating Coulomb and log-gases with hybrid Monte Carlo
+      algorithms", J. Stat. Phys. 174 (2019) 692–714.
 
     Examples
     --------
@@ -476,6 +245,8 @@ class HMC:
 
     def __post_init__(self):
         check_declared(self)  # the contract of the fields; then the ceiling, read now
+        if isinstance(self.energy.domain, Torus):  # pair terms must read minimum images
+            check_periodic_terms(self.energy)
         if self.max_leapfrog > MAX_LEAPFROG_CEILING:
             raise InputError(
                 f"max_leapfrog must be an integer in [1, {MAX_LEAPFROG_CEILING}] (a bound on the "
@@ -573,7 +344,7 @@ class HMC:
         omega, v, U, gradU, _, finite = flow
         return omega, v, U, gradU, finite
 
-    def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
+    def step(self, state: LangevinState) -> LangevinState:
         """One trajectory (fresh velocities, :meth:`flow`) and a Metropolis decision per
         replica, returned as a new state.
 
@@ -584,9 +355,6 @@ class HMC:
         ----------
         state : LangevinState
             As :meth:`init` gives it; left as it was.
-        generator : torch.Generator, optional
-            Deprecated (the previous call form, one more release): draw from this generator
-            instead of the state's stream; the new state carries where it left it.
 
         Returns
         -------
@@ -615,7 +383,7 @@ class HMC:
         """
         self._check_step_size("HMC.step")
         state = with_potential(state, self.energy, self._beta_N(state.omega))  # after evolve
-        generator = _step_stream(state, generator, "HMC.step")
+        generator = state.generator()
         return self._step(state, generator).evolve(rng=generator.get_state())
 
     def _step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
@@ -626,14 +394,7 @@ class HMC:
                 return fused[0]
         return self._step_eager(state, generator)
 
-    def advance(
-        self,
-        state: LangevinState,
-        n_steps: int,
-        *legacy,
-        positions: bool = True,
-        generator: torch.Generator | None = None,
-    ):
+    def advance(self, state: LangevinState, n_steps: int, *, positions: bool = True):
         """``n_steps`` trajectories (:meth:`step` after :meth:`step`), with what each left for
         the records.  With ``compile=True`` they run in blocks of up to ``FUSED_BLOCK``
         trajectories per compiled call (the random numbers drawn in the same order, so the
@@ -645,15 +406,8 @@ class HMC:
             As :meth:`init` gives it; left as it was.  Its random stream is drawn from.
         n_steps : int
             Trajectories ≥ 1.
-        *legacy
-            Deprecated (the previous call form ``advance(state, generator, n_steps)``, one
-            more release): a generator in place of ``n_steps``, then ``n_steps``.
         positions : bool
             Keep each trajectory's positions (else ``records["omega"]`` is None).
-        generator : torch.Generator, optional
-            Deprecated, as ``*legacy`` (the previous keyword): the trajectories draw from this
-            generator instead of the state's stream, and the new state carries where they
-            left it.
 
         Returns
         -------
@@ -688,18 +442,10 @@ class HMC:
         >>> torch.equal(hmc.advance(s2, 5)[0].omega, hmc.advance(s0, 7)[0].omega)
         True
         """
-        if isinstance(n_steps, torch.Generator):  # advance(state, generator, n_steps)
-            if len(legacy) != 1:
-                raise InputTypeError("HMC.advance(state, generator, n_steps) needs n_steps")
-            generator, n_steps = n_steps, legacy[0]
-        elif legacy:
-            raise InputTypeError(
-                f"HMC.advance takes (state, n_steps), got {2 + len(legacy)} positional arguments"
-            )
         n_steps = check_int("n_steps", n_steps)
         self._check_step_size("HMC.advance")
         state = with_potential(state, self.energy, self._beta_N(state.omega))  # after evolve
-        generator = _step_stream(state, generator, "HMC.advance", ", n_steps")
+        generator = state.generator()
         state, records = self._advance(state, generator, n_steps, positions)
         return state.evolve(rng=generator.get_state()), records
 
@@ -729,8 +475,9 @@ class HMC:
         return _moved(state, 1, omega, U, gradU, terms, accept_prob, n_divergent, accepted)
 
     def _advance_fused(self, state, generator, n_steps: int, *, positions: bool):
-        """:meth:`advance` through the compiled :func:`_fused_block`, in blocks; None (the
-        generator as it was, a warning, the energy marked to run eagerly from now on) when
+        """:meth:`advance` through the compiled
+        :func:`~meanfield.dynamics.hamiltonian._fused_block`, in blocks; None (the generator as it
+        was, a warning, the energy marked to run eagerly from now on) when
         the trajectory does not compile as one graph."""
         K, records, done = _block_size(state.omega), [], 0
         while done < n_steps:
@@ -749,8 +496,9 @@ class HMC:
         return state, _joined(records)
 
     def _block(self, state, generator, K: int, m: int):
-        """m ≤ K trajectories from ``state`` in one call of the compiled :func:`_fused_block`:
-        (the state after them, their records), or None when it does not compile."""
+        """m ≤ K trajectories from ``state`` in one call of the compiled
+        :func:`~meanfield.dynamics.hamiltonian._fused_block`: (the state after them, their
+        records), or None when it does not compile."""
         omega, device = state.omega, state.omega.device
         carry = (omega, state.cache["U"], state.cache["gradU"], _terms_of(self.energy, state))
         rng = generator.get_state()
@@ -797,197 +545,6 @@ class HMC:
         return effective_beta(self.beta, omega.shape[-2], self.regime)
 
 
-def _frozen_where_divergent(force: torch.Tensor):
-    """(force with non-finite replicas zeroed, finite (...)): a non-finite force would send
-    positions to inf/NaN, so those replicas are frozen (and rejected by the decision; the
-    reverse trajectory would be rejected just the same)."""
-    finite = torch.isfinite(force).all(-1).all(-1)
-    return torch.where(finite[..., None, None], force, torch.zeros_like(force)), finite
-
-
-def _leapfrog(energy: Energy, omega, v, force, eps, N: int):
-    """One kick–drift–kick step with reflection: (Ω, v, N∇H_N(Ω), finite) after it.
-
-    ``force`` is N∇H_N at ``omega``; shapes (..., N, p), ``finite`` (...).  The single
-    definition of the step, run eagerly or traced into the compiled trajectory."""
-    v = v - 0.5 * eps * force
-    omega, v = billiard(energy.domain, omega, v, eps)
-    force, finite = _frozen_where_divergent(N * energy.grad(omega))
-    v = v - 0.5 * eps * force
-    return omega, v, force, finite
-
-
-def _trajectory(energy: Energy, omega, v, gradU, eps, n_inner, beta_N: float, loop):
-    """L = n_inner + 1 leapfrog steps from (Ω, v), ∇U(Ω) given: (Ω, v, U, ∇U, term values
-    (..., n_terms), finite (...)) at the end.
-
-    The single definition of the flow, eager or compiled: ``loop(n, body, carry)`` runs the
-    n_inner inner steps (:func:`_python_loop`, or :func:`_while_loop` when traced); the last
-    step also gives U and each term's value (one pass over the pairs), which the decision
-    and the records need."""
-    N = omega.shape[-2]
-    finite = torch.ones(omega.shape[:-2], dtype=torch.bool, device=omega.device)
-    force = gradU / beta_N  # N ∇H_N: the O(1) drift
-
-    def inner(omega, v, force, finite):
-        omega, v, force, ok = _leapfrog(energy, omega, v, force, eps, N)
-        return omega, v, force, finite & ok
-
-    omega, v, force, finite = loop(n_inner, inner, (omega, v, force, finite))
-    v = v - 0.5 * eps * force
-    omega, v = billiard(energy.domain, omega, v, eps)
-    U, gradU, terms = gibbs_potential(energy, omega, beta_N, terms=True)
-    force, ok = _frozen_where_divergent(gradU / beta_N)
-    v = v - 0.5 * eps * force
-    return omega, v, U, gradU, terms, finite & ok & torch.isfinite(U)
-
-
-def _transition(
-    energy: Energy, omega, U, gradU, terms, uj, z, u, step, n_inner, *, beta_N, jitter, loop
-):
-    """One trajectory from (Ω, U, ∇U, term values) and its Metropolis decision per replica,
-    given the draws of :meth:`HMC._draws` (jitter uniforms ``uj`` or None, normals ``z``,
-    uniforms ``u``) and the step ε (a tensor (1,)): (Ω, U, ∇U, term values) after the decision,
-    accept (...), min(1, exp(−ΔĤ)) (...) and the number of divergent trajectories (0-d).
-    The single definition of HMC's step (eager, or compiled in blocks by
-    :func:`_fused_block`)."""
-    eps = step[0].expand(omega.shape[:-2])
-    if uj is not None:
-        eps = eps * (1 + jitter * (2 * uj - 1))
-    eps = eps.to(omega)[..., None, None]
-    v = z / math.sqrt(beta_N)  # v ~ N(0, I / β_N), as _velocities
-    kinetic0 = _kinetic(v, beta_N)
-    flow = _trajectory(energy, omega, v, gradU, eps, n_inner, beta_N, loop)
-    new, v, U2, gradU2, terms2, finite = flow
-    log_alpha = (U - U2) + (kinetic0 - _kinetic(v, beta_N))
-    # a divergent trajectory (non-finite force, U or kinetic energy) has acceptance
-    # probability 0 (−inf), never NaN
-    finite = finite & torch.isfinite(log_alpha)
-    log_alpha = torch.where(finite, log_alpha, torch.full_like(log_alpha, -math.inf))
-    accept = metropolis_decision(log_alpha, u)
-    # rejected replicas never read the proposal (torch.where), so its NaNs stay unseen
-    a = accept[..., None, None]
-    return (
-        torch.where(a, new, omega),
-        torch.where(accept, U2, U),
-        torch.where(a, gradU2, gradU),
-        torch.where(accept[..., None], terms2, terms),
-        accept,
-        torch.exp(log_alpha.clamp(max=0.0)),
-        (~finite).sum(),
-    )
-
-
-def _python_loop(n: int, body, carry):
-    """carry ← body(*carry), n times (the eager trajectory)."""
-    for _ in range(n):
-        carry = body(*carry)
-    return carry
-
-
-def _while_loop(n: torch.Tensor, body, carry, *, indexed: bool = False):
-    """carry ← body(*carry) (``indexed``: body(i, *carry), i = 0 … n − 1 a 0-d tensor), n (a
-    0-d integer tensor) times, as one :func:`torch.while_loop`: traced once, so the compiled
-    trajectory's size and compilation do not grow with L."""
-
-    def cond(i, *carry):
-        return i < n
-
-    def step(i, *carry):
-        return (i + 1, *(body(i, *carry) if indexed else body(*carry)))
-
-    return tuple(torch.while_loop(cond, step, (torch.zeros_like(n), *carry))[1:])
-
-
-@dataclass(frozen=True)
-class _Constants:
-    """The floats a compiled HMC block is specialised on (an object's attributes are compiled
-    in as constants; float arguments would be traced as symbols first, then specialised by a
-    second trace)."""
-
-    beta_N: float
-    jitter: float
-
-
-def _fused_block(
-    energy: Energy, const: _Constants, omega, U, gradU, terms, uj, z, u, step, n_inner, n_traj
-):
-    """``n_traj`` ≤ K trajectories, each :func:`_transition` with the draws ``uj[k]``,
-    ``z[k]``, ``u[k]`` (buffers of K) and its leapfrog steps a :func:`torch.while_loop`, the
-    trajectories one more: (Ω, U, ∇U, term values, the last acceptance probability, the
-    divergent trajectories, then per trajectory Ω (K, ..., N, p), term values (K, ...,
-    n_terms) and accept (K, ...), the first ``n_traj`` set).  What :func:`_run_compiled`
-    compiles."""
-    K = z.shape[0]
-    records = (
-        omega.new_zeros((K, *omega.shape)),
-        terms.new_zeros((K, *terms.shape)),
-        torch.zeros((K, *U.shape), dtype=torch.bool, device=U.device),
-    )
-    kw = {"beta_N": const.beta_N, "jitter": const.jitter, "loop": _while_loop}
-
-    def one(k, omega, U, gradU, terms, prob, n_div, r_omega, r_terms, r_accept):
-        i = k.view(1)
-        uj_k = None if uj is None else uj.index_select(0, i)[0]
-        draws = (uj_k, z.index_select(0, i)[0], u.index_select(0, i)[0])
-        out = _transition(energy, omega, U, gradU, terms, *draws, step, n_inner, **kw)
-        omega, U, gradU, terms, accept, prob, nd = out
-        r_omega = r_omega.index_copy(0, i, omega[None])
-        r_terms = r_terms.index_copy(0, i, terms[None])
-        r_accept = r_accept.index_copy(0, i, accept[None])
-        return omega, U, gradU, terms, prob, n_div + nd, r_omega, r_terms, r_accept
-
-    n_div = torch.zeros((), dtype=torch.int64, device=U.device)
-    carry = (omega, U, gradU, terms, torch.zeros_like(U), n_div, *records)
-    return _while_loop(n_traj, one, carry, indexed=True)
-
-
-#: Most trajectories per call of the compiled HMC block (fewer when a block's buffers would
-#: exceed 2^18 numbers); the per-call cost is shared by them.
-FUSED_BLOCK = 32
-_COMPILED = None
-#: The energies whose trajectory did not compile as one graph (they run eagerly).
-_NOT_FUSED: weakref.WeakSet = weakref.WeakSet()
-
-
-def _block_size(omega: torch.Tensor) -> int:
-    """Trajectories per compiled block for particles ``omega`` (a function of the shape only,
-    so every block of a chain, the warm-up's single trajectories included, shares one
-    compilation)."""
-    return max(1, min(FUSED_BLOCK, 2**18 // max(1, omega.numel())))
-
-
-def _run_compiled(energy: Energy, const: _Constants, args):
-    """:func:`_fused_block` compiled (Inductor with its C++ wrapper; once per energy, shape,
-    dtype, β_N and jitter: ε, L and the block's length are tensors), or None after a
-    warning when this energy's trajectory does not trace as one graph (it runs eagerly from
-    then on)."""
-    global _COMPILED
-    if _COMPILED is None:
-        options = {"cpp_wrapper": True}
-        _COMPILED = torch.compile(_fused_block, dynamic=False, fullgraph=True, options=options)
-    args = tuple(a if a is None else a.contiguous() for a in args)
-    for term in energy.terms:
-        # a kernel's derived is_singular reads tensors into a Python bool, which the traced
-        # graph cannot: derive it here, eagerly (it is then remembered)
-        kernel = getattr(term, "kernel", None)
-        if kernel is not None:
-            kernel.is_singular  # noqa: B018
-    try:
-        with torch.no_grad():
-            return _COMPILED(energy, const, *args)
-    except _compile_errors() as err:
-        _NOT_FUSED.add(energy)
-        reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
-        warnings.warn(
-            "HMC(compile=True): this energy's trajectory does not compile as one graph "
-            f"({type(err).__name__}: {reason}); it runs eagerly",
-            UserWarning,
-            stacklevel=5,
-        )
-        return None
-
-
 def _moved(state, n: int, omega, U, gradU, terms, accept_prob, n_divergent, accepted):
     """``state`` after n more trajectories ending at (Ω, U, ∇U, term values), the last one's
     acceptance probabilities, ``n_divergent`` more divergent ones and ``accepted`` moves."""
@@ -1017,103 +574,6 @@ def _terms_of(energy: Energy, state: LangevinState) -> torch.Tensor:
     """The state's term values (..., n_terms), computed for a state another sampler started."""
     terms = state.cache.get("term_values")
     return _stacked_term_values(energy, state.omega) if terms is None else terms
-
-
-@functools.lru_cache(maxsize=64)
-def _int_tensor(n: int, device) -> torch.Tensor:
-    """n as a 0-d int64 tensor on ``device`` (cached: an input of the compiled trajectory,
-    never written)."""
-    return torch.tensor(n, device=device)
-
-
-def _step_tensor(step_size: float, like: torch.Tensor) -> torch.Tensor:
-    """ε as a tensor (1,) of ``like``'s dtype and device: an input, so that a new ε during
-    the warm-up does not recompile the fused trajectory (not 0-d: Dynamo reads a 0-d input
-    as a Python float, then specialises on it and traces again)."""
-    return torch.tensor([step_size], dtype=like.dtype, device=like.device)
-
-
-def _compile_errors() -> tuple:
-    """The exceptions of a trajectory that Dynamo cannot trace as one graph or Inductor
-    cannot build (a user's error inside the energy is none of these and propagates)."""
-    from torch._dynamo.exc import TorchDynamoException
-    from torch._inductor.exc import InductorError
-
-    return (TorchDynamoException, InductorError)
-
-
-def _stacked_term_values(energy: Energy, omega) -> torch.Tensor:
-    """Each term's value at ``omega``, stacked on a last axis (..., n_terms) in the order of
-    ``energy.term_names`` (the ``term_values`` an HMC state carries)."""
-    return torch.stack(list(energy.term_values(omega).values()), -1)
-
-
-def _velocities(omega: torch.Tensor, generator: torch.Generator, beta_N: float) -> torch.Tensor:
-    """Fresh velocities v ~ N(0, I / β_N), shape of ``omega`` (the mass is β_N)."""
-    return _noise(omega.shape, generator, omega) / math.sqrt(beta_N)
-
-
-def _kinetic(v: torch.Tensor, beta_N: float) -> torch.Tensor:
-    """The kinetic energy β_N |v|² / 2 of each replica, shape (...)."""
-    return 0.5 * beta_N * (v * v).sum((-1, -2))
-
-
-def find_reasonable_step_size(
-    integrator: HMC, state: LangevinState, generator: torch.Generator, *, max_doublings=60
-) -> float:
-    """A first ε (Hoffman & Gelman 2014, Alg. 4): from ε = 0.1, double (or halve) until the
-    replica-mean acceptance probability of one leapfrog step crosses 1/2.
-
-    Parameters
-    ----------
-    integrator : HMC
-    state : LangevinState
-        Where the trial steps start (left as it was).
-    generator : torch.Generator
-        Draws the trial velocities: the run's stream, which :func:`warm_up` opens from the
-        state (:meth:`~meanfield.dynamics.chains.LangevinState.generator`) and carries on.
-    max_doublings : int
-        Most doublings (or halvings) tried.
-
-    Returns
-    -------
-    float
-        ε, 0.1 times a power of two.
-
-    Examples
-    --------
-    >>> import math
-    >>> import torch
-    >>> from meanfield.domains import Box
-    >>> from meanfield.energy import Energy, QuadraticPotential
-    >>> from meanfield.dynamics.hmc import HMC, find_reasonable_step_size
-    >>> E = Energy([QuadraticPotential()], Box(1, 2.0))
-    >>> hmc = HMC(E, beta=1.0)
-    >>> s = hmc.init(torch.zeros(4, 1), seed=0)
-    >>> eps = find_reasonable_step_size(hmc, s, s.generator())
-    >>> eps > 0, math.log2(eps / 0.1).is_integer()  # 0.1 times a power of two
-    (True, True)
-    """
-    omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
-    beta_N = effective_beta(integrator.beta, omega.shape[-2], integrator.regime)
-
-    def accept_prob(eps):
-        v = _velocities(omega, generator, beta_N)
-        k0 = _kinetic(v, beta_N)
-        _, v2, U2, _, finite = integrator.flow(omega, v, eps, 1, gradU, beta_N)
-        d = (U - U2) + k0 - _kinetic(v2, beta_N)
-        d = torch.where(finite, d, torch.full_like(d, -math.inf))
-        return float(torch.exp(d.clamp(max=0.0)).mean())
-
-    eps = 0.1
-    direction = 1 if accept_prob(eps) > 0.5 else -1
-    for _ in range(max_doublings):
-        new = eps * 2.0**direction
-        if (accept_prob(new) > 0.5) != (direction == 1):
-            # the new step crossed the threshold: keep the last step on the good side
-            return eps if direction == 1 else new
-        eps = new
-    return eps
 
 
 @declare(
@@ -1203,8 +663,8 @@ def sample_hmc(
     compile : bool
         Run blocks of trajectories with their decisions as one compiled call (:class:`HMC`'s
         ``compile``): the same chain to round-off, warm-up included (the adapted step sizes
-        are bit-identical, see :class:`DualAveraging`), faster for small systems after a
-        one-off compilation.
+        are bit-identical, see :class:`~meanfield.dynamics.adaptation.DualAveraging`), faster
+        for small systems after a one-off compilation.
 
     Returns
     -------
@@ -1234,6 +694,23 @@ def sample_hmc(
     meanfield.errors.LowAcceptanceWarning
         Some chain accepted under :data:`~meanfield.dynamics.chains.LOW_ACCEPTANCE` of its recorded
         trajectories.
+
+    See Also
+    --------
+    HMC : the kernel, one trajectory at a time.
+    meanfield.dynamics.langevin.simulate : projected Langevin and MALA on the same spec.
+    meanfield.pde.equation.McKeanVlasov : the grid view, the N → ∞ limit of the same energy.
+    meanfield.pde.stationary.gibbs_state : its stationary state ρ_β, which a long chain samples.
+    meanfield.ot.distance.wasserstein : the transport view (a chain's particles against ρ_β).
+
+    References
+    ----------
+    - M. D. Hoffman, A. Gelman, "The No-U-Turn sampler: adaptively setting path lengths in
+      Hamiltonian Monte Carlo", JMLR 15 (2014) 1593–1623 (the step-size adaptation).
+    - D. Chafaï, G. Ferré, "Simulating Coulomb and log-gases with hybrid Monte Carlo
+      algorithms", J. Stat. Phys. 174 (2019) 692–714.
+    - I. Dumitriu, A. Edelman, "Matrix models for beta ensembles", J. Math. Phys. 43 (2002)
+      5830–5847 (the exact β-ensemble laws the sampler is tested against).
 
     Examples
     --------
@@ -1434,10 +911,7 @@ def _hmc_params(integrator: HMC, state, step_size0, probs, run, record_every, ex
 __all__ = [
     "HMC",
     "MAX_LEAPFROG_CEILING",
-    "DualAveraging",
-    "billiard",
     "effective_sample_size",
-    "find_reasonable_step_size",
     "integrated_autocorr_time",
     "sample_hmc",
 ]

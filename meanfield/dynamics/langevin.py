@@ -18,9 +18,8 @@ Carlo studies batch).
 
 Random numbers come from a seeded CPU ``torch.Generator`` (its state is the stream the chain
 state carries) and are moved to the device, so a seed fixes the noise on every device and the
-same seed gives the same bits on the CPU.  The previous call form ``step(state, generator)``
-works for one release with a ``DeprecationWarning``: the step draws from the generator given,
-as it did, and the new state carries where it left it.
+same seed gives the same bits on the CPU.  A step takes the state alone (``step(state)``):
+it draws from the state's stream and returns the stream advanced in the new state.
 
 The chain state, the Metropolis step and the records that MALA shares with HMC live in
 :mod:`meanfield.dynamics.chains`, HMC itself in :mod:`meanfield.dynamics.hmc`; both are re-exported
@@ -40,7 +39,8 @@ import xarray as xr
 
 from .._validation import check_choice, check_positive
 from ..contract import RUN_PARAMS, Param, declare
-from ..energy import Energy
+from ..domains import Torus
+from ..energy import Energy, check_periodic_terms
 from ..errors import (
     CoincidentParticlesWarning,
     FrozenChainWarning,
@@ -51,6 +51,7 @@ from ..errors import (
     PinnedParticlesWarning,
 )
 from ..results import merge_attrs
+from .chain_checks import check_start_spacing, frozen_chain_warning
 from .chains import (
     LOW_ACCEPTANCE,
     LOW_ACCEPTANCE_MIN_PROPOSALS,
@@ -58,13 +59,10 @@ from .chains import (
     LangevinState,
     _noise,
     _Recorder,
-    _step_stream,
     accept_or_keep,
     chain_setup,
     check_finite_start,
-    check_start_spacing,
     effective_beta,
-    frozen_chain_warning,
     gibbs_potential,
     initial_particles,
     low_acceptance_warning,
@@ -231,6 +229,22 @@ def count_overshoot(omega, drift, eta: float, nearest, neighbour) -> int:
     return int((relative > nearest).sum())
 
 
+def _check_torus(energy, singular) -> None:
+    """On a :class:`~meanfield.domains.Torus`: the pair terms must read minimum images
+    (:func:`~meanfield.energy.check_periodic_terms`), and an unsoftened singular pair
+    kernel is refused (the near-field step reads free-space distances, blind to pairs
+    across the seam).  Nothing is checked on a Box or a Ball."""
+    if not isinstance(energy.domain, Torus):
+        return
+    check_periodic_terms(energy)
+    if singular:
+        raise InputError(
+            f"an unsoftened singular pair kernel ({singular[0].kernel!r}) on the torus "
+            f"{energy.domain!r}: the near-field step does not read minimum images; give the "
+            "kernel a softening > 0"
+        )
+
+
 @dataclass
 class ProjectedLangevin:
     r"""Unadjusted projected Langevin (Algorithm 1), with random-batch and data mini-batches.
@@ -327,6 +341,7 @@ class ProjectedLangevin:
             "langevin", self.energy, self.interaction_batch, self.data_batch
         )
         self._singular = singular_pair_terms(self.energy)
+        _check_torus(self.energy, self._singular)
         if self.pair_step is None:
             # random batches hide which pairs are close: their default is the explicit step,
             # whose overshoots are counted and warned (OvershootWarning), not refused
@@ -363,7 +378,7 @@ class ProjectedLangevin:
         cache = {"overshoot_steps": 0, "capped_steps": 0} if self._singular else {}
         return LangevinState(omega=omega, rng=new_stream(seed), cache=cache)
 
-    def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
+    def step(self, state: LangevinState) -> LangevinState:
         """One step of Algorithm 1 from ``state``, returned as a new state.
 
         The noise ξ and, when set, the random pair batches and the data rows are drawn from
@@ -373,9 +388,6 @@ class ProjectedLangevin:
         ----------
         state : LangevinState
             Left as it was.
-        generator : torch.Generator, optional
-            Deprecated (the previous call form, one more release): draw from this generator
-            instead of the state's stream; the new state carries where it left it.
 
         Returns
         -------
@@ -402,7 +414,7 @@ class ProjectedLangevin:
         >>> torch.equal(lang.step(s0).omega, s1.omega)  # s0 still holds its stream
         True
         """
-        generator = _step_stream(state, generator, f"{type(self).__name__}.step")
+        generator = state.generator()
         omega = state.omega
         N = omega.shape[-2]
         beta_N = effective_beta(self.beta, N, self.regime)
@@ -490,6 +502,7 @@ class MALA:
         self.eta = check_positive("eta (step size)", self.eta)
         self.beta = check_positive("beta (inverse temperature)", self.beta)
         check_choice("regime", self.regime, REGIMES)
+        _check_torus(self.energy, ())
 
     def _potential(self, omega, beta_N):
         return gibbs_potential(self.energy, omega, beta_N)
@@ -510,7 +523,7 @@ class MALA:
         """
         return metropolis_init(self.energy, omega, self.beta, self.regime, seed=seed)
 
-    def step(self, state: LangevinState, generator: torch.Generator | None = None) -> LangevinState:
+    def step(self, state: LangevinState) -> LangevinState:
         """One MALA proposal and Metropolis decision per replica, returned as a new state.
 
         The proposal noise, then the uniforms of the decisions, are drawn from the state's
@@ -521,9 +534,6 @@ class MALA:
         state : LangevinState
             As :meth:`init` gives it (U and ∇U cached; a state whose positions were replaced
             by ``evolve(omega=...)`` has them recomputed, never stale); left as it was.
-        generator : torch.Generator, optional
-            Deprecated (the previous call form, one more release): draw from this generator
-            instead of the state's stream; the new state carries where it left it.
 
         Returns
         -------
@@ -551,7 +561,7 @@ class MALA:
         >>> s.step, s.proposed, s.accepted.tolist()
         (10, 10, [10.0, 10.0, 10.0, 10.0, 10.0])
         """
-        generator = _step_stream(state, generator, f"{type(self).__name__}.step")
+        generator = state.generator()
         beta_N = effective_beta(self.beta, state.omega.shape[-2], self.regime)
         state = with_potential(state, self.energy, beta_N)  # U, ∇U dropped by evolve(omega=)
         omega, U, gradU = state.omega, state.cache["U"], state.cache["gradU"]
@@ -618,6 +628,8 @@ def boundary_fraction(omega, domain) -> float:
     >>> boundary_fraction([[0.6, 0.8], [0.0, 0.0]], Ball(2, 1.0))
     0.5
     """
+    if isinstance(domain, Torus):
+        return 0.0  # no boundary: the wrap pins nothing
     x = np.asarray(omega, dtype=float)
     lo, hi = domain.bounding_box
     R = (hi - lo) / 2
@@ -647,6 +659,8 @@ def pinning_step_warning(domain, eta: float, beta: float, beta_N: float) -> str 
     >>> pinning_step_warning(Box(1, 1.0), 8.0, 1.0, 1.0)
     'one noise step sqrt(2 eta / beta_N) = 4 is wider than the domain (2R = 2): ...'
     """
+    if isinstance(domain, Torus):
+        return None  # no boundary: the wrap pins nothing
     lo, hi = domain.bounding_box
     noise = math.sqrt(2 * eta / beta_N) if beta_N > 0 else math.inf
     if noise < hi - lo:
@@ -750,9 +764,10 @@ def simulate(
         default ``"capped"`` for such a kernel, ``"explicit"`` otherwise).
     check_start : bool, default True
         MALA only: refuse a start with two particles closer than START_SPACING · N^(−1/p)
-        under an unsoftened singular kernel (:func:`~meanfield.dynamics.chains.
-        check_start_spacing`). Pass False to continue a chain from its own samples: close
-        pairs of a Gibbs sample are part of the law, not a bad start.
+        under an unsoftened singular kernel
+        (:func:`~meanfield.dynamics.chain_checks.check_start_spacing`). Pass False to
+        continue a chain from its own samples: close pairs of a Gibbs sample are part of the
+        law, not a bad start.
 
     Returns
     -------
@@ -770,7 +785,7 @@ def simulate(
         A bad argument (checked when the spec is made); (MALA) a start with infinite energy
         or force (:func:`check_finite_start`), or with two particles closer than
         START_SPACING · N^(−1/p) under an unsoftened singular kernel
-        (:func:`~meanfield.dynamics.chains.check_start_spacing`).
+        (:func:`~meanfield.dynamics.chain_checks.check_start_spacing`).
 
     Warns
     -----
@@ -786,7 +801,21 @@ def simulate(
         MALA only: some replica accepted under :data:`LOW_ACCEPTANCE` of its proposals.
     meanfield.errors.FrozenChainWarning
         MALA only: some replica's travel is below the spread of its particles
-        (:func:`~meanfield.dynamics.chains.frozen_chain_warning`).
+        (:func:`~meanfield.dynamics.chain_checks.frozen_chain_warning`).
+
+    See Also
+    --------
+    meanfield.dynamics.hmc.sample_hmc : HMC for the exact Gibbs law of the same spec.
+    meanfield.pde.equation.McKeanVlasov : the grid view, the N → ∞ limit of the same energy.
+    meanfield.pde.stationary.gibbs_state : its stationary state ρ_β, which a long chain samples.
+    meanfield.ot.distance.wasserstein : the transport view (a chain's particles against ρ_β).
+
+    References
+    ----------
+    - J. A. Carrillo, R. J. McCann, C. Villani, "Kinetic equilibration rates for granular media
+      and related equations", Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015.
 
     Examples
     --------

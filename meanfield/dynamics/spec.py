@@ -63,11 +63,11 @@ from ..errors import (
     StepBudgetError,
 )
 from ..pde.field import Density
-from ..pde.flux import SCHEMES, Scheme
+from ..pde.schemes import SCHEMES, Scheme
 
 #: The integrators of :func:`~meanfield.dynamics.langevin.simulate` (HMC runs through
 #: :func:`~meanfield.dynamics.hmc.sample_hmc`); declared with the run parameters
-#: (:data:`meanfield.contract.RUN_METHODS`).
+#: (:data:`meanfield.contract.registry.RUN_METHODS`).
 METHODS = RUN_METHODS
 #: Default step budget of a side-by-side run (:func:`meanfield.workbench.compare.compare`),
 #: for the particles and the grid alike (the default ``max_steps`` of
@@ -108,8 +108,8 @@ def _check_safety(value):
 
 #: The check of every run parameter a :class:`RunSpec` shares with the plain configurations:
 #: name -> function(value) -> the checked value (raising with the parameter's name and range).
-#: The particle parameters are those the contract declares (:data:`meanfield.contract.
-#: RUN_PARAMS`), the grid's are checked here.
+#: The particle parameters are those the contract declares
+#: (:data:`meanfield.contract.registry.RUN_PARAMS`), the grid's are checked here.
 RUN_CHECKS = {
     **{
         name: RUN_PARAMS[name].check
@@ -407,7 +407,7 @@ class RunSpec:
     seed : int, default 0
         Seeds the sample of the initial law and the noise; in [0, 2⁶³ − 1].
     scheme : str or Scheme, default "upwind"
-        Grid flux scheme (:data:`meanfield.pde.flux.SCHEMES`).
+        Grid flux scheme (:data:`meanfield.pde.schemes.SCHEMES`).
     order : {1, 2}, default 2
         Order of the upwind reconstruction.
     safety : float in (0, 1], default 0.5

@@ -19,9 +19,7 @@ The modules:
 * :mod:`~meanfield.ot.sparse` — exact W₂ between weighted point clouds on a sparse support,
   certified over all pairs (:func:`~meanfield.ot.sparse.w2_sparse`, the solver behind
   ``method="sparse"``);
-* :mod:`~meanfield.ot.diagnostics` — the kernel gap on the data and the free energy; its
-  distance functions of earlier versions (``wasserstein_particles_grid``, ...) are deprecated
-  wrappers of :func:`~meanfield.ot.distance.wasserstein`;
+* :mod:`~meanfield.ot.diagnostics` — the kernel gap on the data and the free energy;
 * :mod:`~meanfield.ot.spacing` — the minimum pair distance of a particle configuration.
 
 Examples

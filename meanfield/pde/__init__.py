@@ -8,7 +8,7 @@ Pieces, each in its own module, in the manner of py-pde:
   (singular) kernels;
 * :mod:`~meanfield.pde.potential`: :class:`GridEnergy`, δE/δρ and the discrete free energy
   read from the one :class:`~meanfield.energy.Energy`;
-* :mod:`~meanfield.pde.flux`: positivity-preserving, free-energy-dissipating fluxes
+* :mod:`~meanfield.pde.schemes`: positivity-preserving, free-energy-dissipating fluxes
   (Carrillo–Chertock–Huang upwind; Scharfetter–Gummel / Chang–Cooper, explicit, implicit
   Euler, or the second-order positive implicit MPRK22 step ``sg-mprk22``), with compiled 1D
   loops in :mod:`~meanfield.pde._kernels`;
@@ -24,9 +24,9 @@ Pieces, each in its own module, in the manner of py-pde:
 from .convolution import FFTConvolution, cell_integrated_kernel
 from .equation import McKeanVlasov
 from .field import Density
-from .flux import ScharfetterGummel, ScharfetterGummelMPRK, UpwindScheme, make_scheme
 from .grid import Grid
 from .potential import GridEnergy
+from .schemes import ScharfetterGummel, ScharfetterGummelMPRK, UpwindScheme, make_scheme
 from .solver import SolveResult, solve
 from .stationary import StationaryReport, equilibrium_measure, gibbs_state
 from .stepper import EquationProtocol, Stepper, StepPlan

@@ -1,6 +1,6 @@
 """Compiled (numba) inner loops of the 1D Scharfetter–Gummel steppers.
 
-The flux schemes in :mod:`meanfield.pde.flux` are written with numpy over whole arrays; on the
+The flux schemes in :mod:`meanfield.pde.schemes` are written with numpy over whole arrays; on the
 small 1D grids where a time-to-accuracy study lives (M ≈ 50–5000 cells) a numpy step costs
 tens of microseconds of call overhead for a few hundred flops.  When the potential U does
 not depend on ρ (one-body energies: the linear Fokker–Planck equation) the face coefficients

@@ -305,7 +305,9 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
     """
     hmax = max(grid.h)
     need = kernel.length_scale(grid.dim)
-    if need is not None and not (isinstance(need, (int, float)) and math.isfinite(need) and need > 0):
+    if need is not None and not (
+        isinstance(need, (int, float)) and math.isfinite(need) and need > 0
+    ):
         raise InputError(
             f"{type(kernel).__name__}.length_scale({grid.dim}) must be None or a finite length "
             f"> 0, got {need!r}"
@@ -328,7 +330,7 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
     )
 
 
-def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
+def neg_laplacian(v: np.ndarray, h, *, periodic: bool = False) -> np.ndarray:
     r"""−Δ_h v with no-flux walls on a cell-centred grid (the finite-volume Laplacian).
 
     .. math::
@@ -343,11 +345,13 @@ def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
         Grid function, shape (n_1, …, n_p).
     h : sequence of p floats
         Cell widths.
+    periodic : bool, default False
+        Periodic faces (a torus grid): the first and last cells of each axis are neighbours.
 
     Returns
     -------
     numpy.ndarray
-        Same shape as ``v``; it sums to zero (the walls are no-flux).
+        Same shape as ``v``; it sums to zero (the walls are no-flux, or there are none).
 
     Examples
     --------
@@ -360,6 +364,10 @@ def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
            [0., 0., 0.],
            [0., 0., 0.]])
     """
+    if periodic:
+        return -sum(
+            (np.roll(v, -1, a) - 2 * v + np.roll(v, 1, a)) / ha**2 for a, ha in enumerate(h)
+        )
     out = np.zeros_like(v)
     for a, ha in enumerate(h):
         d = np.diff(v, axis=a) / ha**2
@@ -371,8 +379,55 @@ def neg_laplacian(v: np.ndarray, h) -> np.ndarray:
     return out
 
 
+def periodic_weights(weights: np.ndarray, n) -> np.ndarray:
+    r"""The weights of the circular convolution on a periodic grid, by the minimum image.
+
+    Offset m (mod n_a on each axis) takes the cell integral W at its minimum image
+    m' ∈ {−⌊n_a/2⌋, …, ⌈n_a/2⌉ − 1}: the kernel read on the torus as k(minimum image of z).
+    That is the periodised kernel Σ_ℓ k(z + 2Lℓ) to the minimum-image approximation: exact
+    for a kernel whose range is below L, and for a 2L-periodic kernel (−cos θ on the circle)
+    when the cell at offset n_a/2 (which straddles ±L) integrates the kernel itself across L.
+
+    .. math::
+
+        W^{\mathrm{per}}_{m} = W_{m'}, \qquad m' \equiv m \pmod n, \quad
+        m'_a \in [-n_a/2, n_a/2).
+
+    Parameters
+    ----------
+    weights : numpy.ndarray, shape (2 n_1 − 1, …)
+        The cell-integrated kernel of :func:`cell_integrated_kernel` (offset m at index
+        n_a − 1 + m_a).
+    n : sequence of p ints
+        Cells per axis.
+
+    Returns
+    -------
+    numpy.ndarray, shape n
+        ``out[m]`` = W_{m'} for m = 0 … n_a − 1 (the FFT layout of a circular kernel).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from meanfield.pde.convolution import periodic_weights
+    >>> W = np.array([-3.0, -2.0, -1.0, 0.0, -1.0, -2.0, -3.0])  # offsets -3 … 3
+    >>> periodic_weights(W, (4,))  # offsets 0, 1, -2, -1
+    array([ 0., -1., -2., -1.])
+    """
+    n = tuple(int(k) for k in n)
+    src = []
+    for k in n:
+        m = np.arange(k)
+        mi = np.where(m >= k - k // 2, m - k, m)  # minimum image in [−⌊k/2⌋, ⌈k/2⌉ − 1]
+        src.append(k - 1 + mi)
+    return weights[np.ix_(*src)]
+
+
 class FFTConvolution:
     r"""The linear map ρ ↦ (Σ_j W_{i−j} ρ_j)_i on a grid, by zero-padded real FFT.
+
+    On a periodic grid (a :class:`~meanfield.domains.Torus`) the sum is circular,
+    Σ_j W^per_{(i−j) mod n} ρ_j (:func:`periodic_weights`), by FFT without padding.
 
     Parameters
     ----------
@@ -419,6 +474,10 @@ class FFTConvolution:
         self.weights = cell_integrated_kernel(kernel, grid.h, grid.n)
         if not np.all(np.isfinite(self.weights)):
             raise ValueError(f"the cell-integrated kernel {kernel!r} is not finite on this grid")
+        if grid.periodic:
+            self.padded = tuple(grid.n)  # circular: no padding
+            self._hat = sfft.rfftn(periodic_weights(self.weights, grid.n), workers=workers)
+            return
         self.padded = tuple(sfft.next_fast_len(2 * k - 1, real=True) for k in grid.n)
         Wp = np.zeros(self.padded)
         # circular placement: offset m goes to index m mod L
@@ -462,6 +521,13 @@ class FFTConvolution:
         rho = np.asarray(rho, dtype=float)
         n = self.grid.n
         out = np.zeros(n)
+        if self.grid.periodic:
+            Wper = periodic_weights(self.weights, n)
+            idx = np.indices(n)
+            for j in np.ndindex(*n):
+                m = tuple((idx[a] - j[a]) % n[a] for a in range(len(n)))
+                out += Wper[m] * rho[j]
+            return out
         for j in np.ndindex(*n):
             sl = tuple(slice(k - 1 - jj, 2 * k - 1 - jj) for k, jj in zip(n, j, strict=True))
             out += self.weights[sl] * rho[j]
@@ -508,7 +574,7 @@ class FFTConvolution:
         v = np.random.default_rng(0).standard_normal(self.grid.shape)
         ratios = []
         for _ in range(iterations):
-            w = neg_laplacian(self(v), self.grid.h)
+            w = neg_laplacian(self(v), self.grid.h, periodic=self.grid.periodic)
             nv, nw = np.linalg.norm(v), np.linalg.norm(w)
             if nw == 0:
                 return 0.0

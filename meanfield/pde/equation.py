@@ -3,7 +3,7 @@
     ∂_t ρ = ∇·( ρ ∇ δE/δρ[ρ] ) + β⁻¹ Δρ   on the box, no flux through its faces.
 
 :class:`McKeanVlasov` ties together the energy on the grid
-(:class:`~meanfield.pde.potential.GridEnergy`), a flux scheme (:mod:`meanfield.pde.flux`) and
+(:class:`~meanfield.pde.potential.GridEnergy`), a flux scheme (:mod:`meanfield.pde.schemes`) and
 the solver (:func:`meanfield.pde.solver.solve`), in the manner of a py-pde ``PDE`` object::
 
     eq = McKeanVlasov(energy, grid, beta=10.0)
@@ -26,9 +26,9 @@ from .._validation import check_positive
 from ..energy import Energy
 from ..errors import NumericalError
 from .field import Density
-from .flux import Scheme, make_scheme
 from .grid import Grid
 from .potential import GridEnergy
+from .schemes import Scheme, make_scheme
 from .solver import solve
 from .stepper import StepPlan
 
@@ -51,11 +51,11 @@ class McKeanVlasov:
         Inverse temperature β > 0 (finite; use :func:`~meanfield.pde.stationary.equilibrium_measure`
         for β = inf).
     scheme : str or Scheme
-        Flux scheme, a name of :data:`~meanfield.pde.flux.SCHEMES` ("upwind", "sg",
+        Flux scheme, a name of :data:`~meanfield.pde.schemes.SCHEMES` ("upwind", "sg",
         "sg-implicit", "chang-cooper", "sg-mprk22", "sg-mprk22-split") or a Scheme object
-        (see :mod:`meanfield.pde.flux`); ``sg-mprk22`` is the implicit scheme
+        (see :mod:`meanfield.pde.schemes`); ``sg-mprk22`` is the implicit scheme
         of second order in time.  Bound here, once, to ``grid`` and ``beta``
-        (:meth:`~meanfield.pde.flux.Scheme.bind`: a bound copy, :attr:`scheme`; a given
+        (:meth:`~meanfield.pde.schemes.Scheme.bind`: a bound copy, :attr:`scheme`; a given
         Scheme object is left unbound).
     order : {1, 2}
         Order of the upwind reconstruction.
@@ -97,7 +97,7 @@ class McKeanVlasov:
     >>> eq.operator(gibbs).shape
     (64, 64)
     >>> res = eq.solve(Density.gaussian(g, 1.0, 0.5), 1.0)
-    >>> round(float(res.state.mean()[0]), 2), round(math.exp(-1), 2)
+    >>> round(float(res.state.mean[0]), 2), round(math.exp(-1), 2)
     (0.37, 0.37)
     """
 

@@ -99,10 +99,10 @@ class Density:
     >>> u = Density.uniform(g)
     >>> round(u.mass, 12), float(u.data[0, 0])  # 1 / area of [-1, 1]^2
     (1.0, 0.25)
-    >>> np.allclose(u.covariance(), np.eye(2) / 3)  # Var U(-1, 1) = 1/3
+    >>> np.allclose(u.covariance, np.eye(2) / 3)  # Var U(-1, 1) = 1/3
     True
     >>> rho = Density.gaussian(Grid(Box(1, 6.0), 64), mean=0.5, std=1.0)
-    >>> round(float(rho.mean()[0]), 3), round(float(rho.covariance()[0, 0]), 1)
+    >>> round(float(rho.mean[0]), 3), round(float(rho.covariance[0, 0]), 1)
     (0.5, 1.0)
     >>> rho.sample(5, seed=0).shape
     (5, 1)
@@ -290,8 +290,12 @@ class Density:
             raise InputError("cannot normalise a density of zero mass")
         return Density(self.grid, self.data / m)
 
+    @property
     def mean(self) -> np.ndarray:
-        """First moment of the piecewise-constant density (exact per cell).
+        """First moment of the piecewise-constant density (exact per cell), divided by the mass.
+
+        The moments are properties, as :attr:`mass` is (and as a
+        :class:`~meanfield.ot.Measure`'s ``mass`` is).
 
         Returns
         -------
@@ -301,14 +305,15 @@ class Density:
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
-        >>> Density(Grid(Box(1, 1.0), 4), [0, 0, 1.0, 1.0]).mean()
+        >>> Density(Grid(Box(1, 1.0), 4), [0, 0, 1.0, 1.0]).mean
         array([0.5])
         """
         w = self.masses.ravel() / self.mass
         return w @ self.grid.centers
 
+    @property
     def covariance(self) -> np.ndarray:
-        """Covariance of the piecewise-constant density.
+        """Covariance of the piecewise-constant density (of the normalised law).
 
         Exact for piecewise-constant cells: the centre-point covariance plus h_a²/12 on the
         diagonal (the variance of a uniform law on a cell).
@@ -321,11 +326,11 @@ class Density:
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
-        >>> Density(Grid(Box(1, 1.0), 4), [0, 0, 0, 1.0]).covariance()  # U(0.5, 1): 0.5²/12
+        >>> Density(Grid(Box(1, 1.0), 4), [0, 0, 0, 1.0]).covariance  # U(0.5, 1): 0.5²/12
         array([[0.02083333]])
         """
         w = self.masses.ravel() / self.mass
-        c = self.grid.centers - self.mean()
+        c = self.grid.centers - self.mean
         cov = (c * w[:, None]).T @ c
         return cov + np.diag(np.square(self.grid.h)) / 12.0
 

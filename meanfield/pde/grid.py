@@ -28,7 +28,7 @@ import numpy as np
 
 from .._resources import BYTES_PER_CELL
 from .._validation import check_int, env_ceiling
-from ..domains import Box, Domain
+from ..domains import Box, Domain, Torus
 from ..errors import InputError, InputTypeError, SizeLimitError
 
 #: Dimensions the grid solver handles.
@@ -154,11 +154,12 @@ def check_grid_domain(domain: Domain) -> Box:
     Parameters
     ----------
     domain : Domain
-        Must be a :class:`~meanfield.domains.Box` of dimension p ∈ {1, 2, 3}.
+        Must be a :class:`~meanfield.domains.Box` (no-flux walls) or a
+        :class:`~meanfield.domains.Torus` (periodic faces) of dimension p ∈ {1, 2, 3}.
 
     Returns
     -------
-    Box
+    Box or Torus
         ``domain`` itself.
 
     Raises
@@ -181,10 +182,11 @@ def check_grid_domain(domain: Domain) -> Box:
     """
     if not isinstance(domain, Domain):
         raise InputTypeError(f"domain must be a meanfield.domains.Box, got {domain!r}")
-    if not isinstance(domain, Box):
+    if not isinstance(domain, (Box, Torus)):
         raise InputError(
             f"incompatible domain {domain!r}: the grid solver needs a Box [-R, R]^p (its faces "
-            "carry the no-flux condition); build the energy on a Box to compare with the grid"
+            "carry the no-flux condition) or a Torus [-L, L)^p (periodic faces); build the "
+            "energy on a Box to compare with the grid"
         )
     if domain.dim not in GRID_DIMS:
         raise InputError(
@@ -198,10 +200,14 @@ def check_grid_domain(domain: Domain) -> Box:
 class Grid:
     r"""A uniform cell-centred grid on a box ``[−R, R]^p``, p ∈ {1, 2, 3}.
 
+    On a :class:`~meanfield.domains.Torus` [−L, L)^p the same cells tile the periodic cell
+    (:attr:`periodic`): the schemes let mass cross the faces at ±L (the last cell's right
+    face is the first cell's left face) and the pair convolution is circular.
+
     Parameters
     ----------
-    domain : Box
-        The box; its ``dim`` is p and its ``half_width`` is R.
+    domain : Box or Torus
+        The box (or torus); its ``dim`` is p and its ``half_width`` is R.
     n : int or tuple of int
         Cells per axis (≥ 4); an int is used on every axis.  The grid's memory estimate
         (:func:`grid_memory_estimate`) must not exceed :func:`grid_bytes_ceiling` (1 TiB by
@@ -277,6 +283,19 @@ class Grid:
         object.__setattr__(self, "_cell_volume", float(np.prod(h)))
 
     # --- geometry ---------------------------------------------------------------------------
+    @property
+    def periodic(self) -> bool:
+        """True on a :class:`~meanfield.domains.Torus` (faces at ±L identified), False on a
+        box (no-flux walls).
+
+        Examples
+        --------
+        >>> from meanfield.domains import Box, Torus
+        >>> Grid(Torus(1), 8).periodic, Grid(Box(1), 8).periodic
+        (True, False)
+        """
+        return isinstance(self.domain, Torus)
+
     @property
     def dim(self) -> int:
         """Dimension p of the box.
@@ -520,12 +539,15 @@ class Grid:
         >>> Grid(Box(1, 1.0), 4).describe()
         {'grid_dim': 1, 'grid_n': [4], 'grid_radius': 1.0, 'grid_h': [0.5]}
         """
-        return {
+        out = {
             "grid_dim": self.dim,
             "grid_n": list(self.n),
             "grid_radius": self.half_width,
             "grid_h": list(self.h),
         }
+        if self.periodic:  # only on a torus: a box's attributes stay as they were
+            out["grid_periodic"] = 1
+        return out
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Grid) and self.domain == other.domain and self.n == other.n

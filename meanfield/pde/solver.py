@@ -8,7 +8,7 @@ U = δE/δρ[ρ] and the scheme's positivity (CFL) bound Δt_* at the current st
 
 so the step is as large as positivity allows and tracker records fall on exact times.  With
 ``safety`` < 1 every cell keeps at least a fraction 1 − safety of its own mass in one step
-(:mod:`meanfield.pde.flux`), so ρ > 0 stays > 0.
+(:mod:`meanfield.pde.schemes`), so ρ > 0 stays > 0.
 
 Any equation with the interface of :class:`~meanfield.pde.stepper.EquationProtocol` can be
 solved; :class:`~meanfield.pde.equation.McKeanVlasov` is the one of this package.  When the
@@ -414,7 +414,7 @@ def solve(
     >>> g = Grid(Box(1, 5.0), 128)
     >>> eq = McKeanVlasov(Energy([QuadraticPotential()], Box(1, 5.0)), g, 1.0, scheme="sg")
     >>> res = solve(eq, Density.gaussian(g, 1.0, 0.5), 1.0)
-    >>> round(float(res.state.mean()[0]), 2)  # e^(-1) = 0.368
+    >>> round(float(res.state.mean[0]), 2)  # e^(-1) = 0.368
     0.37
     """
     _check_equation(equation, state)

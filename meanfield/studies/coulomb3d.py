@@ -20,6 +20,16 @@ Distances: W2(μ_N, μ*_h) exact (``ot.emd2`` between the particles and the cell
 of μ*_h, :func:`meanfield.ot.distance.w2` with ``method="exact"``),
 and the exact 1D W2 between the law of |ω| under μ_N and under the unit ball (CDF r³,
 :class:`~meanfield.closed_forms.BallRadius`).
+
+References
+----------
+- S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+  Mathematics, EMS, 2015 (the equilibrium measure of a Coulomb gas, its N → ∞ limit).
+- D. Chafaï, N. Gozlan, P.-A. Zitt, "First-order global asymptotics for confined particles
+  with singular pair repulsion", Ann. Appl. Probab. 24 (2014) 2371–2413 (the quadratic
+  confinement's equilibrium is the uniform ball).
+- M. D. Hoffman, A. Gelman, "The No-U-Turn sampler", JMLR 15 (2014) 1593–1623 (the step-size
+  adaptation of the HMC warm-up).
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ from ..energy import Energy, PairInteraction, QuadraticPotential
 from ..kernels import Coulomb
 from ..pde import Density, Grid, equilibrium_measure
 from ..results import provenance
-from ._deprecation import renamed_keywords
+from .limits import check_size
 
 #: E(μ*) of the uniform unit ball: 3/10 (confinement) + 3/5 (half the Coulomb self-energy 6/5).
 BALL_ENERGY = 0.9
@@ -50,21 +60,6 @@ BALL_DENSITY = 3.0 / (4.0 * math.pi)
 BOX_HALF_WIDTH = 1.25
 
 
-def __getattr__(name):
-    # BOX_RADIUS: the former name of BOX_HALF_WIDTH (a box has a half-width, not a radius)
-    if name == "BOX_RADIUS":
-        import warnings
-
-        warnings.warn(
-            "BOX_RADIUS is deprecated and will be removed in the next version; use BOX_HALF_WIDTH",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return BOX_HALF_WIDTH
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@renamed_keywords(box_radius="half_width")
 def ball_energy(half_width: float = BOX_HALF_WIDTH, softening: float = 0.0) -> Energy:
     """E = ∫|ω|²/2 dμ + ½ ∬ k dμ dμ with k = 1/|z| (Coulomb in R³), on [−R, R]³.
 
@@ -77,9 +72,18 @@ def ball_energy(half_width: float = BOX_HALF_WIDTH, softening: float = 0.0) -> E
     Parameters
     ----------
     half_width : float
-        R > 1 (the support, the unit ball, must fit inside the box); formerly ``box_radius``.
+        R > 1 (the support, the unit ball, must fit inside the box).
     softening : float
         ε ≥ 0 of the kernel (|z|² + ε²)^(−1/2); 0 for the exact Coulomb kernel.
+
+    See Also
+    --------
+    grid_equilibrium : its β = ∞ equilibrium on a grid.
+    meanfield.studies.limits.closed_form_energy : the p = 1, 2 cases of THEORY §5.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* of a Coulomb gas).
 
     Examples
     --------
@@ -128,6 +132,10 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
         ``inner``; ``mass_outside``: the mass of cells whose centre lies farther than
         1 + h√3/2 from 0 (cells the unit ball does not reach).
 
+    See Also
+    --------
+    grid_equilibrium : returns these diagnostics of μ*_h.
+
     Examples
     --------
     The grid equilibrium on 6³ cells is already close to the unit ball:
@@ -146,7 +154,7 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
     r = np.linalg.norm(g.centers, axis=1)
     half_diag = 0.5 * math.sqrt(sum(h * h for h in g.h))
     mass = rho.mass
-    second = float(np.trace(rho.covariance()) + rho.mean() @ rho.mean())
+    second = float(np.trace(rho.covariance) + rho.mean @ rho.mean)
     radius = math.sqrt(5.0 / 3.0 * second)
     core = r + half_diag <= inner
     dev = np.abs(rho.data.ravel()[core] / (mass * BALL_DENSITY) - 1.0)
@@ -159,16 +167,15 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
     }
 
 
-@renamed_keywords(n="cells", box_radius="half_width")
 def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float = 1e-8) -> tuple:
     """μ*_h on a grid of ``cells``³ cells, its report, diagnostics and wall time.
 
     Parameters
     ----------
     cells : int
-        Cells per axis (≥ 4); formerly ``n``.
+        Cells per axis (≥ 4).
     half_width : float
-        R of the box [−R, R]³ (> 1); formerly ``box_radius``.
+        R of the box [−R, R]³ (> 1).
     tol : float
         Tolerance of :func:`meanfield.pde.equilibrium_measure`.
 
@@ -176,6 +183,11 @@ def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float 
     -------
     (Density, StationaryReport, dict)
         The dict holds :func:`ball_diagnostics`, ``energy`` E_h(μ*_h), ``h`` and ``wall_s``.
+
+    See Also
+    --------
+    meanfield.pde.equilibrium_measure : the solver.
+    coulomb3d_study : this equilibrium against h and against particles.
 
     Examples
     --------
@@ -225,7 +237,6 @@ def machine() -> dict:
     }
 
 
-@renamed_keywords(N="n_particles")
 def particle_run(
     n_particles: int,
     grid_rho: Density,
@@ -242,7 +253,7 @@ def particle_run(
     Parameters
     ----------
     n_particles : int
-        Number of particles N (≥ 2); formerly ``N``.
+        Number of particles N (≥ 2).
     grid_rho : Density
         The grid equilibrium μ*_h (p = 3); its box is the particles' domain.
     beta : float
@@ -266,6 +277,11 @@ def particle_run(
         over the kept states), the same two distances for N iid uniform points in the ball
         (``w2_grid_iid``, ``w2_radial_iid``), the HMC ``step_size``, ``n_leapfrog``,
         ``acceptance``, the positions of the last state (``omega``, (N, 3)) and ``wall_s``.
+
+    See Also
+    --------
+    meanfield.dynamics.langevin.sample_hmc : the sampler.
+    coulomb3d_study : this run over several N.
 
     Examples
     --------
@@ -342,7 +358,6 @@ def _radial_profile(r, masses, edges):
     return m / (vol * BALL_DENSITY)
 
 
-@renamed_keywords(Ns="n_particles", n_grid="cells", n_grids="cells_sweep")
 def coulomb3d_study(
     n_particles,
     *,
@@ -360,11 +375,11 @@ def coulomb3d_study(
     Parameters
     ----------
     n_particles : sequence of int
-        Particle numbers N (formerly ``Ns``).
+        Particle numbers N.
     cells : int
-        Cells per axis of the grid μ*_h the particles are compared with (formerly ``n_grid``).
+        Cells per axis of the grid μ*_h the particles are compared with.
     cells_sweep : sequence of int
-        Grids of the convergence-in-h record, ``cells`` added (formerly ``n_grids``).
+        Grids of the convergence-in-h record, ``cells`` added.
     beta, seed, n_warmup, n_samples :
         As :func:`particle_run` (seed + N seeds each N).
     cache_dir : path, optional
@@ -382,6 +397,15 @@ def coulomb3d_study(
         ``grid_energy_error``, ``grid_wall_s``, ``grid_h``); over ``r``: radial profiles of
         μ*_h and of the largest N's last state.  Attributes: parameters (``cells``,
         ``box_half_width``, ...), machine, seed, version.
+
+    See Also
+    --------
+    particle_run, grid_equilibrium : one N, one grid.
+    coulomb3d_data : this study at a named size.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* of a Coulomb gas).
 
     Examples
     --------
@@ -522,25 +546,21 @@ def coulomb3d_data(size: str = "full", seed: int = 0, cache_dir=None) -> xr.Data
     xarray.Dataset
         That of :func:`coulomb3d_study`, with ``figure`` and ``size`` attributes.
 
+    See Also
+    --------
+    coulomb3d_study : the study.
+    meanfield.cli.figures.make_figures : computes and draws every figure.
+
     Examples
     --------
-    The size is checked before any work:
-
-    >>> from meanfield.studies.coulomb3d import coulomb3d_data
-    >>> coulomb3d_data(size="tiny")
-    Traceback (most recent call last):
-    ...
-    meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
-
     The small size takes seconds (N = 40, 80 on a 10³ grid):
 
+    >>> from meanfield.studies.coulomb3d import coulomb3d_data
     >>> ds = coulomb3d_data(size="small")
     >>> ds["N"].values.tolist(), ds.attrs["size"]
     ([40, 80], 'small')
     """
     import torch
-
-    from ._sizes import check_size
 
     check_size(size)
     torch.set_num_threads(1)

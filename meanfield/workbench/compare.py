@@ -9,11 +9,12 @@ is the sampling error.
 
 It reads one :class:`~meanfield.dynamics.spec.RunSpec` (``compare(spec)``), or builds it from
 keywords (``compare(energy, initial, n_particles=..., beta=..., t_final=..., eta=...)``).
-:func:`default_problem` and :func:`run_default_comparison` (the README's embedded problem, a
+:func:`~meanfield.workbench.problems.default_problem` and
+:func:`~meanfield.workbench.problems.run_default_comparison` (the README's embedded problem, a
 :class:`~meanfield.workbench.problems.ComparisonConfig`, and its one-call run with I/O) live in
-:mod:`meanfield.workbench.problems` and are re-exported here.
-:func:`convergence_in_n` (the rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over
-seeds) lives in :mod:`meanfield.studies.convergence` and is re-exported here.
+:mod:`meanfield.workbench.problems`; :func:`~meanfield.studies.limits.convergence_in_n` (the
+rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over seeds) in
+:mod:`meanfield.studies.limits`.
 
 The dataset
 -----------
@@ -39,16 +40,14 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import check_fit_sizes, check_int
+from .._validation import check_fit_sizes
+from ..contract import Param, declare
 from ..dynamics.langevin import simulate
 from ..dynamics.spec import MAX_STEPS, RunSpec, as_spec, n_steps_for
-from ..energy import (
-    AlignmentTerm,
-    Energy,
-)
+from ..energy import Energy
 from ..errors import InputError, InputTypeError
-from ..ot.diagnostics import kernel_gap, resolve_w_method, w_name
-from ..ot.distance import wasserstein
+from ..ot.diagnostics import kernel_gap
+from ..ot.distance import W2_METHODS, resolve_w_method, w_name, wasserstein
 from ..ot.measure import Measure
 from ..pde import Density, FreeEnergyTracker, MassTracker, StorageTracker
 from ..pde.solver import check_step_budget
@@ -58,13 +57,23 @@ from ..stats import fit_power_law
 
 
 def _data_term(energy: Energy):
-    """The energy's data (alignment) term, whose kernel gap is recorded, or None."""
+    """(X, feature) of the energy's first alignment term — any term whose
+    :meth:`~meanfield.energy.Term.kernel_data` names its data, built-in or not — or None."""
     for t in energy.terms:
-        if isinstance(t, AlignmentTerm):
-            return t
+        if (data := t.kernel_data()) is not None:
+            return data
     return None
 
 
+@declare(
+    Param("n_records", "int", "about this many records (every n_steps // n_records steps, "
+          "plus the last)", low=1),
+    Param("w_method", "choice", "how W2 is computed (auto: exact or sparse_exact)",
+          choices=W2_METHODS),
+    Param("progress", "flag", "show progress bars"),
+    Param("max_steps", "int", "the most steps either side may take (the particles' and the "
+          "grid's, checked before any work)", low=1),
+)  # fmt: skip
 def compare(
     spec=None,
     initial=None,
@@ -125,6 +134,29 @@ def compare(
         the module docstring ("The dataset"); attributes: every parameter, the seed, solver
         statistics and the package version.
 
+    Raises
+    ------
+    meanfield.errors.InputTypeError, meanfield.errors.InputError
+        A declared parameter (``n_records``, ``w_method``, ``progress``, ``max_steps``) or a
+        field of the spec refused by name, before any work.
+    meanfield.errors.StepBudgetError
+        Either side would take more than ``max_steps`` steps.
+
+    See Also
+    --------
+    meanfield.dynamics.langevin.simulate : the particle side.
+    meanfield.pde.solver.solve : the grid side.
+    meanfield.workbench.problems.run_default_comparison : the default problem, run and saved.
+    meanfield.studies.limits.convergence_in_n : the rate of W2(μ_N(t), ρ_t) → 0 in N.
+
+    References
+    ----------
+    Carrillo, J. A., Chertock, A. and Huang, Y. (2015). A finite-volume method for nonlinear
+    nonlocal equations with a gradient flow structure. Commun. Comput. Phys. 17, 233–258
+    (the grid scheme).
+    Sznitman, A.-S. (1991). Topics in propagation of chaos. École d'Été de Probabilités de
+    Saint-Flour XIX, Lecture Notes in Math. 1464 (why W2(μ_N(t), ρ_t) → 0).
+
     Examples
     --------
     >>> from meanfield.workbench.compare import compare
@@ -144,9 +176,7 @@ def compare(
     >>> bool((compare(spec, n_records=1)["w2"] == ds["w2"]).all())
     True
     """
-    max_steps = check_int("max_steps", max_steps)
     spec = as_spec(spec, initial, max_steps=max_steps, **run)
-    n_records = check_int("n_records", n_records)
     _check_spec(spec, max_steps)
     law, grid = spec.law, spec.grid
     eq = spec.equation()  # the grid's step count too, before the particles run
@@ -260,7 +290,7 @@ def _diagnostics(energy, grid, omega, grid_ds, method, seed, progress) -> dict:
         if method == "exact":
             w1[k] = wasserstein(a, b, 1, "exact").distance
         if data is not None:
-            gap[k] = kernel_gap(omega[k], rho_k, data.X_np, data.feature)
+            gap[k] = kernel_gap(omega[k], rho_k, *data)
     return {"w2": w2, "w1": w1, "gap": gap}
 
 
@@ -312,6 +342,7 @@ def _assemble(ds_p, grid_ds, grid, method, diag) -> xr.Dataset:
 # ----------------------------------------------------------------------------------------
 # the rate in N
 # ----------------------------------------------------------------------------------------
+@declare(Param("confidence", "level", "level of the Student-t interval on the mean slope"))
 def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     r"""Fit W ≈ C N^slope per seed and summarise the slope over seeds (Student-t interval).
 
@@ -342,7 +373,19 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     Raises
     ------
     meanfield.errors.InputError
-        Fewer than 3 distinct N (the rate is undetermined) or fewer than 2 seeds.
+        Fewer than 3 distinct N (the rate is undetermined), fewer than 2 seeds, ``w`` not of
+        shape (K, S), or ``confidence`` outside (0, 1).
+
+    See Also
+    --------
+    meanfield.stats.fit_power_law : the fit itself (bootstrap or Student-t interval).
+    meanfield.studies.limits.convergence_in_n : the study that measures W2 over N and seeds.
+
+    References
+    ----------
+    Fournier, N. and Guillin, A. (2015). On the rate of convergence in Wasserstein distance of
+    the empirical measure. Probab. Theory Relat. Fields 162, 707–738 (the iid rates, N^(−1/2)
+    in p = 1, that the fitted slope is compared with).
 
     Examples
     --------
@@ -358,35 +401,11 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     """
     w = np.asarray(w, dtype=float)
     if w.ndim != 2 or w.shape[1] < 2:
-        raise ValueError("w must have shape (len(n_values), S) with S >= 2 seeds")
+        raise InputError(f"w must have shape (len(n_values), S) with S >= 2 seeds, got {w.shape}")
     out = fit_power_law(
         check_fit_sizes("n_values (N)", n_values), w, level=confidence, interval="t"
     )
     return {**out, "confidence": confidence}
 
 
-# the default problem and its run moved to meanfield.workbench.problems, the rate study in N to
-# meanfield.studies.convergence; both stay importable from here, resolved on first use (PEP
-# 562): meanfield.workbench.problems runs compare(), so importing it here at load time would be a
-# cycle. The only imports of a higher module in this file; tests/test_import_graph.py lists them.
-_MOVED = {
-    "DEFAULTS": "problems",
-    "default_problem": "problems",
-    "run_default_comparison": "problems",
-    "convergence_in_n": "convergence",
-}
-
-
-def __getattr__(name: str):
-    if _MOVED.get(name) == "problems":
-        from . import problems
-
-        return getattr(problems, name)
-    if _MOVED.get(name) == "convergence":
-        from ..studies import convergence
-
-        return getattr(convergence, name)
-    raise AttributeError(f"module 'meanfield.workbench.compare' has no attribute {name!r}")
-
-
-__all__ = ["compare", "fit_rate", *_MOVED]  # noqa: F822 (moved names resolve lazily)
+__all__ = ["compare", "fit_rate"]

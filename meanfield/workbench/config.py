@@ -6,9 +6,10 @@ sweeps: one place that turns names and numbers into an :class:`~meanfield.energy
 (:class:`~meanfield.dynamics.spec.RunSpec`) that :func:`~meanfield.dynamics.langevin.simulate`
 reads.  Every configuration here (and :class:`~meanfield.workbench.problems.ComparisonConfig`,
 ``meanfield compare``'s) is a frozen dataclass, checked when made, that reads and writes
-TOML (``from_toml``, ``to_toml``).  Each field of :class:`SimulationConfig` is declared by a
-:class:`~meanfield.contract.Param` in its metadata: its check (the run parameters it shares
-with a spec are declared once, :data:`meanfield.contract.RUN_PARAMS`), its flag's help text
+TOML (``from_toml``, ``to_toml``: :class:`~meanfield.workbench.toml_config.TomlConfig`).
+Each field of :class:`SimulationConfig` is declared by a :class:`~meanfield.contract.Param` in
+its metadata: its check (the run parameters it shares
+with a spec are declared once, :data:`meanfield.contract.registry.RUN_PARAMS`), its flag's help text
 (:data:`meanfield.cli.parser.HELP`) and its row in the docs' tables come from it.
 
 The energy built from a configuration is (THEORY §2)
@@ -21,6 +22,12 @@ The energy built from a configuration is (THEORY §2)
 with c = ``confinement``, A the ``alignment`` (linear, risk or normalised) and k the
 ``kernel``; each term is left out when its coefficient is zero (or ``alignment = "none"``).
 
+That menu is a preset.  The ``model`` field replaces it by any energy the plain-data
+description can express (:func:`meanfield.to_dict`: the package's own terms and kernels by
+name — ``DoubleWellPotential``, ``Torus``, ``PeriodicPairInteraction`` … — and a user's class
+by its import path ``"module:Class"``): a ``[simulate.model]`` table of a TOML file, the
+path of a description file, or its JSON text.
+
 Examples
 --------
 >>> from meanfield.workbench.config import SimulationConfig
@@ -31,23 +38,23 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import sys
-import zipfile
-from dataclasses import dataclass, fields, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._validation import (
-    check_array,
-    check_choice,
-    check_device,
-)
+from .._validation import check_choice, check_device
 from ..contract import RUN_METHODS, RUN_PARAMS, Param, check_declared, declare_fields
-from ..errors import DataFileError, InputError, InputTypeError, MissingFileError
+from ..errors import InputError
+from .data_files import load_xy
+from .toml_config import (
+    MODEL_EXAMPLE,
+    TomlConfig,
+    check_menu_left_alone,
+    config_field,
+    model_energy,
+    model_text,
+)
 
 # torch and the computational modules (energy, kernels, particles, ...) are imported where
 # they are used, so that ``meanfield --help`` (whose flags are this dataclass's fields) and
@@ -57,10 +64,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..energy import Energy
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 ALIGNMENTS = ("linear", "risk", "normalised", "none")
 
@@ -91,151 +94,30 @@ START_SPACING = 0.5
 START_MAX_ROUNDS = 100
 
 
-def _toml_value(value) -> str:
-    """One value in TOML: a string, a boolean, an integer or a float (inf and nan included)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        if np.isnan(v):
-            return "nan"
-        return repr(v) if np.isfinite(v) else ("inf" if v > 0 else "-inf")
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
-    raise InputTypeError(f"a configuration value must be a string or a number, got {value!r}")
-
-
-class _TomlConfig:
-    """Reading and writing a plain configuration (a dataclass of names and numbers) as TOML:
-    the file's top-level keys or its ``[<TABLE>]`` table, one key per field."""
-
-    #: The TOML table of the configuration (also its command).
-    TABLE = ""
-
-    @classmethod
-    def from_toml(cls, path: str | Path, **overrides):
-        r"""Read a TOML file (top-level keys or the configuration's table), then apply overrides.
-
-        A missing file, a folder, or a file that is not UTF-8 TOML raises a
-        :class:`~meanfield.errors.MeanfieldError` naming the file, before any work.
-
-        Parameters
-        ----------
-        path : str or pathlib.Path
-            The TOML file.
-        **overrides
-            Field values that replace the file's (``None`` values are ignored, so unset
-            command-line flags do not override the file).
-
-        Returns
-        -------
-        The configuration.
-
-        Raises
-        ------
-        meanfield.errors.MissingFileError
-            ``path`` does not exist.
-        meanfield.errors.InputError
-            ``path`` is a folder or not valid TOML, or a value is out of range.
-        ValueError
-            An unknown key (the message lists the allowed ones).
-
-        Examples
-        --------
-        >>> import os, tempfile
-        >>> from meanfield.workbench.config import SimulationConfig
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     path = os.path.join(folder, "run.toml")
-        ...     with open(path, "w") as f:
-        ...         _ = f.write("[simulate]\nbeta = 10.0\nn_particles = 64\n")
-        ...     cfg = SimulationConfig.from_toml(path, n_particles=32, eta=None)
-        >>> cfg.beta, cfg.n_particles, cfg.eta
-        (10.0, 32, 0.05)
-        """
-        path = Path(path)
-        if not path.exists():
-            raise MissingFileError(f"config file {path} does not exist")
-        if not path.is_file():
-            raise InputError(f"config {path} is not a file (a TOML file is expected)")
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            raise InputError(f"config file {path} is not valid TOML: {err}") from None
-        raw = raw.get(cls.TABLE, raw)
-        if not isinstance(raw, dict):
-            raise InputError(f"'{cls.TABLE}' in config file {path} must be a table ([{cls.TABLE}])")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown key(s) in {path}: {', '.join(unknown)}; "
-                f"allowed: {', '.join(sorted(known))}"
-            )
-        raw.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**raw)
-
-    def to_toml(self, path: str | Path | None = None) -> str:
-        """This configuration as TOML, a ``[<TABLE>]`` table of every field that is set;
-        :meth:`from_toml` reads it back to an equal configuration.
-
-        Parameters
-        ----------
-        path : str or pathlib.Path, optional
-            Also write the text to this file.
-
-        Returns
-        -------
-        str
-            The TOML text.
-
-        Examples
-        --------
-        >>> import os, tempfile
-        >>> from meanfield.workbench.config import SimulationConfig
-        >>> cfg = SimulationConfig(n_particles=16, beta=5.0)
-        >>> print(cfg.to_toml().splitlines()[0])
-        [simulate]
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     path = os.path.join(folder, "run.toml")
-        ...     _ = cfg.to_toml(path)
-        ...     back = SimulationConfig.from_toml(path)
-        >>> back == cfg
-        True
-        """
-        lines = [f"[{self.TABLE}]"]
-        lines += [f"{k} = {_toml_value(v)}" for k, v in self.as_dict().items() if v is not None]
-        text = "\n".join(lines) + "\n"
-        if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
-        return text
-
-    def as_dict(self) -> dict:
-        """Every field as a plain dict (what a dataset's ``config_*`` attributes hold).
-
-        Returns
-        -------
-        dict
-            Field name -> value.
-
-        Examples
-        --------
-        >>> from meanfield.workbench.config import SimulationConfig
-        >>> SimulationConfig().as_dict()["regime"]
-        'mean-field'
-        """
-        return dataclasses.asdict(self)
-
-
-def _field(default, param: Param):
-    """A configuration field with its default, declared by ``param`` (its check, its flag's
-    help text, its row in the docs)."""
-    return dataclasses.field(default=default, metadata={"param": param})
-
-
 #: The fields of :class:`SimulationConfig` that only HMC reads.
 _HMC_FIELDS = ("trajectory_length", "n_warmup", "target_accept", "step_size")
+
+#: The fields of :class:`SimulationConfig` that build the menu's energy (and its data): a
+#: ``model`` replaces them all, so a value other than the default beside it is refused.
+MENU_FIELDS = (
+    "data",
+    "data_file",
+    "n_data",
+    "data_dim",
+    "feature",
+    "alignment",
+    "alpha",
+    "kernel",
+    "s",
+    "softening",
+    "width",
+    "lam",
+    "confinement",
+    "domain",
+    "radius",
+    "dtype",
+    "device",
+)
 
 
 def _simulation_example(name, value) -> dict:
@@ -255,7 +137,7 @@ def _simulation_example(name, value) -> dict:
 
 @declare_fields(example=_simulation_example)
 @dataclass(frozen=True)
-class SimulationConfig(_TomlConfig):
+class SimulationConfig(TomlConfig):
     """Every parameter of one particle run (defaults: the README's main job).
 
     Data: ``data`` names a synthetic task of :mod:`meanfield.learners.tasks` (drawn with ``n_data``
@@ -337,11 +219,21 @@ class SimulationConfig(_TomlConfig):
     step_size : float, optional
         HMC only: initial (or, with ``n_warmup = 0``, fixed) leapfrog step ε > 0 (default:
         Hoffman–Gelman's heuristic).
+    model : str or dict, optional
+        Any energy instead of the menu's: its description (:func:`meanfield.to_dict` form;
+        built-in names, a user's class as ``"module:Class"``) as a TOML table
+        (``[simulate.model]``), the path of a TOML or JSON file holding one, or its JSON text
+        (stored as JSON text, keys sorted; :meth:`to_toml` writes it back as the table).  The
+        fields of :data:`MENU_FIELDS` (data, feature, alignment, kernel, confinement, domain,
+        dtype, device …) are then refused at other values than their defaults; the initial
+        particles are drawn as :meth:`initial_particles` says.
 
     Raises
     ------
     meanfield.errors.InputError
-        A value out of range or an unknown name; the message names the field.
+        A value out of range or an unknown name; the message names the field.  With a
+        ``model``: a description that cannot be read or built (named ``model``), or a menu
+        field set beside it.
     meanfield.errors.InputTypeError
         A value of the wrong type: a boolean for a number (``beta = true`` in TOML is not
         β = 1), a float for a count.
@@ -350,6 +242,19 @@ class SimulationConfig(_TomlConfig):
         :func:`meanfield.dynamics.spec.estimate_work`) exceeds the ceiling
         :data:`meanfield.dynamics.spec.MAX_WORK` (10¹³ evaluations; the environment variable
         ``MEANFIELD_MAX_WORK`` raises it).
+
+    See Also
+    --------
+    meanfield.dynamics.spec.RunSpec : the typed run specification :meth:`spec` returns.
+    meanfield.dynamics.langevin.simulate : the run it describes.
+    meanfield.workbench.problems.ComparisonConfig : the configuration of ``meanfield compare``.
+    meanfield.workbench.toml_config.TomlConfig : reading and writing it as TOML.
+
+    References
+    ----------
+    .. [1] M. Badiei Khuzani, S. Honnaiah, A. Islam, A. Cozzi and A. Bagherjeiran, "A Coulomb
+       particle model for learning kernel attention in Transformers" (the paper; the model of
+       THEORY §1-3; summary in ``seeds/``).
 
     Examples
     --------
@@ -363,7 +268,7 @@ class SimulationConfig(_TomlConfig):
     (('time', 'particle', 'dim'), (6, 16, 3))
     """
 
-    data: str = _field(
+    data: str = config_field(
         "two_moons",
         Param(
             "data",
@@ -373,7 +278,7 @@ class SimulationConfig(_TomlConfig):
             examples=("two_moons",),
         ),
     )
-    data_file: str | None = _field(
+    data_file: str | None = config_field(
         None,
         Param(
             "data_file",
@@ -382,13 +287,13 @@ class SimulationConfig(_TomlConfig):
             optional=True,
         ),
     )
-    n_data: int = _field(
+    n_data: int = config_field(
         400, Param("n_data", "int", "number of data points drawn from the synthetic task", low=2)
     )
-    data_dim: int = _field(
+    data_dim: int = config_field(
         2, Param("data_dim", "int", "input dimension d of the synthetic task", low=1)
     )
-    feature: str = _field(
+    feature: str = config_field(
         "fourier",
         Param(
             "feature",
@@ -398,7 +303,7 @@ class SimulationConfig(_TomlConfig):
             choices=("positive", "fourier", "softplus"),
         ),
     )
-    alignment: str = _field(
+    alignment: str = config_field(
         "linear",
         Param(
             "alignment",
@@ -408,7 +313,7 @@ class SimulationConfig(_TomlConfig):
             choices=ALIGNMENTS,
         ),
     )
-    alpha: float = _field(
+    alpha: float = config_field(
         1.0,
         Param(
             "alpha",
@@ -418,7 +323,7 @@ class SimulationConfig(_TomlConfig):
             low_open=True,
         ),
     )
-    kernel: str = _field(
+    kernel: str = config_field(
         "coulomb",
         Param(
             "kernel",
@@ -427,7 +332,7 @@ class SimulationConfig(_TomlConfig):
             examples=("coulomb", "log"),
         ),
     )
-    s: float | None = _field(
+    s: float | None = config_field(
         None,
         Param(
             "s",
@@ -438,14 +343,14 @@ class SimulationConfig(_TomlConfig):
             label="s (Riesz exponent)",
         ),
     )
-    softening: float = _field(
+    softening: float = config_field(
         0.05, Param("softening", "real", "softening length epsilon of the pair kernel", low=0.0)
     )
-    width: float = _field(
+    width: float = config_field(
         1.0,
         Param("width", "real", "width of the gaussian pair kernel", low=0.0, low_open=True),
     )
-    lam: float = _field(
+    lam: float = config_field(
         0.05,
         Param(
             "lam",
@@ -455,7 +360,7 @@ class SimulationConfig(_TomlConfig):
             label="lam (lambda)",
         ),
     )
-    confinement: float = _field(
+    confinement: float = config_field(
         0.0,
         Param(
             "confinement",
@@ -464,7 +369,7 @@ class SimulationConfig(_TomlConfig):
             low=0.0,
         ),
     )
-    domain: str = _field(
+    domain: str = config_field(
         "box",
         Param(
             "domain",
@@ -473,7 +378,7 @@ class SimulationConfig(_TomlConfig):
             choices=("box", "ball"),
         ),
     )
-    radius: float = _field(
+    radius: float = config_field(
         4.0,
         Param(
             "radius",
@@ -484,8 +389,10 @@ class SimulationConfig(_TomlConfig):
             label="radius (R)",
         ),
     )
-    n_particles: int = _field(256, replace(RUN_PARAMS["n_particles"], doc="number of particles N"))
-    init: str = _field(
+    n_particles: int = config_field(
+        256, replace(RUN_PARAMS["n_particles"], doc="number of particles N")
+    )
+    init: str = config_field(
         "gaussian",
         Param(
             "init",
@@ -496,7 +403,7 @@ class SimulationConfig(_TomlConfig):
             choices=("gaussian", "orthogonal"),
         ),
     )
-    bandwidth: float = _field(
+    bandwidth: float = config_field(
         1.0,
         Param(
             "bandwidth",
@@ -506,7 +413,7 @@ class SimulationConfig(_TomlConfig):
             low_open=True,
         ),
     )
-    method: str = _field(
+    method: str = config_field(
         "langevin",
         replace(
             RUN_PARAMS["method"],
@@ -516,40 +423,40 @@ class SimulationConfig(_TomlConfig):
             "--target-accept, --step-size)",
         ),
     )
-    regime: str = _field("mean-field", RUN_PARAMS["regime"])
-    eta: float = _field(
+    regime: str = config_field("mean-field", RUN_PARAMS["regime"])
+    eta: float = config_field(
         0.05,
         replace(RUN_PARAMS["eta"], doc="step size eta of langevin and mala; time t = eta * steps"),
     )
-    beta: float = _field(1000.0, RUN_PARAMS["beta"])
-    n_steps: int = _field(
+    beta: float = config_field(1000.0, RUN_PARAMS["beta"])
+    n_steps: int = config_field(
         400,
         replace(
             RUN_PARAMS["n_steps"],
             doc="number of steps (hmc: recorded trajectories, after the warm-up)",
         ),
     )
-    record_every: int | None = _field(
+    record_every: int | None = config_field(
         None,
         replace(
             RUN_PARAMS["record_every"],
             doc="record positions and energies every this many steps (default ~100 records)",
         ),
     )
-    interaction_batch: int | None = _field(
+    interaction_batch: int | None = config_field(
         None,
         replace(
             RUN_PARAMS["interaction_batch"],
             doc="random-batch size B for the pair term (O(N B) per step)",
         ),
     )
-    data_batch: int | None = _field(
+    data_batch: int | None = config_field(
         None,
         replace(
             RUN_PARAMS["data_batch"], doc="mini-batch size of data rows per step for the alignment"
         ),
     )
-    dtype: str = _field(
+    dtype: str = config_field(
         "float64",
         Param(
             "dtype",
@@ -558,16 +465,16 @@ class SimulationConfig(_TomlConfig):
             choices=("float64", "float32"),
         ),
     )
-    device: str = _field(
+    device: str = config_field(
         "cpu", Param("device", "string", "torch device: cpu or cuda", examples=("cpu",))
     )
-    seed: int = _field(
+    seed: int = config_field(
         0,
         replace(
             RUN_PARAMS["seed"], doc="seed of every random number (data, initial particles, noise)"
         ),
     )
-    trajectory_length: float | None = _field(
+    trajectory_length: float | None = config_field(
         None,
         Param(
             "trajectory_length",
@@ -578,7 +485,7 @@ class SimulationConfig(_TomlConfig):
             optional=True,
         ),
     )
-    n_warmup: int | None = _field(
+    n_warmup: int | None = config_field(
         None,
         Param(
             "n_warmup",
@@ -589,7 +496,7 @@ class SimulationConfig(_TomlConfig):
             optional=True,
         ),
     )
-    target_accept: float | None = _field(
+    target_accept: float | None = config_field(
         None,
         Param(
             "target_accept",
@@ -598,7 +505,7 @@ class SimulationConfig(_TomlConfig):
             optional=True,
         ),
     )
-    step_size: float | None = _field(
+    step_size: float | None = config_field(
         None,
         Param(
             "step_size",
@@ -611,13 +518,30 @@ class SimulationConfig(_TomlConfig):
         ),
     )
 
+    model: str | None = config_field(
+        None,
+        Param(
+            "model",
+            "string",
+            "the energy as a description (meanfield.to_dict form: built-in names, user "
+            "classes as 'module:Class'): a TOML or JSON file of one, its JSON text, or a "
+            "[simulate.model] table; replaces the menu's energy (feature, alignment, kernel, "
+            "confinement, domain, data, dtype)",
+            optional=True,
+            examples=(MODEL_EXAMPLE,),
+        ),
+    )
+
     TABLE = "simulate"
+    TABLE_FIELDS = ("model",)
 
     def __post_init__(self):
         from ..kernels import KERNEL_NAMES
 
+        # a TOML table (a dict) is stored as its JSON text: the field is a string throughout
+        object.__setattr__(self, "model", model_text(self.model))
         # every field by its declaration (the run parameters a RunSpec shares are declared
-        # once, meanfield.contract.RUN_PARAMS), then what involves several fields
+        # once, meanfield.contract.registry.RUN_PARAMS), then what involves several fields
         check_declared(self)
         self._check_hmc()
         check_choice("kernel", self.kernel, KERNEL_NAMES)
@@ -633,6 +557,10 @@ class SimulationConfig(_TomlConfig):
                 "drop it or set kernel = 'riesz'"
             )
         object.__setattr__(self, "device", check_device("device", self.device))
+        if self.model is not None:
+            check_menu_left_alone(self, MENU_FIELDS)
+            self._check_work(model_energy(self.model))  # the model built once, checked
+            return
         if self.alignment == "none" and self.confinement == 0.0:
             raise InputError(
                 "with alignment 'none' set confinement > 0: the energy needs a term "
@@ -640,9 +568,10 @@ class SimulationConfig(_TomlConfig):
             )
         self._check_work()
 
-    def _check_work(self) -> None:
+    def _check_work(self, energy: Energy | None = None) -> None:
         """The run's estimated work against the ceiling (:func:`meanfield.dynamics.spec.
-        check_work`), from the fields alone, before any data is read or particle drawn.
+        check_work`), from the fields alone (or the model's ``energy``), before any data is
+        read or particle drawn.
 
         HMC counts one gradient per trajectory (its leapfrog steps are adapted during the
         run: a lower bound), and a ``data_file`` counts no data points until it is read (the
@@ -650,12 +579,15 @@ class SimulationConfig(_TomlConfig):
         from ..dynamics.spec import check_work, estimate_work
 
         N = self.n_particles
-        partners = 0
-        if self.lam > 0:
-            partners = (self.interaction_batch or N) - 1
-        n_data = 0
-        if self.alignment != "none":
-            n_data = self.data_batch or (0 if self.data_file else self.n_data)
+        if energy is None:
+            paired = self.lam > 0
+            n_data = 0
+            if self.alignment != "none":
+                n_data = self.data_batch or (0 if self.data_file else self.n_data)
+        else:  # the model's own terms: a pair term has a kernel, an alignment term data
+            paired = any(hasattr(t, "kernel") for t in energy.terms)
+            n_data = self.data_batch or energy.n_data() or 0
+        partners = (self.interaction_batch or N) - 1 if paired else 0
         steps = self.n_steps
         if self.method == "hmc":
             steps += 200 if self.n_warmup is None else self.n_warmup
@@ -701,6 +633,7 @@ class SimulationConfig(_TomlConfig):
         -------
         X : numpy.ndarray, shape (n, d), or None
         y : numpy.ndarray, shape (n,), or None
+            None too with a ``model``, whose alignment terms hold their own data.
 
         Examples
         --------
@@ -709,7 +642,7 @@ class SimulationConfig(_TomlConfig):
         >>> X.shape, y.shape
         ((20, 2), (20,))
         """
-        if self.alignment == "none":
+        if self.alignment == "none" or self.model is not None:
             return None, None
         if self.data_file:
             return load_xy(self.data_file)
@@ -733,7 +666,8 @@ class SimulationConfig(_TomlConfig):
         meanfield.energy.Energy
             Terms: the confinement (if c > 0), the alignment (unless ``"none"``), the pair
             interaction (if λ > 0); on the domain of dimension p = the feature's particle
-            dimension, with this dtype and device.
+            dimension, with this dtype and device.  With a ``model``: the energy it
+            describes (``X`` and ``y`` unused).
 
         Examples
         --------
@@ -741,7 +675,13 @@ class SimulationConfig(_TomlConfig):
         >>> energy = SimulationConfig(n_data=20, domain="ball", confinement=1.0).build_energy()
         >>> energy.domain
         Ball(dim=3, radius=4.0)
+        >>> model = {"type": "Energy", "terms": [{"type": "DoubleWellPotential"}],
+        ...          "domain": {"type": "Box", "dim": 1, "half_width": 2.0}}
+        >>> [type(t).__name__ for t in SimulationConfig(model=model).build_energy().terms]
+        ['DoubleWellPotential']
         """
+        if self.model is not None:
+            return model_energy(self.model)
         import torch
 
         from ..domains import make_domain
@@ -791,10 +731,15 @@ class SimulationConfig(_TomlConfig):
         A near-coincident pair under such a kernel would freeze MALA (every proposal
         rejected) and make the start energy infinite.  Other kernels keep the plain draw.
 
+        With a ``model`` the draw is that of the feature map of the model's first alignment
+        term (in its data's dimension), or, without one, iid N(0, bandwidth⁻² I_p) in the
+        dimension p of the model's domain; the spacing follows the model's pair kernels.
+
         Parameters
         ----------
         data_dim : int
-            Input dimension d of the data (the particle dimension follows from the feature).
+            Input dimension d of the data (the particle dimension follows from the feature);
+            unused with a ``model``.
 
         Returns
         -------
@@ -817,31 +762,54 @@ class SimulationConfig(_TomlConfig):
         True
         """
         from ..domains import make_domain
+        from ..features import get_feature_map
+
+        if self.model is not None:
+            return self._model_start(self.build_energy())
+        p = get_feature_map(self.feature).particle_dim(data_dim)
+        domain = make_domain(self.domain, p, self.radius)
+        return self._draw_start(self.feature, data_dim, domain)
+
+    def _model_start(self, energy: Energy) -> torch.Tensor:
+        """The initial particles of a model: drawn for the feature map of its first
+        alignment term (its data's dimension), else iid N(0, bandwidth⁻² I_p) in the
+        dimension p of its domain."""
+        for term in energy.terms:
+            if getattr(term, "feature", None) is not None and hasattr(term, "X_np"):
+                return self._draw_start(term.feature.name, term.X_np.shape[1], energy.domain)
+        return self._draw_start("positive", energy.domain.dim, energy.domain)
+
+    def _draw_start(self, feature: str, data_dim: int, domain) -> torch.Tensor:
+        """N particles for ``feature`` in ``data_dim``, separated (after the projection onto
+        ``domain``) when the pair kernel is singular: :meth:`initial_particles`."""
         from ..features import sample_initial_particles
         from ..ot.spacing import too_close
 
         draw = {"method": self.init, "bandwidth": self.bandwidth}
         omega = sample_initial_particles(
-            self.feature, self.n_particles, data_dim, seed=self.seed, **draw
+            feature, self.n_particles, data_dim, seed=self.seed, **draw
         )
         spacing = self.start_spacing(omega.shape[1])
         if spacing == 0.0:
             return omega
-        project = make_domain(self.domain, omega.shape[1], self.radius).project
+        project = domain.project
         for round_ in range(START_MAX_ROUNDS):
             bad = too_close(project(omega).numpy(), spacing)
             if bad.size == 0:
                 return omega
             seed = int(np.random.SeedSequence([self.seed, round_ + 1]).generate_state(1)[0])
-            fresh = sample_initial_particles(
-                self.feature, self.n_particles, data_dim, seed=seed, **draw
-            )
+            fresh = sample_initial_particles(feature, self.n_particles, data_dim, seed=seed, **draw)
             omega[bad] = fresh[bad]
+        if self.model is None:
+            where = f"the {self.domain} of radius {self.radius:g}"
+            kernel, fix = repr(self.kernel), "raise radius, or set softening > 0"
+        else:
+            where, fix = repr(domain), "widen the model's domain, or soften its kernel"
+            kernel = repr(self._pair_kernel(omega.shape[1]))
         raise InputError(
             f"n_particles = {self.n_particles} initial particles could not be drawn "
-            f"{spacing:.3g} apart in the {self.domain} of radius {self.radius:g} after "
-            f"{START_MAX_ROUNDS} rounds (needed by the unsoftened singular kernel "
-            f"{self.kernel!r}): lower n_particles, raise radius, or set softening > 0"
+            f"{spacing:.3g} apart in {where} after {START_MAX_ROUNDS} rounds (needed by the "
+            f"unsoftened singular kernel {kernel}): lower n_particles, {fix}"
         )
 
     def start_spacing(self, p: int) -> float:
@@ -865,17 +833,35 @@ class SimulationConfig(_TomlConfig):
         >>> SimulationConfig(n_particles=50).start_spacing(1)  # softened: no spacing
         0.0
         """
-        from ..kernels import make_kernel
-
-        kernel = make_kernel(
-            self.kernel, dim=p, s=self.s, softening=self.softening, width=self.width
-        )
-        if self.lam == 0.0 or not kernel.is_singular:
+        kernel = self._pair_kernel(p)
+        if kernel is None or not kernel.is_singular:
             return 0.0
         return START_SPACING * self.n_particles ** (-1.0 / p) / self.bandwidth
 
+    def _pair_kernel(self, p: int):
+        """The kernel of the pair term (None without one): the menu's (λ > 0), or the first
+        singular one of the model's pair terms of positive strength (else its first)."""
+        if self.model is None:
+            from ..kernels import make_kernel
+
+            if self.lam == 0.0:
+                return None
+            return make_kernel(
+                self.kernel, dim=p, s=self.s, softening=self.softening, width=self.width
+            )
+        kernels = [
+            t.kernel
+            for t in self.build_energy().terms
+            if hasattr(t, "kernel") and getattr(t, "lam", 1.0) != 0.0
+        ]
+        singular = [k for k in kernels if k.is_singular]
+        return (singular or kernels or [None])[0]
+
     def _model(self):
         """The energy and the initial particles of this configuration."""
+        if self.model is not None:
+            energy = self.build_energy()
+            return energy, self._model_start(energy)
         X, y = self.load_data()
         energy = self.build_energy(X, y)
         return energy, self.initial_particles(self.data_dim if X is None else X.shape[1])
@@ -978,67 +964,3 @@ class SimulationConfig(_TomlConfig):
             extra_attrs={f"config_{k}": v for k, v in self.as_dict().items()},
             **given,
         )
-
-
-def load_xy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Read X, y from ``.npz`` (arrays X and y) or ``.csv`` (label in the last column).
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A ``.npz`` archive holding arrays ``X`` (n, d) and ``y`` (n,), or a numeric ``.csv``
-        without header whose last column is the label.
-
-    Returns
-    -------
-    X : numpy.ndarray of float64, shape (n, d)
-    y : numpy.ndarray of float64, shape (n,)
-
-    Raises
-    ------
-    FileNotFoundError
-        ``path`` does not exist.
-    meanfield.errors.DataFileError
-        A ``.npz`` that is not a readable archive.
-    ValueError
-        Another suffix, missing arrays, a non-numeric CSV; non-finite values or mismatched
-        shapes (:class:`~meanfield.errors.InputError`).
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> from meanfield.workbench.config import load_xy
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = os.path.join(folder, "data.csv")
-    ...     np.savetxt(path, [[0.5, 1.0, 1], [0.0, -1.0, -1]], delimiter=",")
-    ...     X, y = load_xy(path)
-    >>> X.shape, y.tolist()
-    ((2, 2), [1.0, -1.0])
-    """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"data_file {path} does not exist")
-    if path.suffix == ".npz":
-        try:
-            f = np.load(path)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
-            msg = str(err).split(". ")[0]
-            raise DataFileError(f"data_file {path} is not a readable .npz ({msg})") from None
-        if not isinstance(f, np.lib.npyio.NpzFile):
-            raise DataFileError(f"data_file {path} holds one array, not an .npz archive of X, y")
-        with f:
-            if "X" not in f or "y" not in f:
-                raise ValueError(f"data_file {path} must hold arrays named 'X' and 'y'")
-            X, y = f["X"], f["y"]
-    elif path.suffix == ".csv":
-        try:
-            a = np.loadtxt(path, delimiter=",", ndmin=2)
-        except ValueError as err:
-            raise ValueError(f"data_file {path}: not a numeric CSV ({err})") from None
-        X, y = a[:, :-1], a[:, -1]
-    else:
-        raise ValueError(f"data_file must end in .npz or .csv, got {path.name}")
-    X = check_array(f"X in {path}", X, ndim=2)
-    y = check_array(f"y in {path}", y, shape=(X.shape[0],))
-    return X, y

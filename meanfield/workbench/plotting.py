@@ -239,7 +239,7 @@ def plot_ldp_rate(ds: xr.Dataset) -> Figure:
     Parameters
     ----------
     ds : xarray.Dataset
-        Output of :func:`meanfield.studies.ldp_rate.ldp_rate_data`.
+        Output of :func:`meanfield.studies.large_deviations.ldp_rate_data`.
 
     Returns
     -------
@@ -294,7 +294,7 @@ def plot_beta_limit(ds: xr.Dataset) -> Figure:
     Parameters
     ----------
     ds : xarray.Dataset
-        Output of :func:`meanfield.studies.limit_curves.beta_limit_data`.
+        Output of :func:`meanfield.studies.limits.beta_limit_data`.
 
     Returns
     -------
@@ -352,7 +352,7 @@ def plot_t_limit(ds: xr.Dataset) -> Figure:
     Parameters
     ----------
     ds : xarray.Dataset
-        Output of :func:`meanfield.studies.limit_curves.t_limit_data`.
+        Output of :func:`meanfield.studies.limits.t_limit_data`.
 
     Returns
     -------
@@ -405,7 +405,7 @@ def plot_kernel_concentration(ds: xr.Dataset) -> Figure:
     Parameters
     ----------
     ds : xarray.Dataset
-        Output of :func:`meanfield.studies.kernel_figure.kernel_concentration_data`.
+        Output of :func:`meanfield.studies.kernel_concentration.kernel_concentration_data`.
 
     Returns
     -------
@@ -494,7 +494,7 @@ def plot_n_limit(ds: xr.Dataset) -> Figure:
     Parameters
     ----------
     ds : xarray.Dataset
-        Output of :func:`meanfield.studies.limit_curves.n_limit_data`.
+        Output of :func:`meanfield.studies.limits.n_limit_data`.
 
     Returns
     -------

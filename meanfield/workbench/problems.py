@@ -26,12 +26,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import warnings
 from dataclasses import dataclass, fields, replace
 
-from .._validation import check_choice, check_output_path, spelled_as
+from .._validation import check_choice, check_output_path
 from ..contract import RUN_PARAMS, Param, check_declared, declare_fields
-from .config import _field, _TomlConfig
+from ..errors import InputError
+from .toml_config import (
+    MODEL_EXAMPLE,
+    TomlConfig,
+    check_menu_left_alone,
+    config_field,
+    model_energy,
+    model_text,
+)
 
 #: The parameters whose default depends on the dimension p = 1, 2 (None in a configuration).
 PER_DIMENSION = {
@@ -40,6 +47,10 @@ PER_DIMENSION = {
     "t_final": (2.0, 1.0),
     "init_std": (0.3, 0.4),
 }
+
+#: The fields of :class:`ComparisonConfig` that build the README's energy: a ``model``
+#: replaces them, so a value other than the default beside it is refused.
+MENU_FIELDS = ("radius", "n_data", "lam")
 
 #: The grid's fewest cells per axis, :data:`meanfield.pde.grid.MIN_CELLS` (that module imports
 #: torch, which ``meanfield compare --help`` must not; tests/test_cli.py checks that the help
@@ -70,42 +81,9 @@ def _comparison_example(name, value) -> dict:
     return {}
 
 
-class _DeprecatedProblemDict:
-    """The dict that :func:`default_problem` returned before it returned a configuration:
-    ``problem["energy"]``, ``problem.pop("config")`` and ``compare(**problem)`` keep working
-    for one release, with a DeprecationWarning."""
-
-    _KEYS = ("energy", "initial", "n_particles", "beta", "t_final", "eta")
-
-    def _warn(self) -> None:
-        warnings.warn(
-            "default_problem() returns a ComparisonConfig, not a dict: read its attributes "
-            "(problem.energy, problem.initial, problem.data, problem.beta, ...) and run "
-            "compare(problem.spec()); dict access will be removed in the next version",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-
-    def __getitem__(self, key):
-        self._warn()
-        if key == "config":
-            return self.as_dict()
-        if key == "data" or key in self._KEYS:
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def keys(self):
-        self._warn()
-        return self._KEYS
-
-    def pop(self, key, *default):
-        self._warn()
-        return self[key] if key in (*self._KEYS, "data", "config") or not default else default[0]
-
-
 @declare_fields(example=_comparison_example)
 @dataclass(frozen=True)
-class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
+class ComparisonConfig(TomlConfig):
     r"""The README's problem and its side-by-side run, in plain parameters (checked when made).
 
     Data: the radial task of Sinha & Duchi in d = ``dim`` (x ~ N(0, I_d),
@@ -122,7 +100,7 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
     field is a ``meanfield compare`` flag and a key of its TOML file (a ``[compare]`` table),
     declared by a :class:`~meanfield.contract.Param` in its metadata: its check, its flag's help
     (:data:`meanfield.cli.parser.COMPARE_HELP`) and its row in the docs' tables come from it
-    (β, N, η and the seed are the run parameters of :data:`meanfield.contract.RUN_PARAMS`).
+    (β, N, η and the seed are the run parameters of :data:`meanfield.contract.registry.RUN_PARAMS`).
 
     Parameters
     ----------
@@ -151,17 +129,26 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
     seed : int, default 0
         Seeds the particles' sample and noise.
     scheme : str, default "upwind"
-        Grid flux scheme (:data:`meanfield.pde.flux.SCHEMES`).
+        Grid flux scheme (:data:`meanfield.pde.schemes.SCHEMES`).
     order : {1, 2}, default 2
         Order of the upwind reconstruction.
     safety : float in (0, 1], default 0.5
         Fraction of the stable grid step taken.
+    model : str or dict, optional
+        Any energy instead of the README's: its description (:func:`meanfield.to_dict`
+        form; built-in names, a user's class as ``"module:Class"``) as a TOML table
+        (``[compare.model]``), the path of a TOML or JSON file holding one, or its JSON text
+        (stored as JSON text, keys sorted).  Its domain must be a box or a torus of
+        dimension ``dim``; ``radius``, ``n_data`` and ``lam``, which build the README's
+        energy, are then refused at other values than their defaults.
 
     Raises
     ------
     meanfield.errors.InputError
         A value out of range or an unknown scheme (the message names the parameter and the
-        range; on the command line, the flag as typed), or t_final / η below one step.
+        range; on the command line, the flag as typed), or t_final / η below one step; with
+        a ``model``, a description that cannot be read (named), a domain of another
+        dimension than ``dim``, or a menu field set.
     meanfield.errors.InputTypeError
         A value of the wrong type: a boolean for a number, a float for a count (``dim = 1.0``).
     meanfield.errors.SizeLimitError
@@ -172,6 +159,18 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
         variable ``MEANFIELD_MAX_WORK`` raises it); both before anything is built.
     meanfield.errors.StepBudgetError
         More particle steps than :data:`~meanfield.dynamics.spec.MAX_STEPS`.
+
+    See Also
+    --------
+    default_problem : the README's problem with some fields changed.
+    run_default_comparison : run it and write the dataset and the figure.
+    meanfield.workbench.compare.compare : both views of a run specification side by side.
+    meanfield.workbench.config.SimulationConfig : the configuration of a particle run alone.
+
+    References
+    ----------
+    .. [1] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016 (the
+       radial task).
 
     Examples
     --------
@@ -189,11 +188,11 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
 
     TABLE = "compare"
 
-    dim: int = _field(
+    dim: int = config_field(
         1,
         Param("dim", "int", "particle dimension p", low=1, high=2, choices=(1, 2)),
     )
-    radius: float = _field(
+    radius: float = config_field(
         2.0,
         Param(
             "radius",
@@ -204,7 +203,7 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             label="radius (R)",
         ),
     )
-    cells: int | None = _field(
+    cells: int | None = config_field(
         None,
         Param(
             "cells",
@@ -215,15 +214,17 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             label="cells (grid cells per axis)",
         ),
     )
-    n_data: int = _field(
+    n_data: int = config_field(
         200, Param("n_data", "int", "number of data points of the radial task", low=2)
     )
-    lam: float = _field(
+    lam: float = config_field(
         0.5,
         Param("lam", "real", "Coulomb interaction strength lambda", low=0.0, label="lam (lambda)"),
     )
-    init_mean: float = _field(0.0, Param("init_mean", "real", "mean of the Gaussian initial law"))
-    init_std: float | None = _field(
+    init_mean: float = config_field(
+        0.0, Param("init_mean", "real", "mean of the Gaussian initial law")
+    )
+    init_std: float | None = config_field(
         None,
         Param(
             "init_std",
@@ -234,10 +235,10 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             optional=True,
         ),
     )
-    beta: float = _field(
+    beta: float = config_field(
         10.0, replace(RUN_PARAMS["beta"], doc="inverse temperature beta (mean-field regime)")
     )
-    n_particles: int | None = _field(
+    n_particles: int | None = config_field(
         None,
         replace(
             RUN_PARAMS["n_particles"],
@@ -245,8 +246,8 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             optional=True,
         ),
     )
-    eta: float = _field(0.005, replace(RUN_PARAMS["eta"], doc="particle step size eta"))
-    t_final: float | None = _field(
+    eta: float = config_field(0.005, replace(RUN_PARAMS["eta"], doc="particle step size eta"))
+    t_final: float | None = config_field(
         None,
         Param(
             "t_final",
@@ -258,8 +259,10 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             units="time",
         ),
     )
-    seed: int = _field(0, replace(RUN_PARAMS["seed"], doc="seed of the particle sample and noise"))
-    scheme: str = _field(
+    seed: int = config_field(
+        0, replace(RUN_PARAMS["seed"], doc="seed of the particle sample and noise")
+    )
+    scheme: str = config_field(
         "upwind",
         Param(
             "scheme",
@@ -268,7 +271,7 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             examples=("upwind", "sg"),
         ),
     )
-    order: int = _field(
+    order: int = config_field(
         2,
         Param(
             "order",
@@ -280,7 +283,7 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
             label="order (upwind reconstruction)",
         ),
     )
-    safety: float = _field(
+    safety: float = config_field(
         0.5,
         Param(
             "safety",
@@ -292,9 +295,27 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
         ),
     )
 
+    model: str | None = config_field(
+        None,
+        Param(
+            "model",
+            "string",
+            "the energy as a description (meanfield.to_dict form: built-in names, user "
+            "classes as 'module:Class'): a TOML or JSON file of one, its JSON text, or a "
+            "[compare.model] table; replaces the README's energy (radius, n_data, lam), its "
+            "domain a box or torus of dimension --dim",
+            optional=True,
+            examples=(MODEL_EXAMPLE,),
+        ),
+    )
+
+    TABLE_FIELDS = ("model",)
+
     def __post_init__(self):
+        # a TOML table (a dict) is stored as its JSON text: the field is a string throughout
+        object.__setattr__(self, "model", model_text(self.model))
         # every field by its declaration (the run parameters a RunSpec shares are declared
-        # once, meanfield.contract.RUN_PARAMS), before anything heavy is imported; None
+        # once, meanfield.contract.registry.RUN_PARAMS), before anything heavy is imported; None
         # leaves a per-dimension field at its default for this dim
         check_declared(self)
         for name, values in PER_DIMENSION.items():
@@ -303,27 +324,47 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
 
         from .._resources import check_grid_memory
         from ..dynamics.spec import MAX_STEPS, check_work, estimate_work, n_steps_for
-        from ..pde.flux import SCHEMES
+        from ..pde.schemes import SCHEMES
 
         # declared as a string: the schemes are the flux module's, which imports torch
         check_choice("scheme", self.scheme, SCHEMES)
         n_steps = n_steps_for(self.t_final, self.eta, max_steps=MAX_STEPS)
+        # the README's energy holds one pair term (of strength lam: every particle has
+        # N - 1 partners) and the alignment term's n_data points; a model, its own terms
+        pair_terms, n_data = int(self.lam > 0), self.n_data
+        if self.model is not None:
+            energy = self._check_model()
+            pair_terms = sum(hasattr(t, "kernel") for t in energy.terms)
+            n_data = energy.n_data() or 0
         # before anything is allocated (a 100000² grid: 80 GB for the density alone)
         cells = (self.cells,) * self.dim
-        check_grid_memory("cells (grid cells per axis)", cells, pair_terms=int(self.lam > 0))
+        check_grid_memory("cells (grid cells per axis)", cells, pair_terms=pair_terms)
         # the work RunSpec would refuse, refused here from the fields alone (before the data
-        # is drawn and the energy built): the energy always holds the pair term (of strength
-        # lam), so every particle has N - 1 partners, and the alignment term n_data points
+        # is drawn and the grid made)
         N, M = self.n_particles, self.cells**self.dim
+        partners = N - 1 if (self.model is None or pair_terms) else 0
         work = estimate_work(
-            n_steps=n_steps, n_particles=N, partners=N - 1, n_data=self.n_data, cells=M
+            n_steps=n_steps, n_particles=N, partners=partners, n_data=n_data, cells=M
         )
         check_work(
             work,
-            detail=f"{n_steps} steps = round(t_final / eta) x ({N} particles x (1 + {N - 1} "
-            f"pair partners + {self.n_data} data points) + the fixed cost of a step + {M} grid "
-            "cells)",
+            detail=f"{n_steps} steps = round(t_final / eta) x ({N} particles x (1 + "
+            f"{partners} pair partners + {n_data} data points) + the fixed cost of a step + "
+            f"{M} grid cells)",
         )
+
+    def _check_model(self):
+        """The model's energy, built once (kept as :attr:`energy`): the menu fields at their
+        defaults, the domain of dimension ``dim``."""
+        check_menu_left_alone(self, MENU_FIELDS)
+        energy = model_energy(self.model)
+        if energy.domain.dim != self.dim:
+            raise InputError(
+                f"model: its domain {energy.domain!r} has dimension {energy.domain.dim}, but "
+                f"dim (--dim) = {self.dim}; set dim = {energy.domain.dim}"
+            )
+        self.__dict__["energy"] = energy  # the cached property's value: built once
+        return energy
 
     @functools.cached_property
     def data(self):
@@ -333,18 +374,24 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
         --------
         >>> from meanfield.workbench.problems import ComparisonConfig
         >>> X, y = ComparisonConfig(dim=2, n_data=10).data
-        >>> X.shape, sorted(set(y.tolist()))
+        >>> X.shape, sorted({float(v) for v in y})  # labels ±1
         ((10, 2), [-1.0, 1.0])
         """
         from ..learners.tasks import radial
 
+        if self.model is not None:  # the data of the model's first alignment term, if any
+            for term in self.energy.terms:
+                if hasattr(term, "X_np"):
+                    return term.X_np, term.y_np
+            return None, None
         split = radial(self.n_data, 1, d=self.dim, seed=0)
         return split.X_train, split.y_train
 
     @functools.cached_property
     def energy(self):
         """The :class:`~meanfield.energy.Energy`: confinement, linear alignment on
-        :attr:`data`, Coulomb repulsion of strength λ, on the box [−R, R]^p.
+        :attr:`data`, Coulomb repulsion of strength λ, on the box [−R, R]^p; or the one
+        ``model`` describes.
 
         Examples
         --------
@@ -356,6 +403,8 @@ class ComparisonConfig(_DeprecatedProblemDict, _TomlConfig):
         from ..energy import Energy, LinearAlignment, PairInteraction, QuadraticPotential
         from ..kernels import Coulomb
 
+        if self.model is not None:
+            return model_energy(self.model)
         X, y = self.data
         terms = [
             QuadraticPotential(1.0),
@@ -441,20 +490,23 @@ def default_problem(dim: int = 1, **overrides) -> ComparisonConfig:
     **overrides
         Any field of :class:`ComparisonConfig` (``radius``, ``cells``, ``n_data``, ``lam``,
         ``init_mean``, ``init_std``, ``beta``, ``n_particles``, ``eta``, ``t_final``,
-        ``seed``, ``scheme``, ``order``, ``safety``); ``grid_n``, the former name of
-        ``cells``, works for one release with a DeprecationWarning.
+        ``seed``, ``scheme``, ``order``, ``safety``).
 
     Returns
     -------
     ComparisonConfig
         The problem: ``.energy``, ``.initial``, ``.data`` = (X, y), the run parameters, and
-        ``.spec()`` for :func:`~meanfield.workbench.compare.compare`.  (Reading it as the
-        dict of the previous version warns.)
+        ``.spec()`` for :func:`~meanfield.workbench.compare.compare`.
 
     Raises
     ------
     ValueError
         An unknown parameter (the message lists the allowed ones), or one out of range.
+
+    See Also
+    --------
+    ComparisonConfig : the configuration made, with every field.
+    run_default_comparison : run it.
 
     Examples
     --------
@@ -463,24 +515,13 @@ def default_problem(dim: int = 1, **overrides) -> ComparisonConfig:
     >>> prob.energy.term_names, prob.n_particles, prob.data[0].shape
     (['confinement', 'alignment', 'interaction'], 500, (20, 1))
     """
-    spelled = {}
-    if "grid_n" in overrides:
-        warnings.warn(
-            "default_problem(grid_n=...) is deprecated and will be removed in the next "
-            "version; use cells=...",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        overrides["cells"] = overrides.pop("grid_n")
-        spelled["cells"] = "grid_n"
     known = {f.name for f in fields(ComparisonConfig)} - {"dim"}
     unknown = set(overrides) - known
     if unknown:
         raise ValueError(
             f"unknown default-problem parameter(s) {sorted(unknown)}; choose from {sorted(known)}"
         )
-    with spelled_as(spelled):
-        return ComparisonConfig(dim=dim, **overrides)
+    return ComparisonConfig(dim=dim, **overrides)
 
 
 def run_default_comparison(
@@ -525,6 +566,12 @@ def run_default_comparison(
     meanfield.errors.OutputWriteError
         A file could not be written to the end (a full disk); nothing partial is left.
 
+    See Also
+    --------
+    meanfield.workbench.compare.compare : the run itself (no files).
+    meanfield.workbench.plotting.plot_comparison : the figure written.
+    meanfield.results.save_dataset : how the dataset is written.
+
     Examples
     --------
     A very short run (writes into ``out/``; the figure takes most of the second it needs):
@@ -560,27 +607,6 @@ def run_default_comparison(
     ds.attrs["dataset_path"] = str(nc)
     ds.attrs["figure_path"] = str(png)
     return ds
-
-
-def __getattr__(name: str):
-    """``DEFAULTS``, the dicts of the previous version (p -> parameter -> value), for one
-    release with a DeprecationWarning: the defaults are :class:`ComparisonConfig`'s."""
-    if name == "DEFAULTS":
-        warnings.warn(
-            "meanfield.workbench.problems.DEFAULTS is deprecated and will be removed in the "
-            "next version: the defaults are those of ComparisonConfig(dim=p)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        keep = ("radius", "cells", "n_data", "lam", "beta", "n_particles", "eta", "t_final")
-        out = {}
-        for p in (1, 2):
-            values = {f.name: f.default for f in fields(ComparisonConfig)}
-            values.update({k: v[p - 1] for k, v in PER_DIMENSION.items()})
-            out[p] = {("grid_n" if k == "cells" else k): values[k] for k in keep}
-            out[p] |= {"init_mean": values["init_mean"], "init_std": values["init_std"]}
-        return out
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["PER_DIMENSION", "ComparisonConfig", "default_problem", "run_default_comparison"]

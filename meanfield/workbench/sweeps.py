@@ -66,8 +66,9 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import check_choice, check_int, check_output_path, require_module
+from .._validation import check_output_path, require_module
 from .._version import __version__
+from ..contract import Param, declare
 from ..errors import (
     InputError,
     InputTypeError,
@@ -309,6 +310,12 @@ def configuration_differences(old: Mapping, new: Mapping) -> list[str]:
     return out
 
 
+@declare(
+    Param("scheduler", "string", "threads, local or a scheduler's address",
+          examples=("local", "threads")),
+    Param("timeout", "real", "seconds to wait for a connection to an address", low=0.0,
+          low_open=True, units="s"),
+)  # fmt: skip
 def check_scheduler(scheduler: str, *, timeout: float = 3.0) -> str:
     """Check before any work that ``scheduler`` can run a sweep.
 
@@ -337,6 +344,15 @@ def check_scheduler(scheduler: str, *, timeout: float = 3.0) -> str:
         dask (or dask.distributed) is missing; the message holds the install command.
     meanfield.errors.ResourceError
         The address does not accept a connection within ``timeout``.
+
+    See Also
+    --------
+    run_sweep : what runs on the scheduler.
+
+    References
+    ----------
+    Rocklin, M. (2015). Dask: parallel computation with blocked algorithms and task
+    scheduling. Proc. 14th Python in Science Conf., 130–136.
 
     Examples
     --------
@@ -494,6 +510,15 @@ def _write_manifest(path: Path, data: dict) -> None:
         raise
 
 
+@declare(
+    Param("scheduler", "string", "local (a LocalCluster), threads, or a dask scheduler's "
+          "address", examples=("local", "threads")),
+    Param("n_workers", "int", "processes of local or threads of threads (None: one per core)",
+          low=1, optional=True),
+    Param("progress", "flag", "a progress bar of runs done and left"),
+    Param("on_conflict", "choice", "runs of another configuration in out_dir: keep them, or "
+          "refuse", choices=("keep", "refuse")),
+)  # fmt: skip
 def run_sweep(
     func: Callable[..., xr.Dataset],
     grid: Mapping[str, Sequence],
@@ -566,6 +591,18 @@ def run_sweep(
         ``out_dir`` also holds runs of another configuration (kept, not reused); to ``log``
         instead when given.
 
+    See Also
+    --------
+    grid_points : the grid's points, checked.
+    run_key : the file name of a run.
+    check_scheduler : the scheduler check run first.
+    gather_runs : the runs combined along the grid.
+
+    References
+    ----------
+    Rocklin, M. (2015). Dask: parallel computation with blocked algorithms and task
+    scheduling. Proc. 14th Python in Science Conf., 130–136.
+
     Examples
     --------
     A second sweep with another fixed parameter computes its own runs and notes the change:
@@ -611,11 +648,8 @@ def _check_arguments(func, grid, out_dir, fixed, scheduler, n_workers, on_confli
     points, the fixed parameters as a dict, ``n_workers`` and ``out_dir`` as checked."""
     points = grid_points(grid)
     fixed = dict(fixed or {})
-    if n_workers is not None:
-        n_workers = check_int("n_workers", n_workers)
     if not callable(func):
-        raise TypeError("func must be callable")
-    check_choice("on_conflict", on_conflict, ("keep", "refuse"))
+        raise InputTypeError(f"func must be callable, got {func!r}")
     clash = set(grid) & set(fixed)
     if clash:
         raise InputError(f"parameter(s) {sorted(clash)} are both swept (grid) and fixed")
@@ -629,7 +663,8 @@ def _report(notes: list, log, category=MeanfieldWarning) -> None:
     caller."""
     for note in notes:
         if log is None:
-            warnings.warn(note, category, stacklevel=3)
+            # run_sweep's caller: above _report, run_sweep and the contract's checking wrapper
+            warnings.warn(note, category, stacklevel=4)
         else:
             log(note)
 

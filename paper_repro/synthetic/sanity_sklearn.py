@@ -1,7 +1,7 @@
 """The scikit-learn sanity baseline of round three without selection: RBFSampler +
 RidgeClassifierCV at the *median* bandwidth, against our RFF at the same bandwidth.
 
-    python paper_repro/synthetic/sanity_sklearn.py      # after run_round3.py (~10 min, 1 core)
+    python paper_repro/synthetic/sanity_sklearn.py      # after the tuned preset (~10 min, 1 core)
     python paper_repro/synthetic/sanity_sklearn.py --in-place   # into results/round3_full
 
 In the round-three cells the scikit-learn pipeline is fitted at the bandwidth that CV chose for
@@ -41,9 +41,9 @@ def refit(rec: dict, cfg: dict) -> float:
     from sklearn.linear_model import RidgeClassifierCV
     from sklearn.pipeline import Pipeline
 
+    from meanfield.learners.diagnostics import ridge_alphas
     from meanfield.learners.tasks import make_task
-    from meanfield.studies.synthetic_kernels import TASKS
-    from meanfield.studies.synthetic_search import ridge_alphas
+    from meanfield.studies.synthetic_report import TASKS
 
     sp = make_task(
         rec["task"],
@@ -103,12 +103,12 @@ def main(argv=None) -> int:
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from meanfield.studies.synthetic_round3 import load_records
-    from meanfield.studies.synthetic_search import paired_family
-    from meanfield.studies.synthetic_variants import machine
+    from meanfield.stats import paired_family
+    from meanfield.studies.synthetic import machine
+    from meanfield.studies.synthetic_report import load_study
 
     threadpool_limits(1)
-    cfg, records = load_records(out)
+    cfg, records = load_study(out)
     t0 = time.perf_counter()
     rows = []
     for r in records:

@@ -1,0 +1,370 @@
+"""Plain-text pieces of the study reports: markdown tables, CSV files, ``mean ± SE`` cells and
+interval cells.
+
+Every report of :mod:`meanfield.studies` is a set of markdown and CSV files; this module holds
+what they share, so one table looks the same in every report:
+
+* :func:`markdown_row`, :func:`markdown_table`: GitHub-flavoured markdown (a header, a rule
+  ``|---|---|`` or ``| --- | --- |``, one line per row; every row as wide as the header);
+* :func:`write_lines`: lines to a text file, each ended by a newline;
+* :func:`write_csv`: dict rows to a CSV file (:class:`csv.DictWriter`);
+* :func:`plus_minus`, :func:`mean_se`: ``mean ± half-width`` cells; :func:`mean_se` computes
+  the mean and its standard error s/√k (sample standard deviation s, ddof = 1) over k values;
+* :func:`interval`, :func:`family_cells`: ``mean [lo, hi]`` cells and the four cells of a row
+  of :func:`meanfield.stats.paired_family` (mean with its 95 % interval, Bonferroni interval,
+  p, Holm-adjusted p); :func:`family_table`: the markdown table of a whole family.
+
+Numbers are formatted with Python's format specifications (``".3f"``, ``"+.4f"``): a NaN shows
+as ``nan`` in the cell, never silently as a number.
+
+See Also
+--------
+meanfield.stats.paired_family : the rows :func:`family_cells` formats.
+meanfield.studies.synthetic_report : the synthetic study's reports, built from these pieces.
+
+Examples
+--------
+>>> from meanfield.workbench.report_tables import markdown_table, mean_se
+>>> print("\\n".join(markdown_table(["learner", "error"], [["rff", mean_se([0.2, 0.3])]])))
+| learner | error |
+|---|---|
+| rff | 0.250 ± 0.050 |
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_choice, check_int
+from ..errors import InputError, InputTypeError
+
+__all__ = [
+    "markdown_row",
+    "markdown_table",
+    "write_lines",
+    "write_csv",
+    "plus_minus",
+    "mean_se",
+    "interval",
+    "family_cells",
+    "family_table",
+]
+
+#: The two rules of the reports: ``|---|---|`` and ``| --- | --- |``.
+RULES = ("---|", " --- |")
+
+
+def markdown_row(cells) -> str:
+    """One line of a markdown table, ``| c1 | c2 |`` (each cell by :class:`str`).
+
+    Parameters
+    ----------
+    cells : iterable
+        The cells, in order.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> markdown_row(["a", 1, 0.5])
+    '| a | 1 | 0.5 |'
+    """
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def markdown_table(header, rows=(), *, rule: str = "---|") -> list[str]:
+    """The lines of a markdown table: the header, the rule, one line per row.
+
+    Parameters
+    ----------
+    header : sequence
+        The column titles (at least one).
+    rows : iterable of sequences
+        The rows, each as wide as ``header``; none gives the header and rule alone.
+    rule : {"---|", " --- |"}
+        The rule's cell: ``|---|---|`` or ``| --- | --- |``.
+
+    Returns
+    -------
+    list of str
+        ``2 + len(rows)`` lines, without newlines.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An empty header, a row of another width than the header (the message names the row),
+        or another ``rule``.
+
+    Examples
+    --------
+    >>> markdown_table(["task", "k"], [["radial", 3], ["checkerboard", 4]])
+    ['| task | k |', '|---|---|', '| radial | 3 |', '| checkerboard | 4 |']
+    >>> markdown_table(["a", "b"], rule=" --- |")
+    ['| a | b |', '| --- | --- |']
+    """
+    check_choice("rule", rule, RULES)
+    header = list(header)
+    if not header:
+        raise InputError("header must name at least one column, got none")
+    rows = [list(row) for row in rows]
+    for i, row in enumerate(rows):
+        if len(row) != len(header):
+            raise InputError(
+                f"rows[{i}] has {len(row)} cells; every row must have the header's {len(header)}"
+            )
+    return [markdown_row(header), "|" + rule * len(header)] + [markdown_row(r) for r in rows]
+
+
+def write_lines(path, lines) -> None:
+    """Write ``lines`` to the text file ``path`` (UTF-8), each line ended by a newline.
+
+    Parameters
+    ----------
+    path : str or path
+        The file (its folder must exist; an existing file is replaced).
+    lines : iterable of str
+        The lines, without their newlines.
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        A line that is not a string (the message names it), before anything is written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "table.md"
+    >>> write_lines(path, markdown_table(["a"], [[1]]))
+    >>> path.read_text()
+    '| a |\\n|---|\\n| 1 |\\n'
+    """
+    lines = list(lines)
+    for i, line in enumerate(lines):
+        if not isinstance(line, str):
+            raise InputTypeError(f"lines[{i}] must be a string, got {type(line).__name__}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_csv(path, rows, keys=None) -> bool:
+    """Write dict ``rows`` to the CSV file ``path``: a header line, then one line per row.
+
+    Parameters
+    ----------
+    path : str or path
+        The file (its folder must exist; an existing file is replaced).
+    rows : iterable of mappings
+        The rows; values are written as :class:`str` writes them (floats in full precision).
+    keys : sequence of str, optional
+        The columns, in order: a row's other keys are left out and its missing ones left
+        empty. By default the first row's keys, and then every row may hold only those.
+
+    Returns
+    -------
+    bool
+        Whether a file was written: with no rows and no ``keys`` there are no columns to name,
+        and nothing is written.
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        A row that is not a mapping.
+    meanfield.errors.InputError
+        Without ``keys``: a row with a key the first row lacks (the message names the row and
+        the keys). Both are checked before anything is written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "table.csv"
+    >>> write_csv(path, [{"seed": 0, "error": 0.25}, {"seed": 1, "error": 0.5}])
+    True
+    >>> path.read_text().splitlines()
+    ['seed,error', '0,0.25', '1,0.5']
+    >>> write_csv(path, [{"seed": 0, "error": 0.25}], keys=["error"])
+    True
+    >>> path.read_text().splitlines(), write_csv(path, [])
+    (['error', '0.25'], False)
+    """
+    rows = list(rows)
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise InputTypeError(f"rows[{i}] must be a mapping, got {type(row).__name__}")
+    if keys is None:
+        if not rows:
+            return False
+        keys = list(rows[0])
+        for i, row in enumerate(rows):
+            if extra := [k for k in row if k not in rows[0]]:
+                raise InputError(
+                    f"rows[{i}] has the keys {extra} that rows[0] lacks; pass keys to choose "
+                    "the columns"
+                )
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(keys), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return True
+
+
+def plus_minus(mean, half_width, fmt: str = ".3f") -> str:
+    """The cell ``mean ± half_width``, both numbers in the format ``fmt``.
+
+    Parameters
+    ----------
+    mean, half_width : float
+    fmt : str
+        A format specification (``".3f"``, ``".2g"``, ...).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> plus_minus(0.25, 0.0125), plus_minus(1.5, 0.25, ".1f")
+    ('0.250 ± 0.013', '1.5 ± 0.2')
+    """
+    return f"{mean:{fmt}} ± {half_width:{fmt}}"
+
+
+def mean_se(values, fmt: str = ".3f") -> str:
+    """The cell ``mean ± standard error`` of ``values``: the SE is s/√k, s the sample standard
+    deviation (ddof = 1) of the k values.
+
+    Parameters
+    ----------
+    values : iterable of float
+        The values (e.g. one per seed).
+    fmt : str
+        A format specification for both numbers.
+
+    Returns
+    -------
+    str
+        ``"—"`` for no value; ``"m ± nan"`` for one (no standard error from one value); a NaN
+        among the values shows as ``nan``.
+
+    Examples
+    --------
+    >>> mean_se([0.1, 0.2, 0.3]), mean_se([0.5]), mean_se([])
+    ('0.200 ± 0.058', '0.500 ± nan', '—')
+    """
+    v = np.asarray(list(values), dtype=float)
+    if not len(v):
+        return "—"
+    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
+    return plus_minus(v.mean(), se, fmt)
+
+
+def interval(mean, lo, hi, k=None, fmt: str = "+.3f") -> str:
+    """The cell ``mean [lo, hi]``, followed by ``(k=K)`` when ``k`` is given.
+
+    Parameters
+    ----------
+    mean, lo, hi : float
+        An estimate and its interval.
+    k : int, optional
+        The number of values behind it (e.g. seeds).
+    fmt : str
+        A format specification for the three numbers (signed by default: differences).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> interval(0.02, -0.01, 0.05), interval(0.9, 0.85, 0.95, k=5, fmt=".2f")
+    ('+0.020 [-0.010, +0.050]', '0.90 [0.85, 0.95] (k=5)')
+    """
+    s = f"{mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+    return s if k is None else f"{s} (k={k})"
+
+
+def family_cells(row: Mapping, digits: int = 3) -> list[str]:
+    """The four cells of a row of :func:`meanfield.stats.paired_family`: the mean with its 95 %
+    interval, the Bonferroni (simultaneous) interval, p and the Holm-adjusted p.
+
+    Parameters
+    ----------
+    row : mapping
+        With ``mean``, ``lo``, ``hi``, ``lo_bonf``, ``hi_bonf``, ``p``, ``p_holm``.
+    digits : int >= 0
+        Decimals of the mean and the intervals (signed); p-values get two significant digits.
+
+    Returns
+    -------
+    list of 4 str
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A missing entry (the message names it) or ``digits`` < 0.
+    meanfield.errors.InputTypeError
+        ``digits`` is not an integer.
+
+    Examples
+    --------
+    >>> from meanfield.stats import paired_family
+    >>> row = paired_family({"x": [0.1, 0.2, 0.15, 0.12]})[0]
+    >>> family_cells(row, 2)
+    ['+0.14 [+0.07, +0.21]', '[+0.07, +0.21]', '0.0072', '0.0072']
+    """
+    digits = check_int("digits", digits, minimum=0)
+    need = ("mean", "lo", "hi", "lo_bonf", "hi_bonf", "p", "p_holm")
+    if missing := [k for k in need if k not in row]:
+        raise InputError(f"row must hold {list(need)} (a paired_family row), missing {missing}")
+    f = f"+.{digits}f"
+    bonf = f"[{row['lo_bonf']:{f}}, {row['hi_bonf']:{f}}]"
+    return [interval(row["mean"], row["lo"], row["hi"], fmt=f), bonf] + [
+        f"{row['p']:.2g}",
+        f"{row['p_holm']:.2g}",
+    ]
+
+
+def family_table(rows, labels, *, digits: int = 3, estimate: str = "mean [95 % CI]") -> list[str]:
+    """The markdown table of a family of :func:`meanfield.stats.paired_family` rows: the parts
+    of each row's label (a tuple label gives one column per part), then its
+    :func:`family_cells`.
+
+    Parameters
+    ----------
+    rows : list of mappings
+        :func:`~meanfield.stats.paired_family`'s rows, in order.
+    labels : sequence of str
+        The titles of the label columns, one per part of a label.
+    digits : int >= 0
+        As in :func:`family_cells`.
+    estimate : str
+        The title of the estimate's column.
+
+    Returns
+    -------
+    list of str
+        The lines of :func:`markdown_table`.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A label with another number of parts than ``labels`` has titles, or a row that
+        :func:`family_cells` refuses.
+
+    Examples
+    --------
+    >>> from meanfield.stats import paired_family
+    >>> rows = paired_family({("radial", 64): [0.1, 0.2, 0.15, 0.12]})
+    >>> family_table(rows, ["task", "m"], digits=2)[2]
+    '| radial | 64 | +0.14 [+0.07, +0.21] | [+0.07, +0.21] | 0.0072 | 0.0072 |'
+    """
+    header = [*labels, estimate, "Bonferroni CI", "p", "Holm p"]
+    parts = [r["label"] if isinstance(r["label"], tuple) else (r["label"],) for r in rows]
+    body = [[*label, *family_cells(r, digits)] for label, r in zip(parts, rows, strict=True)]
+    return markdown_table(header, body)
