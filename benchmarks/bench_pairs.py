@@ -2,7 +2,7 @@
 scaling in N (issue 13, items 1 and 5).
 
 Section ``pairs`` — Mpairs/s (N² / seconds, median over interleaved repeats) at N = 10⁴, p = 16,
-float32, softened Riesz s = p − 2 (ε = 0.1), for
+float32 (``--dtype float64``), softened Riesz s = p − 2 (ε = 0.1), for
 
 * ``meanfield``: :class:`meanfield.energy.PairInteraction` (the tiled symmetric sums of
   :mod:`meanfield.pairsum`);
@@ -13,9 +13,18 @@ float32, softened Riesz s = p − 2 (ε = 0.1), for
   elementwise, the force from the symmetric coefficient matrix as c.sum(1) ω − c @ ω; O(N²)
   memory, ≈ 2 GB at N = 10⁴ in float32), the reference of the ``× symmetric`` column;
 * ``keops``: pykeops LazyTensors (skipped if pykeops is missing or does not compile);
+* ``meanfield@FILE`` (with ``--compare-with FILE``): ``pair_sums`` of another copy of
+  :mod:`meanfield.pairsum` (e.g. ``git show HEAD:meanfield/pairsum.py > /tmp/pairsum_head.py``),
+  so a change is timed against its baseline in the same process;
 
-then meanfield against ``previous`` for the other kernels (log, s = 1, s = −1, s = 2.5,
-Gaussian) at ``--N-other`` (default 3000).
+``--peers`` picks the peer rows (meanfield is always timed).  The GEMM bound is timed in the
+same interleaved repeats: a square (n × n) · (n × n) product (``--gemm-size``, default 2048) of
+the dtype gives the GEMM rate R (GFLOP/s; sgemm in float32, dgemm in float64), and
+R / (3p + 4) flops per ordered pair is the speed of a pair sum that did nothing but the two
+products of the tiled symmetric form (N²/2 · 2(p + 2) flops for the distances, N² · 2(p + 1)
+for Σ_j c_ij [ω_j, 1]), at that rate: the ``of GEMM bound`` column is Mpairs/s over it.
+Then, unless ``--no-other-kernels``, meanfield against ``previous`` for the other kernels
+(log, s = 1, s = −1, s = 2.5, Gaussian) at ``--N-other`` (default 3000).
 Section ``tiles`` — meanfield's Mpairs/s for several tile sizes, and ``torch_symmetric``'s in
 the same interleaved repeats (the ``× symmetric`` column).
 Section ``scaling`` — one full projected-Langevin step (the energy of bench_particles.py:
@@ -27,6 +36,8 @@ that N, with the fitted exponent of time ∝ N^a.
     python benchmarks/bench_pairs.py --sections pairs    # just the side-by-side table
     python benchmarks/bench_pairs.py --device cuda       # on a GPU (pairs, scaling)
     python benchmarks/bench_pairs.py --sections pairs --p 64 --radius 1.5   # p = 64, float32
+    python benchmarks/bench_pairs.py --sections pairs --peers torch_symmetric --no-other-kernels \
+        --dtype float64 --compare-with /tmp/pairsum_head.py   # a change against its baseline
 
 At p = 64 (s = 62, ε = 0.1) the range bound of :mod:`meanfield.pairsum` (terms ε^(−64) ≈
 2^212) makes meanfield rescale its float32 sums; ``--radius 1.5`` keeps every actual term
@@ -51,17 +62,11 @@ import sys
 import time
 from pathlib import Path
 
-from meanfield.workbench._scripts import (
-    add_bench_out,
-    choice_list,
-    device_name,
-    file_stem,
-    float_range,
-    int_list,
-    int_range,
-    progress,
-    say,
-)
+from meanfield.contract import Contract, Param
+from meanfield.workbench._scripts import add_bench_out, device_name, file_stem, progress, say
+
+#: The peer rows of the pairs section (meanfield itself is always timed).
+PEERS = ("previous", "torch_plain", "torch_symmetric", "keops")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,24 +187,67 @@ def _particles(N, p, dtype, device, seed=0, radius=None):
     return x.to(dtype=dtype, device=device)
 
 
-def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None) -> dict:
+def gemm_seconds_fn(n: int, dtype, device):
+    """A function doing one (n × n) · (n × n) product of ``dtype`` (2 n³ flops): the GEMM rate
+    of the machine in the same interleaved repeats as the pair sums."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(n, n, generator=g).to(dtype=dtype, device=device)
+    b = torch.randn(n, n, generator=g).to(dtype=dtype, device=device)
+    out = torch.empty(n, n, dtype=dtype, device=device)
+    return lambda: torch.mm(a, b, out=out)
+
+
+def load_pairsum_copy(path):
+    """Another copy of :mod:`meanfield.pairsum` loaded from ``path`` as a submodule of
+    meanfield (its relative imports resolve to the installed package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("meanfield._pairsum_compared", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def section_pairs(
+    N,
+    p,
+    repeats,
+    device,
+    keops: bool,
+    n_other: int,
+    radius=None,
+    dtype_name="float32",
+    peers=PEERS,
+    other_kernels=True,
+    compare_with=None,
+    gemm_size=2048,
+) -> dict:
     import torch
 
     from meanfield.energy import PairInteraction
     from meanfield.kernels import Gaussian, Riesz
 
-    om = _particles(N, p, torch.float32, device, radius=radius)
+    dtype = getattr(torch, dtype_name)
+    om = _particles(N, p, dtype, device, radius=radius)
     s, eps = p - 2.0, 0.1
     kern = Riesz(s, eps)
     term = PairInteraction(kern, 1.0)
-    fns = {
-        "meanfield": lambda: term.value_and_grad(om),
+    all_peers = {
         "previous": lambda: previous_pair_pass(om, kern),
         "torch_plain": lambda: torch_plain(om, s, eps**2),
         "torch_symmetric": lambda: torch_symmetric(om, s, eps**2),
     }
+    fns = {"meanfield": lambda: term.value_and_grad(om)}
+    if compare_with is not None:
+        other = load_pairsum_copy(compare_with)
+        scales = {"value_scale": 1.0 / N**2, "grad_scale": 2.0 / N**2}  # as PairInteraction
+        fns[f"meanfield@{Path(compare_with).name}"] = lambda: other.pair_sums(om, kern, **scales)
+    fns.update({name: f for name, f in all_peers.items() if name in peers})
+    fns["gemm"] = gemm_seconds_fn(gemm_size, dtype, device)
     notes = {}
-    if keops:
+    if keops and "keops" in peers:
         try:
             keops_pairs(om[:512], s, eps**2)  # compile once outside the timing
             fns["keops"] = lambda: keops_pairs(om, s, eps**2)
@@ -207,24 +255,26 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
             notes["keops"] = f"skipped: {type(exc).__name__}: {str(exc)[:200]}"
     with torch.no_grad():
         med = interleaved_medians(fns, repeats, device)
-        main = {
-            name: {
-                "sec": t,
-                "Mpairs_per_s": N * N / t / 1e6,
-                "vs_previous": med["previous"] / t,
-                "vs_symmetric": med["torch_symmetric"] / t,
-            }
-            for name, t in med.items()
-        }
+        gemm_gflops = 2 * gemm_size**3 / med.pop("gemm") / 1e9
+        bound = gemm_gflops * 1e9 / (3 * p + 4) / 1e6  # Mpairs/s of the products alone
+        main = {}
+        for name, t in med.items():
+            r = {"sec": t, "Mpairs_per_s": N * N / t / 1e6}
+            for ref, key in (("previous", "vs_previous"), ("torch_symmetric", "vs_symmetric")):
+                if ref in med:
+                    r[key] = med[ref] / t
+            r["of_gemm_bound"] = r["Mpairs_per_s"] / bound
+            main[name] = r
         others = []
         om = om[:n_other]
-        for label, k in (
+        kernels = (
             ("log (s = 0, ε = 0)", Riesz(0.0)),
             ("Riesz s = 1, ε = 0.1", Riesz(1.0, 0.1)),
             ("Riesz s = −1 (−|z|), ε = 0", Riesz(-1.0)),
             ("Riesz s = 2.5, ε = 0.3", Riesz(2.5, 0.3)),
             ("Gaussian width 1", Gaussian(1.0)),
-        ):
+        )
+        for label, k in kernels if other_kernels else ():
             t2 = PairInteraction(k, 1.0)
             m2 = interleaved_medians(
                 {
@@ -244,10 +294,15 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
                 }
             )
     for name, r in main.items():
+        ratios = ", ".join(
+            f"{r[key]:.2f}x {ref}"
+            for key, ref in (("vs_previous", "previous"), ("vs_symmetric", "symmetric"))
+            if key in r
+        )
         print(
-            f"pairs N={N} p={p} float32 Riesz s={s:g} eps={eps}: {name:15s} "
-            f"{r['Mpairs_per_s']:8.0f} Mpairs/s  ({r['vs_previous']:.2f}x previous, "
-            f"{r['vs_symmetric']:.2f}x symmetric)",
+            f"pairs N={N} p={p} {dtype_name} Riesz s={s:g} eps={eps}: {name:15s} "
+            f"{r['Mpairs_per_s']:8.0f} Mpairs/s  ({ratios}; {r['of_gemm_bound']:.0%} of the "
+            f"GEMM bound {bound:.0f} Mpairs/s at {gemm_gflops:.0f} GFLOP/s)",
             flush=True,
         )
     for r in others:
@@ -256,7 +311,9 @@ def section_pairs(N, p, repeats, device, keops: bool, n_other: int, radius=None)
             f"previous {r['previous_Mpairs_per_s']:7.0f} Mpairs/s  ({r['ratio']:.2f}x)",
             flush=True,
         )
-    out = {"N": N, "p": p, "s": s, "eps": eps, "radius": radius, "main": main}
+    out = {"N": N, "p": p, "s": s, "eps": eps, "radius": radius, "dtype": dtype_name}
+    out.update(gemm_size=gemm_size, gemm_gflops=gemm_gflops, gemm_bound_Mpairs=bound)
+    out["main"] = main
     return {**out, "other_kernels": others, **notes}
 
 
@@ -423,22 +480,40 @@ def markdown(res: dict) -> str:
     if "pairs" in res:
         P = res["pairs"]
         where = f"on the sphere of radius {P['radius']:g}" if P.get("radius") else "randn"
+        dt = P.get("dtype", "float32")
         lines += [
-            f"Pair force, value and gradient together: N = {P['N']}, p = {P['p']}, float32, "
+            f"Pair force, value and gradient together: N = {P['N']}, p = {P['p']}, {dt}, "
             f"Riesz s = {P['s']:g}, ε = {P['eps']}, particles {where} "
             "(median of interleaved repeats):",
             "",
-            "| implementation | Mpairs/s | × previous | × symmetric |",
-            "| --- | --- | --- | --- |",
         ]
+        if "gemm_gflops" in P:
+            lines += [
+                f"GEMM bound: {P['gemm_bound_Mpairs']:.0f} Mpairs/s = {P['gemm_gflops']:.0f} "
+                f"GFLOP/s ({dt} {P['gemm_size']}³ product, same repeats) / (3p + 4) flops "
+                "per ordered pair.",
+                "",
+            ]
+        lines += [
+            "| implementation | Mpairs/s | × previous | × symmetric | of GEMM bound |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+
+        def cell(r, key, fmt):
+            return format(r[key], fmt) if key in r else ""
+
         for name, r in P["main"].items():
-            sym = f"{r['vs_symmetric']:.2f}" if "vs_symmetric" in r else ""
-            lines.append(f"| {name} | {r['Mpairs_per_s']:.0f} | {r['vs_previous']:.2f} | {sym} |")
+            lines.append(
+                f"| {name} | {r['Mpairs_per_s']:.0f} | {cell(r, 'vs_previous', '.2f')} | "
+                f"{cell(r, 'vs_symmetric', '.2f')} | {cell(r, 'of_gemm_bound', '.0%')} |"
+            )
         if "keops" in P:
-            lines.append(f"| keops | {P['keops']} | |")
+            lines.append(f"| keops | {P['keops']} | | | |")
         lines.append("")
-        n_o = P["other_kernels"][0]["N"] if P["other_kernels"] else 0
-        lines += [f"Other kernels, N = {n_o}, p = {P['p']}, float32:", ""]
+    if "pairs" in res and res["pairs"]["other_kernels"]:
+        P = res["pairs"]
+        n_o = P["other_kernels"][0]["N"]
+        lines += [f"Other kernels, N = {n_o}, p = {P['p']}, {P.get('dtype', 'float32')}:", ""]
         lines += ["| kernel | meanfield Mpairs/s | previous Mpairs/s | × |"]
         lines += ["| --- | --- | --- | --- |"]
         for r in P["other_kernels"]:
@@ -479,45 +554,50 @@ def markdown(res: dict) -> str:
 _RUN_KEYS = ("command", "machine", "device", "load_before", "load_after", "wall_s")
 
 
+#: The sections of the benchmark.
+SECTIONS = ("pairs", "tiles", "scaling")
+
+#: The flags, declared once: their checks, help and docs come from these Params (the device,
+#: the output folder and the file stem are checked by their own argparse types).
+FLAGS = Contract(
+    "benchmarks/bench_pairs.py",
+    [
+        Param("sections", "choice", "sections to run", choices=SECTIONS, sequence=True,
+              default=SECTIONS),
+        Param("N", "int", "N of pairs and tiles", low=2, default=10000),
+        Param("N_other", "int", "N of the other-kernel rows", low=2, default=3000),
+        Param("p", "int", "particle dimension p", low=1, default=16),
+        Param("radius", "real", "particles on the sphere of this radius (pairs and tiles; "
+              "None: randn; p = 64 needs one, e.g. 1.5 or 3)", low=0.0, low_open=True,
+              optional=True, default=None),
+        Param("repeats", "int", "timed repeats", low=1, default=7),
+        Param("threads", "int", "torch threads", low=1, default=2),
+        Param("tiles", "int", "tile sizes", low=1, sequence=True,
+              default=(512, 1024, 2048, 4096)),
+        Param("scaling_N", "int", "N of the scaling section", low=2, sequence=True,
+              default=(1000, 3000, 10000, 30000)),
+        Param("keops", "flag", "time the KeOps rows (when pykeops is installed)", default=True),
+        Param("dtype", "choice", "dtype of the pairs section", choices=("float32", "float64"),
+              default="float32"),
+        Param("peers", "choice", "peer rows of the pairs section", choices=PEERS,
+              sequence=True, default=PEERS),
+        Param("other_kernels", "flag", "time the other-kernel rows", default=True),
+        Param("compare_with", "string", "another copy of meanfield/pairsum.py to time",
+              optional=True, default=None, examples=("/tmp/pairsum_head.py",)),
+        Param("gemm_size", "int", "n of the n×n GEMM of the bound", low=16, default=2048),
+        Param("progress", "flag", "show the progress bar", default=True),
+    ],
+)  # fmt: skip
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sections = ("pairs", "tiles", "scaling")
-    ap.add_argument(
-        "--sections",
-        type=choice_list(sections),
-        default=",".join(sections),
-        help="comma-separated among %(default)s [default: all]",
-    )
-    ap.add_argument("--N", type=int_range(2), default=10000, help="N >= 2 of pairs and tiles")
-    ap.add_argument(
-        "--N-other", type=int_range(2), default=3000, help="N >= 2 of the other-kernel rows"
-    )
-    ap.add_argument("--p", type=int_range(1), default=16, help="particle dimension p >= 1")
-    ap.add_argument(
-        "--radius",
-        type=float_range(0, lo_open=True),
-        default=None,
-        help="particles on the sphere of this radius > 0 (pairs and tiles; default: randn; "
-        "p = 64 needs one, e.g. 1.5 or 3)",
-    )
-    ap.add_argument("--repeats", type=int_range(1), default=7, help="timed repeats (>= 1)")
-    ap.add_argument("--threads", type=int_range(1), default=2, help="torch threads (>= 1)")
+    FLAGS.add_arguments(ap)
     ap.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:K")
-    ap.add_argument(
-        "--tiles", type=int_list(1), default="512,1024,2048,4096", help="tile sizes (>= 1)"
-    )
-    ap.add_argument(
-        "--scaling-N",
-        type=int_list(2),
-        default="1000,3000,10000,30000",
-        help="N of the scaling section (each >= 2)",
-    )
-    ap.add_argument("--no-keops", action="store_true")
     add_bench_out(ap, "NAME.json and NAME.md; sections not rerun are kept from NAME.json")
     ap.add_argument("--name", type=file_stem, default="pairs", help="file stem [default: pairs]")
-    ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     ap.add_argument("--one", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
+    args = FLAGS.parse_args(ap, argv)  # bad flags end here (exit 2), before torch loads
     import torch
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -538,7 +618,18 @@ def main(argv=None):
     }
     if "pairs" in sections:
         res["pairs"] = section_pairs(
-            args.N, args.p, args.repeats, args.device, not args.no_keops, args.N_other, args.radius
+            args.N,
+            args.p,
+            args.repeats,
+            args.device,
+            args.keops,
+            args.N_other,
+            args.radius,
+            dtype_name=args.dtype,
+            peers=args.peers,
+            other_kernels=args.other_kernels,
+            compare_with=args.compare_with,
+            gemm_size=args.gemm_size,
         )
     if "tiles" in sections:
         res["tiles"] = section_tiles(
@@ -550,7 +641,7 @@ def main(argv=None):
             args.p,
             max(3, args.repeats // 2),
             args.device,
-            show=not args.no_progress,
+            show=args.progress,
         )
     res["load_after"] = [round(x, 1) for x in os.getloadavg()]
     res["wall_s"] = time.time() - t0

@@ -10,8 +10,9 @@ matrix product,
     u_{ij} = |ω_i|^2 + |ω_j|^2 − 2\\,ω_i·ω_j + ε^2
            = [ω_i,\\ |ω_i|^2 + ε^2,\\ 1] · [−2ω_j,\\ 1,\\ |ω_j|^2],
 
-(no tile × tile × p tensor; relative error ~ machine epsilon × |ω|²/u), and the gradient is a
-second one,
+(no tile × tile × p tensor; relative error ~ machine epsilon × |ω|²/u, so a cloud far from
+the origin, max|ω − mean|² < max|ω|²/4, is first centred: the sums are translation invariant),
+and the gradient is a second one,
 
 .. math::
 
@@ -27,8 +28,16 @@ Range.  The terms u^(−m), m = s/2 + 1, of a Riesz kernel with large s leave th
 (p = 64, s = 62, u ≈ 36: 10^-50, below float32's smallest normal number 1.2·10^-38), where
 a CPU computes denormals very slowly and the sums silently become 0.  When the bounds
 ε² ≤ u ≤ (2 max|ω|)² + ε² allow terms outside 2^(±100) (float32; 2^(±1000) in float64), the
-sums are rescaled by a running reference u₀, the smallest u > 0 of the tiles seen so far
-(lowered, with the sums so far, only when a tile's terms would pass 2^(|floor|/2)):
+sums are rescaled.  First by a fixed power of two u₀ = 2^a chosen from the upper bound alone
+(every term (u₀/u)^m ≥ 2^(−100) is then proved, and u₀/u is exactly 2^a times 1/u): the
+data's closest pair is not known before the products, so the sums are checked once at the end
+— a term beyond the float range is +inf, which every product and sum carries to the result —
+and, finite, are exactly 2^(a m) times the unscaled sums, bit for bit those wherever they stay
+normal (the benchmark's p = 64 spheres of radius 1.5: terms up to ε^(−64) ≈ 2^212 allowed by
+the bound, all normal float32 numbers in fact).  If a sum overflowed (a pair closer than about
+u₀ · 2^(−127/m) in float32), they are formed again with a running reference u₀, the smallest
+u > 0 of the tiles seen so far (lowered, with the sums so far, only when a tile's terms would
+pass 2^(|floor|/2)):
 u^(−m) = u₀^(−m) (u₀/u)^m, the second factor at most 2^50 (float32; 2^500 in float64) and
 floored at 2^(−100) (2^(−1000)) — a pass that runs only where the bound allows smaller terms,
 (u₀/(4 max|ω|² + ε²))^m < 2^(−100) (not on the p = 64 spheres of the benchmark, where u₀ is
@@ -223,20 +232,31 @@ def make_plan(kernel: PairKernel) -> _Plan:
 
 
 class _Tiles:
-    """The operands of the tile products for one call (p ≥ 2: augmented matrices)."""
+    """The operands of the tile products for one call (p ≥ 2: augmented matrices).
+
+    Every operand of a product is a contiguous block of full-width rows: the rows of tile I
+    of A = [ω, |ω|² + ε², 1] (row-major, so A[i0:i1] is contiguous), and, for each tile J,
+    its own contiguous (p + 2) × tile block of Bᵀ = [−2ω, 1, |ω|²]ᵀ and (p + 1) × tile
+    block of Wᵀ = [ω, 1]ᵀ, accumulated into a contiguous (p + 1) × tile block of the
+    gradient sums.  A column slice Bᵀ[:, j0:j1] of one (p + 2) × N matrix has rows N apart
+    (reported at half the GEMM speed with two threads; on one thread the blocks measured
+    +2.7 % on the whole sum at N = 10⁴, p = 16); the blocks cost one O(N p) copy per call."""
 
     def __init__(self, omega: torch.Tensor, eps2: float, tile: int):
         N, p = omega.shape
         self.omega, self.p, self.tile = omega, p, tile
         self.bounds = [(s, min(N, s + tile)) for s in range(0, N, tile)]
+        self.block = {s: k for k, (s, _) in enumerate(self.bounds)}
         self.sq = (omega * omega).sum(-1)
         one = omega.new_ones(N, 1)
         if p > 1:
             self.A = torch.cat([omega, (self.sq + eps2)[:, None], one], 1)
-            self.BT = torch.cat([-2.0 * omega, one, self.sq[:, None]], 1).T.contiguous()
-            # [ω, 1]ᵀ: the gradient products run as (p + 1) × tile × tile, the layout MKL
-            # does fastest for this thin shape (measured 1.3-2× over tile × tile × (p + 1))
-            self.WT = torch.cat([omega, one], 1).T.contiguous()
+            B = torch.cat([-2.0 * omega, one, self.sq[:, None]], 1)
+            W = torch.cat([omega, one], 1)
+            # [ω, 1]ᵀ blocks: the gradient products run as (p + 1) × tile × tile, the layout
+            # MKL does fastest for this thin shape (measured 1.3-2× over tile × tile × (p + 1))
+            self.BT = [B[j0:j1].T.contiguous() for j0, j1 in self.bounds]
+            self.WT = [W[j0:j1].T.contiguous() for j0, j1 in self.bounds]
         self.eps2 = eps2
         b = min(N, tile)
         self.ubuf = omega.new_empty(b * b)
@@ -263,7 +283,7 @@ class _Tiles:
             if self.eps2:
                 u.add_(self.eps2)
         else:
-            torch.mm(self.A[i0:i1], self.BT[:, j0:j1], out=u)
+            torch.mm(self.A[i0:i1], self.BT[self.block[j0]], out=u)
         if i0 == j0:
             u.diagonal().fill_(1.0)
         return u, d
@@ -289,8 +309,14 @@ class _Tiles:
         return self.cbuf[: shape[0] * shape[1]].view(shape)
 
     def new_acc(self):
+        """Zeroed gradient sums: p ≥ 2, one contiguous (p + 1) × tile block per tile, all views
+        of one flat buffer (so a rescaling multiplies them at once); p = 1, an (N, 1) column."""
         N, p = self.omega.shape
-        return self.omega.new_zeros(p + 1, N) if p > 1 else self.omega.new_zeros(N, 1)
+        if p == 1:
+            return self.omega.new_zeros(N, 1)
+        flat = self.omega.new_zeros((p + 1) * N)
+        blocks = [flat[(p + 1) * j0 : (p + 1) * j1].view(p + 1, j1 - j0) for j0, j1 in self.bounds]
+        return _Acc(flat, blocks)
 
     def accumulate(self, acc, c, d, rows, cols):
         """accᵀ_i += Σ_j c_ij [ω_j, 1] (p ≥ 2) or acc_i += Σ_j c_ij (ω_i − ω_j) (p = 1), on
@@ -302,15 +328,31 @@ class _Tiles:
             if i0 != j0:
                 acc[j0:j1, 0] -= c.sum(0)
             return
-        acc[:, i0:i1].addmm_(self.WT[:, j0:j1], c.T)
+        I, J = self.block[i0], self.block[j0]
+        acc.blocks[I].addmm_(self.WT[J], c.T)
         if i0 != j0:
-            acc[:, j0:j1].addmm_(self.WT[:, i0:i1], c)
+            acc.blocks[J].addmm_(self.WT[I], c)
 
     def gradient(self, acc):
         """Σ_j c_ij (ω_i − ω_j) from the accumulated products."""
         if self.p == 1:
             return acc
-        return acc[self.p][:, None] * self.omega - acc[: self.p].T
+        sums = torch.cat(acc.blocks, 1)  # (p + 1) × N
+        return sums[self.p][:, None] * self.omega - sums[: self.p].T
+
+
+class _Acc:
+    """The gradient sums of p ≥ 2: per-tile blocks viewing one flat buffer."""
+
+    def __init__(self, flat: torch.Tensor, blocks: list):
+        self.flat, self.blocks = flat, blocks
+
+    def mul_(self, factor: float):
+        self.flat.mul_(factor)
+        return self
+
+    def all_finite(self) -> bool:
+        return bool(torch.isfinite(self.flat).all())
 
 
 def _needs_rescale(plan, sq_max: float, dtype) -> bool:
@@ -557,19 +599,115 @@ def pair_sums(
     (True, True)
     """
     plan = make_plan(kernel)
-    tiles = _Tiles(omega, plan.eps2, tile or default_tile(omega.device))
-    rescale = _needs_rescale(plan, float(tiles.sq.max()), omega.dtype)
-    total, acc, u0 = _sum_tiles(plan, tiles, rescale, want_value, want_grad)
-    # the constant u₀^(−m) of rescaled terms, applied once with the scales, in float64
-    log_unit = -plan.power * math.log(u0) if u0 is not None else 0.0
+    tiles = _Tiles(_centred(omega), plan.eps2, tile or default_tile(omega.device))
+    sq_max = float(tiles.sq.max())
+    rescale = _needs_rescale(plan, sq_max, omega.dtype)
+    a = _fixed_reference(plan, sq_max, omega.dtype) if rescale else None
+    # the fixed reference u₀ = 2^a first (None back if a sum overflowed), else the plain sums
+    # or the running reference of the rescaled ones
+    out = _fixed_sums(plan, tiles, a, want_value, want_grad) if a is not None else None
+    if out is None:
+        total, acc, u0 = _sum_tiles(plan, tiles, rescale, want_value, want_grad)
+        # the constant u₀^(−m) of rescaled terms, applied once with the scales, in float64
+        log_v = log_g = -plan.power * math.log(u0) if u0 is not None else 0.0
+        g = tiles.gradient(acc) if want_grad else None
+    else:
+        total, log_v, g, log_g = out
     value = grad = None
     if want_value:
-        value = _apply_factor(total, value_scale * plan.value_factor, log_unit, "value", omega)
+        value = _apply_factor(total, value_scale * plan.value_factor, log_v, "value", omega)
     if want_grad:
-        grad = _apply_factor(
-            tiles.gradient(acc), grad_scale * plan.grad_factor, log_unit, "force", omega
-        )
+        grad = _apply_factor(g, grad_scale * plan.grad_factor, log_g, "force", omega)
     return value, grad
+
+
+def _fixed_sums(plan, tiles, a: int, want_value: bool, want_grad: bool):
+    """The sums with the fixed reference u₀ = 2^a (:func:`_fixed_reference`) as (value,
+    log of its remaining factor, gradient, log of its factor), or None if a sum overflowed
+    (the value may be +∞ by coincident points).  The constant u₀^(−m) = 2^(−a m) is applied
+    exactly where it can be (:func:`_exact_unit`), so the results are bit for bit those of the
+    unscaled sums wherever those stay in the normal range."""
+    out = _sum_tiles(plan, tiles, True, want_value, want_grad, fixed_u0=2.0**a)
+    if out is None:
+        return None
+    total, acc, _ = out
+    k = -a * plan.power
+    log_v = log_g = 0.0
+    g = None
+    if want_grad:
+        g = tiles.gradient(acc)
+        if not bool(torch.isfinite(g).all()):  # Σ_j c_ij ω_i − Σ_j c_ij ω_j overflowed
+            return None
+        g, log_g = _exact_unit(g.double(), k)
+    if want_value:
+        total, log_v = _exact_unit(total.double(), k)
+    return total, log_v, g, log_g
+
+
+def _centred(omega: torch.Tensor) -> torch.Tensor:
+    """ω − mean(ω) where that shrinks max|ω|² at least 4-fold (p ≥ 2), else ω itself.
+
+    Why.  The pair sums are translation invariant, but the distance product's round-off is
+    relative to the norms, not to the distances: u = |a|² + |b|² − 2a·b carries an error up to
+    :func:`roundoff_bound` ≈ 4 (p + 2) eps · 4 max|ω|², so a cloud at offset c far beyond its
+    spread (|c| ≫ max|ω − c|) loses the digits of u to cancellation, and its norm bound
+    u ≤ 4 max|ω|² + ε² is as loose (it sets the range check and the fixed reference).
+    Centring rounds each coordinate once (ω_i − c relative to |ω_i − c|, exact where ω_i
+    and c agree to a factor 2), after which both bounds use max|ω − c|².  Where it would
+    shrink them less than 4-fold the data is left as it is, bit for bit (the tests' sums
+    near the origin, the benchmark's spheres).  In p = 1 the differences are exact already."""
+    N, p = omega.shape
+    if p < 2 or N < 2:
+        return omega
+    centred = omega - omega.mean(0)
+    sq = float((omega * omega).sum(-1).max())
+    sq_centred = float((centred * centred).sum(-1).max())
+    return centred if 4.0 * sq_centred < sq else omega
+
+
+def _exact_unit(x: torch.Tensor, k: float):
+    """(x · 2^k, 0) exactly (float64 x, integer k) when its largest entry stays in float64's
+    normal range with 2^60 to spare, so no entry that matters is rounded; else (x, k ln 2),
+    the factor left to :func:`_apply_factor`, which applies it with the scales (the unit of a
+    float64 sum far outside the normal range, brought back by a large ``grad_scale``)."""
+    k = int(k)
+    peak = float(x.abs().max()) if x.numel() else 0.0
+    if peak == 0.0 or not math.isfinite(peak):
+        return x, 0.0
+    if not -1022 + 60 <= math.log2(peak) + k <= 1022:
+        return x, k * math.log(2.0)
+    half = k // 2  # two steps: 2^k itself may leave float64's range
+    return x * 2.0**half * 2.0 ** (k - half), 0.0
+
+
+def _fixed_reference(plan, sq_max: float, dtype) -> int | None:
+    """The exponent a of a fixed rescaling reference u₀ = 2^a that proves, from the bound
+    u ≤ u_top = 4 max|ω|² + ε² alone, every bare term (u₀/u)^m ≥ 2^floor (so no floor pass and
+    no per-tile minimum); None where the plan has no power m.
+
+    Why a fixed reference suffices where the data allows it.  The terms u^(−m) must stay in
+    the dtype's normal range, [2^floor, 2^(−floor)] with |floor| = 100 (float32) or 1000
+    (float64) leaving room for the sums.  The small end, u = u_top, is bounded by the norms
+    (|ω_i − ω_j| ≤ 2 max|ω|): a = ⌈log2 u_top + floor/m⌉ gives (u₀/u_top)^m ≥ 2^floor.  The
+    large end needs the smallest u of the data, which only the products show; instead of a
+    minimum per tile (the running reference of :func:`_lower_reference`) the sums are formed
+    with this u₀ and checked once at the end: a term or partial sum beyond the float range is
+    +inf (a GEMM or dot product carries inf, or NaN from inf − inf, to its result), so if
+    every accumulated sum is finite no term overflowed and the sums are exact in these units.
+    Otherwise the caller reruns with the running reference (data with pairs closer than
+    u₀ · 2^(floor/m)-ish pay one extra pass).  With u₀ a power of two, u₀/u is 2^a times the
+    rounded 1/u (correctly rounded division), and the squarings, products and sums scale
+    exactly (a even for half-integer m, whose square root must also scale exactly), so the
+    results equal the unscaled sums bit for bit wherever those stay normal."""
+    m = plan.power
+    if m is None:
+        return None
+    floor = _FLOOR_LOG2.get(dtype, -100.0)
+    top = max(4.0 * sq_max + plan.eps2, 1e-300)
+    a = math.ceil(math.log2(top) + floor / m)
+    if m != int(m) and a % 2:
+        a += 1  # the square root of (2^a/u) must scale exactly: 2^(a/2)
+    return a
 
 
 def _lower_reference(u, diag: bool, u0, plan: _Plan, floor_log2: float, total, acc, zeros):
@@ -606,12 +744,16 @@ def _lower_reference(u, diag: bool, u0, plan: _Plan, floor_log2: float, total, a
     return u_min
 
 
-def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want_grad: bool):
+def _sum_tiles(
+    plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want_grad: bool, fixed_u0=None
+):
     """Visit each unordered tile pair once: the float64 sum of the bare values (an off-diagonal
     tile stands for both orders, so it counts twice), the accumulated gradient products
     (``_Tiles.accumulate``; None unless ``want_grad``) and the rescaling reference u₀ of both
-    (None unless ``rescale``; :func:`_lower_reference`).  Where u ≤ 0 or a coincident pair
-    can occur (``_needs_check``), entries within round-off of ε² are recomputed exactly
+    (None unless ``rescale``).  With ``fixed_u0`` (:func:`_fixed_reference`) the reference is
+    that constant and None is returned if a sum overflowed; else a running reference
+    (:func:`_lower_reference`).  Where u ≤ 0 or a coincident pair can occur
+    (``_needs_check``), entries within round-off of ε² are recomputed exactly
     (``_Tiles.exact_below``) and a tile that then holds u = 0 gives those pairs the zero
     subgradient (:func:`_coincident_tile`), in the bare units of ``plan``."""
     dtype = tiles.omega.dtype
@@ -624,7 +766,12 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want
     generic = _Plan(plan.kernel)
     acc = tiles.new_acc() if want_grad else None
     total = torch.zeros((), dtype=torch.float64, device=tiles.omega.device)
-    u0 = None
+    u0 = fixed_u0
+    running = rescale and fixed_u0 is None  # the partial sums are rescaled as u₀ drops
+    # without a running reference the tiles' values are summed once at the end (two ops
+    # per tile fewer: ~4 % of a p = 16 sum on one thread); the diagonal tiles count once
+    values = ([], [])
+    infinite_value = False  # κ(0) = +∞ added for coincident points: an exact +∞ value
     for rows, cols in tiles.pairs():
         u, d = tiles.u(rows, cols)
         diag = rows[0] == cols[0]
@@ -633,19 +780,38 @@ def _sum_tiles(plan: _Plan, tiles: _Tiles, rescale: bool, want_value: bool, want
             tiles.exact_below(u, rows, cols, tol)
         zeros = check and not bool(u.min() > 0)  # coincident points (u = ε² = 0)
         tile_floor = None
-        if rescale:
+        if running:
             u0 = _lower_reference(u, diag, u0, plan, floor, total, acc, zeros)
             if u0 is not None and plan.power * (log2_top - math.log2(u0)) > -floor:
                 tile_floor = floor  # else the bound proves every term ≥ 2^floor: no pass
         if zeros:
             c, v = _coincident_tile(generic, plan, u, cbuf, diag, want_value, u0, tile_floor)
+            infinite_value = infinite_value or (v is not None and bool(torch.isinf(v)))
         else:
             c, v = plan.coeff(u, cbuf, want_value, diag, u0, tile_floor)
-        if want_value:
+        if want_value and running:
             total += v.double() * (1.0 if diag else 2.0)
+        elif want_value:
+            values[0 if diag else 1].append(v)
         if want_grad:
             tiles.accumulate(acc, c, d, rows, cols)
+    for weight, vs in zip((1.0, 2.0), values, strict=True):
+        if vs:
+            total += torch.stack(vs).double().sum() * weight
+    if fixed_u0 is not None and not _all_finite(total, acc, infinite_value):
+        return None
     return total, acc, u0
+
+
+def _all_finite(total, acc, infinite_value: bool) -> bool:
+    """No overflow in the sums of the fixed reference: every accumulated gradient sum finite,
+    and the value finite unless it is +∞ by coincident points (every term then has the sign
+    of κ(0), so the sum is +∞ whatever overflowed)."""
+    if not infinite_value and not bool(torch.isfinite(total)):
+        return False
+    if acc is None:
+        return True
+    return acc.all_finite() if isinstance(acc, _Acc) else bool(torch.isfinite(acc).all())
 
 
 def _coincident_tile(generic: _Plan, plan: _Plan, u, cbuf, diag, want_value, u0, floor_log2):

@@ -180,9 +180,11 @@ def test_float32_at_p64_rescales_instead_of_underflowing():
 
 
 def _reference_lowerings(monkeypatch):
-    """Record (u₀ before, u₀ after) of every call of the running rescaling reference."""
+    """Record (u₀ before, u₀ after) of every call of the running rescaling reference, which
+    the sums then take wherever they rescale (no fixed reference first)."""
     import meanfield.pairsum as ps
 
+    monkeypatch.setattr(ps, "_fixed_reference", lambda *args: None)
     seen, inner = [], ps._lower_reference
 
     def spy(u, diag, u0, *args):
@@ -541,7 +543,7 @@ def test_coincident_pairs_give_the_fast_sum_and_a_double_loop(p, monkeypatch):
         assert rel_err(got, fast) < 1e-8, tile
     term = PairInteraction(k)
     for chunk in (1, 100, 1 << 18):  # the row-chunk path: replicas of few particles
-        monkeypatch.setattr("meanfield.energy.PAIR_CHUNK_ELEMENTS", chunk * N)
+        monkeypatch.setattr("meanfield.energy.pair.PAIR_CHUNK_ELEMENTS", chunk * N)
         got = term.grad(torch.stack([om, om]))[1] * N**2 / 2
         assert rel_err(got, want) < 1e-9, chunk
     value = term.value(om)
@@ -563,3 +565,168 @@ def test_float64_force_below_the_normal_range_is_rounded_not_refused():
     grad = e.grad(om)
     assert torch.isfinite(grad).all() and float(grad.abs().max()) < 1e-307
     assert float(g.abs().max()) > 0  # the bare sums themselves are representable
+
+
+# --- the range and cancellation decisions: fixed reference, fallback, centring ----------------
+def _rescale_spies(monkeypatch):
+    """Record the calls of the running reference (``_lower_reference``) and the outcome of
+    each fixed-reference pass (``_sum_tiles`` with ``fixed_u0``: None when a sum overflowed)."""
+    running, fixed, inner_ref, inner_sum = [], [], pairsum._lower_reference, pairsum._sum_tiles
+
+    def ref(*args):
+        running.append(args[2])
+        return inner_ref(*args)
+
+    def sums(*args, fixed_u0=None):
+        out = inner_sum(*args, fixed_u0=fixed_u0)
+        if fixed_u0 is not None:
+            fixed.append(out is not None)
+        return out
+
+    monkeypatch.setattr(pairsum, "_lower_reference", ref)
+    monkeypatch.setattr(pairsum, "_sum_tiles", sums)
+    return running, fixed
+
+
+def _row_bound(x, kernel, dtype):
+    """Relative force error per row allowed by the distance product's round-off: u of the pair
+    (i, j) carries at most ``roundoff_bound`` of its own norms (a length-(p + 2) dot product),
+    which u^(−m) turns into m + 1 times the relative error; the worst pair of each row, × 2
+    for the sums' own rounding (a row's force is dominated by its closest pairs)."""
+    m = kernel.s / 2 + 1
+    eps2 = kernel.softening**2
+    sq = (x * x).sum(1)
+    pair_sq = torch.maximum(sq[:, None], sq[None, :])
+    rb = 4 * (x.shape[1] + 2) * torch.finfo(dtype).eps * (4 * pair_sq + eps2)
+    u = torch.cdist(x, x) ** 2 + eps2
+    u.fill_diagonal_(math.inf)
+    return 2 * (m + 1) * (rb / u).max(1).values
+
+
+@pytest.mark.parametrize(
+    "dtype, eps", [(torch.float32, 0.1), (torch.float64, 1e-16)], ids=["float32", "float64"]
+)
+def test_range_skip_is_bit_for_bit_the_plain_sums(dtype, eps, monkeypatch):
+    """p = 64, s = 62 on the radius-1.5 sphere (the benchmark's data): the a-priori bound
+    (terms ε^(−64), 2^212 in float32 with ε = 0.1; 2^3400 in float64 with ε = 1e-16) fires,
+    yet every actual term u^(−32), u ∈ [1, 9], is a normal number.  The fixed power-of-two
+    reference is taken (no running reference, no overflow), and its sums are bit for bit
+    those of the unscaled sums (``_needs_rescale`` forced off); both equal a float64 direct
+    sum on the same points within the round-off bound of each row (``_row_bound``: ≈ 5e-3
+    in float32, 1e-11 in float64; observed ~1e-5 and ~1e-14)."""
+    N, p = 300, 64
+    x = _sphere(N, p, 1.5, seed=11).to(dtype)
+    k = Riesz(62.0, eps)
+    assert pairsum._needs_rescale(pairsum.make_plan(k), float((x * x).sum(1).max()), dtype)
+    running, fixed = _rescale_spies(monkeypatch)
+    v, g = pair_sums(x, k, tile=128)
+    assert fixed == [True] and not running
+    monkeypatch.setattr(pairsum, "_needs_rescale", lambda *args: False)
+    v_plain, g_plain = pair_sums(x, k, tile=128)
+    assert torch.equal(g, g_plain) and torch.equal(v, v_plain)
+    want_v, want_g = _direct(x.double(), k)
+    rel = (g.double() - want_g).norm(dim=1) / want_g.norm(dim=1)
+    bound = _row_bound(x.double(), k, dtype)
+    assert bool((rel <= bound).all()), float((rel / bound).max())
+    assert abs(float(v) / float(want_v) - 1) <= float(bound.max())
+
+
+def _direct_log_scaled(x, kernel, scale):
+    """(scale · Σ_{j≠i} 2κ'(u_ij)(ω_i − ω_j), scale · max |2κ'|) for a Riesz kernel in float64
+    from explicit differences, each coefficient −|s| u^(−m) · scale formed as one exponential
+    of its logarithm (u^(−m) alone may leave even float64's range)."""
+    diff = x[:, None] - x[None]
+    u = (diff * diff).sum(-1) + kernel.softening**2
+    u.fill_diagonal_(1.0)
+    m = kernel.s / 2 + 1
+    c = -abs(kernel.s) * torch.exp(-m * torch.log(u) + math.log(scale))
+    c.fill_diagonal_(0.0)
+    return (c[..., None] * diff).sum(1), float(c.abs().max())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_range_fallback_when_the_fixed_reference_overflows(dtype, monkeypatch):
+    """Data that needs the running reference: the radius-1.5 sphere and a pair at ±δ e₁ with
+    u = (2δ)² + ε² far below the sphere's u ≈ 2-9, so the fixed reference's terms
+    (u₀/u)^32 pass the float range (float32: ε = 0.1, δ = 0.025, (2/0.0125)^32 ≈ 2^234;
+    float64: ε = 1e-16, δ = 2e-10, u ≈ 1.6e-19, (2^−28/u)^32 ≈ 2^1100).  The overflow is
+    seen, the running reference reruns the sums, and the result is bit for bit the running
+    reference's own (``_fixed_reference`` off); against the float64 direct sum the close
+    pair's rows are within their round-off bound (``_row_bound``: the pair's own small norms
+    give ≈ 1e-3 in float32) and every row within it plus the stated floor of the rescaled
+    terms, N · 2^floor of the largest coefficient × the largest |ω_i − ω_j| (3), and the
+    dtype's smallest normal number (the sphere rows, ≈ e^−87 in float32 and ≈ 1e−308 in
+    float64 after the scale, are rounded to the dtype: the stated absolute error)."""
+    N, p = 200, 64
+    x = _sphere(N, p, 1.5, seed=12)
+    delta, eps = (0.025, 0.1) if dtype == torch.float32 else (2e-10, 1e-16)
+    _central_pair(x, -2, -1, delta, 0)
+    x = x.to(dtype)
+    k = Riesz(62.0, eps)
+    # grad_scale brings the close pair's force (float32 ≈ e^141, float64 ≈ e^1368) into range
+    scale = 1e-30 if dtype == torch.float32 else 1e-300
+    running, fixed = _rescale_spies(monkeypatch)
+    _, g = pair_sums(x, k, want_value=False, grad_scale=scale, tile=64)
+    assert fixed == [False] and running  # overflow seen, then the running reference
+    monkeypatch.setattr(pairsum, "_fixed_reference", lambda *args: None)
+    _, g_running = pair_sums(x, k, want_value=False, grad_scale=scale, tile=64)
+    assert torch.equal(g, g_running)
+    want_g, c_max = _direct_log_scaled(x.double(), k, scale)
+    floor = -100.0 if dtype == torch.float32 else -1000.0
+    err = (g.double() - want_g).norm(dim=1)
+    rows = want_g.norm(dim=1)
+    bound = _row_bound(x.double(), k, dtype)
+    assert bool((err[-2:] <= bound[-2:] * rows[-2:]).all())
+    slack = N * 2.0**floor * c_max * 3.0 + torch.finfo(dtype).tiny
+    assert bool((err <= bound * rows + slack).all())
+
+
+@pytest.mark.parametrize(
+    "dtype, offset", [(torch.float32, 1e3), (torch.float64, 1e6)], ids=["float32", "float64"]
+)
+def test_far_offset_is_centred_and_keeps_the_bound(dtype, offset):
+    """A cloud far from the origin: the radius-1.5 sphere moved by ``offset`` along (1, …, 1).
+    Uncentred, u = |a|² + |b|² − 2a·b would carry a round-off ~ 4 · 66 · eps · 4|offset|²
+    (float32: ≈ 1e2, float64: ≈ 2e-1, against u ≈ 2-9: no digit left); the pair sums are
+    translation invariant, so they centre (max|ω − mean|² ≈ 2.3, far below |offset|²/4)
+    and keep the bound of the centred cloud (``_row_bound`` of the points minus their mean,
+    against a float64 direct sum on the same points; the centring's own rounding is exact
+    here, Sterbenz: each coordinate and the mean agree to a factor 2)."""
+    N, p = 200, 64
+    x = (_sphere(N, p, 1.5, seed=13) + offset / math.sqrt(p)).to(dtype)
+    assert pairsum._centred(x) is not x
+    k = Riesz(62.0, 0.1)
+    v, g = pair_sums(x, k, tile=64)
+    want_v, want_g = _direct(x.double(), k)
+    rel = (g.double() - want_g).norm(dim=1) / want_g.norm(dim=1)
+    xd = x.double()
+    bound = _row_bound(xd - xd.mean(0), k, dtype)
+    assert bool((rel <= bound).all()), float((rel / bound).max())
+    assert abs(float(v) / float(want_v) - 1) <= float(bound.max())
+
+
+def test_centring_leaves_data_near_the_origin_bit_for_bit():
+    """The centring decision: a cloud whose max|ω − mean|² is not 4× below max|ω|² (the
+    spheres and boxes about the origin of the other tests) is not touched, so their sums are
+    the uncentred ones bit for bit; a shifted copy is centred."""
+    for x in (_sphere(100, 16, 1.5, seed=1), _spread(60, 3, seed=2), _spread(60, 3, 2) + 1.0):
+        assert pairsum._centred(x) is x
+        assert pairsum._centred(x.float()).dtype == torch.float32
+    shifted = _spread(60, 3, seed=2) + 10.0  # max|ω|² ≈ 400 against max|ω − mean|² ≈ 12
+    centred = pairsum._centred(shifted)
+    assert centred is not shifted and float(centred.mean(0).abs().max()) < 1e-12
+    line = torch.arange(5.0)[:, None] + 1e3  # p = 1: exact differences, never centred
+    assert pairsum._centred(line) is line
+
+
+def test_tiled_operands_are_contiguous_full_rows():
+    """Each product reads contiguous blocks: the rows of tile I of A and a (p + 2) × tile
+    block of Bᵀ per tile J (the distance product), a (p + 1) × tile block of Wᵀ (the
+    gradient product), and it writes a contiguous (p + 1) × tile block of the sums."""
+    x = _spread(97, 5, seed=3)
+    tiles = pairsum._Tiles(x, 0.01, 32)
+    assert all(b.is_contiguous() and b.shape[0] == 7 for b in tiles.BT)
+    assert all(b.is_contiguous() and b.shape[0] == 6 for b in tiles.WT)
+    acc = tiles.new_acc()
+    assert all(b.is_contiguous() for b in acc.blocks)
+    assert [b.shape[1] for b in acc.blocks] == [32, 32, 32, 1]
