@@ -248,9 +248,9 @@ def test_softmax_attention_argument_errors_are_named():
         softmax_attention(torch.zeros(1, 3, 1, 2), x, x)
     with pytest.raises(InputError, match="causal attention needs equal"):
         softmax_attention(torch.zeros(1, 2, 1, 4), x, x, causal=True)
-    with pytest.raises(InputError, match=r"dropout_p must be in \[0, 1\)"):
+    with pytest.raises(InputError, match=r"dropout_p must be .*\[0, 1\)"):
         softmax_attention(x, x, x, dropout_p=1.0)
-    with pytest.raises(InputTypeError, match="dropout_p must be a number"):
+    with pytest.raises(InputTypeError, match="dropout_p must be a real number"):
         softmax_attention(x, x, x, dropout_p=True)
     with pytest.raises(InputError, match="key_padding_mask must have shape"):
         softmax_attention(x, x, x, key_padding_mask=torch.zeros(1, 2, dtype=torch.bool))

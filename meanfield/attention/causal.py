@@ -105,6 +105,8 @@ ATTENTION_PARAMS: dict[str, Param] = {
         Param("chunk_size", "int", "chunk length C of the causal prefix sums", low=1),
         Param("check_inputs", "flag", "check the values before any work (None: on the CPU "
               "only, outside torch.compile)", optional=True),
+        Param("dropout_p", "real", "probability of dropping an attention weight (training)",
+              low=0.0, high=1.0, high_open=True),
     )
 }  # fmt: skip
 

@@ -602,8 +602,7 @@ def _check_qkv_inputs(q, k, v, key_padding_mask, causal: bool, check: bool | Non
     return mask
 
 
-# dropout_p keeps its own check (and wording), which tests/test_bad_inputs_round3.py quotes
-@_declared("causal")
+@_declared("causal", "dropout_p")
 def softmax_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -674,10 +673,6 @@ def softmax_attention(
     >>> torch.allclose(causal[0, 0], v[0, 0])  # the first query sees only the first key
     True
     """
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
-        raise InputTypeError(f"dropout_p must be a number in [0, 1), got {dropout_p!r}")
-    if not 0.0 <= float(dropout_p) < 1.0:
-        raise InputError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
     # the shapes, causal lengths and mask as kernel_attention checks them (values: SDPA's own)
     mask = _check_qkv_inputs(q, k, v, key_padding_mask, causal, check=False)
     (b, L, h), S = q.shape[:3], k.shape[1]
