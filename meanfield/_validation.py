@@ -88,10 +88,13 @@ def shown(name: str) -> str:
 
 
 def _real(name: str, value) -> float:
-    """``float(value)``, refusing what is not a real number, booleans included: ``True`` is
-    an int to Python, but ``beta = true`` in a TOML file is a typo, not β = 1."""
+    """``float(value)``, refusing what is not a real number, booleans and strings included:
+    ``True`` is an int to Python and ``"3"`` converts, but ``beta = true`` or ``beta = "3"`` in
+    a TOML file is a slip, not β = 1 or 3 (the command line parses its words first)."""
     if isinstance(value, (bool, np.bool_)):
         raise InputTypeError(f"{shown(name)} must be a real number, got the boolean {value!r}")
+    if isinstance(value, (str, bytes)):  # "3" in a TOML file or a call is a quoting slip
+        raise InputTypeError(f"{shown(name)} must be a real number, got the string {value!r}")
     try:
         return float(value)
     except (TypeError, ValueError):

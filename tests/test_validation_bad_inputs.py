@@ -375,6 +375,9 @@ API_CASES = [
     (lambda: _solve(_ou(), _gauss(), 1.0, max_steps=0), ValueError, "max_steps"),
     (lambda: _solve(_ou(), _gauss(), 1.0, dt=-1.0), ValueError, "dt"),
     (lambda: _zero().normalised(), InputError, "zero mass"),
+    # a quoted number ("3" in a TOML file or a call) is a slip, refused, not converted
+    (lambda: _quoted("torus"), InputTypeError, "half_width"),
+    (lambda: _quoted("cosine"), InputTypeError, "frequency"),
     (lambda: _zero().sample(3, 0), InputError, "zero mass"),
     (lambda: _density(np.full(32, np.nan)), ValueError, "non-finite"),
     (lambda: _density(-np.ones(32)), ValueError, "negative"),
@@ -513,6 +516,13 @@ def _huge_grid_equation():
     g = Grid(Box(3, 1.0), 2000)  # 8e9 cells: terabytes
     E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.5), 0.5)], g.domain)
     return McKeanVlasov(E, g, 1.0)
+
+
+def _quoted(what: str):
+    from meanfield.domains import Torus
+    from meanfield.kernels import Cosine
+
+    return Torus(1, "3") if what == "torus" else Cosine("1")
 
 
 def _default_problem(**kw):
