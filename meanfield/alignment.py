@@ -54,6 +54,12 @@ def small_gram(phi: torch.Tensor) -> torch.Tensor:
     tensor of shape (..., N, N) or (..., n, n)
         Φ Φᵀ when N ≤ n, else Φᵀ Φ.
 
+    See Also
+    --------
+    times_gram : Φ Φᵀ Φ from it.
+    alignment_parts : the pieces that use it.
+    cristianini_alignment : the alignment.
+
     Examples
     --------
     >>> phi = torch.ones(2, 5)
@@ -79,6 +85,11 @@ def times_gram(phi: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
     -------
     tensor of shape (..., N, n)
         Φ Φᵀ Φ.
+
+    See Also
+    --------
+    small_gram : the Gram it starts from.
+    cristianini_alignment : the alignment whose gradient needs it.
 
     Examples
     --------
@@ -108,6 +119,12 @@ def target_norm(U: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     -------
     tensor of shape ()
         ‖U diag(w) Uᵀ‖_F, without building the n × n matrix.
+
+    See Also
+    --------
+    meanfield.energy.target_factors : the factors U and w of T.
+    meanfield.energy.target_matrix : the dense T.
+    cristianini_alignment : the alignment normalised by it.
 
     Examples
     --------
@@ -146,6 +163,12 @@ def alignment_parts(phi: torch.Tensor, U: torch.Tensor, w: torch.Tensor):
         ⟨ΦᵀΦ, T⟩_F = Σ_ir w_r S_ir².
     Gn : tensor (...)
         ‖ΦᵀΦ‖_F.
+
+    See Also
+    --------
+    cristianini_alignment : the value.
+    small_gram : the Gram it holds.
+    target_norm : ‖T‖_F.
 
     Examples
     --------
@@ -207,6 +230,20 @@ def cristianini_alignment(
     ------
     ValueError
         If phi is not a floating tensor of at least 2 dimensions, or U, w do not fit it.
+
+    See Also
+    --------
+    meanfield.energy.NormalisedAlignment : the energy term −A.
+    meanfield.energy.CentredAlignment : the centred energy term.
+    meanfield.learners.metric.kernel_alignment : the alignment of a learned kernel.
+    meanfield.ot.diagnostics.kernel_gap : how far two kernels are.
+
+    References
+    ----------
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (NIPS 2001), MIT Press, 2002.
+    - C. Cortes, M. Mohri, A. Rostamizadeh, "Algorithms for learning kernels based on centered
+      alignment", JMLR 13 (2012) 795–828 (the centred form).
 
     Examples
     --------

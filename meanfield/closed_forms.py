@@ -47,6 +47,12 @@ class Law1D:
     lo, hi : float
         Support [lo, hi] (units of ω).
 
+    See Also
+    --------
+    equilibrium_case : the exact laws of THEORY §5.
+    wasserstein_to_law_1d : the distance of samples to a law.
+    meanfield.ot.measure.quantile_segments : the quantile function of a measure.
+
     Examples
     --------
     >>> from meanfield.closed_forms import Semicircle
@@ -143,6 +149,20 @@ class Semicircle(Law1D):
         F(x) = \frac12 + \frac{1}{\pi}\Big(\frac{x\sqrt{2 - x^2}}{2}
         + \arcsin\frac{x}{\sqrt 2}\Big).
 
+    See Also
+    --------
+    equilibrium_case : the case ``"semicircle"``.
+    meanfield.kernels.Riesz : the log kernel (s = 0).
+    meanfield.pde.stationary.equilibrium_measure : μ* on a grid.
+    meanfield.studies.limits.equilibrium_in_n : particles measured against it.
+
+    References
+    ----------
+    - E. P. Wigner, "On the distribution of the roots of certain symmetric matrices", Ann. of Math.
+      67 (1958) 325–327.
+    - E. B. Saff, V. Totik, *Logarithmic Potentials with External Fields*, Grundlehren 316,
+      Springer, 1997.
+
     Examples
     --------
     >>> from meanfield.closed_forms import Semicircle
@@ -170,6 +190,13 @@ class UniformInterval(Law1D):
     .. math::
 
         \mu^*(x) = \tfrac12 \mathbf 1_{|x| \le 1}, \qquad F^{-1}(u) = 2u - 1.
+
+    See Also
+    --------
+    equilibrium_case : the case ``"uniform"``.
+    meanfield.kernels.Coulomb : the Coulomb kernel of the line (s = −1).
+    meanfield.fastsums.coulomb1d_sums : its pair sums in O(N log N).
+    meanfield.pde.stationary.equilibrium_measure : μ* on a grid.
 
     Examples
     --------
@@ -208,6 +235,17 @@ class BallRadius(Law1D):
     dim : int, default 3
         Dimension p ≥ 1 of the ball.
 
+    See Also
+    --------
+    DiskRadius : the case p = 2.
+    meanfield.kernels.Coulomb : the Coulomb kernel of R^p.
+    meanfield.studies.coulomb3d.ball_diagnostics : a grid density against the ball.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015.
+
     Examples
     --------
     >>> from meanfield.closed_forms import BallRadius
@@ -237,6 +275,19 @@ class DiskRadius(BallRadius):
     .. math::
 
         F(r) = r^2, \qquad f(r) = 2r, \qquad F^{-1}(u) = \sqrt u \qquad (0 \le r \le 1).
+
+    See Also
+    --------
+    BallRadius : the uniform ball of R^p.
+    equilibrium_case : the case ``"disk"``.
+    meanfield.pde.stationary.equilibrium_measure : μ* on a grid.
+
+    References
+    ----------
+    - J. Ginibre, "Statistical ensembles of complex, quaternion, and real matrices", J. Math. Phys.
+      6 (1965) 440–449.
+    - E. B. Saff, V. Totik, *Logarithmic Potentials with External Fields*, Grundlehren 316,
+      Springer, 1997.
 
     Examples
     --------
@@ -278,6 +329,22 @@ def equilibrium_case(name: str) -> tuple[float, int, Law1D]:
     ------
     meanfield.errors.InputError
         ``name`` is not one of the cases.
+
+    See Also
+    --------
+    wasserstein_to_law_1d : particles against the exact law.
+    meanfield.pde.stationary.equilibrium_measure : μ* on a grid.
+    meanfield.studies.limits.closed_form_energy : the energy of the cases.
+    meanfield.studies.limits.equilibrium_in_n : the N → ∞ study on them.
+
+    References
+    ----------
+    - O. Frostman, "Potentiel d'équilibre et capacité des ensembles avec quelques applications à la
+      théorie des fonctions", Meddel. Lunds Univ. Mat. Sem. 3 (1935) (the equilibrium measure).
+    - E. B. Saff, V. Totik, *Logarithmic Potentials with External Fields*, Grundlehren 316,
+      Springer, 1997.
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015.
 
     Examples
     --------
@@ -324,6 +391,18 @@ def wasserstein_to_law_1d(samples, law: Law1D, order: int = 2, n_quad: int = 64)
     ------
     meanfield.errors.InputError
         ``samples`` empty or not finite, or ``order`` < 1.
+
+    See Also
+    --------
+    meanfield.ot.distance.wasserstein : the distance between two measures.
+    Law1D : the law's quantile function.
+    meanfield.studies.limits.particle_equilibrium_run : particles measured with it.
+
+    References
+    ----------
+    - C. Villani, *Optimal Transport: Old and New*, Grundlehren 338, Springer, 2009.
+    - G. Peyré, M. Cuturi, "Computational optimal transport", Found. Trends Mach. Learn. 11 (2019)
+      355–607 (W_q on the line by quantile functions).
 
     Examples
     --------

@@ -191,6 +191,13 @@ class Box(Domain):
     meanfield.errors.InputError
         ``dim`` < 1 or ``half_width`` ≤ 0 (or not finite).
 
+    See Also
+    --------
+    Ball : the ball B(0, R).
+    Torus : the same cell with opposite faces identified.
+    meanfield.pde.grid.Grid : a grid on a box.
+    billiard : HMC's flight reflected at the walls.
+
     Examples
     --------
     >>> import numpy as np
@@ -254,6 +261,13 @@ class Ball(Domain):
     ------
     meanfield.errors.InputError
         ``dim`` < 1 or ``radius`` ≤ 0 (or not finite).
+
+    See Also
+    --------
+    Box : the box [−R, R]^dim.
+    make_domain : a domain by name.
+    billiard : HMC's flight reflected at the sphere.
+    meanfield.closed_forms.BallRadius : the uniform ball, μ* of the Coulomb gas.
 
     Examples
     --------
@@ -327,6 +341,12 @@ class Torus(Domain):
     meanfield.errors.InputError
         ``dim`` < 1 or ``half_width`` ≤ 0 (or not finite).
 
+    See Also
+    --------
+    Box : the same cell with walls (projection, no-flux boundary).
+    meanfield.energy.PeriodicPairInteraction : pair sums by minimum image.
+    meanfield.ot.circle : Wasserstein distances on the circle.
+
     Notes
     -----
     A pair kernel k on the torus is read as k(minimum_image(ω − ω')): the periodised kernel
@@ -334,12 +354,6 @@ class Torus(Domain):
     vanishes at distances ≥ L in each coordinate (a range below L), and for a kernel that is
     already 2L-periodic in each coordinate (the Kuramoto kernel −cos θ on the circle,
     :class:`~meanfield.kernels.Cosine`).
-
-    See Also
-    --------
-    Box : the same cell with walls (projection, no-flux boundary).
-    meanfield.energy.PeriodicPairInteraction : pair sums by minimum image.
-    meanfield.ot.circle : Wasserstein distances on the circle.
 
     References
     ----------
@@ -457,6 +471,12 @@ def make_domain(kind: str, dim: int, radius: float) -> Domain:
     meanfield.errors.InputError
         ``kind`` is not one of the two names, or ``dim``/``radius`` out of range.
 
+    See Also
+    --------
+    Box : the box.
+    Ball : the ball.
+    meanfield.kernels.make_kernel : a kernel by name.
+
     Examples
     --------
     >>> from meanfield.domains import make_domain
@@ -494,6 +514,18 @@ def billiard(domain: Domain, omega: torch.Tensor, v: torch.Tensor, dt, *, max_bo
     Returns
     -------
     (omega, v) : the positions and velocities after the flight, shape (..., N, p).
+
+    See Also
+    --------
+    meanfield.dynamics.hmc.HMC : the sampler whose flight it is.
+    Box : folded coordinates.
+    Ball : mirrored at the normal.
+    Torus : wrapped around.
+
+    References
+    ----------
+    - R. M. Neal, "MCMC using Hamiltonian dynamics", in *Handbook of Markov Chain Monte Carlo*, S.
+      Brooks et al. (eds.), CRC Press, 2011, ch. 5 (HMC with reflection at the walls).
 
     Examples
     --------

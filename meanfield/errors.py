@@ -26,6 +26,13 @@ class MeanfieldError(Exception):
 
     Catch it to tell a user error (a bad parameter, a missing file) from a bug.
 
+    See Also
+    --------
+    InputError : a parameter outside its range.
+    NumericalError : a computation that became non-finite.
+    MeanfieldWarning : the base of the warnings.
+    meanfield.cli.main : the command line, which reports these errors.
+
     Examples
     --------
     >>> from meanfield.errors import MeanfieldError, NumericalError
@@ -36,6 +43,13 @@ class MeanfieldError(Exception):
 
 class InputError(MeanfieldError, ValueError):
     """A parameter outside its allowed range (the message names the parameter and the range).
+
+    See Also
+    --------
+    InputTypeError : a parameter of the wrong type.
+    SizeLimitError : a size beyond the machine's limits.
+    OutputPathError : an output path that cannot be written.
+    meanfield.dynamics.spec.RunSpec : a run whose parameters are checked when made.
 
     Examples
     --------
@@ -50,6 +64,11 @@ class InputError(MeanfieldError, ValueError):
 class InputTypeError(MeanfieldError, TypeError):
     """A parameter of the wrong type (also a :class:`TypeError`).
 
+    See Also
+    --------
+    InputError : a value of the right type out of range.
+    meanfield.dynamics.chains.check_seed : a check that raises it.
+
     Examples
     --------
     >>> from meanfield._validation import check_int
@@ -63,6 +82,12 @@ class InputTypeError(MeanfieldError, TypeError):
 class OutputPathError(InputError):
     """An output path that cannot be written (a directory for a file, a path under a file,
     a read-only folder); raised before any work.
+
+    See Also
+    --------
+    OutputWriteError : a write that failed part-way.
+    MissingFileError : an input file that does not exist.
+    meanfield.results.save_dataset : an atomic write of a dataset.
 
     Examples
     --------
@@ -83,6 +108,12 @@ class SizeLimitError(InputError):
     machine has (or the step budget), refused before allocating; the message names the
     flag or parameter to change, the estimate and the limit.
 
+    See Also
+    --------
+    StepBudgetError : a solve beyond its step budget.
+    meanfield.dynamics.spec.check_work : the particles' work ceiling.
+    meanfield.pde.grid.check_grid_size : the grid's memory ceiling.
+
     Examples
     --------
     >>> from meanfield.errors import InputError, SizeLimitError
@@ -93,6 +124,11 @@ class SizeLimitError(InputError):
 
 class DependencyError(MeanfieldError, ImportError):
     """An optional dependency is missing; the message holds the install command.
+
+    See Also
+    --------
+    ResourceError : a device or scheduler that is not available.
+    MeanfieldError : the base class.
 
     Examples
     --------
@@ -105,6 +141,11 @@ class DependencyError(MeanfieldError, ImportError):
 class ResourceError(MeanfieldError, RuntimeError):
     """A requested resource is unavailable: a torch device, a dask scheduler.
 
+    See Also
+    --------
+    DependencyError : a missing optional package.
+    meanfield.workbench.sweeps.check_scheduler : the scheduler check that raises it.
+
     Examples
     --------
     >>> from meanfield.errors import ResourceError
@@ -115,6 +156,12 @@ class ResourceError(MeanfieldError, RuntimeError):
 
 class DataFileError(MeanfieldError, ValueError):
     """A file that should hold a dataset is truncated, a folder, or not a netCDF file.
+
+    See Also
+    --------
+    MissingFileError : a file that does not exist.
+    RunFileMismatchWarning : a run file that holds another run.
+    meanfield.results.load_dataset : the read that raises it.
 
     Examples
     --------
@@ -136,6 +183,11 @@ class DataFileError(MeanfieldError, ValueError):
 class MissingFileError(MeanfieldError, FileNotFoundError):
     """An input file that does not exist (also a :class:`FileNotFoundError`).
 
+    See Also
+    --------
+    DataFileError : a file that exists but holds no dataset.
+    meanfield.results.load_dataset : a read that raises it.
+
     Examples
     --------
     >>> from meanfield.errors import MissingFileError
@@ -151,6 +203,12 @@ class MissingFileError(MeanfieldError, FileNotFoundError):
 class SweepConflictError(InputError):
     """A sweep folder holds runs made with other parameters (or another package version).
 
+    See Also
+    --------
+    RunFileMismatchWarning : one run file that holds another run.
+    meanfield.workbench.sweeps.run_sweep : the sweep that raises it.
+    meanfield.workbench.sweeps.configuration_differences : what differs.
+
     Examples
     --------
     >>> from meanfield.errors import InputError, SweepConflictError
@@ -161,6 +219,12 @@ class SweepConflictError(InputError):
 
 class StepBudgetError(MeanfieldError, RuntimeError):
     """A solve would need (or took) more steps than ``max_steps``.
+
+    See Also
+    --------
+    SizeLimitError : a size refused before any work.
+    meanfield.dynamics.spec.n_steps_for : the particles' step count.
+    meanfield.pde.solver.check_step_budget : the grid's step estimate.
 
     Examples
     --------
@@ -175,6 +239,13 @@ class NumericalError(MeanfieldError, FloatingPointError):
     temperature outside the range the scheme can follow; the message names the parameter to
     change.
 
+    See Also
+    --------
+    ConvergenceError : an iteration that did not converge.
+    PrecisionWarning : a result float64 cannot resolve.
+    meanfield.pairsum.cast_checked : a cast that raises it.
+    meanfield.pde.stepper.Stepper : grid steps that raise it.
+
     Examples
     --------
     >>> from meanfield.errors import NumericalError
@@ -185,6 +256,13 @@ class NumericalError(MeanfieldError, FloatingPointError):
 
 class ConvergenceError(MeanfieldError, RuntimeError):
     """An iterative solve (a Gibbs state, a transport problem) did not converge.
+
+    See Also
+    --------
+    ConvergenceWarning : a solve stopped at ``max_iter``, returned with a warning.
+    NumericalError : a computation that became non-finite.
+    meanfield.pde.stationary.second_variation_eigenvalue : an eigenvalue solve that raises it.
+    meanfield.ot.sparse.w2_sparse : a transport solve.
 
     Examples
     --------
@@ -197,6 +275,12 @@ class ConvergenceError(MeanfieldError, RuntimeError):
 class MeanfieldWarning(UserWarning):
     """Base class of the warnings :mod:`meanfield` issues (a run that finished but may be
     silently wrong); the CLI prints each as one ``meanfield: warning:`` line.
+
+    See Also
+    --------
+    MeanfieldError : the base of the errors.
+    ConvergenceWarning : a solve that stopped above its tolerance.
+    LowAcceptanceWarning : a chain that barely moved.
 
     Examples
     --------
@@ -220,6 +304,12 @@ class PinnedParticlesWarning(MeanfieldWarning):
     is at least the domain's width, and after one that left half the particles or more on
     the boundary; lower ``eta`` (or raise β).
 
+    See Also
+    --------
+    OvershootWarning : a drift step too large for the closest particles.
+    meanfield.dynamics.langevin.pinning_step_warning : the check before a run.
+    meanfield.dynamics.langevin.boundary_fraction : the check after a run.
+
     Examples
     --------
     >>> from meanfield.errors import MeanfieldWarning, PinnedParticlesWarning
@@ -236,6 +326,12 @@ class LowAcceptanceWarning(MeanfieldWarning):
     particles under a singular kernel); lower ``eta`` (MALA) or ``step_size`` (HMC), or start
     from separated particles.
 
+    See Also
+    --------
+    FrozenChainWarning : a chain that did not move across its law.
+    meanfield.dynamics.chains.low_acceptance_warning : the check.
+    meanfield.dynamics.chain_checks.check_start_spacing : a start refused before it.
+
     Examples
     --------
     >>> from meanfield.errors import LowAcceptanceWarning, MeanfieldWarning
@@ -249,6 +345,12 @@ class InaccurateStepWarning(MeanfieldWarning):
     :func:`meanfield.pde.solve` labels t is not ρ(t).  Implicit steps stay positive for any
     Δt, so nothing else would show it.  The message gives the step-doubling error estimate
     and a ``dt`` (or number of sub-steps) that meets ``step_rtol``.
+
+    See Also
+    --------
+    StepBudgetError : a solve beyond its step budget.
+    meanfield.pde.solver.solve : the solve that issues it.
+    meanfield.pde.stepper.Stepper : the fixed implicit steps.
 
     Examples
     --------
@@ -266,6 +368,13 @@ class ConvergenceWarning(MeanfieldWarning):
 
     Make it fatal with ``warnings.simplefilter("error", ConvergenceWarning)``.
 
+    See Also
+    --------
+    ConvergenceError : a solve that could not go on.
+    MultipleStationaryStatesWarning : several stationary states found.
+    meanfield.pde.stationary.gibbs_state : a solve that issues it.
+    meanfield.pde.stationary.equilibrium_measure : a solve that issues it.
+
     Examples
     --------
     >>> from meanfield.errors import ConvergenceWarning, MeanfieldWarning
@@ -282,6 +391,12 @@ class TrajectoryCappedWarning(MeanfieldWarning):
     ``trajectory_length`` attribute then holds the length that ran (and
     ``trajectory_length_requested`` T).  Raise ``max_leapfrog`` or shorten T.
 
+    See Also
+    --------
+    LowAcceptanceWarning : a chain that barely moved.
+    meanfield.dynamics.hmc.sample_hmc : the sampler that issues it.
+    meanfield.dynamics.hmc.warm_up : the adaptation of ε.
+
     Examples
     --------
     >>> from meanfield.errors import MeanfieldWarning, TrajectoryCappedWarning
@@ -297,6 +412,12 @@ class MultipleStationaryStatesWarning(MeanfieldWarning):
     of a symmetric model).  The density returned is the state of lowest free energy;
     ``report.states`` lists every state found with its free energy and stability.
 
+    See Also
+    --------
+    NonUniqueMinimiserError : a computation that needs a unique minimiser.
+    meanfield.pde.stationary.gibbs_state : the search that issues it.
+    meanfield.pde.branches.follow_branches : every branch along β.
+
     Examples
     --------
     >>> from meanfield.errors import MeanfieldWarning, MultipleStationaryStatesWarning
@@ -310,6 +431,12 @@ class NonUniqueMinimiserError(MeanfieldError, ValueError):
     rate or a concentration probability about the reference state ρ_β) on a model whose
     minimiser is not unique: the empirical measure then concentrates on the set of
     minimisers, not on one state, and the rate about one of them is not the rate of the model.
+
+    See Also
+    --------
+    MultipleStationaryStatesWarning : several stationary states found.
+    meanfield.pde.stationary.minimiser_is_unique : the check.
+    meanfield.studies.large_deviations.scgf_on_grid : a rate about ρ_β.
 
     Examples
     --------
@@ -349,6 +476,11 @@ class OutputWriteError(MeanfieldError, OSError):
     quota is exceeded, an I/O error.  The message names the file and the cause; nothing
     partial is left (neither the target nor a temporary ``.part`` file).
 
+    See Also
+    --------
+    OutputPathError : a path refused before any work.
+    meanfield.results.save_dataset : the atomic write that raises it.
+
     Examples
     --------
     >>> from meanfield.errors import OutputWriteError
@@ -367,6 +499,12 @@ class PrecisionWarning(MeanfieldWarning):
 
     Issued by :func:`meanfield.ot.distance.wasserstein`; the message gives the value, the
     interval and the extent it is relative to.
+
+    See Also
+    --------
+    meanfield.ot.distance.TransportResult : ``certified``, ``lower`` and ``upper``.
+    meanfield.ot.precision.rounding_bound : the rounding bound.
+    NumericalError : a computation that became non-finite.
 
     Examples
     --------
@@ -387,6 +525,13 @@ class OvershootWarning(MeanfieldWarning):
     (``pair_step="capped"``, the default for singular kernels), a smaller ``eta``, a softening,
     or MALA/HMC fix it.
 
+    See Also
+    --------
+    CoincidentParticlesWarning : two particles that coincide.
+    meanfield.dynamics.langevin.count_overshoot : the count.
+    meanfield.dynamics.langevin.near_field : the capped pair step.
+    meanfield.dynamics.langevin.MALA : an exact sampler of the same law.
+
     Examples
     --------
     >>> from meanfield.errors import MeanfieldWarning, OvershootWarning
@@ -401,6 +546,12 @@ class FrozenChainWarning(MeanfieldWarning):
     that short cannot have crossed the law once), whatever its acceptance rate.  Its records
     are (nearly) its start, not samples; lower the step or run longer.
 
+    See Also
+    --------
+    LowAcceptanceWarning : a chain that accepted almost nothing.
+    meanfield.dynamics.chain_checks.frozen_chain_warning : the check.
+    meanfield.stats.effective_sample_size : the samples a chain is worth.
+
     Examples
     --------
     >>> from meanfield.errors import FrozenChainWarning, MeanfieldWarning
@@ -412,6 +563,13 @@ class FrozenChainWarning(MeanfieldWarning):
 class CoincidentParticlesWarning(MeanfieldWarning):
     """A particle run that recorded the energy +inf: two particles coincide (e.g. pinned to
     the same boundary point by the projection) under an unsoftened singular pair kernel.
+
+    See Also
+    --------
+    OvershootWarning : particles carried past each other.
+    PinnedParticlesWarning : particles pinned to the boundary.
+    meanfield.ot.spacing.min_pair_distance : the closest pair.
+    meanfield.dynamics.langevin.simulate : the run that issues it.
 
     Examples
     --------
@@ -429,6 +587,12 @@ class RunFileMismatchWarning(MeanfieldWarning):
     (a run file copied or renamed under this run's name), another configuration, or it is
     unreadable or a partial write.  :func:`meanfield.workbench.sweeps.run_sweep` moves it to
     ``runs/set_aside/`` and recomputes the run; the message names the file and what it holds.
+
+    See Also
+    --------
+    SweepConflictError : a whole sweep folder of other parameters.
+    DataFileError : a file that holds no dataset.
+    meanfield.workbench.sweeps.run_sweep : the sweep that issues it.
 
     Examples
     --------

@@ -113,6 +113,13 @@ def coulomb1d_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         Σ_{j≠i} k'(x_i − x_j); tied particles exert no force on each other (sgn 0 = 0, the
         zero subgradient of the direct sum).
 
+    See Also
+    --------
+    coulomb1d_field : the same kernel at other targets.
+    FastCoulombInteraction : the energy term built on it.
+    meanfield.pairsum.pair_sums : the direct O(N²) sums.
+    meanfield.closed_forms.UniformInterval : the equilibrium of the p = 1 gas.
+
     Examples
     --------
     The points 0, 1, 3: Σ_{i≠j} −|x_i − x_j| = −2 (1 + 3 + 2) = −12.
@@ -153,6 +160,12 @@ def coulomb1d_field(at: torch.Tensor, points: torch.Tensor, weights: torch.Tenso
     tensor (M,)
         With W_≤, S_≤ the sums of w_k and w_k y_k over y_k ≤ a:
         Σ_k w_k ‖a − y_k‖ = a (2 W_≤ − W) − (2 S_≤ − S).
+
+    See Also
+    --------
+    coulomb1d_sums : the sums over the particles themselves.
+    FastCoulombInteraction : the energy term built on it.
+    meanfield.pde.convolution.FFTConvolution : k ∗ ρ on a grid.
 
     Notes
     -----
@@ -211,12 +224,26 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     grad : array (N, 3) or None
         Σ_{j≠i} ∇k(x_i − x_j) = −Σ_j (x_i − x_j)/‖x_i − x_j‖³ (coincident pairs excluded).
 
+    See Also
+    --------
+    coulomb3d_field : the same sums at other targets.
+    coulomb2d_sums : the p = 2 sums (Ewald).
+    FastCoulombInteraction : the energy term built on it.
+    meanfield.pairsum.pair_sums : the direct O(N²) sums.
+
     Notes
     -----
     .. math::
 
         \phi_i = \sum_{j \ne i} \frac{1}{|x_i - x_j|}, \qquad
         \nabla_{x_i} \phi_i = -\sum_{j \ne i} \frac{x_i - x_j}{|x_i - x_j|^3}.
+
+    References
+    ----------
+    - L. Greengard, V. Rokhlin, "A fast algorithm for particle simulations", J. Comput. Phys. 73
+      (1987) 325–348.
+    - L. Greengard, V. Rokhlin, "A new version of the fast multipole method for the Laplace equation
+      in three dimensions", Acta Numer. 6 (1997) 229–269.
 
     Examples
     --------
@@ -267,6 +294,19 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
     -------
     array (M,)
         The potential; +inf at a target on a charged atom, as the direct sum.
+
+    See Also
+    --------
+    coulomb3d_sums : the sums over the particles themselves.
+    FastCoulombInteraction : the energy term built on it.
+    meanfield.studies.coulomb3d.particle_run : the p = 3 Coulomb gas, studied with HMC.
+
+    References
+    ----------
+    - L. Greengard, V. Rokhlin, "A fast algorithm for particle simulations", J. Comput. Phys. 73
+      (1987) 325–348.
+    - L. Greengard, V. Rokhlin, "A new version of the fast multipole method for the Laplace equation
+      in three dimensions", Acta Numer. 6 (1997) 229–269.
 
     Examples
     --------
@@ -342,6 +382,11 @@ def coulomb2d_sums(
     grad : array (N, 2) or None
         −Σ_j (x_i − x_j)/‖x_i − x_j‖²; coincident pairs excluded (zero subgradient).
 
+    See Also
+    --------
+    coulomb2d_field : the same split at targets other than the sources.
+    FastCoulombInteraction : the energy term built on it.
+
     Notes
     -----
     The Gaussian (Ewald) split of the kernel, with E₁ the exponential integral:
@@ -358,11 +403,6 @@ def coulomb2d_sums(
     A. H. Barnett, J. Magland, L. af Klinteberg, "A parallel nonuniform fast Fourier
     transform library based on an 'exponential of semicircle' kernel", SIAM J. Sci. Comput.
     41, 2019.
-
-    See Also
-    --------
-    coulomb2d_field : the same split at targets other than the sources.
-    FastCoulombInteraction : the energy term built on it.
 
     Examples
     --------
@@ -439,15 +479,15 @@ def coulomb2d_field(
     array (M,)
         The potential; +inf at a target on a charged atom, as the direct sum.
 
+    See Also
+    --------
+    coulomb2d_sums : the pair sums over the particles themselves.
+
     References
     ----------
     F. Vico, L. Greengard, M. Ferrando, J. Comput. Phys. 323, 2016 (free-space kernel
     truncation); A. H. Barnett, J. Magland, L. af Klinteberg, SIAM J. Sci. Comput. 41, 2019
     (FINUFFT).
-
-    See Also
-    --------
-    coulomb2d_sums : the pair sums over the particles themselves.
 
     Examples
     --------
@@ -821,6 +861,18 @@ def fast_pair_interaction(kernel: PairKernel, lam: float = 1.0, **options) -> Pa
     FastCoulombInteraction
         A drop-in :class:`~meanfield.energy.PairInteraction` term of an
         :class:`~meanfield.energy.Energy`.
+
+    See Also
+    --------
+    FastCoulombInteraction : the term it builds.
+    meanfield.energy.PairInteraction : the direct term it replaces.
+    meanfield.kernels.Coulomb : the kernels it accepts.
+    meanfield.energy.Energy : the energy it is a term of.
+
+    References
+    ----------
+    - L. Greengard, V. Rokhlin, "A fast algorithm for particle simulations", J. Comput. Phys. 73
+      (1987) 325–348.
 
     Examples
     --------

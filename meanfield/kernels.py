@@ -140,6 +140,14 @@ class PairKernel(abc.ABC):
     A wrapper that defines the value on r² directly (overriding :meth:`value_sq` and
     :meth:`grad_coeff_sq`) gets κ(u) = value_sq(u − ε²) and needs no :meth:`kappa`.
 
+    See Also
+    --------
+    Riesz : the Riesz and log kernels.
+    CallableKernel : a kernel from a torch function.
+    make_kernel : a kernel by name.
+    meanfield.energy.PairInteraction : the energy term built on a kernel.
+    meanfield.pde.convolution.cell_integrated_kernel : the kernel on a grid.
+
     Examples
     --------
     κ only (k(z) = |z|²/2, κ(u) = u/2): κ' = 1/2 comes from autograd.
@@ -475,6 +483,21 @@ class Riesz(PairKernel):
     softening : float, default 0
         Softening length ε ≥ 0; with ε > 0 the kernel is smooth and every s is allowed.
 
+    See Also
+    --------
+    Coulomb : the case s = dim − 2.
+    meanfield.energy.PairInteraction : the pair energy λ∬k dμdμ.
+    meanfield.pairsum.pair_sums : the tiled pair sums of the particles.
+    meanfield.pde.convolution.FFTConvolution : k ∗ ρ on a grid.
+    meanfield.closed_forms.equilibrium_case : exact equilibria of Riesz gases.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015.
+    - S. V. Borodachov, D. P. Hardin, E. B. Saff, *Discrete Energy on Rectifiable Sets*, Springer
+      Monographs in Mathematics, Springer, 2019 (Riesz energies).
+
     Examples
     --------
     >>> import numpy as np
@@ -581,6 +604,18 @@ class Coulomb(Riesz):
     softening : float, default 0
         Softening length ε ≥ 0.
 
+    See Also
+    --------
+    Riesz : the kernel it is.
+    meanfield.fastsums.fast_pair_interaction : its pair energy by a fast sum.
+    meanfield.pde.stationary.equilibrium_measure : μ* on a grid.
+    meanfield.closed_forms.BallRadius : μ* under a quadratic confinement, the uniform ball.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015.
+
     Examples
     --------
     >>> from meanfield.kernels import Coulomb, Riesz
@@ -605,6 +640,12 @@ class Quadratic(PairKernel):
     .. math::
 
         k(z) = \tfrac12 |z|^2, \qquad \nabla k(z) = z .
+
+    See Also
+    --------
+    Gaussian : a smooth bounded kernel.
+    meanfield.energy.QuadraticPotential : the one-body quadratic potential.
+    meanfield.energy.PairInteraction : the pair energy built on it.
 
     Examples
     --------
@@ -640,6 +681,13 @@ class Gaussian(PairKernel):
     ----------
     width : float, default 1
         Width w > 0 (units of ω).
+
+    See Also
+    --------
+    Quadratic : the other smooth kernel.
+    Riesz : the singular kernels.
+    meanfield.energy.PairInteraction : the pair energy built on it.
+    meanfield.pde.convolution.FFTConvolution : k ∗ ρ on a grid.
 
     Examples
     --------
@@ -902,6 +950,12 @@ def make_kernel(
     -------
     PairKernel
         The kernel.
+
+    See Also
+    --------
+    PairKernel : the base class.
+    meanfield.domains.make_domain : a domain by name.
+    meanfield.dynamics.description.from_dict : a kernel from its description.
 
     Examples
     --------

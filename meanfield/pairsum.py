@@ -214,6 +214,12 @@ def make_plan(kernel: PairKernel) -> _Plan:
         A Riesz plan (κ' as a power u^(−m), m = s/2 + 1), a Gaussian plan, or the generic
         plan calling the kernel's own κ and κ'.
 
+    See Also
+    --------
+    pair_sums : the sums that evaluate the plan.
+    meanfield.kernels.Riesz : the kernel of the Riesz plan.
+    meanfield.kernels.Gaussian : the kernel of the Gaussian plan.
+
     Examples
     --------
     >>> from meanfield.kernels import Riesz
@@ -388,6 +394,16 @@ def roundoff_bound(p: int, dtype, sq_max: float, eps2: float = 0.0) -> float:
     -------
     float
 
+    See Also
+    --------
+    pair_sums : the sums whose products it bounds.
+    meanfield.ot.precision.gamma : the γ_k bounds of the transport certificate.
+
+    References
+    ----------
+    - N. J. Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., SIAM, 2002 (§3.1,
+      rounding errors of inner products).
+
     Examples
     --------
     >>> import torch
@@ -459,6 +475,12 @@ def out_of_range(kernel: PairKernel, omega: torch.Tensor) -> bool:
     bool
         True when some term u^(−m) with ε² ≤ u ≤ (2 max|ω|)² + ε² may leave that range.
 
+    See Also
+    --------
+    cast_checked : the cast back from float64.
+    pair_sums : the tiled sums.
+    meanfield.energy.PairInteraction : the term that switches to float64.
+
     Examples
     --------
     >>> import torch
@@ -493,6 +515,11 @@ def cast_checked(x: torch.Tensor | None, dtype, what: str) -> torch.Tensor | Non
     tensor or None
         ``x`` in ``dtype``.
 
+    See Also
+    --------
+    out_of_range : when the sums are formed in float64.
+    meanfield.errors.NumericalError : what it raises.
+
     Examples
     --------
     >>> import torch
@@ -523,6 +550,11 @@ def default_tile(device) -> int:
     -------
     int
         Rows (and columns) per tile.
+
+    See Also
+    --------
+    pair_sums : the sums cut into tiles.
+    meanfield.dynamics.spec.estimate_work : the work of a run in pair evaluations.
 
     Examples
     --------
@@ -572,6 +604,13 @@ def pair_sums(
     grad : tensor (N, p) or None
         ``grad_scale`` · Σ_{j≠i} c_ij (ω_i − ω_j), c_ij = 2κ'(u_ij) (half the gradient of the
         ordered pair sum with respect to ω_i).
+
+    See Also
+    --------
+    meanfield.energy.PairInteraction : the energy term that calls it.
+    meanfield.fastsums.FastCoulombInteraction : the fast sums of the Coulomb kernels.
+    meanfield.pde.convolution.FFTConvolution : the same sum on a grid (k ∗ ρ).
+    make_plan : the kernel's evaluation plan.
 
     Examples
     --------

@@ -66,6 +66,12 @@ def provenance(params: dict, *, seed: int | None) -> dict:
         The converted parameters plus ``seed``, ``meanfield_version`` and ``created`` (UTC,
         ISO 8601).
 
+    See Also
+    --------
+    merge_attrs : the parameters with extra attributes.
+    save_dataset : the dataset written with them.
+    meanfield.dynamics.description.to_dict : a model's description.
+
     Examples
     --------
     >>> from meanfield.results import provenance
@@ -170,6 +176,11 @@ def merge_attrs(params: dict, extra, *, name: str = "extra_attrs") -> dict:
     -------
     dict
 
+    See Also
+    --------
+    check_extra_attrs : the checks on the extra attributes.
+    provenance : the parameters as attributes.
+
     Examples
     --------
     >>> from meanfield.results import merge_attrs
@@ -217,6 +228,13 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         :func:`meanfield._validation.check_output_path`).
     meanfield.errors.OutputWriteError
         The write failed part-way (disk full, quota, I/O error); nothing is left behind.
+
+    See Also
+    --------
+    load_dataset : the read back.
+    meanfield.errors.OutputWriteError : a write that failed.
+    meanfield.workbench.sweeps.run_sweep : the sweeps that write one file per run.
+    meanfield.dynamics.langevin.simulate : a trajectory as a dataset.
 
     Examples
     --------
@@ -347,6 +365,12 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     meanfield.errors.DataFileError
         ``path`` is a directory, or not a complete netCDF-4 file (truncated, corrupt, another
         format); the message names the file.
+
+    See Also
+    --------
+    save_dataset : the write.
+    meanfield.errors.DataFileError : a file that is not a complete dataset.
+    meanfield.errors.MissingFileError : a file that does not exist.
 
     Examples
     --------

@@ -46,6 +46,17 @@ def project_simplex(z, mass: float = 1.0) -> np.ndarray:
     ValueError
         If ``z`` is not a non-empty 1-d finite array or ``mass`` is not a finite number > 0.
 
+    See Also
+    --------
+    meanfield.pde.stationary.equilibrium_measure : a QP on the simplex of cell masses.
+    meanfield.pde.simplex_qp : the quadratic programme that projects with it.
+    meanfield.learners.importance_qp.solve_importance_weights : weights on the simplex.
+
+    References
+    ----------
+    - J. Duchi, S. Shalev-Shwartz, Y. Singer, T. Chandra, "Efficient projections onto the ℓ1-ball
+      for learning in high dimensions", ICML 2008, 272–279.
+
     Examples
     --------
     >>> project_simplex([0.5, 0.2, -1.0])

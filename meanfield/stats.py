@@ -68,6 +68,16 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     meanfield.errors.InputError
         ``values`` is not one-dimensional, or ``level`` is not in (0, 1).
 
+    See Also
+    --------
+    paired_test : the interval of paired differences.
+    fit_power_law : intervals of a fitted rate.
+    meanfield.workbench.report_tables.interval : the cell it is written as.
+
+    References
+    ----------
+    - Student, "The probable error of a mean", Biometrika 6 (1908) 1–25.
+
     Examples
     --------
     >>> from meanfield.stats import t_interval
@@ -132,6 +142,16 @@ def holm(pvalues) -> np.ndarray:
         ``pvalues`` is not one-dimensional, or holds a value outside [0, 1] or NaN (a claim
         that cannot be tested has no p-value: leave it out, or count it as p = 1 as
         :func:`paired_family` does with ``planned``).
+
+    See Also
+    --------
+    paired_family : a family of paired tests, Holm-adjusted.
+    paired_test : one test's p-value.
+
+    References
+    ----------
+    - S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6
+      (1979) 65–70.
 
     Examples
     --------
@@ -199,6 +219,16 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
     meanfield.errors.InputError
         ``a`` or ``b`` not one-dimensional, of different lengths; ``level`` not in (0, 1);
         ``scale`` not a finite number > 0.
+
+    See Also
+    --------
+    paired_family : several comparisons at once.
+    t_interval : the interval of one sample.
+    meanfield.studies.nlp_report.write_report : reports that compare variants seed by seed.
+
+    References
+    ----------
+    - Student, "The probable error of a mean", Biometrika 6 (1908) 1–25.
 
     Examples
     --------
@@ -324,6 +354,19 @@ def paired_family(
         A value of another shape, a pair of unequal lengths, ``level`` not in (0, 1), or
         ``planned`` below the number of comparisons that can be tested.
 
+    See Also
+    --------
+    paired_test : one comparison.
+    holm : the adjusted p-values.
+    meanfield.workbench.report_tables.family_table : the table of a family.
+
+    References
+    ----------
+    - S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6
+      (1979) 65–70.
+    - O. J. Dunn, "Multiple comparisons among means", J. Amer. Statist. Assoc. 56 (1961) 52–64 (the
+      Bonferroni intervals).
+
     Examples
     --------
     >>> from meanfield.stats import paired_family
@@ -417,6 +460,13 @@ def fit_power_law(
     meanfield.errors.InputTypeError
         ``n_boot`` or ``seed`` not an integer, ``level`` not a real number.
 
+    See Also
+    --------
+    fit_power_law_or_undetermined : the same, or undetermined for too few sizes.
+    format_rate : the fitted rate as text.
+    meanfield.workbench.compare.fit_rate : the rate of W against N.
+    meanfield.studies.limits.convergence_in_n : a study that fits it.
+
     Examples
     --------
     Exact data y = 3 x^(−1/2) give the slope and prefactor back:
@@ -494,6 +544,12 @@ def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
     than 3 distinct values (sweeps gather whatever sizes were asked for; the rate is then
     reported as undetermined, never as a number with an interval).
 
+    See Also
+    --------
+    fit_power_law : the fit.
+    format_rate : the fitted rate as text.
+    meanfield.studies.limits.particles_vs_grid_in_n : rates against N of a sweep.
+
     Examples
     --------
     >>> from meanfield.stats import fit_power_law_or_undetermined
@@ -518,6 +574,11 @@ def fit_power_law_or_undetermined(x, y, **kwargs) -> dict:
 
 def format_rate(fit: dict, digits: int = 3) -> str:
     """``-0.485 [-0.492, -0.478]``, or ``undetermined (fewer than 3 sizes)``.
+
+    See Also
+    --------
+    fit_power_law_or_undetermined : the fit it writes.
+    meanfield.cli.output.format_rate : the command line's one-string form.
 
     Examples
     --------
@@ -571,6 +632,19 @@ def integrated_autocorr_time(x) -> float:
     float
         τ (in draws); the effective sample size is n m / τ (:func:`effective_sample_size`).
 
+    See Also
+    --------
+    effective_sample_size : n m / τ.
+    meanfield.dynamics.hmc.sample_hmc : chains it is applied to.
+    meanfield.dynamics.langevin.MALA : chains it is applied to.
+
+    References
+    ----------
+    - C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7 (1992) 473–483.
+    - A. Vehtari, A. Gelman, D. Simpson, B. Carpenter, P.-C. Bürkner, "Rank-normalization, folding,
+      and localization: an improved R̂ for assessing convergence of MCMC", Bayesian Anal. 16 (2021)
+      667–718 (the multi-chain autocorrelation).
+
     Examples
     --------
     Independent draws have τ ≈ 1; each draw repeated 4 times gives τ ≈ 4.
@@ -615,6 +689,16 @@ def effective_sample_size(x) -> float:
     .. math::
 
         \mathrm{ESS} = \frac{n m}{\tau}
+
+    See Also
+    --------
+    integrated_autocorr_time : τ.
+    meanfield.dynamics.hmc.sample_hmc : chains it is applied to.
+    meanfield.dynamics.chain_checks.frozen_chain_warning : a chain that did not move.
+
+    References
+    ----------
+    - C. J. Geyer, "Practical Markov chain Monte Carlo", Statist. Sci. 7 (1992) 473–483.
 
     Examples
     --------

@@ -67,6 +67,20 @@ class DualAveraging:
     log_step_grid : float
         The grid g ≥ 0 of log ε (2^-10: exact in binary); 0 for no rounding.
 
+    See Also
+    --------
+    find_reasonable_step_size : the first ε the averaging starts from.
+    meanfield.dynamics.hmc.warm_up : the HMC warm-up that runs it.
+    meanfield.dynamics.hmc.sample_hmc : the sampler end to end (warm-up, then a frozen ε).
+    meanfield.stats.effective_sample_size : what a tuned chain yields per trajectory.
+
+    References
+    ----------
+    - M. D. Hoffman, A. Gelman, "The No-U-Turn sampler: adaptively setting path lengths in
+      Hamiltonian Monte Carlo", JMLR 15 (2014) 1593–1623 (Alg. 5, its constants).
+    - Y. Nesterov, "Primal-dual subgradient methods for convex problems", Math. Program. 120 (2009)
+      221–259 (dual averaging).
+
     Examples
     --------
     Acceptances above the target lengthen the step:
@@ -184,6 +198,17 @@ def find_reasonable_step_size(
     -------
     float
         ε, 0.1 times a power of two.
+
+    See Also
+    --------
+    DualAveraging : the adaptation started from this ε.
+    meanfield.dynamics.hmc.warm_up : the HMC warm-up that calls it.
+    meanfield.dynamics.hmc.HMC : the kernel whose leapfrog step is probed.
+
+    References
+    ----------
+    - M. D. Hoffman, A. Gelman, "The No-U-Turn sampler: adaptively setting path lengths in
+      Hamiltonian Monte Carlo", JMLR 15 (2014) 1593–1623 (Alg. 4).
 
     Examples
     --------

@@ -47,6 +47,13 @@ def frozen_chain_warning(state: LangevinState, step_name: str, step: float) -> s
     -------
     str or None
 
+    See Also
+    --------
+    meanfield.dynamics.chains.low_acceptance_warning : the check on the acceptance rate.
+    meanfield.errors.FrozenChainWarning : the warning it returns the text of.
+    meanfield.stats.integrated_autocorr_time : how long a chain that moves takes to forget.
+    meanfield.dynamics.langevin.simulate : the runner that issues it after a MALA run.
+
     Examples
     --------
     Ten particles spread over [−1, 1] (spread² ≈ 0.41) that moved 0.01 in all:
@@ -123,6 +130,13 @@ def check_start_spacing(energy: Energy, omega: torch.Tensor, method: str) -> Non
     ------
     meanfield.errors.InputError
         Names the closest distance, the spacing required and the ways out.
+
+    See Also
+    --------
+    meanfield.dynamics.chains.check_finite_start : the check of U and ∇U at the start.
+    meanfield.dynamics.langevin.singular_pair_terms : the pair terms this check concerns.
+    meanfield.ot.spacing.min_pair_distance : the closest distance of a set of points.
+    meanfield.ot.spacing.too_close : the particles to redraw for a given spacing.
 
     Examples
     --------

@@ -63,6 +63,18 @@ def effective_beta(beta: float, n_particles: int, regime: str) -> float:
     -------
     float
 
+    See Also
+    --------
+    gibbs_potential : the potential U = β_N N H_N it scales.
+    meanfield.dynamics.spec.RunSpec : where β and the regime are given.
+    meanfield.pde.stationary.gibbs_state : ρ_β, the mean-field limit at fixed β.
+    meanfield.pde.stationary.equilibrium_measure : μ*, the Coulomb-gas limit (β N → ∞).
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015 (the temperature scalings β and β N).
+
     Examples
     --------
     >>> from meanfield.dynamics.chains import effective_beta
@@ -103,6 +115,19 @@ def new_stream(seed: int) -> torch.Tensor:
     Every chain draws its noise on the CPU in float64 and moves it to the device, so a seed
     fixes the noise on every device.
 
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``seed`` is not an integer (a float such as 1.5 or 1.0, a bool, a string).
+    meanfield.errors.InputError
+        ``seed`` is outside [0, :data:`SEED_MAX`].
+
+    See Also
+    --------
+    check_seed : the seed it accepts.
+    LangevinState : the state that carries the stream.
+    metropolis : a draw from the stream.
+
     Examples
     --------
     >>> import torch
@@ -118,13 +143,6 @@ def new_stream(seed: int) -> torch.Tensor:
     Traceback (most recent call last):
     ...
     meanfield.errors.InputTypeError: seed must be an integer >= 0, got 1.5
-
-    Raises
-    ------
-    meanfield.errors.InputTypeError
-        ``seed`` is not an integer (a float such as 1.5 or 1.0, a bool, a string).
-    meanfield.errors.InputError
-        ``seed`` is outside [0, :data:`SEED_MAX`].
     """
     return torch.Generator().manual_seed(check_seed(seed)).get_state()
 
@@ -144,6 +162,12 @@ def check_seed(seed) -> int:
         Not an integer.
     meanfield.errors.InputError
         Negative or above :data:`SEED_MAX`.
+
+    See Also
+    --------
+    new_stream : the random stream started from the seed.
+    chain_setup : where a runner checks its seed.
+    meanfield.dynamics.spec.RunSpec : the seed of a run specification.
 
     Examples
     --------
@@ -190,6 +214,18 @@ class LangevinState:
         The random stream: the state of a CPU ``torch.Generator`` (:func:`new_stream`; an
         integrator's ``init(omega, seed)`` sets it), read by :meth:`generator`.  None: a state
         made by hand, which an integrator refuses to step until it is given one.
+
+    See Also
+    --------
+    metropolis_init : the initial state of a Metropolis sampler.
+    accept_or_keep : the state after a Metropolis decision.
+    meanfield.dynamics.langevin.ProjectedLangevin : an integrator stepping it.
+    meanfield.dynamics.hmc.HMC : an integrator stepping it.
+
+    References
+    ----------
+    - S. S. Schoenholz, E. D. Cubuk, "JAX M.D.: a framework for differentiable physics", NeurIPS
+      2020 (the immutable state with its random key).
 
     Examples
     --------
@@ -311,6 +347,19 @@ def gibbs_potential(energy: Energy, omega: torch.Tensor, beta_N: float, *, terms
     term_values : tensor (..., n_terms)
         Only with ``terms=True``: the values H_N^k (not scaled), summing to H_N.
 
+    See Also
+    --------
+    effective_beta : β_N.
+    meanfield.energy.Energy : H_N, the energy it scales.
+    meanfield.dynamics.langevin.MALA : a sampler of exp(−U).
+    meanfield.dynamics.hmc.HMC : a sampler of exp(−U).
+    meanfield.pde.stationary.gibbs_state : the N → ∞ limit of the law, on a grid.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
+      Mathematics, EMS, 2015.
+
     Examples
     --------
     With V(ω) = ω²/2, Ω = (1, 0): H_N = (1/2 + 0)/2 = 1/4, so U = 2 · 2 · 1/4 = 1 and
@@ -355,6 +404,13 @@ def metropolis_init(
     -------
     LangevinState
 
+    See Also
+    --------
+    LangevinState : the state it returns.
+    start_positions : the checked, projected start.
+    gibbs_potential : U and ∇U it caches.
+    check_finite_start : the check it makes before any step.
+
     Examples
     --------
     The particle at 3 is projected to the wall of the box [−2, 2]; then U = 1 · 2 · (4/2)/2 = 2.
@@ -389,6 +445,12 @@ def start_positions(energy: Energy, omega) -> torch.Tensor:
     meanfield.errors.InputError
         A position is NaN or infinite (a projection would hide it).
 
+    See Also
+    --------
+    initial_particles : the checks on shape and dtype of a runner's start.
+    metropolis_init : the state built from these positions.
+    meanfield.domains.Domain : the projection onto 𝒲.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -417,6 +479,12 @@ def with_potential(state: LangevinState, energy: Energy, beta_N: float) -> Lange
     """``state`` with U and ∇U at its positions in its cache: as it is when they are there,
     else computed (a state whose positions were replaced by ``evolve(omega=...)``, which
     drops them), and checked finite as at a start (:func:`check_finite_start`).
+
+    See Also
+    --------
+    gibbs_potential : U and ∇U it computes.
+    check_finite_start : the check it applies.
+    LangevinState : the state and its cache.
 
     Examples
     --------
@@ -458,6 +526,13 @@ def check_finite_start(energy: Energy, omega: torch.Tensor, U, gradU) -> None:
     ------
     meanfield.errors.InputError
         Some replica's U or ∇U is NaN or infinite.
+
+    See Also
+    --------
+    meanfield.dynamics.chain_checks.check_start_spacing : the spacing check before it.
+    gibbs_potential : U and ∇U it checks.
+    meanfield.ot.spacing.min_pair_distance : the closest pair of a start.
+    meanfield.errors.InputError : what it raises.
 
     Examples
     --------
@@ -533,6 +608,19 @@ def metropolis(log_alpha: torch.Tensor, generator: torch.Generator, valid=None) 
     -------
     bool tensor (...)
 
+    See Also
+    --------
+    metropolis_decision : the same rule with given uniforms.
+    accept_or_keep : the state after the decisions.
+    meanfield.dynamics.langevin.MALA : a sampler it decides for.
+
+    References
+    ----------
+    - N. Metropolis, A. W. Rosenbluth, M. N. Rosenbluth, A. H. Teller, E. Teller, "Equation of state
+      calculations by fast computing machines", J. Chem. Phys. 21 (1953) 1087–1092.
+    - W. K. Hastings, "Monte Carlo sampling methods using Markov chains and their applications",
+      Biometrika 57 (1970) 97–109.
+
     Examples
     --------
     log α = 0 is always accepted, log α = −∞ never; an invalid proposal is rejected.
@@ -571,6 +659,19 @@ def metropolis_decision(log_alpha: torch.Tensor, u: torch.Tensor) -> torch.Tenso
     -------
     bool tensor (...)
 
+    See Also
+    --------
+    metropolis : the rule with its own uniforms.
+    accept_or_keep : the state after the decisions.
+    meanfield.dynamics.hmc.HMC : the sampler that draws its uniforms ahead.
+
+    References
+    ----------
+    - N. Metropolis, A. W. Rosenbluth, M. N. Rosenbluth, A. H. Teller, E. Teller, "Equation of state
+      calculations by fast computing machines", J. Chem. Phys. 21 (1953) 1087–1092.
+    - W. K. Hastings, "Monte Carlo sampling methods using Markov chains and their applications",
+      Biometrika 57 (1970) 97–109.
+
     Examples
     --------
     >>> import math
@@ -589,6 +690,12 @@ def accept_or_keep(state: LangevinState, accept, omega, U, gradU) -> LangevinSta
 
     ``accept`` has shape (...) (one decision per replica); Ω', ∇U' have shape (..., N, p) and U'
     shape (...).  ``state`` is left as it was: a new state is returned.
+
+    See Also
+    --------
+    metropolis : the decisions it applies.
+    LangevinState : the state it returns.
+    low_acceptance_warning : the check on the counted acceptances.
 
     Examples
     --------
@@ -626,6 +733,12 @@ def initial_particles(energy: Energy, omega0) -> torch.Tensor:
     """``omega0`` as a tensor of the energy's dtype, checked: shape (N, p) or (R, N, p), N ≥ 1,
     finite.  Raises before any work with the allowed shapes in the message.
 
+    See Also
+    --------
+    chain_setup : the runner set-up that calls it.
+    start_positions : the checks at an integrator's ``init``.
+    meanfield.features.sample_initial_particles : a seeded draw of initial particles.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -661,6 +774,13 @@ def chain_setup(energy: Energy, omega0, n_steps: int, record_every, seed):
     omega0 : tensor (N, p) or (R, N, p)
     record_every : int
     seed : int
+
+    See Also
+    --------
+    initial_particles : the checked initial particles.
+    check_seed : the checked seed.
+    meanfield.dynamics.langevin.simulate : a runner that starts with it.
+    meanfield.dynamics.hmc.sample_hmc : a runner that starts with it.
 
     Examples
     --------
@@ -804,6 +924,12 @@ def low_acceptance_warning(state: LangevinState, step_name: str, step: float) ->
     Returns
     -------
     str or None
+
+    See Also
+    --------
+    meanfield.dynamics.chain_checks.frozen_chain_warning : the check on the distance travelled.
+    meanfield.errors.LowAcceptanceWarning : the warning it returns the text of.
+    accept_or_keep : where acceptances are counted.
 
     Examples
     --------

@@ -832,6 +832,18 @@ def warm_up(integrator: HMC, state: LangevinState, n_warmup: int, target: float)
         own), the initial ε and the replica-mean acceptance probability of each warm-up
         trajectory.
 
+    See Also
+    --------
+    HMC : the kernel it tunes.
+    sample_hmc : the sampler that runs it first.
+    meanfield.dynamics.adaptation.DualAveraging : the adaptation of ε.
+    meanfield.dynamics.adaptation.find_reasonable_step_size : the first ε.
+
+    References
+    ----------
+    - M. D. Hoffman, A. Gelman, "The No-U-Turn sampler: adaptively setting path lengths in
+      Hamiltonian Monte Carlo", JMLR 15 (2014) 1593–1623.
+
     Examples
     --------
     >>> import torch

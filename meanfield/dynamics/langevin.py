@@ -100,6 +100,13 @@ def singular_pair_terms(energy: Energy) -> list:
     """The pair terms of ``energy`` whose kernel is singular (unsoftened) with λ > 0: the
     terms whose drift the explicit Langevin step cannot integrate near a collision.
 
+    See Also
+    --------
+    near_field : the cap of those terms' forces.
+    meanfield.dynamics.chain_checks.check_start_spacing : the start check they trigger.
+    meanfield.kernels.PairKernel : ``is_singular``.
+    meanfield.energy.PairInteraction : the pair term.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -157,6 +164,19 @@ def near_field(omega: torch.Tensor, terms, eta: float, *, cap: bool):
     n_capped : int
         Particles (over all replicas) with at least one capped pair.
 
+    See Also
+    --------
+    ProjectedLangevin : the step that applies the cap (``pair_step``).
+    count_overshoot : the count of particles carried past a neighbour.
+    singular_pair_terms : the terms whose forces are capped.
+    meanfield.pairsum.pair_sums : the uncapped pair sums.
+
+    References
+    ----------
+    - M. Hutzenthaler, A. Jentzen, P. E. Kloeden, "Strong convergence of an explicit numerical
+      method for SDEs with nonglobally Lipschitz continuous coefficients", Ann. Appl. Probab. 22
+      (2012) (taming the drift, of which the pair cap is a form).
+
     Examples
     --------
     Two log-gas particles 1e-3 apart, N = 2, λ = 1/2, η = 0.01: the pair drift 1/(N r) = 500
@@ -212,6 +232,12 @@ def count_overshoot(omega, drift, eta: float, nearest, neighbour) -> int:
 
     (a uniform drift moves neighbours together and carries nobody past anyone, so the drift
     is taken relative to the neighbour's).
+
+    See Also
+    --------
+    near_field : the nearest neighbours it uses.
+    meanfield.errors.OvershootWarning : the warning the count leads to.
+    ProjectedLangevin : the explicit step it judges.
 
     Examples
     --------
@@ -276,6 +302,10 @@ class ProjectedLangevin:
         other; ``"explicit"`` is the plain Euler step.  Energies without a singular pair
         kernel always take the explicit step (bit for bit as before).
 
+    See Also
+    --------
+    MALA, meanfield.dynamics.hmc.HMC : exact samplers of the same Gibbs law.
+
     Notes
     -----
     With a singular pair kernel every step also finds each particle's nearest neighbour and
@@ -292,10 +322,6 @@ class ProjectedLangevin:
        Ann. Appl. Probab. 22 (2012) — the tamed Euler step this cap is a pairwise form of.
     .. [2] I. Dumitriu, A. Edelman, "Matrix models for beta ensembles", J. Math. Phys. 43
        (2002) — the exact law the capped step is tested against.
-
-    See Also
-    --------
-    MALA, meanfield.dynamics.hmc.HMC : exact samplers of the same Gibbs law.
 
     Examples
     --------
@@ -480,6 +506,21 @@ class MALA:
         Inverse temperature β > 0.
     regime : {"mean-field", "coulomb-gas"}
 
+    See Also
+    --------
+    ProjectedLangevin : the unadjusted step (Algorithm 1).
+    simulate : the runner of a run specification.
+    meanfield.dynamics.hmc.HMC : the other exact sampler of the same law.
+    meanfield.pde.stationary.gibbs_state : ρ_β, the N → ∞ limit of its law.
+    meanfield.ot.distance.wasserstein : the distance of its particles to ρ_β.
+
+    References
+    ----------
+    - G. O. Roberts, R. L. Tweedie, "Exponential convergence of Langevin distributions and their
+      discrete approximations", Bernoulli 2 (1996) 341–363.
+    - G. O. Roberts, J. S. Rosenthal, "Optimal scaling of discrete approximations to Langevin
+      diffusions", J. R. Stat. Soc. B 60 (1998) 255–268.
+
     Examples
     --------
     >>> import torch
@@ -595,6 +636,13 @@ def make_integrator(
     """Build :class:`ProjectedLangevin` or :class:`MALA` from plain parameters
     (``pair_step``: Langevin's, see :class:`ProjectedLangevin`).
 
+    See Also
+    --------
+    ProjectedLangevin : one of the two integrators.
+    MALA : the other.
+    simulate : the runner that builds it.
+    meanfield.dynamics.hmc.HMC : the Hamiltonian sampler.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -618,6 +666,12 @@ def make_integrator(
 def boundary_fraction(omega, domain) -> float:
     """Fraction of the points ``omega`` (..., N, p) on the boundary of ``domain`` (a box or a
     ball, to a relative 1e-9): particles the projection has pinned there.
+
+    See Also
+    --------
+    pinning_step_warning : the check made before a run.
+    meanfield.errors.PinnedParticlesWarning : the warning a high fraction leads to.
+    meanfield.domains.Domain : the projection that pins particles.
 
     Examples
     --------
@@ -649,6 +703,12 @@ def pinning_step_warning(domain, eta: float, beta: float, beta_N: float) -> str 
     .. math::
 
         \sqrt{2\eta/\beta_N} \ge \operatorname{width}(\mathcal W)
+
+    See Also
+    --------
+    boundary_fraction : the check made after a run.
+    meanfield.errors.PinnedParticlesWarning : the warning it returns the text of.
+    meanfield.dynamics.chains.effective_beta : β_N.
 
     Examples
     --------

@@ -133,6 +133,12 @@ def check_fields(obj, names, *, store: bool = False) -> None:
     store : bool, default False
         Write the checked values back (floats for the real parameters, ints for the counts).
 
+    See Also
+    --------
+    RunSpec : the dataclass whose fields it checks.
+    check_batches : the random batches, checked.
+    meanfield.contract : the parameter contract behind the checks.
+
     Examples
     --------
     >>> from types import SimpleNamespace
@@ -166,6 +172,12 @@ def check_batches(method: str, energy: Energy, interaction_batch, data_batch):
     Returns
     -------
     (int or None, int or None)
+
+    See Also
+    --------
+    RunSpec : ``interaction_batch`` and ``data_batch`` of a run.
+    meanfield.dynamics.langevin.ProjectedLangevin : the step that draws the batches.
+    estimate_work : the work, which the batches lower.
 
     Examples
     --------
@@ -217,6 +229,12 @@ def n_steps_for(t_final: float, eta: float, *, max_steps: int | None = None) -> 
         A bad time or step, or fewer than one step.
     meanfield.errors.StepBudgetError
         More than ``max_steps`` steps.
+
+    See Also
+    --------
+    as_spec : where ``t_final`` becomes ``n_steps``.
+    check_work : the ceiling on the work of those steps.
+    meanfield.pde.solver.check_step_budget : the grid's own step budget.
 
     Examples
     --------
@@ -307,6 +325,12 @@ def work_ceiling() -> float:
     meanfield.errors.InputError
         The environment variable is not a number > 0.
 
+    See Also
+    --------
+    check_work : the check against the ceiling.
+    estimate_work : the work compared with it.
+    meanfield.pde.grid.grid_bytes_ceiling : the grid's memory ceiling.
+
     Examples
     --------
     >>> from meanfield.dynamics.spec import work_ceiling
@@ -337,6 +361,13 @@ def check_work(work: float, *, detail: str = "") -> float:
     meanfield.errors.SizeLimitError
         ``work`` > the ceiling; the message names ``n_steps`` and ``n_particles`` and says
         how to raise the ceiling.
+
+    See Also
+    --------
+    estimate_work : the work it checks.
+    work_ceiling : the ceiling in force.
+    meanfield.errors.SizeLimitError : what it raises.
+    meanfield.pde.grid.check_grid_size : the grid's memory check.
 
     Examples
     --------
@@ -423,6 +454,20 @@ class RunSpec:
         number).
     meanfield.errors.SizeLimitError
         The estimated work (:meth:`RunSpec.work`) exceeds the ceiling (:func:`work_ceiling`).
+
+    See Also
+    --------
+    as_spec : a spec from either form.
+    meanfield.dynamics.langevin.simulate : the particle view of a spec.
+    meanfield.pde.solver.solve : the grid view (the McKean–Vlasov equation).
+    meanfield.dynamics.description.to_dict : a spec as plain data and TOML.
+    meanfield.workbench.compare.compare : particles against grid over time.
+
+    References
+    ----------
+    - A.-S. Sznitman, "Topics in propagation of chaos", École d'Été de Probabilités de Saint-Flour
+      XIX — 1989, Lecture Notes in Math. 1464, Springer, 1991, 165–251 (the N → ∞ limit the two
+      views share).
 
     Examples
     --------
@@ -836,6 +881,12 @@ def as_spec(spec, initial=None, *, max_steps: int | None = None, **fields) -> Ru
     Returns
     -------
     RunSpec
+
+    See Also
+    --------
+    RunSpec : the specification it returns.
+    n_steps_for : ``t_final`` as a number of steps.
+    meanfield.dynamics.langevin.simulate : a runner that takes either form.
 
     Examples
     --------

@@ -201,6 +201,10 @@ def wasserstein_circle(x, y, a=None, b=None, *, domain: Torus, order: int = 2) -
         A torus of dimension ≠ 1, ``order`` not 1 or 2, points not finite, weights not
         ≥ 0 or of the wrong shape.
 
+    See Also
+    --------
+    wasserstein_torus : the torus of dimension p ≥ 2.
+
     Notes
     -----
     W₁ = P ∫_0^1 |F − G − c| with c the weighted median of F − G (Werman et al. 1985;
@@ -208,10 +212,6 @@ def wasserstein_circle(x, y, a=None, b=None, *, domain: Torus, order: int = 2) -
     (Delon et al. 2010), the convex piecewise-linear function of θ minimised by golden-section
     search (:data:`SHIFT_ITERATIONS` steps, to round-off).  Cost O((n + m) log(n + m)) per
     evaluation.
-
-    See Also
-    --------
-    wasserstein_torus : the torus of dimension p ≥ 2.
 
     References
     ----------

@@ -181,7 +181,7 @@ def free_energy(energy: Energy, density: Density, beta: float) -> dict:
     See Also
     --------
     meanfield.pde.potential.GridEnergy.free_energy_terms : the discrete functional computed here.
-    meanfield.pde.FreeEnergyTracker : F_β recorded along a solve.
+    meanfield.pde.trackers.FreeEnergyTracker : F_β recorded along a solve.
 
     References
     ----------

@@ -110,6 +110,12 @@ def resolve_w_method(p: int, n_a: int, n_b: int, method: str = "auto", order: in
         n_a × n_b ≤ :data:`EXACT_MAX_PAIRS`, else "sparse_exact" (the same value, exact, on
         a sparse support: :func:`meanfield.ot.sparse.w2_sparse`).
 
+    See Also
+    --------
+    wasserstein : the distance that resolves ``method``.
+    w_name : the name the resolved method records.
+    meanfield.ot.sparse.w2_sparse : the sparse exact route.
+
     Examples
     --------
     >>> from meanfield.ot.distance import resolve_w_method
@@ -137,6 +143,12 @@ def w_name(method: str) -> str:
     -------
     str
         "sliced_w2" or "w2".
+
+    See Also
+    --------
+    resolve_w_method : the method ``"auto"`` runs.
+    wasserstein : the distance.
+    meanfield.workbench.compare.compare : a run that records it.
 
     Examples
     --------
@@ -179,6 +191,12 @@ class TransportResult:
         ``upper − lower`` (unit of the points) of the exact methods; the sparse solver's
         ``rounds``, ``pairs``, ``tau``, ``levels``, ``seconds`` (and ``u``, ``v``, ``plan`` with
         ``return_plan=True``); the sliced ``n_projections`` and ``seed``.
+
+    See Also
+    --------
+    wasserstein : the distance that returns it.
+    meanfield.ot.precision.rounding_bound : the width of its certificate.
+    meanfield.errors.PrecisionWarning : issued when it is not certified.
 
     Examples
     --------
@@ -372,6 +390,19 @@ def wasserstein(a: Measure, b: Measure, order: int = 2, method: str = "auto", **
 def w1(a: Measure, b: Measure, method: str = "auto", **options) -> TransportResult:
     """W₁(a, b): :func:`wasserstein` with ``order=1``.
 
+    See Also
+    --------
+    wasserstein : the distance, with every option.
+    w2 : the order-2 distance.
+    meanfield.ot.measure.Measure : the measures it compares.
+    meanfield.closed_forms.wasserstein_to_law_1d : against an exact law on the line.
+
+    References
+    ----------
+    - C. Villani, *Optimal Transport: Old and New*, Grundlehren 338, Springer, 2009.
+    - G. Peyré, M. Cuturi, "Computational optimal transport", Found. Trends Mach. Learn. 11 (2019)
+      355–607.
+
     Examples
     --------
     >>> from meanfield.ot import Measure, w1
@@ -383,6 +414,21 @@ def w1(a: Measure, b: Measure, method: str = "auto", **options) -> TransportResu
 
 def w2(a: Measure, b: Measure, method: str = "auto", **options) -> TransportResult:
     """W₂(a, b): :func:`wasserstein` with ``order=2``.
+
+    See Also
+    --------
+    wasserstein : the distance, with every option.
+    w1 : the order-1 distance.
+    meanfield.ot.measure.Measure : particles or a grid density, as measures.
+    meanfield.dynamics.langevin.simulate : the particles of a run.
+    meanfield.pde.solver.solve : the grid density of a run.
+
+    References
+    ----------
+    - C. Villani, *Optimal Transport: Old and New*, Grundlehren 338, Springer, 2009.
+    - G. Peyré, M. Cuturi, "Computational optimal transport", Found. Trends Mach. Learn. 11 (2019)
+      355–607.
+    - R. Flamary et al., "POT: Python Optimal Transport", JMLR 22 (2021) 1–8.
 
     Examples
     --------

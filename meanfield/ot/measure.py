@@ -110,6 +110,13 @@ class Measure:
     meanfield.errors.InputError
         A bad argument, named with the allowed range.
 
+    See Also
+    --------
+    meanfield.ot.distance.wasserstein : the distance between two of them.
+    quantile_segments : its quantile function in p = 1.
+    meanfield.pde.field.Density : a grid density, read by ``from_density``.
+    meanfield.dynamics.langevin.simulate : particles, read by ``from_particles``.
+
     Examples
     --------
     >>> from meanfield.ot import Measure
@@ -365,6 +372,18 @@ def quantile_segments(measure: Measure) -> tuple:
     -------
     tuple of numpy.ndarray
         ``cum`` (K + 1,) from 0 to 1, ``lo`` (K,), ``hi`` (K,).
+
+    See Also
+    --------
+    Measure : the measure it reads.
+    meanfield.ot.distance.wasserstein : the ``"quantile"`` method built on it.
+    meanfield.closed_forms.Law1D : an exact law's quantile function.
+
+    References
+    ----------
+    - C. Villani, *Optimal Transport: Old and New*, Grundlehren 338, Springer, 2009.
+    - G. Peyré, M. Cuturi, "Computational optimal transport", Found. Trends Mach. Learn. 11 (2019)
+      355–607.
 
     Examples
     --------

@@ -31,6 +31,17 @@ def min_pair_distance(omega) -> float:
         The distance, in the units of ``omega``; NaN for fewer than two points (no pair, so
         no distance: NaN rather than inf, so a mean over runs does not silently become inf).
 
+    See Also
+    --------
+    too_close : the particles to redraw below a spacing.
+    meanfield.dynamics.chain_checks.check_start_spacing : a start refused on it.
+    meanfield.errors.CoincidentParticlesWarning : a run whose closest pair is 0.
+
+    References
+    ----------
+    - J. L. Bentley, "Multidimensional binary search trees used for associative searching", Commun.
+      ACM 18 (1975) 509–517 (the k-d tree).
+
     Examples
     --------
     >>> min_pair_distance([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])
@@ -66,6 +77,17 @@ def too_close(omega, spacing: float) -> np.ndarray:
     -------
     ndarray of int
         Empty when every pair is at least ``spacing`` apart.
+
+    See Also
+    --------
+    min_pair_distance : the closest distance itself.
+    meanfield.dynamics.chain_checks.check_start_spacing : the spacing a Metropolis start needs.
+    meanfield.features.sample_initial_particles : a draw to redraw from.
+
+    References
+    ----------
+    - J. L. Bentley, "Multidimensional binary search trees used for associative searching", Commun.
+      ACM 18 (1975) 509–517 (the k-d tree).
 
     Examples
     --------
