@@ -59,6 +59,17 @@ def logistic_by_cv(X, y, Cs, *, cv: int = 5, max_iter: int = 10_000):
     on_edge : bool
         Whether ``C`` is the grid's first or last point (the grid should then be widened).
 
+    See Also
+    --------
+    meanfield.attention.text_baseline.tfidf_logistic : TF-IDF features into this classifier.
+    meanfield.attention.text_baseline.tfidf_bar : the bar a study reports.
+    meanfield.attention.metrics.log_loss : the criterion the grid point is chosen on.
+
+    References
+    ----------
+    Pedregosa, F. et al. (2011). Scikit-learn: machine learning in Python. JMLR 12,
+    2825–2830.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)

@@ -91,6 +91,12 @@ _SOURCES = {
 class DataFormatError(ValueError):
     r"""A data file is malformed; the message names the file and the line.
 
+    See Also
+    --------
+    load_split : the task-level loader that raises it.
+    read_glue_sst2, read_stsa_binary, read_rt_jsonl : per-format readers.
+    read_rt_polarity, read_qqp_bimpm, read_glue_qqp : per-format readers.
+
     Examples
     --------
     >>> import tempfile
@@ -125,6 +131,13 @@ class TextClassificationData:
     ------
     ValueError
         ``labels`` or ``text_b`` of another length than ``text_a``.
+
+    See Also
+    --------
+    load_split : one split of a task from the data directory.
+    meanfield.attention.text_data.text_splits : a study's subsampled splits.
+    meanfield.attention.tokenizer.TextTokenizer : WordPiece ids of the texts.
+    meanfield.attention.training.encode : the texts as tensors for training.
 
     Examples
     --------
@@ -266,6 +279,21 @@ def read_glue_sst2(path) -> TextClassificationData:
     DataFormatError
         A wrong header, field count, label or empty sentence (file and line named).
 
+    See Also
+    --------
+    load_split : picks this reader for ``source="glue"``.
+    read_stsa_binary : the same sentences in the ``stsa.binary`` split.
+    DataFormatError : what a malformed line raises.
+
+    References
+    ----------
+    Socher, R., Perelygin, A., Wu, J., Chuang, J., Manning, C. D., Ng, A. and Potts, C.
+    (2013). Recursive deep models for semantic compositionality over a sentiment treebank.
+    EMNLP 2013 (SST).
+
+    Wang, A., Singh, A., Michael, J., Hill, F., Levy, O. and Bowman, S. R. (2019). GLUE: a
+    multi-task benchmark and analysis platform for natural language understanding. ICLR 2019.
+
     Examples
     --------
     >>> import tempfile
@@ -307,6 +335,21 @@ def read_stsa_binary(path) -> TextClassificationData:
     DataFormatError
         A line without a space, a label other than 0/1, an empty sentence.
 
+    See Also
+    --------
+    load_split : picks this reader for ``source="stsa"``.
+    read_glue_sst2 : the GLUE release of SST-2.
+    DataFormatError : what a malformed line raises.
+
+    References
+    ----------
+    Socher, R., Perelygin, A., Wu, J., Chuang, J., Manning, C. D., Ng, A. and Potts, C.
+    (2013). Recursive deep models for semantic compositionality over a sentiment treebank.
+    EMNLP 2013 (SST).
+
+    Kim, Y. (2014). Convolutional neural networks for sentence classification. EMNLP 2014
+    (the ``stsa.binary`` split).
+
     Examples
     --------
     >>> import tempfile
@@ -343,6 +386,17 @@ def read_rt_jsonl(path) -> TextClassificationData:
     ------
     DataFormatError
         Invalid JSON, missing keys, a non-string text, a label other than 0/1.
+
+    See Also
+    --------
+    load_split : picks this reader for ``source="hf"``.
+    read_rt_polarity : the original files, split by the same rule.
+    DataFormatError : what a malformed line raises.
+
+    References
+    ----------
+    Pang, B. and Lee, L. (2005). Seeing stars: exploiting class relationships for sentiment
+    categorization with respect to rating scales. ACL 2005 (sentence polarity v1.0).
 
     Examples
     --------
@@ -393,6 +447,17 @@ def read_rt_polarity(pos_path, neg_path, split: str, encoding: str = "latin-1"):
         n = the smaller file's line count, i₁ = ⌊0.8n + 0.5⌋ and i₂ = ⌊0.9n + 0.5⌋, train is
         lines [0, i₁), validation [i₁, i₂) and test [i₂, n) of each file.
 
+    See Also
+    --------
+    load_split : picks this reader for ``source="rt"``.
+    read_rt_jsonl : the Hugging Face split as JSON lines.
+    DataFormatError : what a malformed line raises.
+
+    References
+    ----------
+    Pang, B. and Lee, L. (2005). Seeing stars: exploiting class relationships for sentiment
+    categorization with respect to rating scales. ACL 2005 (sentence polarity v1.0).
+
     Examples
     --------
     >>> import tempfile
@@ -439,6 +504,17 @@ def read_qqp_bimpm(path) -> TextClassificationData:
     DataFormatError
         A wrong field count, a label other than 0/1, a non-integer pair id.
 
+    See Also
+    --------
+    load_split : picks this reader for ``source="bimpm"``.
+    read_glue_qqp : the GLUE release of QQP.
+    DataFormatError : what a malformed line raises.
+
+    References
+    ----------
+    Wang, Z., Hamza, W. and Florian, R. (2017). Bilateral multi-perspective matching for
+    natural language sentences. IJCAI 2017 (the Quora partition).
+
     Examples
     --------
     >>> import tempfile
@@ -477,6 +553,17 @@ def read_glue_qqp(path, *, skip_malformed: bool = False) -> TextClassificationDa
     -------
     TextClassificationData
         Question pairs (``text_b`` set); label 1 = duplicate.
+
+    See Also
+    --------
+    load_split : picks this reader for ``source="glue"``.
+    read_qqp_bimpm : the BiMPM partition (with a labelled test split).
+    DataFormatError : what a malformed line raises.
+
+    References
+    ----------
+    Wang, A., Singh, A., Michael, J., Hill, F., Levy, O. and Bowman, S. R. (2019). GLUE: a
+    multi-task benchmark and analysis platform for natural language understanding. ICLR 2019.
 
     Examples
     --------
@@ -539,6 +626,11 @@ def resolve_data_dir(data_dir=None) -> Path:
     ------
     FileNotFoundError
         If neither is set, or the directory does not exist.
+
+    See Also
+    --------
+    load_split : reads a split under this directory.
+    meanfield.attention.text_data.text_splits : a study's splits from it.
 
     Examples
     --------
@@ -613,6 +705,25 @@ def load_split(
         what is missing).
     DataFormatError
         A malformed file.
+
+    See Also
+    --------
+    resolve_data_dir : where the files are looked for.
+    TextClassificationData : what it returns.
+    meanfield.attention.text_data.text_splits : a study's subsampled splits.
+    meanfield.attention.text_baseline.tfidf_logistic : the TF-IDF bar on a split.
+
+    References
+    ----------
+    Socher, R., Perelygin, A., Wu, J., Chuang, J., Manning, C. D., Ng, A. and Potts, C.
+    (2013). Recursive deep models for semantic compositionality over a sentiment treebank.
+    EMNLP 2013 (SST).
+
+    Pang, B. and Lee, L. (2005). Seeing stars: exploiting class relationships for sentiment
+    categorization with respect to rating scales. ACL 2005 (sentence polarity v1.0).
+
+    Wang, A., Singh, A., Michael, J., Hill, F., Levy, O. and Bowman, S. R. (2019). GLUE: a
+    multi-task benchmark and analysis platform for natural language understanding. ICLR 2019.
 
     Examples
     --------

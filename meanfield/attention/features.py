@@ -83,6 +83,12 @@ FEATURE_KINDS = ("favor", "porf", "porf-softplus", "softmaxfeat")
 def autocast_off(device: torch.device):
     """Context that disables autocast on ``device`` (nothing to disable on e.g. "meta").
 
+    See Also
+    --------
+    AttentionFeatureMap : the maps whose features it keeps in full precision.
+    meanfield.attention.linear.linear_attention : the sums it protects.
+    meanfield.attention.hedgehog.HedgehogFeatureMap : computes its features under it.
+
     Examples
     --------
     >>> with autocast_off(torch.device("cpu")):
@@ -112,6 +118,12 @@ def gaussian_omega(
     --------
     orthogonal_omega : orthogonal blocks (PORF).
     meanfield.features.gaussian_rows : the shared draw.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines",
+       NeurIPS 2007.
+    .. [2] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (FAVOR+).
 
     Examples
     --------
@@ -421,9 +433,9 @@ class AttentionFeatureMap(nn.Module):
     def transform_queries(self, x: torch.Tensor) -> torch.Tensor:
         """What attention consumes for queries: :meth:`transform` (one map for both sides).
 
-        A map with separate query and key maps (:class:`~meanfield.attention.hedgehog.
-        HedgehogFeatureMap`) overrides this and :meth:`transform_keys`; attention calls these
-        two, never :meth:`transform` directly.
+        A map with separate query and key maps
+        (:class:`~meanfield.attention.hedgehog.HedgehogFeatureMap`) overrides this and
+        :meth:`transform_keys`; attention calls these two, never :meth:`transform` directly.
 
         Examples
         --------
@@ -472,7 +484,7 @@ class PositiveFeatures(AttentionFeatureMap):
 
     ``phi(x) = m^(-1/2) exp(Omega x~ - |x~|^2 / 2)``, ``x~ = x / d_h^(1/4)``, so that for
     ``omega_j ~ N(0, I)`` (iid, or orthogonal with chi norms)
-    ``E[phi(q) . phi(k)] = exp(q^T k / sqrt(d_h))``. :meth:`transform` returns
+    ``E[phi(q) . phi(k)] = exp(q^T k / sqrt(d_h))``. :meth:`~AttentionFeatureMap.transform` returns
     ``log phi`` (``log_space = True``); attention applies the stabilising shifts described in
     the module notes, which cancel in its output.
 
@@ -486,6 +498,8 @@ class PositiveFeatures(AttentionFeatureMap):
     See Also
     --------
     SoftplusFeatures, SoftmaxFeatures : the other built-in maps.
+    orthogonal_omega, gaussian_omega : the PORF and FAVOR+ draws of ``omega``.
+    meanfield.attention.linear.kernel_attention : attention with these features.
 
     References
     ----------
@@ -527,6 +541,8 @@ class SoftplusFeatures(AttentionFeatureMap):
     See Also
     --------
     PositiveFeatures, SoftmaxFeatures : the other built-in maps.
+    orthogonal_omega : its initial ``omega``.
+    make_feature_map : a map by ``kind`` (``"porf-softplus"``).
 
     Examples
     --------
@@ -642,6 +658,8 @@ def check_feature_state(fm: AttentionFeatureMap, state, where: str = "state_dict
     See Also
     --------
     check_feature_states : every feature map of a module.
+    AttentionFeatureMap.get_extra_state : the state checked.
+    make_feature_map : a map by ``kind``.
 
     Examples
     --------
@@ -673,6 +691,7 @@ def check_feature_states(module: nn.Module, state_dict, prefix: str = "") -> Non
     See Also
     --------
     check_feature_state : the check of one map's state.
+    meanfield.attention.mha.KernelAttention : calls it before loading a state.
 
     Examples
     --------
@@ -715,7 +734,15 @@ def make_feature_map(
     See Also
     --------
     FEATURE_KINDS : the names accepted.
+    PositiveFeatures, SoftplusFeatures, SoftmaxFeatures : the maps it builds.
     meanfield.attention.mha.KernelAttention : ``feature=`` builds its map here.
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021 (FAVOR+,
+       PORF).
+    .. [2] M. Zhang, K. Bhatia, H. Kumbong and C. Ré, "The Hedgehog & the Porcupine: expressive
+       linear attentions with softmax mimicry", ICLR 2024 (softmaxfeat).
 
     Examples
     --------
@@ -738,6 +765,12 @@ def make_feature_map(
 
 def chi_mean(k: int) -> float:
     """Mean of the chi distribution with ``k`` degrees of freedom (used by tests).
+
+    See Also
+    --------
+    orthogonal_omega : rows with chi-distributed norms.
+    PositiveFeatures : PORF, whose row norms follow the chi law.
+    gaussian_omega : iid rows, whose norms are chi-distributed too.
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """Linear (kernel) attention: the functional API.
 
 The module form, :class:`~meanfield.attention.mha.KernelAttention` (a drop-in for
-``torch.nn.MultiheadAttention``), and :func:`~meanfield.attention.mha.is_causal_mask` live in
+``torch.nn.MultiheadAttention``), and :func:`~meanfield.attention.masks.is_causal_mask` live in
 :mod:`meanfield.attention.mha`.
 
 Linear attention (THEORY.md §7) with feature maps ``phi`` from
@@ -646,7 +646,7 @@ def softmax_attention(
     See Also
     --------
     kernel_attention : its linear-time approximation.
-    torch.nn.functional.scaled_dot_product_attention : what computes it.
+    meanfield.attention.mha.KernelAttention : the module form (``feature="softmax"``).
 
     Notes
     -----

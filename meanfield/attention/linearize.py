@@ -148,6 +148,12 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
         :class:`~meanfield.attention.mha.KernelAttention` modules other than the
         cross-attention of torch's decoder layers.
 
+    See Also
+    --------
+    linearize : replaces these modules.
+    feature_maps_of : the feature maps after the replacement.
+    meanfield.attention.mha.KernelAttention : what they become.
+
     Examples
     --------
     >>> import torch
@@ -175,6 +181,18 @@ def attention_modules(model: nn.Module) -> list[nn.Module]:
 
 def feature_maps_of(model: nn.Module) -> list[AttentionFeatureMap | None]:
     """Each linearized layer's feature map (None for softmax), in layer order.
+
+    See Also
+    --------
+    linearize : installs the maps.
+    attention_modules : the layers they belong to.
+    meanfield.attention.learn_features.distil_feature_maps : trains them on a teacher.
+    meanfield.attention.features.AttentionFeatureMap : their base class.
+
+    References
+    ----------
+    Zhang, M., Bhatia, K., Kumbong, H. and Ré, C. (2024). The Hedgehog & the Porcupine:
+    expressive linear attentions with softmax mimicry. ICLR 2024, arXiv:2402.04347.
 
     Examples
     --------
@@ -440,6 +458,17 @@ class record_attention_inputs:
     softmax : bool
         Run the layers with exact softmax attention meanwhile (the *teacher*: the
         original model's attention), restoring the feature maps on exit.
+
+    See Also
+    --------
+    linearize : makes the layers it records.
+    feature_maps_of : the maps fitted to the recorded inputs.
+    meanfield.attention.learn_features.record_inputs : batches of records over a data set.
+
+    References
+    ----------
+    Zhang, M., Bhatia, K., Kumbong, H. and Ré, C. (2024). The Hedgehog & the Porcupine:
+    expressive linear attentions with softmax mimicry. ICLR 2024, arXiv:2402.04347.
 
     Examples
     --------

@@ -77,7 +77,8 @@ def is_causal_mask(attn_mask: torch.Tensor) -> bool:
     See Also
     --------
     plan_masks : where the causal mask runs in O(L).
-    torch.nn.Transformer.generate_square_subsequent_mask : torch's float causal mask.
+    meanfield.attention.causal.causal_kernel_attention : the O(L) attention a causal mask
+        allows.
 
     Examples
     --------

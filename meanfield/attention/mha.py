@@ -159,7 +159,8 @@ class KernelAttention(nn.Module):
         ``"softmax"`` is exact attention (scaled_dot_product_attention); ``"hedgehog"`` is
         linear attention with the published Hedgehog map, trained per head
         (:class:`~meanfield.attention.hedgehog.HedgehogFeatureMap`, ``m = head_dim``); the
-        others are linear attention with that random feature map (:func:`make_feature_map`).
+        others are linear attention with that random feature map
+        (:func:`~meanfield.attention.features.make_feature_map`).
     n_features : int
         Number of random features ``m`` per head (ignored for softmax and hedgehog).
     tie_qk : bool
@@ -179,7 +180,7 @@ class KernelAttention(nn.Module):
     meanfield.attention.linear.kernel_attention : the functional form (one call, no module).
     meanfield.attention.masks.plan_masks : which masks run in O(L).
     meanfield.attention.linearize.linearize : swap the attention of a pretrained Transformer.
-    torch.nn.MultiheadAttention : the module this one replaces.
+    meanfield.attention.model.EncoderBlock : an encoder block built on it.
 
     References
     ----------

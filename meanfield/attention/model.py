@@ -57,6 +57,19 @@ class EncoderBlock(nn.Module):
         Keyword arguments of :class:`~meanfield.attention.mha.KernelAttention`
         (``feature``, ``n_features``, ``tie_qk``, ``eps``, ``seed``).
 
+    See Also
+    --------
+    TransformerClassifier : a stack of these blocks.
+    meanfield.attention.mha.KernelAttention : its attention.
+    meanfield.attention.linearize.linearize : kernel attention in torch's own encoder layers.
+
+    References
+    ----------
+    Vaswani, A. et al. (2017). Attention is all you need. NeurIPS 2017, arXiv:1706.03762.
+
+    Xiong, R. et al. (2020). On layer normalization in the Transformer architecture.
+    ICML 2020, arXiv:2002.04745 (the pre-LN block).
+
     Examples
     --------
     >>> import torch
@@ -152,6 +165,23 @@ class TransformerClassifier(nn.Module):
     ValueError
         ``d_model`` not divisible by ``n_heads``, an unknown ``attention``, or ``dropout``
         outside [0, 1).
+
+    See Also
+    --------
+    EncoderBlock : one layer.
+    meanfield.attention.training.train : fits it.
+    meanfield.attention.pretrained.PretrainedClassifier : the pretrained counterpart.
+    meanfield.attention.phases.phase_a : aligns its feature maps.
+
+    References
+    ----------
+    Vaswani, A. et al. (2017). Attention is all you need. NeurIPS 2017, arXiv:1706.03762.
+
+    Katharopoulos, A., Vyas, A., Pappas, N. and Fleuret, F. (2020). Transformers are RNNs:
+    fast autoregressive transformers with linear attention. ICML 2020, arXiv:2006.16236.
+
+    Choromanski, K. et al. (2021). Rethinking attention with Performers. ICLR 2021,
+    arXiv:2009.14794.
 
     Examples
     --------

@@ -71,6 +71,12 @@ def perturb_tokens(
     meanfield.errors.InputError
         ``vocab_size`` ≤ ``n_special``.
 
+    See Also
+    --------
+    meanfield.attention.training.encode : makes the input.
+    meanfield.attention.text_data.tokenised_splits : the noised evaluation split.
+    meanfield.attention.training.predict_proba : evaluates on the noised copy.
+
     Examples
     --------
     Special tokens ([CLS] = 2, [SEP] = 3) and padding are never touched; at a high rate the

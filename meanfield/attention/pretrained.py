@@ -488,7 +488,7 @@ def load_pretrained_classifier(
 
 @declare(Param("max_length", "int", "tokens per sequence, [CLS] and [SEP] included", low=4))
 def encode_pretrained(tokenizer, text_a, text_b, labels, max_length: int) -> EncodedData:
-    """Tokenise sentences (or pairs) with a pretrained tokenizer into :class:`EncodedData`.
+    """Tokenise sentences (or pairs) with a pretrained tokenizer into :class:`~.EncodedData`.
 
     Parameters
     ----------
@@ -572,6 +572,8 @@ def save_tiny_bert(
     See Also
     --------
     load_pretrained_classifier : loads what it writes.
+    load_tokenizer : loads its tokenizer.
+    meanfield.attention.linearize.linearize : linearizes the loaded model.
 
     References
     ----------

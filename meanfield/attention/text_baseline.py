@@ -39,6 +39,13 @@ def tfidf_logistic(train, evaluation, Cs, *, pairs: bool = True) -> tuple[dict, 
     See Also
     --------
     meanfield.attention.baselines.logistic_by_cv : the classifier.
+    tfidf_bar : on a data set's splits.
+    meanfield.attention.metrics.classification_metrics : the metrics returned.
+
+    References
+    ----------
+    Salton, G. and Buckley, C. (1988). Term-weighting approaches in automatic text
+    retrieval. Information Processing & Management 24(5), 513–523.
 
     Examples
     --------
@@ -82,6 +89,18 @@ def tfidf_bar(data_dir, data: dict, validation_fraction: float, data_seed: int, 
     -------
     dict
         The metrics, ``C``, ``C_on_edge`` and ``n_train``.
+
+    See Also
+    --------
+    tfidf_logistic : the fit and its metrics.
+    meanfield.attention.text_data.text_splits : the splits it reads.
+    meanfield.attention.text_data.training_indices : the examples held out.
+    meanfield.attention.baselines.logistic_by_cv : the classifier.
+
+    References
+    ----------
+    Salton, G. and Buckley, C. (1988). Term-weighting approaches in automatic text
+    retrieval. Information Processing & Management 24(5), 513–523.
 
     Examples
     --------

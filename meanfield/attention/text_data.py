@@ -68,6 +68,13 @@ def text_splits(data_dir, data: dict, data_seed: int):
     (TextClassificationData, TextClassificationData)
         Training and evaluation examples.
 
+    See Also
+    --------
+    meanfield.attention.data.load_split : one split of a task, unsubsampled.
+    training_indices : the validation examples held out of the training split.
+    tokenised_splits : the splits tokenised for a from-scratch model.
+    meanfield.attention.text_baseline.tfidf_bar : the TF-IDF bar on the same examples.
+
     Examples
     --------
     >>> from meanfield.studies.nlp import FIXTURES
@@ -94,6 +101,12 @@ def _text_splits(data_dir: str, data_json: str, data_seed: int):
 def training_indices(train, validation_fraction: float, data_seed: int):
     """(training, validation) indices into ``train``: the stratified validation split that
     every run and the TF-IDF bar hold out of training.
+
+    See Also
+    --------
+    text_splits : the training split it indexes.
+    meanfield.attention.training.validation_indices : the stratified draw.
+    meanfield.attention.text_baseline.tfidf_bar : holds out the same examples.
 
     Examples
     --------
@@ -131,9 +144,18 @@ def tokenised_splits(
     Returns
     -------
     dict
-        ``train``, ``val``, ``eval``, ``eval_noisy`` (:class:`EncodedData`), ``eval_labels``,
-        ``pair``, ``vocab_size``, ``n_train``, ``n_val``, ``n_eval`` and ``eval_truncated``
-        (share of evaluation examples cut at ``max_length``).
+        ``train``, ``val``, ``eval``, ``eval_noisy``
+        (:class:`~meanfield.attention.training.EncodedData`), ``eval_labels``, ``pair``,
+        ``vocab_size``, ``n_train``, ``n_val``, ``n_eval`` and ``eval_truncated`` (share of
+        evaluation examples cut at ``max_length``).
+
+    See Also
+    --------
+    text_splits : the texts it tokenises.
+    encoded_splits : the same with a pretrained model's tokenizer.
+    meanfield.attention.tokenizer.TextTokenizer : the tokenizer trained here.
+    meanfield.attention.noise.perturb_tokens : the noised evaluation copy.
+    clear_caches : forgets what it keeps.
 
     Examples
     --------
@@ -194,6 +216,13 @@ def encoded_splits(
         ``train``, ``val``, ``eval``, ``eval_noisy`` (the special tokens never drawn as
         replacements) and ``tokenizer``.
 
+    See Also
+    --------
+    tokenised_splits : the same with a tokenizer trained on the data.
+    meanfield.attention.pretrained.encode_pretrained : the encoding.
+    meanfield.attention.training.split_validation : the validation split.
+    input_fingerprints : digests of the data and the model.
+
     Examples
     --------
     >>> import tempfile
@@ -231,6 +260,12 @@ def input_fingerprints(datasets: list, data_dir, model_dir) -> tuple[str, str]:
     loaded: a missing file is refused here); ``model_id`` the model folder's ``.json``,
     ``.safetensors``, ``.bin`` and ``.txt`` files.
 
+    See Also
+    --------
+    text_splits : the splits whose texts are digested.
+    encoded_splits : the runs of a pretrained model.
+    meanfield.results.provenance : the software versions a result records.
+
     Examples
     --------
     >>> import tempfile
@@ -261,6 +296,12 @@ def input_fingerprints(datasets: list, data_dir, model_dir) -> tuple[str, str]:
 
 def clear_caches() -> None:
     """Forget the splits this process keeps (tests; memory).
+
+    See Also
+    --------
+    tokenised_splits : keeps its splits once per setting.
+    encoded_splits : keeps its encodings once per setting.
+    text_splits : keeps its loaded splits.
 
     Examples
     --------

@@ -79,6 +79,12 @@ class EncodedBatch(dict):
 
     A plain ``dict`` subclass, returned by :meth:`TextTokenizer.encode`.
 
+    See Also
+    --------
+    TextTokenizer : its ``encode`` returns one.
+    meanfield.attention.training.EncodedData : the same as tensors, with labels.
+    meanfield.attention.training.encode : from texts to tensors.
+
     Examples
     --------
     >>> import numpy as np
@@ -99,6 +105,21 @@ class TextTokenizer:
     tokenizer : tokenizers.Tokenizer
         A Hugging Face tokenizer with the BERT conventions of this module (what
         :meth:`train` and :meth:`load` pass).
+
+    See Also
+    --------
+    EncodedBatch : what ``encode`` returns.
+    meanfield.attention.training.encode : tokenises a data set.
+    meanfield.attention.text_data.tokenised_splits : trains one per data set.
+    meanfield.attention.pretrained.load_tokenizer : a pretrained model's tokenizer.
+
+    References
+    ----------
+    Wu, Y. et al. (2016). Google's neural machine translation system: bridging the gap
+    between human and machine translation. arXiv:1609.08144 (WordPiece).
+
+    Devlin, J., Chang, M.-W., Lee, K. and Toutanova, K. (2019). BERT: pre-training of deep
+    bidirectional transformers for language understanding. NAACL 2019.
 
     Examples
     --------

@@ -76,6 +76,13 @@ class EncodedData:
     labels : torch.LongTensor, shape (n,)
         Class ids.
 
+    See Also
+    --------
+    encode : makes one from texts.
+    meanfield.attention.pretrained.encode_pretrained : makes one with a pretrained tokenizer.
+    iterate_batches : its batches.
+    split_validation : its stratified split.
+
     Examples
     --------
     >>> import torch
@@ -146,6 +153,12 @@ def encode(tokenizer, data, max_length: int) -> EncodedData:
     EncodedData
         Padded on the right to ``max_length``.
 
+    See Also
+    --------
+    EncodedData : what it returns.
+    meanfield.attention.tokenizer.TextTokenizer : the tokenizer.
+    meanfield.attention.pretrained.encode_pretrained : the same with a pretrained tokenizer.
+
     Examples
     --------
     >>> from meanfield.attention.data import TextClassificationData
@@ -183,6 +196,12 @@ def split_validation(data: EncodedData, fraction: float, seed: int):
     -------
     train, validation : EncodedData
         Disjoint; together all of ``data``.
+
+    See Also
+    --------
+    validation_indices : the indices it holds out.
+    train : early-stops on the validation split.
+    meanfield.attention.text_data.training_indices : the same split on the raw texts.
 
     Examples
     --------
@@ -224,6 +243,12 @@ def validation_indices(labels, fraction: float, seed: int) -> np.ndarray:
     ------
     ValueError
         ``fraction`` outside (0, 0.5].
+
+    See Also
+    --------
+    split_validation : the split of an EncodedData.
+    meanfield.attention.text_data.training_indices : the split of a data set's texts.
+    train : early-stops on the held-out examples.
 
     Examples
     --------
@@ -271,6 +296,12 @@ def iterate_batches(
     input_ids, padding_mask, segment_ids : torch.Tensor, shape (b, width)
         ``width`` is the longest sequence of the batch.
     labels : torch.LongTensor, shape (b,)
+
+    See Also
+    --------
+    train : consumes its shuffled, bucketed batches.
+    predict_proba : consumes its ordered batches.
+    EncodedData : the examples.
 
     Examples
     --------
@@ -328,6 +359,12 @@ def predict_proba(model, data: EncodedData, batch_size: int = 256) -> np.ndarray
     numpy.ndarray of float64, shape (n, n_classes)
         Softmax of the logits; rows sum to 1.
 
+    See Also
+    --------
+    validation_loss : the log loss and accuracy.
+    meanfield.attention.metrics.classification_metrics : metrics of the probabilities.
+    train : fits the model.
+
     Examples
     --------
     >>> import torch
@@ -370,6 +407,12 @@ def validation_loss(model, data: EncodedData) -> tuple[float, float]:
         Mean log loss (nats).
     accuracy : float
         Fraction of ``argmax`` predictions equal to the label.
+
+    See Also
+    --------
+    predict_proba : the probabilities.
+    train : stops early on this loss.
+    meanfield.attention.metrics.log_loss : the same loss on given probabilities.
 
     Examples
     --------
@@ -421,6 +464,20 @@ class TrainSettings:
     ------
     meanfield.errors.InputError
         An optimiser setting out of range.
+
+    See Also
+    --------
+    train : takes these settings as keywords.
+    iterate_batches : the batching they control.
+    validation_loss : the early-stopping criterion.
+
+    References
+    ----------
+    Loshchilov, I. and Hutter, F. (2019). Decoupled weight decay regularization.
+    ICLR 2019 (AdamW).
+
+    Prechelt, L. (1998). Early stopping -- but when? In *Neural Networks: Tricks of the
+    Trade*, LNCS 1524, Springer, 55–69.
 
     Examples
     --------
@@ -627,6 +684,21 @@ def train(
         A setting out of range.
     FloatingPointError
         The training loss became non-finite (the message names ``lr``).
+
+    See Also
+    --------
+    TrainSettings : the settings and their defaults.
+    split_validation : the early-stopping split.
+    predict_proba : predictions of the trained model.
+    meanfield.attention.phases.phase_b : fine-tuning after the feature maps are aligned.
+
+    References
+    ----------
+    Loshchilov, I. and Hutter, F. (2019). Decoupled weight decay regularization.
+    ICLR 2019 (AdamW).
+
+    Prechelt, L. (1998). Early stopping -- but when? In *Neural Networks: Tricks of the
+    Trade*, LNCS 1524, Springer, 55–69.
 
     Examples
     --------

@@ -9,10 +9,10 @@ equilibrium μ* = argmin E is uniform on the unit ball, density 3/(4π), with
 
 Three views of μ* are compared:
 
-* the grid equilibrium μ*_h (:func:`meanfield.pde.equilibrium_measure` on an n³ grid), read
-  through :func:`ball_diagnostics` (second-moment radius, flatness inside the ball, mass
-  outside it);
-* N particles sampled by HMC (:func:`meanfield.dynamics.langevin.sample_hmc`) in the Coulomb-gas
+* the grid equilibrium μ*_h (:func:`meanfield.pde.stationary.equilibrium_measure` on an n³
+  grid), read through :func:`ball_diagnostics` (second-moment radius, flatness inside the
+  ball, mass outside it);
+* N particles sampled by HMC (:func:`meanfield.dynamics.hmc.sample_hmc`) in the Coulomb-gas
   regime β_N = βN, whose empirical measure tends to μ* as N → ∞ (:func:`particle_run`);
 * N iid uniform points in the unit ball, the Monte Carlo reference at equal N.
 
@@ -135,6 +135,12 @@ def ball_diagnostics(rho: Density, inner: float = 0.6) -> dict:
     See Also
     --------
     grid_equilibrium : returns these diagnostics of μ*_h.
+    ball_energy : the energy whose minimiser is the unit ball.
+    coulomb3d_study : the diagnostics against h.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* of a Coulomb gas).
 
     Examples
     --------
@@ -177,7 +183,7 @@ def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float 
     half_width : float
         R of the box [−R, R]³ (> 1).
     tol : float
-        Tolerance of :func:`meanfield.pde.equilibrium_measure`.
+        Tolerance of :func:`meanfield.pde.stationary.equilibrium_measure`.
 
     Returns
     -------
@@ -186,8 +192,12 @@ def grid_equilibrium(cells: int, half_width: float = BOX_HALF_WIDTH, tol: float 
 
     See Also
     --------
-    meanfield.pde.equilibrium_measure : the solver.
+    meanfield.pde.stationary.equilibrium_measure : the solver.
     coulomb3d_study : this equilibrium against h and against particles.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* of a Coulomb gas).
 
     Examples
     --------
@@ -220,6 +230,12 @@ def machine() -> dict:
     -------
     dict
         ``machine`` (host name), ``processor``, ``cpu_count``, ``torch_threads``.
+
+    See Also
+    --------
+    particle_run : the timings it labels.
+    coulomb3d_study : records it in the dataset's attributes.
+    meanfield.results.provenance : the software versions of a dataset.
 
     Examples
     --------
@@ -280,8 +296,14 @@ def particle_run(
 
     See Also
     --------
-    meanfield.dynamics.langevin.sample_hmc : the sampler.
+    meanfield.dynamics.hmc.sample_hmc : the sampler.
     coulomb3d_study : this run over several N.
+
+    References
+    ----------
+    - S. Duane, A. D. Kennedy, B. J. Pendleton, D. Roweth, Phys. Lett. B 195 (1987) 216–222
+      (hybrid Monte Carlo).
+    - M. D. Hoffman, A. Gelman, JMLR 15 (2014) 1593–1623 (the step-size adaptation).
 
     Examples
     --------
@@ -550,6 +572,10 @@ def coulomb3d_data(size: str = "full", seed: int = 0, cache_dir=None) -> xr.Data
     --------
     coulomb3d_study : the study.
     meanfield.cli.figures.make_figures : computes and draws every figure.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* of a Coulomb gas).
 
     Examples
     --------

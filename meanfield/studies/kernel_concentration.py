@@ -70,6 +70,13 @@ def kernel_model(seed: int = 0):
     See Also
     --------
     kernel_concentration_data : the experiment on this model.
+    kernel_concentration : the gap's concentration against N.
+    kernel_concentration_in_beta : the same against β.
+
+    References
+    ----------
+    - A. Dembo, O. Zeitouni, *Large Deviations Techniques and Applications*, Springer, 1998
+      (the contraction principle: the kernel gap is a continuous function of μ_N).
 
     Examples
     --------
@@ -338,6 +345,8 @@ def kernel_concentration_in_beta(
     See Also
     --------
     kernel_concentration : against N, and the parameters.
+    kernel_concentration_data : the figure's experiment.
+    meanfield.ot.diagnostics.kernel_gap : the gap of one configuration.
 
     References
     ----------
@@ -399,6 +408,12 @@ def kernel_concentration_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     --------
     kernel_concentration, kernel_concentration_in_beta : what it runs.
     meanfield.cli.figures.make_figures : computes and draws every figure.
+
+    References
+    ----------
+    - A. Dembo, O. Zeitouni, *Large Deviations Techniques and Applications*, Springer, 1998
+      (the contraction principle: the kernel gap is a continuous function of μ_N).
+    - D. Chafaï, N. Gozlan, P.-A. Zitt, Ann. Appl. Probab. 24 (2014) 2371–2413 (speed βN²).
 
     Examples
     --------

@@ -4,9 +4,9 @@ Two independent routes to the same rate:
 
 * **theory on the grid**: the scaled cumulant generating function
   Λ(θ) = lim (1/N) log E exp(N θ L_N) = β (min F_β − min F_β^θ),  F_β^θ = F_β − (θ/β)∫f dρ,
-  from tilted Gibbs states of :func:`meanfield.pde.gibbs_state` (:func:`scgf_on_grid`), and the
-  rate J(a) = sup_θ (θ a − Λ(θ)), evaluated parametrically: a(θ) = Λ'(θ) = ∫ f dρ_θ,
-  J(a(θ)) = θ a(θ) − Λ(θ) (Gärtner–Ellis);
+  from tilted Gibbs states of :func:`meanfield.pde.stationary.gibbs_state`
+  (:func:`scgf_on_grid`), and the rate J(a) = sup_θ (θ a − Λ(θ)), evaluated parametrically:
+  a(θ) = Λ'(θ) = ∫ f dρ_θ, J(a(θ)) = θ a(θ) − Λ(θ) (Gärtner–Ellis);
 * **Monte Carlo at finite N** (:func:`tail_probability`): P(L_N ≥ a) by exponential tilting.
   Sampling the tilted Gibbs law π_θ ∝ exp(−βN H_N + θ N L_N) (exact MALA or HMC on the energy
   plus the potential −(θ/β) f),
@@ -74,6 +74,13 @@ class Statistic:
     ----------
     name : {"mean", "second_moment"}
 
+    See Also
+    --------
+    statistic : one by name.
+    TiltPotential : the potential that tilts the Gibbs law by it.
+    tilted_energy : an energy plus that potential.
+    tail_probability : P(L_N ≥ a) by Monte Carlo.
+
     Examples
     --------
     >>> import torch
@@ -123,6 +130,8 @@ def statistic(name: str) -> Statistic:
     See Also
     --------
     tilted_energy : the energy whose Gibbs law is tilted by θ L_N.
+    Statistic : what it returns.
+    tail_probability : P(L_N ≥ a) of the statistic.
 
     Examples
     --------
@@ -147,6 +156,17 @@ class TiltPotential(Potential):
     stat : Statistic
     coeff : float
         The coefficient c.
+
+    See Also
+    --------
+    tilted_energy : adds it to an energy.
+    Statistic : the statistic f.
+    meanfield.energy.Potential : its base class.
+
+    References
+    ----------
+    - A. Dembo, O. Zeitouni, *Large Deviations Techniques and Applications*, Springer, 1998,
+      §2.3 (exponential tilting).
 
     Examples
     --------
@@ -211,6 +231,11 @@ def tilted_energy(energy: Energy, stat: Statistic, theta: float, beta: float) ->
     TiltPotential : the added term.
     scgf_on_grid, tail_probability : the two routes that tilt by it.
 
+    References
+    ----------
+    - A. Dembo, O. Zeitouni, *Large Deviations Techniques and Applications*, Springer, 1998,
+      §2.3 (exponential tilting).
+
     Examples
     --------
     V = ω²/2 tilted by θ/β = 1/2 with f = ω: at ω = 1, 1/2 − 1/2 = 0.
@@ -234,7 +259,7 @@ def tilted_energy(energy: Energy, stat: Statistic, theta: float, beta: float) ->
 
 def _require_unique_minimiser(report, beta: float, what: str) -> None:
     """Raise :class:`~meanfield.errors.NonUniqueMinimiserError` when the reference Gibbs
-    state's search (``report.states`` of :func:`meanfield.pde.gibbs_state`) found several
+    state's search (``report.states`` of :func:`meanfield.pde.stationary.gibbs_state`) found several
     states sharing the lowest free energy: the rates and concentration probabilities here are
     about one minimiser ρ_β, which then does not exist."""
     states = getattr(report, "states", ())
@@ -285,7 +310,7 @@ def scgf_on_grid(
         energy (e.g. the ordered states ±m* of a symmetric model above a phase transition):
         min F_β is then not attained at one state and a(θ) jumps at θ = 0, so the parametric
         rate would be only the convex hull of the true one.  The Gibbs states come from
-        :func:`meanfield.pde.gibbs_state`'s multi-start search when F_β is not convex.
+        :func:`meanfield.pde.stationary.gibbs_state`'s multi-start search when F_β is not convex.
 
     See Also
     --------
@@ -350,6 +375,13 @@ def rate_at(scgf: xr.Dataset, a: float) -> float:
     See Also
     --------
     scgf_on_grid : the curve it interpolates.
+    tail_probability : the Monte Carlo tail it predicts, P(L_N ≥ a) ≈ exp(−N J(a)).
+    rate_in_n : the Monte Carlo rates against N.
+
+    References
+    ----------
+    - A. Dembo, O. Zeitouni, *Large Deviations Techniques and Applications*, Springer, 1998,
+      §2.3 (the Gärtner–Ellis theorem, the Legendre transform).
 
     Examples
     --------
@@ -635,6 +667,16 @@ def ldp_model():
     -------
     (Energy, Statistic)
 
+    See Also
+    --------
+    ldp_rate_data : the figure's experiment on it.
+    scgf_on_grid : its rate on the grid.
+    tail_probability : its tails by Monte Carlo.
+
+    References
+    ----------
+    - D. Chafaï, N. Gozlan, P.-A. Zitt, Ann. Appl. Probab. 24 (2014) 2371–2413 (speed βN²).
+
     Examples
     --------
     >>> import torch
@@ -686,6 +728,12 @@ def rate_in_n(energy, stat, regime, factor, thetas, Ns, reps, steps, seed) -> di
     --------
     tail_probability, scgf_on_grid : the two routes it compares.
     ldp_rate_data : both regimes at a named size.
+
+    References
+    ----------
+    - A. Dembo, O. Zeitouni, *Large Deviations Techniques and Applications*, Springer, 1998,
+      §2.3 (the Gärtner–Ellis theorem, the Legendre transform).
+    - D. Chafaï, N. Gozlan, P.-A. Zitt, Ann. Appl. Probab. 24 (2014) 2371–2413 (speed βN²).
 
     Examples
     --------

@@ -7,20 +7,21 @@ on, as scikit-learn's ``check_estimator`` does for estimators [1]_.  The package
 (``tests/test_common.py``) runs the same checks on every built-in, so one implementation
 serves both.
 
-* :func:`check_kernel`: k depends on |z| only; κ' is the derivative of κ; the gradient is
-  the autograd gradient of the value and its central finite difference; float32 in, float32
-  out; numpy and torch agree (the grid solver passes numpy); the in-place gradient
-  coefficient is the plain one; coincident points get a finite (for a singular kernel, the
-  zero) gradient; ``describe()`` is plain data that rebuilds a built-in; bad constructor
-  arguments raise a named error.
-* :func:`check_term`: the value is finite, one per replica; ``grad`` is the autograd gradient
-  of ``value``; H_N is symmetric in the particles; the particle force is the gradient of the
-  first variation, N ∇_{ω_i} H_N = ∇ δE/δμ[μ_N](ω_i); the first variation is the derivative
-  of the energy on measures; a pair term is translation invariant and the pair sum of its
-  kernel; a float32 energy computes in float32, close to float64.
-* :func:`check_scheme`: over a few steps of a 1D and a 2D problem, mass is conserved, the
-  density stays nonnegative and the free energy does not increase (the structure of the
-  finite-volume schemes of [2]_).
+* :func:`~meanfield.testing.kernel_checks.check_kernel`: k depends on |z| only; κ' is the
+  derivative of κ; the gradient is the autograd gradient of the value and its central finite
+  difference; float32 in, float32 out; numpy and torch agree (the grid solver passes numpy); the
+  in-place gradient coefficient is the plain one; coincident points get a finite (for a singular
+  kernel, the zero) gradient; ``describe()`` is plain data that rebuilds a built-in; bad
+  constructor arguments raise a named error.
+* :func:`~meanfield.testing.term_checks.check_term`: the value is finite, one per replica;
+  ``grad`` is the autograd gradient of ``value``; H_N is symmetric in the particles; the
+  particle force is the gradient of the first variation, N ∇_{ω_i} H_N = ∇ δE/δμ[μ_N](ω_i); the
+  first variation is the derivative of the energy on measures; a pair term is translation
+  invariant and the pair sum of its kernel; a float32 energy computes in float32, close to
+  float64.
+* :func:`~meanfield.testing.scheme_checks.check_scheme`: over a few steps of a 1D and a 2D
+  problem, mass is conserved, the density stays nonnegative and the free energy does not
+  increase (the structure of the finite-volume schemes of [2]_).
 
 Each check raises :class:`AssertionError` naming the object, the check, the input and the
 observed against the expected numbers; it returns None when everything holds.  Tolerances

@@ -43,8 +43,9 @@ class CheckRunner:
 
     See Also
     --------
-    meanfield.testing.check_kernel, meanfield.testing.check_term,
-    meanfield.testing.check_scheme : the check functions that run their checks here.
+    meanfield.testing.kernel_checks.check_kernel : runs a kernel's checks here.
+    meanfield.testing.term_checks.check_term : runs an energy term's checks here.
+    meanfield.testing.scheme_checks.check_scheme : runs a PDE scheme's checks here.
 
     Examples
     --------

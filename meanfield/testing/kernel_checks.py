@@ -90,14 +90,11 @@ def check_kernel(
     meanfield.errors.InputError
         A dimension in ``dims`` below 1, or ``dims`` empty.
 
-    References
-    ----------
-    .. [1] F. Pedregosa et al., "Scikit-learn: machine learning in Python", JMLR 12 (2011):
-       ``sklearn.utils.estimator_checks.check_estimator``, the model of these checks.
-
     See Also
     --------
-    check_term : the contract of an energy term (a pair term checks its kernel in use).
+    meanfield.testing.term_checks.check_term : the contract of an energy term (a pair term
+        checks its kernel in use).
+    meanfield.testing.scheme_checks.check_scheme : the contract of a PDE scheme.
     meanfield.kernels.CallableKernel : a kernel from a function κ.
 
     Notes
@@ -108,6 +105,11 @@ def check_kernel(
     (the same operations), 1e-7 for the finite difference (truncation O(h²) ≈ 1e-12 times the
     third derivative, ≤ 1e3 for |z| ≥ 0.1, plus round-off 1e-16 / h), and 1e-5 relative
     (1e-6 absolute) between float32 and float64.
+
+    References
+    ----------
+    .. [1] F. Pedregosa et al., "Scikit-learn: machine learning in Python", JMLR 12 (2011):
+       ``sklearn.utils.estimator_checks.check_estimator``, the model of these checks.
 
     Examples
     --------

@@ -38,7 +38,7 @@ def check_scheme(
     ∂_t ρ = ∇·(ρ ∇(V + 2λ k∗ρ)) + β⁻¹ Δρ with V = |ω|²/2, k the Gaussian of width 0.5,
     λ = 1/2, β = 2, on [−2, 2]^p with M cells per axis and the no-flux boundary, is solved
     from a Gaussian (mean 0.5, width 0.4) to ``t_end`` with steps of at most ``dt_max``
-    (:class:`~meanfield.pde.McKeanVlasov` with ``scheme``).  The checks, at every step:
+    (:class:`~meanfield.pde.equation.McKeanVlasov` with ``scheme``).  The checks, at every step:
 
     ``solve``
         the solve (whose own guards refuse a mass drift over 1e-9 and a negative density)
@@ -79,15 +79,17 @@ def check_scheme(
     meanfield.errors.InputTypeError
         ``scheme`` neither a string nor a Scheme.
 
+    See Also
+    --------
+    meanfield.testing.term_checks.check_term : the contract of the energy terms that give
+        the potential.
+    meanfield.testing.kernel_checks.check_kernel : the contract of a pair kernel.
+    meanfield.pde.schemes.make_scheme : the built-in schemes by name.
+
     References
     ----------
     .. [1] J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear
        nonlocal equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015).
-
-    See Also
-    --------
-    check_term : the contract of the energy terms that give the potential.
-    meanfield.pde.schemes.make_scheme : the built-in schemes by name.
 
     Examples
     --------

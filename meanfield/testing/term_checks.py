@@ -102,15 +102,10 @@ def check_term(term: Term, dim: int, *, radius: float = 3.0) -> None:
     meanfield.errors.InputError
         ``dim`` not an integer ≥ 1, ``radius`` not positive.
 
-    References
-    ----------
-    .. [1] L. Chizat, F. Bach, "On the global convergence of gradient descent for
-       over-parameterized models using optimal transport", NeurIPS 2018: the first variation
-       of an energy on measures and the particle gradient it drives.
-
     See Also
     --------
-    check_kernel : the kernel of a pair term.
+    meanfield.testing.kernel_checks.check_kernel : the kernel of a pair term.
+    meanfield.testing.scheme_checks.check_scheme : the contract of a PDE scheme.
     meanfield.energy.CallablePotential : a potential from a function V.
 
     Notes
@@ -123,6 +118,12 @@ def check_term(term: Term, dim: int, *, radius: float = 3.0) -> None:
     1e-6 relative for the fixed particles (closest pair 0.25 apart) of smooth and of
     log-singular kernels; 1e-6 relative to the largest force (plus 1e-6 of each entry) is
     allowed, well below the factor-2 errors it exists to catch.
+
+    References
+    ----------
+    .. [1] L. Chizat, F. Bach, "On the global convergence of gradient descent for
+       over-parameterized models using optimal transport", NeurIPS 2018: the first variation
+       of an energy on measures and the particle gradient it drives.
 
     Examples
     --------
