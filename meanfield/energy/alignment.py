@@ -33,12 +33,22 @@ def target_factors(y) -> tuple[np.ndarray, np.ndarray]:
         Binary: U = y, w = 1.  C classes: U = [one-hot, 1], w = [C/(C−1), …, −1/(C−1)],
         which gives T_jk = 1 for equal classes and −1/(C−1) otherwise.
 
+    See Also
+    --------
+    target_matrix : the same T as a dense (n, n) array.
+    AlignmentTerm : the terms that read T through these factors.
+
     Notes
     -----
     .. math::
 
         T = U \operatorname{diag}(w)\, U^\top, \qquad
         T_{jk} = \begin{cases} 1, & y_j = y_k, \\ -1/(C - 1), & y_j \ne y_k. \end{cases}
+
+    References
+    ----------
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (2002).
 
     Examples
     --------
@@ -78,6 +88,16 @@ def target_matrix(y) -> np.ndarray:
     numpy.ndarray (n, n)
         T = U diag(w) Uᵀ: 1 for equal labels, −1/(C − 1) (−1 for binary labels) otherwise.
 
+    See Also
+    --------
+    target_factors : the low-rank form the terms use (nothing n × n).
+    NormalisedAlignment : the alignment ⟨K, T⟩_F / (‖K‖_F ‖T‖_F) against this T.
+
+    References
+    ----------
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (2002).
+
     Examples
     --------
     >>> from meanfield.energy import target_matrix
@@ -113,6 +133,21 @@ class AlignmentTerm(Term):
     feature : str or FeatureMap, default "positive"
         Feature map φ(x; ω); it fixes the particle dimension p.
 
+    See Also
+    --------
+    LinearAlignment, RiskAlignment, NormalisedAlignment, CentredAlignment
+    meanfield.features : the feature maps φ(x; ω).
+    meanfield.energy.Energy : the one definition of the model the views read.
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+    meanfield.pde.equation.McKeanVlasov : the grid view (the N → ∞ limit).
+
+    References
+    ----------
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (2002).
+    - A. Rahimi, B. Recht, "Random features for large-scale kernel machines", Advances in Neural
+      Information Processing Systems 20 (2007).
+
     Examples
     --------
     >>> import numpy as np
@@ -142,6 +177,11 @@ class AlignmentTerm(Term):
     @property
     def n(self) -> int:
         """Number of data points n.
+
+        See Also
+        --------
+        Energy.n_data : the same count over an energy's alignment terms.
+        subset_data : the term on fewer rows.
 
         Examples
         --------
@@ -193,6 +233,11 @@ class AlignmentTerm(Term):
         AlignmentTerm
             A new term of the same class; this one is unchanged.
 
+        See Also
+        --------
+        meanfield.energy.Term.subset_data : the protocol.
+        meanfield.dynamics.langevin.simulate : mini-batches with ``data_batch``.
+
         Examples
         --------
         >>> import numpy as np
@@ -228,6 +273,11 @@ class AlignmentTerm(Term):
         -------
         phi, dphi : tensor (..., N, n)
 
+        See Also
+        --------
+        feature_values : Φ alone.
+        meanfield.features : the feature maps φ(x; ω).
+
         Examples
         --------
         >>> import numpy as np
@@ -253,6 +303,11 @@ class AlignmentTerm(Term):
         -------
         tensor (..., N, n)
             The first output of :meth:`features`.
+
+        See Also
+        --------
+        features : Φ with its derivatives.
+        meanfield.ot.diagnostics.kernel_gap : the learned kernel against the grid's.
 
         Examples
         --------
@@ -362,6 +417,11 @@ class LinearAlignment(AlignmentTerm):
         -------
         tensor (..., N)
 
+        See Also
+        --------
+        first_variation : −a at arbitrary points (the grid view's U).
+        target_factors : the T in a(ω).
+
         Examples
         --------
         >>> import numpy as np
@@ -434,6 +494,19 @@ class RiskAlignment(AlignmentTerm):
     alpha : float, default 1
         Scale α > 0 of the target.
 
+    See Also
+    --------
+    LinearAlignment : the linear (U-statistic) form, a one-body potential.
+    NormalisedAlignment : the ratio form.
+    meanfield.pde.potential.GridEnergy : the grid view (a ``measure`` term, δR/δμ at every
+        evaluation).
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+
+    References
+    ----------
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (2002).
+
     Examples
     --------
     >>> import numpy as np
@@ -466,6 +539,11 @@ class RiskAlignment(AlignmentTerm):
         Returns
         -------
         tensor ()
+
+        See Also
+        --------
+        meanfield.energy.Term.measure_value : the protocol.
+        meanfield.pde.potential.GridEnergy.term_values : the grid view's value of this term.
 
         Examples
         --------
@@ -543,6 +621,18 @@ class NormalisedAlignment(AlignmentTerm):
         Binary labels ±1 or class ids.
     feature : {"positive", "fourier", "softplus"} or FeatureMap, default "positive"
 
+    See Also
+    --------
+    CentredAlignment : the same ratio on centred features.
+    RiskAlignment : the squared distance to the ideal kernel αT.
+    meanfield.pde.potential.GridEnergy : the grid view (a ``measure`` term).
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+
+    References
+    ----------
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (2002).
+
     Examples
     --------
     >>> import numpy as np
@@ -571,6 +661,11 @@ class NormalisedAlignment(AlignmentTerm):
         Returns
         -------
         tensor ()
+
+        See Also
+        --------
+        meanfield.energy.Term.measure_value : the protocol.
+        meanfield.pde.potential.GridEnergy.term_values : the grid view's value of this term.
 
         Examples
         --------
@@ -645,6 +740,20 @@ class CentredAlignment(NormalisedAlignment):
     feature : {"positive", "fourier", "softplus"} or FeatureMap, default "positive"
         Feature map φ(x; ω) before centring.
 
+    See Also
+    --------
+    NormalisedAlignment : the same ratio on uncentred features.
+    target_factors : the factors U that the centring H U acts on.
+    meanfield.pde.potential.GridEnergy : the grid view (a ``measure`` term).
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+
+    References
+    ----------
+    - C. Cortes, M. Mohri, A. Rostamizadeh, "Algorithms for learning kernels based on centered
+      alignment", J. Mach. Learn. Res. 13 (2012) 795–828.
+    - N. Cristianini, J. Shawe-Taylor, A. Elisseeff, J. Kandola, "On kernel-target alignment",
+      Advances in Neural Information Processing Systems 14 (2002).
+
     Examples
     --------
     >>> import numpy as np
@@ -657,11 +766,6 @@ class CentredAlignment(NormalisedAlignment):
     >>> E.value(omega).backward()
     >>> bool(abs(E.value(omega)) <= 1), bool(torch.allclose(E.grad(omega.detach()), omega.grad))
     (True, True)
-
-    References
-    ----------
-    C. Cortes, M. Mohri, A. Rostamizadeh, "Algorithms for learning kernels based on centered
-    alignment", JMLR 13, 2012.
     """
 
     def _bind_rows(self):
@@ -682,6 +786,11 @@ class CentredAlignment(NormalisedAlignment):
             The centred features: each row sums to zero over the data.
         dphi : tensor (..., N, n)
             g'(z), not centred (the gradient centres its coefficients instead).
+
+        See Also
+        --------
+        AlignmentTerm.features : the uncentred features.
+        target_factors : the factors centred alike.
 
         Examples
         --------

@@ -12,6 +12,7 @@ import torch
 
 from .._validation import check_array, check_choice, check_int
 from ..domains import Domain
+from ..errors import InputError
 from .alignment import AlignmentTerm
 from .protocol import Term
 
@@ -87,6 +88,11 @@ class Energy:
     def dim(self) -> int:
         """The particle dimension p (the domain's).
 
+        See Also
+        --------
+        meanfield.domains.Box.dim : the domain's dimension.
+        meanfield.pde.grid.Grid.dim : the grid view's.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -114,6 +120,10 @@ class Energy:
         ValueError
             Fewer than two axes, or a last axis other than p.
 
+        See Also
+        --------
+        check_n_particles : the N checked alone.
+
         Examples
         --------
         >>> import torch
@@ -131,7 +141,7 @@ class Energy:
         if not isinstance(omega, torch.Tensor):
             omega = torch.as_tensor(check_array(name, omega), dtype=self.dtype)
         if omega.ndim < 2 or omega.shape[-1] != self.dim:
-            raise ValueError(
+            raise InputError(
                 f"{name} must have shape (..., N, {self.dim}), got {tuple(omega.shape)}"
             )
         return omega.to(dtype=self.dtype, device=self.device)
@@ -148,6 +158,12 @@ class Energy:
         -------
         tensor (...)
 
+        See Also
+        --------
+        value_and_grad, term_values
+        meanfield.pde.potential.GridEnergy.value : the grid view's E_h(ρ).
+        meanfield.ot.diagnostics.free_energy : F_β of a grid density.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -163,6 +179,10 @@ class Energy:
     def term_names(self) -> list[str]:
         """Unique term names in the order of ``terms``: the name, then ``name_2``, ``name_3``…
         for repeats (the keys of :meth:`term_values` and of the grid's term energies).
+
+        See Also
+        --------
+        meanfield.pde.potential.term_names : the grid view reads these names.
 
         Examples
         --------
@@ -192,6 +212,12 @@ class Energy:
         dict of str to tensor (...)
             Keyed by :attr:`term_names`; the values sum to :meth:`value`.
 
+        See Also
+        --------
+        value : their sum.
+        meanfield.pde.potential.GridEnergy.term_values : the grid view, keyed alike.
+        meanfield.pde.trackers.FreeEnergyTracker : records them along a solve.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -214,6 +240,11 @@ class Energy:
         -------
         value : tensor (...)
         grad : tensor (..., N, p)
+
+        See Also
+        --------
+        value, grad
+        meanfield.dynamics.hmc.sample_hmc : the particle view that uses both.
 
         Examples
         --------
@@ -245,6 +276,10 @@ class Energy:
             Keyed by :attr:`term_names`.
         grad : tensor (..., N, p)
 
+        See Also
+        --------
+        term_values, value_and_grad
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -272,6 +307,12 @@ class Energy:
         -------
         tensor (..., N, p)
             O(1/N) per particle; :meth:`drift` is N times it.
+
+        See Also
+        --------
+        drift : N ∇H_N, the force of Algorithm 1.
+        first_variation : its mean-field counterpart.
+        meanfield.pde.equation.McKeanVlasov : the grid view's drift ∇ δE/δρ.
 
         Examples
         --------
@@ -312,6 +353,11 @@ class Energy:
         -------
         tensor (..., N, p)
             +N ∇H_N; the SDE drift is its negative (dω = −N∇H_N dt + √(2/β_N) dW).
+
+        See Also
+        --------
+        grad : the gradient of the sum.
+        meanfield.dynamics.langevin.simulate : the particle view that calls it every step.
 
         Examples
         --------
@@ -362,6 +408,17 @@ class Energy:
         ValueError
             ``weights`` of another length than ``points``, or negative.
 
+        See Also
+        --------
+        grad : the finite-N gradient.
+        meanfield.pde.potential.GridEnergy.potential : the same at the cell centres, for a density.
+        meanfield.pde.stationary.gibbs_state : the fixed point ρ = Z⁻¹ exp(−β δE/δρ[ρ]).
+
+        References
+        ----------
+        - J. A. Carrillo, R. J. McCann, C. Villani, "Kinetic equilibration rates for granular media
+          and related equations", Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -389,6 +446,10 @@ class Energy:
         -------
         int or None
 
+        See Also
+        --------
+        meanfield.energy.AlignmentTerm.n : one term's count.
+
         Examples
         --------
         >>> import numpy as np
@@ -411,6 +472,10 @@ class Energy:
         dict
             The domain's parameters, the dtype, and ``term{i}`` (the class name) with
             ``term{i}_{key}`` for each of the term's :meth:`Term.describe` entries.
+
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.describe : the grid view's attributes, these included.
 
         Examples
         --------
@@ -441,6 +506,11 @@ def check_n_particles(N) -> int:
     -------
     int
         ``N``; a ValueError or TypeError names the argument when it is not a positive integer.
+
+    See Also
+    --------
+    Energy.as_tensor : the particles' shape (..., N, p) checked.
+    meanfield.dynamics.langevin.simulate : the particle view that takes N.
 
     Examples
     --------

@@ -56,6 +56,13 @@ class PairInteraction(Term):
         diverges there; for the log kernel in p = 2 the Gibbs law ∝ e^{−βN H_N} of a
         collapsing cluster of k particles is integrable only if k β |λ| / N < 2.
 
+    See Also
+    --------
+    meanfield.energy.Energy : the sum of the terms the views read.
+    meanfield.pairsum.pair_sums : the tiled symmetric sums behind the large cases.
+    meanfield.fastsums.FastCoulombInteraction : the same term by fast Coulomb sums.
+    meanfield.pde.convolution : the grid view's 2λ k ∗ ρ by FFT.
+
     Notes
     -----
     For λ < 0, :meth:`pair_kernel` gives the grid (|λ|, −k) instead of (λ, k): the same
@@ -70,13 +77,6 @@ class PairInteraction(Term):
         H_N(\Omega) = \frac{\lambda}{N^2} \sum_{i \ne j} k(\omega_i - \omega_j),
 
     and δE/δμ = 2λ k ∗ μ.
-
-    See Also
-    --------
-    meanfield.energy.Energy : the sum of the terms the views read.
-    meanfield.pairsum.pair_sums : the tiled symmetric sums behind the large cases.
-    meanfield.fastsums.FastCoulombInteraction : the same term by fast Coulomb sums.
-    meanfield.pde.convolution : the grid view's 2λ k ∗ ρ by FFT.
 
     References
     ----------
@@ -160,23 +160,39 @@ class PairInteraction(Term):
         tol = roundoff_bound(p, omega.dtype, float(sq.detach().max()), soft2)
         return tol if (self.kernel.is_singular or 0.0 < soft2 <= tol) else -1.0
 
-    def _pair_pass(self, omega, want_value: bool, want_grad: bool):
+    def _displacement(self, diff):
+        """Pair differences as the kernel reads them: unchanged in free space (a torus term
+        maps them to their minimum image)."""
+        return diff
+
+    def _explicit_pass(self, omega, want_value: bool, want_grad: bool):
+        """Row-chunk sums from explicit differences, the i = j entries masked
+        (:meth:`_masked_block`): every pass under a trace (exact, and fused with the sums) and
+        every pass on a torus."""
         N, p = omega.shape[-2], omega.shape[-1]
-        sq = (omega * omega).sum(-1)
-        traced = torch.compiler.is_compiling()
-        tol = -1.0 if traced else self._near_tol(omega, sq)
         total = omega.new_zeros(omega.shape[:-2]) if want_value else None
         grad = torch.empty_like(omega) if want_grad else None
         for s, e in self._chunks(N, p):
             block = omega[..., s:e, :]
-            if traced:  # explicit differences in any p: exact, and fused with the sums
-                diff = block.unsqueeze(-2) - omega.unsqueeze(-3)
-                r2 = (diff * diff).sum(-1)
-                v, g = self._masked_block(r2, diff, block, omega, s, want_value, want_grad)
-                total = total + v if want_value else None
-                if want_grad:
-                    grad[..., s:e, :] = g
-                continue
+            diff = self._displacement(block.unsqueeze(-2) - omega.unsqueeze(-3))
+            r2 = (diff * diff).sum(-1)
+            v, g = self._masked_block(r2, diff, block, omega, s, want_value, want_grad)
+            if want_value:
+                total = total + v
+            if want_grad:
+                grad[..., s:e, :] = g
+        return total, grad
+
+    def _pair_pass(self, omega, want_value: bool, want_grad: bool):
+        if torch.compiler.is_compiling():  # explicit differences in any p
+            return self._explicit_pass(omega, want_value, want_grad)
+        N, p = omega.shape[-2], omega.shape[-1]
+        sq = (omega * omega).sum(-1)
+        tol = self._near_tol(omega, sq)
+        total = omega.new_zeros(omega.shape[:-2]) if want_value else None
+        grad = torch.empty_like(omega) if want_grad else None
+        for s, e in self._chunks(N, p):
+            block = omega[..., s:e, :]
             r2, diff = self._block_r2(block, omega, sq[..., s:e], sq)
             if tol >= 0:
                 r2 = self._exact_near(r2, block, omega, tol)
@@ -300,6 +316,11 @@ class PairInteraction(Term):
         -------
         tensor (..., N, p)
 
+        See Also
+        --------
+        grad : the exact O(N²) gradient.
+        meanfield.dynamics.langevin.simulate : ``interaction_batch`` selects this.
+
         Examples
         --------
         The mean of many estimates approaches the exact gradient:
@@ -354,6 +375,11 @@ class PairInteraction(Term):
         -------
         tensor (M,)
 
+        See Also
+        --------
+        pair_kernel : (k, λ), what the grid view reads instead.
+        meanfield.pde.convolution.FFTConvolution : the grid view's 2λ (W ∗ ρ) by FFT.
+
         Examples
         --------
         >>> import torch
@@ -369,7 +395,7 @@ class PairInteraction(Term):
         out = at.new_empty(at.shape[0])
         step = max(1, PAIR_CHUNK_ELEMENTS // max(points.shape[0] * at.shape[1], 1))
         for s in range(0, at.shape[0], step):
-            z = at[s : s + step, None, :] - points[None, :, :]
+            z = self._displacement(at[s : s + step, None, :] - points[None, :, :])
             out[s : s + step] = (self.kernel(z) * weights).sum(-1)
         return 2 * self.lam * out
 
@@ -424,6 +450,7 @@ class PeriodicPairInteraction(PairInteraction):
     PairInteraction : the same term in free space (Box, Ball).
     meanfield.domains.Torus : the periodic domain.
     meanfield.pde.convolution.FFTConvolution : the grid view, circular on a torus.
+    meanfield.pde.convolution.periodic_weights : the grid view's circular weights.
 
     References
     ----------
@@ -446,6 +473,15 @@ class PeriodicPairInteraction(PairInteraction):
     True
     >>> [round(g, 12) for g in term.grad(omega).ravel().tolist()]  # pulled across the seam
     [0.1, -0.1]
+
+    δE/δμ through the minimum image: with k = −cos (2π-periodic), 2λ k(m(0 − 3)) = −cos 3:
+
+    >>> from meanfield.kernels import Cosine
+    >>> term = PeriodicPairInteraction(Cosine(), lam=0.5, domain=Torus(1))
+    >>> at = torch.tensor([[0.0], [3.0]], dtype=torch.float64)
+    >>> pts = torch.tensor([[3.0]], dtype=torch.float64)
+    >>> term.first_variation(at, pts, torch.ones(1).double()).tolist()  # −cos(3), −1
+    [0.9899924966004454, -1.0]
     """
 
     def __init__(self, kernel: PairKernel, lam: float = 1.0, *, domain: Torus):
@@ -472,44 +508,11 @@ class PeriodicPairInteraction(PairInteraction):
         step = max(1, min(N, PAIR_CHUNK_ELEMENTS // max(N * p, 1)))
         return [(s, min(N, s + step)) for s in range(0, N, step)]
 
+    def _displacement(self, diff):
+        return self.domain.minimum_image(diff)
+
     def _pair_pass(self, omega, want_value: bool, want_grad: bool):
-        N, p = omega.shape[-2], omega.shape[-1]
-        total = omega.new_zeros(omega.shape[:-2]) if want_value else None
-        grad = torch.empty_like(omega) if want_grad else None
-        for s, e in self._chunks(N, p):
-            block = omega[..., s:e, :]
-            diff = self.domain.minimum_image(block.unsqueeze(-2) - omega.unsqueeze(-3))
-            r2 = (diff * diff).sum(-1)
-            v, g = self._masked_block(r2, diff, block, omega, s, want_value, want_grad)
-            if want_value:
-                total = total + v
-            if want_grad:
-                grad[..., s:e, :] = g
-        return total, grad
-
-    def first_variation(self, at, points, weights):
-        """2λ Σ_k w_k k(m(ω − ω_k)), the minimum image m; shapes as
-        :meth:`PairInteraction.first_variation`.
-
-        Examples
-        --------
-        >>> import torch
-        >>> from meanfield.domains import Torus
-        >>> from meanfield.energy import PeriodicPairInteraction
-        >>> from meanfield.kernels import Cosine
-        >>> term = PeriodicPairInteraction(Cosine(), lam=0.5, domain=Torus(1))
-        >>> at = torch.tensor([[0.0], [3.0]], dtype=torch.float64)
-        >>> pts = torch.tensor([[3.0]], dtype=torch.float64)
-        >>> term.first_variation(at, pts, torch.ones(1).double()).tolist()  # −cos(3), −1
-        [0.9899924966004454, -1.0]
-        """
-        self.kernel.check_dimension(at.shape[-1])
-        out = at.new_empty(at.shape[0])
-        step = max(1, PAIR_CHUNK_ELEMENTS // max(points.shape[0] * at.shape[1], 1))
-        for s in range(0, at.shape[0], step):
-            z = self.domain.minimum_image(at[s : s + step, None, :] - points[None, :, :])
-            out[s : s + step] = (self.kernel(z) * weights).sum(-1)
-        return 2 * self.lam * out
+        return self._explicit_pass(omega, want_value, want_grad)
 
     def describe(self):
         return {
@@ -532,6 +535,12 @@ def check_periodic_terms(energy) -> None:
     ------
     meanfield.errors.InputError
         A pair term that does not match the domain (the message names it).
+
+    See Also
+    --------
+    PeriodicPairInteraction : the pair term of a torus.
+    meanfield.domains.Torus : the periodic domain.
+    meanfield.pde.grid.Grid.periodic : the grid view on a torus.
 
     Examples
     --------

@@ -20,6 +20,13 @@ class Potential(Term):
         E(\mu) = \int V \, d\mu, \qquad H_N(\Omega) = \frac1N \sum_{i=1}^N V(\omega_i),
         \qquad \frac{\delta E}{\delta \mu} = V.
 
+    See Also
+    --------
+    QuadraticPotential, DoubleWellPotential, CallablePotential
+    meanfield.energy.Energy : the one definition of the model the views read.
+    meanfield.pde.potential.GridEnergy : the grid view (V stored once at the cell centres).
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+
     Examples
     --------
     >>> import torch
@@ -48,6 +55,11 @@ class Potential(Term):
         -------
         tensor (...)
 
+        See Also
+        --------
+        gradV : its gradient.
+        meanfield.pde.potential.GridEnergy : stores V at the cell centres once.
+
         Examples
         --------
         >>> import torch
@@ -67,6 +79,11 @@ class Potential(Term):
         Returns
         -------
         tensor (..., p)
+
+        See Also
+        --------
+        V : the potential.
+        meanfield.energy.Energy.drift : the force it enters.
 
         Examples
         --------
@@ -148,6 +165,21 @@ class DoubleWellPotential(Potential):
     strength : float, default 1
         a > 0.
 
+    See Also
+    --------
+    Potential : the one-body term protocol.
+    meanfield.pde.branches.follow_branches : the stationary branches in β (the phase transition of
+        the double well).
+    meanfield.pde.stationary.gibbs_state : the grid view's stationary state ρ_β.
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+
+    References
+    ----------
+    - D. A. Dawson, "Critical dynamics and fluctuations for a mean-field model of cooperative
+      behavior", J. Stat. Phys. 31 (1983).
+    - J. Tugaut, "Phase transitions of McKean–Vlasov processes in double-wells landscape",
+      Stochastics 86 (2014).
+
     Examples
     --------
     >>> import torch
@@ -180,6 +212,12 @@ class CallablePotential(Potential):
         V, mapping a tensor (..., p) to (...).
     label : str, default "custom"
         Name recorded by :meth:`describe`.
+
+    See Also
+    --------
+    Potential : the one-body term protocol (subclass it for an analytic gradient).
+    QuadraticPotential, DoubleWellPotential
+    meanfield.energy.Energy : the one definition of the model the views read.
 
     Examples
     --------

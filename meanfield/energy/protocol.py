@@ -21,6 +21,11 @@ TERM_KINDS = ("one-body", "pair", "measure")
 class UnboundTermError(AttributeError):
     """A term's data was used before :meth:`Term.bind` (an :class:`Energy` binds its terms).
 
+    See Also
+    --------
+    Term.bind : binds a term to the particles' dimension, dtype and device.
+    Energy : binds its terms when it is made.
+
     Examples
     --------
     >>> import numpy as np
@@ -121,6 +126,10 @@ class Term:
             The term cannot act on particles of dimension ``dim`` (a feature map of another
             dimension, a Riesz kernel that is not integrable in R^dim).
 
+        See Also
+        --------
+        bind : the same in place.
+
         Examples
         --------
         >>> import numpy as np
@@ -161,6 +170,11 @@ class Term:
         ValueError
             The term cannot act on particles of dimension ``dim`` (a feature map of another
             dimension, a Riesz kernel that is not integrable in R^dim).
+
+        See Also
+        --------
+        bound : a bound copy.
+        UnboundTermError : data used before binding.
 
         Examples
         --------
@@ -214,6 +228,10 @@ class Term:
         lam : float
             The strength λ ≥ 0.
 
+        See Also
+        --------
+        meanfield.pde.convolution.FFTConvolution : the grid view's convolution with this kernel.
+
         Examples
         --------
         >>> from meanfield.energy import PairInteraction, QuadraticPotential
@@ -243,6 +261,12 @@ class Term:
         -------
         tensor ()
 
+        See Also
+        --------
+        value : the finite-N energy.
+        meanfield.pde.potential.GridEnergy.term_values : the grid view's value of a ``measure``
+            term.
+
         Examples
         --------
         >>> import torch
@@ -267,6 +291,11 @@ class Term:
         -------
         tensor (...)
 
+        See Also
+        --------
+        meanfield.energy.Energy.value : the sum over the terms.
+        measure_value : the mean-field value.
+
         Examples
         --------
         >>> import torch
@@ -288,6 +317,11 @@ class Term:
         Returns
         -------
         tensor (..., N, p)
+
+        See Also
+        --------
+        meanfield.energy.Energy.grad : the sum over the terms.
+        first_variation : its mean-field counterpart.
 
         Examples
         --------
@@ -314,6 +348,11 @@ class Term:
         -------
         tensor (M,)
 
+        See Also
+        --------
+        meanfield.energy.Energy.first_variation : the sum over the terms.
+        meanfield.pde.potential.GridEnergy.potentials : the grid view, per term.
+
         Examples
         --------
         >>> import torch
@@ -339,6 +378,10 @@ class Term:
         value : tensor (...)
         grad : tensor (..., N, p)
 
+        See Also
+        --------
+        value, grad
+
         Examples
         --------
         >>> import torch
@@ -361,6 +404,10 @@ class Term:
         -------
         Term
 
+        See Also
+        --------
+        meanfield.energy.AlignmentTerm.subset_data : the data terms' version.
+
         Examples
         --------
         >>> from meanfield.energy import QuadraticPotential
@@ -376,6 +423,10 @@ class Term:
         Returns
         -------
         dict
+
+        See Also
+        --------
+        meanfield.energy.Energy.describe : every term's, flattened.
 
         Examples
         --------

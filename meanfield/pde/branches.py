@@ -149,6 +149,14 @@ def follow_branches(
     plot_bifurcation, meanfield.pde.gibbs_state,
     meanfield.pde.stationary.second_variation_eigenvalue
 
+    References
+    ----------
+    - J. Chayes, V. Panferov, "The McKean–Vlasov equation in finite volume", J. Stat. Phys. 138
+      (2010) 351–380.
+    - J. A. Carrillo, R. S. Gvalani, G. A. Pavliotis, A. Schlichting, "Long-time behaviour and phase
+      transitions for the McKean–Vlasov equation on the torus", Arch. Ration. Mech. Anal. 235 (2020)
+      635–690.
+
     Examples
     --------
     The granular-media model, θ = 1 (λ = θ/2), across β_c ≈ 2.188: one symmetric branch,
@@ -234,6 +242,12 @@ def plot_bifurcation(diagram: xr.Dataset, *, axes=None):
     Returns
     -------
     matplotlib.figure.Figure
+
+    See Also
+    --------
+    follow_branches : the diagram this draws.
+    meanfield.pde.stationary.gibbs_state : the states at one β.
+    meanfield.pde.stationary.second_variation_eigenvalue : the stability that picks solid or dashed.
 
     Examples
     --------

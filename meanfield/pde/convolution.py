@@ -104,10 +104,15 @@ def radial_moment(kernel: PairKernel, R, p: int) -> np.ndarray:
     numpy.ndarray
         M(R), shape of ``R``.
 
+    See Also
+    --------
+    cell_integrated_kernel : the cell weights whose singular centre cell this integrates.
+    meanfield.kernels.Riesz : the kernels k.
+
     Examples
     --------
     >>> import numpy as np
-    >>> from meanfield.kernels import Gaussian, Riesz
+    >>> from meanfield.kernels import Riesz
     >>> from meanfield.pde.convolution import radial_moment
     >>> radial_moment(Riesz(1.0), np.array([1.0, 4.0]), 3)  # R^2 / 2 (Coulomb in p = 3)
     array([0.5, 8. ])
@@ -226,6 +231,12 @@ def cell_integrated_kernel(kernel: PairKernel, h, n) -> np.ndarray:
     ndarray of shape (2 n_1 − 1, …)
         ``W[n_1 − 1 + m_1, …]`` = W_m; unit: kernel unit × volume.
 
+    See Also
+    --------
+    FFTConvolution : the map ρ ↦ W ∗ ρ these weights define.
+    periodic_weights : the weights on a torus (minimum image).
+    meanfield.energy.PairInteraction : the pair term whose kernel this discretises.
+
     Notes
     -----
     With C_m the cell centred at (m_1 h_1, …, m_p h_p),
@@ -233,6 +244,10 @@ def cell_integrated_kernel(kernel: PairKernel, h, n) -> np.ndarray:
     .. math::
 
         W_m = \int_{C_m} k(z)\, dz, \qquad (k * \rho)(x_i) \approx \sum_j W_{i-j} \rho_j.
+
+    References
+    ----------
+    - R. W. Hockney, J. W. Eastwood, *Computer Simulation Using Particles*, McGraw-Hill, 1981.
 
     Examples
     --------
@@ -353,6 +368,11 @@ def neg_laplacian(v: np.ndarray, h, *, periodic: bool = False) -> np.ndarray:
     numpy.ndarray
         Same shape as ``v``; it sums to zero (the walls are no-flux, or there are none).
 
+    See Also
+    --------
+    FFTConvolution.stiffness : the spectral radius of −Δ_h (W ∗ ·).
+    meanfield.pde.schemes.Scheme.stable_dt : the step bound the stiffness enters.
+
     Examples
     --------
     >>> import numpy as np
@@ -406,6 +426,11 @@ def periodic_weights(weights: np.ndarray, n) -> np.ndarray:
     numpy.ndarray, shape n
         ``out[m]`` = W_{m'} for m = 0 … n_a − 1 (the FFT layout of a circular kernel).
 
+    See Also
+    --------
+    cell_integrated_kernel : the free-space weights (zero padding).
+    meanfield.energy.PeriodicPairInteraction : the particle view's minimum-image pair term.
+
     Examples
     --------
     >>> import numpy as np
@@ -441,6 +466,13 @@ class FFTConvolution:
     weights : ndarray (2 n_1 − 1, …)
         The cell-integrated kernel W (see :func:`cell_integrated_kernel`).
 
+    See Also
+    --------
+    cell_integrated_kernel : the weights W.
+    meanfield.pde.potential.GridEnergy : 2λ (W ∗ ρ) in δE/δρ.
+    meanfield.energy.PairInteraction.first_variation : the particle view's 2λ (k ∗ μ), O(M N)
+        directly.
+
     Notes
     -----
     .. math::
@@ -449,6 +481,10 @@ class FFTConvolution:
 
     an aperiodic (Toeplitz) sum, computed exactly by FFT on a grid padded to at least
     2 n_a − 1 points per axis.
+
+    References
+    ----------
+    - R. W. Hockney, J. W. Eastwood, *Computer Simulation Using Particles*, McGraw-Hill, 1981.
 
     Examples
     --------
@@ -509,6 +545,10 @@ class FFTConvolution:
         numpy.ndarray, shape ``grid.shape``
             Σ_j W_{i−j} ρ_j.
 
+        See Also
+        --------
+        cell_integrated_kernel : the weights summed.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -557,6 +597,11 @@ class FFTConvolution:
         float
             The estimate; unit kernel unit × volume / length².
 
+        See Also
+        --------
+        row_sum_bound : a cheaper, cruder bound.
+        meanfield.pde.potential.GridEnergy.pair_stiffness : Σ 2λ × this over the pair terms.
+
         Examples
         --------
         >>> import numpy as np
@@ -593,6 +638,10 @@ class FFTConvolution:
         -------
         float
             Σ_m |W_m|; unit kernel unit × volume.
+
+        See Also
+        --------
+        stiffness : the power-iteration estimate.
 
         Examples
         --------

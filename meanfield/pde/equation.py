@@ -68,6 +68,15 @@ class McKeanVlasov:
         The grid's estimated memory (:func:`meanfield._resources.grid_bytes`) exceeds the
         memory available, checked before anything is allocated.
 
+    See Also
+    --------
+    meanfield.pde.solver.solve : the time loop and the trackers.
+    meanfield.pde.stationary.gibbs_state : the stationary state ρ_β the flow relaxes to.
+    meanfield.pde.schemes.make_scheme : the flux schemes.
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+    meanfield.ot.distance.wasserstein : the transport view (particles against grid densities).
+    meanfield.energy.Energy : the one definition of the model the views read.
+
     Notes
     -----
     .. math::
@@ -75,6 +84,19 @@ class McKeanVlasov:
         \partial_t \rho = \nabla \cdot \left(\rho\, \nabla \frac{\delta E}{\delta \rho}[\rho]\right)
         + \beta^{-1} \Delta \rho, \qquad
         \rho_\infty \propto e^{-\beta V} \text{ for } E(\rho) = \int V\, d\rho.
+
+    References
+    ----------
+    - H. P. McKean, "A class of Markov processes associated with nonlinear parabolic equations",
+      Proc. Natl. Acad. Sci. USA 56 (1966) 1907–1911.
+    - R. Jordan, D. Kinderlehrer, F. Otto, "The variational formulation of the Fokker–Planck
+      equation", SIAM J. Math. Anal. 29 (1998) 1–17.
+    - J. A. Carrillo, R. J. McCann, C. Villani, "Kinetic equilibration rates for granular media and
+      related equations", Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+    - J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear nonlocal
+      equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015) 233–258.
+    - D. L. Scharfetter, H. K. Gummel, "Large-signal analysis of a silicon Read diode oscillator",
+      IEEE Trans. Electron Devices 16 (1969) 64–77.
 
     Examples
     --------
@@ -145,6 +167,10 @@ class McKeanVlasov:
     def implicit(self) -> bool:
         """True if the scheme's step is implicit (positive for every Δt).
 
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.implicit : the scheme's flag.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -163,6 +189,10 @@ class McKeanVlasov:
 
         That holds for SG fluxes (linear in ρ) of a potential that does not depend on ρ
         (one-body terms only); :meth:`advance_frozen` then takes many steps in one call.
+
+        See Also
+        --------
+        advance_frozen : the batched steps a linear equation allows.
 
         Examples
         --------
@@ -187,6 +217,11 @@ class McKeanVlasov:
         Returns
         -------
         numpy.ndarray, shape ``grid.shape``
+
+        See Also
+        --------
+        meanfield.pde.potential.GridEnergy.potential : the computation.
+        meanfield.energy.Energy.first_variation : the particle view's δE/δμ.
 
         Examples
         --------
@@ -229,6 +264,11 @@ class McKeanVlasov:
         numpy.ndarray, shape ``grid.shape``
             It sums to zero (mass is conserved).
 
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.rate : the scheme's rate at a given U.
+        operator : the same as a matrix.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -261,6 +301,11 @@ class McKeanVlasov:
         ------
         TypeError
             The upwind scheme, whose flux depends on log ρ, has no such linear operator.
+
+        See Also
+        --------
+        meanfield.pde.schemes.generator_matrix : the generator of face rates.
+        evolution_rate : A ρ without the matrix.
 
         Examples
         --------
@@ -300,6 +345,11 @@ class McKeanVlasov:
         NumericalError
             U is NaN or infinite somewhere.
 
+        See Also
+        --------
+        advance : takes the step.
+        meanfield.pde.stepper.StepPlan : what it returns.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -338,6 +388,11 @@ class McKeanVlasov:
         -------
         numpy.ndarray, shape ``grid.shape``
             The density after the step.
+
+        See Also
+        --------
+        prepare_step : the plan it needs.
+        meanfield.pde.stepper.Stepper.advance : the adaptive steps.
 
         Examples
         --------
@@ -379,6 +434,11 @@ class McKeanVlasov:
         -------
         numpy.ndarray, shape ``grid.shape``
 
+        See Also
+        --------
+        linear : when this applies.
+        meanfield.pde.schemes.ScharfetterGummel.advance_frozen
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -408,6 +468,10 @@ class McKeanVlasov:
         float
             ``prepare_step(state).dt_stable``; for an implicit scheme the drift's CFL bound.
 
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.stable_dt : the scheme's bound.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -432,6 +496,11 @@ class McKeanVlasov:
         dict of str to float
             One entry per energy term, then ``energy``, ``entropy`` and ``free_energy``.
 
+        See Also
+        --------
+        free_energy : the total alone.
+        meanfield.energy.Energy.term_values : the particle view's terms.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -454,6 +523,11 @@ class McKeanVlasov:
         Returns
         -------
         float
+
+        See Also
+        --------
+        meanfield.pde.trackers.FreeEnergyTracker : records it along a solve.
+        meanfield.ot.diagnostics.free_energy : the same for a density given alone.
 
         Examples
         --------
@@ -483,6 +557,11 @@ class McKeanVlasov:
         -------
         SolveResult
 
+        See Also
+        --------
+        meanfield.pde.solver.solve : the controller.
+        meanfield.dynamics.langevin.simulate : the particle view's run.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -499,11 +578,15 @@ class McKeanVlasov:
     def describe(self) -> dict:
         """Every parameter as plain types (for dataset attributes).
 
+        See Also
+        --------
+        meanfield.energy.Energy.describe : the energy's part.
+
         Examples
         --------
         >>> from meanfield.domains import Box
         >>> from meanfield.energy import Energy, QuadraticPotential
-        >>> from meanfield.pde import Density, Grid
+        >>> from meanfield.pde import Grid
         >>> g = Grid(Box(1, 2.0), 8)
         >>> eq = McKeanVlasov(Energy([QuadraticPotential()], g.domain), g, 1.0, scheme="sg")
         >>> d = eq.describe()

@@ -36,6 +36,11 @@ def check_density_values(grid: Grid, data, name: str = "density") -> np.ndarray:
     numpy.ndarray
         A float64 copy of ``data``, shape ``grid.shape``.
 
+    See Also
+    --------
+    Density : the state this check guards.
+    meanfield.pde.trackers.GuardTracker : the same checks on every step of a solve.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -78,6 +83,13 @@ class Density:
     check : bool, default True
         False: keep ``data`` (a float64 array of the grid's shape) as it is, without a copy
         or the value checks: a cheap view for solvers that check positivity themselves.
+
+    See Also
+    --------
+    Grid : the cells the density lives on.
+    meanfield.pde.solver.solve : evolves a density.
+    meanfield.ot.measure.Measure.from_density : the density as a measure for the transport view.
+    meanfield.dynamics.chains.LangevinState : the particle view's state.
 
     Notes
     -----
@@ -142,6 +154,11 @@ class Density:
         -------
         Density
 
+        See Also
+        --------
+        meanfield.pde.grid.Grid.evaluate : a function at the centres.
+        uniform, gaussian
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -156,6 +173,10 @@ class Density:
     @classmethod
     def uniform(cls, grid: Grid) -> Density:
         """The uniform probability density on the box, ρ_i = 1 / (2R)^p.
+
+        See Also
+        --------
+        gaussian, from_function
 
         Examples
         --------
@@ -188,6 +209,11 @@ class Density:
         Returns
         -------
         Density
+
+        See Also
+        --------
+        uniform, from_function
+        meanfield.dynamics.chains.initial_particles : the particle view's start.
 
         Examples
         --------
@@ -227,6 +253,11 @@ class Density:
         -------
         numpy.ndarray, shape (n, p)
 
+        See Also
+        --------
+        meanfield.ot.measure.Measure.from_particles : the samples as a measure.
+        meanfield.dynamics.langevin.simulate : particles started from them.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -253,6 +284,11 @@ class Density:
     def mass(self) -> float:
         """Mass Σ ρ_i |C| (dimensionless: a probability density has mass 1).
 
+        See Also
+        --------
+        masses : per cell.
+        normalised : rescaled to mass 1.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -266,6 +302,11 @@ class Density:
     def masses(self) -> np.ndarray:
         """Cell masses ρ_i |C|, shape ``grid.shape``.
 
+        See Also
+        --------
+        mass : their sum.
+        meanfield.ot.measure.Measure.from_density : centres carrying these masses.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -277,6 +318,10 @@ class Density:
 
     def normalised(self) -> Density:
         """A new density rescaled to mass 1 (raises for zero mass).
+
+        See Also
+        --------
+        mass
 
         Examples
         --------
@@ -301,6 +346,10 @@ class Density:
         -------
         numpy.ndarray, shape (p,)
 
+        See Also
+        --------
+        covariance
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -322,6 +371,10 @@ class Density:
         -------
         numpy.ndarray, shape (p, p)
 
+        See Also
+        --------
+        mean
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -336,6 +389,10 @@ class Density:
 
     def copy(self) -> Density:
         """An independent copy (the data are copied and checked again).
+
+        See Also
+        --------
+        meanfield.pde.field.check_density_values : the checks repeated.
 
         Examples
         --------
@@ -359,6 +416,10 @@ class Density:
         -------
         xarray.DataArray
             Dims :attr:`Grid.axis_names <meanfield.pde.grid.Grid.axis_names>`.
+
+        See Also
+        --------
+        meanfield.pde.trackers.StorageTracker.to_dataset : many states over time.
 
         Examples
         --------

@@ -65,6 +65,11 @@ def grid_memory_estimate(n) -> int:
     int
         Bytes (an exact integer: no overflow for any size).
 
+    See Also
+    --------
+    check_grid_size : the refusal this estimate drives.
+    grid_bytes_ceiling : the ceiling it is compared with.
+
     Examples
     --------
     >>> from meanfield.pde.grid import grid_memory_estimate
@@ -87,6 +92,11 @@ def grid_bytes_ceiling() -> float:
     ------
     meanfield.errors.InputError
         The environment variable is not a number > 0.
+
+    See Also
+    --------
+    check_grid_size : refuses a grid over this ceiling.
+    grid_memory_estimate : the memory a grid solve keeps.
 
     Examples
     --------
@@ -118,6 +128,11 @@ def check_grid_size(n, *, name: str = "n (cells per axis)") -> int:
     meanfield.errors.SizeLimitError
         Above the ceiling; the message gives the estimate, the ceiling, the largest number of
         cells per axis that fits and how to raise the ceiling.
+
+    See Also
+    --------
+    grid_memory_estimate, grid_bytes_ceiling
+    Grid : checks its size when it is made.
 
     Examples
     --------
@@ -169,6 +184,11 @@ def check_grid_domain(domain: Domain) -> Box:
     meanfield.errors.InputError
         A ball, or p > 3.
 
+    See Also
+    --------
+    Grid : the grid on a checked domain.
+    meanfield.domains.Box, meanfield.domains.Torus
+
     Examples
     --------
     >>> from meanfield.domains import Ball, Box
@@ -213,6 +233,13 @@ class Grid:
         (:func:`grid_memory_estimate`) must not exceed :func:`grid_bytes_ceiling` (1 TiB by
         default, the environment variable ``MEANFIELD_MAX_GRID_BYTES``).
 
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(n_x,)``, ``(n_x, n_y)`` or ``(n_x, n_y, n_z)``.
+    h : tuple of float
+        Cell widths ``2R / n_a`` (same unit as the particles ω).
+
     Raises
     ------
     meanfield.errors.InputTypeError
@@ -222,12 +249,12 @@ class Grid:
     meanfield.errors.SizeLimitError
         A grid above the memory ceiling (:func:`check_grid_size`), before any allocation.
 
-    Attributes
-    ----------
-    shape : tuple of int
-        ``(n_x,)``, ``(n_x, n_y)`` or ``(n_x, n_y, n_z)``.
-    h : tuple of float
-        Cell widths ``2R / n_a`` (same unit as the particles ω).
+    See Also
+    --------
+    meanfield.pde.field.Density : a density on the grid.
+    meanfield.pde.equation.McKeanVlasov : the equation on the grid.
+    meanfield.domains.Box : the particle view's domain, the same box.
+    meanfield.ot.measure.Measure.from_density : grid densities in the transport view.
 
     Notes
     -----
@@ -240,6 +267,11 @@ class Grid:
 
     and a grid function f is integrated by the midpoint rule
     :math:`\int f \approx \sum_i f_i |C|`.
+
+    References
+    ----------
+    - D. Zwicker, "py-pde: A Python package for solving partial differential equations", J. Open
+      Source Softw. 5 (2020) 2158.
 
     Examples
     --------
@@ -288,6 +320,10 @@ class Grid:
         """True on a :class:`~meanfield.domains.Torus` (faces at ±L identified), False on a
         box (no-flux walls).
 
+        See Also
+        --------
+        meanfield.domains.Torus
+
         Examples
         --------
         >>> from meanfield.domains import Box, Torus
@@ -299,6 +335,10 @@ class Grid:
     @property
     def dim(self) -> int:
         """Dimension p of the box.
+
+        See Also
+        --------
+        shape, size
 
         Examples
         --------
@@ -312,6 +352,10 @@ class Grid:
     def shape(self) -> tuple:
         """Shape of a grid function, ``(n_1, …, n_p)`` (the same as :attr:`n`).
 
+        See Also
+        --------
+        size, dim
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -323,6 +367,10 @@ class Grid:
     @property
     def size(self) -> int:
         """Number of cells M = Π_a n_a.
+
+        See Also
+        --------
+        shape, cell_volume
 
         Examples
         --------
@@ -336,6 +384,10 @@ class Grid:
     def half_width(self) -> float:
         """Half-width R of the box ``[−R, R]^p``.
 
+        See Also
+        --------
+        h, edges
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -347,6 +399,10 @@ class Grid:
     @property
     def h(self) -> tuple:
         """Cell widths ``h_a = 2R / n_a`` per axis.
+
+        See Also
+        --------
+        cell_volume, edges
 
         Examples
         --------
@@ -360,6 +416,10 @@ class Grid:
     def cell_volume(self) -> float:
         """Cell volume |C| = Π_a h_a.
 
+        See Also
+        --------
+        h, integrate
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -371,6 +431,10 @@ class Grid:
     @property
     def edges(self) -> tuple:
         """Cell edges per axis, arrays of shape (n_a + 1,).
+
+        See Also
+        --------
+        axes, h
 
         Examples
         --------
@@ -385,6 +449,10 @@ class Grid:
     def axes(self) -> tuple:
         """Cell centres per axis, arrays of shape (n_a,).
 
+        See Also
+        --------
+        edges, mesh, centers
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -397,6 +465,10 @@ class Grid:
     @property
     def mesh(self) -> tuple:
         """Centre coordinates as p arrays of shape :attr:`shape` (``indexing='ij'``).
+
+        See Also
+        --------
+        axes, centers
 
         Examples
         --------
@@ -411,6 +483,10 @@ class Grid:
     def centers(self) -> np.ndarray:
         """Cell centres flattened in C order, shape (M, p).
 
+        See Also
+        --------
+        mesh, cell_index
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -424,6 +500,10 @@ class Grid:
     def axis_names(self) -> tuple:
         """Names of the p coordinate axes in xarray output (``x``, ``y``, ``z``).
 
+        See Also
+        --------
+        coords
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -435,6 +515,11 @@ class Grid:
     @property
     def coords(self) -> dict:
         """xarray coordinates of the cell centres, ``{axis name: centres}``.
+
+        See Also
+        --------
+        axis_names
+        meanfield.pde.field.Density.to_xarray
 
         Examples
         --------
@@ -462,9 +547,13 @@ class Grid:
         float
             The integral.
 
+        See Also
+        --------
+        cell_volume
+        meanfield.pde.field.Density.mass
+
         Examples
         --------
-        >>> import numpy as np
         >>> from meanfield.domains import Box
         >>> g = Grid(Box(1, 1.0), 4)
         >>> g.integrate(g.mesh[0] ** 2)  # exact value 2/3; midpoint rule
@@ -487,6 +576,10 @@ class Grid:
         -------
         numpy.ndarray, shape :attr:`shape`
             ``fn`` at the centres, as a grid function.
+
+        See Also
+        --------
+        meanfield.pde.field.Density.from_function
 
         Examples
         --------
@@ -512,6 +605,11 @@ class Grid:
         numpy.ndarray, shape (N,)
             Flat cell indices (into :attr:`centers`).
 
+        See Also
+        --------
+        centers
+        meanfield.pde.field.Density.sample
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -532,6 +630,10 @@ class Grid:
 
     def describe(self) -> dict:
         """Parameters as plain types, for dataset attributes.
+
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.describe
 
         Examples
         --------

@@ -42,6 +42,11 @@ CHUNK_ELEMENTS = 1 << 22
 def term_names(energy: Energy) -> list:
     """Unique term names in the order of ``energy.terms`` (:attr:`Energy.term_names`).
 
+    See Also
+    --------
+    meanfield.energy.Energy.term_names : the names this returns.
+    GridEnergy.term_values : the grid view's values under these names.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -56,6 +61,11 @@ def term_names(energy: Energy) -> list:
 
 def check_same_domain(energy: Energy, grid: Grid) -> None:
     """Raise if the energy's domain is not the grid's box.
+
+    See Also
+    --------
+    GridEnergy : checks the domains when it is made.
+    meanfield.pde.grid.check_grid_domain : the domains a grid can cover.
 
     Examples
     --------
@@ -96,6 +106,17 @@ def entropy(rho: np.ndarray, cell_volume: float) -> float:
     -------
     float
 
+    See Also
+    --------
+    GridEnergy.free_energy : E_h + β⁻¹ × this.
+    meanfield.pde.trackers.FreeEnergyTracker : records it along a solve.
+    meanfield.ot.diagnostics.free_energy : F_β of a density from the transport side.
+
+    References
+    ----------
+    - R. Jordan, D. Kinderlehrer, F. Otto, "The variational formulation of the Fokker–Planck
+      equation", SIAM J. Math. Anal. 29 (1998) 1–17.
+
     Examples
     --------
     The uniform law on a box of volume V has H = −log V:
@@ -123,6 +144,14 @@ class GridEnergy:
     workers : int, optional
         Threads for the FFTs.
 
+    See Also
+    --------
+    meanfield.energy.Energy.first_variation : δE/δμ at points, what this evaluates at the cell
+        centres.
+    meanfield.energy.Energy.value : the particle view's H_N.
+    meanfield.pde.equation.McKeanVlasov : the equation driven by δE/δρ.
+    meanfield.pde.convolution.FFTConvolution : the pair terms' W ∗ ρ.
+
     Notes
     -----
     With w_i = ρ_i |C| and U^loc the one-body potentials,
@@ -133,12 +162,18 @@ class GridEnergy:
         + \sum_{\text{measure}} \frac{\delta E_k}{\delta \mu}(x_i), \qquad
         F_h(\rho) = E_h(\rho) + \beta^{-1} \sum_i w_i \log \rho_i.
 
+    References
+    ----------
+    - J. A. Carrillo, R. J. McCann, C. Villani, "Kinetic equilibration rates for granular media and
+      related equations", Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+    - J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear nonlocal
+      equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015) 233–258.
+
     Examples
     --------
     On [−3, 3] with V = x²/2 and λ = 1/2, k = −|x|, the uniform law has
     ∫ V dμ = 3/2, λ ∬ k = −E|X − Y|/2 = −1 and entropy −log 6:
 
-    >>> import numpy as np
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
     >>> from meanfield.kernels import Riesz
@@ -193,6 +228,10 @@ class GridEnergy:
     def risk(self) -> dict:
         """Deprecated name of :attr:`measure` (the measure-dependent terms by name).
 
+        See Also
+        --------
+        measure
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -212,6 +251,11 @@ class GridEnergy:
         Times max ρ, it is the fastest linearised pair-interaction rate (1/time).  Computed on
         first use (80 FFT pairs of power iteration: seconds on a 64³ grid) and cached; the
         β = ∞ solver never needs it.
+
+        See Also
+        --------
+        meanfield.pde.convolution.FFTConvolution.stiffness
+        meanfield.pde.schemes.Scheme.stable_dt : the step bound it enters.
 
         Examples
         --------
@@ -237,6 +281,10 @@ class GridEnergy:
         """False when δE/δρ is the same for every ρ (one-body terms only).
 
         U is then computed once per solve.
+
+        See Also
+        --------
+        potential
 
         Examples
         --------
@@ -273,6 +321,16 @@ class GridEnergy:
         )
         return w
 
+    def _density_potentials(self, rho: np.ndarray):
+        """(name, δE_k/δρ) of the terms whose potential depends on ρ, pairs then measure
+        terms: 2λ (W ∗ ρ) by FFT, or the term's ``first_variation`` at the cell centres."""
+        for name, (lam, conv) in self.pair.items():
+            yield name, 2.0 * lam * conv(rho)
+        if self.measure:
+            w = self._weights(rho)
+            for name, t in self.measure.items():
+                yield name, self._eval(t, self._centers, w)
+
     def potentials(self, rho) -> dict:
         """Each term's δE/δρ at the cell centres.
 
@@ -285,6 +343,11 @@ class GridEnergy:
         -------
         dict of str to numpy.ndarray
             Term name to its potential (shape ``grid.shape``), in the order of the terms.
+
+        See Also
+        --------
+        potential : their sum.
+        meanfield.energy.Term.first_variation : each term's δE/δμ.
 
         Examples
         --------
@@ -300,13 +363,7 @@ class GridEnergy:
          'interaction': array([-2.542, -1.875, -1.542, -1.542, -1.875, -2.542])}
         """
         rho = np.asarray(rho, dtype=float)
-        out = dict(self.local)
-        for name, (lam, conv) in self.pair.items():
-            out[name] = 2.0 * lam * conv(rho)
-        if self.measure:
-            w = self._weights(rho)
-            for name, t in self.measure.items():
-                out[name] = self._eval(t, self._centers, w)
+        out = {**self.local, **dict(self._density_potentials(rho))}
         return {k: out[k] for k in self.names}
 
     def potential(self, rho) -> np.ndarray:
@@ -325,6 +382,11 @@ class GridEnergy:
         -------
         numpy.ndarray, shape ``grid.shape``
 
+        See Also
+        --------
+        potentials : per term.
+        meanfield.energy.Energy.first_variation : the particle view's δE/δμ.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -339,12 +401,8 @@ class GridEnergy:
         """
         rho = np.asarray(rho, dtype=float)
         U = self.external.copy()
-        for lam, conv in self.pair.values():
-            U += 2.0 * lam * conv(rho)
-        if self.measure:
-            w = self._weights(rho)
-            for t in self.measure.values():
-                U += self._eval(t, self._centers, w)
+        for _, u in self._density_potentials(rho):
+            U += u
         return U
 
     def term_values(self, rho, potentials: dict | None = None) -> dict:
@@ -366,6 +424,11 @@ class GridEnergy:
         Returns
         -------
         dict of str to float
+
+        See Also
+        --------
+        value : their sum.
+        meanfield.energy.Energy.term_values : the particle view's H_N terms, keyed alike.
 
         Examples
         --------
@@ -409,6 +472,11 @@ class GridEnergy:
         -------
         float
 
+        See Also
+        --------
+        free_energy : with the entropy.
+        meanfield.energy.Energy.value : the particle view's H_N.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -437,6 +505,11 @@ class GridEnergy:
         dict of str to float
             ``{<term>: E_k, ..., "entropy": β⁻¹ Σ w log ρ, "energy": Σ E_k,
             "free_energy": F_β}``.
+
+        See Also
+        --------
+        free_energy, entropy
+        meanfield.pde.trackers.FreeEnergyTracker : records them.
 
         Examples
         --------
@@ -473,6 +546,12 @@ class GridEnergy:
         Returns
         -------
         float
+
+        See Also
+        --------
+        free_energy_terms : its parts.
+        meanfield.pde.stationary.gibbs_state : its minimiser ρ_β.
+        meanfield.ot.diagnostics.free_energy : the transport-side entry point.
 
         Examples
         --------

@@ -2,11 +2,24 @@ r"""The β = ∞ solver's quadratic programme: E(w) over the simplex of cell mas
 
 For a positive-definite pair kernel the energy of a grid density is a convex quadratic in
 the cell masses w (Σ w = mass, w ≥ 0).  :func:`~meanfield.pde.stationary.equilibrium_measure`
-solves it in two phases: FISTA (accelerated projected gradient with backtracking and
-gradient restart) until the Frank–Wolfe gap finds the support, then a primal–dual active set
-on it (Hintermüller, Ito & Kunisch 2002), its KKT systems by MINRES/conjugate gradients on
-the mass-zero subspace with FFT products.  Every reduction is numpy's pairwise sum (never a
-BLAS dot), so the path is the same under any number of threads.
+solves it in two phases.  The residual is the Frank–Wolfe gap
+
+    G(w) = Σ_i w_i g_i − m min_i g_i,  g = ∂E/∂w = δE/δρ,
+
+which bounds E(w) − E(μ*) for a convex E.
+
+1. FISTA (accelerated projected gradient; step 1/L with L doubled until the descent lemma
+   holds, starting from 2λ Σ_m |W_m| / |C| per pair term, a bound on ‖H‖; gradient
+   restart) until the gap is ≤ ``warm_tol``: this finds the support;
+2. primal–dual active set (Hintermüller, Ito & Kunisch 2002): on the current support S,
+   solve the KKT system H_SS w_S − c 1 = −b_S, Σ w_S = mass, by conjugate gradients on
+   the mass-zero subspace with FFT products; drop cells with w_i < 0, add cells whose
+   multiplier g_i − c is negative (both with margins above round-off); repeat until S is
+   stable (finitely many steps; usually 1–5).
+
+If the active-set phase fails to settle, FISTA continues from its best point.  Every
+reduction is numpy's pairwise sum (never a BLAS dot), so the path (and the iteration count)
+is the same under any number of threads.
 
 References
 ----------

@@ -57,6 +57,12 @@ class SolveResult:
     attrs : dict
         Parameters of the run (for dataset attributes).
 
+    See Also
+    --------
+    solve : returns it.
+    meanfield.pde.trackers.Tracker : the records merged into :attr:`SolveResult.dataset`.
+    meanfield.dynamics.langevin.simulate : the particle view's run.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -93,6 +99,11 @@ class SolveResult:
             The trackers' variables on a common ``time`` coordinate (outer join); attributes:
             the equation's parameters, the run's (``n_steps``, ``t_final``, ``stop_reason``,
             ``dt_min``, ``dt_max``, ...) and provenance.
+
+        See Also
+        --------
+        meanfield.pde.trackers.Tracker.to_dataset : each tracker's part.
+        meanfield.results.provenance : the provenance attributes.
 
         Examples
         --------
@@ -157,6 +168,11 @@ def check_step_budget(stepper: Stepper, rho, duration, max_steps) -> int:
     ------
     meanfield.errors.StepBudgetError
         The estimate exceeds ``max_steps``.
+
+    See Also
+    --------
+    solve : runs this check before the first step.
+    meanfield.pde.stepper.Stepper.estimate_steps : the estimate it checks.
 
     Examples
     --------
@@ -405,6 +421,21 @@ def solve(
     -----
     meanfield.errors.InaccurateStepWarning
         A fixed implicit ``dt`` whose step-doubling error exceeds ``step_rtol``.
+
+    See Also
+    --------
+    meanfield.pde.equation.McKeanVlasov.solve : the same from the equation.
+    meanfield.pde.stationary.gibbs_state : the state the flow relaxes to, directly.
+    meanfield.pde.trackers : what a run records.
+    meanfield.dynamics.langevin.simulate : the particle view (projected Langevin on H_N).
+    meanfield.ot.distance.wasserstein : the transport view (particles against grid densities).
+
+    References
+    ----------
+    - D. Zwicker, "py-pde: A Python package for solving partial differential equations", J. Open
+      Source Softw. 5 (2020) 2158.
+    - J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear nonlocal
+      equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015) 233–258.
 
     Examples
     --------

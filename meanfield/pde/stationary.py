@@ -6,23 +6,9 @@
   exactly the zero-flux state of the Scharfetter–Gummel and upwind schemes.
 * :func:`equilibrium_measure`: μ* = argmin E over grid densities of given mass (β = ∞, the
   Coulomb-gas limit, THEORY §5), a convex quadratic programme on the simplex of cell masses for
-  a positive-definite pair kernel.  The Frank–Wolfe gap
-  G(w) = Σ_i w_i g_i − m min_i g_i,  g = ∂E/∂w = δE/δρ,
-  bounds E(w) − E(μ*) for a convex E and is the reported residual.  Two phases:
-
-  1. FISTA (accelerated projected gradient; step 1/L with L doubled until the descent lemma
-     holds, starting from 2λ Σ_m |W_m| / |C| per pair term, a bound on ‖H‖; gradient
-     restart) until the gap is ≤ ``warm_tol``: this finds the support;
-  2. primal–dual active set (Hintermüller, Ito & Kunisch 2002): on the current support S,
-     solve the KKT system H_SS w_S − c 1 = −b_S, Σ w_S = mass, by conjugate gradients on
-     the mass-zero subspace with FFT products; drop cells with w_i < 0, add cells whose
-     multiplier g_i − c is negative (both with margins above round-off); repeat until S is
-     stable (finitely many steps; usually 1–5).
-
-  Every reduction the solver decides on is numpy's pairwise sum, not a BLAS dot, so the path
-  (and the iteration count) is the same under any number of threads.
-
-  If the active-set phase fails to settle, FISTA continues from its best point.
+  a positive-definite pair kernel, solved by FISTA and then a primal–dual active set (the
+  algorithm: :mod:`meanfield.pde.simplex_qp`); its residual is the Frank–Wolfe gap, a bound on
+  E(w) − E(μ*).
 
 Both return the density and a :class:`StationaryReport` (convergence history included).
 
@@ -83,6 +69,10 @@ class StationaryReport:
     states : tuple of StationaryState
         :func:`gibbs_state` only: every distinct stationary state found, lowest free energy
         first (the first is the density returned); empty for :func:`equilibrium_measure`.
+
+    See Also
+    --------
+    gibbs_state, equilibrium_measure, meanfield.pde.solver.SolveResult
 
     Examples
     --------
@@ -145,9 +135,7 @@ def _grid_energy(energy, grid) -> GridEnergy:
         return energy
     if not isinstance(energy, Energy):
         raise TypeError(f"energy must be an Energy or a GridEnergy, got {energy!r}")
-    if not isinstance(grid, Grid):
-        raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
-    return GridEnergy(energy, grid)
+    return GridEnergy(energy, grid)  # checks the grid
 
 
 def _initial(ge: GridEnergy, rho0, mass: float) -> np.ndarray:
@@ -284,6 +272,11 @@ class StationaryState:
     residual : float
         Final residual of the solve that found it.
 
+    See Also
+    --------
+    gibbs_state, second_variation_eigenvalue
+    meanfield.pde.branches.follow_branches : the states followed in β.
+
     Examples
     --------
     >>> import numpy as np
@@ -308,6 +301,10 @@ class StationaryState:
     @property
     def stable(self) -> bool:
         """True when σ_min > 1e-8 (or not computed: strictly convex F_β).
+
+        See Also
+        --------
+        second_variation_eigenvalue : σ_min.
 
         Examples
         --------
@@ -353,6 +350,16 @@ def flat_convexity(energy, grid: Grid | None = None) -> tuple:
     -------
     (bool, str)
         Convex or not, and the term that breaks convexity ("" when convex).
+
+    See Also
+    --------
+    second_variation_eigenvalue, minimiser_is_unique, gibbs_state
+
+    References
+    ----------
+    - J. A. Carrillo, R. S. Gvalani, G. A. Pavliotis, A. Schlichting, "Long-time behaviour and phase
+      transitions for the McKean–Vlasov equation on the torus", Arch. Ration. Mech. Anal. 235 (2020)
+      635–690.
 
     Examples
     --------
@@ -436,11 +443,24 @@ def second_variation_eigenvalue(energy, grid: Grid | None, rho, beta: float) -> 
     -------
     float
 
+    See Also
+    --------
+    flat_convexity, StationaryState.stable
+    meanfield.pde.branches.follow_branches : the stability along the branches.
+
     Notes
     -----
     Up to :data:`DENSE_SECOND_VARIATION_CELLS` cells the symmetric matrix
     I + β D^{1/2} H_E D^{1/2} (D = diag w) is built and restricted to the complement of √w by a
     Householder reflection; above, Lanczos (``scipy.sparse.linalg.eigsh``) from a fixed start.
+
+    References
+    ----------
+    - J. Chayes, V. Panferov, "The McKean–Vlasov equation in finite volume", J. Stat. Phys. 138
+      (2010) 351–380.
+    - J. A. Carrillo, R. S. Gvalani, G. A. Pavliotis, A. Schlichting, "Long-time behaviour and phase
+      transitions for the McKean–Vlasov equation on the torus", Arch. Ration. Mech. Anal. 235 (2020)
+      635–690.
 
     Examples
     --------
@@ -609,6 +629,10 @@ def minimiser_is_unique(states) -> bool:
     -------
     bool
 
+    See Also
+    --------
+    gibbs_state, flat_convexity
+
     Examples
     --------
     >>> import numpy as np
@@ -716,6 +740,11 @@ def gibbs_state(
         energy, σ_min and stability.  The report's other fields describe the solve that found
         the returned state.
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``search`` not one of the choices, ``tilt`` not > 0, or another option out of range.
+
     Warns
     -----
     meanfield.errors.ConvergenceWarning
@@ -726,10 +755,14 @@ def gibbs_state(
         states of equal free energy), or (``search="single"``) the one state found is
         unstable.
 
-    Raises
-    ------
-    meanfield.errors.InputError
-        ``search`` not one of the choices, ``tilt`` not > 0, or another option out of range.
+    See Also
+    --------
+    meanfield.pde.branches.follow_branches : the states followed in β, with a bifurcation
+        diagram.
+    second_variation_eigenvalue, flat_convexity, equilibrium_measure
+    meanfield.dynamics.langevin.simulate : the particle view, whose chains sample ρ_β.
+    meanfield.pde.solver.solve : the McKean–Vlasov flow that relaxes to ρ_β.
+    meanfield.ot.distance.wasserstein : the transport view (particles against ρ_β).
 
     Notes
     -----
@@ -745,15 +778,6 @@ def gibbs_state(
     symmetric and converges to the symmetric state even where it is a saddle, which is why
     the search also starts from symmetry-broken densities.  A search finds the states whose
     basins its starts lie in; it is not a proof that there are no others.
-
-    See Also
-    --------
-    meanfield.pde.branches.follow_branches : the states followed in β, with a bifurcation
-        diagram.
-    second_variation_eigenvalue, flat_convexity, equilibrium_measure
-    meanfield.dynamics.langevin.simulate : the particle view, whose chains sample ρ_β.
-    meanfield.pde.solver.solve : the McKean–Vlasov flow that relaxes to ρ_β.
-    meanfield.ot.distance.wasserstein : the transport view (particles against ρ_β).
 
     References
     ----------
@@ -911,6 +935,12 @@ def equilibrium_measure(
         The gap is still above ``tol`` when the iterations run out (``report.converged``
         False).
 
+    See Also
+    --------
+    gibbs_state : the stationary state at finite β (ρ_β → μ* as β → ∞).
+    meanfield.closed_forms.equilibrium_case : the exact equilibria of THEORY §5.
+    meanfield.dynamics.hmc.sample_hmc : the particle view (Coulomb-gas regime, β_N = β N).
+
     Notes
     -----
     In the cell masses w_i = ρ_i |C|, with g = ∂E/∂w = δE/δρ,
@@ -919,12 +949,6 @@ def equilibrium_measure(
 
         \min_{w \ge 0,\ \sum_i w_i = m} E(w), \qquad
         G(w) = \sum_i w_i g_i - m \min_i g_i \ge E(w) - E(\mu^*).
-
-    See Also
-    --------
-    gibbs_state : the stationary state at finite β (ρ_β → μ* as β → ∞).
-    meanfield.closed_forms.equilibrium_case : the exact equilibria of THEORY §5.
-    meanfield.dynamics.hmc.sample_hmc : the particle view (Coulomb-gas regime, β_N = β N).
 
     References
     ----------
@@ -937,7 +961,6 @@ def equilibrium_measure(
     V = x²/2, λ = 1/2, k = −|x| in p = 1: μ* is uniform on [−1, 1] (density 1/2,
     variance 1/3) with E(μ*) = 1/6 − 1/3 = −1/6 (THEORY §5, :mod:`meanfield.closed_forms`):
 
-    >>> import numpy as np
     >>> from meanfield.domains import Box
     >>> from meanfield.energy import Energy, PairInteraction, QuadraticPotential
     >>> from meanfield.kernels import Riesz

@@ -39,6 +39,12 @@ class StepPlan(NamedTuple):
     dt_stable : float
         The largest step the scheme allows at this state, before the safety factor (time).
 
+    See Also
+    --------
+    EquationProtocol.prepare_step : makes the plan.
+    Stepper : sizes the step from it.
+    meanfield.pde.schemes.Scheme.prepare : the flows and the stable step.
+
     Examples
     --------
     >>> from meanfield.pde.stepper import StepPlan
@@ -61,6 +67,11 @@ class EquationProtocol(Protocol):
     (bools); methods ``prepare_step(rho) -> StepPlan``, ``advance(rho, dt, plan) -> rho``
     and ``describe() -> dict``.  A linear equation may add
     ``advance_frozen(rho, dt, n_steps, plan, last=0.0) -> rho``.
+
+    See Also
+    --------
+    meanfield.pde.equation.McKeanVlasov : the package's equation.
+    meanfield.pde.solver.solve : solves any equation with this interface.
 
     Examples
     --------
@@ -101,6 +112,11 @@ class EquationProtocol(Protocol):
         -------
         StepPlan
 
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.prepare_step
+        StepPlan
+
         Examples
         --------
         For dρ/dt = −ρ every cell's out-flow is ρ and forward Euler stays ≥ 0 for Δt ≤ 1:
@@ -130,6 +146,10 @@ class EquationProtocol(Protocol):
         array of shape ``grid.shape``
             The density at t + dt.
 
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.advance
+
         Examples
         --------
         Forward Euler for dρ/dt = −ρ, (ρ − Δt · out) + Δt · in:
@@ -146,6 +166,10 @@ class EquationProtocol(Protocol):
 
     def describe(self) -> dict:
         """The equation's parameters as plain types (for the result's dataset attributes).
+
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.describe
 
         Examples
         --------
@@ -180,6 +204,11 @@ class Stepper:
     dt : float, optional
         Fixed step of an implicit equation; for an explicit one an upper bound like
         ``dt_max``.
+
+    See Also
+    --------
+    meanfield.pde.solver.solve : the controller that asks for the steps.
+    meanfield.pde.schemes.Scheme.stable_dt : the positivity (CFL) bound.
 
     Examples
     --------
@@ -251,6 +280,10 @@ class Stepper:
             ``min(safety · plan.dt_stable, dt_max)``, or ``min(dt, dt_max)`` for an implicit
             equation given a fixed ``dt`` (time units).
 
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.stable_dt : the bound it scales.
+
         Examples
         --------
         >>> from meanfield.pde.stepper import StepPlan, Stepper
@@ -277,6 +310,10 @@ class Stepper:
         -------
         int
             ⌈duration / step⌉, or 1 when nothing limits the step.
+
+        See Also
+        --------
+        meanfield.pde.solver.check_step_budget : the refusal it drives.
 
         Examples
         --------
@@ -322,6 +359,10 @@ class Stepper:
             The new time (``target`` exactly when the last step was shortened to reach it).
         n_steps : int
             Steps taken (≤ ``budget``; more needed raises :class:`StepBudgetError`).
+
+        See Also
+        --------
+        meanfield.pde.solver.solve : the loop that calls it.
 
         Examples
         --------
@@ -379,6 +420,10 @@ class Stepper:
         Returns
         -------
         float or None
+
+        See Also
+        --------
+        meanfield.errors.InaccurateStepWarning : warned when it is large.
 
         Examples
         --------

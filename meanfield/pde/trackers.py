@@ -24,6 +24,11 @@ from ..errors import MeanfieldError
 class FinishedSimulation(Exception):
     """Raised by a tracker to end the run early (not an error).
 
+    See Also
+    --------
+    SteadyStateTracker : stops the run this way.
+    meanfield.pde.solver.SolveResult.stop_reason : the message it carries.
+
     Examples
     --------
     The solver catches it and reports its message as the stop reason:
@@ -47,6 +52,11 @@ class FinishedSimulation(Exception):
 
 class DensityError(MeanfieldError, FloatingPointError):
     """The density became non-finite, negative or lost mass: the run stops before storing it.
+
+    See Also
+    --------
+    GuardTracker : raises it.
+    meanfield.pde.field.check_density_values : the same checks on a density given.
 
     Examples
     --------
@@ -73,9 +83,20 @@ class Tracker:
     interval : float or None
         Model time between calls (> 0), 0 for every step, None for the start and end only.
 
+    See Also
+    --------
+    meanfield.pde.solver.solve : calls the trackers.
+    StorageTracker, FreeEnergyTracker, MassTracker : the recording trackers.
+    SteadyStateTracker, GuardTracker, ProgressTracker : stop, check, show progress.
+
     Notes
     -----
     An interval tracker started at t₀ is called at the times t₀ + k · interval, k = 0, 1, …
+
+    References
+    ----------
+    - D. Zwicker, "py-pde: A Python package for solving partial differential equations", J. Open
+      Source Softw. 5 (2020) 2158.
 
     Examples
     --------
@@ -119,6 +140,10 @@ class Tracker:
         equation : McKeanVlasov or None
             The equation being solved (trackers that do not read it accept None).
 
+        See Also
+        --------
+        step, finalize
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -145,6 +170,10 @@ class Tracker:
     @property
     def next_time(self) -> float:
         """The next model time at which the tracker wants a call (inf: no fixed time).
+
+        See Also
+        --------
+        due
 
         Examples
         --------
@@ -174,6 +203,10 @@ class Tracker:
         bool
             True every step for ``interval`` 0, else when ``t`` reached :attr:`next_time`.
 
+        See Also
+        --------
+        next_time, step
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -192,6 +225,10 @@ class Tracker:
         ----------
         state, t, equation
             As in :meth:`initialize`, at the end of the step.
+
+        See Also
+        --------
+        handle, due
 
         Examples
         --------
@@ -226,6 +263,10 @@ class Tracker:
         DensityError
             When the state is invalid (the guard).
 
+        See Also
+        --------
+        step : calls it when due.
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -244,6 +285,10 @@ class Tracker:
         state, t, equation
             As in :meth:`initialize`, at the final time.
 
+        See Also
+        --------
+        initialize, to_dataset
+
         Examples
         --------
         >>> from meanfield.domains import Box
@@ -258,6 +303,10 @@ class Tracker:
 
     def to_dataset(self) -> xr.Dataset | None:
         """The records as a dataset over ``time`` (None for a tracker that records nothing).
+
+        See Also
+        --------
+        meanfield.pde.solver.SolveResult.dataset : every tracker's merged.
 
         Examples
         --------
@@ -291,6 +340,11 @@ class ProgressTracker(Tracker):
     ----------
     desc : str
         Label of the bar.
+
+    See Also
+    --------
+    meanfield.pde.solver.solve : adds one with ``progress=True``.
+    Tracker : the tracker protocol.
 
     Examples
     --------
@@ -345,6 +399,12 @@ class StorageTracker(_Recorder):
     interval : float or None
         Model time between stored states.
 
+    See Also
+    --------
+    meanfield.pde.solver.SolveResult.dataset : the stored states merged.
+    meanfield.ot.measure.Measure.from_density : a stored state in the transport view.
+    meanfield.dynamics.langevin.simulate : the particle view's records.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -393,6 +453,21 @@ class FreeEnergyTracker(_Recorder):
     ----------
     interval : float or None
         Model time between records.
+
+    See Also
+    --------
+    meanfield.pde.potential.GridEnergy.free_energy_terms : the values recorded.
+    meanfield.pde.stationary.gibbs_state : the minimiser F_β decays to.
+    meanfield.energy.Energy.term_values : the particle view's terms.
+
+    References
+    ----------
+    - J. A. Carrillo, R. J. McCann, C. Villani, "Kinetic equilibration rates for granular media and
+      related equations", Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+    - R. Jordan, D. Kinderlehrer, F. Otto, "The variational formulation of the Fokker–Planck
+      equation", SIAM J. Math. Anal. 29 (1998) 1–17.
+    - J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear nonlocal
+      equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015) 233–258.
 
     Examples
     --------
@@ -446,6 +521,11 @@ class MassTracker(_Recorder):
     interval : float or None
         Model time between records.
 
+    See Also
+    --------
+    GuardTracker : refuses a mass drift instead of recording it.
+    meanfield.pde.field.Density.mass : the mass recorded.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -492,6 +572,11 @@ class SteadyStateTracker(Tracker):
     atol, rtol : float
         Absolute (density / time) and relative (1 / time) tolerances on the rate of change.
 
+    See Also
+    --------
+    FinishedSimulation : how it stops the run.
+    meanfield.pde.stationary.gibbs_state : the stationary state directly, by fixed point.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -537,6 +622,12 @@ class GuardTracker(Tracker):
     mass_rtol : float
         Allowed relative drift of the mass from its initial value (the schemes conserve it to
         round-off, about 1e-15 per step).
+
+    See Also
+    --------
+    DensityError : what it raises.
+    MassTracker : records the mass instead.
+    meanfield.pde.solver.solve : prepends one unless ``guard=False``.
 
     Examples
     --------

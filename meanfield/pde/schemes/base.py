@@ -53,6 +53,11 @@ def scatter_faces(out, inn, axis: int, f_lr, f_rl) -> None:
     f_lr, f_rl : numpy.ndarray
         Fluxes ≥ 0 leaving the left and the right cell of each interior face.
 
+    See Also
+    --------
+    scatter_periodic_faces : the same with the faces at ±L identified.
+    Scheme.flows : the flows these scatters build.
+
     Examples
     --------
     >>> import numpy as np
@@ -84,6 +89,11 @@ def scatter_periodic_faces(out, inn, axis: int, f_lr, f_rl) -> None:
         The axis whose faces carry the fluxes.
     f_lr, f_rl : numpy.ndarray, grid shape
         Fluxes ≥ 0 leaving cell i and leaving cell i + 1 (mod n) through face i + ½.
+
+    See Also
+    --------
+    scatter_faces : the free-space (no-flux) version.
+    meanfield.domains.Torus : the periodic domain.
 
     Examples
     --------
@@ -125,6 +135,21 @@ class Scheme:
 
         \rho_i^{n+1} = (\rho_i^n - \Delta t\, \mathrm{out}_i) + \Delta t\, \mathrm{in}_i,
         \qquad \sum_i \mathrm{out}_i = \sum_i \mathrm{in}_i.
+
+    See Also
+    --------
+    meanfield.pde.schemes.UpwindScheme, meanfield.pde.schemes.ScharfetterGummel
+    meanfield.pde.schemes.ScharfetterGummelMPRK
+    meanfield.pde.schemes.make_scheme : a scheme by name.
+    meanfield.pde.equation.McKeanVlasov : binds and steps the scheme.
+    meanfield.testing.check_scheme : the contract a new scheme must pass.
+
+    References
+    ----------
+    - J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear nonlocal
+      equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015) 233–258.
+    - D. L. Scharfetter, H. K. Gummel, "Large-signal analysis of a silicon Read diode oscillator",
+      IEEE Trans. Electron Devices 16 (1969) 64–77.
 
     Examples
     --------
@@ -177,9 +202,13 @@ class Scheme:
         TypeError
             ``grid`` is not a :class:`~meanfield.pde.grid.Grid`.
 
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov : binds its scheme when made.
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import UpwindScheme
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
         >>> scheme = UpwindScheme(order=1)
@@ -209,9 +238,13 @@ class Scheme:
         meanfield.errors.InputTypeError
             The scheme is not bound.
 
+        See Also
+        --------
+        bind
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import UpwindScheme
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
         >>> UpwindScheme().bind(Grid(Box(1, 1.0), 4), 1.0).grid
@@ -225,9 +258,13 @@ class Scheme:
     def beta(self) -> float:
         """The inverse temperature the scheme is bound to (:meth:`bind`).
 
+        See Also
+        --------
+        bind
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import ScharfetterGummel
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
         >>> ScharfetterGummel().bind(Grid(Box(1, 1.0), 4), 3).beta
@@ -258,9 +295,14 @@ class Scheme:
         (numpy.ndarray, numpy.ndarray)
             ``(out, in)``, each of shape ``grid.shape``, with equal sums.
 
+        See Also
+        --------
+        rate, prepare
+        scatter_faces : adds face fluxes to the flows.
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import UpwindScheme
         >>> import numpy as np
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
@@ -283,9 +325,14 @@ class Scheme:
         -------
         numpy.ndarray, shape ``grid.shape``
 
+        See Also
+        --------
+        flows
+        meanfield.pde.equation.McKeanVlasov.evolution_rate
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import UpwindScheme
         >>> import numpy as np
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
@@ -315,9 +362,14 @@ class Scheme:
         float
             The step bound (inf if nothing limits it).
 
+        See Also
+        --------
+        prepare
+        meanfield.pde.stepper.Stepper : the step sized from it.
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import ScharfetterGummel
         >>> import numpy as np
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
@@ -346,9 +398,13 @@ class Scheme:
         tuple
             ``(out, in, dt_stable)``; implicit schemes return ``(None, None, dt_stable)``.
 
+        See Also
+        --------
+        flows, stable_dt, advance
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import UpwindScheme
         >>> import numpy as np
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
@@ -377,9 +433,14 @@ class Scheme:
         numpy.ndarray, shape ``grid.shape``
             The density after the step.
 
+        See Also
+        --------
+        prepare
+        meanfield.pde.equation.McKeanVlasov.advance
+
         Examples
         --------
-        >>> from meanfield.pde.schemes import ScharfetterGummel, UpwindScheme
+        >>> from meanfield.pde.schemes import UpwindScheme
         >>> import numpy as np
         >>> from meanfield.domains import Box
         >>> from meanfield.pde.grid import Grid
@@ -394,6 +455,10 @@ class Scheme:
 
     def describe(self) -> dict:
         """The scheme's parameters as plain types (for dataset attributes).
+
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.describe
 
         Examples
         --------

@@ -47,6 +47,20 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         second order for a potential that does not depend on ρ (a ρ-dependent U is frozen
         over the step: first order in that lag).  Name ``"sg-mprk22-split"``.
 
+    See Also
+    --------
+    meanfield.pde.schemes.ScharfetterGummel : the same fluxes, first-order steps.
+    meanfield.pde.schemes.make_scheme : ``sg-mprk22`` by name.
+    meanfield.pde.solver.solve : the time loop.
+
+    References
+    ----------
+    - H. Burchard, E. Deleersnijder, A. Meister, "A high-order conservative Patankar-type
+      discretisation for stiff systems of production–destruction equations", Appl. Numer. Math. 47
+      (2003) 1–30.
+    - D. L. Scharfetter, H. K. Gummel, "Large-signal analysis of a silicon Read diode oscillator",
+      IEEE Trans. Electron Devices 16 (1969) 64–77.
+
     Examples
     --------
     Positive and mass-conserving for a large step, and second order: halving Δt divides the
@@ -127,6 +141,11 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         -------
         list of (numpy.ndarray, numpy.ndarray)
 
+        See Also
+        --------
+        advance : the step that uses them.
+        meanfield.pde.schemes.ScharfetterGummel.face_rates
+
         Examples
         --------
         >>> import numpy as np
@@ -151,6 +170,10 @@ class ScharfetterGummelMPRK(ScharfetterGummel):
         """One MPRK22 step; ``potential`` (ρ -> U) gives A⁽¹⁾ when U depends on ρ.
 
         Other parameters as in :meth:`Scheme.advance` (``out`` and ``inn`` are ignored).
+
+        See Also
+        --------
+        meanfield.pde.schemes.ScharfetterGummel.advance : the first-order step.
 
         Examples
         --------

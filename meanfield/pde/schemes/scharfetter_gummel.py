@@ -48,6 +48,16 @@ def bernoulli(z):
     numpy.ndarray
         B(z), same shape as ``z``, ≥ 0 (no overflow warning for large ``|z|``).
 
+    See Also
+    --------
+    ScharfetterGummel.face_rates : the face rates built from B.
+    generator_matrix : the generator of those rates.
+
+    References
+    ----------
+    - D. L. Scharfetter, H. K. Gummel, "Large-signal analysis of a silicon Read diode oscillator",
+      IEEE Trans. Electron Devices 16 (1969) 64–77.
+
     Examples
     --------
     >>> import numpy as np
@@ -74,6 +84,11 @@ class ScharfetterGummel(Scheme):
         drift-diffusion with U frozen at the old time (unconditionally positive; the time step
         is then bounded only by the drift's CFL number, see :meth:`stable_dt`).
 
+    See Also
+    --------
+    ScharfetterGummelMPRK : the same fluxes, second order in time.
+    meanfield.pde.schemes.UpwindScheme : the upwind scheme of the same equation.
+
     Notes
     -----
     The implicit solve (:func:`implicit_solve`) is an M-matrix solve: Thomas' algorithm
@@ -88,11 +103,6 @@ class ScharfetterGummel(Scheme):
         J_{i+1/2} = \frac{D}{h} \left[ B(a)\, \rho_i - B(-a)\, \rho_{i+1} \right],
 
     zero when ρ_{i+1}/ρ_i = e^{−a}: the discrete Gibbs state is exactly steady.
-
-    See Also
-    --------
-    ScharfetterGummelMPRK : the same fluxes, second order in time.
-    meanfield.pde.schemes.UpwindScheme : the upwind scheme of the same equation.
 
     References
     ----------
@@ -134,6 +144,10 @@ class ScharfetterGummel(Scheme):
     def supports_periodic(self) -> bool:
         """The explicit scheme has periodic faces; the implicit solves (banded and sparse
         factorisations of a non-periodic generator) do not.
+
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.bind : refuses a torus grid when False.
 
         Examples
         --------
@@ -178,6 +192,11 @@ class ScharfetterGummel(Scheme):
         list of (numpy.ndarray, numpy.ndarray)
             ``[(c_lr, c_rl) for each axis]``, shape ``grid.shape`` less one along the axis.
 
+        See Also
+        --------
+        bernoulli : the weights of the rates.
+        generator_matrix : the generator they make.
+
         Examples
         --------
         >>> import numpy as np
@@ -215,6 +234,10 @@ class ScharfetterGummel(Scheme):
 
         Implicit: ``(None, None, stable Δt)`` (the solve needs no flows).  Parameters as in
         :meth:`Scheme.prepare`.
+
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.prepare
 
         Examples
         --------
@@ -268,6 +291,10 @@ class ScharfetterGummel(Scheme):
         positive for any Δt; the drift bound keeps the lagged potential U[ρⁿ] accurate (a
         Courant number ≤ 1 for the velocity −∇U).  Parameters as in :meth:`Scheme.stable_dt`.
 
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.stable_dt
+
         Examples
         --------
         >>> import numpy as np
@@ -299,6 +326,11 @@ class ScharfetterGummel(Scheme):
         scipy.sparse.csc_matrix, shape (M, M)
             Cells in flattened C order; off-diagonal ≥ 0, columns summing to zero.
 
+        See Also
+        --------
+        generator_matrix
+        meanfield.pde.equation.McKeanVlasov.operator
+
         Examples
         --------
         >>> import numpy as np
@@ -317,6 +349,11 @@ class ScharfetterGummel(Scheme):
         """One step: forward Euler, or implicit Euler (I − Δt A) ρⁿ⁺¹ = ρⁿ (:func:`implicit_solve`).
 
         Parameters as in :meth:`Scheme.advance`; the implicit step ignores ``out`` and ``inn``.
+
+        See Also
+        --------
+        implicit_solve : the implicit Euler solve.
+        meanfield.pde.schemes.ScharfetterGummelMPRK.advance : the second-order step.
 
         Examples
         --------
@@ -355,6 +392,10 @@ class ScharfetterGummel(Scheme):
         Returns
         -------
         numpy.ndarray, shape ``grid.shape``
+
+        See Also
+        --------
+        meanfield.pde.equation.McKeanVlasov.advance_frozen
 
         Examples
         --------
@@ -404,6 +445,19 @@ def generator_matrix(coeffs, grid: Grid):
     scipy.sparse.csc_matrix
         A, shape (M, M).
 
+    See Also
+    --------
+    ScharfetterGummel.matrix : the generator at a potential U.
+    implicit_solve : the implicit Euler step with it.
+    meanfield.pde.equation.McKeanVlasov.operator : the equation's generator at ρ.
+
+    References
+    ----------
+    - D. L. Scharfetter, H. K. Gummel, "Large-signal analysis of a silicon Read diode oscillator",
+      IEEE Trans. Electron Devices 16 (1969) 64–77.
+    - J. S. Chang, G. Cooper, "A practical difference scheme for Fokker–Planck equations", J.
+      Comput. Phys. 6 (1970) 1–16.
+
     Examples
     --------
     >>> import numpy as np
@@ -452,6 +506,16 @@ def sparse_factor(coeffs, grid: Grid, dt: float):
     scipy.sparse.linalg.SuperLU
         Factors to pass as ``lu`` to :func:`solve_raw` or :func:`implicit_solve`.
 
+    See Also
+    --------
+    solve_raw, implicit_solve : the solves that reuse the factors.
+    generator_matrix : the A in I − Δt A.
+
+    References
+    ----------
+    - X. S. Li, "An overview of SuperLU: algorithms, implementation, and user interface", ACM Trans.
+      Math. Softw. 31 (2005) 302–325.
+
     Examples
     --------
     >>> import numpy as np
@@ -476,6 +540,11 @@ def solve_raw(coeffs, grid: Grid, dt: float, rhs: np.ndarray, lu=None) -> np.nda
     """The solve of :func:`implicit_solve` alone: no check, no mass correction.
 
     ``lu`` (2D/3D): factors from :func:`sparse_factor` for these rates and Δt, reused.
+
+    See Also
+    --------
+    implicit_solve : the checked, mass-corrected solve.
+    sparse_factor : factors to reuse in 2D and 3D.
 
     Examples
     --------
@@ -534,6 +603,12 @@ def implicit_solve(coeffs, grid: Grid, dt: float, rhs: np.ndarray, lu=None) -> n
     ------
     NumericalError
         A negative entry (impossible for finite rates; a NaN or inf potential produces it).
+
+    See Also
+    --------
+    solve_raw : the solve alone.
+    ScharfetterGummel.advance : the implicit step that calls this.
+    generator_matrix : the generator A.
 
     Examples
     --------

@@ -32,6 +32,17 @@ def minmod3(a, b, c):
 
         \operatorname{minmod}(a, b, c) = \max(\min(a, b, c), 0) + \min(\max(a, b, c), 0).
 
+    See Also
+    --------
+    reconstruct : the limited slopes built from it.
+
+    References
+    ----------
+    - B. van Leer, "Towards the ultimate conservative difference scheme. V. A second-order sequel to
+      Godunov's method", J. Comput. Phys. 32 (1979) 101–136.
+    - H. Nessyahu, E. Tadmor, "Non-oscillatory central differencing for hyperbolic conservation
+      laws", J. Comput. Phys. 87 (1990) 408–463.
+
     Examples
     --------
     >>> import numpy as np
@@ -75,6 +86,20 @@ def reconstruct(rho: np.ndarray, axis: int, theta: float = 2.0, *, periodic: boo
     tuple of numpy.ndarray
         (ρ^E, ρ^W), the values at the right (east) and left (west) faces, shape of ``rho``.
 
+    See Also
+    --------
+    minmod3 : the limiter.
+    UpwindScheme : the scheme whose second order this gives.
+
+    References
+    ----------
+    - B. van Leer, "Towards the ultimate conservative difference scheme. V. A second-order sequel to
+      Godunov's method", J. Comput. Phys. 32 (1979) 101–136.
+    - H. Nessyahu, E. Tadmor, "Non-oscillatory central differencing for hyperbolic conservation
+      laws", J. Comput. Phys. 87 (1990) 408–463.
+    - J. A. Carrillo, A. Chertock, Y. Huang, "A finite-volume method for nonlinear nonlocal
+      equations with a gradient flow structure", Commun. Comput. Phys. 17 (2015) 233–258.
+
     Examples
     --------
     >>> import numpy as np
@@ -107,6 +132,10 @@ class UpwindScheme(Scheme):
     theta : float in [1, 2]
         Limiter parameter of the order-2 reconstruction.
 
+    See Also
+    --------
+    meanfield.pde.schemes.ScharfetterGummel : exponential fitting, exact Gibbs steady state.
+
     Notes
     -----
     With D = β⁻¹, ξ = D log ρ + U and the face velocity u = −(ξ_{i+1} − ξ_i)/h,
@@ -115,10 +144,6 @@ class UpwindScheme(Scheme):
 
         F_{i+1/2} = u^+ \rho^E_i + u^- \rho^W_{i+1}, \qquad
         \frac{dF_h}{dt} = -\sum_{\text{faces}} h^p\, u\, F \le 0.
-
-    See Also
-    --------
-    meanfield.pde.schemes.ScharfetterGummel : exponential fitting, exact Gibbs steady state.
 
     References
     ----------
@@ -199,6 +224,10 @@ class UpwindScheme(Scheme):
         diffusion sits inside ξ, so the upwind velocity alone does not limit it
         (D Σ_a 4/h_a² is the largest eigenvalue of −DΔ_h).  Parameters as in
         :meth:`Scheme.stable_dt`.
+
+        See Also
+        --------
+        meanfield.pde.schemes.Scheme.stable_dt
 
         Examples
         --------
