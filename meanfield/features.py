@@ -22,6 +22,33 @@ too; for ω ~ N(0, σ⁻² I), b ~ U[−π, π) the kernel E φ(x)φ(x') is the 
 exp(−|x − x'|²/(2σ²)).  For ``positive``, E_{ω~N(0,I)} φ(x)φ(x') = exp(xᵀx').
 
 The ridge form is what lets the energy give analytic gradients with one code path.
+
+Which "features" (three meanings in the package; this module is the first). Here a *feature
+map* is φ(x; ω): one data point x and **one particle** ω give one scalar, and a measure μ of
+particles gives the kernel K_μ(x, x') = ∫ φ(x; ω) φ(x'; ω) μ(dω) (THEORY §1), random features
+[1]_ whose law is learned. The other two:
+
+- :mod:`meanfield.attention.features`: an *attention feature map* φ_Ω(x) ∈ R^m (or R^{2m}) of
+  a query or key (FAVOR+ [2]_ and its relatives), computed from a whole matrix Ω of m
+  particles at once (torch modules with Ω a buffer; softmaxfeat's normaliser couples the
+  particles, so it is not a ridge map of one particle and not a mean-field feature);
+- :mod:`meanfield.learners`: *features* in scikit-learn's sense, the m output columns of a
+  learner's ``transform``, Φ_ji = w_i φ(x_j; ω_i) with the ``"fourier"`` map of this module;
+  there ``n_features`` is m, the number of particles (columns out), not scikit-learn's
+  ``n_features_in_`` (d, columns in).
+
+So ``n_features`` (learners, attention) always counts particles m; the data dimension is d.
+
+See Also
+--------
+meanfield.attention.features : attention feature maps (FAVOR+, PORF, softmaxfeat).
+meanfield.learners : random-feature learners whose ``transform`` gives the feature matrix.
+meanfield.energy : the alignment terms built on these maps.
+
+References
+----------
+.. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+.. [2] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021.
 """
 
 from __future__ import annotations
@@ -647,6 +674,11 @@ def sample_orthogonal(
     sample_gaussian : iid rows.
     meanfield.attention.features.orthogonal_omega : the same draw for attention's ``Omega``.
 
+    References
+    ----------
+    .. [1] F. X. Yu, A. T. Suresh, K. Choromanski, D. Holtmann-Rice and S. Kumar, "Orthogonal
+       random features", NeurIPS 2016.
+
     Examples
     --------
     >>> W = sample_orthogonal(6, 3, seed=1)
@@ -712,6 +744,11 @@ def sample_initial_particles(
     --------
     sample_gaussian, sample_orthogonal : the draws behind it.
     meanfield.dynamics.langevin.simulate : the run that starts from them.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS
+       2007 (random Fourier features of the Gaussian kernel).
 
     Examples
     --------

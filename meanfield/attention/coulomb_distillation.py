@@ -87,16 +87,21 @@ import torch
 
 from .._validation import check_positive
 from ..contract import Param, declare
-from ..energy import Term
 from ..errors import InputError, InputTypeError
 from .learn_features import (
+    _cross_entropy_rows,
+    _disjoint_subsets,
+    _first_not_random,
+    _head_batches,
+    _HeadParticleTerm,
+    _HeldOutRecord,
+    _kernel_feature_maps,
     _student_log_weights,
     _teacher_weights,
     attention_cross_entropy,
     head_feature_map,
     record_inputs,
 )
-from .linearize import feature_maps_of
 from .training import EncodedData
 
 __all__ = [
@@ -136,7 +141,7 @@ def _as_head_batches(batches):
     return out
 
 
-class HedgehogLossField(Term):
+class HedgehogLossField(_HeadParticleTerm):
     r"""Energy term ``gamma L(Omega)``: the Hedgehog cross-entropy of one head's deployed map.
 
     For particles ``Omega`` (the rows of the head's feature matrix, ``(m, d_h)``) and the
@@ -197,7 +202,6 @@ class HedgehogLossField(Term):
     """
 
     name = "hedgehog_loss"
-    kind = "measure"
     _bound_attributes = ("data",)
 
     def __init__(self, feature_map, batches, weight: float = 1.0):
@@ -206,8 +210,7 @@ class HedgehogLossField(Term):
                 "feature_map must be a random attention feature map (favor, porf, "
                 f"porf-softplus, softmaxfeat), got {type(feature_map).__name__}"
             )
-        if feature_map.num_heads is not None:
-            raise InputError("HedgehogLossField takes one head's map (head_feature_map)")
+        self._check_one_head(feature_map)
         self.batches = _as_head_batches(batches)
         d_h = feature_map.head_dim
         if self.batches[0][0].shape[-1] != d_h:
@@ -232,8 +235,7 @@ class HedgehogLossField(Term):
         >>> len(bound.data), bound.data[0][0].dtype
         (1, torch.float64)
         """
-        if dim != self.fm.head_dim:
-            raise ValueError(f"particles of dimension {self.fm.head_dim} needed, domain has {dim}")
+        self._check_dim(dim)
         # a bound copy shares the unbound term's attributes (Term.bound): a map of its own
         self.fm = copy.deepcopy(self.fm).to(device=device, dtype=dtype)
         data = []
@@ -253,8 +255,7 @@ class HedgehogLossField(Term):
         total = 0.0
         for q, k, pad, teacher, keep in self.data:
             logs = _student_log_weights(self.fm, omega, q, k, pad)
-            ce = -(teacher * torch.where(teacher > 0, logs, torch.zeros_like(logs))).sum(-1)
-            total = total + ce[keep].sum()
+            total = total + _cross_entropy_rows(teacher, logs)[keep].sum()
         return total / self.n_rows
 
     def value(self, omega):
@@ -276,39 +277,6 @@ class HedgehogLossField(Term):
         vals = torch.stack([self._loss(o) for o in flat])
         return self.weight * vals.reshape(omega.shape[:-2])
 
-    def grad(self, omega):
-        """Gradient of :meth:`value` with respect to the particles (autograd), shape of omega.
-
-        Examples
-        --------
-        >>> from meanfield.attention.features import make_feature_map
-        >>> q = torch.randn(1, 3, 2, dtype=torch.float64)
-        >>> term = HedgehogLossField(make_feature_map("favor", 2, 4), [(q, q, None)]).bound(2)
-        >>> term.grad(torch.ones(4, 2, dtype=torch.float64)).shape
-        torch.Size([4, 2])
-        """
-        with torch.enable_grad():
-            om = omega.detach().requires_grad_(True)
-            (g,) = torch.autograd.grad(self.value(om).sum(), om)
-        return g
-
-    def first_variation(self, at, points, weights):
-        """Not defined: a particle energy in ``d_h`` dimensions has no grid view.
-
-        Examples
-        --------
-        >>> from meanfield.attention.features import make_feature_map
-        >>> q = torch.randn(1, 3, 2)
-        >>> term = HedgehogLossField(make_feature_map("favor", 2, 4), [(q, q, None)])
-        >>> term.first_variation(None, None, None)
-        Traceback (most recent call last):
-            ...
-        NotImplementedError: HedgehogLossField is a particle energy ...
-        """
-        raise NotImplementedError(
-            "HedgehogLossField is a particle energy (d_h-dimensional); it has no grid view"
-        )
-
     def describe(self):
         """The term's settings (for provenance).
 
@@ -325,6 +293,11 @@ class HedgehogLossField(Term):
 def min_pair_distance(omega) -> float:
     """The smallest distance between two rows of ``omega`` (m, p), m >= 2.
 
+    See Also
+    --------
+    coulomb_distil_feature_maps : records it before and after each run.
+    meanfield.kernels.Riesz : the repulsion that keeps it from shrinking.
+
     Examples
     --------
     >>> min_pair_distance(torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
@@ -334,15 +307,6 @@ def min_pair_distance(omega) -> float:
     dist = torch.cdist(om, om)
     dist.fill_diagonal_(float("inf"))
     return float(dist.min())
-
-
-def _head_batches(layer_batches, head: int):
-    """One head's ``(q, k, pad)`` from a layer's recorded batches, in float64 on the CPU."""
-    return [
-        (q[:, head].to("cpu", torch.float64), k[:, head].to("cpu", torch.float64),
-         None if pad is None else pad.cpu())
-        for q, k, pad in layer_batches
-    ]  # fmt: skip
 
 
 def _rms(x) -> float:
@@ -401,13 +365,9 @@ def _check_model_and_data(model, data, n_sequences, n_validation, n_heldout, rie
         raise InputTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(data, EncodedData):
         raise InputTypeError(f"data must be an EncodedData, got {type(data).__name__}")
-    fms = feature_maps_of(model)
-    if not fms or any(fm is None for fm in fms):
-        raise InputError(
-            "coulomb_distil_feature_maps needs a model linearized with a random feature map"
-        )
-    if any(not hasattr(fm, "omega") or fm.num_heads is None for fm in fms):
-        kind = next(fm.kind for fm in fms if not hasattr(fm, "omega") or fm.num_heads is None)
+    fms = _kernel_feature_maps(model, "coulomb_distil_feature_maps", "a random feature map")
+    kind = _first_not_random(fms, per_head=True)
+    if kind is not None:
         raise InputError(
             "coulomb_distil_feature_maps moves the per-head particles Omega of a random "
             f"feature map (favor, porf, porf-softplus, softmaxfeat); the model has {kind!r}"
@@ -607,10 +567,7 @@ def coulomb_distil_feature_maps(
     t0 = time.perf_counter()
     # the split of distil_feature_maps (same seed: same training and held-out sequences),
     # the validation sequences after them
-    perm = np.random.default_rng(seed).permutation(len(data))
-    a, b = n_sequences, n_sequences + n_heldout
-    train_d, held_d = data.subset(perm[:a]), data.subset(perm[a:b])
-    val_d = data.subset(perm[b : b + n_validation])
+    train_d, held_d, val_d = _disjoint_subsets(data, seed, n_sequences, n_heldout, n_validation)
     rec_train, rec_val, rec_held = (
         record_inputs(model, d, batch_size=batch_size) for d in (train_d, val_d, held_d)
     )
@@ -638,15 +595,13 @@ def coulomb_distil_feature_maps(
     scores = [float(np.mean(c[2])) for c in candidates]
     best = int(np.argmin(scores))
     new, heads, _ = candidates[best]
-    out = {k: [] for k in ("loss_before", "loss_after", "tv_before", "tv_after")}
+    held = _HeldOutRecord()
     for layer, fm in enumerate(fms):
         with torch.no_grad():
-            lb, tb = attention_cross_entropy(fm, fm.omega, rec_held[layer])
+            before = attention_cross_entropy(fm, fm.omega, rec_held[layer])
             fm.set_omega(new[layer])
-            la, ta = attention_cross_entropy(fm, fm.omega, rec_held[layer])
-        for k, v in zip(out, (lb, la, tb, ta), strict=True):
-            out[k].append(float(v))
-    summary = {k: float(np.mean(v)) for k, v in out.items()}
+            held.add(before, attention_cross_entropy(fm, fm.omega, rec_held[layer]))
+    summary = held.means()
     summary.update(
         lam_selected=lam[best],
         selection={
@@ -657,7 +612,7 @@ def coulomb_distil_feature_maps(
             ],
         },
         relative_move=float(np.mean([r["relative_move"] for r in heads])),
-        layers=out,
+        layers=held.layers,
         heads=heads,
         noise_scale=math.sqrt(2.0 * eta * n_steps / beta),
         settings=st,

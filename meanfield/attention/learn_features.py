@@ -11,6 +11,11 @@ published Hedgehog map (``linearize(model, "hedgehog")``,
 trains the map's own parameters (per head, separate query and key maps ``W``, ``b``) with
 the same loss, and they stay trainable for the fine-tuning, as in the paper.
 
+"Features" in this module's name are *attention feature maps*
+(:mod:`meanfield.attention.features`: per query or key a vector computed from a whole matrix
+``Omega`` of particles), not the one-particle mean-field maps of :mod:`meanfield.features` nor
+the feature columns of :mod:`meanfield.learners`.
+
 Kernel: Phase A on the deployed kernel
 --------------------------------------
 Per layer ``l`` and head ``h`` the particles ``omega_1..omega_m`` (the rows of
@@ -74,6 +79,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -103,6 +109,12 @@ __all__ = [
 def head_feature_map(fm: AttentionFeatureMap, head: int) -> AttentionFeatureMap:
     """Head ``head`` of a per-head feature map, as a feature map of its own (a copy).
 
+    See Also
+    --------
+    DeployedKernelAlignment, meanfield.attention.coulomb_distillation.HedgehogLossField :
+        the energy terms that take one head's map.
+    meanfield.attention.features.make_feature_map : a map of a given kind.
+
     Examples
     --------
     >>> from meanfield.attention.features import make_feature_map
@@ -118,10 +130,87 @@ def head_feature_map(fm: AttentionFeatureMap, head: int) -> AttentionFeatureMap:
     return one
 
 
+@contextlib.contextmanager
+def _omega_stand_in(fm, omega):
+    """``fm`` with ``omega`` (possibly batched, differentiable) in place of its buffer, restored
+    on exit: how a map's features are evaluated at particles other than its own."""
+    saved = fm.omega
+    fm.omega = omega
+    try:
+        yield fm
+    finally:
+        fm.omega = saved
+
+
+# ---------------------------------------------------------------------------------------
+# what the per-head particle energies share
+# ---------------------------------------------------------------------------------------
+class _HeadParticleTerm(Term):
+    """An energy term on one head's particles ``Omega`` ``(m, d_h)``, through a map's features.
+
+    What :class:`DeployedKernelAlignment` and
+    :class:`~meanfield.attention.coulomb_distillation.HedgehogLossField` share: a copy of one
+    head's map (float64, CPU) in ``self.fm``, particles of dimension ``d_h``, a gradient by
+    automatic differentiation of :meth:`value`, and no grid view (a ``d_h``-dimensional
+    particle energy). Subclasses set ``value``, ``bind`` and ``describe``.
+    """
+
+    kind = "measure"
+
+    @classmethod
+    def _check_one_head(cls, feature_map):
+        """Refuse a per-head map: the term takes one head's (:func:`head_feature_map`)."""
+        if feature_map.num_heads is not None:
+            raise InputError(f"{cls.__name__} takes one head's map (head_feature_map)")
+
+    def _check_dim(self, dim):
+        if dim != self.fm.head_dim:
+            raise ValueError(f"particles of dimension {self.fm.head_dim} needed, domain has {dim}")
+
+    def grad(self, omega):
+        """Gradient of :meth:`value` with respect to the particles (autograd), shape of omega.
+
+        Examples
+        --------
+        The gradient of the deployed kernel's alignment equals its finite differences:
+
+        >>> from meanfield.attention.features import make_feature_map
+        >>> g = torch.Generator().manual_seed(0)
+        >>> X = torch.randn(6, 2, generator=g, dtype=torch.float64).numpy()
+        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), X, [1, -1] * 3).bound(2)
+        >>> omega = torch.randn(3, 2, generator=g, dtype=torch.float64)
+        >>> e = torch.zeros(3, 2, dtype=torch.float64)
+        >>> e[1, 0] = 1e-6  # central differences: error O(1e-12) + rounding O(1e-10)
+        >>> fd = (term.value(omega + e) - term.value(omega - e)) / 2e-6
+        >>> bool(abs(term.grad(omega)[1, 0] - fd) < 1e-6)
+        True
+        """
+        with torch.enable_grad():
+            om = omega.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(self.value(om).sum(), om)
+        return g
+
+    def first_variation(self, at, points, weights):
+        """Not defined: a particle energy in ``d_h`` dimensions has no grid view.
+
+        Examples
+        --------
+        >>> from meanfield.attention.features import make_feature_map
+        >>> fm = make_feature_map("favor", 2, 3)
+        >>> DeployedKernelAlignment(fm, [[0.0, 1.0], [1.0, 0.0]], [1, -1]).first_variation(0, 0, 0)
+        Traceback (most recent call last):
+            ...
+        NotImplementedError: DeployedKernelAlignment is a particle energy ...
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} is a particle energy (d_h-dimensional); it has no grid view"
+        )
+
+
 # ---------------------------------------------------------------------------------------
 # the deployed kernel's alignment, an energy term
 # ---------------------------------------------------------------------------------------
-class DeployedKernelAlignment(Term):
+class DeployedKernelAlignment(_HeadParticleTerm):
     r"""Energy term ``-A_c``: centred alignment of an attention feature map's own kernel.
 
     For particles ``Omega`` (the rows of the map's matrix) and data ``X`` (unscaled keys; the
@@ -148,6 +237,18 @@ class DeployedKernelAlignment(Term):
     y : array_like, shape (n,)
         Labels ±1.
 
+    See Also
+    --------
+    phase_a_pretrained : the Langevin run on this term.
+    meanfield.attention.coulomb_distillation.HedgehogLossField : the distillation term.
+    meanfield.energy.CentredAlignment : the same alignment with a ridge feature of
+        :mod:`meanfield.features`.
+
+    References
+    ----------
+    .. [1] C. Cortes, M. Mohri and A. Rostamizadeh, "Algorithms for learning kernels based on
+       centered alignment", JMLR 13, 795–828, 2012.
+
     Examples
     --------
     >>> import numpy as np
@@ -163,11 +264,9 @@ class DeployedKernelAlignment(Term):
     """
 
     name = "deployed_alignment"
-    kind = "measure"
 
     def __init__(self, feature_map: AttentionFeatureMap, X, y):
-        if feature_map.num_heads is not None:
-            raise InputError("DeployedKernelAlignment takes one head's map (head_feature_map)")
+        self._check_one_head(feature_map)
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != feature_map.head_dim:
@@ -190,21 +289,15 @@ class DeployedKernelAlignment(Term):
         >>> term.yc.tolist()
         [1.0, -1.0]
         """
-        if dim != self.fm.head_dim:
-            raise ValueError(f"particles of dimension {self.fm.head_dim} needed, domain has {dim}")
+        self._check_dim(dim)
         self.X = torch.as_tensor(self.X_np, dtype=dtype, device=device)
         yc = torch.as_tensor(self.y_np, dtype=dtype, device=device)
         self.yc = yc - yc.mean()
         self._bound = (dim, dtype, device)
 
     def _alignment(self, omega):
-        fm = self.fm
-        saved = fm.omega
-        fm.omega = omega  # a (possibly batched, differentiable) stand-in for the buffer
-        try:
+        with _omega_stand_in(self.fm, omega) as fm:
             phi = fm._raw(self.X.to(omega.dtype))  # (..., n, n_outputs): X broadcasts
-        finally:
-            fm.omega = saved
         phi = phi - phi.mean(-2, keepdim=True)
         num = (phi.transpose(-1, -2) @ self.yc).pow(2).sum(-1)
         gram = phi.transpose(-1, -2) @ phi
@@ -216,48 +309,13 @@ class DeployedKernelAlignment(Term):
 
         Examples
         --------
-        >>> import numpy as np
         >>> from meanfield.attention.features import make_feature_map
-        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
-        >>> term.bind(2, torch.float64, "cpu")
+        >>> fm = make_feature_map("favor", 2, 3)
+        >>> term = DeployedKernelAlignment(fm, [[1.0, 0.0], [0.0, 1.0]], [1, -1]).bound(2)
         >>> float(term.value(torch.zeros(3, 2, dtype=torch.float64)))  # constant features
         -0.0
         """
         return -self._alignment(omega)
-
-    def grad(self, omega):
-        """Gradient of :meth:`value` with respect to the particles (autograd), shape of omega.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from meanfield.attention.features import make_feature_map
-        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
-        >>> term.bind(2, torch.float64, "cpu")
-        >>> term.grad(torch.ones(3, 2, dtype=torch.float64)).shape
-        torch.Size([3, 2])
-        """
-        with torch.enable_grad():
-            om = omega.detach().requires_grad_(True)
-            (g,) = torch.autograd.grad(self.value(om).sum(), om)
-        return g
-
-    def first_variation(self, at, points, weights):
-        """Not defined: a particle energy in ``d_h`` dimensions has no grid view.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from meanfield.attention.features import make_feature_map
-        >>> term = DeployedKernelAlignment(make_feature_map("favor", 2, 3), np.eye(2), [1, -1])
-        >>> term.first_variation(None, None, None)
-        Traceback (most recent call last):
-            ...
-        NotImplementedError: DeployedKernelAlignment is a particle energy ...
-        """
-        raise NotImplementedError(
-            "DeployedKernelAlignment is a particle energy (d_h-dimensional); it has no grid view"
-        )
 
     def describe(self):
         """The term's settings (for provenance).
@@ -294,6 +352,11 @@ def record_inputs(model, data: EncodedData, *, batch_size: int = 16, softmax: bo
     -------
     list (per layer) of list (per batch) of (q, k, pad)
         ``q, k`` of shape ``(b, H, L, d_h)``; ``pad`` ``(b, L)`` bool or None.
+
+    See Also
+    --------
+    attention_cross_entropy : the loss on the recorded batches.
+    meanfield.attention.linearize.record_attention_inputs : the recording context.
 
     Examples
     --------
@@ -337,9 +400,7 @@ def _student_log_weights(fm: AttentionFeatureMap, omega, q, k, pad):
         if pad is not None:
             logk = logk.masked_fill(pad[:, None, None, :], float("-inf"))
         return logk - torch.logsumexp(logk, dim=-1, keepdim=True)
-    saved = fm.omega
-    fm.omega = omega
-    try:
+    with _omega_stand_in(fm, omega):
         if fm.log_space:  # positive features: shift by the per-token maximum, exactly
             aq, ak = fm._transform(q), fm._transform(k)
             cq = aq.amax(-1, keepdim=True).detach()
@@ -349,11 +410,14 @@ def _student_log_weights(fm: AttentionFeatureMap, omega, q, k, pad):
         else:
             kern = fm._raw(q) @ fm._raw(k).transpose(-1, -2)
             logk = torch.log(kern.clamp_min(1e-30))
-    finally:
-        fm.omega = saved
     if pad is not None:
         logk = logk.masked_fill(pad[:, None, None, :], float("-inf"))
     return logk - torch.logsumexp(logk, dim=-1, keepdim=True)
+
+
+def _cross_entropy_rows(teacher, logs):
+    """``-sum_s A_soft log A_lin`` per query row; keys the teacher ignores (weight 0) add 0."""
+    return -(teacher * torch.where(teacher > 0, logs, torch.zeros_like(logs))).sum(-1)
 
 
 def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
@@ -376,6 +440,18 @@ def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
     tv : float
         Mean over real query rows of ``0.5 sum_s |A_lin - A_soft|``.
 
+    See Also
+    --------
+    distil_feature_maps : trains a map on this loss.
+    meanfield.attention.coulomb_distillation.HedgehogLossField : the loss of one head as an
+        energy term of its particles.
+    meanfield.attention.phases.attention_vs_softmax : the TV distance on token projections.
+
+    References
+    ----------
+    .. [1] M. Zhang, K. Bhatia, H. Kumbong and C. Ré, "The Hedgehog & the Porcupine: Expressive
+       linear attentions with softmax mimicry", ICLR 2024.
+
     Examples
     --------
     >>> from meanfield.attention.features import make_feature_map
@@ -395,7 +471,7 @@ def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
     for q, k, pad in batches:
         teacher = _teacher_weights(q, k, pad)
         logs = _student_log_weights(fm, omega, q, k, pad)
-        ce = -(teacher * torch.where(teacher > 0, logs, torch.zeros_like(logs))).sum(-1)
+        ce = _cross_entropy_rows(teacher, logs)
         keep = torch.ones(ce.shape[0], ce.shape[-1], dtype=torch.bool, device=ce.device)
         if pad is not None:
             keep = ~pad
@@ -408,6 +484,36 @@ def attention_cross_entropy(fm, omega, batches) -> tuple[torch.Tensor, float]:
     return total / rows, tv / rows
 
 
+# ---------------------------------------------------------------------------------------
+# what the per-layer and per-head learners share (here and in coulomb_distillation)
+# ---------------------------------------------------------------------------------------
+def _kernel_feature_maps(model, caller: str, what: str = "a kernel feature map") -> list:
+    """The model's per-layer feature maps, refused (naming ``caller``) where a layer has none."""
+    fms = feature_maps_of(model)
+    if not fms or any(fm is None for fm in fms):
+        raise InputError(f"{caller} needs a model linearized with {what}")
+    return fms
+
+
+def _first_not_random(fms, *, per_head: bool = False):
+    """The kind of the first map without particles ``Omega`` (or not per head), else None."""
+    for fm in fms:
+        if not hasattr(fm, "omega") or (per_head and fm.num_heads is None):
+            return fm.kind
+    return None
+
+
+def _disjoint_subsets(data, seed, *sizes):
+    """Consecutive blocks of sizes ``sizes`` of one seeded permutation of ``data``.
+
+    The first blocks do not depend on the later sizes, so learners that ask for the same
+    leading sizes with the same seed see the same sequences.
+    """
+    perm = np.random.default_rng(seed).permutation(len(data))
+    ends = np.cumsum(sizes)
+    return [data.subset(perm[end - size : end]) for size, end in zip(sizes, ends, strict=True)]
+
+
 def _split_sequences(data, n_sequences, n_heldout, seed):
     n_sequences = check_int("n_sequences", n_sequences, minimum=1)
     n_heldout = check_int("n_heldout", n_heldout, minimum=1)
@@ -416,8 +522,33 @@ def _split_sequences(data, n_sequences, n_heldout, seed):
             f"n_sequences + n_heldout must be <= len(data) = {len(data)}, "
             f"got {n_sequences} + {n_heldout}"
         )
-    perm = np.random.default_rng(seed).permutation(len(data))
-    return data.subset(perm[:n_sequences]), data.subset(perm[n_sequences : n_sequences + n_heldout])
+    return _disjoint_subsets(data, seed, n_sequences, n_heldout)
+
+
+def _head_batches(layer_batches, head: int):
+    """One head's ``(q, k, pad)`` from a layer's recorded batches, in float64 on the CPU."""
+    return [
+        (q[:, head].to("cpu", torch.float64), k[:, head].to("cpu", torch.float64),
+         None if pad is None else pad.cpu())
+        for q, k, pad in layer_batches
+    ]  # fmt: skip
+
+
+class _HeldOutRecord:
+    """Held-out cross-entropy and TV to softmax per layer, before and after the learning."""
+
+    def __init__(self):
+        self.layers = {k: [] for k in ("loss_before", "loss_after", "tv_before", "tv_after")}
+
+    def add(self, before, after) -> None:
+        """One layer's ``(loss, tv)`` before and after."""
+        values = (before[0], after[0], before[1], after[1])
+        for k, v in zip(self.layers, values, strict=True):
+            self.layers[k].append(float(v))
+
+    def means(self) -> dict:
+        """Each quantity's mean over layers."""
+        return {k: float(np.mean(v)) for k, v in self.layers.items()}
 
 
 def distil_feature_maps(
@@ -468,6 +599,18 @@ def distil_feature_maps(
         ``tv_before``/``tv_after`` (held-out TV distance to softmax), the per-layer lists
         under ``layers``, ``seconds``.
 
+    See Also
+    --------
+    phase_a_pretrained : the same particles learned by kernel alignment.
+    meanfield.attention.coulomb_distillation.coulomb_distil_feature_maps : the same loss by
+        Langevin dynamics, with a repulsion.
+    attention_cross_entropy : the loss.
+
+    References
+    ----------
+    .. [1] M. Zhang, K. Bhatia, H. Kumbong and C. Ré, "The Hedgehog & the Porcupine: Expressive
+       linear attentions with softmax mimicry", ICLR 2024.
+
     Examples
     --------
     >>> import tempfile
@@ -489,14 +632,12 @@ def distil_feature_maps(
     """
     steps = check_int("steps", steps)
     lr = check_positive("lr", lr)
-    fms = feature_maps_of(model)
-    if not fms or any(fm is None for fm in fms):
-        raise InputError("distil_feature_maps needs a model linearized with a kernel feature map")
+    fms = _kernel_feature_maps(model, "distil_feature_maps")
     train_d, held_d = _split_sequences(data, n_sequences, n_heldout, seed)
     t0 = time.perf_counter()
     rec_train = record_inputs(model, train_d, batch_size=batch_size)
     rec_held = record_inputs(model, held_d, batch_size=batch_size)
-    out = {k: [] for k in ("loss_before", "loss_after", "tv_before", "tv_after")}
+    held = _HeldOutRecord()
     for layer, fm in enumerate(fms):
         params = [p for p in fm.parameters() if p.requires_grad]
         # a map with trainable parameters (the published Hedgehog) is trained in place;
@@ -517,13 +658,12 @@ def distil_feature_maps(
             fm.set_omega(omega.detach())
         else:
             fm.zero_grad(set_to_none=True)  # no distillation gradient left for fine-tuning
-        for k, v in zip(out, (lb, la, tb, ta), strict=True):
-            out[k].append(float(v))
+        held.add((lb, tb), (la, ta))
         if log is not None:
             log(f"hedgehog layer {layer}: held-out CE {float(lb):.4f} -> {float(la):.4f}, "
                 f"TV {tb:.3f} -> {ta:.3f}")  # fmt: skip
-    summary = {k: float(np.mean(v)) for k, v in out.items()}
-    summary["layers"] = out
+    summary = held.means()
+    summary["layers"] = held.layers
     summary["seconds"] = time.perf_counter() - t0
     return summary
 
@@ -534,9 +674,8 @@ def distil_feature_maps(
 def _pooled_keys(batches, head: int):
     """Per-sequence mean keys of one head, rescaled to the mean token-key norm."""
     pooled, tokens = [], []
-    for _, k, pad in batches:
-        kh = k[:, head].to("cpu", torch.float64)  # (b, L, d); Phase A runs on the CPU
-        keep = torch.ones(kh.shape[:2], dtype=torch.bool) if pad is None else ~pad.cpu()
+    for _, kh, pad in _head_batches(batches, head):  # kh (b, L, d); Phase A runs on the CPU
+        keep = torch.ones(kh.shape[:2], dtype=torch.bool) if pad is None else ~pad
         w = keep.to(kh.dtype).unsqueeze(-1)
         pooled.append((kh * w).sum(1) / w.sum(1).clamp_min(1.0))
         tokens.append(kh[keep])
@@ -574,9 +713,21 @@ def phase_a_pretrained(model, data: EncodedData, **settings) -> PhaseAResult:
         deployed kernel; ``tv_to_softmax_*`` the held-out TV distance to softmax per layer
         (the same value repeated over that layer's heads).
 
+    See Also
+    --------
+    distil_feature_maps : the same particles learned by distillation.
+    meanfield.attention.phases.phase_a : Phase A on the package's own model.
+    DeployedKernelAlignment : the energy's alignment term.
+
+    References
+    ----------
+    .. [1] C. Cortes, M. Mohri and A. Rostamizadeh, "Algorithms for learning kernels based on
+       centered alignment", JMLR 13, 795–828, 2012.
+    .. [2] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021.
+
     Examples
     --------
-    >>> import tempfile, torch
+    >>> import tempfile
     >>> from meanfield.attention.linearize import linearize
     >>> from meanfield.attention.pretrained import (encode_pretrained,
     ...     load_pretrained_classifier, save_tiny_bert)
@@ -594,11 +745,9 @@ def phase_a_pretrained(model, data: EncodedData, **settings) -> PhaseAResult:
     st = PhaseASettings(**settings)
     if st.alignment != "centred" or st.representation != "pooled":
         raise InputError("phase_a_pretrained aligns pooled keys with the centred alignment")
-    fms = feature_maps_of(model)
-    if not fms or any(fm is None for fm in fms):
-        raise InputError("phase_a_pretrained needs a model linearized with a kernel feature map")
-    if any(not hasattr(fm, "omega") for fm in fms):
-        kind = next(fm.kind for fm in fms if not hasattr(fm, "omega"))
+    fms = _kernel_feature_maps(model, "phase_a_pretrained")
+    kind = _first_not_random(fms)
+    if kind is not None:
         raise InputError(
             "phase_a_pretrained moves the particles Omega of a random feature map (favor, "
             f"porf, porf-softplus, softmaxfeat); the model is linearized with {kind!r}"

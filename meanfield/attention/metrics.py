@@ -93,6 +93,11 @@ def accuracy(y_true, probs) -> float:
     float
         In [0, 1].
 
+    See Also
+    --------
+    mcc : the correlation of the same ``argmax`` predictions, 0 for chance.
+    classification_metrics : all five metrics at once.
+
     Examples
     --------
     >>> from meanfield.attention.metrics import accuracy
@@ -125,6 +130,18 @@ def mcc(y_true, probs) -> float:
     -------
     float
         In [−1, 1]; 0 when a denominator factor vanishes (one class only).
+
+    See Also
+    --------
+    accuracy : the fraction right of the same predictions.
+    classification_metrics : all five metrics at once.
+
+    References
+    ----------
+    .. [1] B. W. Matthews, "Comparison of the predicted and observed secondary structure of
+       T4 phage lysozyme", Biochim. Biophys. Acta 405(2), 442–451, 1975.
+    .. [2] J. Gorodkin, "Comparing two K-category assignments by a K-category correlation
+       coefficient", Comput. Biol. Chem. 28(5–6), 367–374, 2004 (the multiclass form).
 
     Examples
     --------
@@ -170,6 +187,12 @@ def log_loss(y_true, probs) -> float:
     float
         In nats, ≥ 0.
 
+    See Also
+    --------
+    brier : the squared error of the same probabilities (bounded, unlike the log loss).
+    ece : how far the confidences are from the accuracies.
+    classification_metrics : all five metrics at once.
+
     Examples
     --------
     >>> import math
@@ -203,6 +226,16 @@ def brier(y_true, probs) -> float:
     -------
     float
         In [0, 1] for two classes, [0, 2] for more.
+
+    See Also
+    --------
+    log_loss : the other proper scoring rule here.
+    classification_metrics : all five metrics at once.
+
+    References
+    ----------
+    .. [1] G. W. Brier, "Verification of forecasts expressed in terms of probability",
+       Monthly Weather Review 78(1), 1–3, 1950.
 
     Examples
     --------
@@ -243,6 +276,21 @@ def ece(y_true, probs, n_bins: int = 15) -> float:
     float
         In [0, 1].
 
+    Raises
+    ------
+    ValueError
+        ``n_bins`` not an integer >= 1, or bad ``y_true`` / ``probs``.
+
+    See Also
+    --------
+    brier, log_loss : scoring rules, which reward calibration and sharpness together.
+    classification_metrics : all five metrics at once.
+
+    References
+    ----------
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On calibration of modern neural
+       networks", ICML 2017.
+
     Examples
     --------
     All four predictions are right, with confidences 0.8, 0.9, 0.6, 0.6 in three bins:
@@ -281,6 +329,11 @@ def classification_metrics(y_true, probs, n_bins: int = 15) -> dict[str, float]:
     -------
     dict of str to float
         ``accuracy``, ``mcc``, ``ece``, ``log_loss``, ``brier``.
+
+    See Also
+    --------
+    accuracy, mcc, ece, log_loss, brier : each metric, with its definition.
+    meanfield.attention.training.predict_proba : the probabilities of a model.
 
     Examples
     --------

@@ -116,6 +116,11 @@ def phase_b(model: TransformerClassifier, data: EncodedData, **train_kwargs) -> 
     Checks that no feature matrix is a trainable parameter, then calls :func:`train`; the
     feature matrices are compared before and after to prove they stayed frozen.
 
+    See Also
+    --------
+    phase_a : learns the ``Omega`` that this phase keeps frozen.
+    meanfield.attention.training.train : the training loop it runs.
+
     Examples
     --------
     >>> import torch
@@ -200,6 +205,12 @@ def token_samples(
     y : numpy.ndarray, shape (n_samples,)
         Labels in {-1, +1}.
 
+    See Also
+    --------
+    phase_a : aligns the kernel on these samples.
+    attention_kernel_alignment : their alignment under an attention feature map.
+    meanfield.attention.learn_features.phase_a_pretrained : the same pooled keys, per head.
+
     Examples
     --------
     >>> import torch
@@ -261,6 +272,12 @@ def attention_kernel_alignment(feature_map, X, y, *, centred: bool = False) -> f
         Labels in {-1, +1}.
     centred : bool
 
+    See Also
+    --------
+    meanfield.learners.kernel_alignment : the alignment of a feature matrix.
+    meanfield.attention.learn_features.DeployedKernelAlignment : the same centred alignment
+        as an energy term of the particles.
+
     Examples
     --------
     >>> from meanfield.attention.features import make_feature_map
@@ -299,6 +316,16 @@ def attention_vs_softmax(feature_map, projections, max_sequences: int = 256) -> 
         ``entropy``: mean row entropy of the linear attention (nats); ``entropy_softmax``:
         that of softmax attention.
 
+    See Also
+    --------
+    meanfield.attention.learn_features.attention_cross_entropy : the Hedgehog loss and the
+        same TV distance, on recorded queries and keys.
+    meanfield.attention.linear.softmax_attention : the exact attention it compares with.
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021.
+
     Examples
     --------
     >>> from meanfield.attention.features import make_feature_map
@@ -329,6 +356,11 @@ def attention_vs_softmax(feature_map, projections, max_sequences: int = 256) -> 
 @dataclass
 class PhaseAResult:
     """What Phase A did; every list is indexed by layer.
+
+    See Also
+    --------
+    phase_a, meanfield.attention.learn_features.phase_a_pretrained : what fills it.
+    PhaseASettings : the settings recorded in ``settings``.
 
     Examples
     --------
@@ -453,6 +485,12 @@ class PhaseASettings:
         Inverse temperature when ``confinement`` is None (> 0).
     seed : int
         Seeds the subsets, the token draws and the Langevin noise.
+
+    See Also
+    --------
+    phase_a : the run these settings configure.
+    meanfield.attention.learn_features.phase_a_pretrained : the same settings on a
+        linearized pretrained model.
 
     Examples
     --------
@@ -696,6 +734,23 @@ def phase_a(model: TransformerClassifier, train_data: EncodedData, **settings) -
     -------
     PhaseAResult
         Per-layer diagnostics; ``settings`` holds the checked settings.
+
+    See Also
+    --------
+    phase_b : the fine-tuning that follows, ``Omega`` frozen.
+    token_samples : what each layer aligns.
+    PhaseASettings : every setting, with its default.
+    meanfield.attention.learn_features.phase_a_pretrained : on a linearized pretrained model.
+    meanfield.dynamics.langevin.simulate : the dynamics.
+    meanfield.learners.CoulombFeatures : the same particle dynamics for random Fourier
+        features of data (:mod:`meanfield.features`).
+
+    References
+    ----------
+    .. [1] K. Choromanski et al., "Rethinking attention with Performers", ICLR 2021.
+    .. [2] C. Cortes, M. Mohri and A. Rostamizadeh, "Algorithms for learning kernels based on
+       centered alignment", JMLR 13, 795–828, 2012.
+    .. [3] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
 
     Examples
     --------

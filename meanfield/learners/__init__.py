@@ -19,6 +19,13 @@ w_i = 1/√m (uniform) or √q_i (importance weights), so Φ Φᵀ is the learne
 Downstream: :class:`RidgeFeatureClassifier` (closed-form ridge, one-vs-all ±1 targets) and
 scikit-learn's logistic regression, through :func:`evaluate`.
 
+Which "features": here, as in scikit-learn, the *features* are the m columns of Φ that
+``transform`` returns (one per particle ω_i), and ``n_features`` is m; the data dimension d is
+scikit-learn's ``n_features_in_``. The map φ(x; ω) of one particle is a *feature map* of
+:mod:`meanfield.features` (the mean-field one); the *attention feature maps* of
+:mod:`meanfield.attention.features` (a whole matrix Ω per query or key) are a third meaning,
+not used here.
+
 Labels: two classes are treated as ±1 (the larger class label is +1), C ≥ 3 classes as class
 ids with the target T_jk = 1 if y_j = y_k else −1/(C−1) (THEORY §1).
 

@@ -108,6 +108,11 @@ def median_bandwidth(X, *, max_points: int = 1000, rng=None) -> float:
     float
         The bandwidth σ (1.0 if all rows coincide).
 
+    See Also
+    --------
+    RandomFourierFeatures : ``bandwidth="median"`` uses it.
+    meanfield.features.sample_initial_particles : the draw at a given bandwidth.
+
     Examples
     --------
     >>> median_bandwidth([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])  # distances 5, 1 and √18
@@ -151,6 +156,15 @@ def fourier_features(X, omega, weights=None) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n, m)
+
+    See Also
+    --------
+    meanfield.features.FourierFeatures : the map φ itself, one particle at a time (torch).
+    RandomFourierFeatures : a learner whose ``transform`` is this matrix.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
 
     Examples
     --------

@@ -173,6 +173,21 @@ class CoulombFeatures(_FeatureLearner):
         Seconds for building the energy, running the dynamics and (with early stopping)
         scoring the checkpoints.
 
+    See Also
+    --------
+    RandomFourierFeatures : the label-blind draw it starts from.
+    ImportanceSampledFeatures : the other label-aware learner (reweighting, no dynamics).
+    meanfield.dynamics.langevin.simulate : the dynamics.
+    meanfield.energy.LinearAlignment, meanfield.kernels.Riesz : the energy's two parts.
+    meanfield.learners.diagnostics.moved : how far the particles moved.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+    .. [2] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
+    .. [3] S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in
+       Advanced Mathematics, EMS, 2015.
+
     Examples
     --------
     >>> X = np.random.default_rng(0).normal(size=(40, 2))
@@ -407,6 +422,11 @@ class FrequencyConfinement(Potential):
     ----------
     strength : float > 0
         Stiffness of the confinement (1/β_N for the RFF prior).
+
+    See Also
+    --------
+    CoulombFeatures : its ``confinement`` option.
+    meanfield.energy.QuadraticPotential : the same potential on every coordinate.
 
     Examples
     --------

@@ -26,6 +26,12 @@ exact leave-one-out ridge over the penalties of :func:`ridge_alphas`, the grid t
 :mod:`meanfield.learners.tuning` scores its tuned learners with too (the searches build on
 these measurements, never the reverse).
 
+See Also
+--------
+meanfield.learners.CoulombFeatures : the learner whose particles these describe.
+meanfield.learners.tuning : the hyper-parameter searches (which import these measurements).
+meanfield.studies.synthetic : the study's diagnosis design.
+
 References
 ----------
 .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
@@ -34,12 +40,6 @@ References
    centered alignment", JMLR 13 (2012).
 .. [4] G. J. Székely and M. L. Rizzo, "Energy statistics: a class of statistics based on
    distances", J. Stat. Plan. Inference 143 (2013).
-
-See Also
---------
-meanfield.learners.CoulombFeatures : the learner whose particles these describe.
-meanfield.learners.tuning : the hyper-parameter searches (which import these measurements).
-meanfield.studies.synthetic : the study's diagnosis design.
 
 Examples
 --------
@@ -89,6 +89,11 @@ def ridge_alphas(n: int) -> np.ndarray:
     meanfield.errors.InputTypeError, meanfield.errors.InputError
         ``n`` is not an integer >= 1.
 
+    See Also
+    --------
+    RidgeFeatureClassifier : its leave-one-out selection over such a grid.
+    meanfield.learners.tuning.ridge_errors : the test errors over a grid.
+
     Examples
     --------
     >>> a = ridge_alphas(1000)
@@ -119,6 +124,15 @@ def energy_distance(a, b) -> float:
     meanfield.errors.InputError
         An empty cloud, one not of two dimensions, a NaN or inf coordinate, or clouds of
         different dimensions p.
+
+    See Also
+    --------
+    moved : the energy distance of a learner's particles from their start.
+
+    References
+    ----------
+    .. [1] G. J. Székely and M. L. Rizzo, "Energy statistics: a class of statistics based on
+       distances", J. Stat. Plan. Inference 143(8), 1249–1272, 2013.
 
     Examples
     --------
@@ -151,6 +165,12 @@ def counterfactuals(omega0, omega1, d: int) -> dict:
     dict
         ``rff``, ``learned``, ``learned_w_prior_b``, ``norms_only``, ``directions_only``,
         ``narrowed`` (arrays of shape (m, d + 1)) and the narrowing factor ``c``.
+
+    See Also
+    --------
+    isotropy : how far from isotropic the learned directions are.
+    moved : how far the learned particles moved.
+    CoulombFeatures : the learner whose particles they recombine.
 
     Examples
     --------
@@ -189,6 +209,11 @@ def isotropy(omega, d: int) -> float:
     -------
     float in [1, d]
 
+    See Also
+    --------
+    counterfactuals : the particle sets with learned or prior directions.
+    meanfield.learners.DirectionFrame : a repulsion that keeps the directions spread.
+
     Examples
     --------
     >>> import numpy as np
@@ -224,6 +249,11 @@ def moved(est, sigma: float, X, y, X_test, y_test, redraw) -> dict:
     Returns
     -------
     dict
+
+    See Also
+    --------
+    energy_distance, isotropy : the measurements it reports.
+    alignment_plateau : whether the run levelled off.
 
     Examples
     --------
@@ -273,6 +303,11 @@ def alignment_plateau(est, X, y) -> float:
     Returns
     -------
     float >= 0
+
+    See Also
+    --------
+    moved : the run's other measurements.
+    meanfield.learners.kernel_alignment : the alignment it follows.
 
     Examples
     --------

@@ -50,6 +50,12 @@ class DirectionFrame(Term):
     softening : float > 0
         ε of u = w/√(|w|² + ε²): keeps the force bounded (by 8 λ_F/ε) near w = 0.
 
+    See Also
+    --------
+    CoulombFeatures : its ``direction_repulsion`` option.
+    meanfield.learners.diagnostics.isotropy : how spread the directions are.
+    meanfield.energy.PairInteraction : the Riesz repulsion of whole particles.
+
     Examples
     --------
     Four unit directions in the plane, two on each axis: S = 2 I, ‖S‖² = 8, Σ|u|⁴ = 4,

@@ -51,6 +51,12 @@ def evaluate(
         and for each classifier c: ``{c}_train_accuracy``, ``{c}_test_accuracy``,
         ``{c}_test_error``.
 
+    See Also
+    --------
+    feature_pipeline : the learner and the ridge as one scikit-learn pipeline.
+    select_by_cv : hyper-parameters by cross-validation before it.
+    meanfield.learners.tasks.make_task : the splits it scores on.
+
     Examples
     --------
     >>> from meanfield.learners import RandomFourierFeatures
@@ -125,6 +131,11 @@ def feature_pipeline(learner, *, ridge_alpha="loo", n_train: int = 1000, fit_int
     sklearn.pipeline.Pipeline
         Steps ``"features"`` (the learner) and ``"ridge"``.
 
+    See Also
+    --------
+    evaluate : fit and score on a split.
+    select_by_cv : the pipeline tuned by cross-validation.
+
     Examples
     --------
     >>> from meanfield.learners import RandomFourierFeatures
@@ -171,6 +182,11 @@ def select_by_cv(
     dict
         ``best_params`` (learner parameters), ``best_score`` (mean CV accuracy), ``params``
         and ``mean_test_score`` (every candidate, in grid order), ``std_test_score``.
+
+    See Also
+    --------
+    feature_pipeline : the pipeline it tunes.
+    meanfield.learners.tuning.widen_search : the same search on grids that widen.
 
     Examples
     --------

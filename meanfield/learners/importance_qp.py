@@ -54,6 +54,17 @@ def solve_importance_weights(v, rho: float, *, rtol: float = 1e-12, max_iter: in
     q : ndarray of shape (N,)
         Optimal weights: q >= 0, Σ q = 1, ‖q − 1/N‖² ≤ ρ/N.
 
+    See Also
+    --------
+    ImportanceSampledFeatures : the learner built on these weights.
+    meanfield.simplex.project_simplex : the projection it bisects on.
+
+    References
+    ----------
+    .. [1] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
+    .. [2] J. Duchi, S. Shalev-Shwartz, Y. Singer and T. Chandra, "Efficient projections onto
+       the l1-ball for learning in high dimensions", ICML 2008.
+
     Examples
     --------
     >>> q = solve_importance_weights([3.0, 1.0, 1.0, 1.0], rho=0.5)

@@ -42,6 +42,19 @@ def kernel_alignment(Phi, y, *, centred: bool = False) -> float:
     float in [−1, 1]
         The alignment (0 for identically zero features).
 
+    See Also
+    --------
+    meanfield.energy.NormalisedAlignment, meanfield.energy.CentredAlignment : the same
+        alignments as energy terms of particles.
+    meanfield.attention.phases.attention_kernel_alignment : of an attention feature map.
+
+    References
+    ----------
+    .. [1] N. Cristianini, J. Shawe-Taylor, A. Elisseeff and J. Kandola, "On kernel-target
+       alignment", NeurIPS 2001.
+    .. [2] C. Cortes, M. Mohri and A. Rostamizadeh, "Algorithms for learning kernels based on
+       centered alignment", JMLR 13, 795–828, 2012.
+
     Examples
     --------
     >>> y = np.array([1, -1, 1, -1])

@@ -49,6 +49,16 @@ class RandomFourierFeatures(_FeatureLearner):
     fit_time_ : float
         Seconds spent drawing the features.
 
+    See Also
+    --------
+    ImportanceSampledFeatures, CoulombFeatures : learners that start from the same draw.
+    meanfield.features.FourierFeatures : the feature map φ (a particle at a time).
+    median_bandwidth : the ``"median"`` bandwidth.
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+
     Examples
     --------
     >>> X = np.random.default_rng(0).normal(size=(20, 2))
@@ -158,6 +168,16 @@ class ImportanceSampledFeatures(_FeatureLearner):
     n_features_in_ : int
     fit_time_ : float
         Seconds for candidates, scores, q and the resampling.
+
+    See Also
+    --------
+    solve_importance_weights : the weights q.
+    RandomFourierFeatures : the candidates' law, unweighted.
+    CoulombFeatures : particles moved by dynamics instead.
+
+    References
+    ----------
+    .. [1] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
 
     Examples
     --------

@@ -56,6 +56,11 @@ class RidgeFeatureClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray of shape (C,)
     n_features_in_ : int
 
+    See Also
+    --------
+    feature_pipeline : a learner followed by this classifier.
+    meanfield.learners.diagnostics.ridge_alphas : a grid of penalties for ``alpha="loo"``.
+
     Examples
     --------
     >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])

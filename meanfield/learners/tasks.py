@@ -67,6 +67,11 @@ class Split(NamedTuple):
     y_test : ndarray of shape (n_test,)
         Test labels (clean unless ``noisy_test``).
 
+    See Also
+    --------
+    make_task : a task's split by name.
+    meanfield.learners.evaluate : test error of the learners on a split.
+
     Examples
     --------
     >>> from meanfield.learners.tasks import two_moons
@@ -124,6 +129,10 @@ def flip_labels(y, noise: float, rng: np.random.Generator, n_classes: int | None
         ``noise`` < 0 or not finite.
     ValueError
         ``noise`` > 1.
+
+    See Also
+    --------
+    make_task : the tasks, whose ``noise`` is applied by this function.
 
     Examples
     --------
@@ -198,11 +207,11 @@ def radial(
     d : int >= 1
         Input dimension.
     noise : float in [0, 0.5)
-        Label-noise level (probability that a training label is flipped).
+        Label-noise level: the probability that a training label is replaced by another.
     seed : int >= 0
-        Seed of the generator for points and noise.
+        Seed of the one generator of the draw (points, then label noise).
     noisy_test : bool
-        Also flip test labels.
+        Also corrupt the test labels (with the same ``noise``).
 
     Returns
     -------
@@ -215,6 +224,16 @@ def radial(
         A size, ``d`` or ``seed`` out of range.
     ValueError
         ``noise`` outside [0, 0.5).
+
+    See Also
+    --------
+    gaussian_mixture, checkerboard, two_moons : the other tasks.
+    make_task : a task by name.
+
+    References
+    ----------
+    .. [1] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016
+       (section 4.1).
 
     Examples
     --------
@@ -280,18 +299,23 @@ def gaussian_mixture(
     scale : float > 0
         Standard deviation of each component.
     noise : float in [0, 0.5)
-        Label-noise level.
+        Label-noise level: the probability that a training label is replaced by another.
     seed : int >= 0
-        Seed for points and label noise.
+        Seed of the one generator of the draw (points, then label noise).
+    noisy_test : bool
+        Also corrupt the test labels (with the same ``noise``).
     center_seed : int >= 0
         Seed for the centres (the task itself).
-    noisy_test : bool
-        Also corrupt the test labels.
 
     Returns
     -------
     Split
         Labels ±1 for two classes, 0..C−1 for more.
+
+    See Also
+    --------
+    radial, checkerboard, two_moons : the other tasks.
+    make_task : a task by name.
 
     Examples
     --------
@@ -346,16 +370,21 @@ def checkerboard(
     d : int >= 2
         Input dimension (2 informative + d - 2 nuisance).
     noise : float in [0, 0.5)
-        Label-noise level.
+        Label-noise level: the probability that a training label is replaced by another.
     seed : int >= 0
-        Seed of the generator.
+        Seed of the one generator of the draw (points, then label noise).
     noisy_test : bool
-        Also flip test labels.
+        Also corrupt the test labels (with the same ``noise``).
 
     Returns
     -------
     Split
         Labels in {-1, +1}.
+
+    See Also
+    --------
+    xor : the 2 x 2 board.
+    radial, gaussian_mixture, two_moons : the other tasks.
 
     Examples
     --------
@@ -391,16 +420,25 @@ def xor(
     d : int >= 2
         Input dimension (2 informative + d − 2 nuisance).
     noise : float in [0, 0.5)
-        Label-noise level.
+        Label-noise level: the probability that a training label is replaced by another.
     seed : int >= 0
-        Seed of the generator.
+        Seed of the one generator of the draw (points, then label noise).
     noisy_test : bool
-        Also flip test labels.
+        Also corrupt the test labels (with the same ``noise``).
 
     Returns
     -------
     Split
         Labels in {-1, +1}.
+
+    See Also
+    --------
+    checkerboard : the board with any number of cells.
+
+    References
+    ----------
+    .. [1] M. Minsky and S. Papert, *Perceptrons*, MIT Press, 1969 (XOR, the function a
+       linear classifier cannot represent).
 
     Examples
     --------
@@ -444,16 +482,26 @@ def two_moons(
     d : int >= 2
         Input dimension.
     noise : float in [0, 0.5)
-        Label-noise level.
+        Label-noise level: the probability that a training label is replaced by another.
     seed : int >= 0
-        Seed of the generator.
+        Seed of the one generator of the draw (points, then label noise).
     noisy_test : bool
-        Also flip test labels.
+        Also corrupt the test labels (with the same ``noise``).
 
     Returns
     -------
     Split
         Labels in {-1, +1}.
+
+    See Also
+    --------
+    radial, gaussian_mixture, checkerboard : the other tasks.
+    make_task : a task by name.
+
+    References
+    ----------
+    .. [1] F. Pedregosa et al., "Scikit-learn: Machine learning in Python", JMLR 12,
+       2825–2830, 2011 (``sklearn.datasets.make_moons``).
 
     Examples
     --------
@@ -510,8 +558,13 @@ def make_task(name: str, n_train: int = 1000, n_test: int = 1000, **kwargs) -> S
 
     Raises
     ------
-    ValueError
+    meanfield.errors.InputError
         An unknown ``name`` (the message lists the tasks).
+
+    See Also
+    --------
+    radial, gaussian_mixture, checkerboard, xor, two_moons : the tasks.
+    meanfield.learners.evaluate : the learners' test errors on the split.
 
     Examples
     --------

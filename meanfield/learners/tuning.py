@@ -16,16 +16,16 @@ leave-one-out ridge over :func:`~meanfield.learners.diagnostics.ridge_alphas`);
 :func:`learn_or_stay` keeps its tempered particles only where cross-validation prefers them to
 the draw they start from.
 
-References
-----------
-.. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
-.. [2] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
-
 See Also
 --------
 meanfield.learners.select_by_cv : the fixed-grid search.
 meanfield.learners.diagnostics : what the learned particles changed, the ridge penalty grid.
 meanfield.studies.synthetic : the study that uses them.
+
+References
+----------
+.. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+.. [2] A. Sinha and J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
 
 Examples
 --------
@@ -97,6 +97,11 @@ def centred_alignment_scorer(pipe, X, y) -> float:
     Returns
     -------
     float
+
+    See Also
+    --------
+    widen_search : its ``scoring``.
+    meanfield.learners.kernel_alignment : the alignment it computes.
 
     Examples
     --------
@@ -222,6 +227,11 @@ def widen_search(
         (final), ``edges`` (axis name -> ``"interior"``; ``"low end"`` or ``"high end"``: the
         best is on an end of its list; ``"window edge (max_rounds)"``: the widening stopped
         at ``max_rounds``), ``rounds``.
+
+    See Also
+    --------
+    meanfield.learners.select_by_cv : the same search on a fixed grid.
+    centred_alignment_scorer : a held-out scorer for it.
 
     Examples
     --------
@@ -624,6 +634,12 @@ def fixed_grid_learners(split, m: int, *, learner_seed: int, cv_seed: int, setti
     dict
         ``median_bandwidth`` and ``learners`` (name -> test error, CV score, parameters, ...).
 
+    See Also
+    --------
+    meanfield.learners.select_by_cv : the search of each learner.
+    ridge_errors : the test errors it reports.
+    meanfield.studies.synthetic : the study that runs it.
+
     Examples
     --------
     >>> from meanfield.learners.tasks import make_task
@@ -696,6 +712,11 @@ def ridge_errors(learner, split, ridges: dict) -> dict:
     dict
         ``n_features``, ``fit_time`` and, per ridge ``r``, ``r_train_error``,
         ``r_test_error``, ``r_alpha``; ``wall_s``.
+
+    See Also
+    --------
+    meanfield.learners.diagnostics.ridge_alphas : the penalties it scores over.
+    meanfield.learners.RidgeFeatureClassifier : the ridge it fits.
 
     Examples
     --------
