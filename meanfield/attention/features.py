@@ -6,6 +6,12 @@ estimate of ``exp(q^T k / sqrt(d_h))``, the softmax-attention kernel. The featur
 ``Omega`` has shape ``(m, d_h)``; its rows are the *particles* that Phase A learns
 (:mod:`meanfield.attention.phases`).
 
+"Feature" here means an attention feature map ``phi_Omega(x)`` in ``R^m`` computed from the
+whole matrix ``Omega`` (softmaxfeat couples its rows, so it is not a sum over particles), not
+the mean-field feature ``phi(x; omega)`` of one data point and one particle
+(:mod:`meanfield.features`) nor the output columns of a scikit-learn transformer
+(:mod:`meanfield.learners`); ``n_features`` counts the rows ``m`` of ``Omega`` everywhere.
+
 Design (after fast-transformers / performer-pytorch):
 
 * One ``Omega`` per module, shared by queries and keys (and by all heads of a layer).
