@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from meanfield.errors import InputError
+from meanfield.errors import InputError, InputTypeError
 from meanfield.studies import nlp
 from meanfield.workbench.sweeps import configuration_digest, sweep_configuration
 
@@ -57,3 +57,124 @@ def test_settings_refused_before_work():
         nlp.check_config(dict(s, encoder="bert"))
     with pytest.raises(InputError, match="model_dir"):
         nlp.check_config({k: v for k, v in s.items() if k != "model_dir"})
+
+
+# -- Coulomb-regularised distillation as a method of the pretrained study -----------------------
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from meanfield.attention.pretrained import save_tiny_bert
+
+    folder = tmp_path_factory.mktemp("bert")
+    save_tiny_bert(folder, hidden_size=16, n_layers=2, n_heads=2, seed=0)  # d_h = 8
+    return folder
+
+
+def _tiny(bert_dir, **changes) -> dict:
+    """The tiny pretrained preset (it restricts coulomb-distilled to FAVOR+) on the fixtures,
+    one seed, no controls, then ``changes``."""
+    s = nlp.load_preset("nlp_pretrained", "tiny")
+    s.update(data_dir=nlp.FIXTURES, model_dir=str(bert_dir), seeds=[0], controls={"kinds": []})
+    return dict(s, **changes)
+
+
+def _linearized_rows(out) -> dict:
+    from meanfield.studies.nlp_report import load_pretrained_runs
+
+    return {r["variant"]: r for r in load_pretrained_runs(out) if r["stage"] == "linearized"}
+
+
+def _mtimes(out) -> dict:
+    return {p.name: p.stat().st_mtime_ns for p in Path(out).glob("*/runs/*.nc")}
+
+
+@pytest.mark.slow
+def test_coulomb_distilled_runs_end_to_end_keyed_apart_and_reported(bert_dir, tmp_path):
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    first = _tiny(bert_dir, methods=["hedgehog-loss"])
+    nlp.run_study(nlp.check_config(first), tmp_path, progress=False)
+    before = _mtimes(tmp_path)
+    # adding the method recomputes nothing: its runs go to their own sweep and folder
+    both = _tiny(bert_dir, methods=["hedgehog-loss", "coulomb-distilled"])
+    nlp.run_study(nlp.check_config(both), tmp_path, progress=False)
+    after = _mtimes(tmp_path)
+    assert {k: after[k] for k in before} == before
+    new = sorted(set(after) - set(before))
+    assert len(new) == 1 and new[0].startswith("dataset=rotten_tomatoes_seed=0_variant=coulomb")
+    assert len(list((tmp_path / "linearized-coulomb-distilled" / "runs").glob("*.nc"))) == 1
+    rows = _linearized_rows(tmp_path)
+    # method_features: FAVOR+ only (the preset's features are FAVOR+ and softmaxfeat)
+    assert sorted(rows) == [
+        "coulomb-distilled-favor",
+        "hedgehog-loss-favor",
+        "hedgehog-loss-softmaxfeat",
+    ]
+    c, h = rows["coulomb-distilled-favor"], rows["hedgehog-loss-favor"]
+    keys = [k for k in c if k.startswith("coulomb_")]
+    assert all(np.isfinite(c[k]) for k in keys) and np.isfinite(c["clean_accuracy"])
+    lams = [c[f"coulomb_lam_{i}"] for i in range(2)]
+    tvs = [c[f"coulomb_tv_validation_{i}"] for i in range(2)]
+    assert lams == [0.0, 0.5] and c["coulomb_lam_selected"] == lams[int(np.argmin(tvs))]
+    assert 0 < c["coulomb_relative_move_median"] <= c["coulomb_relative_move_max"]
+    # the same held-out sequences and prior draw as Hedgehog-loss (same seed, n_sequences,
+    # n_heldout, batch size): the same TV before learning, up to float32 summation order
+    assert c["coulomb_tv_before"] == pytest.approx(h["hedgehog_tv_before"], rel=1e-5)
+    # its own table keys its own runs only: a changed budget recomputes them alone
+    table = dict(both["coulomb_distillation"], n_steps=3)
+    with pytest.warns(UserWarning, match="another configuration"):  # the stale one, kept
+        nlp.run_study(nlp.check_config(dict(both, coulomb_distillation=table)), tmp_path,
+                      progress=False)  # fmt: skip
+    again = _mtimes(tmp_path)
+    assert {k: again[k] for k in after} == after and len(again) == len(after) + 1
+    text = (tmp_path / "report.md").read_text()
+    assert "| coulomb-distilled-favor | 1 | TV to softmax attention |" in text
+    # one seed: the planned comparison is shown as missing, never as a number
+    pair = "coulomb-distilled-favor − hedgehog-loss-favor (Coulomb-regularised − Hedgehog-loss"
+    row = next(line for line in text.splitlines() if pair in line)
+    assert row.endswith("| 1 | missing | — | — | — |")
+    readme = (tmp_path / "readme_tables.md").read_text()
+    assert "| Coulomb-regularised distillation FAVOR+ | 1 |" in readme
+
+
+@pytest.mark.parametrize(
+    "table, value, message",
+    [
+        ("beta", 0.0, r"coulomb_distillation.beta must be a finite number in \(0, inf\)"),
+        ("lam", [0.0, -0.5], r"coulomb_distillation.lam must be a finite number in \[0, inf\)"),
+        ("lam", [0.25, 0.25], "coulomb_distillation.lam must hold distinct values"),
+        ("lam", [], "coulomb_distillation.lam must be a non-empty list"),
+        ("lam_scale", "ratio", "coulomb_distillation.lam_scale"),
+        ("prior", "yes", "coulomb_distillation.prior must be True or False"),
+        ("riesz_s", -1.0, r"coulomb_distillation.riesz_s must be a finite number in \(-1, inf\)"),
+        ("n_steps", 0, "coulomb_distillation.n_steps"),
+        ("n_validation", 1.5, "coulomb_distillation.n_validation"),
+        ("softening", -0.1, "coulomb_distillation.softening"),
+        ("etaa", 0.1, "did you mean 'coulomb_distillation.eta'"),
+    ],
+)
+def test_a_bad_coulomb_distillation_value_is_refused_by_name(table, value, message):
+    s = nlp.load_preset("nlp_pretrained", "tiny")
+    s["coulomb_distillation"] = dict(s["coulomb_distillation"], **{table: value})
+    with pytest.raises((InputError, InputTypeError), match=message):
+        nlp.check_config(s)
+
+
+def test_a_bad_method_feature_list_is_refused_by_name():
+    s = nlp.load_preset("nlp_pretrained", "tiny")
+    with pytest.raises(InputError, match="method_features must be among"):
+        nlp.check_config(dict(s, method_features={"hedgehog-published": ["favor"]}))
+    with pytest.raises(InputError, match="method_features.coulomb-distilled must be among"):
+        nlp.check_config(dict(s, method_features={"coulomb-distilled": ["favour"]}))
+
+
+def test_a_riesz_exponent_past_the_head_dimension_is_refused_before_any_work(bert_dir, tmp_path):
+    s = _tiny(bert_dir)
+    s["coulomb_distillation"] = dict(s["coulomb_distillation"], riesz_s=8.0)  # d_h = 8
+    with pytest.raises(
+        InputError, match=r"coulomb_distillation.riesz_s must be in \(-1, d_h = 8\)"
+    ):
+        nlp.run_study(nlp.check_config(s), tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()  # nothing written, stage 1 never started

@@ -11,8 +11,9 @@ One study (``study = "nlp"`` of :data:`meanfield.studies.STUDIES`), two encoders
   clean and token-noised; a TF-IDF + LR bar (:mod:`meanfield.attention.text_baseline`).
 * ``"pretrained"``: MiniLM fine-tuned with softmax (stage ``softmax``), every attention then
   linearized with X, ``Omega`` by a method (``vanilla``; ``kernel``: Phase A;
-  ``hedgehog-loss``: the Hedgehog loss) or the published Hedgehog map [3]_, fine-tuned with
-  the same budget (stage ``linearized``).
+  ``hedgehog-loss``: the Hedgehog loss; ``coulomb-distilled``: Langevin in its field with
+  repulsion) or the published Hedgehog map [3]_, fine-tuned with the same budget (stage
+  ``linearized``; a method with its own settings table in a sweep of its own).
 
 Every run is one of :func:`meanfield.workbench.sweeps.run_sweep` (keyed by the digest of what
 computes it, reused on a rerun) on data from :mod:`meanfield.attention.text_data`. The run
@@ -521,9 +522,19 @@ PRETRAINED_DEFAULTS = {
               "eval_every": 0.5, "warmup_steps": 50, "weight_decay": 0.01},
     "hedgehog": {"n_sequences": 1024, "n_heldout": 256, "steps": 300, "lr": 0.01},
     "phase_a": {"n_align": 4096, "n_heldout": 512, "n_steps": 300, "tilt": 0.15},
+    "method_features": {},  # method -> the feature maps it runs on (default: every one)
+    # coulomb_distil_feature_maps' keyword arguments (the method coulomb-distilled)
+    "coulomb_distillation": {"lam": [0.0, 0.25, 1.0], "lam_scale": "force-ratio", "beta": 1e4,
+                             "eta": 0.01, "n_steps": 300, "gamma": 1.0, "prior": True,
+                             "riesz_s": 1.0, "softening": 0.1, "n_sequences": 1024,
+                             "n_heldout": 256, "n_validation": 256, "batch_size": 16},
 }
 # fmt: on
+#: out of the shared key: the grid's lists, labels, and each method's own settings table
+#: (vocab.METHOD_SETTINGS: it keys that method's own sweep alone)
 _GRID_ONLY = ("name", "description", "seeds", "features", "methods", "controls")
+_GRID_ONLY += ("method_features", *vocab.METHOD_SETTINGS.values())
+_COULOMB = vocab.METHOD_SETTINGS["coulomb-distilled"]  # its table
 #: a data set's grid lists: left out of its runs' key (extending them recomputes nothing)
 _DATASET_GRID_ONLY = ("seeds", "methods")
 _DATASET_KEYS = tuple("name task source train_split eval_split max_train seeds methods".split())
@@ -543,10 +554,12 @@ def _check_pretrained(cfg: dict) -> dict:
     """The configuration with defaults filled in (a data set's entry and ``n_features`` as
     given), every value checked, naming the key (``train.lr``) and the range."""
     from .._validation import check_int, check_positive
+    from ..attention.coulomb_distillation import coulomb_distil_feature_maps
     from ..attention.data import TASKS
     from ..attention.features import FEATURE_KINDS
+    from ..contract import contract_of
 
-    out = _merge(cfg, PRETRAINED_DEFAULTS, whole=("n_features",))
+    out = _merge(cfg, PRETRAINED_DEFAULTS, whole=("n_features", "method_features"))
     for key in ("name", "description"):
         if not isinstance(out[key], str):
             raise InputError(f"{key} must be a string, got {out[key]!r}")
@@ -576,6 +589,19 @@ def _check_pretrained(cfg: dict) -> dict:
             holder["methods"] = [canonical(m) if isinstance(m, str) else m for m in methods]
             _check_list(f"{where}methods", holder["methods"], tuple(vocab.METHODS), empty=True)
     _check_list("features", out["features"], FEATURE_KINDS, empty=True)
+    if not isinstance(out["method_features"], dict):
+        raise InputError(f"method_features must be a mapping method -> list of feature maps, "
+                         f"got {out['method_features']!r}")  # fmt: skip
+    crossed = [m for m, own in vocab.METHODS.items() if own is None]
+    for method, features in out["method_features"].items():
+        _check_list("method_features", [method], crossed)
+        _check_list(f"method_features.{method}", features, FEATURE_KINDS, distinct=True)
+    # each value against the function's own declaration, named by its key (riesz_s < d_h:
+    # checked where the model is loaded, before any work)
+    declared = contract_of(coulomb_distil_feature_maps).by_name
+    for key, value in out[_COULOMB].items():
+        dataclasses.replace(declared[key], label=f"{_COULOMB}.{key}").check(value)
+    _check_list(f"{_COULOMB}.lam", out[_COULOMB]["lam"], distinct=True)
     ctl = out["controls"] if out["controls"] is not None else {}
     ctl = _merge(ctl, {"feature": None, "kinds": []}, "controls.")
     used = list(out["features"])
@@ -673,6 +699,7 @@ def _run_linearized(dataset: str, seed: int, variant: str, *, config: str, **whe
     """Stage 2: linearize the seed's softmax checkpoint, get the feature maps by the variant's
     method, fine-tune (Omega frozen; the published Hedgehog's maps trained with the model),
     evaluate; also the accuracy right after linearizing (``where``: as :func:`_run_softmax`)."""
+    from ..attention.coulomb_distillation import coulomb_distil_feature_maps
     from ..attention.learn_features import distil_feature_maps, phase_a_pretrained
     from ..attention.linearize import feature_maps_of, linearize
     from ..attention.metrics import classification_metrics
@@ -709,10 +736,27 @@ def _run_linearized(dataset: str, seed: int, variant: str, *, config: str, **whe
         )
         s = phase_a_pretrained(model, prep["train"], **st).summary()
         extra.update({f"phase_a_{k}": v for k, v in s.items() if k != "layers"})
+    elif method == "coulomb-distilled":  # its own sweep's config holds its table
+        c = coulomb_distil_feature_maps(model, prep["train"], seed=seed, **cfg[_COULOMB])
+        extra.update(_coulomb_record(c))
     extra["learn_seconds"] = time.perf_counter() - t0
     at_once = predict_proba(model, prep["eval"], 64)
     linearized = {"linearized": classification_metrics(prep["eval"].labels.numpy(), at_once)}
     return _fine_tune(model, prep, cfg, seed, "linearized", extra, t0, device, linearized)
+
+
+def _coulomb_record(c: dict) -> dict:
+    """Flat numbers of a ``coulomb_distil_feature_maps`` record: the lam grid and validation
+    TV (``_<i>``: the grid's i-th), held-out TV and loss, median and max over heads of
+    ``||Omega_T - Omega_0||_F / ||Omega_0||_F``."""
+    keys = ("lam_selected", "noise_scale", "seconds", "tv_before", "tv_after", "loss_before",
+            "loss_after")  # fmt: skip
+    out, sel = {f"coulomb_{k}": c[k] for k in keys}, c["selection"]
+    for i, (lam, tv) in enumerate(zip(sel["lam"], sel["tv_validation"], strict=True)):
+        out.update({f"coulomb_lam_{i}": lam, f"coulomb_tv_validation_{i}": tv})
+    moves = [h["relative_move"] for h in c["heads"]]
+    med, top = float(np.median(moves)), float(np.max(moves))
+    return dict(out, coulomb_relative_move_median=med, coulomb_relative_move_max=top)
 
 
 # --- pretrained: the study ------------------------------------------------------------------------
@@ -780,18 +824,22 @@ def _run_pretrained(cfg: dict, place: dict, out: Path, **kw) -> None:
     data_dir, model_dir = place["data_dir"], str(Path(place["model_dir"]).resolve())
     stages = tuple(place["only"].get("stages", ("softmax", "linearized")))
     record, cfg = cfg, _only(cfg, place["only"])
-    load_pretrained_classifier(model_dir)  # refuses a folder that does not load exactly
+    enc = load_pretrained_classifier(model_dir)[0].encoder.config  # refuses a bad folder
+    d_h, riesz = enc.hidden_size // enc.num_attention_heads, cfg[_COULOMB]["riesz_s"]
+    if "coulomb-distilled" in cfg["methods"] and riesz >= d_h:  # integrable in d_h dimensions
+        raise InputError(f"{_COULOMB}.riesz_s must be in (-1, d_h = {d_h}), got {riesz!r}")
     # what a run computes from: the grid's own lists (seeds, features, methods, controls) and
     # the labels stay out, so extending a grid never recomputes the runs already done; each
     # data set is its own sweep, keyed by its own entry, so adding a data set changes nothing
     base = {k: v for k, v in cfg.items() if k not in _GRID_ONLY}
-    fixed = {}
+    fixed, ones = {}, {}
     for ds in cfg["datasets"]:  # every split loaded here: a missing file refused before work
         one = dict(base, datasets=[{k: v for k, v in ds.items() if k not in _DATASET_GRID_ONLY}])
         data_id, model_id = text_data.input_fingerprints(one["datasets"], data_dir, model_dir)
         fixed[ds["name"]] = dict(
             config=json.dumps(one, sort_keys=True), data_id=data_id, model_id=model_id
         )
+        ones[ds["name"]] = one
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(record, indent=1))
     context = dict(data_dir=str(Path(data_dir).resolve()), model_dir=model_dir)
@@ -799,10 +847,20 @@ def _run_pretrained(cfg: dict, place: dict, out: Path, **kw) -> None:
     funcs = {"softmax": run_softmax, "linearized": run_linearized}
     for ds in cfg["datasets"]:
         seeds = _dataset_seeds(cfg, ds)
-        # recorded names: the runs of hedgehog-loss keep their earlier key
-        variants = [vocab.recorded_variant(v) for v in vocab.pretrained_variants(cfg, ds)]
+        # recorded names: the runs of hedgehog-loss keep their earlier key; a method with its
+        # own settings table runs in its own sweep (folder linearized-<method>), keyed by the
+        # shared configuration and that table
+        own = {m: [] for m in vocab.METHOD_SETTINGS}
+        variants = []
+        for v in vocab.pretrained_variants(cfg, ds):
+            own.get(vocab.split_variant(v)[0], variants).append(vocab.recorded_variant(v))
         grids = {"softmax": {"dataset": [ds["name"]], "seed": seeds}}
         grids["linearized"] = dict(grids["softmax"], variant=variants)
+        sweeps = {"softmax": fixed[ds["name"]], "linearized": fixed[ds["name"]]}
+        for m, table in vocab.METHOD_SETTINGS.items():
+            one = json.dumps(dict(ones[ds["name"]], **{table: cfg[table]}), sort_keys=True)
+            sweeps[f"linearized-{m}"] = dict(fixed[ds["name"]], config=one)
+            grids[f"linearized-{m}"] = dict(grids["softmax"], variant=own[m])
         # a finished stage-1 run whose checkpoint is gone (a clone: checkpoints are not kept
         # with the results) is set aside and recomputed, so that stage 2 finds its start
         for point in grid_points(grids["softmax"]) if "linearized" in stages else []:
@@ -812,14 +870,15 @@ def _run_pretrained(cfg: dict, place: dict, out: Path, **kw) -> None:
                 (path.parent / "set_aside").mkdir(exist_ok=True)
                 path.replace(path.parent / "set_aside" / f"{path.name}.no-checkpoint")
         # stage 2 starts from stage 1's checkpoints: stage 1 is always brought up to date
-        todo = ("softmax", "linearized") if "linearized" in stages and variants else ("softmax",)
-        for stage in todo:
+        stage2 = [s for s in sweeps if s != "softmax" and grids[s]["variant"]]
+        for stage in ["softmax"] + (stage2 if "linearized" in stages else []):
+            func = funcs[stage.split("-")[0]]
             # recorded before the sweep runs, so that a report made while it runs shows the
             # runs it has finished (the digest depends on the function and fixed inputs only)
-            _record_current(out / stage, ds["name"], funcs[stage], fixed[ds["name"]])
+            _record_current(out / stage, ds["name"], func, sweeps[stage])
             log = _notes_of_dataset(out / stage, ds["name"])
-            kw.update(fixed=fixed[ds["name"]], log=log, context=context)
-            run_sweep(funcs[stage], grids[stage], out / stage, **kw)
+            kw.update(fixed=sweeps[stage], log=log, context=context)
+            run_sweep(func, grids[stage], out / stage, **kw)
 
 
 # --- the run functions, keyed under the names their recorded runs have ----------------------------

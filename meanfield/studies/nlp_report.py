@@ -6,10 +6,11 @@ by Phase A, ``kernel-X``; controls ``redraw``, ``priornorms``, ``lam0``, ``atini
 ``results.csv``, ``table.md``/``.csv`` (95 % t-intervals, clean and noisy, the TF-IDF + LR
 bar), ``paired.md``/``.csv`` (each branch minus vanilla X, Holm [4]_), ``claims.md``,
 ``phase_a.md``, ``training.md``, ``figures/``; **pretrained** (MiniLM linearized with X,
-``Omega`` by ``vanilla``, ``kernel``, ``hedgehog-loss`` or the published Hedgehog map [3]_,
-``hedgehog-published-hedgehog``; controls ``redraw``, ``lam0``) reported in ``report.md``,
-``results.csv``, ``readme_tables.md`` (Holm and Bonferroni over the *planned* family). The
-earlier method name ``hedgehog`` (variants ``hedgehog-<X>``) reads as ``hedgehog-loss``.
+``Omega`` by ``vanilla``, ``kernel``, ``hedgehog-loss``, ``coulomb-distilled`` or the published
+Hedgehog map [3]_, ``hedgehog-published-hedgehog``; controls ``redraw``, ``lam0``) reported in
+``report.md``, ``results.csv``, ``readme_tables.md`` (Holm and Bonferroni over each *planned*
+family: Kernel's, Coulomb-regularised distillation's). The earlier method name ``hedgehog``
+(variants ``hedgehog-<X>``) reads as ``hedgehog-loss``.
 
 References
 ----------
@@ -118,7 +119,11 @@ def variant_label(variant: str) -> str:
 # --- variants of the pretrained study -------------------------------------------------------------
 #: the methods of stage 2 and the feature map each brings: None = crossed with every
 #: configured feature map; a name = that map only (its variant is ``<method>-<map>``)
-METHODS = {"vanilla": None, "kernel": None, "hedgehog-loss": None, "hedgehog-published": "hedgehog"}
+METHODS = {"vanilla": None, "kernel": None, "hedgehog-loss": None, "hedgehog-published": "hedgehog",
+           "coulomb-distilled": None}  # fmt: skip
+#: methods with their own settings table: it keys their runs alone, in a sweep of their own
+#: (stage folder ``linearized-<method>``), so adding one recomputes no other method's runs
+METHOD_SETTINGS = {"coulomb-distilled": "coulomb_distillation"}
 PRETRAINED_CONTROLS = ("redraw", "lam0")
 #: earlier names of methods, read as the current ones (configurations and run files)
 _LEGACY_METHODS = {"hedgehog": "hedgehog-loss"}
@@ -169,6 +174,11 @@ def recorded_variant(variant: str) -> str:
     return f"{_RECORDED_AS.get(method, method)}-{feature}"
 
 
+def _crossed(cfg: dict, method: str) -> list[str]:
+    """The feature maps a crossed method runs on: ``method_features[method]``, else all."""
+    return [f for f in cfg["features"] if f in cfg.get("method_features", {}).get(method, [f])]
+
+
 def _methods(cfg: dict, ds: dict | None = None) -> list[str]:
     """The methods data set ``ds`` runs (current names): the study's, or those of them ``ds``
     lists under ``methods``."""
@@ -180,8 +190,9 @@ def _methods(cfg: dict, ds: dict | None = None) -> list[str]:
 
 
 def pretrained_variants(cfg: dict, ds: dict | None = None) -> list[str]:
-    """Data set ``ds``'s stage-2 variants ``<method>-<feature>``: methods x feature maps,
-    those bringing their own map, the controls.
+    """Data set ``ds``'s stage-2 variants ``<method>-<feature>``: methods x feature maps
+    (those ``method_features`` restricts, on theirs), those bringing their own map, the
+    controls.
 
     Examples
     --------
@@ -194,7 +205,8 @@ def pretrained_variants(cfg: dict, ds: dict | None = None) -> list[str]:
     scratch_variants : the variants of the from-scratch study.
     """
     methods = _methods(cfg, ds)
-    out = [f"{m}-{f}" for f in cfg["features"] for m in methods if METHODS[m] is None]
+    out = [f"{m}-{f}" for f in cfg["features"] for m in methods
+           if METHODS[m] is None and f in _crossed(cfg, m)]  # fmt: skip
     out += [f"{m}-{METHODS[m]}" for m in methods if METHODS[m] is not None]
     ctl = cfg.get("controls") or {}
     out += [f"{k}-{ctl['feature']}" for k in ctl.get("kinds", [])]
@@ -652,8 +664,8 @@ def load_pretrained_runs(out: Path) -> list[dict]:
     >>> load_pretrained_runs(Path(tempfile.mkdtemp()))  # nothing finished yet
     []
     """
-    rows = []
-    for stage in ("softmax", "linearized"):
+    rows = []  # stage 2 also in each own-settings method's folder (METHOD_SETTINGS)
+    for stage in ("softmax", "linearized", *(f"linearized-{m}" for m in METHOD_SETTINGS)):
         try:
             current = json.loads((Path(out) / stage / "current.json").read_text())
         except (OSError, ValueError):
@@ -667,7 +679,7 @@ def load_pretrained_runs(out: Path) -> list[dict]:
                     row = {k: float(ds[k].values) for k in ds.data_vars}
                     variant = str(a.get("sweep_variant", "softmax"))  # by its current name:
                     variant = variant if variant == "softmax" else _canonical_variant(variant)
-                    row.update(stage=stage, dataset=name, variant=variant,
+                    row.update(stage=stage.split("-")[0], dataset=name, variant=variant,
                                seed=int(a["sweep_seed"]))  # fmt: skip
             except (OSError, KeyError, ValueError, InputError):
                 continue  # a run being written, or set aside; a variant of no known name
@@ -695,6 +707,19 @@ def _comparisons(cfg, ds=None) -> list[tuple[str, str, str]]:
     published = "hedgehog-published-hedgehog", "Kernel − published Hedgehog"
     return out + [(f"kernel-{f}", *published) for f in cfg["features"]
                   if "hedgehog-published" in ms]  # fmt: skip
+
+
+def _coulomb_comparisons(cfg, ds=None) -> list[tuple[str, str, str]]:
+    """The planned comparisons ``(a, b, label)`` of Coulomb-regularised distillation on data
+    set ``ds``: per feature map it runs on, minus Hedgehog-loss (Ω only) there and minus the
+    published Hedgehog, where ``ds`` runs them (the repulsion-regularised particle field
+    against the loss alone, and against the published trainable map)."""
+    runs = pretrained_variants(cfg, ds)
+    rivals = (("hedgehog-loss-{}", "Hedgehog-loss (Ω only)"),
+              ("hedgehog-published-hedgehog", "published Hedgehog"))  # fmt: skip
+    return [(a, b.format(f), f"Coulomb-regularised − {x}") for f in cfg["features"]
+            if (a := f"coulomb-distilled-{f}") in runs for b, x in rivals
+            if b.format(f) in runs]  # fmt: skip
 
 
 def _recovered(rs, soft) -> tuple:
@@ -732,7 +757,8 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
         lines += _md_lines(head + ["recovered (of softmax)", "best epoch at the budget's end"])
         for variant in ["softmax"] + pretrained_variants(cfg, ds):
             rs = [r for r in mine if r["variant"] == variant]
-            if not rs:
+            if not rs:  # planned, not run yet: shown as missing, never as a number
+                lines.append(_md_row([variant, 0, "missing", *["—"] * 5]))
                 continue
             keys = ("clean_accuracy", "noisy_accuracy", "clean_ece", "linearized_accuracy")
             acc, noisy, ece, lin = (t_interval([r.get(k, np.nan) for r in rs]) for k in keys)
@@ -745,35 +771,58 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
             table.append({"dataset": name, "variant": variant, "n": len(rs), "accuracy": acc[0]})
         lines.append("")
         lines += _learning_lines(mine, pretrained_variants(cfg, ds))
-    # the family of paired comparisons, Holm-corrected over every *planned* comparison (every
-    # data set x comparison of the configuration): one not yet computable (< 2 paired seeds)
-    # counts as p = 1, so a partial study is never corrected for fewer claims than it makes
-    comps, planned = {}, 0
-    for ds in cfg["datasets"]:
-        for a, b, label in _comparisons(cfg, ds):
-            planned += 1
-            d = _paired_seeds(rows, ds["name"], a, b)
-            if len(d) >= 2:
-                comps[(ds["name"], a, b, label)] = d
-    family = paired_family(comps, planned=planned) if comps else []
+    comps, planned, family = _family(cfg, rows, _comparisons)
+    head = ["data set", "comparison", "seeds", "difference", "Bonferroni interval", "p", "Holm p"]
     if comps:
         lines += ["## Paired differences (accuracy, by seed)", "",
                   f"95 % t-intervals; Holm-adjusted p and Bonferroni simultaneous 95 % intervals "
-                  f"over the {planned} planned comparisons ({planned - len(comps)} not yet "
-                  "computable, counted as p = 1).", ""]  # fmt: skip
-        head = ["data set", "comparison", "seeds", "difference", "Bonferroni interval", "p"]
-        body = [
-            [r["label"][0], f"{r['label'][1]} − {r['label'][2]} ({r['label'][3]})", r["k"],
-             _fmt(r["mean"], r["lo"], r["hi"]), f"[{r['lo_bonf']:.4f}, {r['hi_bonf']:.4f}]",
-             f"{r['p']:.3g}", f"{r['p_holm']:.3g}"]
-            for r in family
-        ]  # fmt: skip
-        lines += _md_lines(head + ["Holm p"], body) + [""]
+                  f"over the {len(planned)} planned comparisons ({len(planned) - len(comps)} not "
+                  "yet computable, counted as p = 1).", ""]  # fmt: skip
+        lines += _md_lines(head, [_family_row(r["label"], r, r["k"]) for r in family]) + [""]
+    # its own family (its own question), every planned comparison shown, missing ones so
+    c_comps, c_planned, c_family = _family(cfg, rows, _coulomb_comparisons)
+    if c_planned:
+        by_label = {r["label"]: r for r in c_family}
+        lines += ["## Coulomb-regularised distillation, paired (accuracy, by seed)", "",
+                  "Does the repulsion-regularised particle field help? Coulomb-regularised "
+                  "distillation minus Hedgehog-loss (Ω only) and minus the published Hedgehog: "
+                  "95 % t-intervals; Holm-adjusted p and Bonferroni simultaneous 95 % intervals "
+                  f"over this family's {len(c_planned)} planned comparisons "
+                  f"({len(c_planned) - len(c_comps)} missing: below 2 paired seeds, counted as "
+                  "p = 1).", ""]  # fmt: skip
+        body = [_family_row(key, by_label.get(key), len(_paired_seeds(rows, *key[:3])))
+                for key in c_planned]  # fmt: skip
+        lines += _md_lines(head, body) + [""]
     (dest / "report.md").write_text("\n".join(lines) + "\n")
-    tables = readme_tables(cfg, rows, family)
+    tables = readme_tables(cfg, rows, family + c_family)
     marked = [f"{_OPEN.format(k)}\n\n{v}\n\n{_CLOSE.format(k)}\n\n" for k, v in tables.items()]
     (dest / "readme_tables.md").write_text("".join(marked))
-    return {"table": table, "comparisons": len(comps), "planned": planned, "readme_tables": tables}
+    return {"table": table, "comparisons": len(comps), "planned": len(planned),
+            "readme_tables": tables}  # fmt: skip
+
+
+def _family(cfg, rows, comparisons) -> tuple[dict, list, list]:
+    """A family of paired comparisons (``comparisons(cfg, ds)`` over the data sets): the
+    computable ones' differences, every planned key, and :func:`~meanfield.stats.paired_family`
+    over them: Holm and Bonferroni over every *planned* comparison, one not yet computable
+    (< 2 paired seeds) counted as p = 1, so a partial study is never corrected for fewer
+    claims than it makes."""
+    comps, planned = {}, []
+    for ds in cfg["datasets"]:
+        for a, b, label in comparisons(cfg, ds):
+            planned.append((ds["name"], a, b, label))
+            if len(d := _paired_seeds(rows, ds["name"], a, b)) >= 2:
+                comps[planned[-1]] = d
+    return comps, planned, paired_family(comps, planned=len(planned)) if comps else []
+
+
+def _family_row(key, r, k) -> list:
+    """A report row of one comparison ``key``: its result ``r`` (None: missing), seeds ``k``."""
+    cells = [key[0], f"{key[1]} − {key[2]} ({key[3]})", k]
+    if r is None:
+        return cells + ["missing", "—", "—", "—"]
+    return cells + [_fmt(r["mean"], r["lo"], r["hi"]), f"[{r['lo_bonf']:.4f}, {r['hi_bonf']:.4f}]",
+                    f"{r['p']:.3g}", f"{r['p_holm']:.3g}"]  # fmt: skip
 
 
 # what each way of learning Omega records about the feature map before and after learning it
@@ -781,6 +830,7 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
 _LEARNING = (
     ("TV to softmax attention", "phase_a_tv_to_softmax_before", "phase_a_tv_to_softmax_after"),
     ("TV to softmax attention", "hedgehog_tv_before", "hedgehog_tv_after"),
+    ("TV to softmax attention", "coulomb_tv_before", "coulomb_tv_after"),
     ("centred alignment (held out)", "phase_a_align_heldout_before", "phase_a_align_heldout_after"),
 )
 
@@ -816,7 +866,8 @@ _DATASET_NAMES = {"rotten_tomatoes": "Rotten Tomatoes", "sst2": "SST-2", "qqp": 
 _FEATURE_NAMES = {"favor": "FAVOR+", "porf-softplus": "PORF-softplus"}
 # fmt: off
 _METHOD_NAMES = {"vanilla": "vanilla", "kernel": "Kernel", "hedgehog-loss": "Hedgehog-loss",
-                 "hedgehog-published": "published Hedgehog"}
+                 "hedgehog-published": "published Hedgehog",
+                 "coulomb-distilled": "Coulomb-regularised distillation"}
 _CONTROL_NOTES = {"redraw": ("redraw", "another prior draw"),
                   "lam0": ("λ = 0", "Kernel without repulsion")}
 # fmt: on
@@ -861,10 +912,12 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
     """The README's tables of the pretrained study, each number rounded once.
 
     Per data set with runs: ``variants-<data set>`` (seeds, accuracy and 95 % t-interval,
-    after linearizing, fraction of softmax recovered by seed), ``paired-<data set>`` (Kernel
-    minus vanilla, Hedgehog-loss, published Hedgehog per feature map, in points: mean,
-    t-interval, Bonferroni interval, Holm p over the planned family; "—" below two
-    paired seeds) and ``paired-<data set>-no-bonferroni``. Controls are not tabulated.
+    after linearizing, fraction of softmax recovered by seed; a planned variant without runs
+    as ``missing``), ``paired-<data set>`` (Kernel minus vanilla, Hedgehog-loss, published
+    Hedgehog per feature map, in points: mean, t-interval, Bonferroni interval, Holm p over the
+    planned family; "—" below two paired seeds), ``paired-coulomb-<data set>`` (Coulomb-
+    regularised distillation minus Hedgehog-loss and published Hedgehog, over its own family;
+    once one is computable), each also ``-no-bonferroni``. Controls are not tabulated.
 
     Parameters
     ----------
@@ -908,29 +961,33 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
         head = ["seeds", "accuracy", "after linearizing", "recovered of softmax"]
         lines = _md_lines([f"{title} variant", *head])
         for variant in ["softmax"] + pretrained_variants(cfg, ds):
-            if rs := [r for r in mine if r["variant"] == variant]:
+            if not (rs := [r for r in mine if r["variant"] == variant]):
+                lines.append(f"| {_readme_label(variant)} | 0 | missing | | |")  # planned
+            else:
                 acc = _fmt(*t_interval([r["clean_accuracy"] for r in rs]))
                 lin = np.mean([r.get("linearized_accuracy", np.nan) for r in rs])
                 rest = f"{_fmt(lin, np.nan, np.nan)} | {_fmt(*_recovered(rs, soft), d=3)}"
                 rest = "| 1.000" if variant == "softmax" else rest  # never linearized
                 lines.append(f"| {_readme_label(variant)} | {len(rs)} | {acc} | {rest} |")
         tables[f"variants-{name}"] = "\n".join(lines)
-        grid: dict[str, dict[str, dict]] = {}  # the comparisons with a feature map (no controls)
-        for a, b, label in _comparisons(cfg, ds):
-            method_a, feature = split_variant(a)
-            method_b, _ = split_variant(b)
-            if method_b in _CONTROL_NOTES:
-                continue
-            row = f"{_METHOD_NAMES[method_a]} − {_METHOD_NAMES.get(method_b, method_b)}"
-            grid.setdefault(row, {})[feature] = by_label.get((name, a, b, label))
-        grid = {k: v for k, v in grid.items() if any(c is not None for c in v.values())}
-        if not grid:
-            continue
-        head = [title] + [_FEATURE_NAMES.get(f, f) for f in cfg["features"]]
-        for bonferroni, key in ((True, f"paired-{name}"), (False, f"paired-{name}-no-bonferroni")):
-            body = [[row] + [_cell(c.get(f), bonferroni) for f in cfg["features"]]
-                    for row, c in grid.items()]  # fmt: skip
-            tables[key] = "\n".join(_md_lines(head, body))
+        for prefix, comparisons in (("paired", _comparisons),
+                                    ("paired-coulomb", _coulomb_comparisons)):  # fmt: skip
+            grid: dict[str, dict[str, dict]] = {}  # those with a feature map (no controls)
+            for a, b, label in comparisons(cfg, ds):
+                method_a, feature = split_variant(a)
+                method_b, _ = split_variant(b)
+                if method_b in _CONTROL_NOTES:
+                    continue
+                row = f"{_METHOD_NAMES[method_a]} − {_METHOD_NAMES.get(method_b, method_b)}"
+                grid.setdefault(row, {})[feature] = by_label.get((name, a, b, label))
+            grid = {k: v for k, v in grid.items() if any(c is not None for c in v.values())}
+            feats = [f for f in cfg["features"] if any(f in c for c in grid.values())]
+            head = [title] + [_FEATURE_NAMES.get(f, f) for f in feats]
+            for bonf, key in ((True, f"{prefix}-{name}"),
+                              (False, f"{prefix}-{name}-no-bonferroni")):  # fmt: skip
+                body = [[row] + [_cell(c.get(f), bonf) for f in feats] for row, c in grid.items()]
+                if grid:
+                    tables[key] = "\n".join(_md_lines(head, body))
     return tables
 
 
