@@ -17,7 +17,7 @@ import math
 
 import pytest
 
-from meanfield.contract import Contract, Param, declare, registered
+from meanfield.contract import REQUIRED, Contract, Param, declare, registered
 from meanfield.errors import InputError, InputTypeError
 
 CONTRACTS = registered()
@@ -294,3 +294,72 @@ def test_a_benchmark_help_is_its_declared_flags(path, capsys):
         assert param.flag in text
         help_ = mod.FLAGS.help_text(param.name, mod.FLAGS.defaults[param.name])
         assert "".join(help_.split()) in text, (param.name, help_)
+
+
+def _run_parser():
+    from meanfield.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["run"]
+
+
+def test_every_flag_of_meanfield_run_is_generated_from_its_contract():
+    """``meanfield run``'s flags and its FILE argument are those of RUN_FLAGS, one per
+    declared parameter, each with the help the contract generates."""
+    from meanfield.cli.parser import RUN_FLAGS
+
+    run = _run_parser()
+    actions = [a for a in run._actions if not isinstance(a, argparse._HelpAction)]
+    assert [a.dest for a in actions] == [p.name for p in RUN_FLAGS.params]
+    for action in actions:
+        param = RUN_FLAGS.by_name[action.dest]
+        expected = [] if action.dest == "file" else [param.flag]
+        if param.kind == "flag":
+            expected.append("--no-" + param.flag[2:])
+        assert action.option_strings == expected
+        help_ = RUN_FLAGS.help_text(param.name, RUN_FLAGS.defaults.get(param.name, REQUIRED))
+        assert action.help.replace("%%", "%") == help_
+    # the flag names the documented commands use
+    flags = {s for a in actions for s in a.option_strings}
+    assert {"--out", "--no-progress", "--set", "--in-place", "--report-only", "--report-dir",
+            "--n-workers", "--scheduler"} <= flags  # fmt: skip
+
+
+def test_meanfield_run_reads_its_flags_as_before():
+    args = _run_parser().parse_args(
+        ["--set", "seeds=[3, 4]", "f.toml", "--set", "coulomb.lam=0.5", "--n-workers", "2",
+         "--no-progress", "--in-place"]
+    )  # fmt: skip
+    assert args.set == ["seeds=[3, 4]", "coulomb.lam=0.5"]  # a comma does not split a --set
+    assert (args.file, args.n_workers, args.progress, args.in_place) == ("f.toml", 2, False, True)
+    args = _run_parser().parse_args(["f.toml"])
+    assert (args.set, args.out, args.report_dir, args.scheduler) == (None, None, None, None)
+    assert (args.progress, args.in_place, args.report_only) == (True, False, False)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "allowed"),
+    [
+        (["--n-workers", "0"], "--n-workers", "an integer >= 1"),
+        (["--n-workers", "2.5"], "--n-workers", "an integer >= 1"),
+        (["--n-workers", "many"], "--n-workers", "an integer >= 1"),
+        (["--out", ""], "--out", "a non-empty string"),
+        (["--report-dir", " "], "--report-dir", "a non-empty string"),
+        (["--scheduler", ""], "--scheduler", "a non-empty string"),
+        (["--set", ""], "--set", "a non-empty"),
+    ],
+)
+def test_a_bad_value_of_meanfield_run_is_refused_by_name_before_any_work(
+    argv, flag, allowed, monkeypatch, tmp_path, capsys
+):
+    """Refused by argparse (one line, exit 2) before the command runs: the command is a spy."""
+    import meanfield.cli.commands as commands
+    from meanfield.cli import main
+
+    reached = []
+    monkeypatch.setitem(commands.COMMANDS, "run", (*commands.COMMANDS["run"][:3], reached.append))
+    with pytest.raises(SystemExit) as stop:
+        main(["run", str(tmp_path / "f.toml"), *argv])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and not reached
+    assert f"argument {flag}: must be {allowed}" in line

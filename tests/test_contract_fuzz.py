@@ -21,8 +21,11 @@ from hypothesis import strategies as st
 
 from meanfield.contract import Param, registered
 from meanfield.errors import InputError, InputTypeError
+from meanfield.workbench.study_settings import flatten_settings
 
 CONTRACTS = registered()
+#: The designs of the synthetic study, each with its declared settings.
+DESIGNS = ("grid", "variants", "tuned", "diagnosis", "sinha_duchi")
 
 
 class _Reached(Exception):
@@ -68,7 +71,11 @@ def _call(contract, monkeypatch, name, value):
     kwargs[name] = value
 
     def spy(*args, **kw):  # the body: report the (checked) arguments it was handed
-        raise _Reached(dict(sig.bind(*args, **kw).arguments))
+        handed = dict(sig.bind(*args, **kw).arguments)
+        for p in sig.parameters.values():  # a study's settings (**settings): tables dotted
+            if p.kind is p.VAR_KEYWORD:
+                handed.update(flatten_settings(handed.pop(p.name, {})))
+        raise _Reached(handed)
 
     monkeypatch.setattr(contract, "func", spy)
     if "self" in sig.parameters:  # a declared method: the spy never looks at the instance
@@ -127,6 +134,7 @@ def test_the_contract_covers_the_main_entry_points():
         "meanfield.attention.pretrained:encode_pretrained",
         "meanfield.attention.pretrained:save_tiny_bert",
         "meanfield.attention.hedgehog:HedgehogFeatureMap.__init__",
+        *(f"meanfield.studies.synthetic:SETTINGS.{d}" for d in DESIGNS),
     ):
         assert entry in CONTRACTS, entry
 

@@ -142,11 +142,43 @@ def test_meanfield_run_on_a_study_file(counting_study, tmp_path, monkeypatch, ca
     assert main(["run", str(f), "--no-progress", "--set", "n=4", "--n-workers", "2"]) == 0
     assert capsys.readouterr().out.strip().endswith("wrote runs/q/ci")
     assert counting_study[-1][1]["n"] == 4 and counting_study[-1][3] == 2
-    assert main(["run", str(f), "--n-workers", "0"]) == 2
-    assert "--n-workers" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # refused by argparse, before the file is read
+        main(["run", str(f), "--n-workers", "0"])
+    assert stop.value.code == 2 and "--n-workers" in capsys.readouterr().err
 
 
 def test_study_flags_are_refused_for_a_run_spec(tmp_path, capsys):
     spec = _write(tmp_path / "run.toml", 'type = "RunSpec"\n')
     assert main(["run", str(spec), "--set", "beta=2"]) == 2
     assert "only for a study file" in capsys.readouterr().err
+
+
+def test_a_study_declaring_only_its_settings_contract_is_checked_by_it(tmp_path, monkeypatch):
+    """A study module with ``SETTINGS`` (no ``check_config``): run_study_file checks the file's
+    settings with the contract — defaults filled, unknown keys and bad values refused by name
+    before any run."""
+    from meanfield.contract import Param
+    from meanfield.workbench.study_settings import declare_settings
+
+    calls = []
+    mod = types.ModuleType("declared_study_for_tests")
+    mod.SETTINGS = declare_settings(
+        "declared_study_for_tests:SETTINGS",
+        [Param("n", "int", "count", low=1), Param("train.lr", "real", "rate", low=0.0)],
+        {"n": 1, "train": {"lr": 0.5}},
+        register=False,
+    )
+    mod.run_study = lambda settings, out, **kw: calls.append(settings)
+    mod.write_report = lambda out, report_dir: None
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setitem(studies.STUDIES, "declared", mod.__name__)
+    monkeypatch.chdir(tmp_path)
+    f = _write(Path("q/configs/ci.toml"), 'type = "Study"\nstudy = "declared"\n[train]\nlr = 1\n')
+    studies.run_study_file(f, overrides=["n=3"], progress=False)
+    assert calls == [{"n": 3, "train": {"lr": 1.0}}]
+    for bad, match in ((["n=0"], "n must be an integer >= 1"),
+                       (["train.lr=-1.0"], r"train.lr must be a finite number in \[0, inf\)"),
+                       (["train.lrr=1.0"], "did you mean 'train.lr'")):  # fmt: skip
+        with pytest.raises(InputError, match=match):
+            studies.run_study_file(f, overrides=bad)
+    assert len(calls) == 1 and not Path("runs/q/ci").exists()

@@ -10,6 +10,7 @@ import tomllib
 from meanfield.errors import InputError
 from meanfield.studies import synthetic as S
 from meanfield.studies.synthetic_report import _design_of, load_study
+from meanfield.workbench.study_settings import KeyedAs
 
 ROOT = Path(__file__).resolve().parents[1]
 SYN = ROOT / "paper_repro" / "synthetic"
@@ -22,7 +23,7 @@ def _preset(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["full", "variants_full", "round3_full", "diagnosis", "sinha_duchi"]
+    "name", ["full", "coulomb_variants", "tuned_learners", "diagnosis", "sinha_duchi"]
 )
 def test_full_presets_are_the_committed_settings(name):
     """Each full preset resolves to the settings recorded in its committed folder, and its sweep
@@ -46,7 +47,7 @@ def test_full_presets_are_the_committed_settings(name):
     ("name", "files"),
     [
         ("full", ["table.md", "table.csv", "claims.md"]),
-        ("variants_full", ["table.md", "table.csv", "claims.md", "cv_choices.md"]),
+        ("coulomb_variants", ["table.md", "table.csv", "claims.md", "cv_choices.md"]),
         ("sinha_duchi", ["table.md"]),
     ],
 )
@@ -72,7 +73,11 @@ def test_reports_of_committed_runs_are_byte_identical(name, files, tmp_path):
         ({"design": "diagnosis", "n_checkpoint": 3}, "n_checkpoints"),
         ({"design": "sinha_duchi", "cv_rows": 20_000}, "cv_rows"),
         ({"design": "sinha_duchi", "protocol": {"n_trian": 5}}, "protocol.n_train"),
-        ({"tasks": ["spiral"]}, "unknown task"),
+        ({"tasks": ["spiral"]}, "unknown tasks 'spiral'; choose one of"),
+        ({"tasks": ["radial", "radial"]}, "tasks must hold distinct values"),
+        ({"coulomb": {"lam": -1.0}}, r"coulomb.lam must be a finite number in \[0, inf\)"),
+        ({"design": "variants", "variants": {"a": {"beta": 0}}}, "variants.a.beta must be"),
+        ({"design": "tuned", "beta_window": [-1, 1]}, "beta_window must be an integer >= 0"),
         ({"seeds": [-1]}, "seeds"),
     ],
 )
@@ -112,7 +117,7 @@ def test_grid_study_resumes_and_reports_into_another_folder(tmp_path):
     [
         "sinha_duchi",
         pytest.param("diagnosis", marks=pytest.mark.slow),
-        pytest.param("variants_full", marks=pytest.mark.slow),
+        pytest.param("coulomb_variants", marks=pytest.mark.slow),
     ],
 )
 def test_resume_into_a_committed_folder_computes_nothing(name, tmp_path, monkeypatch):
@@ -127,7 +132,7 @@ def test_resume_into_a_committed_folder_computes_nothing(name, tmp_path, monkeyp
         calls.append(self.__qualname__)
         raise AssertionError("a committed run was recomputed")
 
-    monkeypatch.setattr(S._KeyedAs, "__call__", refuse)
+    monkeypatch.setattr(KeyedAs, "__call__", refuse)
     folder = shutil.copytree(SYN / "results" / name, tmp_path / name)
     runs = sorted((folder / "runs").glob("*.nc"))
     stamps = [(p.name, p.stat().st_mtime_ns) for p in runs]

@@ -11,7 +11,6 @@ writes only under ``tmp_path``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import re
@@ -113,62 +112,36 @@ def test_gallery_scripts_find_the_committed_data_from_any_folder(tmp_path, monke
         assert "Path.cwd()" not in path.read_text(), path.name
 
 
-def _folders():
-    sys.path.insert(0, str(ROOT / "paper_repro"))
-    try:
-        import study_folders
-    finally:
-        sys.path.remove(str(ROOT / "paper_repro"))
-    return study_folders
+def test_study_folders_write_committed_results_only_in_place(tmp_path, monkeypatch):
+    """The folder rules of the studies (:func:`meanfield.workbench.study_files.study_folders`)
+    on a real committed preset, checked without running a study: computing goes to the
+    scratch folder (ignored by git) unless in place; reports of committed runs go elsewhere."""
+    from meanfield.errors import InputError
+    from meanfield.workbench.study_files import read_study_file, study_folders
 
-
-class _Refused(Exception):
-    pass
-
-
-class _Parser:
-    @staticmethod
-    def error(message):
-        raise _Refused(message)
-
-
-def _args(**kw):
-    base = dict(out=None, in_place=False, report_only=False, report_dir=None)
-    return argparse.Namespace(**{**base, **kw})
-
-
-def test_study_folders_write_committed_results_only_in_place(tmp_path):
-    """The rules of ``paper_repro/study_folders.py``, checked without running a study."""
-    sf = _folders()
-    results = SYNTHETIC / "results"
-    kw = dict(results=results, name="round3_full")
-    scratch = ROOT / "runs" / "paper_repro" / "synthetic"
+    monkeypatch.chdir(ROOT)  # the scratch folders are under the current directory
+    f = read_study_file(SYNTHETIC / "configs" / "full.toml")
+    results, scratch = SYNTHETIC / "results", Path("runs") / "synthetic"
     # computing: scratch by default (ignored by git), the committed folder only in place
-    assert sf.study_folder(_Parser, _args(), **kw) == scratch / "round3_full"
-    assert sf.study_folder(_Parser, _args(in_place=True), **kw) == results / "round3_full"
-    with pytest.raises(_Refused, match="--in-place"):
-        sf.study_folder(_Parser, _args(out=str(results / "round3_full")), **kw)
-    assert sf.study_folder(_Parser, _args(out=str(tmp_path)), **kw) == tmp_path
+    assert study_folders(f) == (scratch / "full", scratch / "full")
+    assert study_folders(f, in_place=True)[0] == results / "full"
+    with pytest.raises(InputError, match="--in-place"):
+        study_folders(f, out=results / "full")
+    assert study_folders(f, out=tmp_path) == (tmp_path, tmp_path)
     # --report-only: reads the committed runs, writes the reports elsewhere unless in place
-    ro = _args(report_only=True)
-    out = sf.study_folder(_Parser, ro, **kw)
-    assert out == results / "round3_full"
-    assert sf.report_folder(_Parser, ro, out, **kw) == scratch / "round3_full_report"
-    ro_in = _args(report_only=True, in_place=True)
-    assert sf.report_folder(_Parser, ro_in, out, **kw) == out
-    mine = _args(report_only=True, out=str(tmp_path))
-    assert sf.report_folder(_Parser, mine, tmp_path, **kw) == tmp_path  # not committed
-    with pytest.raises(_Refused, match="committed"):
-        bad = _args(report_only=True, report_dir=results / "elsewhere")
-        sf.report_folder(_Parser, bad, out, **kw)
+    assert study_folders(f, report_only=True) == (results / "full", scratch / "full_report")
+    assert study_folders(f, report_only=True, in_place=True) == (results / "full",) * 2
+    assert study_folders(f, report_only=True, out=tmp_path) == (tmp_path, tmp_path)
+    with pytest.raises(InputError, match="committed"):
+        study_folders(f, report_only=True, report_dir=results / "elsewhere")
     (tmp_path / "keep.txt").write_text("a user's file")
-    with pytest.raises(_Refused, match="neither empty nor a report folder"):
-        sf.report_folder(_Parser, _args(report_only=True, report_dir=tmp_path), out, **kw)
-    with pytest.raises(_Refused, match="only with --report-only"):
-        sf.study_folder(_Parser, _args(report_dir=tmp_path), **kw)
+    with pytest.raises(InputError, match="neither empty nor a report folder"):
+        study_folders(f, report_only=True, report_dir=tmp_path)
+    with pytest.raises(InputError, match="only with --report-only"):
+        study_folders(f, report_dir=tmp_path)
     # git ignores the scratch root
     if shutil.which("git") and (ROOT / ".git").exists():
-        probe = str((scratch / "x" / "runs" / "a.nc").relative_to(ROOT))
+        probe = str(scratch / "x" / "runs" / "a.nc")
         assert subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT).returncode == 0
 
 

@@ -75,6 +75,11 @@ def cmd_simulate(args) -> int:
     int
         0; the dataset is written to ``--out`` and its summary printed.
 
+    See Also
+    --------
+    meanfield.workbench.config.SimulationConfig : its flags' fields.
+    cmd_run : a run from a file.
+
     Notes
     -----
     ``--out`` is checked before the run (:func:`~meanfield._validation.check_output_path`):
@@ -141,6 +146,11 @@ def cmd_compare(args) -> int:
         0; ``comparison.nc`` and ``comparison.png`` are written to ``--out`` and the
         diagnostics printed. Flags are checked before any work.
 
+    See Also
+    --------
+    meanfield.workbench.problems.ComparisonConfig : its flags' fields.
+    meanfield.workbench.compare.compare : the comparison.
+
     Examples
     --------
     A refusal comes before any work (here a grid of one cell):
@@ -196,6 +206,12 @@ def cmd_run(args) -> int:
     int
         0; the dataset is written to ``--out`` and its summary printed.
 
+    See Also
+    --------
+    meanfield.cli.parser.RUN_FLAGS : its flags, declared.
+    meanfield.studies.run_study_file : a study file.
+    meanfield.workbench.spec_sweeps.run_sweep_file : a sweep file.
+
     Notes
     -----
     The file is read and the spec checked, and ``--out`` is checked
@@ -238,7 +254,7 @@ def cmd_run(args) -> int:
     out = check_output_path("--out", args.out or "runs/run.nc", kind="file")
     t0 = time.perf_counter()
     with _package_warnings_as_lines():
-        ds = simulate(spec, progress=not args.no_progress)
+        ds = simulate(spec, progress=args.progress)
     wall = time.perf_counter() - t0
     save_dataset(ds, out)
     print(summarise_run(ds))
@@ -261,7 +277,7 @@ def _file_type(path) -> str | None:
 
 #: The flags of ``meanfield run`` that only a study file takes: dest -> flag.
 _STUDY_FLAGS = {
-    "overrides": "--set",
+    "set": "--set",
     "in_place": "--in-place",
     "report_only": "--report-only",
     "report_dir": "--report-dir",
@@ -287,8 +303,6 @@ def _run_sweep_file(args) -> int:
     from ..workbench.sweeps import check_scheduler
 
     _refuse_study_flags(args, kind="sweep file", allowed=_SWEEP_RUN_FLAGS)
-    if args.n_workers is not None:
-        check_int("--n-workers", args.n_workers, minimum=1)
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
     read_sweep_file(args.file)  # the spec and the axes, refused by name before the folder
@@ -300,7 +314,7 @@ def _run_sweep_file(args) -> int:
             out,
             scheduler=args.scheduler,
             n_workers=args.n_workers,
-            progress=not args.no_progress,
+            progress=args.progress,
             log=_note,
         )
     sizes = {k: ds.sizes[k] for k in json.loads(ds.attrs["sweep_grid"])}  # JSON in the attrs
@@ -315,8 +329,6 @@ def _run_study_file(args) -> int:
     """``meanfield run`` on a study file: :func:`meanfield.studies.run_study_file`."""
     from ..studies import run_study_file
 
-    if args.n_workers is not None:
-        check_int("--n-workers", args.n_workers, minimum=1)
     t0 = time.perf_counter()
     with _package_warnings_as_lines():
         folder = run_study_file(
@@ -325,10 +337,10 @@ def _run_study_file(args) -> int:
             in_place=args.in_place,
             report_only=args.report_only,
             report_dir=args.report_dir,
-            overrides=args.overrides,
+            overrides=args.set or (),
             n_workers=args.n_workers,
             scheduler=args.scheduler,
-            progress=not args.no_progress,
+            progress=args.progress,
         )
     print(f"  wall time              {time.perf_counter() - t0:.2f} s")
     print(f"wrote {folder}")
@@ -492,6 +504,10 @@ def cmd_figures(args) -> int:
     int
         0; each figure's data (.nc) and drawing (.png, .pdf) are written to ``--out``.
 
+    See Also
+    --------
+    meanfield.cli.figures : the figures it makes.
+
     Examples
     --------
     An unknown figure is refused before any work:
@@ -602,6 +618,10 @@ def cmd_study(args) -> int:
     int
         0; the study's runs and gathered dataset are written to ``--out`` (resumable) and its
         fitted rates printed.
+
+    See Also
+    --------
+    cmd_run : studies from configuration files.
 
     Examples
     --------

@@ -32,6 +32,10 @@ def coincidence_warnings(ds) -> list[str]:
     list of str
         One line per warning (empty when the last positions are pairwise distinct).
 
+    See Also
+    --------
+    summarise_run : the summary printed beside them.
+
     Examples
     --------
     >>> import numpy as np, xarray as xr
@@ -62,6 +66,11 @@ def summarise_run(ds) -> str:
     str
         A header line (method, regime, N, p, β, η, steps, seed), each energy at the first and
         last record, and (with positions) the minimum pair distance and mean |ω|.
+
+    See Also
+    --------
+    summarise_comparison : the summary of a comparison.
+    meanfield.cli.commands.cmd_run : prints it.
 
     Examples
     --------
@@ -136,6 +145,11 @@ def summarise_comparison(ds) -> str:
     -------
     str
         A header (N, p, β, regime, grid, times, W method, seed) and an aligned table.
+
+    See Also
+    --------
+    summarise_run : the summary of a run.
+    format_rate : a fitted rate.
 
     Examples
     --------
@@ -214,6 +228,10 @@ def format_rate(fit: dict) -> str:
     -------
     str
         ``"rate [low, high]"`` to three decimals.
+
+    See Also
+    --------
+    meanfield.workbench.compare.fit_rate : the rate it formats.
 
     Examples
     --------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import MISSING, fields
 
-from ..contract import contract_of
+from ..contract import Contract, Param, contract_of
 from ..workbench.config import SimulationConfig
 from ..workbench.problems import PER_DIMENSION, ComparisonConfig
 
@@ -78,59 +78,59 @@ def _add_simulate_flags(sim) -> None:
     _add_config_flags(sim, SimulationConfig, HELP)
 
 
+#: The flags of ``meanfield run``, declared once: each flag, its help (the doc, what it
+#: allows, the default) and its check come from its :class:`~meanfield.contract.Param`
+#: (:meth:`~meanfield.contract.Contract.add_arguments`), so a bad value ends the command in
+#: argparse, by the flag's name, before the file is read. ``file`` is the positional argument.
+RUN_FLAGS = Contract(
+    "meanfield run",
+    [
+        Param(
+            "file", "string", 'TOML file of one run (type = "RunSpec", RunSpec.to_toml), of a '
+            'sweep (type = "Sweep": a [spec] table and an [axes] table) or of a study '
+            '(type = "Study", study = NAME, then its settings)',
+        ),
+        Param(
+            "out", "string", "a run: the output netCDF file [runs/run.nc]; a sweep: its folder "
+            "[runs/sweep]; a study: its folder [runs/<question>/<preset>, or the committed "
+            "results with --in-place] (None: those)", optional=True, default=None,
+        ),
+        Param("progress", "flag", "show the progress bar", default=True),
+        Param(
+            "set", "string", "override one setting of a study, VALUE in TOML syntax "
+            "(--set 'seeds=[3]', --set data_dir='\"../data\"', --set coulomb.lam=0.5); "
+            "repeatable", sequence=True, repeated=True, optional=True, default=None,
+        ),
+        Param(
+            "in_place", "flag", "a study: write into the committed <question>/results/<preset> "
+            "(the maintainers' command)", default=False,
+        ),
+        Param(
+            "report_only", "flag", "a study: only write the reports from the runs in the study "
+            "folder (never the runs)", default=False,
+        ),
+        Param(
+            "report_dir", "string", "a study, with --report-only on committed runs: the report "
+            "folder (None: runs/<question>/<preset>_report)", optional=True, default=None,
+        ),
+        Param(
+            "n_workers", "int", "a study or a sweep: worker processes (None: the study's or "
+            "the file's)", low=1, optional=True, default=None,
+        ),
+        Param(
+            "scheduler", "string", "a study or a sweep: 'local' (a local cluster of "
+            "--n-workers processes), 'threads' or a dask scheduler address "
+            "(tcp://host:8786) (None: the study's or the file's)", optional=True, default=None,
+        ),
+    ],
+)  # fmt: skip
+
+
 def _add_run_flags(run) -> None:
-    """The flags of ``meanfield run``: the file, output, progress, and a study's folders."""
-    run.add_argument(
-        "file",
-        help='TOML file of one run (type = "RunSpec", RunSpec.to_toml), of a sweep '
-        '(type = "Sweep": a [spec] table and an [axes] table) or of a study '
-        '(type = "Study", study = NAME, then its settings)',
-    )
-    run.add_argument(
-        "--out",
-        default=None,
-        help="a run: the output netCDF file [default: runs/run.nc]; a sweep: its folder "
-        "[default: runs/sweep]; a study: its folder [default: runs/<question>/<preset>, or "
-        "the committed results with --in-place]",
-    )
-    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    study = run.add_argument_group(
-        'studies (type = "Study"; --n-workers and --scheduler also for sweeps)'
-    )
-    study.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one setting, VALUE in TOML syntax (--set 'seeds=[3]', "
-        "--set data_dir='\"../data\"', --set coulomb.lam=0.5); repeatable",
-    )
-    study.add_argument(
-        "--in-place",
-        action="store_true",
-        help="write into the committed <question>/results/<preset> (the maintainers' command)",
-    )
-    study.add_argument(
-        "--report-only",
-        action="store_true",
-        help="only write the reports from the runs in the study folder (never the runs)",
-    )
-    study.add_argument(
-        "--report-dir",
-        default=None,
-        metavar="FOLDER",
-        help="with --report-only on committed runs: the report folder "
-        "[default: runs/<question>/<preset>_report]",
-    )
-    study.add_argument(
-        "--n-workers", type=int, default=None, help="worker processes [default: the study's]"
-    )
-    study.add_argument(
-        "--scheduler",
-        default=None,
-        help="'local' (a local cluster of --n-workers processes), 'threads' or a dask "
-        "scheduler address (tcp://host:8786) [default: the study's]",
+    """The flags of ``meanfield run``, generated from :data:`RUN_FLAGS`: the file, the output,
+    the progress bar, and a study's settings, folders and workers."""
+    RUN_FLAGS.add_arguments(
+        run, positional=["file"], metavars={"set": "KEY=VALUE", "report_dir": "FOLDER"}
     )
 
 

@@ -34,6 +34,11 @@ def invalid_values(self) -> list:
     Deterministic, so a failure names its case; ``tests/test_contract_fuzz.py`` adds
     random ones (hypothesis) from :meth:`invalid_strategy`.
 
+    See Also
+    --------
+    meanfield.contract.Param.edge_values : the valid edge values.
+    meanfield.contract.Param.invalid_strategy : random invalid values.
+
     Examples
     --------
     >>> Param("n", "int", "count", low=1, high=10).invalid_values()
@@ -93,6 +98,10 @@ def _accepts(self, value) -> bool:
 def edge_values(self) -> list:
     """Valid values at the edges of the range (each accepted by :meth:`check`).
 
+    See Also
+    --------
+    meanfield.contract.Param.invalid_values : the values refused.
+
     Examples
     --------
     >>> Param("lam", "real", "strength", low=0.0, high=2.0, high_open=True).edge_values()
@@ -138,6 +147,10 @@ def edge_values(self) -> list:
 def invalid_strategy(self):
     """A hypothesis strategy of values :meth:`check` refuses (needs ``hypothesis``).
 
+    See Also
+    --------
+    meanfield.contract.Param.invalid_values : the deterministic ones.
+
     Examples
     --------
     >>> from hypothesis import find
@@ -172,6 +185,10 @@ def invalid_strategy(self):
 
 def count_invalid(self) -> int:
     """How many deterministic invalid cases the contract generates.
+
+    See Also
+    --------
+    meanfield.contract.generated_cases : the counts over every entry point.
 
     Examples
     --------

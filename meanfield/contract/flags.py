@@ -33,12 +33,18 @@ def from_text(self, text: str):
     are refused by the check); ``int`` and ``seed``: ``int`` syntax (``2.5`` and ``1e3``
     refused, not rounded); ``choice`` and ``string``: the text; ``flag``: ``true`` or
     ``false`` (any case); an optional parameter: ``none`` for None; a ``sequence``:
-    comma-separated values, each parsed so.
+    comma-separated values, each parsed so (a ``repeated`` sequence: the word is one
+    element, commas included).
 
     Raises
     ------
     meanfield.errors.InputTypeError, meanfield.errors.InputError
         As :meth:`check`, naming the parameter and what it allows.
+
+    See Also
+    --------
+    meanfield.contract.Param.check : the check of a Python value.
+    meanfield.contract.Contract.add_arguments : flags that parse with it.
 
     Examples
     --------
@@ -56,6 +62,8 @@ def from_text(self, text: str):
     word = text.strip()
     if self.optional and word.lower() == "none":
         return None
+    if self.sequence and self.repeated:  # one whole element per word (it may hold commas)
+        return [self.element.from_text(text)]
     if self.sequence:
         parts = word.split(",")
         if not word or any(not w.strip() for w in parts):
@@ -102,6 +110,11 @@ def help_text(self, name: str, default=REQUIRED) -> str:
     """The help of one flag: the doc, the allowed values (but a switch's), the units,
     the default.
 
+    See Also
+    --------
+    meanfield.contract.Contract.add_arguments : the flags it helps.
+    meanfield.contract.Contract.rst_table : the same in the docs.
+
     Examples
     --------
     >>> c = Contract("demo", [Param("budget", "real", "sampling time per run", low=0.0,
@@ -122,7 +135,7 @@ def help_text(self, name: str, default=REQUIRED) -> str:
     return f"{param.doc}; {param.allowed()}{units} [{dflt}]"
 
 
-def add_arguments(self, parser, *, names=None, defaults=None) -> list:
+def add_arguments(self, parser, *, names=None, defaults=None, positional=(), metavars=None) -> list:
     """One command-line flag per declared parameter, generated from its :class:`Param`.
 
     Parameters
@@ -134,18 +147,31 @@ def add_arguments(self, parser, *, names=None, defaults=None) -> list:
     defaults : dict, optional
         Defaults that replace the declared ones (checked); a parameter with no default
         gets a required flag.
+    positional : sequence of str, optional
+        Parameters that are positional arguments rather than flags (``meanfield run FILE``):
+        the argument ``name``, required unless it has a default (then it may be left out),
+        parsed and checked as a flag's word is; a ``flag`` or ``sequence`` cannot be one.
+    metavars : dict, optional
+        name -> how the help shows a flag's value (``{"set": "KEY=VALUE"}``).
 
     Returns
     -------
     list of argparse.Action
         The flags added.
 
+    See Also
+    --------
+    meanfield.contract.Contract.parse_args : parses and checks.
+    meanfield.cli.parser.RUN_FLAGS : the flags of ``meanfield run``.
+    meanfield.contract.Contract.rst_table : the docs' table of the same.
+
     Notes
     -----
     For the parameter ``some_name``: the flag ``--some-name`` with destination
     ``some_name``; a ``flag`` kind gives the pair ``--some-name`` / ``--no-some-name``
     (``argparse.BooleanOptionalAction``); a ``sequence`` takes one or more words, each
-    comma-separated values (``--m 64,256`` or ``--m 64 256``); a ``choice`` shows its
+    comma-separated values (``--m 64,256`` or ``--m 64 256``), a ``repeated`` one a whole
+    word per flag, repeated (``--set a=1 --set b=2``); a ``choice`` shows its
     values as the metavar. The help is :meth:`help_text`: the doc, the allowed values as
     the refusals word them, the units and the default. Each word is parsed and checked by
     :meth:`Param.from_text` while argparse reads it, so a bad value ends the program in
@@ -167,6 +193,11 @@ def add_arguments(self, parser, *, names=None, defaults=None) -> list:
     >>> _ = flags.add_arguments(ap)
     >>> vars(ap.parse_args(["--n-steps", "5", "--lengths", "8,16", "32", "--no-progress"]))
     {'n_steps': 5, 'lengths': [8, 16, 32], 'clock': 'wall', 'progress': False}
+    >>> one = argparse.ArgumentParser(prog="run")
+    >>> _ = Contract("demo", [Param("file", "string", "the file to run")]).add_arguments(
+    ...     one, positional=["file"])
+    >>> one.parse_args(["a.toml"]).file
+    'a.toml'
     >>> print(ap.format_help())  # doctest: +NORMALIZE_WHITESPACE
     usage: bench.py [-h] [--n-steps N_STEPS] [--lengths LENGTHS [LENGTHS ...]]
                     [--clock {wall,cpu}] [--progress | --no-progress]
@@ -183,12 +214,25 @@ def add_arguments(self, parser, *, names=None, defaults=None) -> list:
     <BLANKLINE>
     """
     defaults = dict(defaults or {})
+    positional = list(positional)
+    self._selected(positional)  # each a declared parameter
+    bad = [n for n in positional if self.by_name[n].kind == "flag" or self.by_name[n].sequence]
+    if bad:
+        raise InputError(f"positional must name neither a flag nor a sequence, got {bad}")
     actions = []
     for param in self._selected(names):
         if param.name in defaults:
             default = param.check(defaults[param.name])
         else:
             default = self.defaults.get(param.name, REQUIRED)
+        if param.name in positional:  # an argument: its name, no dest, no "required"
+            kwargs = {"type": _ArgumentType(param)}
+            if default is not REQUIRED:
+                kwargs.update(nargs="?", default=default)
+            action = parser.add_argument(param.name, **kwargs)
+            action.help = self.help_text(param.name, default).replace("%", "%%")
+            actions.append(action)
+            continue
         kwargs: dict = {"dest": param.name}
         if default is REQUIRED:
             kwargs["required"] = True
@@ -198,10 +242,14 @@ def add_arguments(self, parser, *, names=None, defaults=None) -> list:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
             kwargs["type"] = _ArgumentType(param)
-            if param.sequence:
+            if param.sequence and param.repeated:  # --set a=1 --set b=2: one word each
+                kwargs.update(action=_Appended, metavar=param.name.upper())
+            elif param.sequence:
                 kwargs.update(nargs="+", action=_FlatList)
             if param.kind == "choice":
                 kwargs["metavar"] = "{" + ",".join(param.choices) + "}"
+        if param.name in (metavars or {}):
+            kwargs["metavar"] = metavars[param.name]
         action = parser.add_argument(param.flag, **kwargs)
         # set after: BooleanOptionalAction would append its own "(default: ...)"; a "%"
         # of a doc must not reach argparse's %-formatting
@@ -229,6 +277,10 @@ def from_args(self, namespace, *, names=None) -> dict:
     ------
     meanfield.errors.InputTypeError, meanfield.errors.InputError
         As :meth:`Param.check`, naming the first parameter refused.
+
+    See Also
+    --------
+    meanfield.contract.Contract.parse_args : the same while parsing.
 
     Examples
     --------
@@ -264,6 +316,11 @@ def parse_args(self, parser, argv=None, *, names=None):
     -------
     argparse.Namespace
         The namespace, the declared values replaced by their checked values.
+
+    See Also
+    --------
+    meanfield.contract.Contract.add_arguments : the flags it reads.
+    meanfield.contract.Contract.from_args : the check of a namespace.
 
     Examples
     --------
@@ -323,3 +380,12 @@ class _FlatList(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, [v for word in values for v in word])
+
+
+class _Appended(argparse.Action):
+    """The argparse action of a ``repeated`` sequence flag: one word per flag, each flag's
+    word appended (``--set a=1 --set b=2`` gives ``["a=1", "b=2"]``; the default is never
+    changed in place)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *values])

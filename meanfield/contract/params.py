@@ -86,6 +86,10 @@ class Param:
         The value is a non-empty list of such values (each checked as above; a tuple or a
         list in Python, ``--flag 64,256`` or ``--flag 64 256`` on the command line); the
         checked value is a ``list``.
+    repeated : bool, default False
+        For a ``sequence``: on the command line each word is one whole element and the flag
+        is repeated for more (``--set a=1 --set 'b=[1, 2]'``; no comma splits a word), the
+        flag's words appended in order; use it for values that may hold commas.
     default : object, optional
         The default of a parameter that no signature gives (a script's flag,
         :meth:`Contract.add_arguments`); checked when declared. A declared function's
@@ -128,6 +132,7 @@ class Param:
     examples: tuple = ()
     sequence: bool = False
     default: object = field(default=REQUIRED, repr=False)
+    repeated: bool = False
 
     def __post_init__(self):
         check_choice("Param kind", self.kind, KINDS)
@@ -137,6 +142,8 @@ class Param:
         object.__setattr__(self, "examples", tuple(self.examples))
         if self.sequence and self.kind == "flag":
             raise InputError(f"Param {self.name!r}: a flag cannot be a sequence")
+        if self.repeated and not self.sequence:
+            raise InputError(f"Param {self.name!r}: only a sequence can be repeated")
         if self.default is not REQUIRED:  # a declared default must itself be allowed
             self.check(self.default)
 

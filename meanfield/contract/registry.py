@@ -221,6 +221,10 @@ def check_declared(obj) -> None:
     meanfield.errors.InputTypeError, meanfield.errors.InputError
         As :meth:`Param.check`, naming the first field refused.
 
+    See Also
+    --------
+    declare_fields : registers the dataclass.
+
     Examples
     --------
     >>> from dataclasses import dataclass, field
@@ -239,6 +243,11 @@ def check_declared(obj) -> None:
 def contract_of(obj) -> Contract:
     """The contract of a declared function, or of a dataclass whose fields carry a ``Param``
     in their metadata (``field(default=..., metadata={"param": Param(...)})``).
+
+    See Also
+    --------
+    declare : a function's contract.
+    declare_fields : a dataclass's.
 
     Examples
     --------

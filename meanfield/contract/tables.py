@@ -33,6 +33,10 @@ def _rst_text(text: str) -> str:
 def rst_row(self, default=REQUIRED) -> str:
     """One row of :meth:`Contract.rst_table`.
 
+    See Also
+    --------
+    meanfield.contract.Contract.rst_table : the whole table.
+
     Examples
     --------
     >>> print(Param("on", "flag", "a switch").rst_row(default=False))
@@ -51,6 +55,11 @@ def rst_row(self, default=REQUIRED) -> str:
 
 def rst_table(self) -> str:
     """The parameter table of the docs (a reStructuredText list-table).
+
+    See Also
+    --------
+    meanfield.contract.Contract.help_text : the same as a flag's help.
+    meanfield.workbench.study_settings.declare_settings : a study's settings, tabled too.
 
     Examples
     --------

@@ -6,11 +6,24 @@ configuration file (``type = "Study"``, ``study = NAME``, then its settings) by 
 ``meanfield run FILE`` or :func:`run_study_file`; presets are files, not code
 (``paper_repro/<question>/configs/<preset>.toml``).
 
-A study module listed in :data:`STUDIES` defines ``check_config(settings) -> dict`` (the
-complete settings, every value checked, before any work), ``run_study(settings, out, *,
+A study module listed in :data:`STUDIES` defines ``run_study(settings, out, *,
 n_workers=None, scheduler=None, progress=True)`` (computes into the study folder, resuming,
-and writes the reports there) and ``write_report(out, report_dir)`` (reads the runs in ``out``,
-writes only reports into ``report_dir``).
+and writes the reports there), ``write_report(out, report_dir)`` (reads the runs in ``out``,
+writes only reports into ``report_dir``), and its settings' check, one of
+
+* ``SETTINGS``, its settings contract
+  (:func:`meanfield.workbench.study_settings.declare_settings`): every setting declared once
+  (type, range, default, one line of doc), so the generated fuzzing covers it and the docs
+  print its table; :func:`check_study_settings` calls ``SETTINGS.wrapper(**settings)``;
+* ``check_config(settings) -> dict`` (the complete settings, every value checked, before any
+  work), which takes precedence: a study whose settings depend on a selector (the synthetic
+  study's ``design``) picks one of its contracts there (``synthetic.SETTINGS[design]``).
+
+See Also
+--------
+meanfield.workbench.study_files : the study file, its overrides and its folders.
+meanfield.workbench.study_settings : the configuration engine (defaults, unknown keys, checks).
+meanfield.cli.parser.RUN_FLAGS : the flags of ``meanfield run``.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ from ..workbench.study_files import (
     study_folders,
 )
 
-__all__ = ["STUDIES", "run_study_file", "study_module"]
+__all__ = ["STUDIES", "check_study_settings", "run_study_file", "study_module"]
 
 #: The studies a configuration file can name: name -> the module implementing it.
 STUDIES: dict[str, str] = {
@@ -52,6 +65,11 @@ def study_module(name: str):
     InputError
         An unknown study (the message lists the known ones).
 
+    See Also
+    --------
+    check_study_settings : checks a study's settings.
+    run_study_file : runs a study file.
+
     Examples
     --------
     >>> study_module("no such study")
@@ -63,6 +81,50 @@ def study_module(name: str):
         known = ", ".join(repr(k) for k in sorted(STUDIES)) or "(none)"
         raise InputError(f"study must be one of {known}, got {name!r}")
     return importlib.import_module(STUDIES[name])
+
+
+def check_study_settings(module, settings: dict) -> dict:
+    """The complete, checked settings of a study, before any work.
+
+    Parameters
+    ----------
+    module : module
+        A study module (:func:`study_module`).
+    settings : dict
+        The settings of its file, overrides applied.
+
+    Returns
+    -------
+    dict
+        ``module.check_config(settings)`` where the module defines it, else
+        ``module.SETTINGS.wrapper(**settings)`` (its settings contract,
+        :func:`~meanfield.workbench.study_settings.declare_settings`).
+
+    Raises
+    ------
+    meanfield.errors.InputError, meanfield.errors.InputTypeError
+        A setting refused (by name, with its range), or a module with neither.
+
+    See Also
+    --------
+    meanfield.workbench.study_settings.declare_settings : declares a study's settings.
+
+    Examples
+    --------
+    >>> check_study_settings(study_module("synthetic"), {"n_train": 1})
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: n_train must be an integer >= 2, got 1
+    """
+    if not isinstance(settings, dict):
+        raise InputError(f"the settings must be a mapping, got {settings!r}")
+    check = getattr(module, "check_config", None)
+    if check is not None:
+        return check(settings)
+    contract = getattr(module, "SETTINGS", None)
+    if contract is None or not callable(getattr(contract, "wrapper", None)):
+        raise InputError(f"study module {module.__name__} declares no SETTINGS nor check_config")
+    return contract.wrapper(**settings)
 
 
 def run_study_file(
@@ -79,8 +141,9 @@ def run_study_file(
 ) -> Path:
     """Run the study a configuration file describes (or only write its reports).
 
-    Everything is checked before any work: the file, the overrides, the settings (by the
-    study's ``check_config``) and the folders
+    Everything is checked before any work: the file, the overrides, the settings
+    (:func:`check_study_settings`: the study's ``check_config`` or its ``SETTINGS`` contract)
+    and the folders
     (:func:`~meanfield.workbench.study_files.study_folders`).
 
     Parameters
@@ -96,7 +159,8 @@ def run_study_file(
     report_dir : path-like, optional
         With ``report_only`` on committed runs: where the reports go.
     overrides : sequence of str
-        ``KEY=VALUE`` settings in TOML syntax (``seeds=[3]``), applied over the file's.
+        ``KEY=VALUE`` settings in TOML syntax (``seeds=[3]``), applied over the file's
+        (``meanfield run --set``).
     n_workers : int, optional
         Worker processes of the local cluster (default: the study's choice).
     scheduler : str, optional
@@ -113,6 +177,8 @@ def run_study_file(
     See Also
     --------
     meanfield.workbench.study_files : the file format and the folder rules.
+    check_study_settings : the settings' check.
+    meanfield.cli.commands.cmd_run : ``meanfield run``, which calls it for a study file.
 
     Examples
     --------
@@ -123,7 +189,7 @@ def run_study_file(
     """
     file = read_study_file(path)
     module = study_module(file.study)
-    settings = module.check_config(override_settings(file.settings, overrides))
+    settings = check_study_settings(module, override_settings(file.settings, overrides))
     folder, reports = study_folders(
         file, out=out, in_place=in_place, report_only=report_only, report_dir=report_dir
     )

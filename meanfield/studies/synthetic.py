@@ -43,22 +43,28 @@ Examples
 from __future__ import annotations
 
 import copy
-import difflib
-import functools
+import dataclasses
 import inspect
 import json
 import logging
-import os
-import platform
-import socket
 import time
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from ..contract import RUN_REGIMES, Param
+from ..errors import InputError
+from ..learners.coulomb import ALIGNMENTS, CoulombFeatures
 from ..learners.diagnostics import counterfactual_scores
 from ..learners.tuning import fixed_grid_learners, ridge_errors, tuned_learners
+from ..workbench.study_settings import (
+    KeyedAs,
+    check_section,
+    declare_settings,
+    machine,
+    run_recorded_sweep,
+    unknown_key,
+)
 from .synthetic_report import LEARNER_LABELS, PUBLISHED, SETS, TASKS, load_study, report
 
 __all__ = [
@@ -70,6 +76,9 @@ __all__ = [
     "PUBLISHED",
     "SETS",
     "DEFAULTS",
+    "SETTINGS",
+    "COULOMB_KEYS",
+    "COULOMB_SECTION",
     "check_config",
     "make_learner",
     "run_grid_cell",
@@ -192,80 +201,195 @@ DEFAULTS = {
         },
     ),
 }
-#: The sections of settings that are CoulombFeatures / ImportanceSampledFeatures keywords
-#: (merged key by key into the default), and those that map names to such sections.
-_ESTIMATOR_SECTIONS = {"coulomb": "coulomb", "base": "coulomb", "importance": "importance"}
-_NAMED_SECTIONS = ("variants", "tempered")
 
 
-def _fail(message):
-    from ..errors import InputError
-
-    return InputError(message)
+def _real(name, doc, low=None, high=None, *, low_open=False, high_open=False, **kw) -> Param:
+    return Param(name, "real", doc, low, high, low_open, high_open, **kw)
 
 
-def _unknown(where: str, key, allowed) -> Exception:
-    near = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1)
-    hint = f" (did you mean {where + near[0]!r}?)" if near else ""
-    return _fail(f"unknown configuration key {where + str(key)!r}{hint}")
+def _ints(name, doc, low, **kw) -> Param:
+    return Param(name, "int", doc, low=low, sequence=True, **kw)
 
 
-def _estimator_keys(name: str) -> list[str]:
-    """A learner section's keys: its estimator's keywords less those set per run."""
-    from ..learners import CoulombFeatures, ImportanceSampledFeatures
+#: The keys of a Coulomb section (``coulomb``, ``base``, each named variant): the keywords of
+#: :class:`meanfield.learners.CoulombFeatures` but those set per run (``n_features``,
+#: ``bandwidth``, ``random_state``), declared with the ranges its checks apply.
+COULOMB_KEYS = (
+    _real("lam", "repulsion strength lambda", 0.0),
+    _real("s", "Riesz exponent s (None: the Coulomb exponent p - 2)", optional=True),
+    _real("softening", "softening epsilon of the repulsion", 0.0),
+    _real("beta", "inverse temperature beta", 0.0, low_open=True),
+    _real("eta", "step size of the particles", 0.0, low_open=True),
+    Param("n_steps", "int", "Langevin steps", low=1),
+    _real("radius", "radius R of the frequency ball (None: the learner's)", 0.0, low_open=True,
+          optional=True),
+    Param("regime", "choice", "mean-field or coulomb-gas scaling", choices=RUN_REGIMES),
+    Param("data_batch", "int", "rows per alignment mini-batch (None: all)", low=2, optional=True),
+    Param("alignment", "choice", "alignment energy", choices=tuple(ALIGNMENTS)),
+    Param("confinement", "choice", "confinement (None: the ball)", choices=("prior",),
+          optional=True),
+    _real("direction_repulsion", "repulsion of directions lambda_F", 0.0),
+    Param("early_stopping", "flag", "stop at the best held-out alignment"),
+    Param("validation_fraction", "level", "held-out share for early stopping"),
+    Param("n_checkpoints", "int", "recorded checkpoints (None: none)", low=1, optional=True),
+)  # fmt: skip
+#: The Coulomb section's contract, declared once (its defaults are CoulombFeatures' own):
+#: ``coulomb``, ``base`` and each named variant are checked by it, each refusal naming the
+#: full key (``variants.linear.beta``).
+COULOMB_SECTION = declare_settings(
+    f"{__name__}:COULOMB_SECTION",
+    COULOMB_KEYS,
+    {p.name: inspect.signature(CoulombFeatures).parameters[p.name].default for p in COULOMB_KEYS},
+)
+_IMPORTANCE_KEYS = (
+    Param("n_candidates", "int", "candidate draws N_w (None: the learner's)", low=1,
+          optional=True),
+    _real("rho", "chi-square budget rho", 0.0, optional=True),
+    _real("rho_fraction", "budget as a fraction of N_w", 0.0, 1.0, optional=True),
+    Param("mode", "choice", "use of the weights", choices=("sample", "weight", "support")),
+)  # fmt: skip
+_PROTOCOL_KEYS = (
+    Param("n_train", "int", "training rows", low=2),
+    Param("n_test", "int", "test rows", low=1),
+    Param("d", "int", "dimension", low=1),
+    Param("n_candidates", "int", "candidate features N_w", low=1),
+    _real("rho", "chi-square budget rho", 0.0),
+    _real("ridge", "ridge penalty", 0.0, low_open=True),
+)
+_COMMON = (
+    Param("tasks", "choice", "tasks", choices=tuple(TASKS), sequence=True),
+    Param("seeds", "seed", "data seeds (learner seed 10 000 + seed)", sequence=True),
+    Param("n_train", "int", "training rows", low=2),
+    Param("n_test", "int", "test rows", low=2),
+    Param("cv", "int", "cross-validation folds", low=2),
+    _real("direction_repulsion", "direction repulsion of the tempered variant", 0.0),
+    _real("noise", "label-noise rate", 0.0, 0.5, high_open=True),
+    _real("noise", "label-noise rates", 0.0, 0.5, high_open=True, sequence=True),
+    Param("m", "int", "features m", low=1),
+    _ints("m", "features m", 1),
+)
 
-    cls = CoulombFeatures if name == "coulomb" else ImportanceSampledFeatures
-    skip = {"self", "n_features", "bandwidth", "random_state"}
-    return [p for p in inspect.signature(cls.__init__).parameters if p not in skip]
+
+def _table(name, keys) -> list:
+    return [dataclasses.replace(p, name=f"{name}.{p.name}") for p in keys]
 
 
-def _is_int(v, low) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+def _pick(*names, lists=()) -> list:
+    """The common settings ``names`` (``noise`` and ``m``: lists if in ``lists``)."""
+    two = ("noise", "m")
+    return [
+        p for n in names for p in _COMMON
+        if p.name == n and (n not in two or p.sequence == (n in lists))
+    ]  # fmt: skip
 
 
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
+#: Each design's declared settings (a table's keys by dotted name; :data:`DEFAULTS` gives
+#: the defaults, and its other keys are checked by :func:`_resolved`).
+_DECLARED = {
+    "grid": [
+        Param("learners", "choice", "learners", choices=tuple(LEARNER_LABELS), sequence=True),
+        *_pick("tasks", "noise", "m", "seeds", "n_train", "n_test", lists=("noise", "m")),
+        *_table("importance", _IMPORTANCE_KEYS),
+    ],
+    "variants": [
+        *_pick("tasks", "noise", "m", "seeds", "n_train", "n_test", "cv", lists=("m",)),
+        _real("bandwidth_factors", "bandwidths, times the median", 0.0, low_open=True,
+              sequence=True),
+        _real("rho_fractions", "importance budgets rho / N_w", 0.0, sequence=True),
+    ],
+    "tuned": [
+        *_pick("tasks", "seeds", "n_train", "n_test", "cv", "direction_repulsion"),
+        _real("betas", "inverse temperatures of the tempered grid", 0.0, low_open=True,
+              sequence=True),
+        _ints("beta_window", "[a, b]: first grid of betas, indices", 0),
+        _ints("bandwidth_exponents", "[a, b]: bandwidths median * 2^k, k in [a, b]", -64),
+        _ints("bandwidth_window", "[a, b]: first grid of bandwidth exponents", -64),
+        _real("rho_fractions", "importance budgets rho / N_w", 0.0, 1.0, sequence=True),
+        _ints("rho_window", "[a, b]: first grid of budgets, indices", 0),
+    ],
+    "diagnosis": [
+        *_pick("tasks", "seeds", "m", "noise", "n_train", "n_test", "direction_repulsion"),
+        Param("n_checkpoints", "int", "checkpoints recombined", low=1),
+    ],
+    "sinha_duchi": [
+        *_pick("seeds"),
+        *_table("protocol", _PROTOCOL_KEYS),
+        Param("cv_rows", "int", "rows of the CV of the Coulomb variant", low=6),
+        Param("is_draws", "int", "draws of importance sampling", low=1),
+    ],
+}  # fmt: skip
 
 
-def _numbers(name, values, kind, low=None, high=None, distinct=False) -> list:
-    ok = isinstance(values, list) and bool(values)
-    ok = ok and all(_is_int(v, -(2**62)) if kind is int else _is_num(v) for v in values)
-    ok = ok and (low is None or min(values) >= low) and (high is None or max(values) < high)
-    if not ok or (distinct and len(set(values)) != len(values)):
-        rng = f" >= {low}" if high is None else f" in [{low}, {high})"
-        what = (
-            ("distinct " if distinct else "") + kind.__name__ + "s" + ("" if low is None else rng)
-        )
-        raise _fail(f"{name} must be a non-empty list of {what}, got {values!r}")
-    return [kind(v) for v in values]
+def _distinct(cfg: dict, *names) -> None:
+    for k in names:
+        v = cfg.get(k)
+        if isinstance(v, list) and len({json.dumps(x) for x in v}) != len(v):
+            raise InputError(f"{k} must hold distinct values, got {v!r}")
 
 
-def _names(name, values, known) -> list:
-    if not isinstance(values, list) or not values or len(set(map(str, values))) != len(values):
-        raise _fail(f"{name} must be a non-empty list of distinct names, got {values!r}")
-    for v in values:
-        if v not in known:
-            raise _fail(f"unknown {name[:-1]} {v!r}; choose from {list(known)}")
-    return list(values)
+def _sections(cfg: dict, key: str) -> None:
+    """A free mapping of named Coulomb sections (``variants``, ``tempered``), checked."""
+    v = cfg.get(key)
+    if key in cfg and (not isinstance(v, dict) or not v):
+        raise InputError(f"configuration key {key!r} must be a non-empty mapping, got {v!r}")
+    for name, sub in (v or {}).items():
+        v[name] = check_section(f"{key}.{name}", sub, COULOMB_SECTION, {})
 
 
-def _section(where: str, value, allowed, default) -> dict:
-    if not isinstance(value, dict):
-        raise _fail(f"configuration key {where!r} must be a mapping, got {value!r}")
-    for k in value:
-        if k not in allowed:
-            raise _unknown(f"{where}.", k, allowed)
-    return {**default, **value}
+def _resolved(design: str):
+    def resolved(**cfg) -> dict:
+        """What the declared settings cannot say: distinct values, values that depend on
+        each other, the free keys (named sections, [m, noise] pairs, ridges)."""
+        _distinct(cfg, "tasks", "learners", "seeds", "noise", "m")
+        _sections(cfg, "variants")
+        _sections(cfg, "tempered")
+        if design == "tuned":
+            cfg["settings"] = _settings(cfg["settings"])
+            lo, hi = _window("bandwidth_exponents", cfg["bandwidth_exponents"], -64, 64)
+            _window("bandwidth_window", cfg["bandwidth_window"], lo, hi)
+            _window("beta_window", cfg["beta_window"], 0, len(cfg["betas"]) - 1)
+            _window("rho_window", cfg["rho_window"], 0, len(cfg["rho_fractions"]) - 1)
+        if design == "sinha_duchi":
+            if cfg["cv_rows"] > cfg["protocol"]["n_train"]:
+                raise InputError(f"cv_rows must be at most protocol.n_train, got {cfg['cv_rows']}")
+            r = cfg["ridges"]
+            if (
+                not isinstance(r, dict)
+                or not r
+                or not all(isinstance(v, list) and len(v) == 2 for v in r.values())
+            ):
+                raise InputError(
+                    f"ridges must map names to [penalty or 'loo', intercept], got {r!r}"
+                )
+        return {"design": design, **json.loads(json.dumps(cfg))}
+
+    return resolved
+
+
+#: Each design's settings contract (:func:`meanfield.workbench.study_settings.declare_settings`):
+#: ``SETTINGS[design].wrapper(**settings)`` is :func:`check_config` for that design; each is
+#: registered, so the generated fuzzing covers every declared setting and the docs print
+#: its table.
+SETTINGS = {
+    design: declare_settings(
+        f"{__name__}:SETTINGS.{design}", _DECLARED[design], DEFAULTS[design],
+        check=_resolved(design),
+        sections={k: COULOMB_SECTION for k in ("coulomb", "base") if k in DEFAULTS[design]},
+    )
+    for design in DEFAULTS
+}  # fmt: skip
 
 
 def check_config(settings: dict) -> dict:
     """The study's complete settings, every default filled in and every value checked first.
 
     ``design`` (default ``"grid"``) selects the design and its settings, :data:`DEFAULTS`
-    ``[design]``. Unknown keys, at any depth, are refused naming the nearest; a learner section
-    (``coulomb``, ``base``, ``importance``, ``protocol``) is merged key by key into its default
-    (any estimator keyword but ``n_features``, ``bandwidth``, ``random_state``); ``variants``,
-    ``tempered`` and ``ridges`` replace their default sets.
+    ``[design]``, declared by its contract :data:`SETTINGS` ``[design]`` (each value's type,
+    range and one line of doc; the docs print the tables). Unknown keys, at any depth, are
+    refused naming the nearest; a learner section (``coulomb``, ``base``, ``importance``,
+    ``protocol``) is merged key by key into its default (any estimator keyword but
+    ``n_features``, ``bandwidth``, ``random_state``); ``variants``, ``tempered`` and
+    ``ridges`` replace their default sets.
 
     Parameters
     ----------
@@ -279,12 +403,15 @@ def check_config(settings: dict) -> dict:
 
     Raises
     ------
-    meanfield.errors.InputError
-        An unknown key, or a value out of range (the message names it and the range).
+    meanfield.errors.InputError, meanfield.errors.InputTypeError
+        An unknown key, or a value of the wrong type or out of range (the message names it
+        and the range).
 
     See Also
     --------
     run_study : runs checked settings.
+    SETTINGS : the declared settings of each design.
+    meanfield.workbench.study_settings.declare_settings : the configuration engine.
 
     Examples
     --------
@@ -300,91 +427,39 @@ def check_config(settings: dict) -> dict:
 mean 'variants.linear.n_steps'?)
     >>> check_config({"design": "tuned"})["betas"]
     [1.0, 10.0, 100.0, 1000.0, 10000.0]
+    >>> check_config({"coulomb": {"lam": -1}})
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: coulomb.lam must be a finite number in [0, inf), got -1
     """
     if not isinstance(settings, dict):
-        raise _fail(f"the settings must be a mapping, got {settings!r}")
-    design = settings.get("design", "grid")
-    if design not in DEFAULTS:
-        raise _fail(f"design must be one of {list(DEFAULTS)}, got {design!r}")
-    defaults = DEFAULTS[design]
-    out = copy.deepcopy(defaults)
-    coulomb_keys = _estimator_keys("coulomb")
-    for k, v in settings.items():
-        if k == "design":
-            continue
-        if k not in defaults:
-            raise _unknown("", k, [*defaults, "design"])
-        if k in _ESTIMATOR_SECTIONS:
-            v = _section(k, v, _estimator_keys(_ESTIMATOR_SECTIONS[k]), defaults[k])
-        elif k == "protocol":
-            v = _section(k, v, PROTOCOL, defaults[k])
-        elif k in _NAMED_SECTIONS:
-            if not isinstance(v, dict) or not v:
-                raise _fail(f"configuration key {k!r} must be a non-empty mapping, got {v!r}")
-            v = {name: _section(f"{k}.{name}", sub, coulomb_keys, {}) for name, sub in v.items()}
-        out[k] = copy.deepcopy(v)
-    _check_values(design, out)
-    return {"design": design, **json.loads(json.dumps(out))}
-
-
-def _check_values(design: str, out: dict) -> None:
-    """The ranges of every setting of ``design`` (in place: numbers as floats where real)."""
-    if "tasks" in out:
-        _names("tasks", out["tasks"], TASKS)
-    if "learners" in out:
-        _names("learners", out["learners"], LEARNER_LABELS)
-    out["seeds"] = _numbers("seeds", out["seeds"], int, low=0, distinct=True)
-    if isinstance(out.get("noise"), list):
-        out["noise"] = _numbers("noise", out["noise"], float, 0.0, 0.5, distinct=True)
-    elif "noise" in out:
-        if not _is_num(out["noise"]) or not 0 <= out["noise"] < 0.5:
-            raise _fail(f"noise must be a number in [0, 0.5), got {out['noise']!r}")
-        out["noise"] = float(out["noise"])
-    if isinstance(out.get("m"), list):
-        out["m"] = _numbers("m", out["m"], int, low=1, distinct=True)
-    lows = dict(m=1, n_train=2, n_test=2, cv=2, n_checkpoints=1, cv_rows=6, is_draws=1)
-    for k, low in lows.items():
-        if k in out and not isinstance(out[k], list) and not _is_int(out[k], low):
-            raise _fail(f"{k} must be an integer >= {low}, got {out[k]!r}")
-    for k, low, high in (("bandwidth_factors", 1e-300, None), ("betas", 1e-12, None)):
-        if k in out:
-            out[k] = _numbers(k, out[k], float, low=low, high=high)
-    if "rho_fractions" in out:
-        high = 1.0 + 1e-12 if design == "tuned" else None
-        out["rho_fractions"] = _numbers("rho_fractions", out["rho_fractions"], float, 0.0, high)
-    if "direction_repulsion" in out:
-        if not _is_num(out["direction_repulsion"]) or out["direction_repulsion"] < 0:
-            raise _fail(
-                f"direction_repulsion must be a number >= 0, got {out['direction_repulsion']!r}"
-            )
-        out["direction_repulsion"] = float(out["direction_repulsion"])
-    if design == "tuned":
-        out["settings"] = _settings(out["settings"])
-        lo, hi = _window("bandwidth_exponents", out["bandwidth_exponents"], -64, 64)
-        _window("bandwidth_window", out["bandwidth_window"], lo, hi)
-        _window("beta_window", out["beta_window"], 0, len(out["betas"]) - 1)
-        _window("rho_window", out["rho_window"], 0, len(out["rho_fractions"]) - 1)
-    if design == "sinha_duchi":
-        if out["cv_rows"] > out["protocol"]["n_train"]:
-            raise _fail(f"cv_rows must be at most protocol.n_train, got {out['cv_rows']}")
-        r = out["ridges"]
-        if (
-            not isinstance(r, dict)
-            or not r
-            or not all(isinstance(v, list) and len(v) == 2 for v in r.values())
-        ):
-            raise _fail(f"ridges must map names to [penalty or 'loo', intercept], got {r!r}")
+        raise InputError(f"the settings must be a mapping, got {settings!r}")
+    rest = dict(settings)
+    design = rest.pop("design", "grid")
+    if not isinstance(design, str) or design not in DEFAULTS:
+        raise InputError(f"design must be one of {list(DEFAULTS)}, got {design!r}")
+    top = [*DEFAULTS[design], "design"]
+    unknown = next((k for k in rest if k not in top), None)
+    if unknown is not None:  # named with "design" among the keys it may be near
+        raise unknown_key("", unknown, top)
+    return SETTINGS[design].wrapper(**rest)
 
 
 def _settings(pairs) -> list:
     def valid(p):
         pair = isinstance(p, (list, tuple)) and len(p) == 2
-        return pair and _is_int(p[0], 1) and _is_num(p[1]) and 0 <= p[1] < 0.5
+        ok = pair and isinstance(p[0], int) and not isinstance(p[0], bool) and p[0] >= 1
+        return (
+            ok
+            and isinstance(p[1], (int, float))
+            and not isinstance(p[1], bool)
+            and (0 <= p[1] < 0.5)
+        )
 
     ok = isinstance(pairs, list) and bool(pairs) and all(map(valid, pairs))
     out = [[int(p[0]), float(p[1])] for p in pairs] if ok else []
     if not ok or len({tuple(p) for p in out}) != len(out):
-        raise _fail(
+        raise InputError(
             "settings must be distinct [m, noise] pairs, m an integer >= 1 and noise in "
             f"[0, 0.5), got {pairs!r}"
         )
@@ -392,31 +467,9 @@ def _settings(pairs) -> list:
 
 
 def _window(name, w, lo, hi) -> tuple[int, int]:
-    if (
-        not isinstance(w, list)
-        or len(w) != 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in w)
-        or not lo <= w[0] <= w[1] <= hi
-    ):
-        raise _fail(f"{name} must be [a, b], integers with {lo} <= a <= b <= {hi}, got {w!r}")
+    if len(w) != 2 or not lo <= w[0] <= w[1] <= hi:
+        raise InputError(f"{name} must be [a, b], integers with {lo} <= a <= b <= {hi}, got {w!r}")
     return w[0], w[1]
-
-
-def machine() -> dict:
-    """Where a cell ran: host, platform, Python, cores (recorded, not part of the key).
-
-    Examples
-    --------
-    >>> from meanfield.studies.synthetic import machine
-    >>> sorted(machine())
-    ['cpu_count', 'host', 'platform', 'python']
-    """
-    return {
-        "host": socket.gethostname(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-    }
 
 
 def _threads_one() -> None:
@@ -795,45 +848,27 @@ def _sinha_duchi_dataset(rec: dict) -> xr.Dataset:
     return ds
 
 
-class _KeyedAs:
-    """A run function under the ``module.qualname`` its committed runs were keyed by (a sweep
-    is keyed by that name, so a resume into a committed folder computes nothing); signature and
-    defaults, also in the key, are the wrapped function's; it pickles by reference."""
-
-    def __init__(self, func, name: str):
-        functools.update_wrapper(self, func)
-        self.__module__, _, self.__qualname__ = name.rpartition(".")
-        self.__name__ = self.__qualname__
-
-    def __call__(self, *args, **kwargs):
-        return self.__wrapped__(*args, **kwargs)
-
-
-def _keyed(func, old_module: str, old_name: str):
-    return _KeyedAs(func, f"meanfield.studies.{old_module}.{old_name}")
-
-
 #: Each design's run function, keyed under the name its committed runs have, and its grid:
 #: (setting, grid axis) in grid order.
 _SWEEPS = {
     "grid": (
-        _keyed(run_grid_cell, "synthetic_kernels", "run_cell"),
+        KeyedAs(run_grid_cell, "meanfield.studies.synthetic_kernels.run_cell"),
         (("m", "m"), ("tasks", "task"), ("noise", "noise"), ("seeds", "seed")),
     ),
     "variants": (
-        _keyed(run_variants_cell, "synthetic_variants", "run_cell"),
+        KeyedAs(run_variants_cell, "meanfield.studies.synthetic_variants.run_cell"),
         (("m", "m"), ("seeds", "seed"), ("tasks", "task")),
     ),
     "tuned": (
-        _keyed(run_tuned_cell, "synthetic_round3", "run_cell"),
+        KeyedAs(run_tuned_cell, "meanfield.studies.synthetic_round3.run_cell"),
         (("seeds", "seed"), ("settings", "setting"), ("tasks", "task")),
     ),
     "diagnosis": (
-        _keyed(run_diagnosis_cell, "synthetic_diagnosis", "run_diagnosis"),
+        KeyedAs(run_diagnosis_cell, "meanfield.studies.synthetic_diagnosis.run_diagnosis"),
         (("seeds", "seed"), ("tasks", "task")),
     ),
     "sinha_duchi": (
-        _keyed(run_sinha_duchi_cell, "synthetic_sinha_duchi", "run_seed"),
+        KeyedAs(run_sinha_duchi_cell, "meanfield.studies.synthetic_sinha_duchi.run_seed"),
         (("seeds", "seed"),),
     ),
 }
@@ -872,13 +907,6 @@ def sweep_spec(cfg: dict) -> dict:
         fixed["task_settings"] = copy.deepcopy(TASKS)
     config = json.loads(json.dumps(sweep_configuration(func, fixed)))
     return dict(grid=grid, fixed=fixed, digest=configuration_digest(config), configuration=config)
-
-
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(obj, indent=1, default=float))
-    os.replace(tmp, path)
 
 
 def run_study(
@@ -929,8 +957,7 @@ def run_study(
     (1, True)
     """
     from .._validation import check_output_path
-    from .._version import __version__
-    from ..workbench.sweeps import check_scheduler, grid_points, run_key, run_sweep
+    from ..workbench.sweeps import check_scheduler
 
     cfg = check_config(settings)
     out = check_output_path("out", out, kind="dir")
@@ -938,39 +965,10 @@ def run_study(
     check_scheduler(scheduler)
     spec = sweep_spec(cfg)
     recorded = {k: v for k, v in cfg.items() if k != "design" or cfg["design"] != "grid"}
-    _write_json(
-        out / "config.json",
-        {
-            "config": recorded,
-            "meanfield_version": __version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-            "sweep": {"grid": spec["grid"], "digest": spec["digest"]},
-        },
-    )
-    t0_ns, t0 = time.time_ns(), time.perf_counter()
-    run_sweep(
-        _SWEEPS[cfg["design"]][0],
-        spec["grid"],
-        out,
-        fixed=spec["fixed"],
-        scheduler=scheduler,
-        n_workers=n_workers,
-        progress=progress,
-    )
-    paths = [out / "runs" / f"{run_key(p, spec['digest'])}.nc" for p in grid_points(spec["grid"])]
-    done = sum(p.is_file() and p.stat().st_mtime_ns >= t0_ns for p in paths)
-    _write_json(
-        out / "run.json",
-        {
-            "runs_computed": done,
-            "runs_total": len(paths),
-            "wall_s": time.perf_counter() - t0,
-            "scheduler": scheduler,
-            "n_workers": n_workers,
-            "machine": machine(),
-        },
-    )
+    run_recorded_sweep(
+        _SWEEPS[cfg["design"]][0], spec["grid"], spec["fixed"], out, config=recorded,
+        scheduler=scheduler, n_workers=n_workers, progress=progress,
+    )  # fmt: skip
     write_report(out, out)
 
 

@@ -45,6 +45,10 @@ def bench_out_default() -> Path:
     """The benchmarks' default results folder: ``$MEANFIELD_BENCH_OUT`` if set, else
     ``meanfield/bench-results`` in the user's cache (``$XDG_CACHE_HOME`` or ``~/.cache``).
 
+    See Also
+    --------
+    add_bench_out : the ``--out`` flag that uses it.
+
     Examples
     --------
     >>> import os
@@ -64,6 +68,11 @@ def bench_out_default() -> Path:
 def add_bench_out(ap: argparse.ArgumentParser, writes: str) -> None:
     """``--out FOLDER``: where a benchmark writes ``writes`` (checked like :func:`output_dir`;
     the default, outside the repository, is checked too).
+
+    See Also
+    --------
+    bench_out_default : its default folder.
+    meanfield.contract.Contract.add_arguments : flags declared in a contract.
 
     Examples
     --------
@@ -103,6 +112,11 @@ def _bound_text(kind: str, lo, hi, lo_open: bool, hi_open: bool) -> str:
 def int_range(lo: int | None = 1, hi: int | None = None) -> Callable[[str], int]:
     """An argparse type: an integer in [lo, hi] (``None``: unbounded).
 
+    See Also
+    --------
+    float_range : the same for a real.
+    meanfield.contract.Param.from_text : a declared flag's parsing.
+
     Examples
     --------
     >>> from meanfield.workbench._scripts import int_range
@@ -137,6 +151,11 @@ def float_range(
 ) -> Callable[[str], float]:
     """An argparse type: a finite number between lo and hi (open or closed ends).
 
+    See Also
+    --------
+    int_range : the same for an integer.
+    meanfield.contract.Param.from_text : a declared flag's parsing.
+
     Examples
     --------
     >>> from meanfield.workbench._scripts import float_range
@@ -170,6 +189,11 @@ def float_range(
 def int_list(lo: int | None = 1, hi: int | None = None) -> Callable[[str], list[int]]:
     """An argparse type: comma-separated integers, each in [lo, hi].
 
+    See Also
+    --------
+    choice_list : a list of names.
+    meanfield.contract.Param.from_text : a declared sequence flag.
+
     Examples
     --------
     >>> from meanfield.workbench._scripts import int_list
@@ -196,6 +220,11 @@ def int_list(lo: int | None = 1, hi: int | None = None) -> Callable[[str], list[
 
 def choice_list(choices: Iterable[str]) -> Callable[[str], list[str]]:
     """An argparse type: a comma-separated subset of ``choices``.
+
+    See Also
+    --------
+    int_list : a list of integers.
+    meanfield.contract.Param.from_text : a declared choice flag.
 
     Examples
     --------
@@ -238,6 +267,11 @@ def output_dir(text: str) -> Path:
     """An argparse type: a folder to write into (existing, or creatable: not a file, not
     under a file, in a writable place). Returns it with ``~`` expanded; nothing is created.
 
+    See Also
+    --------
+    output_file : an output file.
+    existing_dir : a folder to read.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -264,6 +298,11 @@ def output_dir(text: str) -> Path:
 
 def output_file(text: str) -> Path:
     """An argparse type: a file to write (not a folder; its folder existing or creatable).
+
+    See Also
+    --------
+    output_dir : an output folder.
+    file_stem : a file name's stem.
 
     Examples
     --------
@@ -293,6 +332,10 @@ def device_name(text: str) -> str:
     """An argparse type: a torch device name, ``cpu``, ``cuda``, ``cuda:K`` or ``mps`` (its
     availability is the script's to check once torch is loaded).
 
+    See Also
+    --------
+    meanfield.contract.Param.from_text : a declared flag's parsing.
+
     Examples
     --------
     >>> from meanfield.workbench._scripts import device_name
@@ -313,6 +356,10 @@ def device_name(text: str) -> str:
 def file_stem(text: str) -> str:
     """An argparse type: a plain file name without suffix (no folder part), e.g. ``pairs_1thread``.
 
+    See Also
+    --------
+    output_file : an output file.
+
     Examples
     --------
     >>> from meanfield.workbench._scripts import file_stem
@@ -328,6 +375,11 @@ def file_stem(text: str) -> str:
 
 def existing_dir(text: str) -> Path:
     """An argparse type: a folder that exists (to read from).
+
+    See Also
+    --------
+    output_dir : a folder to write.
+    meanfield.workbench.study_files.study_folders : a study's folders.
 
     Examples
     --------
@@ -352,6 +404,10 @@ def progress(iterable, *, enabled: bool = True, **kwargs):
     """``iterable`` under a tqdm bar on stderr (``enabled=False``: unchanged). Lines printed
     meanwhile should go through ``tqdm.write`` (:func:`say`) so the bar stays whole.
 
+    See Also
+    --------
+    say : a line of progress.
+
     Examples
     --------
     >>> from meanfield.workbench._scripts import progress
@@ -369,6 +425,10 @@ def progress(iterable, *, enabled: bool = True, **kwargs):
 
 def say(*parts) -> None:
     """``print`` (to stdout) that keeps a running tqdm bar whole (``tqdm.write``).
+
+    See Also
+    --------
+    progress : a progress bar.
 
     Examples
     --------

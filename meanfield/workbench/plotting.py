@@ -163,6 +163,11 @@ def plot_comparison(ds: xr.Dataset, path=None, *, n_snapshots: int = 4) -> Figur
     meanfield.errors.OutputWriteError
         The write failed part-way (a full disk); nothing partial is left.
 
+    See Also
+    --------
+    meanfield.workbench.compare.compare : the comparison it draws.
+    meanfield.cli.commands.cmd_compare : ``meanfield compare``, which writes it.
+
     Examples
     --------
     A hand-made dataset with the variables of :func:`~meanfield.workbench.compare.compare` (p = 1,
@@ -246,6 +251,10 @@ def plot_ldp_rate(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         Two panels (mean-field, Coulomb-gas), rates with ±2 s.e. and J(a) dashed.
 
+    See Also
+    --------
+    meanfield.studies.large_deviations : the study it draws.
+
     Examples
     --------
     >>> import xarray as xr
@@ -301,6 +310,11 @@ def plot_beta_limit(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         Two log-log panels: the grid Gibbs state (with a β⁻¹ guide) and the particles
         (mean ± 2 s.e. over seeds) in both regimes.
+
+    See Also
+    --------
+    plot_t_limit : the limit in time.
+    plot_n_limit : the limit in N.
 
     Examples
     --------
@@ -359,6 +373,11 @@ def plot_t_limit(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         One panel; non-positive gaps (round-off at equilibrium) are left out.
 
+    See Also
+    --------
+    plot_beta_limit : the limit in beta.
+    plot_n_limit : the limit in N.
+
     Examples
     --------
     A gap e^(−2t) with its rate 2:
@@ -412,6 +431,10 @@ def plot_kernel_concentration(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         Three log-scale panels (kernel gap against N, against β; W2 against N); zero
         probabilities are left out.
+
+    See Also
+    --------
+    meanfield.studies.kernel_concentration : the study it draws.
 
     Examples
     --------
@@ -501,6 +524,11 @@ def plot_n_limit(ds: xr.Dataset) -> Figure:
     matplotlib.figure.Figure
         Two log-log panels with an N^(-1/2) guide and the fitted rates in the legend.
 
+    See Also
+    --------
+    plot_t_limit : the limit in time.
+    plot_beta_limit : the limit in beta.
+
     Examples
     --------
     Distances N^(−1/2) over two seeds, at times 0 (not drawn: the initial draw) and 1:
@@ -562,6 +590,10 @@ def plot_coulomb3d(ds: xr.Dataset) -> Figure:
     -------
     matplotlib.figure.Figure
         Three panels.
+
+    See Also
+    --------
+    meanfield.studies.coulomb3d : the study it draws.
 
     Examples
     --------

@@ -70,6 +70,10 @@ def markdown_row(cells) -> str:
     -------
     str
 
+    See Also
+    --------
+    markdown_table : a whole table.
+
     Examples
     --------
     >>> markdown_row(["a", 1, 0.5])
@@ -100,6 +104,11 @@ def markdown_table(header, rows=(), *, rule: str = "---|") -> list[str]:
     meanfield.errors.InputError
         An empty header, a row of another width than the header (the message names the row),
         or another ``rule``.
+
+    See Also
+    --------
+    markdown_row : one row.
+    write_lines : writes it.
 
     Examples
     --------
@@ -135,6 +144,11 @@ def write_lines(path, lines) -> None:
     ------
     meanfield.errors.InputTypeError
         A line that is not a string (the message names it), before anything is written.
+
+    See Also
+    --------
+    write_csv : a CSV table.
+    markdown_table : a Markdown table.
 
     Examples
     --------
@@ -178,6 +192,11 @@ def write_csv(path, rows, keys=None) -> bool:
     meanfield.errors.InputError
         Without ``keys``: a row with a key the first row lacks (the message names the row and
         the keys). Both are checked before anything is written.
+
+    See Also
+    --------
+    write_lines : a text report.
+    markdown_table : the same rows in Markdown.
 
     Examples
     --------
@@ -227,6 +246,11 @@ def plus_minus(mean, half_width, fmt: str = ".3f") -> str:
     -------
     str
 
+    See Also
+    --------
+    mean_se : the numbers it shows.
+    interval : an interval.
+
     Examples
     --------
     >>> plus_minus(0.25, 0.0125), plus_minus(1.5, 0.25, ".1f")
@@ -251,6 +275,11 @@ def mean_se(values, fmt: str = ".3f") -> str:
     str
         ``"—"`` for no value; ``"m ± nan"`` for one (no standard error from one value); a NaN
         among the values shows as ``nan``.
+
+    See Also
+    --------
+    plus_minus : as text.
+    meanfield.stats.t_interval : a confidence interval.
 
     Examples
     --------
@@ -279,6 +308,11 @@ def interval(mean, lo, hi, k=None, fmt: str = "+.3f") -> str:
     Returns
     -------
     str
+
+    See Also
+    --------
+    plus_minus : a mean and its standard error.
+    meanfield.stats.paired_family : the intervals of a family.
 
     Examples
     --------
@@ -310,6 +344,11 @@ def family_cells(row: Mapping, digits: int = 3) -> list[str]:
         A missing entry (the message names it) or ``digits`` < 0.
     meanfield.errors.InputTypeError
         ``digits`` is not an integer.
+
+    See Also
+    --------
+    family_table : the table of a family.
+    meanfield.stats.paired_family : the tests of a family.
 
     Examples
     --------
@@ -356,6 +395,11 @@ def family_table(rows, labels, *, digits: int = 3, estimate: str = "mean [95 % C
     meanfield.errors.InputError
         A label with another number of parts than ``labels`` has titles, or a row that
         :func:`family_cells` refuses.
+
+    See Also
+    --------
+    family_cells : its cells.
+    markdown_table : the table's text.
 
     Examples
     --------

@@ -59,6 +59,10 @@ def description_path(path: str) -> list:
     meanfield.errors.InputError
         An empty path, or a part that is not ``name`` or ``name[i]...`` (named).
 
+    See Also
+    --------
+    simulate_point : one point of a sweep.
+
     Examples
     --------
     >>> from meanfield.workbench.spec_sweeps import description_path
@@ -274,6 +278,11 @@ def simulate_point(description: dict, record_every: int | None = None, **point) 
     -------
     xarray.Dataset
         ``simulate(from_dict(description with point))``: bit for bit the direct run.
+
+    See Also
+    --------
+    run_spec_sweep : the sweep of such points.
+    meanfield.dynamics.langevin.simulate : the run of one point.
 
     Examples
     --------

@@ -73,6 +73,11 @@ class StudyFile:
         The folder of the question: the file's folder, or its parent when the file sits in a
         ``configs/`` folder. Committed results live in ``question / "results" / preset``.
 
+    See Also
+    --------
+    read_study_file : reads one.
+    study_folders : its folders.
+
     Examples
     --------
     >>> from pathlib import Path
@@ -130,6 +135,11 @@ def read_study_file(path) -> StudyFile:
     InputError
         The file is missing, is not valid TOML, is not a study file, or names no study.
 
+    See Also
+    --------
+    override_settings : applies ``--set``.
+    meanfield.studies.run_study_file : runs the study it names.
+
     Examples
     --------
     >>> from pathlib import Path
@@ -181,6 +191,12 @@ def override_settings(settings: dict, assignments) -> dict:
     ------
     InputError
         An assignment without ``=`` or whose value is not TOML.
+
+    See Also
+    --------
+    read_study_file : the settings it overrides.
+    meanfield.workbench.study_settings.unflatten_settings : dotted keys as tables.
+    meanfield.studies.check_study_settings : checks the result.
 
     Examples
     --------
@@ -248,6 +264,11 @@ def study_folders(
         Writing into the committed results without ``in_place``, ``report_dir`` without
         ``report_only`` or with ``in_place``, a report folder that is a file, inside the
         committed results, or a non-empty folder that is not a report folder.
+
+    See Also
+    --------
+    stage_report : copies the record for a report.
+    meanfield.studies.run_study_file : uses these folders.
 
     Examples
     --------
@@ -317,6 +338,11 @@ def stage_report(src: Path, dest: Path) -> Path:
     -------
     pathlib.Path
         ``dest``.
+
+    See Also
+    --------
+    study_folders : the report folder.
+    meanfield.workbench.study_settings.write_json : writes a record.
 
     Examples
     --------

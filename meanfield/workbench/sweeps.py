@@ -115,6 +115,11 @@ def grid_points(grid: Mapping[str, Sequence]) -> list[dict]:
     meanfield.errors.InputTypeError
         A grid that is not a mapping, or a value list that is a string or not a sequence.
 
+    See Also
+    --------
+    run_key : the key of a point.
+    run_sweep : runs every point.
+
     Examples
     --------
     >>> from meanfield.workbench.sweeps import grid_points
@@ -180,6 +185,11 @@ def run_key(params: Mapping, config: str | None = None) -> str:
         ``name=value`` pairs joined by ``_`` (characters outside ``[A-Za-z0-9=._+-]``
         replaced by ``-``, at most 120 of them), then ``-`` and 8 hex digits of SHA-1.
 
+    See Also
+    --------
+    grid_points : the points.
+    configuration_digest : the digest in the key.
+
     Examples
     --------
     >>> from meanfield.workbench.sweeps import run_key
@@ -235,6 +245,11 @@ def sweep_configuration(func: Callable, fixed: Mapping) -> dict:
         the parameters not fixed; an object default by its type name, so the digest is
         reproducible) and ``meanfield_version``.
 
+    See Also
+    --------
+    configuration_digest : its digest.
+    meanfield.workbench.study_settings.KeyedAs : a run function under a recorded name.
+
     Examples
     --------
     >>> from meanfield.workbench.sweeps import sweep_configuration
@@ -265,6 +280,11 @@ def configuration_digest(config: Mapping) -> str:
     -------
     str
 
+    See Also
+    --------
+    sweep_configuration : what it digests.
+    meanfield.workbench.study_settings.settings_digest : both in one call.
+
     Examples
     --------
     >>> from meanfield.workbench.sweeps import configuration_digest
@@ -288,6 +308,10 @@ def configuration_differences(old: Mapping, new: Mapping) -> list[str]:
     list of str
         The run function and version first, then the fixed parameters, then the defaults
         (``default name: …``); ``'<unset>'`` marks a parameter one side lacks.
+
+    See Also
+    --------
+    sweep_configuration : what it compares.
 
     Examples
     --------
@@ -822,6 +846,11 @@ def gather_runs(paths: Sequence, points: Sequence[Mapping], grid: Mapping) -> xr
         The runs combined along the grid dimensions (outer join: runs of different sizes,
         such as the particle axis across N, are padded with NaN); the attributes common to
         every run (less ``created``).
+
+    See Also
+    --------
+    run_sweep : writes the runs.
+    grid_points : the points of the grid.
 
     Examples
     --------

@@ -294,6 +294,10 @@ def model_text(value, name: str = "model"):
     meanfield.errors.InputTypeError
         A table whose keys are not strings (not a description).
 
+    See Also
+    --------
+    model_description : the description it writes.
+
     Examples
     --------
     >>> from meanfield.workbench.toml_config import model_text
@@ -338,6 +342,10 @@ def model_description(value: str, name: str = "model") -> dict:
         A path that does not exist.
     meanfield.errors.InputError
         Not a file, not valid TOML or JSON, or not a table with a ``type``.
+
+    See Also
+    --------
+    model_text : the same as TOML text.
 
     Examples
     --------

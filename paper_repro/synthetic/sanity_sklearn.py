@@ -1,21 +1,27 @@
-"""The scikit-learn sanity baseline of round three without selection: RBFSampler +
+"""The scikit-learn sanity baseline of the tuned preset without selection: RBFSampler +
 RidgeClassifierCV at the *median* bandwidth, against our RFF at the same bandwidth.
 
     python paper_repro/synthetic/sanity_sklearn.py      # after the tuned preset (~10 min, 1 core)
-    python paper_repro/synthetic/sanity_sklearn.py --in-place   # into results/round3_full
+    python paper_repro/synthetic/sanity_sklearn.py --in-place   # into results/tuned_learners
 
-In the round-three cells the scikit-learn pipeline is fitted at the bandwidth that CV chose for
-*our* RFF draw; that choice is tuned to that draw (where a draw happens to do well), so another
-draw at the same bandwidth is worse on average -- a selection effect, not a difference of
-implementation. Here both are fitted at the median bandwidth, which no draw chose: the same
-Gaussian kernel, the same m, the same ridge penalties (n · 10^[−12..1], leave-one-out), another
-random draw (scikit-learn's). Every cell of the round-three run folder (``--out``, default
-``results/round3_full``) is refitted (same split, same learner seed) and compared with its
-recorded ``rff_median``; the differences form one family (Holm-adjusted p, Bonferroni
+In the cells of the tuned preset (``configs/tuned_learners.toml``, design ``tuned``) the
+scikit-learn pipeline is fitted at the bandwidth that CV chose for *our* RFF draw; that choice
+is tuned to that draw (where a draw happens to do well), so another draw at the same bandwidth
+is worse on average -- a selection effect, not a difference of implementation. Here both are
+fitted at the median bandwidth, which no draw chose: the same Gaussian kernel, the same m, the
+same ridge penalties (n · 10^[−12..1], leave-one-out), another random draw (scikit-learn's).
+Every cell of the tuned study folder is refitted (same split, same learner seed) and compared
+with its recorded ``rff_median``; the differences form one family (Holm-adjusted p, Bonferroni
 intervals). Writes ``sanity_sklearn.md`` and ``sanity_sklearn.json`` (the refitted errors, this
-call's wall time and machine) beside the runs, except for the committed runs: there only with
-``--in-place`` (the maintainers' command), else into ``--report-dir`` (default
-``runs/paper_repro/synthetic/sanity_sklearn``, ignored by git). The run files are only read.
+call's wall time and machine).
+
+The folders follow the rules of ``meanfield run --report-only`` on the tuned preset
+(:func:`meanfield.workbench.study_files.study_folders`): the study folder is ``--out``, else the
+committed ``results/tuned_learners`` (else the scratch ``runs/synthetic/tuned_learners``); the
+results go beside the runs, except for the committed runs: there only with ``--in-place`` (the
+maintainers' command), else into ``--report-dir`` (default ``runs/synthetic/tuned_learners_report``
+under the current directory, ignored by git). The run files are only read. The flags are
+generated from :data:`FLAGS` (:class:`meanfield.contract.Contract`).
 """
 
 from __future__ import annotations
@@ -26,12 +32,55 @@ import sys
 import time
 from pathlib import Path
 
+from meanfield.contract import Contract, Param
+from meanfield.errors import InputError
+from meanfield.workbench.study_files import MARKER, read_study_file, study_folders
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+#: The preset whose runs are refitted: its committed folder and report folder are found from it.
+PRESET = HERE / "configs" / "tuned_learners.toml"
 
-import study_folders  # noqa: E402
+#: The flags of the script, declared once (help, check and refusal from each Param).
+FLAGS = Contract(
+    "paper_repro/synthetic/sanity_sklearn.py",
+    [
+        Param(
+            "out", "string", "the study folder of the tuned preset (None: the committed "
+            "results/tuned_learners)", optional=True, default=None,
+        ),
+        Param(
+            "in_place", "flag", "write beside the committed runs (results/tuned_learners; the "
+            "maintainers' command)", default=False,
+        ),
+        Param(
+            "report_dir", "string", "where the results go for committed runs without "
+            "--in-place (None: runs/synthetic/tuned_learners_report)", optional=True,
+            default=None,
+        ),
+    ],
+)  # fmt: skip
 
-from meanfield.workbench._scripts import existing_dir  # noqa: E402
+
+def parse(argv=None) -> tuple[argparse.Namespace, Path, Path]:
+    """The flags, the study folder (read) and the folder the results go to, checked before
+    any work (a refusal: one line naming the flag, exit status 2)."""
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    FLAGS.add_arguments(ap, metavars={"out": "FOLDER", "report_dir": "FOLDER"})
+    a = FLAGS.parse_args(ap, argv)
+    try:
+        out, dest = study_folders(
+            read_study_file(PRESET),
+            out=a.out,
+            in_place=a.in_place,
+            report_only=True,  # reads the runs, writes only its own files: a report's rules
+            report_dir=a.report_dir,
+        )
+    except InputError as err:
+        flag, _, why = str(err).partition(": ")
+        ap.error(f"argument {flag}: {why}" if flag.startswith("--") else str(err))
+    if not (out / "config.json").is_file():
+        ap.error(f"argument --out: no config.json in {str(out)!r}")
+    return a, out, dest
 
 
 def refit(rec: dict, cfg: dict) -> float:
@@ -69,43 +118,14 @@ def refit(rec: dict, cfg: dict) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "--out",
-        type=existing_dir,
-        default=str(HERE / "results" / "round3_full"),
-        metavar="FOLDER",
-        help="a round-three run folder [default: results/round3_full]",
-    )
-    ap.add_argument(
-        "--in-place",
-        action="store_true",
-        help="write beside the committed runs (results/round3_full; the maintainers' command)",
-    )
-    ap.add_argument(
-        "--report-dir",
-        type=Path,
-        default=None,
-        metavar="FOLDER",
-        help="where the results go for committed runs without --in-place [default: "
-        "runs/paper_repro/synthetic/sanity_sklearn]",
-    )
-    a = ap.parse_args(argv)  # bad flags end here (exit 2), before any work
-    out = Path(a.out)
-    if not (out / "config.json").is_file():
-        ap.error(f"argument --out: no config.json in {str(out)!r}")
-    a.report_only = True  # reads the runs, writes only its own files: a report's rules
-    if a.in_place and a.report_dir is not None:
-        ap.error("argument --report-dir: not allowed with --in-place (beside the runs)")
-    dest = study_folders.report_folder(
-        ap, a, out, results=HERE / "results", name="", default="sanity_sklearn", staged=False
-    )
+    """Refit every cell of the tuned study at the median bandwidth; write and print the table."""
+    _, out, dest = parse(argv)
     import numpy as np
     from threadpoolctl import threadpool_limits
 
     from meanfield.stats import paired_family
-    from meanfield.studies.synthetic import machine
     from meanfield.studies.synthetic_report import load_study
+    from meanfield.workbench.study_settings import machine
 
     threadpool_limits(1)
     cfg, records = load_study(out)
@@ -141,6 +161,8 @@ def main(argv=None) -> int:
             f"[{row['lo_bonf']:+.4f}, {row['hi_bonf']:+.4f}] | {row['p_holm']:.2g} |"
         )
     dest.mkdir(parents=True, exist_ok=True)
+    if dest != out and not (dest / MARKER).is_file():  # a report folder: a rerun may reuse it
+        (dest / MARKER).write_text(json.dumps({"source": str(out.resolve()), "copied": []}))
     (dest / "sanity_sklearn.md").write_text("\n".join(lines) + "\n")
     (dest / "sanity_sklearn.json").write_text(
         json.dumps(
