@@ -68,13 +68,3 @@ def test_bad_input_exits_2_with_one_line(argv, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("bench_pretrained_long.py: error: "), err
     assert argv[0] in err[0]
-
-
-def test_memory_in_a_fresh_subprocess(tmp_path):
-    from meanfield.attention.pretrained import save_tiny_bert
-
-    bench = _load()
-    save_tiny_bert(tmp_path / "tiny")
-    r = bench.memory_subprocess(tmp_path / "tiny", "sdpa", "favor", 8, 64, 1)
-    assert r["peak_extra_MB"] >= 0 and r["seconds"] > 0
-    assert r["method"] in ("VmHWM-reset", "ru_maxrss-lower-bound")
