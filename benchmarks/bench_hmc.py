@@ -90,8 +90,8 @@ def tune_mala(E, start, beta, regime, n_tune, seed):
 def bench_one(case, N, *, replicas, budget, trajectory_length, target, n_warmup, seed=0):
     import torch
 
+    from meanfield.closed_forms import closed_form_energy
     from meanfield.dynamics.langevin import sample_hmc, simulate
-    from meanfield.studies.limits import closed_form_energy
 
     cf_case, regime, beta, T = CASES[case]
     trajectory_length = trajectory_length or T

@@ -158,9 +158,9 @@ def bench_one(N, replicas, budget, repeats, seed=0):
     import numpy as np
     import torch
 
+    from meanfield.closed_forms import closed_form_energy
     from meanfield.dynamics.hmc import sample_hmc
     from meanfield.dynamics.langevin import gibbs_potential
-    from meanfield.studies.limits import closed_form_energy
 
     load0 = os.getloadavg()[0]
     E = closed_form_energy("semicircle")

@@ -34,8 +34,8 @@ from meanfield.workbench._scripts import add_bench_out, progress, say
 
 
 def bench(learners, ms, ns, repeats, coulomb, show=False):
+    from meanfield.learners import make_learner
     from meanfield.learners.tasks import radial
-    from meanfield.studies.synthetic import make_learner
 
     warm = radial(100, 10, d=10, seed=0)
     for name in learners:  # first calls pay one-time imports and allocations

@@ -809,7 +809,7 @@ def section_w2(quick: bool, emd_timeout: float) -> None:
 
 def section_rate() -> None:
     """The full W2-vs-N study (the small version is tests/test_compare.py)."""
-    from meanfield.studies.limits import convergence_in_n
+    from meanfield.workbench.compare import convergence_in_n
     from meanfield.workbench.problems import default_problem
 
     print("\n== 4. W2(mu_N(t), rho_t) vs N at t = 0.2 (default 1D problem, 8 seeds) ==")

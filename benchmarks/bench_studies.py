@@ -74,8 +74,8 @@ def bench_sweep(show: bool = True) -> dict:
 def bench_sampler(show: bool = True) -> list[dict]:
     import torch
 
+    from meanfield.closed_forms import closed_form_energy
     from meanfield.dynamics.langevin import simulate
-    from meanfield.studies.limits import closed_form_energy
 
     torch.set_num_threads(1)
     E = closed_form_energy("uniform")

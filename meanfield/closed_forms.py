@@ -31,6 +31,7 @@ import numpy as np
 from scipy import optimize
 
 from ._validation import check_choice, check_int, check_sample
+from .errors import InputError
 
 
 @dataclass(frozen=True)
@@ -334,7 +335,7 @@ def equilibrium_case(name: str) -> tuple[float, int, Law1D]:
     --------
     wasserstein_to_law_1d : particles against the exact law.
     meanfield.pde.stationary.equilibrium_measure : μ* on a grid.
-    meanfield.studies.limits.closed_form_energy : the energy of the cases.
+    closed_form_energy : the energy of the cases.
     meanfield.studies.limits.equilibrium_in_n : the N → ∞ study on them.
 
     References
@@ -356,6 +357,122 @@ def equilibrium_case(name: str) -> tuple[float, int, Law1D]:
     check_choice("case", name, CASES)
     s, p, law = CASES[name]
     return s, p, law()
+
+
+def closed_form_energy(case: str):
+    r"""E = ∫|ω|²/2 dμ + ½∬k_s dμdμ of a case, on a domain wide enough never to bind (THEORY §5).
+
+    .. math::
+
+        E(\mu) = \int \frac{|\omega|^2}{2}\, d\mu(\omega)
+        + \frac12 \iint k_s(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega')
+
+    Parameters
+    ----------
+    case : {"semicircle", "uniform", "disk"}
+
+    Returns
+    -------
+    meanfield.energy.Energy
+        On the box [−4, 4] (p = 1) or the ball of radius 3 (p = 2).
+
+    See Also
+    --------
+    equilibrium_case : the case's law μ*.
+    default_step : a stable Langevin step for it.
+    meanfield.studies.limits.particle_equilibrium_run : particles relaxed in this energy.
+
+    References
+    ----------
+    - G. Ben Arous, A. Guionnet, Probab. Theory Relat. Fields 108 (1997) 517–542 (the
+      semicircle as the minimiser of the log-gas energy).
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import closed_form_energy
+    >>> E = closed_form_energy("uniform")  # k = −|z| (Riesz s = −1) in p = 1
+    >>> E.domain, E.describe()["term1_s"], E.describe()["term1_lam"]
+    (Box(dim=1, half_width=4.0), -1.0, 0.5)
+    >>> closed_form_energy("disk").domain
+    Ball(dim=2, radius=3.0)
+    """
+    # imported here: the laws above need numpy alone, the energy loads torch
+    from .domains import Ball, Box
+    from .energy import Energy, PairInteraction, QuadraticPotential
+    from .kernels import Riesz
+
+    s, p, _ = equilibrium_case(case)
+    domain = Box(1, 4.0) if p == 1 else Ball(p, 3.0)
+    return Energy([QuadraticPotential(), PairInteraction(Riesz(s), 0.5)], domain)
+
+
+def default_step(case: str, N: int) -> float:
+    r"""A stable Langevin step for N particles of a case: in p = 1, η resolves the neighbour
+    gap ~1/N (stiff singular kernels).
+
+    .. math::
+
+        \eta = \begin{cases} 0.05 / N & p = 1,\ s = 0 \text{ (log gas)} \\
+        0.5 / N & p = 1,\ s \ne 0 \\ 0.02 & p = 2 \end{cases}
+
+    See Also
+    --------
+    closed_form_energy : the cases' energy.
+    meanfield.dynamics.langevin.simulate : the integrator the step is for.
+
+    Examples
+    --------
+    >>> from meanfield.closed_forms import default_step
+    >>> default_step("semicircle", 10), default_step("uniform", 10), default_step("disk", 10)
+    (0.005, 0.05, 0.02)
+    """
+    s, p, _ = equilibrium_case(case)
+    if p == 1:
+        return (0.05 if s == 0 else 0.5) / N
+    return 0.02
+
+
+def exact_cell_masses(case: str, edges) -> np.ndarray:
+    r"""μ*(cell) of a p = 1 case on the cells between consecutive ``edges`` (exact CDF
+    differences): divided by the cell width, μ* as cell averages.
+
+    .. math::
+
+        m_j = F(x_{j+1/2}) - F(x_{j-1/2})
+
+    Parameters
+    ----------
+    case : {"semicircle", "uniform"}
+    edges : array_like, shape (J + 1,)
+        Increasing cell edges.
+
+    Returns
+    -------
+    numpy.ndarray, shape (J,)
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A p = 2 case (``"disk"``).
+
+    See Also
+    --------
+    equilibrium_case : the case's law and its CDF.
+    meanfield.workbench.compare.beta_limit_grid : Gibbs states against it.
+
+    Examples
+    --------
+    The uniform law on [−1, 1] on 8 cells of width 1 of [−4, 4]:
+
+    >>> import numpy as np
+    >>> from meanfield.closed_forms import exact_cell_masses
+    >>> exact_cell_masses("uniform", np.linspace(-4, 4, 9)).tolist()
+    [0.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 0.0]
+    """
+    _, p, law = equilibrium_case(case)
+    if p != 1:
+        raise InputError(f"case must be a p = 1 case ('semicircle', 'uniform'), got {case!r}")
+    return np.diff(law.cdf(np.asarray(edges, dtype=float)))
 
 
 def wasserstein_to_law_1d(samples, law: Law1D, order: int = 2, n_quad: int = 64) -> float:

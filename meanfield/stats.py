@@ -423,7 +423,7 @@ def fit_power_law(
     """Fit y ≈ C x^slope by least squares in log-log, with a CI over replicates.
 
     The one power-law fit of the package (:func:`meanfield.workbench.compare.fit_rate` and
-    :func:`meanfield.studies.limits.convergence_in_n` use it with ``interval="t"``).
+    :func:`meanfield.workbench.compare.convergence_in_n` use it with ``interval="t"``).
 
     .. math::
 
@@ -465,7 +465,7 @@ def fit_power_law(
     fit_power_law_or_undetermined : the same, or undetermined for too few sizes.
     format_rate : the fitted rate as text.
     meanfield.workbench.compare.fit_rate : the rate of W against N.
-    meanfield.studies.limits.convergence_in_n : a study that fits it.
+    meanfield.workbench.compare.convergence_in_n : a study that fits it.
 
     Examples
     --------

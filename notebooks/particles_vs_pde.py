@@ -34,7 +34,7 @@ import tempfile
 import matplotlib.pyplot as plt
 import numpy as np
 
-from meanfield.studies.limits import convergence_in_n
+from meanfield.workbench.compare import convergence_in_n
 from meanfield.workbench.problems import default_problem, run_default_comparison
 
 SIZE = os.environ.get("MEANFIELD_NOTEBOOK_SIZE", "small")

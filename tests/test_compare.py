@@ -10,8 +10,7 @@ from meanfield.ot import Measure, w2
 from meanfield.ot.diagnostics import kernel_gap
 from meanfield.pde import Density, Grid
 from meanfield.results import load_dataset
-from meanfield.studies.limits import convergence_in_n
-from meanfield.workbench.compare import compare, fit_rate
+from meanfield.workbench.compare import compare, convergence_in_n, fit_rate
 from meanfield.workbench.problems import ComparisonConfig, default_problem, run_default_comparison
 
 

@@ -232,3 +232,23 @@ def test_no_module_over_800_lines_of_code():
     sizes = {str(p.relative_to(PACKAGE)): _code_lines(p) for p in PACKAGE.rglob("*.py")}
     assert max(sizes.values()) > 300  # the count sees code (the largest module is ~650)
     assert {m: n for m, n in sizes.items() if n > 800} == {}
+
+
+#: Modules over the 1000-line limit that their own issues are splitting now; the lead removes
+#: each name when its module comes under the limit (the list only shrinks, to empty).
+OVER_1000_LINES_BEING_SPLIT = {
+    "dynamics/langevin.py",
+    "pde/stationary.py",
+}
+
+
+def test_no_module_over_1000_physical_lines():
+    """No module of the package over 1000 lines, docstrings and comments included (the
+    house limit: a module a reader can hold whole)."""
+    sizes = {
+        p.relative_to(PACKAGE).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in PACKAGE.rglob("*.py")
+    }
+    assert max(sizes.values()) > 900  # the count sees whole files (the largest are ~1000)
+    over = {m: n for m, n in sizes.items() if n > 1000}
+    assert set(over) <= OVER_1000_LINES_BEING_SPLIT, over

@@ -589,3 +589,32 @@ def test_bad_variant_options_name_the_parameter(no_work):
         L.ImportanceSampledFeatures(4, mode="top-k").fit(X, y)
     with pytest.raises(ValueError, match="cv"):
         L.select_by_cv(L.RandomFourierFeatures(4), {"bandwidth": [1.0]}, X, y, cv=1)
+
+
+def test_make_learner_is_the_class_built_directly():
+    # the truth: each estimator built by hand with the same keywords
+    coulomb, importance = {"lam": 0.3, "n_steps": 7, "softening": 0.1}, {"rho": 0.5}
+    common = dict(bandwidth="median", random_state=11)
+    want = {
+        "rff": L.RandomFourierFeatures(16, **common),
+        "importance": L.ImportanceSampledFeatures(16, **common, **importance),
+        "coulomb": L.CoulombFeatures(16, **common, **coulomb),
+        "langevin": L.CoulombFeatures(16, **common, **{**coulomb, "lam": 0.0}),
+    }
+    assert tuple(want) == L.LEARNER_NAMES
+    for name, est in want.items():
+        got = L.make_learner(name, 16, 11, coulomb, importance)
+        assert type(got) is type(est) and got.get_params() == est.get_params(), name
+    # without options: each class's own defaults
+    for name, cls in [("importance", L.ImportanceSampledFeatures), ("coulomb", L.CoulombFeatures)]:
+        assert (
+            L.make_learner(name, 4, 0).get_params()
+            == cls(4, **common | {"random_state": 0}).get_params()
+        )
+
+
+def test_make_learner_refuses_an_unknown_name():
+    from meanfield.errors import InputError
+
+    with pytest.raises(InputError, match="unknown name 'coulom'; choose one of 'rff', "):
+        L.make_learner("coulom", 8, 0)

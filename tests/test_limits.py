@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from meanfield.stats import fit_power_law
-from meanfield.studies.limits import beta_limit_grid, particle_equilibrium_run
+from meanfield.studies.limits import particle_equilibrium_run
+from meanfield.workbench.compare import beta_limit_grid
 
 
 @pytest.mark.parametrize("case", ["semicircle", "uniform"])
@@ -41,7 +42,7 @@ def test_free_energy_gap_decays_at_the_ou_rate():
     log(1 + 2dt)/dt = 1.985, so the fitted rate must lie in [1.97, 2.005]."""
     from meanfield.domains import Box
     from meanfield.energy import Energy, QuadraticPotential
-    from meanfield.studies.limits import free_energy_decay
+    from meanfield.workbench.compare import free_energy_decay
 
     ds = free_energy_decay(Energy([QuadraticPotential()], Box(1, 6.0)), 1.0, cells=256)
     assert 1.97 < ds.attrs["rate"] < 2.005
@@ -55,7 +56,7 @@ def test_free_energy_decay_too_short_reports_an_undetermined_rate():
     undetermined (NaN with the reason), not a traceback nor a number fitted to the transient."""
     from meanfield.domains import Box
     from meanfield.energy import Energy, QuadraticPotential
-    from meanfield.studies.limits import free_energy_decay
+    from meanfield.workbench.compare import free_energy_decay
 
     E = Energy([QuadraticPotential()], Box(1, 6.0))
     ds = free_energy_decay(E, 1.0, cells=64, t_end=0.3, n_records=20, n_boot=10)

@@ -30,7 +30,6 @@ def test_pretrained_preset_finds_the_committed_runs(stage):
     # the data and model fingerprints are read from the manifest (the data and weights are
     # not in the repository); everything else comes from the preset
     cfg, _ = nlp._split(nlp.check_config(nlp.load_preset("nlp_pretrained", "full")))
-    cfg = nlp._check_pretrained(cfg)
     base = {k: v for k, v in cfg.items() if k not in nlp._GRID_ONLY}
     folder = ROOT / "paper_repro/nlp_pretrained/results/full" / stage
     current = json.loads((folder / "current.json").read_text())
@@ -178,3 +177,30 @@ def test_a_riesz_exponent_past_the_head_dimension_is_refused_before_any_work(ber
     ):
         nlp.run_study(nlp.check_config(s), tmp_path / "out", progress=False)
     assert not (tmp_path / "out").exists()  # nothing written, stage 1 never started
+
+
+def test_the_settings_are_declared_and_the_coulomb_table_is_the_functions_own():
+    # declared (registered: tests/test_contract_fuzz.py feeds each its invalid values); the
+    # coulomb_distillation keys are coulomb_distil_feature_maps' declarations, renamed only
+    import dataclasses
+
+    from meanfield.attention.coulomb_distillation import coulomb_distil_feature_maps
+    from meanfield.contract import contract_of, registered
+
+    entries = registered()
+    for name in ("PRETRAINED_SETTINGS", "SCRATCH_SETTINGS"):
+        assert f"meanfield.studies.nlp:{name}" in entries
+    own = contract_of(coulomb_distil_feature_maps).by_name
+    declared = nlp.PRETRAINED_SETTINGS.by_name
+    for key in nlp.PRETRAINED_DEFAULTS["coulomb_distillation"]:
+        p = declared[f"coulomb_distillation.{key}"]
+        assert dataclasses.replace(p, name=key) == own[key]
+    assert "coulomb_distillation.seed" not in declared  # each run's own seed
+    s = nlp.load_preset("nlp_pretrained", "tiny")
+    s["coulomb_distillation"] = dict(s["coulomb_distillation"], seed=3)
+    with pytest.raises(InputError, match="unknown configuration key 'coulomb_distillation.seed'"):
+        nlp.check_config(s)
+    # a scratch setting refused by its declaration, named by its dotted key
+    s = nlp.load_preset("nlp", "tiny")
+    with pytest.raises(InputError, match=r"tokenizer.vocab_size must be an integer >= 10"):
+        nlp.check_config(dict(s, tokenizer={"vocab_size": 9}))

@@ -1,5 +1,6 @@
 """The README tables of the pretrained-model study come from the report's unrounded values
-(meanfield.studies.nlp_report.readme_tables / update_readme_tables)."""
+(meanfield.studies.nlp_report.readme_tables, meanfield.workbench.report_tables.
+update_readme_tables); the report prints the inference-cost tables found beside the study."""
 
 import shutil
 from pathlib import Path
@@ -10,13 +11,8 @@ from scipy import stats
 
 from meanfield.errors import InputError
 from meanfield.stats import paired_family
-from meanfield.studies.nlp_report import (
-    _p_short,
-    _points,
-    readme_tables,
-    update_readme_tables,
-    write_report,
-)
+from meanfield.studies.nlp_report import _p_short, _points, readme_tables, write_report
+from meanfield.workbench.report_tables import marked_tables, update_readme_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "paper_repro" / "nlp_pretrained"
@@ -24,14 +20,16 @@ RESULTS = STUDY / "results" / "full"
 #: every table the README includes between report-table markers
 MARKED = {
     f"{kind}-{ds}" for kind in ("variants", "paired") for ds in ("rotten_tomatoes", "sst2", "qqp")
-} - {"paired-sst2"} | {"paired-sst2-no-bonferroni"}
+} - {"paired-sst2"} | {"paired-sst2-no-bonferroni", "inference-cost"}
 
 
 @pytest.fixture(scope="module")
 def committed_report(tmp_path_factory):
     """The report regenerated, in a temporary folder, from the committed run files (the
     results folder is only read: a study may be writing to it)."""
-    out = tmp_path_factory.mktemp("report")
+    out = tmp_path_factory.mktemp("report") / "full"  # the inference cost beside it
+    out.mkdir()
+    shutil.copy(RESULTS.parent / "inference_cost.nc", out.parent / "inference_cost.nc")
     shutil.copy(RESULTS / "config.json", out / "config.json")
     for stage in ("softmax", "linearized"):
         (out / stage / "runs").mkdir(parents=True)
@@ -149,3 +147,48 @@ def test_update_readme_tables_refuses_unknown_or_unclosed_markers(tmp_path):
     with pytest.raises(InputError, match="readme_path: .* b without the closing"):
         update_readme_tables(path, {"a": "| x |", "b": "| y |"})
     assert path.read_text() == TEXT.replace("<!-- /report-table:b -->", "")  # nothing written
+
+
+def _cost_dataset():
+    """A result of the documented shape of meanfield.attention.inference_cost.inference_cost
+    (two variants, two lengths, CPU and wall time, memory)."""
+    import xarray as xr
+
+    t = np.array([[0.1, 0.4], [0.1, 0.2]])
+    both = ("variant", "L")
+    data = {
+        "seconds": (both, t),
+        "ratio_to_softmax": (both, t / t[0]),
+        "cpu_seconds": (both, t / 2),
+        "cpu_ratio_to_softmax": (both, t / t[0]),
+        "slope_seconds": ("variant", [2.0, 1.0]),
+        "slope_cpu_seconds": ("variant", [2.0, 1.0]),
+        "peak_extra_mib": (both, [[2.0, 8.0], [2.0, 4.0]]),
+        "n_repeats": ("L", [5, 5]),
+    }
+    return xr.Dataset(data, coords={"variant": ["softmax", "favor m=64"], "L": [128, 256],
+                                    "n_outputs": ("variant", [0, 64])})  # fmt: skip
+
+
+def test_the_report_prints_the_inference_cost_found_beside_the_study(tmp_path):
+    from meanfield.attention.inference_cost import inference_cost_table
+    from meanfield.results import save_dataset
+
+    out = tmp_path / "full"
+    out.mkdir()
+    (out / "config.json").write_text('{"name": "x", "datasets": []}')
+    assert "inference-cost" not in write_report(out, tmp_path / "without")["readme_tables"]
+    assert "Inference time" not in (tmp_path / "without" / "report.md").read_text()
+    save_dataset(_cost_dataset(), tmp_path / "inference_cost.nc")
+    rep = write_report(out, tmp_path / "with")
+    # the tables as inference_cost_table writes them (CPU first, then wall, then memory),
+    # read back from the file: the report adds its heading and nothing else
+    expected = inference_cost_table(_cost_dataset(), clock="both")
+    assert rep["readme_tables"] == {"inference-cost": expected.rstrip("\n")}
+    report = (tmp_path / "with" / "report.md").read_text()
+    assert report.endswith(f"## Inference time and memory per feature map\n\n{expected}\n")
+    assert expected.index("CPU time") < expected.index("Wall time") < expected.index("Peak")
+    assert "| favor m=64 | 64 | 0.05 s (×1.00) | 0.1 s (×0.50) | 1.00 |" in expected
+    assert (tmp_path / "with" / "readme_tables.md").read_text() == marked_tables(
+        rep["readme_tables"]
+    )

@@ -238,7 +238,7 @@ def case_studies():
     from meanfield.energy import Energy, QuadraticPotential
     from meanfield.studies.kernel_concentration import kernel_concentration, kernel_model
     from meanfield.studies.large_deviations import statistic, tail_probability
-    from meanfield.studies.limits import particles_vs_grid_run
+    from meanfield.workbench.problems import particles_vs_grid_run
 
     E = Energy([QuadraticPotential()], Box(1, 4.0))
     tail = tail_probability(E, statistic("mean"), 1.0, 4, 1.0, theta=1.0, n_ladder=3,

@@ -195,3 +195,10 @@ def test_grid_study_sets_a_truncated_run_file_aside_and_recomputes_it(tmp_path):
     aside = list((tmp_path / "runs" / "set_aside").iterdir())
     assert len(aside) == 1 and aside[0].name.startswith(victim.name)
     assert sorted(r["ridge_test_error"] for r in load_study(tmp_path)[1]) == before
+
+
+def test_every_grid_learner_is_one_make_learner_builds():
+    from meanfield.learners import LEARNER_NAMES
+
+    # run_grid_cell builds each choice of the ``learners`` setting by make_learner
+    assert set(S.LEARNER_LABELS) <= set(LEARNER_NAMES)

@@ -442,12 +442,9 @@ def forward_peak(run, L: int, hidden: int) -> dict:
         extra, method = hwm - base, "VmHWM-reset"
     else:
         extra, method = maxrss - maxrss_before, "ru_maxrss-lower-bound"
-    return {
-        "peak_extra_mib": max(extra, 0) / 1024,
-        "rss_before_mib": None if base is None else base / 1024,
-        "method": method,
-        "seconds": seconds,
-    }
+    rss_before = None if base is None else base / 1024
+    return dict(peak_extra_mib=max(extra, 0) / 1024, rss_before_mib=rss_before, method=method,
+                seconds=seconds)  # fmt: skip
 
 
 def _child_main(spec_json: str | None = None) -> None:
@@ -496,13 +493,8 @@ def _memory_subprocess(
     root = str(Path(__file__).resolve().parents[2])  # this checkout, installed or not
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     code = "from meanfield.attention.inference_cost import _child_main; _child_main()"
-    proc = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    argv = [sys.executable, "-c", code, json.dumps(spec)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise ResourceError(
@@ -773,6 +765,9 @@ def inference_cost(
         torch.set_num_threads(threads_before)
 
     names = list(specs)
+    # features per head the attention sees: 2 m for the maps of paired exponentials
+    outputs = [(2 if specs[n][0] in ("softmaxfeat", "hedgehog") else 1) * (specs[n][1] or 0)
+               for n in names]  # fmt: skip
     n_reps = [repeats_at(L, repeats, repeats_long) for L in lengths]
     dims3 = ("variant", "L", "repeat")
     data = {"n_repeats": ("L", np.asarray(n_reps, dtype=np.int64))}
@@ -798,16 +793,7 @@ def inference_cost(
         "repeat": np.arange(max(n_reps), dtype=np.int64),
         "feature_map": ("variant", [specs[n][0] or _SOFTMAX for n in names]),
         "n_features": ("variant", np.asarray([specs[n][1] or 0 for n in names], np.int64)),
-        "n_outputs": (
-            "variant",
-            np.asarray(
-                [
-                    (2 if specs[n][0] in ("softmaxfeat", "hedgehog") else 1) * (specs[n][1] or 0)
-                    for n in names
-                ],
-                np.int64,
-            ),
-        ),  # fmt: skip
+        "n_outputs": ("variant", np.asarray(outputs, np.int64)),
         "attn_implementation": ("variant", impls),
     }
     params = {

@@ -47,7 +47,7 @@ The package's modules, one job each (every public name is re-exported here):
 ``ridge``
     :class:`RidgeFeatureClassifier`.
 ``evaluation``
-    :func:`evaluate`, :func:`feature_pipeline`, :func:`select_by_cv`.
+    :func:`make_learner`, :func:`evaluate`, :func:`feature_pipeline`, :func:`select_by_cv`.
 
 References
 ----------
@@ -64,7 +64,7 @@ from __future__ import annotations
 from ._common import FEATURE, fourier_features, median_bandwidth
 from .coulomb import ALIGNMENTS, CoulombFeatures, FrequencyConfinement
 from .directions import DirectionFrame
-from .evaluation import evaluate, feature_pipeline, select_by_cv
+from .evaluation import LEARNER_NAMES, evaluate, feature_pipeline, make_learner, select_by_cv
 from .importance_qp import project_simplex, solve_importance_weights
 from .metric import kernel_alignment
 from .random_features import ImportanceSampledFeatures, RandomFourierFeatures
@@ -73,6 +73,7 @@ from .ridge import RidgeFeatureClassifier
 __all__ = [
     "ALIGNMENTS",
     "FEATURE",
+    "LEARNER_NAMES",
     "CoulombFeatures",
     "DirectionFrame",
     "FrequencyConfinement",
@@ -83,6 +84,7 @@ __all__ = [
     "feature_pipeline",
     "fourier_features",
     "kernel_alignment",
+    "make_learner",
     "median_bandwidth",
     "project_simplex",
     "select_by_cv",

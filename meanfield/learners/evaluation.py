@@ -1,4 +1,5 @@
-"""The evaluation harness: fit a learner, score downstream classifiers, select by CV."""
+"""The evaluation harness: build a learner by name, fit it, score downstream classifiers, select
+by CV."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import numpy as np
 from meanfield._validation import check_choice, check_int
 
 from ._common import _check_lengths
+from .coulomb import CoulombFeatures
 from .metric import kernel_alignment
+from .random_features import ImportanceSampledFeatures, RandomFourierFeatures
 from .ridge import RidgeFeatureClassifier
 
-__all__ = ["evaluate", "feature_pipeline", "select_by_cv"]
+__all__ = ["LEARNER_NAMES", "evaluate", "feature_pipeline", "make_learner", "select_by_cv"]
+
+#: The learners :func:`make_learner` builds, by name.
+LEARNER_NAMES = ("rff", "importance", "coulomb", "langevin")
 
 
 def evaluate(
@@ -228,3 +234,66 @@ def select_by_cv(
         "mean_test_score": np.asarray(res["mean_test_score"], dtype=float),
         "std_test_score": np.asarray(res["std_test_score"], dtype=float),
     }
+
+
+def make_learner(
+    name: str, m: int, seed: int, coulomb: dict | None = None, importance: dict | None = None
+):
+    """The learner ``name`` of :data:`LEARNER_NAMES`, unfitted, with ``m`` features at the
+    median bandwidth, seeded by ``seed``.
+
+    ``"rff"``: :class:`~meanfield.learners.RandomFourierFeatures`; ``"importance"``:
+    :class:`~meanfield.learners.ImportanceSampledFeatures` (options ``importance``);
+    ``"coulomb"``: :class:`~meanfield.learners.CoulombFeatures` (options ``coulomb``);
+    ``"langevin"``: the same with ``lam = 0`` (the Langevin dynamics without repulsion). One
+    ``seed`` for every name gives paired learners: the Coulomb particles start from the RFF
+    draw.
+
+    Parameters
+    ----------
+    name : {"rff", "importance", "coulomb", "langevin"}
+        The learner.
+    m : int >= 1
+        Features (particles).
+    seed : int
+        The learner's ``random_state``.
+    coulomb : dict, optional
+        Keywords of :class:`~meanfield.learners.CoulombFeatures` (default: its own).
+    importance : dict, optional
+        Keywords of :class:`~meanfield.learners.ImportanceSampledFeatures` (default: its own).
+
+    Returns
+    -------
+    RandomFourierFeatures, ImportanceSampledFeatures or CoulombFeatures
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        ``name`` not among :data:`LEARNER_NAMES` (checked before anything is built).
+
+    See Also
+    --------
+    evaluate : fits the learner and scores the downstream classifiers.
+    meanfield.studies.synthetic.run_grid_cell : fits each learner of the study's ``grid`` cell.
+
+    References
+    ----------
+    - A. Rahimi, B. Recht, "Random features for large-scale kernel machines", NeurIPS 2007.
+    - A. Sinha, J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
+
+    Examples
+    --------
+    >>> from meanfield.learners import make_learner
+    >>> make_learner("langevin", 8, 0, {"lam": 0.3, "n_steps": 30}).lam
+    0.0
+    >>> make_learner("importance", 8, 0, importance={"rho": 0.5}).rho
+    0.5
+    """
+    check_choice("name", name, LEARNER_NAMES)
+    common = dict(bandwidth="median", random_state=seed)
+    if name == "rff":
+        return RandomFourierFeatures(m, **common)
+    if name == "importance":
+        return ImportanceSampledFeatures(m, **common, **(importance or {}))
+    lam = {"lam": 0.0} if name == "langevin" else {}
+    return CoulombFeatures(m, **common, **{**(coulomb or {}), **lam})

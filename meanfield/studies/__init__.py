@@ -42,6 +42,7 @@ __all__ = ["STUDIES", "check_study_settings", "run_study_file", "study_module"]
 
 #: The studies a configuration file can name: name -> the module implementing it.
 STUDIES: dict[str, str] = {
+    "limits": "meanfield.studies.limits",  # N → ∞ in p = 2: particles against the grid
     "nlp": "meanfield.studies.nlp",  # kernel attention on text: from scratch and pretrained
     "synthetic": "meanfield.studies.synthetic",  # kernel learning on synthetic tasks
 }

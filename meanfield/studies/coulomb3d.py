@@ -79,7 +79,7 @@ def ball_energy(half_width: float = BOX_HALF_WIDTH, softening: float = 0.0) -> E
     See Also
     --------
     grid_equilibrium : its β = ∞ equilibrium on a grid.
-    meanfield.studies.limits.closed_form_energy : the p = 1, 2 cases of THEORY §5.
+    meanfield.closed_forms.closed_form_energy : the p = 1, 2 cases of THEORY §5.
 
     References
     ----------

@@ -1,32 +1,33 @@
-"""The limits of THEORY §5–6 on the closed-form cases: N → ∞, β → ∞ and t → ∞.
+"""The limits of THEORY §5–6: N → ∞, β → ∞ and t → ∞.
 
-* N → ∞: W1, W2 of relaxed particles to the equilibrium μ* (:func:`equilibrium_in_n`), and
-  W2(μ_N(t), ρ_t) against the McKean–Vlasov grid (:func:`convergence_in_n`,
-  :func:`particles_vs_grid_in_n`), with fitted power laws in N;
+* N → ∞: W1, W2 of relaxed particles to the equilibrium μ* of a closed-form case
+  (:func:`equilibrium_in_n`); W2(μ_N(t), ρ_t) against the McKean–Vlasov grid in p = 1
+  (:func:`particles_vs_grid_in_n`) and p = 2 (:func:`particles_vs_grid_2d_in_n`, the study
+  that ``meanfield run`` runs: :func:`check_config`, :func:`run_study`, :func:`write_report`);
 * β → ∞: W2(ρ_β, μ*) of the grid Gibbs state and W2(μ_N, μ*) of particles
-  (:func:`beta_limit_grid`, :func:`beta_limit_particles`);
-* t → ∞: the free-energy gap F_β(ρ_t) − F_β(ρ_β) along the flow and its exponential rate
-  (:func:`free_energy_decay`).
+  (:func:`beta_limit_on_grid`, :func:`beta_limit_particles`);
+* t → ∞: the free-energy gap along the flow and its exponential rate (:func:`t_decay`).
 
-Run functions are module-level ``f(**params) -> xarray.Dataset``, mapped by
-:func:`meanfield.workbench.sweeps.run_sweep` into resumable sweeps; the ``*_data`` functions
-are the experiments of ``meanfield figures`` at a named size (:data:`SIZES`).
+Generic pieces live below the studies: the cases' energies and laws in
+:mod:`meanfield.closed_forms`; ``convergence_in_n``, ``beta_limit_grid`` and
+``free_energy_decay`` in :mod:`meanfield.workbench.compare`; the default problem's runs in
+:mod:`meanfield.workbench.problems`.  Run functions ``f(**params) -> xarray.Dataset`` are
+mapped by :func:`meanfield.workbench.sweeps.run_sweep` into resumable sweeps; the ``*_data``
+functions are the experiments of ``meanfield figures`` at a named size (:data:`SIZES`).
 
 References
 ----------
-- S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, Zurich Lectures in Advanced
-  Mathematics, EMS, 2015 (the equilibria μ* and the N → ∞ limit of Coulomb and Riesz gases).
-- I. Dumitriu, A. Edelman, "Matrix models for β-ensembles", J. Math. Phys. 43 (2002)
-  5830–5847 (the log gas of the semicircle case as a β-ensemble).
-- J. A. Carrillo, R. J. McCann, C. Villani, "Kinetic equilibration rates for granular media
-  and related equations", Rev. Mat. Iberoamericana 19 (2003) 971–1018 (the t → ∞ decay).
-- N. Fournier, A. Guillin, "On the rate of convergence in Wasserstein distance of the
-  empirical measure", Probab. Theory Relat. Fields 162 (2015) 707–738 (the N^(−1/2) rate).
+- S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* and N → ∞).
+- I. Dumitriu, A. Edelman, J. Math. Phys. 43 (2002) 5830–5847 (the log gas as β-ensemble).
+- J. A. Carrillo, R. J. McCann, C. Villani, Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+- N. Fournier, A. Guillin, Probab. Theory Relat. Fields 162 (2015) 707–738 (iid rates).
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,21 +35,34 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import check_choice, check_fit_sizes, check_int, check_positive
-from ..closed_forms import equilibrium_case, wasserstein_to_law_1d
-from ..domains import Ball, Box
+from .._validation import (
+    check_choice,
+    check_int,
+    check_output_path,
+    check_positive,
+)
+from ..closed_forms import (
+    closed_form_energy,
+    default_step,
+    equilibrium_case,
+    wasserstein_to_law_1d,
+)
+from ..contract import Param
+from ..domains import Box
 from ..dynamics.langevin import simulate
-from ..dynamics.spec import RunSpec, as_spec
-from ..energy import Energy, PairInteraction, QuadraticPotential
-from ..errors import ConvergenceError
-from ..kernels import Riesz
-from ..ot.distance import w2 as _w2
-from ..ot.measure import Measure
-from ..pde import Density, FreeEnergyTracker, Grid, McKeanVlasov, gibbs_state, solve
+from ..dynamics.spec import RunSpec
+from ..energy import Energy, QuadraticPotential
+from ..errors import InputError
 from ..results import provenance, save_dataset
-from ..stats import fit_power_law, fit_power_law_or_undetermined
-from ..workbench.compare import compare
-from ..workbench.problems import ComparisonConfig
+from ..stats import fit_power_law_or_undetermined
+from ..workbench.compare import beta_limit_grid, free_energy_decay
+from ..workbench.problems import (
+    ComparisonConfig,
+    grid_refinement_w2,
+    grid_solution,
+    particles_vs_grid_run,
+)
+from ..workbench.study_settings import declare_settings, write_json
 from ..workbench.sweeps import run_sweep
 
 #: ``"full"``: the committed figures; ``"small"``: a quick run of the same computation (tests,
@@ -59,6 +73,10 @@ SIZES = ("small", "full")
 def check_size(size: str) -> str:
     """``size`` checked against :data:`SIZES` (ValueError naming the allowed values).
 
+    See Also
+    --------
+    n_limit_data, beta_limit_data, t_limit_data : the experiments sized by it.
+
     Examples
     --------
     >>> from meanfield.studies.limits import check_size
@@ -68,57 +86,6 @@ def check_size(size: str) -> str:
     meanfield.errors.InputError: unknown size 'tiny'; choose one of 'small', 'full'
     """
     return check_choice("size", size, SIZES)
-
-
-def closed_form_energy(case: str) -> Energy:
-    r"""E = ∫|ω|²/2 dμ + ½∬k_s dμdμ on a domain wide enough never to bind (THEORY §5).
-
-    .. math::
-
-        E(\mu) = \int \frac{|\omega|^2}{2}\, d\mu(\omega)
-        + \frac12 \iint k_s(\omega - \omega')\, d\mu(\omega)\, d\mu(\omega')
-
-    Parameters
-    ----------
-    case : {"semicircle", "uniform", "disk"}
-
-    Returns
-    -------
-    Energy
-        On the box [−4, 4] (p = 1) or the ball of radius 3 (p = 2).
-
-    Examples
-    --------
-    >>> from meanfield.studies.limits import closed_form_energy
-    >>> E = closed_form_energy("uniform")  # k = −|z| (Riesz s = −1) in p = 1
-    >>> E.domain, E.describe()["term1_s"], E.describe()["term1_lam"]
-    (Box(dim=1, half_width=4.0), -1.0, 0.5)
-    >>> closed_form_energy("disk").domain
-    Ball(dim=2, radius=3.0)
-    """
-    s, p, _ = equilibrium_case(case)
-    domain = Box(1, 4.0) if p == 1 else Ball(p, 3.0)
-    return Energy([QuadraticPotential(), PairInteraction(Riesz(s), 0.5)], domain)
-
-
-def default_step(case: str, N: int) -> float:
-    r"""A stable step: in 1D η must resolve the neighbour gap ~1/N (stiff singular kernels).
-
-    .. math::
-
-        \eta = \begin{cases} 0.05 / N & p = 1,\ s = 0 \text{ (log gas)} \\
-        0.5 / N & p = 1,\ s \ne 0 \\ 0.02 & p = 2 \end{cases}
-
-    Examples
-    --------
-    >>> from meanfield.studies.limits import default_step
-    >>> default_step("semicircle", 10), default_step("uniform", 10), default_step("disk", 10)
-    (0.005, 0.05, 0.02)
-    """
-    s, p, _ = equilibrium_case(case)
-    if p == 1:
-        return (0.05 if s == 0 else 0.5) / N
-    return 0.02
 
 
 def particle_equilibrium_run(
@@ -136,17 +103,14 @@ def particle_equilibrium_run(
 
     Parameters
     ----------
-    N : int
-        Number of particles.
-    beta : float
-        Inverse temperature (β_N = β or βN by ``regime``).
-    seed : int
+    N, beta, seed : int, float, int
+        Number of particles, inverse temperature (β_N = β or βN by ``regime``), seed.
     case : {"semicircle", "uniform", "disk"}
         THEORY §5: p = 1 log-gas, p = 1 with k = −|z|, p = 2 log-gas.
     t_end : float
         Time of the Langevin run from a well-spread start (uniform on [−1, 1]^p).
     eta : float, optional
-        Step; default :func:`default_step`.
+        Step; default :func:`meanfield.closed_forms.default_step`.
     n_replicas : int
         Independent replicas run side by side.
 
@@ -234,315 +198,6 @@ def _equilibrium_dataset(final, energy_final, law, params: dict, seed) -> xr.Dat
     return out
 
 
-def exact_cell_density(case: str, grid):
-    r"""μ* of a closed-form case as cell averages on ``grid`` (exact CDF differences; p = 1).
-
-    .. math::
-
-        \rho_j = \frac{F(x_{j+1/2}) - F(x_{j-1/2})}{h}
-
-    Examples
-    --------
-    The uniform law on [−1, 1] has density 1/2, on 16 cells of width 1/2 of [−4, 4]:
-
-    >>> from meanfield.pde import Grid
-    >>> from meanfield.studies.limits import closed_form_energy, exact_cell_density
-    >>> grid = Grid(closed_form_energy("uniform").domain, 16)
-    >>> rho = exact_cell_density("uniform", grid)
-    >>> rho.data.round(3).tolist(), float(rho.mass)
-    ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 1.0)
-    """
-    _, p, law = equilibrium_case(case)
-    if p != 1:
-        raise ValueError(f"exact_cell_density is for the p = 1 cases, not {case!r}")
-    edges = grid.edges[0]
-    return Density(grid, np.diff(law.cdf(edges)) / grid.cell_volume)
-
-
-def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = False) -> xr.Dataset:
-    r"""W2(ρ_β, μ*) on a grid: the mean-field Gibbs state against the exact β = ∞ law.
-
-    ρ_β solves ρ = Z⁻¹ exp(−β δE/δρ[ρ]) (Newton–Krylov, warm-started along increasing β);
-    μ* is the closed form of THEORY §5 averaged over the same cells.
-
-    .. math::
-
-        \rho_\beta = Z^{-1} \exp\Big(-\beta \frac{\delta E}{\delta \rho}[\rho_\beta]\Big),
-        \qquad W_2(\rho_\beta, \mu^*) \to 0 \quad (\beta \to \infty)
-
-    Returns
-    -------
-    xarray.Dataset
-        ``w2_grid`` over ``beta`` (sorted).
-
-    See Also
-    --------
-    beta_limit_particles : the same limit for particles.
-    beta_limit_on_grid : this computation saved, with its power law in β.
-
-    References
-    ----------
-    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* as N → ∞).
-
-    Examples
-    --------
-    >>> from meanfield.studies.limits import beta_limit_grid
-    >>> ds = beta_limit_grid("uniform", [8.0, 2.0], cells=16)
-    >>> ds["beta"].values.tolist(), bool(ds["w2_grid"][1] < ds["w2_grid"][0])
-    ([2.0, 8.0], True)
-    """
-    betas = np.sort(np.asarray(betas, dtype=float))
-    energy = closed_form_energy(case)
-    grid = Grid(energy.domain, cells)
-    mstar = exact_cell_density(case, grid)
-    dist, rho = [], None
-    for beta in tqdm(betas, desc="grid Gibbs states", unit="beta", disable=not progress):
-        rho, report = gibbs_state(energy, grid, float(beta), method="newton", rho0=rho)
-        if not report.converged:
-            raise ConvergenceError(f"Gibbs state at beta={beta} did not converge: {report}")
-        dist.append(_w2(Measure.from_density(rho), Measure.from_density(mstar)).distance)
-    return xr.Dataset(
-        {"w2_grid": ("beta", np.asarray(dist))},
-        coords={"beta": betas},
-        attrs=provenance({"case": case, "cells": cells}, seed=None),
-    )
-
-
-def free_energy_decay(
-    energy: Energy,
-    beta: float,
-    *,
-    cells: int = 256,
-    t_end: float = 6.0,
-    mean0: float = 1.0,
-    std0: float = 0.3,
-    n_records: int = 200,
-    fit_window=(1e-9, 1e-3),
-    n_boot: int = 1000,
-    seed: int = 0,
-    progress: bool = False,
-) -> xr.Dataset:
-    """t → ∞: the free-energy gap F_β(ρ_t) − F_β(ρ_β) along the McKean–Vlasov flow (p = 1).
-
-    The flow starts from a Gaussian N(mean0, std0²) on the grid; ρ_β is the grid Gibbs state.
-    The exponential rate is the slope of log(gap) against t over the times where the gap lies
-    in ``fit_window`` (above round-off, past the initial transient), with a residual-bootstrap
-    95 % interval.  Fewer than 5 records in the window (``t_end`` too short for the gap to
-    fall below ``fit_window[1]``) leave the rate undetermined: NaN, with ``rate_status``
-    saying why, never a number fitted to the transient.
-
-    Returns
-    -------
-    xarray.Dataset over ``time``: ``free_energy``, ``gap``; attributes ``rate``,
-    ``rate_ci_low``, ``rate_ci_high``, ``rate_status`` (``"fitted"`` or why not),
-    ``F_beta_min``.
-
-    .. math::
-
-        F_\\beta(\\rho_t) - F_\\beta(\\rho_\\beta) \\approx C e^{-\\text{rate} \\cdot t}
-
-    See Also
-    --------
-    t_decay : this computation on a closed-form case, saved.
-    t_limit_data : the ``t_limit`` figure's experiment.
-
-    References
-    ----------
-    - J. A. Carrillo, R. J. McCann, C. Villani, Rev. Mat. Iberoamericana 19 (2003) 971–1018.
-
-    Examples
-    --------
-    V = ω²/2 with k = −|z|: the mean relaxes at rate 1, so the gap (∝ m_t²) decays at rate 2.
-
-    >>> from meanfield.studies.limits import closed_form_energy, free_energy_decay
-    >>> E = closed_form_energy("uniform")
-    >>> ds = free_energy_decay(E, 1.0, cells=16, t_end=6.0, n_records=30, n_boot=20)
-    >>> ds.attrs["rate_status"], round(float(ds.attrs["rate"]), 1)
-    ('fitted', 2.0)
-    """
-    beta = check_positive("beta", beta)
-    t_end = check_positive("t_end", t_end)
-    if energy.dim != 1:
-        raise ValueError(f"free_energy_decay is written for p = 1, got p = {energy.dim}")
-    t, F, F_min = _free_energy_trace(energy, beta, cells, t_end, mean0, std0, n_records, progress)
-    gap = F - F_min
-    slope, lo, hi, status = _log_linear_rate(t, gap, fit_window, n_boot, seed, t_end)
-    attrs = {"beta": beta, "cells": cells, "t_end": t_end, "mean0": mean0, "std0": std0}
-    attrs |= {"rate": -slope, "rate_ci_low": -hi, "rate_ci_high": -lo, "rate_status": status}
-    attrs = provenance({**attrs, "F_beta_min": F_min, **energy.describe()}, seed=seed)
-    data = {"free_energy": ("time", F), "gap": ("time", gap)}
-    return xr.Dataset(data, coords={"time": t}, attrs=attrs)
-
-
-def _free_energy_trace(energy, beta, cells, t_end, mean0, std0, n_records, progress):
-    """F_β(ρ_t) along the McKean–Vlasov flow (SG-implicit) from N(mean0, std0²) on the grid,
-    recorded ``n_records`` times up to ``t_end``: (times, free energies, min F_β), where
-    min F_β is that of the grid Gibbs state ρ_β (Newton)."""
-    grid = Grid(energy.domain, cells)
-    _, report = gibbs_state(energy, grid, beta, method="newton")
-    eq = McKeanVlasov(energy, grid, beta, scheme="sg-implicit")
-    tracker = FreeEnergyTracker(interval=t_end / n_records)
-    rho0 = Density.gaussian(grid, mean=mean0, std=std0)
-    solve(eq, rho0, t_end, trackers=[tracker], dt=t_end / (4 * n_records), progress=progress)
-    fe = tracker.to_dataset()
-    return fe["time"].values, fe["free_energy"].values, report.free_energy
-
-
-def _log_linear_rate(t, gap, fit_window, n_boot: int, seed: int, t_end: float):
-    """The slope of log(gap) against t over the records with the gap inside ``fit_window``,
-    its residual-bootstrap 95 % interval, and a status: (slope, low, high, status).
-
-    Fewer than 5 records in the window leave the slope undetermined (NaN), with a status
-    saying why (``t_end`` is named as what to lengthen)."""
-    sel = (gap > fit_window[0]) & (gap < fit_window[1])
-    if sel.sum() < 5:
-        status = (
-            f"undetermined: {int(sel.sum())} of {len(gap)} records have the gap in "
-            f"[{fit_window[0]:g}, {fit_window[1]:g}] (at least 5 needed; the gap is "
-            f"{gap[-1]:.3g} at t_end = {t_end:g}): lengthen t_end"
-        )
-        return np.nan, np.nan, np.nan, status
-    tt, lg = t[sel], np.log(gap[sel])
-    slope, icpt = np.polyfit(tt, lg, 1)
-    resid = lg - (slope * tt + icpt)
-    rng = np.random.default_rng(seed)
-    boots = [
-        np.polyfit(tt, slope * tt + icpt + rng.choice(resid, len(resid)), 1)[0]
-        for _ in range(n_boot)
-    ]
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return slope, lo, hi, "fitted"
-
-
-def convergence_in_n(
-    energy: Energy,
-    initial: Density,
-    *,
-    n_values,
-    seeds,
-    beta: float,
-    t_final: float,
-    eta: float,
-    scheme: str = "upwind",
-    safety: float = 0.5,
-    confidence: float = 0.95,
-) -> xr.Dataset:
-    r"""W2(μ_N(t), ρ_t) at t = t_final for several N and seeds, and the fitted rate.
-
-    The grid solution is computed once; each (N, seed) runs the particles from an iid sample
-    of ``initial``.  Expected rate about N^(−1/2) in p = 1 (THEORY §6) until the Langevin bias
-    O(η) and the grid error take over:
-
-    .. math::
-
-        W_2(\mu_N(t), \rho_t) \approx C N^{\text{rate}}, \qquad \text{rate} \approx -\tfrac12.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``w2`` (N, seed), ``w2_initial`` (N, seed) (the t = 0 sampling error); attributes
-        ``rate``, ``rate_ci_low``, ``rate_ci_high``, ``rate_confidence``, ``rate_pooled`` and
-        all parameters.
-
-    See Also
-    --------
-    particles_vs_grid_in_n : the same distance at several times, as a resumable sweep.
-    meanfield.workbench.compare.compare : one side-by-side run.
-
-    References
-    ----------
-    - N. Fournier, A. Guillin, Probab. Theory Relat. Fields 162 (2015) 707–738 (iid rates).
-
-    Examples
-    --------
-    Three small N, two seeds, five steps (far too few for a sharp rate: the interval is wide):
-
-    >>> from meanfield.pde import Density, Grid
-    >>> from meanfield.studies.limits import closed_form_energy, convergence_in_n
-    >>> E = closed_form_energy("uniform")
-    >>> initial = Density.gaussian(Grid(E.domain, 32), mean=0.0, std=0.5)
-    >>> ds = convergence_in_n(
-    ...     E, initial, n_values=[4, 8, 16], seeds=[0, 1], beta=1.0, t_final=0.05, eta=0.01
-    ... )
-    >>> low, rate, high = (float(ds.attrs[k]) for k in ("rate_ci_low", "rate", "rate_ci_high"))
-    >>> dict(ds["w2"].sizes), low <= rate <= high
-    ({'N': 3, 'seed': 2}, True)
-    """
-    n_values = [check_int("N", n) for n in n_values]
-    check_fit_sizes("n_values (N)", n_values)
-    seeds = [int(s) for s in seeds]
-    if len(seeds) < 2:
-        raise ValueError(f"seeds: need at least 2 seeds to fit a rate with a CI, got {len(seeds)}")
-    run = dict(beta=beta, t_final=t_final, eta=eta, scheme=scheme, safety=safety)
-    spec = as_spec(energy, initial, n_particles=n_values[0], **run)
-    eq = spec.equation()
-    res = eq.solve(spec.law, spec.t_final, safety=spec.safety)
-    w2, w2_0 = _particle_distances(spec, res.state, n_values, seeds)
-    fit = fit_power_law(n_values, w2, level=confidence, interval="t")
-    out = xr.Dataset(
-        {"w2": (("N", "seed"), w2), "w2_initial": (("N", "seed"), w2_0)},
-        coords={"N": n_values, "seed": seeds},
-    )
-    attrs = {"beta": spec.beta, "t_final": spec.t_final, "eta": spec.eta}
-    attrs |= {"grid_scheme": eq.scheme.name, **_rate_attrs(fit)}
-    attrs |= {"rate_confidence": confidence, "rate_pooled": fit["pooled_slope"]}
-    out.attrs = provenance({**attrs, **spec.grid.describe(), **energy.describe()}, seed=None)
-    return out
-
-
-def _particle_distances(spec: RunSpec, rho_t, n_values, seeds):
-    """W2(μ_N(t), ρ_t) and W2(μ_N(0), ρ_0) for each N and seed, each of shape
-    (len(n_values), len(seeds)).
-
-    Each (N, seed) runs ``spec`` with N particles and that seed (mean-field regime, an iid
-    sample of the initial law seeded by the seed); the t = 0 distance is the sampling error
-    alone.
-    """
-    w2 = np.empty((len(n_values), len(seeds)))
-    w2_0 = np.empty_like(w2)
-    for i, N in enumerate(n_values):
-        for j, s in enumerate(seeds):
-            run = spec.replace(n_particles=N, seed=s)
-            omega0 = run.particles()
-            ds = simulate(run.replace(initial=omega0), record_every=run.n_steps)
-            final = Measure.from_particles(ds["omega"].values[-1])
-            w2[i, j] = _w2(final, Measure.from_density(rho_t)).distance
-            w2_0[i, j] = _w2(
-                Measure.from_particles(omega0), Measure.from_density(spec.law)
-            ).distance
-    return w2, w2_0
-
-
-def particles_vs_grid_run(
-    N: int,
-    seed: int,
-    *,
-    t_final: float = 1.0,
-    n_records: int = 4,
-    grid_n: int = 128,
-    n_data: int = 200,
-) -> xr.Dataset:
-    """One (N, seed) run of the default side-by-side problem
-    (:class:`~meanfield.workbench.problems.ComparisonConfig` with ``cells = grid_n``, compared by
-    :func:`~meanfield.workbench.compare.compare`), reduced to its diagnostics over time: ``w2``,
-    ``w1`` and ``kernel_gap`` (time).
-
-    Examples
-    --------
-    >>> from meanfield.studies.limits import particles_vs_grid_run
-    >>> ds = particles_vs_grid_run(8, 0, t_final=0.05, n_records=1, grid_n=16, n_data=10)
-    >>> sorted(ds.data_vars), ds["time"].values.tolist()
-    (['kernel_gap', 'w1', 'w2'], [0.0, 0.05])
-    >>> bool((ds["w1"] <= ds["w2"] + 1e-12).all())  # W1 ≤ W2
-    True
-    """
-    problem = ComparisonConfig(
-        dim=1, cells=grid_n, n_data=n_data, n_particles=N, t_final=t_final, seed=seed
-    )
-    ds = compare(problem.spec(), n_records=n_records)
-    return ds[["w2", "w1", "kernel_gap"]]
-
-
 def particles_vs_grid_in_n(
     Ns,
     seeds,
@@ -559,14 +214,10 @@ def particles_vs_grid_in_n(
     every recorded time (variables ``rate_<metric>``, ``rate_<metric>_low/high`` over time;
     NaN, with ``attrs["rate_status"]`` "undetermined…", for fewer than 3 distinct N).
 
-    .. math::
-
-        W_2(\mu_N(t), \rho_t) \approx C(t)\, N^{\text{rate}(t)}
-
     See Also
     --------
-    particles_vs_grid_run : one run of the sweep.
-    convergence_in_n : the rate at one time, from one grid solution.
+    meanfield.workbench.problems.particles_vs_grid_run : one run of the sweep.
+    meanfield.workbench.compare.convergence_in_n : the rate at one time, one grid solution.
     n_limit_data : the ``n_limit`` figure's experiment.
 
     References
@@ -603,6 +254,341 @@ def particles_vs_grid_in_n(
     return ds
 
 
+def particles_vs_grid_2d_run(
+    N: int,
+    seed: int,
+    *,
+    cells: int = 128,
+    t_final: float = 0.25,
+    eta: float = 0.005,
+    refine: int = 2,
+    exact_max: int = 10_000,
+    binned_min: int = 10_000,
+    n_data: int = 200,
+) -> xr.Dataset:
+    r"""One (N, seed) of the p = 2 N → ∞ study: W₂(μ_N(t), ρ_t) against the grid density.
+
+    The README's problem in p = 2 (:class:`~meanfield.workbench.problems.ComparisonConfig`,
+    ``dim=2``: FAVOR+ features on the radial task, V = |ω|²/2, the log kernel with λ = 1/2,
+    β = 10, mean-field regime, initial N(0, 0.4² I) on [−2, 2]²), the pair term by fast sums
+    (:class:`~meanfield.fastsums.FastCoulombInteraction`, direct below 14 000 particles).
+    ρ_t is read as piecewise constant on its cells and compared by
+    :func:`meanfield.ot.binned.w2_to_density` (sub-cells of side h/``refine``):
+
+    * ``w2``: the particles unbinned, certified to within δ_ρ = (h/r)√(1/6) (N ≤ ``exact_max``,
+      else NaN);
+    * ``w2_binned``: the particles binned on the same sub-cells, certified to within
+      δ_μ + δ_ρ (``w2_binned_bound``) at any N (N ≥ ``binned_min``, else NaN);
+    * ``w2_binned_initial``: the same at t = 0 (the iid sampling error of the initial law).
+
+    Each distance is one exact solve against (``cells`` · ``refine``)² atoms (seconds to a
+    minute).  t_final = 0.25 keeps N = 10⁴ affordable on one core: the unsoftened log kernel
+    makes an O(N²) pass (:func:`meanfield.dynamics.langevin.near_field`) every step.
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars ``w2``, ``w2_binned``, ``w2_binned_bound``, ``w2_binned_initial``,
+        ``particle_shift``, ``density_shift``, ``wall_particles_s``, ``wall_w2_s``.
+
+    See Also
+    --------
+    particles_vs_grid_2d_in_n : the sweep over N and seeds, and the fitted rate.
+    particles_vs_grid_run : the p = 1 study.
+
+    References
+    ----------
+    - N. Fournier, A. Guillin, Probab. Theory Relat. Fields 162 (2015) 707–738 (in p = 2 the
+      iid rate is (log N / N)^(1/2)).
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import particles_vs_grid_2d_run
+    >>> ds = particles_vs_grid_2d_run(50, 0, cells=16, t_final=0.01, binned_min=1, n_data=10)
+    >>> bool(abs(ds["w2"] - ds["w2_binned"]) <= ds["w2_binned_bound"])
+    True
+    """
+    from ..fastsums import FastCoulombInteraction
+    from ..kernels import Coulomb
+    from ..ot.binned import w2_to_density
+
+    N, cells = check_int("N", N), check_int("cells", cells, minimum=4)
+    problem = ComparisonConfig(dim=2, cells=cells, n_data=n_data, t_final=t_final, eta=eta)
+    E = problem.energy
+    fast = Energy([*E.terms[:2], FastCoulombInteraction(Coulomb(2), problem.lam)], E.domain)
+    spec = problem.spec().replace(energy=fast, n_particles=N, seed=seed)
+    start = time.perf_counter()
+    omega = simulate(spec, record_every=spec.n_steps)["omega"].values
+    wall_particles = time.perf_counter() - start
+    rho = grid_solution(2, cells, t_final, eta, n_data)
+    start = time.perf_counter()
+    values = dict.fromkeys(("w2", "w2_binned", "w2_binned_bound", "w2_binned_initial"), np.nan)
+    values |= {"particle_shift": np.nan, "density_shift": np.nan}
+    if N <= exact_max:
+        values["w2"] = w2_to_density(omega[-1], rho, refine=refine, bin_particles=False).estimate
+    if N >= binned_min:
+        b = w2_to_density(omega[-1], rho, refine=refine)
+        values |= {"w2_binned": b.estimate, "w2_binned_bound": b.particle_shift + b.density_shift}
+        values["w2_binned_initial"] = w2_to_density(omega[0], spec.law, refine=refine).estimate
+        values |= {"particle_shift": b.particle_shift, "density_shift": b.density_shift}
+    values |= {"wall_particles_s": wall_particles, "wall_w2_s": time.perf_counter() - start}
+    attrs = {"t_final": float(spec.n_steps * eta), "n_steps": spec.n_steps, "beta": spec.beta}
+    return xr.Dataset({k: ((), float(v)) for k, v in values.items()}, attrs=attrs)
+
+
+def particles_vs_grid_2d_in_n(
+    seeds_by_n: dict,
+    out_dir,
+    *,
+    fit_max: int | None = None,
+    scheduler: str = "threads",
+    n_workers: int | None = 1,
+    progress: bool = False,
+    **fixed,
+) -> xr.Dataset:
+    r"""The p = 2 N → ∞ study as resumable sweeps (one per N, ``out_dir/N<N>``, each finished
+    (N, seed) written at once), gathered over N (seeds missing at an N are NaN), with the
+    fitted rate of W₂(μ_N(t), ρ_t) ≈ C N^rate over N ≤ ``fit_max`` (below the floor).
+
+    The fit (:func:`meanfield.stats.fit_power_law`, bootstrap 95 % interval over seeds) uses
+    ``w2`` where every fitted N has it, else ``w2_binned``, and the seeds present at every
+    fitted N.  The iid reference in p = 2 is W₂ ≈ c (log N / N)^(1/2), whose local slope
+    −1/2 + 1/(2 log N) is recorded over the same range (``attrs["iid_slope"]``).
+
+    Parameters
+    ----------
+    seeds_by_n : dict of int -> list of int
+        Particle numbers and the seeds run at each.
+    out_dir : path
+    fit_max : int, optional
+        Largest N in the fit (default: all).
+    scheduler, n_workers, progress :
+        As :func:`meanfield.workbench.sweeps.run_sweep`.
+    **fixed
+        Keywords of :func:`particles_vs_grid_2d_run` (``cells``, ``t_final``, ``eta``, ...).
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of :func:`particles_vs_grid_2d_run` over (N, seed); attributes
+        ``rate``, ``rate_ci_low``, ``rate_ci_high``, ``rate_metric``, ``rate_n``, ``iid_slope``;
+        ``rate_pooled`` (``_low``, ``_high``, ``_runs``): least squares on every finished run
+        of the fitted N, with the 95 % Student-t interval of the slope.
+
+    See Also
+    --------
+    particles_vs_grid_2d_run : one run.
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import particles_vs_grid_2d_in_n
+    >>> ds = particles_vs_grid_2d_in_n({20: [0, 1], 40: [0, 1], 80: [0]}, "sweep_2d",
+    ...                                cells=16, t_final=0.01, n_data=10)
+    >>> dict(ds["w2"].sizes), bool(ds.attrs["rate"] < 0), ds.attrs["rate_n"]
+    ({'N': 3, 'seed': 2}, True, '20, 40, 80')
+    """
+    parts = []
+    for N, seeds in sorted(seeds_by_n.items()):
+        part = run_sweep(
+            particles_vs_grid_2d_run, {"N": [int(N)], "seed": [int(s) for s in seeds]},
+            Path(out_dir) / f"N{int(N)}", fixed=fixed, scheduler=scheduler, n_workers=n_workers,
+            progress=progress,
+        )  # fmt: skip
+        parts.append(part.load())
+    ds = xr.concat(parts, dim="N", join="outer", combine_attrs="drop_conflicts")
+    fitted = ds.sel(N=[n for n in ds["N"].values if fit_max is None or n <= fit_max])
+    metric = "w2" if bool(np.isfinite(fitted["w2"]).any("seed").all()) else "w2_binned"
+    y = fitted[metric].dropna("seed", how="any").transpose("N", "seed")
+    fit = fit_power_law_or_undetermined(fitted["N"].values, y.values, n_boot=2000)
+    logs = np.log(fitted["N"].values.astype(float))
+    iid = np.polyfit(logs, 0.5 * (np.log(logs) - logs), 1)[0] if len(logs) > 1 else np.nan
+    ds.attrs |= {**_rate_attrs(fit), "rate_metric": metric, "iid_slope": float(iid)}
+    ds.attrs["rate_n"] = ", ".join(str(int(n)) for n in fitted["N"].values)
+    ds.attrs["rate_seeds"] = ", ".join(str(int(s)) for s in y["seed"].values)
+    # every finished run of the fitted N, each an independent point: least squares in log-log
+    # with the Student-t interval of its slope (uses the runs the common-seed fit leaves out)
+    n_all, w_all = xr.broadcast(fitted["N"], fitted[metric])
+    keep = np.isfinite(w_all.values)
+    lx, ly = np.log(n_all.values[keep].astype(float)), np.log(w_all.values[keep])
+    if len(np.unique(lx)) >= 3:
+        from scipy.stats import t as student_t
+
+        (slope, _), cov = np.polyfit(lx, ly, 1, cov=True)
+        half = student_t.ppf(0.975, len(lx) - 2) * np.sqrt(cov[0, 0])
+        ds.attrs |= {"rate_pooled": slope, "rate_pooled_low": slope - half}
+        ds.attrs |= {"rate_pooled_high": slope + half, "rate_pooled_runs": int(keep.sum())}
+    return ds
+
+
+# ---- the p = 2 N → ∞ study, run by ``meanfield run`` (``study = "limits"``) -----------------
+#: The keywords of :func:`particles_vs_grid_2d_run` a study file sets (every run's key).
+RUN_2D = ("cells", "t_final", "eta", "refine", "exact_max", "binned_min")
+PARTS_2D = ("sweep", "dt", "grid")
+
+
+def _check_2d(**cfg) -> dict:
+    """The cross-checks of :data:`SETTINGS`: ``seeds`` a table N -> distinct seeds."""
+    seeds, cfg["seeds"] = cfg["seeds"], {}
+    if not isinstance(seeds, dict) or not seeds:
+        raise InputError(f"seeds must be a non-empty table N = [seeds], got {seeds!r}")
+    for n, ss in seeds.items():
+        N = check_int(f"seeds key N ({n!r})", int(n) if str(n).isdigit() else n, minimum=2)
+        if not isinstance(ss, list) or not ss or len(set(ss)) != len(ss):
+            raise InputError(f"seeds.{n} must be a non-empty list of distinct seeds, got {ss!r}")
+        cfg["seeds"][N] = [check_int(f"seeds.{n}", s, minimum=0) for s in ss]
+    return cfg
+
+
+#: The settings of the p = 2 study (``paper_repro/n_limit_2d/configs/*.toml``).
+SETTINGS = declare_settings(
+    f"{__name__}:SETTINGS",
+    [
+        Param("cells", "int", "grid cells per axis on [−2, 2]²", low=4),
+        Param("t_final", "real", "time of the comparison", low=0.0, low_open=True),
+        Param("eta", "real", "Langevin step", low=0.0, low_open=True),
+        Param("refine", "int", "sub-cells per axis and cell of the W₂ atoms", low=1),
+        Param("exact_max", "int", "largest N of the unbinned W₂", low=1),
+        Param("binned_min", "int", "smallest N of the binned W₂", low=1),
+        Param("fit_max", "int", "largest N in the fitted rate", low=2),
+        Param("parts", "choice", "what to compute", choices=PARTS_2D, sequence=True),
+        Param("dt_check.N", "int", "N of the time-step check", low=2),
+        Param("dt_check.seeds", "seed", "seeds of the time-step check", sequence=True),
+        Param("dt_check.eta", "real", "the check's step", low=0.0, low_open=True),
+        Param("grid_check.cells", "int", "grid resolutions compared", low=4, sequence=True),
+    ],
+    {
+        "cells": 128, "t_final": 0.25, "eta": 0.005, "refine": 2, "exact_max": 10_000,
+        "binned_min": 10_000, "fit_max": 10_000, "parts": list(PARTS_2D),
+        "seeds": {300: [0, 1, 2, 3], 1000: [0, 1, 2, 3], 3000: [0, 1, 2], 10_000: [0, 1]},
+        "dt_check": {"N": 3000, "seeds": [0, 1], "eta": 0.0025},
+        "grid_check": {"cells": [64, 128]},
+    },
+    check=_check_2d,
+)  # fmt: skip
+
+
+def check_config(settings: dict) -> dict:
+    """The complete, checked settings of the p = 2 study (:data:`SETTINGS`), before any work.
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import check_config
+    >>> check_config({"seeds": {"300": [0, 1]}})["seeds"]
+    {300: [0, 1]}
+    >>> check_config({"refne": 4})
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: unknown configuration key 'refne' (did you mean 'refine'?)
+    """
+    return SETTINGS.wrapper(**settings)
+
+
+def run_study(settings: dict, out, *, n_workers=None, scheduler=None, progress=True) -> None:
+    """Run (or resume) the p = 2 study into the folder ``out``, then write its report there.
+
+    ``parts``: ``sweep`` (:func:`particles_vs_grid_2d_in_n` into ``sweep/N<N>/``, gathered in
+    ``n_limit_2d.nc``), ``dt`` (the same at ``dt_check.N`` with the step ``dt_check.eta``:
+    ``dt_check/``, ``dt_check.nc``) and ``grid`` (:func:`grid_refinement_w2`:
+    ``grid_check.json``).  Finished runs, and grid checks of the same settings, are reused.
+    Runs go one at a time on one torch thread (their wall times are reported) unless
+    ``n_workers`` and ``scheduler`` (default 1, ``"threads"``) say otherwise.
+
+    Examples
+    --------
+    >>> from meanfield.studies.limits import check_config, run_study
+    >>> cfg = check_config({"cells": 16, "t_final": 0.01, "seeds": {20: [0], 40: [0]},
+    ...                     "parts": ["grid"], "grid_check": {"cells": [8, 16]}})
+    >>> run_study(cfg, "study_2d", progress=False)
+    >>> sorted(p.name for p in Path("study_2d").iterdir())
+    ['grid_check.json', 'report.md']
+    """
+    cfg = check_config(settings)
+    out = check_output_path("out", out, kind="dir")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    run = {k: cfg[k] for k in RUN_2D}
+    sweep = {"scheduler": scheduler or "threads", "n_workers": n_workers or 1, "progress": progress}
+    if "sweep" in cfg["parts"]:
+        ds = particles_vs_grid_2d_in_n(
+            cfg["seeds"], out / "sweep", fit_max=cfg["fit_max"], **sweep, **run
+        )
+        save_dataset(ds, out / "n_limit_2d.nc")
+    if "dt" in cfg["parts"]:
+        dt = cfg["dt_check"]
+        ds = particles_vs_grid_2d_in_n(
+            {dt["N"]: dt["seeds"]}, out / "dt_check", **sweep, **run | {"eta": dt["eta"]}
+        )
+        save_dataset(ds, out / "dt_check.nc")
+    if "grid" in cfg["parts"]:
+        path, cells = out / "grid_check.json", sorted(cfg["grid_check"]["cells"])
+        old = json.loads(path.read_text()) if path.is_file() else []
+        records = []
+        for pair in zip(cells[:-1], cells[1:], strict=True):
+            run = {k: cfg[k] for k in ("t_final", "eta", "refine")}
+            same = [r for r in old if r["cells"] == list(pair) and run.items() <= r.items()]
+            records += same[:1] or grid_refinement_w2(pair, **run)
+        write_json(path, records)
+    write_report(out, out)
+
+
+def _span(values, digits: int) -> str:
+    v = values[np.isfinite(values)]
+    return f"{v.min():.{digits}f} – {v.max():.{digits}f}" if v.size else "–"
+
+
+def write_report(out, report_dir) -> None:
+    """``report.md`` in ``report_dir``: the numbers of the study folder ``out`` (W₂ over N and
+    seeds, the fitted rate, the binned estimate, the time-step and grid checks).
+
+    Reads ``out`` only: ``n_limit_2d.nc``, ``dt_check.nc``, ``grid_check.json`` where present.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from meanfield.studies.limits import write_report
+    >>> write_report(tempfile.mkdtemp(), "report_2d")
+    >>> Path("report_2d/report.md").read_text().splitlines()[0]
+    '# N → ∞ in p = 2: W₂(μ_N(t), ρ_t), particles against the grid'
+    """
+    out, report_dir = Path(out), Path(report_dir)
+    lines = ["# N → ∞ in p = 2: W₂(μ_N(t), ρ_t), particles against the grid", ""]
+    # fmt: off
+    if (out / "n_limit_2d.nc").is_file():
+        ds = xr.load_dataset(out / "n_limit_2d.nc")
+        a = ds.attrs
+        lines += [f"t = {a['run_t_final']:g} ({a['run_n_steps']} steps); every run: "
+                  f"{a['sweep_fixed']}", "", "| N | seeds | W₂ mean | sd | min – max | wall, "
+                  "particles (s) | wall, W₂ (s) | W₂ binned | t = 0 (binned) |", "|---" * 9 + "|"]
+        for n in ds["N"].values:
+            r = ds.sel(N=n)
+            w = r["w2"].values[np.isfinite(r["w2"].values)]
+            stats = f"{w.mean():.4f} | {w.std(ddof=1):.4f}" if w.size > 1 else "– | –"
+            walls = " | ".join(_span(r[k].values, 0) for k in ("wall_particles_s", "wall_w2_s"))
+            binned = " | ".join(_span(r[k].values, 4) for k in ("w2_binned", "w2_binned_initial"))
+            lines.append(f"| {n} | {int(np.isfinite(r['wall_w2_s']).sum())} | {stats} | "
+                         f"{_span(r['w2'].values, 4)} | {walls} | {binned} |")
+        lines += ["", f"Rate of {a['rate_metric']} over N = {a['rate_n']} (seeds "
+                  f"{a['rate_seeds']}): {a['rate']:.3f} [{a['rate_ci_low']:.3f}, "
+                  f"{a['rate_ci_high']:.3f}] (95 %, bootstrap); iid local slope over the same N: "
+                  f"{a['iid_slope']:.3f}."]
+        if "rate_pooled" in a:
+            lines.append(f"Least squares on all {a['rate_pooled_runs']} runs: "
+                         f"{a['rate_pooled']:.3f} [{a['rate_pooled_low']:.3f}, "
+                         f"{a['rate_pooled_high']:.3f}] (Student t).")
+    # fmt: on
+    if (out / "dt_check.nc").is_file():
+        d = xr.load_dataset(out / "dt_check.nc")
+        fixed = json.loads(d.attrs["sweep_fixed"])
+        w = ", ".join(f"{x:.4f}" for x in d["w2"].values.ravel() if np.isfinite(x))
+        lines += ["", f"Time step: η = {fixed['eta']:g} at N = {int(d['N'][0])}: W₂ = {w}."]
+    if (out / "grid_check.json").is_file():
+        for r in json.loads((out / "grid_check.json").read_text()):
+            (a, b), w, d = r["cells"], r["w2"], r["bracket"]
+            lines += ["", f"Grid: W₂(ρ_t on {a}², ρ_t on {b}²) = {w:.4f} (bracket ±{d:.4f})."]
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / "report.md").write_text("\n".join(lines) + "\n")
+
+
 def beta_limit_particles(
     case: str,
     betas,
@@ -627,7 +613,11 @@ def beta_limit_particles(
     See Also
     --------
     particle_equilibrium_run : one run of the sweep.
-    beta_limit_grid : the same limit on the grid.
+    meanfield.workbench.compare.beta_limit_grid : the same limit on the grid.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* as N → ∞).
 
     Examples
     --------
@@ -681,13 +671,10 @@ def equilibrium_in_n(
 
     Parameters
     ----------
-    case, n_particles, seeds : {"semicircle", "uniform", "disk"}, list of int, list of int
-        Closed-form case of THEORY §5, particle numbers N and seeds of the sweep.
-    out_dir : path
-        Sweep folder (``sweep.nc`` and one file per run).
+    case, n_particles, seeds : str, list of int, list of int
+        Closed-form case of THEORY §5, the N and the seeds of the sweep (into ``out_dir``).
     beta, regime, t_final :
-        Inverse temperature, temperature regime and Langevin time of each run
-        (:func:`~meanfield.studies.limits.particle_equilibrium_run`).
+        Each run's :func:`particle_equilibrium_run` ``beta``, ``regime`` and ``t_end``.
     scheduler, n_workers, progress, log :
         As :func:`meanfield.workbench.sweeps.run_sweep`.
 
@@ -742,14 +729,21 @@ def beta_limit_on_grid(case: str, betas, out_dir, *, progress: bool = False):
     """β → ∞ on the grid: W2(ρ_β, μ*) for each β, saved as ``out_dir/grid.nc``, and its
     power-law fit in β (10 bootstrap draws: the grid values carry no seed noise).
 
-    .. math::
-
-        W_2(\\rho_\\beta, \\mu^*) \\approx C \\beta^{\\text{rate}}
-
     Returns
     -------
     (xarray.Dataset, dict)
-        The dataset of :func:`beta_limit_grid` (which computes it) and the fit.
+        The dataset of :func:`~meanfield.workbench.compare.beta_limit_grid` and the fit.
+
+    See Also
+    --------
+    meanfield.workbench.compare.beta_limit_grid : the computation, unsaved.
+    beta_limit_particles : the same limit for particles.
+    beta_limit_data : the figure's experiment.
+    meanfield.stats.fit_power_law : the fit.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* as N → ∞).
 
     Examples
     --------
@@ -769,14 +763,20 @@ def t_decay(case: str, beta: float, t_final: float, out_dir, *, progress: bool =
     """t → ∞: the free-energy gap along the McKean–Vlasov flow of a closed-form case from a
     Gaussian, with its exponential rate; saved as ``out_dir/t_decay.nc``.
 
-    .. math::
-
-        F_\\beta(\\rho_t) - F_\\beta(\\rho_\\beta) \\sim C e^{-\\text{rate}\\, t}.
-
     Returns
     -------
     xarray.Dataset
-        The dataset of :func:`free_energy_decay` (which computes it).
+        The dataset of :func:`~meanfield.workbench.compare.free_energy_decay`.
+
+    See Also
+    --------
+    meanfield.workbench.compare.free_energy_decay : the computation, unsaved.
+    t_limit_data : the figure's experiment.
+    meanfield.pde.trackers.FreeEnergyTracker : the free energy along the flow.
+
+    References
+    ----------
+    - J. A. Carrillo, R. J. McCann, C. Villani, Rev. Mat. Iberoamericana 19 (2003) 971–1018.
 
     Examples
     --------
@@ -845,10 +845,13 @@ def n_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
     particles_vs_grid_in_n : the sweep it runs.
     meanfield.cli.figures.make_figures : computes and draws every figure.
 
+    References
+    ----------
+    - A.-S. Sznitman, *Topics in propagation of chaos*, École d'Été de Probabilités de
+      Saint-Flour XIX (1989), Lecture Notes in Math. 1464, Springer, 1991 (μ_N(t) → ρ_t).
+
     Examples
     --------
-    The small size takes seconds:
-
     >>> from meanfield.studies.limits import n_limit_data
     >>> ds = n_limit_data(size="small")
     >>> sorted(k for k in ds.data_vars if not k.startswith('rate'))
@@ -911,13 +914,15 @@ def beta_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     See Also
     --------
-    beta_limit_grid, particle_equilibrium_run : what it runs.
+    meanfield.workbench.compare.beta_limit_grid, particle_equilibrium_run : what it runs.
     meanfield.cli.figures.make_figures : computes and draws every figure.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* as N → ∞).
 
     Examples
     --------
-    The small size takes seconds:
-
     >>> from meanfield.studies.limits import beta_limit_data
     >>> ds = beta_limit_data(size="small")
     >>> ds['w2_grid'].dims, ds['w2_particles'].dims
@@ -963,7 +968,7 @@ def t_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     See Also
     --------
-    free_energy_decay : what it runs.
+    meanfield.workbench.compare.free_energy_decay : what it runs.
     meanfield.cli.figures.make_figures : computes and draws every figure.
 
     References
@@ -972,8 +977,6 @@ def t_limit_data(size: str = "full", seed: int = 0) -> xr.Dataset:
 
     Examples
     --------
-    The small size takes seconds:
-
     >>> from meanfield.studies.limits import t_limit_data
     >>> ds = t_limit_data(size="small")
     >>> ds['rate'].values.round(1).tolist()

@@ -43,8 +43,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
-import functools
 import json
 import os
 import platform
@@ -60,7 +58,21 @@ import xarray as xr
 
 from .._version import __version__
 from ..attention import text_data
+from ..attention.coulomb_distillation import coulomb_distil_feature_maps
+from ..contract import Param, contract_of
 from ..errors import InputError
+from ..workbench.study_settings import (
+    KeyedAs,
+    check_list,
+    declare_settings,
+    flatten_settings,
+    merge_settings,
+    settings_digest,
+    unflatten_settings,
+    unknown_key,
+    writable_folder,
+    write_json,
+)
 from . import nlp_report as vocab  # the variants' names
 
 __all__ = ["check_config", "run_study", "write_report", "load_preset", "FIXTURES"]
@@ -83,106 +95,6 @@ def load_preset(question: str, preset: str) -> dict:
     from ..workbench.study_files import read_study_file
 
     return read_study_file(_ROOT / "paper_repro" / question / "configs" / f"{preset}.toml").settings
-
-
-# --- the configuration engine: defaults merged in, unknown keys refused naming the nearest --------
-def _unknown(where: str, key, allowed) -> InputError:
-    near = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1)
-    hint = f" (did you mean {where + near[0]!r}?)" if near else ""
-    return InputError(f"unknown configuration key {where + str(key)!r}{hint}")
-
-
-def _merge(given, defaults: dict, where: str = "", whole=()) -> dict:
-    """``defaults`` updated by ``given``, recursively (but for the tables named in ``whole``,
-    replaced as a whole; ``None`` kept as given); unknown keys refused naming the nearest."""
-    if not isinstance(given, dict):
-        raise InputError(f"configuration key {where[:-1]!r} must be a mapping, got {given!r}")
-    out = copy.deepcopy(defaults)
-    for k, v in given.items():
-        if k not in defaults:
-            raise _unknown(where, k, defaults)
-        if isinstance(defaults[k], dict) and k not in whole and v is not None:
-            v = _merge(v, defaults[k], f"{where}{k}.", whole)
-        out[k] = v
-    return out
-
-
-def _check_list(name, values, allowed=None, *, kind=None, empty=False, distinct=False) -> list:
-    """``values`` as a list (non-empty unless ``empty``) of ``kind`` values among ``allowed``."""
-    if not isinstance(values, list) or (not values and not empty):
-        raise InputError(f"{name} must be {'a' if empty else 'a non-empty'} list, got {values!r}")
-    if kind is not None and not all(
-        isinstance(v, kind) and not (kind is int and isinstance(v, bool)) for v in values
-    ):
-        raise InputError(f"{name} must hold {kind.__name__} values, got {values!r}")
-    if distinct and len(set(values)) != len(values):
-        raise InputError(f"{name} must hold distinct values, got {values!r}")
-    if allowed is not None and (bad := [v for v in values if v not in allowed]):
-        raise InputError(f"{name} must be among {', '.join(allowed)}; got {bad[0]!r}")
-    return values
-
-
-def _flatten(d: dict, prefix: str = "") -> dict:
-    flat = [
-        _flatten(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v}
-        for k, v in d.items()
-    ]
-    return {k: v for part in flat for k, v in part.items()}
-
-
-def _unflatten(flat: dict) -> dict:
-    out: dict = {}
-    for k, v in flat.items():
-        *head, last = k.split(".")
-        functools.reduce(lambda node, h: node.setdefault(h, {}), head, out)[last] = v
-    return out
-
-
-class _KeyedAs:
-    """A run function keyed under the ``module.qualname`` its recorded runs were keyed by
-    (:func:`~meanfield.workbench.sweeps.sweep_configuration`), so they are found again."""
-
-    def __init__(self, func, name: str):
-        functools.update_wrapper(self, func)  # signature and defaults (part of the key)
-        self.__module__, _, self.__qualname__ = name.rpartition(".")
-        self.__name__ = self.__qualname__
-
-    def __call__(self, *args, **kwargs):
-        return self.__wrapped__(*args, **kwargs)
-
-
-def _digest(func, fixed: dict) -> str:
-    from ..workbench.sweeps import configuration_digest, sweep_configuration
-
-    return configuration_digest(sweep_configuration(func, fixed))
-
-
-def _writable(out) -> Path:
-    """``out`` as a folder, refused (OutputPathError naming ``out``) unless its nearest
-    existing folder takes a new file: a file is made and removed there, which finds a
-    read-only folder even where permission bits do not tell (``/proc``, root)."""
-    import tempfile
-
-    from .._validation import check_output_path
-    from ..errors import OutputPathError
-
-    out = probe = check_output_path("out", out, kind="dir")
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        with tempfile.NamedTemporaryFile(dir=probe, prefix=".write-check-"):
-            pass
-    except OSError as exc:
-        why = f"the folder {str(probe)!r} refuses a new file ({exc.strerror or exc})"
-        raise OutputPathError(f"out {str(out)!r} cannot be written: {why}") from None
-    return out
-
-
-def _write_json(path: Path, obj, **kw) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(obj, indent=1, default=float, **kw))
-    os.replace(tmp, path)
 
 
 # --- from scratch: settings -----------------------------------------------------------------------
@@ -228,58 +140,79 @@ def _built(where: str, make, *args, **kwargs) -> None:
         raise InputError(f"{where}: {err}") from None
 
 
-def _check_scratch(cfg: dict) -> dict:
-    """The study configuration with every default filled in, checked before any work."""
-    from .._validation import check_int, check_positive
+#: the declared settings (each checked and named by its key before the cross-checks), those
+#: of the scratch study; the pretrained study shares those it has
+# fmt: off
+_SCRATCH_KEYS = [
+    Param("seeds", "seed", "seeds of the runs (a data set may list its own)", sequence=True),
+    Param("validation_fraction", "real", "share of the training examples held out", low=0.0,
+          low_open=True, high=1.0, high_open=True),
+    Param("data_seed", "seed", "seed of the examples drawn and the validation split"),
+    Param("threads", "int", "torch threads per run", low=1),
+    Param("baseline", "flag", "compute the TF-IDF + LR bar"),
+    Param("noise.rate", "real", "token-noise rate of the noisy evaluation", low=0.0, high=1.0,
+          high_open=True),
+    Param("noise.seed", "seed", "seed of the token noise"),
+    Param("tokenizer.vocab_size", "int", "vocabulary size of the tokenizer", low=10),
+    Param("tokenizer.min_frequency", "int", "least count of a vocabulary entry", low=1),
+    Param("train.batch_size", "int", "sequences per step", low=1),
+    Param("train.lr", "real", "learning rate", low=0.0, low_open=True),
+    Param("train.weight_decay", "real", "weight decay", low=0.0),
+    Param("train.warmup_epochs", "real", "epochs of the warm-up", low=0.0, low_open=True),
+    Param("train.max_epochs", "real", "epoch budget", low=0.0, low_open=True),
+    Param("train.patience", "int", "validations without improvement before stopping", low=1),
+    Param("train.eval_every", "real", "epochs between validations", low=0.0, low_open=True),
+]
+# fmt: on
+_DECLARED = {p.name: p for p in _SCRATCH_KEYS}
+
+
+def _scratch_cross_checked(**out) -> dict:
+    """What the declared settings (``train`` among them) cannot say: the data sets, the free
+    tables (``controls``; ``model`` and ``phase_a``, checked by the objects they configure),
+    distinct values."""
     from ..attention.data import TASKS
     from ..attention.model import TransformerClassifier
     from ..attention.phases import PhaseASettings
-    from ..attention.training import TrainSettings
 
-    out = _merge(cfg, SCRATCH_DEFAULTS)
-    _check_list("features", out["features"], list(vocab.FEATURE_LABEL), kind=str, distinct=True)
-    _check_list("seeds", out["seeds"], kind=int, distinct=True)
-    _check_list("tie_qk", out["tie_qk"], kind=bool, distinct=True)
+    for key in ("controls", "model", "phase_a"):  # merged key by key into their defaults
+        out[key] = merge_settings(out[key], SCRATCH_DEFAULTS[key], f"{key}.")
+    check_list("features", out["features"], list(vocab.FEATURE_LABEL), kind=str, distinct=True)
+    check_list("seeds", out["seeds"], kind=int, distinct=True)
+    check_list("tie_qk", out["tie_qk"], kind=bool, distinct=True)  # a list of flags
     if not isinstance(out["datasets"], list) or not out["datasets"]:
         raise InputError("datasets must list at least one data set")
     datasets = []
     for i, ds in enumerate(out["datasets"]):
-        ds = _merge(ds, _DATASET_DEFAULTS, f"datasets[{i}].")
+        ds = merge_settings(ds, _DATASET_DEFAULTS, f"datasets[{i}].")
         if not ds["name"] or not ds["task"]:
             raise InputError(f"datasets[{i}] needs a 'name' and a 'task', got {ds}")
         if ds["task"] not in TASKS:
             raise InputError(f"datasets: unknown task {ds['task']!r}; choose from {list(TASKS)}")
         for key, kind in (("seeds", int), ("tie_qk", bool)):
             ds[key] = list(
-                _check_list(f"datasets[{i}].{key}", ds[key] or out[key], kind=kind, distinct=True)
+                check_list(f"datasets[{i}].{key}", ds[key] or out[key], kind=kind, distinct=True)
             )
         datasets.append(ds)
     out["datasets"] = datasets
-    names = _check_list("datasets' names", [d["name"] for d in datasets], distinct=True)
+    names = check_list("datasets' names", [d["name"] for d in datasets], distinct=True)
     ctl = out["controls"]
-    _check_list("controls.kinds", ctl["kinds"], vocab.CONTROLS, empty=True)
-    _check_list("controls.datasets", ctl["datasets"], names, empty=True)
+    check_list("controls.kinds", ctl["kinds"], vocab.CONTROLS, empty=True)
+    check_list("controls.datasets", ctl["datasets"], names, empty=True)
     if ctl["datasets"] and ctl["kinds"] and ctl["feature"] not in out["features"]:
         raise InputError(
             f"controls.feature must be among {', '.join(out['features'])}; got {ctl['feature']!r}"
         )
-    rate, frac = out["noise"]["rate"], out["validation_fraction"]
-    if not isinstance(rate, int | float) or not 0.0 <= rate < 1.0:
-        raise InputError(f"noise.rate must be in [0, 1), got {rate!r}")
-    if not isinstance(frac, int | float) or not 0.0 < frac < 1.0:
-        raise InputError(f"validation_fraction must be in (0, 1), got {frac!r}")
-    check_int("tokenizer.vocab_size", out["tokenizer"]["vocab_size"], minimum=10)
-    check_int("tokenizer.min_frequency", out["tokenizer"]["min_frequency"])
-    tr = out["train"]
-    for key in ("warmup_epochs", "max_epochs", "eval_every"):
-        check_positive(f"train.{key}", tr[key])
-    check_int("train.patience", tr["patience"])
-    # the model, training and Phase A settings are checked by the objects they configure
-    for f in ["softmax"] + out["features"]:
+    for f in ["softmax"] + out["features"]:  # checked by the objects they configure
         _built("model", TransformerClassifier, 16, attention=f, **out["model"])
-    _built("train", TrainSettings, **{k: tr[k] for k in ("batch_size", "lr", "weight_decay")})
     _built("phase_a", PhaseASettings, **out["phase_a"])
     return out
+
+
+#: the scratch study's settings contract (as :data:`PRETRAINED_SETTINGS`)
+SCRATCH_SETTINGS = declare_settings(
+    f"{__name__}:SCRATCH_SETTINGS", _SCRATCH_KEYS, SCRATCH_DEFAULTS, check=_scratch_cross_checked
+)
 
 
 def _data_settings(cfg: dict, dataset: str) -> dict:
@@ -301,25 +234,26 @@ def _sweep_specs(cfg: dict, data_dir, device: str = "cpu") -> dict:
         # a run's settings, flattened (train.lr ...): each a fixed parameter of the sweep, so
         # a rerun's notes name the ones that changed
         fixed = {"dataset": name, "data_dir": data_dir, "device": str(device)}
-        fixed.update(_flatten({**rest, **_data_settings(cfg, name)}))
+        fixed.update(flatten_settings({**rest, **_data_settings(cfg, name)}))
         grid = dict(
             seed=ds["seeds"], tie_qk=ds["tie_qk"], variant=vocab.scratch_variants(cfg, name)
         )
-        bfixed = {"data_dir": data_dir, **_flatten(_data_settings(cfg, name))}
+        bfixed = {"data_dir": data_dir, **flatten_settings(_data_settings(cfg, name))}
         out[name] = {}
         for part, func, folder, g, fix in (
             ("variants", run_variant, name, grid, fixed),
             ("baseline", run_baseline, f"{name}/baseline", {"dataset": [name]}, bfixed),
         ):
-            out[name][part] = dict(folder=folder, grid=g, fixed=fix, digest=_digest(func, fix))
+            out[name][part] = dict(
+                folder=folder, grid=g, fixed=fix, digest=settings_digest(func, fix)
+            )
     return out
 
 
 def _prepare_scratch(data_dir: str, s: dict) -> dict:
     kw = {k: s[k] for k in ("validation_fraction", "data_seed", "tokenizer", "noise")}
-    return text_data.tokenised_splits(
-        data_dir, s["data"], max_length=s["model"]["max_length"], **kw
-    )
+    kw["max_length"] = s["model"]["max_length"]
+    return text_data.tokenised_splits(data_dir, s["data"], **kw)
 
 
 # --- from scratch: one run ------------------------------------------------------------------------
@@ -409,7 +343,7 @@ def _run_variant(
     from ..attention.phases import phase_a, phase_b
     from ..attention.training import predict_proba
 
-    s = _unflatten(settings)
+    s = unflatten_settings(settings)
     feature, branch = vocab.split_scratch_variant(variant)
     dev = torch.device(device)
     prep = _prepare_scratch(data_dir, s)
@@ -460,7 +394,7 @@ def _run_baseline(dataset: str, *, data_dir: str, **settings) -> xr.Dataset:
     (:func:`meanfield.attention.text_baseline.tfidf_bar`)."""
     from ..attention.text_baseline import tfidf_bar
 
-    s, t0 = _unflatten(settings), time.perf_counter()
+    s, t0 = unflatten_settings(settings), time.perf_counter()
     keys = ("validation_fraction", "data_seed")
     rec = tfidf_bar(data_dir, s["data"], *(s[k] for k in keys), [0.1, 0.3, 1, 3, 10, 30])
     del rec["C_on_edge"]  # the recorded runs have none
@@ -490,11 +424,11 @@ def _run_scratch(cfg: dict, place: dict, out: Path, **kw) -> None:
         name: {p: {k: spec[p][k] for k in ("folder", "grid", "digest")} for p in spec}
         for name, spec in specs.items()
     }
-    _write_json(out / "config.json", record)
+    write_json(out / "config.json", record)
     say = print if kw["progress"] else (lambda line: None)
     log = print if kw["progress"] else None  # quiet: the sweeps' notes come as warnings
     for name in chosen:
-        s = _unflatten(specs[name]["variants"]["fixed"])
+        s = unflatten_settings(specs[name]["variants"]["fixed"])
         prep = _prepare_scratch(data_dir, s)
         say(
             f"{name}: {prep['n_train']} train / {prep['n_val']} validation / {prep['n_eval']} "
@@ -538,75 +472,89 @@ _COULOMB = vocab.METHOD_SETTINGS["coulomb-distilled"]  # its table
 #: a data set's grid lists: left out of its runs' key (extending them recomputes nothing)
 _DATASET_GRID_ONLY = ("seeds", "methods")
 _DATASET_KEYS = tuple("name task source train_split eval_split max_train seeds methods".split())
-#: the integer settings with their least value, and the positive ones (zero allowed: None)
+#: the declared settings: those the scratch study has, and the pretrained study's own
 # fmt: off
-_PRETRAINED_INTS = {"max_length": 4, "data_seed": 0, "noise.seed": 0, "train.batch_size": 1,
-                    "train.patience": 1, "train.warmup_steps": 0, "hedgehog.n_sequences": 1,
-                    "hedgehog.n_heldout": 1, "hedgehog.steps": 1, "phase_a.n_align": 2,
-                    "phase_a.n_heldout": 2, "phase_a.n_steps": 1}
-_PRETRAINED_POSITIVE = {"train.lr": False, "train.max_epochs": False, "train.eval_every": False,
-                        "train.weight_decay": True, "hedgehog.lr": False, "phase_a.tilt": False,
-                        "noise.rate": True, "validation_fraction": False}
+_PRETRAINED_KEYS = [
+    *(_DECLARED[k] for k in ("seeds", "data_seed", "noise.rate", "noise.seed")),
+    Param("max_length", "int", "tokens kept per sequence", low=4),
+    Param("validation_fraction", "real", "share of the training examples held out", low=0.0,
+          low_open=True, high=0.5),
+    Param("freeze_embeddings", "flag", "word and position embeddings frozen in fine-tuning"),
+    *(_DECLARED[f"train.{k}"] for k in ("batch_size", "lr", "weight_decay", "max_epochs",
+                                        "patience", "eval_every")),
+    Param("train.warmup_steps", "int", "learning-rate warm-up steps", low=0),
+    Param("hedgehog.n_sequences", "int", "training sequences of the Hedgehog loss", low=1),
+    Param("hedgehog.n_heldout", "int", "held-out sequences of the Hedgehog loss", low=1),
+    Param("hedgehog.steps", "int", "steps of the Hedgehog loss", low=1),
+    Param("hedgehog.lr", "real", "learning rate of the Hedgehog loss", low=0.0, low_open=True),
+    Param("phase_a.n_align", "int", "alignment sequences of Phase A", low=2),
+    Param("phase_a.n_heldout", "int", "held-out sequences of Phase A", low=2),
+    Param("phase_a.n_steps", "int", "particle steps of Phase A", low=1),
+    Param("phase_a.tilt", "real", "tilt of Phase A's alignment", low=0.0, low_open=True),
+]
 # fmt: on
 
 
-def _check_pretrained(cfg: dict) -> dict:
-    """The configuration with defaults filled in (a data set's entry and ``n_features`` as
-    given), every value checked, naming the key (``train.lr``) and the range."""
-    from .._validation import check_int, check_positive
-    from ..attention.coulomb_distillation import coulomb_distil_feature_maps
+#: ``coulomb_distillation``'s keys: coulomb_distil_feature_maps' own declarations (one source)
+_COULOMB_KEYS = [dataclasses.replace(p, name=f"{_COULOMB}.{p.name}")
+                 for p in contract_of(coulomb_distil_feature_maps).params
+                 if p.name in PRETRAINED_DEFAULTS[_COULOMB]]  # fmt: skip
+
+
+def _cross_checked(**out) -> dict:
+    """What the declared settings cannot say: the data sets, the free tables (``n_features``,
+    ``method_features``, ``controls``), the methods (earlier names read as the current
+    ones), distinct values."""
+    from .._validation import check_int
     from ..attention.data import TASKS
     from ..attention.features import FEATURE_KINDS
-    from ..contract import contract_of
 
-    out = _merge(cfg, PRETRAINED_DEFAULTS, whole=("n_features", "method_features"))
     for key in ("name", "description"):
         if not isinstance(out[key], str):
             raise InputError(f"{key} must be a string, got {out[key]!r}")
-    out["datasets"] = [dict(ds) for ds in _check_list("datasets", out["datasets"], empty=True)]
+    out["datasets"] = [dict(ds) for ds in check_list("datasets", out["datasets"], empty=True)]
     names = [ds.get("name") for ds in out["datasets"]]
-    _check_list("datasets' names", names, distinct=True, empty=True)
+    check_list("datasets' names", names, distinct=True, empty=True)
     holders = [("", out)]
     for ds in out["datasets"]:
         where = f"dataset {ds.get('name')!r}: "
         if bad := [k for k in ds if k not in _DATASET_KEYS]:
-            raise _unknown(f"datasets[{names.index(ds.get('name'))}].", bad[0], _DATASET_KEYS)
+            raise unknown_key(f"datasets[{names.index(ds.get('name'))}].", bad[0], _DATASET_KEYS)
         if "name" not in ds or "task" not in ds:
             raise InputError(f"each dataset needs 'name' and 'task', got {ds}")
         if ds["task"] not in TASKS:
             raise InputError(f"{where}task must be among {', '.join(TASKS)}; got {ds['task']!r}")
         if ds.get("max_train") is not None:
             check_int(f"{where}max_train", ds["max_train"], minimum=2)
+        if "seeds" in ds:  # checked as the study's (declared) seeds, named by the data set
+            seeds = dataclasses.replace(_DECLARED["seeds"], label=f"{where}seeds")
+            ds["seeds"] = seeds.check(ds["seeds"])
         holders.append((where, ds))
     for where, holder in holders:
-        if "seeds" in holder:
-            for s in _check_list(f"{where}seeds", holder["seeds"], kind=int):
-                check_int(f"{where}seeds entries", s, minimum=0)
         if "methods" in holder:
             # earlier names (hedgehog) read as the current ones (hedgehog-loss)
-            methods = _check_list(f"{where}methods", holder["methods"], empty=not where)
+            methods = check_list(f"{where}methods", holder["methods"], empty=not where)
             canonical = vocab._canonical_method
             holder["methods"] = [canonical(m) if isinstance(m, str) else m for m in methods]
-            _check_list(f"{where}methods", holder["methods"], tuple(vocab.METHODS), empty=True)
-    _check_list("features", out["features"], FEATURE_KINDS, empty=True)
+            check_list(f"{where}methods", holder["methods"], tuple(vocab.METHODS), empty=True)
+    check_list("features", out["features"], FEATURE_KINDS, empty=True)
     if not isinstance(out["method_features"], dict):
         raise InputError(f"method_features must be a mapping method -> list of feature maps, "
                          f"got {out['method_features']!r}")  # fmt: skip
     crossed = [m for m, own in vocab.METHODS.items() if own is None]
     for method, features in out["method_features"].items():
-        _check_list("method_features", [method], crossed)
-        _check_list(f"method_features.{method}", features, FEATURE_KINDS, distinct=True)
-    # each value against the function's own declaration, named by its key (riesz_s < d_h:
-    # checked where the model is loaded, before any work)
-    declared = contract_of(coulomb_distil_feature_maps).by_name
-    for key, value in out[_COULOMB].items():
-        dataclasses.replace(declared[key], label=f"{_COULOMB}.{key}").check(value)
-    _check_list(f"{_COULOMB}.lam", out[_COULOMB]["lam"], distinct=True)
-    ctl = out["controls"] if out["controls"] is not None else {}
-    ctl = _merge(ctl, {"feature": None, "kinds": []}, "controls.")
+        check_list("method_features", [method], crossed)
+        check_list(f"method_features.{method}", features, FEATURE_KINDS, distinct=True)
+    # riesz_s < d_h: checked where the model is loaded, before any work
+    check_list(f"{_COULOMB}.lam", out[_COULOMB]["lam"], distinct=True)
+    if out["controls"] is not None:  # a table given is merged key by key (None: no controls)
+        out["controls"] = merge_settings(
+            out["controls"], PRETRAINED_DEFAULTS["controls"], "controls."
+        )
+    ctl = out["controls"] or {"feature": None, "kinds": []}
     used = list(out["features"])
-    if _check_list("controls.kinds", ctl["kinds"], ("redraw", "lam0"), empty=True):
-        used += _check_list("controls.feature", [ctl["feature"]], FEATURE_KINDS)
+    if check_list("controls.kinds", ctl["kinds"], vocab.PRETRAINED_CONTROLS, empty=True):
+        used += check_list("controls.feature", [ctl["feature"]], FEATURE_KINDS)
     if not isinstance(out["n_features"], dict):
         raise InputError(f"n_features must be a mapping feature -> int, got {out['n_features']!r}")
     for feature in used + (["hedgehog"] if "hedgehog" in out["n_features"] else []):
@@ -614,24 +562,16 @@ def _check_pretrained(cfg: dict) -> dict:
         if feature not in out["n_features"]:
             raise InputError(f"n_features has no entry for the feature map {feature!r}")
         check_int(f"n_features.{feature}", out["n_features"][feature], minimum=1)
-    flat = _flatten({k: v for k, v in out.items() if k != "n_features"})
-    for key, least in _PRETRAINED_INTS.items():
-        check_int(key, flat[key], minimum=least)
-    for key, allow_zero in _PRETRAINED_POSITIVE.items():
-        check_positive(key, flat[key], allow_zero=allow_zero)
-    for key, bad, allowed in (("noise.rate", flat["noise.rate"] >= 1, "in [0, 1)"),
-                              ("validation_fraction", flat["validation_fraction"] > 0.5,
-                               "in (0, 0.5]"),
-                              ("freeze_embeddings", not isinstance(flat["freeze_embeddings"], bool),
-                               "true or false")):  # fmt: skip
-        if bad:
-            raise InputError(f"{key} must be {allowed}, got {flat[key]!r}")
     return out
 
 
-def _dataset_seeds(cfg: dict, ds: dict) -> list[int]:
-    """A data set's own ``seeds`` (fewer for a costly data set), else the study's."""
-    return list(ds.get("seeds", cfg["seeds"]))
+#: the pretrained study's settings contract: ``wrapper(**settings)`` fills the defaults,
+#: refuses an unknown key naming the nearest, checks every declared value, then
+#: :func:`_cross_checked`
+PRETRAINED_SETTINGS = declare_settings(
+    f"{__name__}:PRETRAINED_SETTINGS", [*_PRETRAINED_KEYS, *_COULOMB_KEYS], PRETRAINED_DEFAULTS,
+    check=_cross_checked,
+)  # fmt: skip
 
 
 # --- pretrained: the two stages' runs -------------------------------------------------------------
@@ -768,8 +708,8 @@ def _record_current(stage_dir: Path, dataset: str, func, fixed: dict) -> None:
         current = json.loads(path.read_text())
     except (OSError, ValueError):
         current = {}
-    current[dataset] = _digest(func, fixed)
-    _write_json(path, current, sort_keys=True)
+    current[dataset] = settings_digest(func, fixed)
+    write_json(path, current, sort_keys=True)
 
 
 def _notes_of_dataset(stage_dir: Path, dataset: str):
@@ -846,7 +786,7 @@ def _run_pretrained(cfg: dict, place: dict, out: Path, **kw) -> None:
     context.update(out_dir=str(out.resolve()), device=place["device"])
     funcs = {"softmax": run_softmax, "linearized": run_linearized}
     for ds in cfg["datasets"]:
-        seeds = _dataset_seeds(cfg, ds)
+        seeds = list(ds.get("seeds", cfg["seeds"]))  # its own (fewer: a costly one)
         # recorded names: the runs of hedgehog-loss keep their earlier key; a method with its
         # own settings table runs in its own sweep (folder linearized-<method>), keyed by the
         # shared configuration and that table
@@ -865,7 +805,7 @@ def _run_pretrained(cfg: dict, place: dict, out: Path, **kw) -> None:
         # with the results) is set aside and recomputed, so that stage 2 finds its start
         for point in grid_points(grids["softmax"]) if "linearized" in stages else []:
             path = out / "softmax" / "runs"
-            path /= f"{run_key(point, _digest(run_softmax, fixed[ds['name']]))}.nc"
+            path /= f"{run_key(point, settings_digest(run_softmax, fixed[ds['name']]))}.nc"
             if not _checkpoint(out, point["dataset"], point["seed"]).is_file() and path.is_file():
                 (path.parent / "set_aside").mkdir(exist_ok=True)
                 path.replace(path.parent / "set_aside" / f"{path.name}.no-checkpoint")
@@ -882,10 +822,10 @@ def _run_pretrained(cfg: dict, place: dict, out: Path, **kw) -> None:
 
 
 # --- the run functions, keyed under the names their recorded runs have ----------------------------
-run_variant = _KeyedAs(_run_variant, "meanfield.studies.scratch_nlp.run_variant")
-run_baseline = _KeyedAs(_run_baseline, "meanfield.studies.scratch_nlp.run_baseline")
-run_softmax = _KeyedAs(_run_softmax, "meanfield.studies.pretrained_nlp.run_softmax")
-run_linearized = _KeyedAs(_run_linearized, "meanfield.studies.pretrained_nlp.run_linearized")
+run_variant = KeyedAs(_run_variant, "meanfield.studies.scratch_nlp.run_variant")
+run_baseline = KeyedAs(_run_baseline, "meanfield.studies.scratch_nlp.run_baseline")
+run_softmax = KeyedAs(_run_softmax, "meanfield.studies.pretrained_nlp.run_softmax")
+run_linearized = KeyedAs(_run_linearized, "meanfield.studies.pretrained_nlp.run_linearized")
 
 # --- the runner's interface -----------------------------------------------------------------------
 #: the settings that say where and what part, never part of a run's key
@@ -932,6 +872,7 @@ def check_config(settings: dict) -> dict:
     See Also
     --------
     run_study : computes the study these settings describe.
+    PRETRAINED_SETTINGS, SCRATCH_SETTINGS : the declared settings (names, types, ranges).
     """
     from .._validation import check_choice, check_device
 
@@ -940,7 +881,7 @@ def check_config(settings: dict) -> dict:
     cfg, place = _split(settings)
     check_choice("encoder", place["encoder"], tuple(_QUESTION))
     pretrained = place["encoder"] == "pretrained"
-    cfg = _check_pretrained(cfg) if pretrained else _check_scratch(cfg)
+    cfg = (PRETRAINED_SETTINGS if pretrained else SCRATCH_SETTINGS).wrapper(**cfg)
     if not cfg["datasets"]:
         raise InputError("datasets must be a non-empty list of data sets to run")
     for key in ("data_dir", "model_dir"):
@@ -955,7 +896,7 @@ def check_config(settings: dict) -> dict:
     allowed = _ONLY if pretrained else ("datasets",)
     for k, v in only.items():
         if k not in allowed:
-            raise _unknown("only.", k, allowed)
+            raise unknown_key("only.", k, allowed)
         if not isinstance(v, list):
             raise InputError(f"only.{k} must be a list, got {v!r}")
     seeds = sorted({s for d in cfg["datasets"] for s in d.get("seeds", cfg["seeds"])})
@@ -1024,7 +965,7 @@ def run_study(
     place["data_dir"] = str(resolve_data_dir(place["data_dir"]))
     kw = dict(scheduler=check_scheduler(scheduler or "threads"), progress=progress)
     kw["n_workers"] = check_int("n_workers", 1 if n_workers is None else n_workers, minimum=1)
-    out = _writable(out)
+    out = writable_folder(out)
     if place["encoder"] == "scratch":
         _run_scratch(cfg, place, out, **kw)
         write_report(out, out)

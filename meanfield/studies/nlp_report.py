@@ -9,8 +9,8 @@ bar), ``paired.md``/``.csv`` (each branch minus vanilla X, Holm [4]_), ``claims.
 ``Omega`` by ``vanilla``, ``kernel``, ``hedgehog-loss``, ``coulomb-distilled`` or the published
 Hedgehog map [3]_, ``hedgehog-published-hedgehog``; controls ``redraw``, ``lam0``) reported in
 ``report.md``, ``results.csv``, ``readme_tables.md`` (Holm and Bonferroni over each *planned*
-family: Kernel's, Coulomb-regularised distillation's). The earlier method name ``hedgehog``
-(variants ``hedgehog-<X>``) reads as ``hedgehog-loss``.
+family: Kernel's, Coulomb-regularised distillation's; the inference cost per feature map).
+The earlier method name ``hedgehog`` (variants ``hedgehog-<X>``) reads as ``hedgehog-loss``.
 
 References
 ----------
@@ -31,10 +31,8 @@ Examples
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -43,11 +41,17 @@ import xarray as xr
 from ..attention.metrics import METRIC_NAMES
 from ..errors import InputError
 from ..stats import holm, paired_family, t_interval
+from ..workbench.report_tables import (
+    markdown_row,
+    markdown_table,
+    marked_tables,
+    write_csv,
+)
 
 # fmt: off
 __all__ = ["FEATURE_LABEL", "CONTROLS", "METHODS", "scratch_variants", "variant_label",
            "pretrained_variants", "split_variant", "recorded_variant", "write_report",
-           "readme_tables", "update_readme_tables"]
+           "readme_tables"]
 # fmt: on
 
 # --- variants of the from-scratch study -----------------------------------------------------------
@@ -216,6 +220,7 @@ def pretrained_variants(cfg: dict, ds: dict | None = None) -> list[str]:
 # --- shared: formatting, paired statistics --------------------------------------------------------
 LOWER_BETTER = {"ece", "log_loss", "brier", "noisy_ece", "noisy_log_loss", "noisy_brier"}
 REPORT_METRICS = list(METRIC_NAMES) + ["noisy_accuracy", "noisy_ece"]
+_RULE = " --- |"  # the pretrained reports' tables: | --- | --- |
 
 
 def _fmt(m, lo, hi, d=4, style="[]") -> str:
@@ -229,28 +234,6 @@ def _fmt(m, lo, hi, d=4, style="[]") -> str:
     if style == "±":
         return f"{m:.{d}f} ± {(hi - lo) / 2:.{d}f}"
     return f"{m:{sign}.{d}f} [{lo:{sign}.{d}f}, {hi:{sign}.{d}f}]"
-
-
-def _md_row(cells) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
-
-
-def _md_lines(header, rows=(), rule=" --- |") -> list[str]:
-    """A markdown table's lines (rule ``" --- |"``: the pretrained reports; ``"---|"``)."""
-    return [_md_row(header), "|" + rule * len(header)] + [_md_row(row) for row in rows]
-
-
-def _md_table(header, rows) -> str:
-    return "\n".join(_md_lines(header, rows, "---|")) + "\n"
-
-
-def _write_csv(path, rows, keys=None) -> None:
-    if rows or keys is not None:
-        with open(path, "w", newline="") as fh:
-            keys = keys if keys is not None else list(rows[0])
-            w = csv.DictWriter(fh, keys, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(rows)
 
 
 def _paired(groups, a, b, metric):
@@ -291,7 +274,9 @@ def write_report(out, report_dir=None, *, data_dir=None, figures: bool = True) -
     Parameters
     ----------
     out : path
-        The study folder.
+        The study folder. The pretrained report adds the section "Inference time and memory
+        per feature map" (and the README table ``inference-cost``) where the folder's parent
+        holds ``inference_cost.nc`` (:func:`meanfield.attention.inference_cost.inference_cost`).
     report_dir : path, optional
         Where the reports go (default ``out``).
     data_dir : path, optional
@@ -416,7 +401,7 @@ def _scratch_report(out: Path, study: dict, dest: Path, figures: bool) -> dict:
     if not runs:
         raise RuntimeError(f"no finished runs of the configuration recorded in {out}/config.json")
     keys = sorted({k for r in runs for k in r if not isinstance(r[k], list | dict)})
-    _write_csv(dest / "results.csv", runs, keys)
+    write_csv(dest / "results.csv", runs, keys)
     groups: dict = {}
     for r in runs:
         groups.setdefault((r["dataset"], r["variant"], bool(r["tie_qk"])), []).append(r)
@@ -448,7 +433,7 @@ def _scratch_report(out: Path, study: dict, dest: Path, figures: bool) -> dict:
         if b:
             bar = [f"{b[m]:.4f}" if m in b else "" for m in REPORT_METRICS]
             body.append([f"TF-IDF + LR (C = {b['C']:g})", "", "-"] + bar)
-        md.append(_md_table(head, body))
+        md.append("\n".join(markdown_table(head, body)) + "\n")
         if b and (sm := groups.get((d, "softmax", False))):
             acc = float(np.mean([r["accuracy"] for r in sm]))
             gap = b["accuracy"] - acc
@@ -456,7 +441,7 @@ def _scratch_report(out: Path, study: dict, dest: Path, figures: bool) -> dict:
             md.append(f"\nSanity bar: softmax accuracy {acc:.4f} vs TF-IDF + LR "
                       f"{b['accuracy']:.4f} (gap {100 * gap:+.1f} points): the softmax model "
                       f"{ok} the bar of 2 points.\n")  # fmt: skip
-    _write_csv(dest / "table.csv", rows)
+    write_csv(dest / "table.csv", rows)
     (dest / "table.md").write_text("".join(md))
     prow = _paired_report(cfg, groups, dest)
     _claims_report(cfg, groups, dest)
@@ -483,6 +468,7 @@ def _paired_report(cfg, groups, dest: Path) -> list[dict]:
                 row.update({m: mu, m + "_lo": lo, m + "_hi": hi, m + "_wins": wins})
                 row.update({"accuracy_p": pval} if m == "accuracy" else {})
             cells = [f"{_fmt(*p[:3], style='+')} ({p[4]}/{p[3]})" for p in ps]
+            cells += ["—"] * (len(metrics) - len(ps))
             prow.append(row)
             bodies.setdefault(d, []).append((row, [_label(f, b), _on(qk), row["n"]] + cells))
     tested = [i for i, r in enumerate(prow) if np.isfinite(r["accuracy_p"])]
@@ -499,8 +485,8 @@ def _paired_report(cfg, groups, dest: Path) -> list[dict]:
         holm_p = [r["accuracy_p_holm"] for r, _ in body]
         body = [line + [f"{q:.3g}" if np.isfinite(q) else "—"]
                 for (_, line), q in zip(body, holm_p, strict=True)]  # fmt: skip
-        md += [f"\n## {d}\n", _md_table(head, body)]
-    _write_csv(dest / "paired.csv", prow)
+        md += [f"\n## {d}\n", "\n".join(markdown_table(head, body)) + "\n"]
+    write_csv(dest / "paired.csv", prow)
     (dest / "paired.md").write_text("".join(md))
     return prow
 
@@ -582,7 +568,7 @@ def _means_table(cfg, groups, columns, branches=None) -> tuple[str, float]:
             cells = [f"{np.mean([r[k] for r in g]):{f}}" for k, _, f in columns]
             body.append([ds["name"], v, _on(qk), len(g)] + cells)
     head = ["data set", "variant", "Q=K", "seeds"] + [c for _, c, _ in columns]
-    return _md_table(head, body), total
+    return "\n".join(markdown_table(head, body)) + "\n", total
 
 
 def _phase_a_report(cfg, groups, dest: Path) -> None:
@@ -730,7 +716,7 @@ def _recovered(rs, soft) -> tuple:
 
 def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
     rows = load_pretrained_runs(out)
-    _write_csv(dest / "results.csv", rows, sorted({k for r in rows for k in r}))
+    write_csv(dest / "results.csv", rows, sorted({k for r in rows for k in r}))
     lines = [f"# Pretrained-model study: {cfg['name']}", "", cfg.get("description", ""), ""]
     table = []
     for ds in cfg["datasets"]:
@@ -754,11 +740,12 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
         soft = {r["seed"]: r["clean_accuracy"] for r in mine if r["variant"] == "softmax"}
         budget = float(cfg.get("train", {}).get("max_epochs", np.inf))
         head = ["variant", "seeds", "accuracy", "noisy accuracy", "ECE", "after linearizing"]
-        lines += _md_lines(head + ["recovered (of softmax)", "best epoch at the budget's end"])
+        head += ["recovered (of softmax)", "best epoch at the budget's end"]
+        lines += markdown_table(head, rule=_RULE)
         for variant in ["softmax"] + pretrained_variants(cfg, ds):
             rs = [r for r in mine if r["variant"] == variant]
             if not rs:  # planned, not run yet: shown as missing, never as a number
-                lines.append(_md_row([variant, 0, "missing", *["—"] * 5]))
+                lines.append(markdown_row([variant, 0, "missing", *["—"] * 5]))
                 continue
             keys = ("clean_accuracy", "noisy_accuracy", "clean_ece", "linearized_accuracy")
             acc, noisy, ece, lin = (t_interval([r.get(k, np.nan) for r in rs]) for k in keys)
@@ -767,7 +754,7 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
             at_end = sum(float(r.get("best_epoch", np.nan)) >= budget for r in rs)
             cells = [_fmt(*acc), _fmt(*noisy), _fmt(*ece), _fmt(*lin)]
             cells += [_fmt(*_recovered(rs, soft), d=3), f"{at_end} of {len(rs)}"]
-            lines.append(_md_row([variant, len(rs), *cells]))
+            lines.append(markdown_row([variant, len(rs), *cells]))
             table.append({"dataset": name, "variant": variant, "n": len(rs), "accuracy": acc[0]})
         lines.append("")
         lines += _learning_lines(mine, pretrained_variants(cfg, ds))
@@ -778,7 +765,8 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
                   f"95 % t-intervals; Holm-adjusted p and Bonferroni simultaneous 95 % intervals "
                   f"over the {len(planned)} planned comparisons ({len(planned) - len(comps)} not "
                   "yet computable, counted as p = 1).", ""]  # fmt: skip
-        lines += _md_lines(head, [_family_row(r["label"], r, r["k"]) for r in family]) + [""]
+        body = [_family_row(r["label"], r, r["k"]) for r in family]
+        lines += markdown_table(head, body, rule=_RULE) + [""]
     # its own family (its own question), every planned comparison shown, missing ones so
     c_comps, c_planned, c_family = _family(cfg, rows, _coulomb_comparisons)
     if c_planned:
@@ -792,13 +780,33 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
                   "p = 1).", ""]  # fmt: skip
         body = [_family_row(key, by_label.get(key), len(_paired_seeds(rows, *key[:3])))
                 for key in c_planned]  # fmt: skip
-        lines += _md_lines(head, body) + [""]
-    (dest / "report.md").write_text("\n".join(lines) + "\n")
+        lines += markdown_table(head, body, rule=_RULE) + [""]
     tables = readme_tables(cfg, rows, family + c_family)
-    marked = [f"{_OPEN.format(k)}\n\n{v}\n\n{_CLOSE.format(k)}\n\n" for k, v in tables.items()]
-    (dest / "readme_tables.md").write_text("".join(marked))
+    if (cost := _inference_cost_tables(out)) is not None:  # one table shared by every method
+        lines += ["## Inference time and memory per feature map", "", cost]
+        tables["inference-cost"] = cost.rstrip("\n")
+    (dest / "report.md").write_text("\n".join(lines) + "\n")
+    (dest / "readme_tables.md").write_text(marked_tables(tables))
     return {"table": table, "comparisons": len(comps), "planned": len(planned),
             "readme_tables": tables}  # fmt: skip
+
+
+#: the file of :func:`meanfield.attention.inference_cost.inference_cost`'s result, beside the
+#: study folder (``results/inference_cost.nc`` next to ``results/full``): the cost depends on
+#: the feature map's kind and size only, so one measurement serves every preset of the study
+INFERENCE_COST_FILE = "inference_cost.nc"
+
+
+def _inference_cost_tables(out: Path) -> str | None:
+    """:func:`~meanfield.attention.inference_cost.inference_cost_table` (CPU and wall time,
+    memory) of ``<out>/../inference_cost.nc``; None where there is no such file."""
+    path = Path(out).resolve().parent / INFERENCE_COST_FILE
+    if not path.is_file():
+        return None
+    from ..attention.inference_cost import inference_cost_table
+    from ..results import load_dataset
+
+    return inference_cost_table(load_dataset(path), clock="both")
 
 
 def _family(cfg, rows, comparisons) -> tuple[dict, list, list]:
@@ -849,19 +857,13 @@ def _learning_lines(rows, order) -> list[str]:
     if not body:
         return []
     head = ["variant", "seeds", "measure", "before", "after", "median learning s"]
-    return ["What learning Omega did (held-out sequences; mean [95 % t-interval] over seeds; "
-            "before = the prior draw):", "", *_md_lines(head, body), ""]  # fmt: skip
+    note = ("What learning Omega did (held-out sequences; mean [95 % t-interval] over seeds; "
+            "before = the prior draw):")  # fmt: skip
+    return [note, "", *markdown_table(head, body, rule=_RULE), ""]
 
 
 # the README's tables (paper_repro/nlp_pretrained/README.md), rounded once from the unrounded
-# results: a number rounded by the report and then again by hand can land one unit off in its
-# last digit (-0.8486 -> -0.85 -> -0.9 points), so the README includes these tables verbatim
-_OPEN = "<!-- report-table:{} -->"
-_CLOSE = "<!-- /report-table:{} -->"
-_MARKED = re.compile(
-    r"^(?P<indent>[ \t]*)<!-- report-table:(?P<name>[\w.-]+) -->[ \t]*\n(?P<body>.*?)"
-    r"^[ \t]*<!-- /report-table:(?P=name) -->[ \t]*$", re.M | re.S)  # fmt: skip
-_OPENING = re.compile(r"^[ \t]*<!-- report-table:([\w.-]+) -->", re.M)
+# results, included verbatim (meanfield.workbench.report_tables.update_readme_tables)
 _DATASET_NAMES = {"rotten_tomatoes": "Rotten Tomatoes", "sst2": "SST-2", "qqp": "QQP"}
 _FEATURE_NAMES = {"favor": "FAVOR+", "porf-softplus": "PORF-softplus"}
 # fmt: off
@@ -947,7 +949,7 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
 
     See Also
     --------
-    update_readme_tables : puts them into the README between markers.
+    meanfield.workbench.report_tables.update_readme_tables : puts them into the README.
     """
     by_label = {r["label"]: r for r in family}
     tables = {}
@@ -959,7 +961,7 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
         title = _DATASET_NAMES.get(name, name)
         soft = {r["seed"]: r["clean_accuracy"] for r in mine if r["variant"] == "softmax"}
         head = ["seeds", "accuracy", "after linearizing", "recovered of softmax"]
-        lines = _md_lines([f"{title} variant", *head])
+        lines = markdown_table([f"{title} variant", *head], rule=_RULE)
         for variant in ["softmax"] + pretrained_variants(cfg, ds):
             if not (rs := [r for r in mine if r["variant"] == variant]):
                 lines.append(f"| {_readme_label(variant)} | 0 | missing | | |")  # planned
@@ -987,71 +989,5 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
                               (False, f"{prefix}-{name}-no-bonferroni")):  # fmt: skip
                 body = [[row] + [_cell(c.get(f), bonf) for f in feats] for row, c in grid.items()]
                 if grid:
-                    tables[key] = "\n".join(_md_lines(head, body))
+                    tables[key] = "\n".join(markdown_table(head, body, rule=_RULE))
     return tables
-
-
-def update_readme_tables(readme_path, tables: dict[str, str]) -> list[str]:
-    """Replace each table between ``<!-- report-table:NAME -->`` and its closing marker by
-    ``tables[NAME]``, indented as the marker; the rest is kept, the file rewritten only if
-    a table changed.
-
-    Parameters
-    ----------
-    readme_path : str or pathlib.Path
-        The markdown file, e.g. ``paper_repro/nlp_pretrained/README.md``.
-    tables : dict
-        Table name -> markdown (:func:`readme_tables`).
-
-    Returns
-    -------
-    list of str
-        The names of the marked tables, in the file's order.
-
-    Raises
-    ------
-    meanfield.errors.InputError
-        A marker not among ``tables``, or one not closed (nothing is written).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> path = Path(tempfile.mkdtemp()) / "README.md"
-    >>> text = "- item:\\n  <!-- report-table:t -->\\n  old\\n  <!-- /report-table:t -->\\n"
-    >>> _ = path.write_text(text)
-    >>> update_readme_tables(path, {"t": "| a |\\n| --- |"})
-    ['t']
-    >>> print(path.read_text())
-    - item:
-      <!-- report-table:t -->
-    <BLANKLINE>
-      | a |
-      | --- |
-    <BLANKLINE>
-      <!-- /report-table:t -->
-    <BLANKLINE>
-
-    See Also
-    --------
-    readme_tables : the tables of the pretrained study.
-    """
-    path = Path(readme_path)
-    text = path.read_text()
-    found = [m.group("name") for m in _MARKED.finditer(text)]
-    opened = _OPENING.findall(text)
-    if opened != found:
-        unclosed = ", ".join(sorted(set([n for n in opened if n not in found] or opened)))
-        raise InputError(f"readme_path: {str(path)!r} opens report-table marker(s) {unclosed} "
-                         "without the closing '<!-- /report-table:NAME -->' after it")  # fmt: skip
-    if missing := [n for n in found if n not in tables]:
-        raise InputError(f"tables: {str(path)!r} marks table(s) {', '.join(missing)} that are not "
-                         f"among the tables given ({', '.join(tables) or 'none'})")  # fmt: skip
-
-    def _replace(m: re.Match) -> str:
-        ind, name = m.group("indent"), m.group("name")
-        body = "\n".join(ind + line if line else line for line in tables[name].split("\n"))
-        return f"{ind}{_OPEN.format(name)}\n\n{body}\n\n{ind}{_CLOSE.format(name)}"
-
-    if (new := _MARKED.sub(_replace, text)) != text:
-        path.write_text(new)
-    return found

@@ -68,29 +68,11 @@ from ..workbench.study_settings import (
 from .synthetic_report import LEARNER_LABELS, PUBLISHED, SETS, TASKS, load_study, report
 
 __all__ = [
-    "TASKS",
-    "LEARNER_LABELS",
-    "COULOMB",
-    "VARIANTS",
-    "PROTOCOL",
-    "PUBLISHED",
-    "SETS",
-    "DEFAULTS",
-    "SETTINGS",
-    "COULOMB_KEYS",
-    "COULOMB_SECTION",
-    "check_config",
-    "make_learner",
-    "run_grid_cell",
-    "run_variants_cell",
-    "run_tuned_cell",
-    "run_diagnosis_cell",
-    "run_sinha_duchi_cell",
-    "sweep_spec",
-    "load_study",
-    "run_study",
-    "write_report",
-]
+    "TASKS", "LEARNER_LABELS", "COULOMB", "VARIANTS", "PROTOCOL", "PUBLISHED", "SETS", "DEFAULTS",
+    "SETTINGS", "COULOMB_KEYS", "COULOMB_SECTION", "check_config", "run_grid_cell",
+    "run_variants_cell", "run_tuned_cell", "run_diagnosis_cell", "run_sinha_duchi_cell",
+    "sweep_spec", "load_study", "run_study", "write_report"
+]  # fmt: skip
 
 _log = logging.getLogger(__name__)
 #: The first configuration of the Coulomb particles (standardised units, CoulombFeatures), the
@@ -482,36 +464,15 @@ def _threads_one() -> None:
     threadpool_limits(1)
 
 
-def make_learner(name: str, m: int, seed: int, coulomb: dict, importance: dict | None = None):
-    """The study's learner ``name`` with ``m`` features, seeded by ``seed``.
-
-    Examples
-    --------
-    >>> from meanfield.studies.synthetic import COULOMB, make_learner
-    >>> make_learner("langevin", 8, 0, COULOMB).lam
-    0.0
-    """
-    from ..learners import CoulombFeatures, ImportanceSampledFeatures, RandomFourierFeatures
-
-    common = dict(bandwidth="median", random_state=seed)
-    if name == "rff":
-        return RandomFourierFeatures(m, **common)
-    if name == "importance":
-        return ImportanceSampledFeatures(
-            m, **common, **(importance or DEFAULTS["grid"]["importance"])
-        )
-    if name == "coulomb":
-        return CoulombFeatures(m, **common, **coulomb)
-    if name == "langevin":
-        return CoulombFeatures(m, **common, **{**coulomb, "lam": 0.0})
-    raise ValueError(f"unknown learner {name!r}; choose one of {', '.join(LEARNER_LABELS)}")
-
-
 def cell_dataset(records: list[dict]) -> xr.Dataset:
-    """One cell's records (one per learner) as the dataset a run file holds.
+    """One cell's records (one per learner) as a run file's dataset: ``metrics`` (learner x
+    metric, :data:`FIELDS`, NaN where a learner has none; one variable keeps a run file at 9 KB)
+    and the records as the JSON attribute ``records``.
 
-    One variable ``metrics`` (learner x metric, :data:`FIELDS`, NaN where a learner has none;
-    one variable keeps a run file at 9 KB) and the records as the JSON attribute ``records``.
+    See Also
+    --------
+    run_grid_cell : the run that writes it.
+    meanfield.studies.synthetic_report.cell_records : reads the records back.
 
     Examples
     --------
@@ -548,24 +509,27 @@ def run_grid_cell(
 ) -> xr.Dataset:
     """The ``grid`` design's run: every learner on one (task, noise, seed) split, ``m`` features.
 
-    The data seed is ``seed``; the learner seed ``10000 + seed`` is shared by all learners, so
-    the Coulomb particles start from exactly the fixed-RFF draw.
+    Data seed ``seed``; learner seed ``10000 + seed`` (shared): Coulomb starts from the RFF draw.
 
     Returns
     -------
     xarray.Dataset
         :func:`cell_dataset` of the records, one per learner.
 
+    See Also
+    --------
+    meanfield.learners.make_learner : builds each learner.
+    sweep_spec : the grid of cells and their fixed settings.
+
     Examples
     --------
     >>> from meanfield.studies.synthetic import COULOMB, TASKS, run_grid_cell
     >>> ds = run_grid_cell("two_moons", 0.1, 0, 8, learners=["rff", "importance"], n_train=40,
-    ...                    n_test=20, coulomb=COULOMB, importance={"rho": 1.0},
-    ...                    task_settings=TASKS)
+    ...     n_test=20, coulomb=COULOMB, importance={"rho": 1.0}, task_settings=TASKS)
     >>> ds["metrics"].sel(metric="ridge_test_error").learner.values.tolist()
     ['rff', 'importance']
     """
-    from ..learners import evaluate
+    from ..learners import evaluate, make_learner
     from ..learners.tasks import make_task
 
     _threads_one()
@@ -619,6 +583,11 @@ def run_variants_cell(
     """The ``variants`` design's run: every learner on one (task, seed) split, ``m`` features,
     tuned by CV on the training rows; the CV-chosen Coulomb variant is ``coulomb_cv``.
 
+    See Also
+    --------
+    run_tuned_cell : the same learners on grids that widen.
+    meanfield.learners.tuning.fixed_grid_learners : the CV on fixed grids.
+
     Examples
     --------
     >>> from meanfield.studies.synthetic import check_config, run_variants_cell, sweep_spec
@@ -636,6 +605,11 @@ def run_variants_cell(
 def record_dataset(rec: dict) -> xr.Dataset:
     """A cell's record as the dataset a run file holds: ``ridge_test_error`` along
     ``learner`` and the whole record as the JSON attribute ``record``.
+
+    See Also
+    --------
+    run_variants_cell : writes it for a ``variants`` cell.
+    run_tuned_cell : writes it for a ``tuned`` cell.
 
     Examples
     --------
@@ -669,15 +643,18 @@ def _tuned_record(cfg: dict, task: str, seed: int, m: int, noise: float) -> dict
 
 def run_tuned_cell(task: str, seed: int, setting: str, **cfg) -> xr.Dataset:
     """The ``tuned`` design's run: every learner on one split (``setting`` is ``"m:noise"``),
-    tuned by widened CV, as a dataset (``ridge_test_error`` along ``learner``, the record as the
-    JSON attribute ``record``).
+    tuned by widened CV, as :func:`record_dataset` of the cell's record.
+
+    See Also
+    --------
+    run_variants_cell : the same learners on fixed grids.
+    meanfield.learners.tuning.tuned_learners : the widened CV.
 
     Examples
     --------
     >>> from meanfield.studies.synthetic import check_config, run_tuned_cell, sweep_spec
     >>> cfg = check_config({"design": "tuned", "tasks": ["two_moons"], "n_train": 90,
-    ...                     "n_test": 60, "cv": 2, "base": {"n_steps": 10},
-    ...                     "bandwidth_window": [-1, 1]})
+    ...     "n_test": 60, "cv": 2, "base": {"n_steps": 10}, "bandwidth_window": [-1, 1]})
     >>> ds = run_tuned_cell("two_moons", 0, "8:0.1", **sweep_spec(cfg)["fixed"])
     >>> ds["ridge_test_error"].sizes["learner"]
     7
@@ -700,6 +677,11 @@ def run_diagnosis_cell(
 ):
     """The ``diagnosis`` design's run: one (task, seed) as a dataset (``test_error`` along
     ``set``, the ``narrowing`` factor, the record as the JSON attribute ``record``).
+
+    See Also
+    --------
+    meanfield.learners.diagnostics.counterfactual_scores : the recombined feature sets.
+    meanfield.studies.synthetic_report.SETS : those sets, in report order.
 
     Examples
     --------
@@ -766,6 +748,15 @@ def run_sinha_duchi_cell(
     """The ``sinha_duchi`` design's run: one seed as a dataset (``test_error`` and
     ``train_error`` along learner × ridge, ``n_features``, the record as the JSON attribute
     ``record``). Each learner's errors are logged (``logging``, INFO) as it is scored.
+
+    See Also
+    --------
+    meanfield.learners.tuning.ridge_errors : each learner's errors under the ridges.
+    meanfield.learners.tasks.radial : the protocol's task.
+
+    References
+    ----------
+    - A. Sinha, J. C. Duchi, "Learning kernels with random features", NeurIPS 2016.
 
     Examples
     --------
@@ -880,6 +871,11 @@ def sweep_spec(cfg: dict) -> dict:
     ``grid``: largest m first (the slowest cells start first); ``variants``: m, seed, task;
     ``tuned``: seed, "m:noise" setting, task; ``diagnosis``: seed, task; ``sinha_duchi``: seed
     (the earlier axes vary slowest, so a partial run holds whole seeds).
+
+    See Also
+    --------
+    run_study : runs the sweep.
+    meanfield.workbench.sweeps.run_sweep : the sweep runner.
 
     Examples
     --------

@@ -54,8 +54,10 @@ import xarray as xr
 from ..learners.tuning import learn_or_stay
 from ..stats import paired_family, t_interval
 from ..workbench.report_tables import (
+    counts_cell,
     family_table,
     interval,
+    markdown_section,
     markdown_table,
     mean_se,
     plus_minus,
@@ -88,7 +90,12 @@ SETS = ("rff", "learned", "learned_w_prior_b", "norms_only", "directions_only", 
 
 
 def cell_records(ds: xr.Dataset) -> list[dict]:
-    """The records a run file holds (:func:`cell_dataset`'s ``records``).
+    """A run file's records (:func:`~meanfield.studies.synthetic.cell_dataset`'s ``records``).
+
+    See Also
+    --------
+    meanfield.studies.synthetic.cell_dataset : writes them.
+    load_study : the records of every run of a study folder.
 
     Examples
     --------
@@ -113,16 +120,18 @@ def _design_of(cfg: dict) -> str:
 def load_study(out) -> tuple[dict, list[dict]]:
     """The settings last run into the study folder ``out`` and the records of their runs there.
 
-    The ``grid`` design's records are one per learner and cell of the grid; the others' one per
-    run; ``diagnosis`` and ``sinha_duchi`` read every run of those settings in the folder (the
-    seeds of earlier calls too), the others the cells of the grid last run.
+    Records: ``grid`` one per learner and cell, the others one per run; ``diagnosis`` and
+    ``sinha_duchi`` read all runs of those settings in ``out``, the others the last grid's cells.
 
     Raises
     ------
-    meanfield.errors.MissingFileError
-        No ``config.json`` in ``out``: nothing was run there.
-    meanfield.errors.DataFileError
-        ``config.json`` is not a study record of the sweep layout.
+    meanfield.errors.MissingFileError, meanfield.errors.DataFileError
+        No ``config.json`` in ``out``, or not a study record of the sweep layout.
+
+    See Also
+    --------
+    report : writes the reports from these records.
+    meanfield.studies.synthetic.run_study : runs a study into ``out``.
 
     Examples
     --------
@@ -392,11 +401,6 @@ _FAMILY_NOTE = (
 _REF_MINUS_COULOMB = "Error of the reference minus error of Coulomb (positive: Coulomb better)."
 
 
-def _section(title: str, notes, table: list[str]) -> list[str]:
-    """``## title``, each of ``notes`` as a paragraph, then the lines of ``table``."""
-    return [f"## {title}", ""] + [line for note in notes for line in (note, "")] + table
-
-
 def _error_table(E, learners, labels: dict, tasks, cell: tuple) -> tuple[str, list[str]]:
     """The seeds of RFF per task (``"task k, ..."``) and the table learner × task of the test
     error's mean ± SE over the seeds, at the cell keys ``cell`` after the task."""
@@ -435,12 +439,6 @@ def _tuned_write_table(records, cfg, out: Path) -> None:
     write_lines(out / "table.md", lines)
 
 
-def _tuned_counts(values) -> str:
-    """``value: count, ...`` of ``values``, by the values' text."""
-    counts = sorted(Counter(values).items(), key=lambda kv: str(kv[0]))
-    return ", ".join(f"{k}: {v}" for k, v in counts)
-
-
 #: The columns of the tuned design's ``cv_choices.md`` after noise, m and task.
 _CV_CHOICES = {
     "RFF k": lambda x: x["rff"]["bandwidth_exponent"],
@@ -461,8 +459,8 @@ def _tuned_write_cv_choices(records, cfg, out: Path) -> None:
         if cell:
             L = [r["learners"] for r in cell]
             alpha_edges = Counter(n for x in L for n, v in x.items() if v.get("alpha_edge"))
-            counts = [_tuned_counts(map(col, L)) for col in _CV_CHOICES.values()]
-            rows.append([noise, m, t, *counts, _tuned_counts(alpha_edges.elements()) or "none"])
+            counts = [counts_cell(map(col, L)) for col in _CV_CHOICES.values()]
+            rows.append([noise, m, t, *counts, counts_cell(alpha_edges.elements()) or "none"])
     header = ["noise", "m", "task", *_CV_CHOICES, "α at a grid end"]
     lines = [
         "CV-chosen values (count over seeds) and where they sit in their searched lists "
@@ -480,7 +478,7 @@ def _tuned_family_table(title, note, family: dict, labels=_CELL) -> list[str]:
     """A family of paired comparisons (:func:`~meanfield.stats.paired_family` of ``family``)."""
     rows = paired_family(family)
     notes = [note, _FAMILY_NOTE.format(rows[0]["K"] if rows else 0)]
-    return _section(title, notes, family_table(rows, labels)) + [""]
+    return markdown_section(title, notes, family_table(rows, labels)) + [""]
 
 
 def _tuned_claims_lines(records, cfg) -> list[str]:
@@ -717,7 +715,7 @@ def _variants_write_claims(records, cfg, out: Path):
     ]
     title = "Claim 1: learned particles beat fixed features and importance sampling"
     header = ["task", "m", "RFF − Coulomb", "IS − Coulomb", "verdict"]
-    lines += _section(title, [_REF_MINUS_COULOMB], markdown_table(header, rows))
+    lines += markdown_section(title, [_REF_MINUS_COULOMB], markdown_table(header, rows))
     gap_rows, ratio_rows = [], []
     for t in tasks:
         gap_lo, gap_hi, ratio = _m_change(E, "coulomb_cv", (t, lo_m), (t, hi_m))
@@ -738,12 +736,12 @@ def _variants_write_claims(records, cfg, out: Path):
     title = f"Claim 2: the gap grows with m (gap at m = {hi_m} minus gap at m = {lo_m})"
     note = "gap = RFF error − Coulomb error (same seed); positive change: the gap grows."
     header = ["task", f"gap at m = {lo_m}", f"gap at m = {hi_m}", "change", "verdict"]
-    lines += ["", *_section(title, [note], markdown_table(header, gap_rows))]
+    lines += ["", *markdown_section(title, [note], markdown_table(header, gap_rows))]
     title = f"Claim 3: {lo_m} learned features keep ≈ 90 % of the {hi_m}-feature accuracy, "
     note = f"ratio = accuracy at m = {lo_m} / accuracy at m = {hi_m}, per seed."
     header = ["task", "Coulomb ratio", "RFF ratio", "IS ratio", "Coulomb − RFF ratio", "verdict"]
     table = markdown_table(header, ratio_rows)
-    lines += ["", *_section(title + "fixed features degrade more", [note], table)]
+    lines += ["", *markdown_section(title + "fixed features degrade more", [note], table)]
     write_lines(out / "claims.md", lines)
 
 

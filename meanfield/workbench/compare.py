@@ -12,9 +12,10 @@ keywords (``compare(energy, initial, n_particles=..., beta=..., t_final=..., eta
 :func:`~meanfield.workbench.problems.default_problem` and
 :func:`~meanfield.workbench.problems.run_default_comparison` (the README's embedded problem, a
 :class:`~meanfield.workbench.problems.ComparisonConfig`, and its one-call run with I/O) live in
-:mod:`meanfield.workbench.problems`; :func:`~meanfield.studies.limits.convergence_in_n` (the
-rate of W2(μ_N(t), ρ_t) → 0 with a confidence interval over seeds) in
-:mod:`meanfield.studies.limits`.
+:mod:`meanfield.workbench.problems`.  :func:`convergence_in_n` measures the rate of
+W2(μ_N(t), ρ_t) → 0 in N with a confidence interval over seeds; :func:`free_energy_decay`
+follows the grid alone to t → ∞ (the free-energy gap to the Gibbs state and its rate), and
+:func:`beta_limit_grid` its Gibbs state to β → ∞ (against the exact law of a closed-form case).
 
 The dataset
 -----------
@@ -40,18 +41,29 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import check_fit_sizes
+from .._validation import check_fit_sizes, check_int, check_positive
+from ..closed_forms import closed_form_energy, exact_cell_masses
 from ..contract import Param, declare
 from ..domains import Torus
 from ..dynamics.langevin import simulate
 from ..dynamics.spec import MAX_STEPS, RunSpec, as_spec, n_steps_for
 from ..energy import Energy
-from ..errors import InputError, InputTypeError
+from ..errors import ConvergenceError, InputError, InputTypeError
 from ..ot.circle import wasserstein_circle, wasserstein_torus
 from ..ot.diagnostics import kernel_gap
 from ..ot.distance import W2_METHODS, resolve_w_method, w_name, wasserstein
+from ..ot.distance import w2 as _w2_exact
 from ..ot.measure import Measure
-from ..pde import Density, FreeEnergyTracker, MassTracker, StorageTracker
+from ..pde import (
+    Density,
+    FreeEnergyTracker,
+    Grid,
+    MassTracker,
+    McKeanVlasov,
+    StorageTracker,
+    gibbs_state,
+    solve,
+)
 from ..pde.solver import check_step_budget
 from ..pde.stepper import Stepper
 from ..results import check_extra_attrs, merge_attrs, provenance
@@ -149,7 +161,7 @@ def compare(
     meanfield.dynamics.langevin.simulate : the particle side.
     meanfield.pde.solver.solve : the grid side.
     meanfield.workbench.problems.run_default_comparison : the default problem, run and saved.
-    meanfield.studies.limits.convergence_in_n : the rate of W2(μ_N(t), ρ_t) → 0 in N.
+    convergence_in_n : the rate of W2(μ_N(t), ρ_t) → 0 in N.
 
     References
     ----------
@@ -355,8 +367,274 @@ def _assemble(ds_p, grid_ds, grid, method, diag) -> xr.Dataset:
 
 
 # ----------------------------------------------------------------------------------------
+# β → ∞: the grid Gibbs state against the exact law
+# ----------------------------------------------------------------------------------------
+def beta_limit_grid(case: str, betas, *, cells: int = 512, progress: bool = False) -> xr.Dataset:
+    r"""W2(ρ_β, μ*) on a grid: the mean-field Gibbs state against the exact β = ∞ law.
+
+    ρ_β solves ρ = Z⁻¹ exp(−β δE/δρ[ρ]) (Newton–Krylov, warm-started along increasing β);
+    μ* is the closed form of THEORY §5 averaged over the same cells.
+
+    .. math::
+
+        \rho_\beta = Z^{-1} \exp\Big(-\beta \frac{\delta E}{\delta \rho}[\rho_\beta]\Big),
+        \qquad W_2(\rho_\beta, \mu^*) \to 0 \quad (\beta \to \infty)
+
+    Returns
+    -------
+    xarray.Dataset
+        ``w2_grid`` over ``beta`` (sorted).
+
+    See Also
+    --------
+    meanfield.studies.limits.beta_limit_particles : the same limit for particles.
+    meanfield.studies.limits.beta_limit_on_grid : this computation saved, with its power law.
+    meanfield.closed_forms.exact_cell_masses : μ* on the cells.
+
+    References
+    ----------
+    - S. Serfaty, *Coulomb Gases and Ginzburg–Landau Vortices*, EMS, 2015 (μ* as N → ∞).
+
+    Examples
+    --------
+    >>> from meanfield.workbench.compare import beta_limit_grid
+    >>> ds = beta_limit_grid("uniform", [8.0, 2.0], cells=16)
+    >>> ds["beta"].values.tolist(), bool(ds["w2_grid"][1] < ds["w2_grid"][0])
+    ([2.0, 8.0], True)
+    """
+    betas = np.sort(np.asarray(betas, dtype=float))
+    energy = closed_form_energy(case)
+    grid = Grid(energy.domain, cells)
+    mstar = Density(grid, exact_cell_masses(case, grid.edges[0]) / grid.cell_volume)
+    dist, rho = [], None
+    for beta in tqdm(betas, desc="grid Gibbs states", unit="beta", disable=not progress):
+        rho, report = gibbs_state(energy, grid, float(beta), method="newton", rho0=rho)
+        if not report.converged:
+            raise ConvergenceError(f"Gibbs state at beta={beta} did not converge: {report}")
+        dist.append(_w2_exact(Measure.from_density(rho), Measure.from_density(mstar)).distance)
+    return xr.Dataset(
+        {"w2_grid": ("beta", np.asarray(dist))},
+        coords={"beta": betas},
+        attrs=provenance({"case": case, "cells": cells}, seed=None),
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# t → ∞: the free-energy gap along the flow
+# ----------------------------------------------------------------------------------------
+def free_energy_decay(
+    energy: Energy,
+    beta: float,
+    *,
+    cells: int = 256,
+    t_end: float = 6.0,
+    mean0: float = 1.0,
+    std0: float = 0.3,
+    n_records: int = 200,
+    fit_window=(1e-9, 1e-3),
+    n_boot: int = 1000,
+    seed: int = 0,
+    progress: bool = False,
+) -> xr.Dataset:
+    """t → ∞: the free-energy gap F_β(ρ_t) − F_β(ρ_β) along the McKean–Vlasov flow (p = 1).
+
+    The flow starts from a Gaussian N(mean0, std0²) on the grid; ρ_β is the grid Gibbs state.
+    The exponential rate is the slope of log(gap) against t over the times where the gap lies
+    in ``fit_window`` (above round-off, past the initial transient), with a residual-bootstrap
+    95 % interval.  Fewer than 5 records in the window (``t_end`` too short for the gap to
+    fall below ``fit_window[1]``) leave the rate undetermined: NaN, with ``rate_status``
+    saying why, never a number fitted to the transient.
+
+    Returns
+    -------
+    xarray.Dataset over ``time``: ``free_energy``, ``gap``; attributes ``rate``,
+    ``rate_ci_low``, ``rate_ci_high``, ``rate_status`` (``"fitted"`` or why not),
+    ``F_beta_min``.
+
+    .. math::
+
+        F_\\beta(\\rho_t) - F_\\beta(\\rho_\\beta) \\approx C e^{-\\text{rate} \\cdot t}
+
+    See Also
+    --------
+    meanfield.studies.limits.t_decay : this computation on a closed-form case, saved.
+    meanfield.studies.limits.t_limit_data : the ``t_limit`` figure's experiment.
+
+    References
+    ----------
+    - J. A. Carrillo, R. J. McCann, C. Villani, Rev. Mat. Iberoamericana 19 (2003) 971–1018.
+
+    Examples
+    --------
+    V = ω²/2 with k = −|z|: the mean relaxes at rate 1, so the gap (∝ m_t²) decays at rate 2.
+
+    >>> from meanfield.closed_forms import closed_form_energy
+    >>> from meanfield.workbench.compare import free_energy_decay
+    >>> E = closed_form_energy("uniform")
+    >>> ds = free_energy_decay(E, 1.0, cells=16, t_end=6.0, n_records=30, n_boot=20)
+    >>> ds.attrs["rate_status"], round(float(ds.attrs["rate"]), 1)
+    ('fitted', 2.0)
+    """
+    beta = check_positive("beta", beta)
+    t_end = check_positive("t_end", t_end)
+    if energy.dim != 1:
+        raise ValueError(f"free_energy_decay is written for p = 1, got p = {energy.dim}")
+    t, F, F_min = _free_energy_trace(energy, beta, cells, t_end, mean0, std0, n_records, progress)
+    gap = F - F_min
+    slope, lo, hi, status = _log_linear_rate(t, gap, fit_window, n_boot, seed, t_end)
+    attrs = {"beta": beta, "cells": cells, "t_end": t_end, "mean0": mean0, "std0": std0}
+    attrs |= {"rate": -slope, "rate_ci_low": -hi, "rate_ci_high": -lo, "rate_status": status}
+    attrs = provenance({**attrs, "F_beta_min": F_min, **energy.describe()}, seed=seed)
+    data = {"free_energy": ("time", F), "gap": ("time", gap)}
+    return xr.Dataset(data, coords={"time": t}, attrs=attrs)
+
+
+def _free_energy_trace(energy, beta, cells, t_end, mean0, std0, n_records, progress):
+    """F_β(ρ_t) along the McKean–Vlasov flow (SG-implicit) from N(mean0, std0²) on the grid,
+    recorded ``n_records`` times up to ``t_end``: (times, free energies, min F_β), where
+    min F_β is that of the grid Gibbs state ρ_β (Newton)."""
+    grid = Grid(energy.domain, cells)
+    _, report = gibbs_state(energy, grid, beta, method="newton")
+    eq = McKeanVlasov(energy, grid, beta, scheme="sg-implicit")
+    tracker = FreeEnergyTracker(interval=t_end / n_records)
+    rho0 = Density.gaussian(grid, mean=mean0, std=std0)
+    solve(eq, rho0, t_end, trackers=[tracker], dt=t_end / (4 * n_records), progress=progress)
+    fe = tracker.to_dataset()
+    return fe["time"].values, fe["free_energy"].values, report.free_energy
+
+
+def _log_linear_rate(t, gap, fit_window, n_boot: int, seed: int, t_end: float):
+    """The slope of log(gap) against t over the records with the gap inside ``fit_window``,
+    its residual-bootstrap 95 % interval, and a status: (slope, low, high, status).
+
+    Fewer than 5 records in the window leave the slope undetermined (NaN), with a status
+    saying why (``t_end`` is named as what to lengthen)."""
+    sel = (gap > fit_window[0]) & (gap < fit_window[1])
+    if sel.sum() < 5:
+        status = (
+            f"undetermined: {int(sel.sum())} of {len(gap)} records have the gap in "
+            f"[{fit_window[0]:g}, {fit_window[1]:g}] (at least 5 needed; the gap is "
+            f"{gap[-1]:.3g} at t_end = {t_end:g}): lengthen t_end"
+        )
+        return np.nan, np.nan, np.nan, status
+    tt, lg = t[sel], np.log(gap[sel])
+    slope, icpt = np.polyfit(tt, lg, 1)
+    resid = lg - (slope * tt + icpt)
+    rng = np.random.default_rng(seed)
+    boots = [
+        np.polyfit(tt, slope * tt + icpt + rng.choice(resid, len(resid)), 1)[0]
+        for _ in range(n_boot)
+    ]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return slope, lo, hi, "fitted"
+
+
+# ----------------------------------------------------------------------------------------
 # the rate in N
 # ----------------------------------------------------------------------------------------
+def convergence_in_n(
+    energy: Energy,
+    initial: Density,
+    *,
+    n_values,
+    seeds,
+    beta: float,
+    t_final: float,
+    eta: float,
+    scheme: str = "upwind",
+    safety: float = 0.5,
+    confidence: float = 0.95,
+) -> xr.Dataset:
+    r"""W2(μ_N(t), ρ_t) at t = t_final for several N and seeds, and the fitted rate.
+
+    The grid solution is computed once; each (N, seed) runs the particles from an iid sample
+    of ``initial``.  Expected rate about N^(−1/2) in p = 1 (THEORY §6) until the Langevin bias
+    O(η) and the grid error take over:
+
+    .. math::
+
+        W_2(\mu_N(t), \rho_t) \approx C N^{\text{rate}}, \qquad \text{rate} \approx -\tfrac12.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``w2`` (N, seed), ``w2_initial`` (N, seed) (the t = 0 sampling error); attributes
+        ``rate``, ``rate_ci_low``, ``rate_ci_high``, ``rate_confidence``, ``rate_pooled`` and
+        all parameters.
+
+    See Also
+    --------
+    meanfield.studies.limits.particles_vs_grid_in_n : the same distance at several times, as
+        a resumable sweep.
+    compare : one side-by-side run.
+    fit_rate : the fit.
+
+    References
+    ----------
+    - N. Fournier, A. Guillin, Probab. Theory Relat. Fields 162 (2015) 707–738 (iid rates).
+
+    Examples
+    --------
+    Three small N, two seeds, five steps (far too few for a sharp rate: the interval is wide):
+
+    >>> from meanfield.pde import Density, Grid
+    >>> from meanfield.closed_forms import closed_form_energy
+    >>> from meanfield.workbench.compare import convergence_in_n
+    >>> E = closed_form_energy("uniform")
+    >>> initial = Density.gaussian(Grid(E.domain, 32), mean=0.0, std=0.5)
+    >>> ds = convergence_in_n(
+    ...     E, initial, n_values=[4, 8, 16], seeds=[0, 1], beta=1.0, t_final=0.05, eta=0.01
+    ... )
+    >>> low, rate, high = (float(ds.attrs[k]) for k in ("rate_ci_low", "rate", "rate_ci_high"))
+    >>> dict(ds["w2"].sizes), low <= rate <= high
+    ({'N': 3, 'seed': 2}, True)
+    """
+    n_values = [check_int("N", n) for n in n_values]
+    check_fit_sizes("n_values (N)", n_values)
+    seeds = [int(s) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"seeds: need at least 2 seeds to fit a rate with a CI, got {len(seeds)}")
+    run = dict(beta=beta, t_final=t_final, eta=eta, scheme=scheme, safety=safety)
+    spec = as_spec(energy, initial, n_particles=n_values[0], **run)
+    eq = spec.equation()
+    res = eq.solve(spec.law, spec.t_final, safety=spec.safety)
+    w2, w2_0 = _particle_distances(spec, res.state, n_values, seeds)
+    fit = fit_power_law(n_values, w2, level=confidence, interval="t")
+    out = xr.Dataset(
+        {"w2": (("N", "seed"), w2), "w2_initial": (("N", "seed"), w2_0)},
+        coords={"N": n_values, "seed": seeds},
+    )
+    attrs = {"beta": spec.beta, "t_final": spec.t_final, "eta": spec.eta}
+    attrs |= {"grid_scheme": eq.scheme.name, "rate": fit["slope"]}
+    attrs |= {"rate_ci_low": fit["ci_low"], "rate_ci_high": fit["ci_high"]}
+    attrs |= {"rate_confidence": confidence, "rate_pooled": fit["pooled_slope"]}
+    out.attrs = provenance({**attrs, **spec.grid.describe(), **energy.describe()}, seed=None)
+    return out
+
+
+def _particle_distances(spec: RunSpec, rho_t, n_values, seeds):
+    """W2(μ_N(t), ρ_t) and W2(μ_N(0), ρ_0) for each N and seed, each of shape
+    (len(n_values), len(seeds)).
+
+    Each (N, seed) runs ``spec`` with N particles and that seed (mean-field regime, an iid
+    sample of the initial law seeded by the seed); the t = 0 distance is the sampling error
+    alone.
+    """
+    w2 = np.empty((len(n_values), len(seeds)))
+    w2_0 = np.empty_like(w2)
+    for i, N in enumerate(n_values):
+        for j, s in enumerate(seeds):
+            run = spec.replace(n_particles=N, seed=s)
+            omega0 = run.particles()
+            ds = simulate(run.replace(initial=omega0), record_every=run.n_steps)
+            final = Measure.from_particles(ds["omega"].values[-1])
+            w2[i, j] = _w2_exact(final, Measure.from_density(rho_t)).distance
+            w2_0[i, j] = _w2_exact(
+                Measure.from_particles(omega0), Measure.from_density(spec.law)
+            ).distance
+    return w2, w2_0
+
+
 @declare(Param("confidence", "level", "level of the Student-t interval on the mean slope"))
 def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     r"""Fit W ≈ C N^slope per seed and summarise the slope over seeds (Student-t interval).
@@ -394,7 +672,7 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     See Also
     --------
     meanfield.stats.fit_power_law : the fit itself (bootstrap or Student-t interval).
-    meanfield.studies.limits.convergence_in_n : the study that measures W2 over N and seeds.
+    convergence_in_n : measures W2 over N and seeds.
 
     References
     ----------
@@ -423,4 +701,4 @@ def fit_rate(n_values, w, confidence: float = 0.95) -> dict:
     return {**out, "confidence": confidence}
 
 
-__all__ = ["compare", "fit_rate"]
+__all__ = ["beta_limit_grid", "compare", "convergence_in_n", "fit_rate", "free_energy_decay"]

@@ -609,4 +609,116 @@ def run_default_comparison(
     return ds
 
 
-__all__ = ["PER_DIMENSION", "ComparisonConfig", "default_problem", "run_default_comparison"]
+def particles_vs_grid_run(
+    N: int,
+    seed: int,
+    *,
+    t_final: float = 1.0,
+    n_records: int = 4,
+    grid_n: int = 128,
+    n_data: int = 200,
+):
+    """One (N, seed) run of the default side-by-side problem
+    (:class:`ComparisonConfig` with ``cells = grid_n``, compared by
+    :func:`~meanfield.workbench.compare.compare`), reduced to its diagnostics over time: ``w2``,
+    ``w1`` and ``kernel_gap`` (time).
+
+    See Also
+    --------
+    meanfield.studies.limits.particles_vs_grid_in_n : the sweep over N and seeds.
+    meanfield.studies.limits.n_limit_data : the figure's experiment.
+    meanfield.workbench.compare.compare : the side-by-side run.
+    ComparisonConfig : the problem.
+
+    References
+    ----------
+    - A.-S. Sznitman, *Topics in propagation of chaos*, École d'Été de Probabilités de
+      Saint-Flour XIX (1989), Lecture Notes in Math. 1464, Springer, 1991 (μ_N(t) → ρ_t).
+
+    Examples
+    --------
+    >>> from meanfield.workbench.problems import particles_vs_grid_run
+    >>> ds = particles_vs_grid_run(8, 0, t_final=0.05, n_records=1, grid_n=16, n_data=10)
+    >>> sorted(ds.data_vars), ds["time"].values.tolist()
+    (['kernel_gap', 'w1', 'w2'], [0.0, 0.05])
+    >>> bool((ds["w1"] <= ds["w2"] + 1e-12).all())  # W1 ≤ W2
+    True
+    """
+    from .compare import compare
+
+    problem = ComparisonConfig(
+        dim=1, cells=grid_n, n_data=n_data, n_particles=N, t_final=t_final, seed=seed
+    )
+    ds = compare(problem.spec(), n_records=n_records)
+    return ds[["w2", "w1", "kernel_gap"]]
+
+
+@functools.lru_cache(maxsize=4)
+def grid_solution(dim: int, cells: int, t_final: float, eta: float, n_data: int = 200):
+    """ρ_t of the default problem in dimension ``dim`` (:class:`ComparisonConfig` with these
+    fields) at the particles' final time: solved once per process, cached.
+
+    Returns
+    -------
+    meanfield.pde.Density
+
+    See Also
+    --------
+    grid_refinement_w2 : its error between two resolutions.
+    meanfield.studies.limits.particles_vs_grid_2d_run : particles against it.
+
+    Examples
+    --------
+    >>> from meanfield.workbench.problems import grid_solution
+    >>> rho = grid_solution(2, 8, 0.01, 0.005, n_data=10)
+    >>> rho.data.shape, round(float(rho.mass), 9)
+    ((8, 8), 1.0)
+    """
+    spec = ComparisonConfig(dim=dim, cells=cells, n_data=n_data, t_final=t_final, eta=eta).spec()
+    return spec.equation().solve(spec.law, spec.t_final, safety=spec.safety).state
+
+
+def grid_refinement_w2(cells, *, t_final: float, eta: float, refine: int) -> list[dict]:
+    """W₂ between the p = 2 grid solutions at successive resolutions ``cells``, both read as
+    atoms on the sub-cells of the finer one (:func:`meanfield.ot.binned.refined_atoms`: the
+    coarse density split exactly), certified to within the two shifts (``bracket``).
+
+    Returns
+    -------
+    list of dict
+        Per pair: ``cells``, ``w2``, ``bracket``, ``t_final``, ``eta``, ``refine``.
+
+    See Also
+    --------
+    grid_solution : the densities compared.
+
+    Examples
+    --------
+    >>> from meanfield.workbench.problems import grid_refinement_w2
+    >>> [r] = grid_refinement_w2([8, 16], t_final=0.01, eta=0.005, refine=1)
+    >>> r["cells"], round(r["bracket"], 4)  # 2 × (h/√12)·√2, both on the 16² cells (h = 1/4)
+    ([8, 16], 0.2041)
+    """
+    from .._validation import check_int as _check_int
+    from ..ot.binned import refined_atoms
+    from ..ot.distance import w2
+
+    cells = sorted(_check_int("grid_check.cells", c, minimum=4) for c in cells)
+    rhos = {c: grid_solution(2, c, t_final, eta) for c in cells}
+    out = []
+    for a, b in zip(cells[:-1], cells[1:], strict=True):
+        (na, da), (nb, db) = (refined_atoms(rhos[c], b * refine // c) for c in (a, b))
+        record = {"cells": [a, b], "w2": w2(na, nb).distance, "bracket": da + db}
+        out.append(record | {"t_final": t_final, "eta": eta, "refine": refine})
+    return out
+
+
+__all__ = [
+    "PER_DIMENSION",
+    "ComparisonConfig",
+    "default_problem",
+    "grid_refinement_w2",
+    "grid_solution",
+    "particles_vs_grid_run",
+    "run_default_comparison",
+]

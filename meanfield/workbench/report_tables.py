@@ -12,7 +12,9 @@ what they share, so one table looks the same in every report:
   the mean and its standard error s/√k (sample standard deviation s, ddof = 1) over k values;
 * :func:`interval`, :func:`family_cells`: ``mean [lo, hi]`` cells and the four cells of a row
   of :func:`meanfield.stats.paired_family` (mean with its 95 % interval, Bonferroni interval,
-  p, Holm-adjusted p); :func:`family_table`: the markdown table of a whole family.
+  p, Holm-adjusted p); :func:`family_table`: the markdown table of a whole family;
+* :func:`marked_tables`, :func:`update_readme_tables`: generated tables between markers in a
+  markdown file (a README includes a report's tables verbatim, rounded once).
 
 Numbers are formatted with Python's format specifications (``".3f"``, ``"+.4f"``): a NaN shows
 as ``nan`` in the cell, never silently as a number.
@@ -34,6 +36,7 @@ Examples
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -52,6 +55,10 @@ __all__ = [
     "interval",
     "family_cells",
     "family_table",
+    "marked_tables",
+    "update_readme_tables",
+    "markdown_section",
+    "counts_cell",
 ]
 
 #: The two rules of the reports: ``|---|---|`` and ``| --- | --- |``.
@@ -412,3 +419,182 @@ def family_table(rows, labels, *, digits: int = 3, estimate: str = "mean [95 % C
     parts = [r["label"] if isinstance(r["label"], tuple) else (r["label"],) for r in rows]
     body = [[*label, *family_cells(r, digits)] for label, r in zip(parts, rows, strict=True)]
     return markdown_table(header, body)
+
+
+#: The markers around a generated table in a markdown file: ``<!-- report-table:NAME -->``
+#: and ``<!-- /report-table:NAME -->`` (``NAME``: letters, digits, ``_``, ``.``, ``-``).
+TABLE_MARKERS = ("<!-- report-table:{} -->", "<!-- /report-table:{} -->")
+_MARKED = re.compile(
+    r"^(?P<indent>[ \t]*)<!-- report-table:(?P<name>[\w.-]+) -->[ \t]*\n(?P<body>.*?)"
+    r"^[ \t]*<!-- /report-table:(?P=name) -->[ \t]*$", re.M | re.S)  # fmt: skip
+_OPENING = re.compile(r"^[ \t]*<!-- report-table:([\w.-]+) -->", re.M)
+
+
+def marked_tables(tables: Mapping[str, str]) -> str:
+    """Each table between its markers (:data:`TABLE_MARKERS`), a blank line around it: the
+    text of a file that :func:`update_readme_tables` reads back unchanged.
+
+    Parameters
+    ----------
+    tables : mapping
+        Table name -> markdown.
+
+    Returns
+    -------
+    str
+
+    See Also
+    --------
+    update_readme_tables : puts the tables into a file that marks them.
+
+    Examples
+    --------
+    >>> print(marked_tables({"t": "| a |\\n| --- |"}), end="")
+    <!-- report-table:t -->
+    <BLANKLINE>
+    | a |
+    | --- |
+    <BLANKLINE>
+    <!-- /report-table:t -->
+    <BLANKLINE>
+    """
+    opening, closing = TABLE_MARKERS
+    return "".join(
+        f"{opening.format(k)}\n\n{v}\n\n{closing.format(k)}\n\n" for k, v in tables.items()
+    )
+
+
+def update_readme_tables(readme_path, tables: Mapping[str, str]) -> list[str]:
+    """Replace each table between ``<!-- report-table:NAME -->`` and its closing marker by
+    ``tables[NAME]``, indented as the marker; the rest is kept, the file rewritten only if
+    a table changed.
+
+    A README that includes a report's tables so holds them as the report rounded them: a
+    number rounded by the report and then again by hand can land one unit off in its last
+    digit (-0.8486 -> -0.85 -> -0.9).
+
+    Parameters
+    ----------
+    readme_path : str or pathlib.Path
+        The markdown file, e.g. ``paper_repro/nlp_pretrained/README.md``.
+    tables : mapping
+        Table name -> markdown (e.g. :func:`meanfield.studies.nlp_report.readme_tables`).
+
+    Returns
+    -------
+    list of str
+        The names of the marked tables, in the file's order.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        A marker not among ``tables``, or one not closed (nothing is written).
+
+    See Also
+    --------
+    marked_tables : the tables between markers, as a report writes them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "README.md"
+    >>> text = "- item:\\n  <!-- report-table:t -->\\n  old\\n  <!-- /report-table:t -->\\n"
+    >>> _ = path.write_text(text)
+    >>> update_readme_tables(path, {"t": "| a |\\n| --- |"})
+    ['t']
+    >>> print(path.read_text())
+    - item:
+      <!-- report-table:t -->
+    <BLANKLINE>
+      | a |
+      | --- |
+    <BLANKLINE>
+      <!-- /report-table:t -->
+    <BLANKLINE>
+    """
+    path = Path(readme_path)
+    text = path.read_text()
+    found = [m.group("name") for m in _MARKED.finditer(text)]
+    opened = _OPENING.findall(text)
+    if opened != found:
+        unclosed = ", ".join(sorted(set([n for n in opened if n not in found] or opened)))
+        raise InputError(f"readme_path: {str(path)!r} opens report-table marker(s) {unclosed} "
+                         "without the closing '<!-- /report-table:NAME -->' after it")  # fmt: skip
+    if missing := [n for n in found if n not in tables]:
+        raise InputError(f"tables: {str(path)!r} marks table(s) {', '.join(missing)} that are not "
+                         f"among the tables given ({', '.join(tables) or 'none'})")  # fmt: skip
+    opening, closing = TABLE_MARKERS
+
+    def _replace(m: re.Match) -> str:
+        ind, name = m.group("indent"), m.group("name")
+        body = "\n".join(ind + line if line else line for line in tables[name].split("\n"))
+        return f"{ind}{opening.format(name)}\n\n{body}\n\n{ind}{closing.format(name)}"
+
+    if (new := _MARKED.sub(_replace, text)) != text:
+        path.write_text(new)
+    return found
+
+
+def markdown_section(title: str, notes, table: list[str]) -> list[str]:
+    """The lines of a markdown section: ``## title``, each of ``notes`` as a paragraph (a line
+    and a blank line), then the lines of ``table``.
+
+    Parameters
+    ----------
+    title : str
+        The heading's text (after ``##`` and a space).
+    notes : iterable of str
+        The paragraphs between the heading and the table, in order.
+    table : list of str
+        The table's lines (:func:`markdown_table`, :func:`family_table`).
+
+    Returns
+    -------
+    list of str
+
+    See Also
+    --------
+    write_lines : writes the lines to a file.
+
+    Examples
+    --------
+    >>> print("\\n".join(markdown_section("Errors", ["Mean over seeds."], markdown_table(["a"]))))
+    ## Errors
+    <BLANKLINE>
+    Mean over seeds.
+    <BLANKLINE>
+    | a |
+    |---|
+    """
+    return [f"## {title}", ""] + [line for note in notes for line in (note, "")] + table
+
+
+def counts_cell(values) -> str:
+    """The cell ``value: count, ...`` of ``values``: each distinct value with how often it
+    occurs, ordered by the values' text (``str``), so mixed types sort too.
+
+    Parameters
+    ----------
+    values : iterable of hashable
+        The values (e.g. one CV choice per seed).
+
+    Returns
+    -------
+    str
+        ``""`` for no value.
+
+    See Also
+    --------
+    mean_se : the cell of numbers summarised by their mean.
+
+    Examples
+    --------
+    >>> counts_cell([2, 1, 2, "none"]), counts_cell([])
+    ('1: 1, 2: 2, none: 1', '')
+    """
+    from collections import Counter
+
+    counts = sorted(Counter(values).items(), key=lambda kv: str(kv[0]))
+    return ", ".join(f"{k}: {v}" for k, v in counts)
+
+

@@ -14,9 +14,10 @@ values and tables of values (``[coulomb]`` with ``lam = 0.5``, or ``coulomb.lam`
   cross-checks (its ``check``) run, before any work;
 * :func:`merge_settings` and :func:`check_table` merge given settings into defaults;
   :func:`flatten_settings` and :func:`unflatten_settings` go between tables and dotted keys;
+  :func:`check_list` checks a free list setting;
 * :class:`KeyedAs` and :func:`settings_digest` key a study's runs
-  (:func:`meanfield.workbench.sweeps.sweep_configuration`); :func:`write_json` writes a
-  record atomically.
+  (:func:`meanfield.workbench.sweeps.sweep_configuration`); :func:`writable_folder` checks a
+  study folder before any work; :func:`write_json` writes a record atomically.
 
 See Also
 --------
@@ -59,6 +60,7 @@ from ..errors import InputError
 
 __all__ = [
     "KeyedAs",
+    "check_list",
     "check_section",
     "check_table",
     "declare_settings",
@@ -69,6 +71,7 @@ __all__ = [
     "settings_digest",
     "unflatten_settings",
     "unknown_key",
+    "writable_folder",
     "write_json",
 ]
 
@@ -208,6 +211,110 @@ def check_section(where: str, value, contract: Contract, default: Mapping) -> di
     return table
 
 
+def check_list(name: str, values, allowed=None, *, kind=None, empty=False, distinct=False) -> list:
+    """A free setting that is a list (of data-set names, feature maps, ...), checked.
+
+    Parameters
+    ----------
+    name : str
+        The setting's dotted name, for the messages.
+    values : object
+        The value given.
+    allowed : collection of str, optional
+        The values allowed (none: any).
+    kind : type, optional
+        The type of every entry (``int`` refuses booleans).
+    empty : bool, default False
+        Whether an empty list is allowed.
+    distinct : bool, default False
+        Whether the entries must be distinct.
+
+    Returns
+    -------
+    list
+        ``values``, unchanged.
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        Not a list, empty where not allowed, an entry of another kind, a repeated entry, an
+        entry not among ``allowed`` (each message names ``name``).
+
+    See Also
+    --------
+    meanfield.contract.Param : a declared setting's check (``sequence=True``: non-empty).
+
+    Examples
+    --------
+    >>> check_list("features", ["favor"], ["favor", "porf"])
+    ['favor']
+    >>> check_list("features", ["favour"], ["favor", "porf"])
+    Traceback (most recent call last):
+        ...
+    meanfield.errors.InputError: features must be among favor, porf; got 'favour'
+    """
+    if not isinstance(values, list) or (not values and not empty):
+        raise InputError(f"{name} must be {'a' if empty else 'a non-empty'} list, got {values!r}")
+    if kind is not None and not all(
+        isinstance(v, kind) and not (kind is int and isinstance(v, bool)) for v in values
+    ):
+        raise InputError(f"{name} must hold {kind.__name__} values, got {values!r}")
+    if distinct and len(set(values)) != len(values):
+        raise InputError(f"{name} must hold distinct values, got {values!r}")
+    if allowed is not None and (bad := [v for v in values if v not in allowed]):
+        raise InputError(f"{name} must be among {', '.join(allowed)}; got {bad[0]!r}")
+    return values
+
+
+def writable_folder(out) -> Path:
+    """A study folder, checked before any work: ``out`` as a folder path whose nearest
+    existing folder takes a new file.
+
+    A file is made and removed there, which finds a read-only folder even where the
+    permission bits do not tell (``/proc``, root).
+
+    Parameters
+    ----------
+    out : path-like
+        The study folder (it may not exist yet).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    meanfield.errors.OutputPathError
+        ``out`` is a file, or its nearest existing folder refuses a new file (the message
+        names ``out`` and that folder).
+
+    See Also
+    --------
+    run_recorded_sweep : computes into a study folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> writable_folder(Path(tempfile.mkdtemp()) / "study").name
+    'study'
+    """
+    import tempfile
+
+    from .._validation import check_output_path
+    from ..errors import OutputPathError
+
+    out = probe = check_output_path("out", out, kind="dir")
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        why = f"the folder {str(probe)!r} refuses a new file ({exc.strerror or exc})"
+        raise OutputPathError(f"out {str(out)!r} cannot be written: {why}") from None
+    return out
+
+
 def merge_settings(given, defaults: Mapping, where: str = "", whole=()) -> dict:
     """``defaults`` updated by ``given``, recursively; unknown keys refused naming the nearest.
 
@@ -285,7 +392,7 @@ def flatten_settings(settings: Mapping, prefix: str = "") -> dict:
     {'seed': 0, 'train.lr': 0.1, 'train.noise.p': 0.2}
     """
     flat = [
-        flatten_settings(v, f"{prefix}{k}.") if isinstance(v, Mapping) else {prefix + k: v}
+        flatten_settings(v, f"{prefix}{k}.") if isinstance(v, Mapping) else {f"{prefix}{k}": v}
         for k, v in settings.items()
     ]
     return {k: v for part in flat for k, v in part.items()}
