@@ -6,8 +6,12 @@ allowed range, so that a user who mistypes a flag learns what to change.
 Examples
 --------
 >>> from meanfield._validation import check_choice, check_positive
->>> check_positive("eta", "0.05")
+>>> check_positive("eta", 0.05)
 0.05
+>>> check_positive("eta", "0.05")  # a quoted number is a slip: refused, not converted
+Traceback (most recent call last):
+    ...
+meanfield.errors.InputTypeError: eta must be a real number, got the string '0.05'
 >>> check_choice("regime", "mean-field", ("mean-field", "coulomb-gas"))
 'mean-field'
 """
@@ -356,6 +360,8 @@ def check_array(name: str, array, *, ndim: int | None = None, shape=None) -> np.
     ------
     meanfield.errors.InputError
         Wrong rank or shape, or a NaN/inf entry (the message counts them).
+    meanfield.errors.InputTypeError
+        Values that are not real numbers (strings, complex numbers, a ragged list).
 
     Examples
     --------
@@ -363,7 +369,15 @@ def check_array(name: str, array, *, ndim: int | None = None, shape=None) -> np.
     >>> check_array("X", [[0, 1], [2, 3]], shape=(None, 2)).dtype
     dtype('float64')
     """
-    a = np.asarray(array.detach().cpu() if hasattr(array, "detach") else array, dtype=float)
+    raw = array.detach().cpu() if hasattr(array, "detach") else array
+    if np.iscomplexobj(raw):  # the cast to float would drop the imaginary part silently
+        raise InputTypeError(f"{name} must hold real numbers, got a complex array")
+    try:
+        a = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as err:  # strings, ragged lists, objects
+        raise InputTypeError(
+            f"{name} must be an array of real numbers, got {type(array).__name__} ({err})"
+        ) from None
     if ndim is not None and a.ndim != ndim:
         raise InputError(f"{name} must be a {ndim}-dimensional array, got shape {a.shape}")
     if shape is not None:

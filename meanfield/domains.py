@@ -22,13 +22,14 @@ array([0.6, 0.8])
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ._validation import check_choice, check_int, check_positive
-from .errors import InputTypeError, StepBudgetError
+from .errors import InputError, InputTypeError, StepBudgetError
 
 
 @dataclass(frozen=True)
@@ -162,11 +163,17 @@ class Domain:
         object.__setattr__(self, size, check_positive(label, getattr(self, size)))
 
     def _check_points(self, omega):
-        """Raise unless the last axis of ``omega`` has length ``dim``."""
-        if omega.shape[-1] != self.dim:
-            raise ValueError(
-                f"points must have last dimension {self.dim} for this {type(self).__name__}, "
-                f"got shape {tuple(omega.shape)}"
+        """Raise unless ``omega`` is an array or tensor whose last axis has length ``dim``."""
+        shape = getattr(omega, "shape", None)
+        if shape is None:
+            raise InputTypeError(
+                f"omega (points) must be a numpy array or a torch tensor of shape (..., "
+                f"{self.dim}), got {type(omega).__name__}"
+            )
+        if len(shape) == 0 or shape[-1] != self.dim:
+            raise InputError(
+                f"omega (points) must have last dimension {self.dim} for this "
+                f"{type(self).__name__}, got shape {tuple(shape)}"
             )
 
 
@@ -381,6 +388,11 @@ class Torus(Domain):
 
     def __post_init__(self):
         self._check_fields("half_width", "half_width (L)")
+        if not math.isfinite(2.0 * self.half_width):  # the period 2L must be a float64
+            raise InputError(
+                f"half_width (L) must be a finite number in (0, {sys.float_info.max / 2:.4g}] "
+                f"(the period 2L must be finite), got {self.half_width!r}"
+            )
 
     @property
     def period(self) -> float:
@@ -399,7 +411,18 @@ class Torus(Domain):
         """Wrap each coordinate into [−L, L) (the torus has no boundary to project onto).
 
         The same signature as :meth:`Domain.project`; ω − 2L ⌊(ω + L)/2L⌋, with a point that
-        rounding puts at L itself sent to −L.
+        rounding puts at L itself sent to −L.  The remainder modulo 2L is taken first
+        (``fmod``, exact in floating point), so that a coordinate many periods away comes
+        back to its exact class, not to one shifted by the rounding of 2L·k for a large k; a
+        point already in [−L, L) is returned unchanged, bit for bit.
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            ``omega`` of another last dimension than ``dim``, or (a numpy array) holding a
+            NaN or inf, which has no class modulo 2L.  A torch tensor is not checked (the
+            integrators call this in their loop): its non-finite coordinates come back NaN,
+            which the integrators refuse by name.
 
         Examples
         --------
@@ -411,11 +434,20 @@ class Torus(Domain):
         self._check_points(omega)
         L, P = self.half_width, self.period
         if isinstance(omega, torch.Tensor):
-            out = omega - P * torch.floor((omega + L) / P)
-            return torch.where(out >= L, out - P, out)
+            r = torch.fmod(omega, P)  # exact, in (−2L, 2L); r = ω inside the cell
+            out = r - P * torch.floor((r + L) / P)
+            out = torch.where(out >= L, out - P, out)
+            return torch.where(out < -L, out + P, out)
         omega = np.asarray(omega)
-        out = omega - P * np.floor((omega + L) / P)
-        return np.where(out >= L, out - P, out)
+        if omega.dtype.kind in "fc" and not np.all(np.isfinite(omega)):
+            raise InputError(
+                "omega (points) must be finite to be wrapped onto the torus, got "
+                f"{int(np.sum(~np.isfinite(omega)))} NaN or inf coordinate(s)"
+            )
+        r = np.fmod(omega, P)
+        out = r - P * np.floor((r + L) / P)
+        out = np.where(out >= L, out - P, out)
+        return np.where(out < -L, out + P, out)
 
     def minimum_image(self, z):
         """The difference ``z`` (..., dim) brought coordinatewise into [−L, L): the shortest

@@ -562,10 +562,10 @@ class Riesz(PairKernel):
         >>> Riesz(s=3.0).check_dimension(3)
         Traceback (most recent call last):
         ...
-        ValueError: Riesz exponent s=3.0 is not integrable in dimension p=3: ...
+        meanfield.errors.InputError: Riesz exponent s=3.0 is not integrable in dimension p=3: ...
         """
         if self.softening == 0.0 and self.s >= dim:
-            raise ValueError(
+            raise InputError(
                 f"Riesz exponent s={self.s} is not integrable in dimension p={dim}: the "
                 f"mean-field range is s < p (s < {dim}); use a softening epsilon > 0 for s >= p"
             )
@@ -970,11 +970,11 @@ def make_kernel(
     check_choice("kernel", name, KERNEL_NAMES)
     if name == "riesz":
         if s is None:
-            raise ValueError("kernel 'riesz' needs the exponent s (any real number)")
+            raise InputError("kernel 'riesz' needs the exponent s (any real number)")
         return Riesz(s, softening)
     if name == "coulomb":
         if dim is None:
-            raise ValueError("kernel 'coulomb' needs the dimension dim >= 1")
+            raise InputError("kernel 'coulomb' needs the dimension dim >= 1")
         return Coulomb(dim, softening)
     if name == "log":
         return Riesz(0.0, softening)

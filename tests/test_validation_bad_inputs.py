@@ -2,7 +2,9 @@
 
 Each row asserts the error type (or exit status 2 with one line on stderr), that the message
 names the parameter, that nothing was written, and that the refusal came before any work
-(every row together runs in a few seconds).
+(every row together runs in a few seconds).  Odd inputs that have a right answer are checked
+against an independent value (ANSWER_CASES), and a result float64 cannot resolve must warn
+by name (WARN_CASES).
 """
 
 from __future__ import annotations
@@ -27,6 +29,26 @@ from meanfield.errors import (
     StepBudgetError,
 )
 
+#: A run file whose initial particles hold a NaN (the table's name for them: initial)
+NAN_INITIAL_RUN = """type = "RunSpec"
+beta = 1.0
+eta = 0.01
+n_steps = 3
+[energy]
+type = "Energy"
+[[energy.terms]]
+type = "QuadraticPotential"
+[energy.domain]
+type = "Box"
+dim = 1
+half_width = 2.0
+[initial]
+type = "array"
+dtype = "float64"
+shape = [2, 1]
+data = [[0.0], [nan]]
+"""
+
 
 def _files(root: Path) -> set:
     return {p.relative_to(root) for p in root.rglob("*")}
@@ -45,6 +67,7 @@ def workdir(tmp_path, monkeypatch):
     (tmp_path / "binary.toml").write_bytes(b"\x89HDF\r\n\x1a\n\x00\x00")
     (tmp_path / "dir.toml").mkdir()
     (tmp_path / "garbage.npz").write_bytes(b"\x89HDF\r\n\x1a\n" * 8)
+    (tmp_path / "nan_initial.toml").write_text(NAN_INITIAL_RUN)
     np.save(tmp_path / "one.npy", np.ones(3))
     (tmp_path / "one.npy").rename(tmp_path / "one.npz")
     monkeypatch.chdir(tmp_path)
@@ -164,6 +187,7 @@ CLI_CASES = [
     (SIM + ["--method", "hmc", "--interaction-batch", "4"], "interaction_batch"),
     (SIM + ["--trajectory-length", "1"], "trajectory_length"),
     (SIM + LOG_GAS + ["--n-particles", "10000", "--radius", "1e-4"], "n_particles"),
+    (["run", "nan_initial.toml", "--no-progress", "--out", "out/run.nc"], "initial"),
 ]
 
 
@@ -472,7 +496,152 @@ API_CASES = [
     (lambda: _comparison(dim=3), InputError, "dim"),
     (lambda: _comparison(init_std=0.0), InputError, "init_std"),
     (lambda: _comparison(safety=2.0), InputError, "safety"),
+    # the periodic domain, attraction, transport on degenerate input, attention shapes
+    (lambda: _torus(half_width=1e308), InputError, "half_width"),  # period 2L = inf
+    (lambda: _torus().project(np.array([[np.nan]])), InputError, "omega"),
+    (lambda: _torus(dim=2).project(np.zeros((3, 1))), InputError, "omega"),
+    (lambda: _pair_term("cosine"), InputTypeError, "kernel"),
+    (lambda: _pair_term("cosine", periodic=False), InputTypeError, "kernel"),
+    (lambda: _periodic_energy(terms=[]), InputError, "terms"),
+    (lambda: _periodic_energy(domain="torus"), InputTypeError, "domain"),
+    (
+        lambda: _circle_walk(np.zeros((4, 1)), energy=_periodic_energy(domain=_box(np.pi))),
+        InputError,
+        "terms[0]",
+    ),  # fmt: skip
+    (lambda: _circle(["a"], [0.0]), InputTypeError, "x"),
+    (lambda: _equilibrium_on_circle(), InputError, "lam"),
+    (lambda: _circle_equation(grid=_grid_box_pi()), InputError, "grid"),
+    (lambda: _circle_equation(order=3), InputError, "order"),
+    (lambda: _circle_gibbs(rho0=np.ones(7)), InputError, "rho0"),
+    (lambda: _circle_gibbs(rho0=_circle_density(16)), InputError, "rho0"),
+    (lambda: _circle_gibbs(grid=None), InputTypeError, "grid"),
+    (lambda: _circle_gibbs(rho0=np.zeros(32)), InputError, "rho0"),
+    (lambda: _circle_walk(np.zeros((4, 1), dtype=complex)), InputTypeError, "omega0"),
+    (
+        lambda: _sliced(np.array([[True], [False]]), [1, 1], np.zeros((3, 1)), np.ones(3)),
+        InputTypeError,
+        "points",
+    ),  # fmt: skip
+    (lambda: _sliced([["a"]], [1.0], np.zeros((3, 1)), np.ones(3)), InputTypeError, "points"),
+    (lambda: _measure_of(_circle_density(32)), InputError, "density"),
+    (lambda: _attention_module(8, 3), InputError, "num_heads"),
+    (lambda: _attend(key_length=4, value_length=5), InputError, "key"),
+    (lambda: _attend(key_padding_mask=np.zeros((1, 4), bool)), InputError, "key_padding_mask"),
+    (lambda: _attend(attn_mask=np.zeros((2, 2), bool)), InputError, "attn_mask"),
+    (lambda: _linearize("bert"), InputTypeError, "model"),
 ]
+
+
+def _torus(dim=1, half_width=1.0):
+    from meanfield.domains import Torus
+
+    return Torus(dim, half_width)
+
+
+def _box(half_width):
+    from meanfield.domains import Box
+
+    return Box(1, half_width)
+
+
+def _pair_term(kernel, lam=0.5, periodic=True):
+    from meanfield.energy import PairInteraction, PeriodicPairInteraction
+    from meanfield.kernels import Cosine
+
+    kernel = Cosine() if kernel is None else kernel
+    if periodic:
+        return PeriodicPairInteraction(kernel, lam, domain=_torus(half_width=np.pi))
+    return PairInteraction(kernel, lam)
+
+
+def _periodic_energy(terms=None, domain=None, lam=0.5):
+    """The Kuramoto energy λ∬−cos on the circle [−π, π)."""
+    from meanfield.energy import Energy
+
+    terms = [_pair_term(None, lam)] if terms is None else terms
+    return Energy(terms, _torus(half_width=np.pi) if domain is None else domain)
+
+
+def _circle(x, y, half_width=np.pi, **kw):
+    from meanfield.ot.circle import wasserstein_circle
+
+    return wasserstein_circle(x, y, domain=_torus(half_width=half_width), **kw)
+
+
+def _circle_grid(n=32):
+    from meanfield.pde import Grid
+
+    return Grid(_torus(half_width=np.pi), n)
+
+
+def _grid_box_pi():
+    from meanfield.pde import Grid
+
+    return Grid(_box(np.pi), 32)
+
+
+def _circle_density(n):
+    from meanfield.pde import Density
+
+    return Density.uniform(_circle_grid(n))
+
+
+def _equilibrium_on_circle():
+    from meanfield.pde import equilibrium_measure
+
+    return equilibrium_measure(_periodic_energy(lam=1.0), _circle_grid())
+
+
+def _circle_equation(grid=None, **kw):
+    from meanfield.pde import McKeanVlasov
+
+    return McKeanVlasov(_periodic_energy(), _circle_grid() if grid is None else grid, 1.0, **kw)
+
+
+def _circle_gibbs(grid="circle", **kw):
+    from meanfield.pde import gibbs_state
+
+    return gibbs_state(_periodic_energy(), _circle_grid() if grid == "circle" else grid, 1.0, **kw)
+
+
+def _circle_walk(omega0, energy=None, **kw):
+    from meanfield.dynamics.langevin import simulate
+
+    fields = dict(eta=0.01, beta=1.0, n_steps=3, seed=0)
+    return simulate(_periodic_energy() if energy is None else energy, omega0, **{**fields, **kw})
+
+
+def _measure_of(density):
+    from meanfield.ot import Measure
+
+    return Measure.from_density(density)
+
+
+def _attention_module(embed_dim=8, num_heads=2):
+    from meanfield.attention import KernelAttention
+
+    return KernelAttention(embed_dim, num_heads, feature="porf", n_features=8, batch_first=True)
+
+
+def _attend(key_length=3, value_length=None, key_padding_mask=None, attn_mask=None):
+    import torch
+
+    def t(length):
+        return torch.randn(1, length, 8, generator=torch.Generator().manual_seed(length))
+
+    masks = {
+        "key_padding_mask": None if key_padding_mask is None else torch.as_tensor(key_padding_mask),
+        "attn_mask": None if attn_mask is None else torch.as_tensor(attn_mask),
+    }
+    value = t(key_length if value_length is None else value_length)
+    return _attention_module()(t(3), t(key_length), value, **masks)
+
+
+def _linearize(model):
+    from meanfield.attention.linearize import linearize
+
+    return linearize(model)
 
 
 def _twin_start():
@@ -549,6 +718,92 @@ def test_api_refuses_bad_input_before_work(workdir, call, err, name):
     assert isinstance(info.value, MeanfieldError) or err in (ValueError, TypeError)
     assert name in str(info.value)
     assert _files(workdir) == before, "nothing may be written"
+
+
+# ----------------------------------------------------------------------------------------
+# odd input answered right (call, independent value, absolute tolerance), or with a warning
+# that names the parameter (call, warning type, text)
+# ----------------------------------------------------------------------------------------
+def _wrap_exact(x, half_width):
+    """x − 2L⌊(x + L)/2L⌋ in exact rationals (L the float half-width, 2L the float period)."""
+    from fractions import Fraction
+
+    L, x = Fraction(half_width), Fraction(x)
+    return float(x - 2 * L * ((x + L) // (2 * L)))
+
+
+def _wrapped_normal_cell(mean, std, lo, hi, period, images=3):
+    """The wrapped normal's mass on [lo, hi] over the cell width, by its images ±k·period."""
+    from scipy.stats import norm
+
+    ks = range(-images, images + 1)
+    return sum(
+        norm.cdf(hi, mean + k * period, std) - norm.cdf(lo, mean + k * period, std) for k in ks
+    )
+
+
+def _gaussian_near_the_seam():
+    from meanfield.pde import Density
+
+    rho = Density.gaussian(_circle_grid(), 3.0, 0.5, normalise=False)
+    return rho.data[0], rho.mass
+
+
+def _flat_hmc():
+    """One particle under a pair term alone: a flat target, every proposal accepted, whose
+    adapted step grew without bound (to 1e38, positions 1e22 off the torus)."""
+    from meanfield.dynamics.langevin import sample_hmc
+
+    ds = sample_hmc(_periodic_energy(), [[0.3]], beta=1.0, n_samples=20, n_warmup=50, seed=0)
+    return ds.attrs["step_size"], float(np.abs(ds["omega"]).max())
+
+
+_H = 2 * np.pi / 32  # the circle grid's cell width
+ANSWER_CASES = [
+    # a sum of weights overflowing to inf normalised them to zero: W₁ = π instead of 1/2
+    (lambda: _circle([0.0, 1.0], [0.0], a=[1e308, 1e308], order=1), 0.5, 1e-15),
+    # 1e17 wrapped with its exact remainder, not with the rounding of 2L·k for a large k
+    (
+        lambda: float(_torus(half_width=np.pi).project(np.array([[1e17]]))[0, 0]),
+        _wrap_exact(1e17, np.pi),
+        1e-12,
+    ),  # fmt: skip
+    # the wrapped normal on a torus grid, not the normal truncated at the seam
+    (
+        lambda: _gaussian_near_the_seam(),
+        (_wrapped_normal_cell(3.0, 0.5, -np.pi, -np.pi + _H, 2 * np.pi) / _H, 1.0),
+        1e-12,
+    ),
+    # the adapted HMC step is capped at the trajectory length T = 1, the particle stays in
+    (
+        lambda: tuple(v <= bound for v, bound in zip(_flat_hmc(), (1.0, np.pi), strict=True)),
+        (True, True),
+        0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "call,value,tol", ANSWER_CASES, ids=[f"ans{i}" for i in range(len(ANSWER_CASES))]
+)
+def test_api_answers_odd_input_right(call, value, tol):
+    assert np.allclose(call(), value, rtol=0, atol=tol)
+
+
+WARN_CASES = [
+    # points 1 apart on a circle of period 2e300: unit coordinates equal to the last bit
+    (lambda: _circle([0.0], [1.0], half_width=1e300), "PrecisionWarning", "half_width"),
+]
+
+
+@pytest.mark.parametrize(
+    "call,kind,name", WARN_CASES, ids=[f"warn{i}" for i in range(len(WARN_CASES))]
+)
+def test_api_warns_by_name(call, kind, name):
+    from meanfield import errors
+
+    with pytest.warns(getattr(errors, kind), match=name):
+        call()
 
 
 def test_the_table_has_at_least_sixty_rows_and_the_readme_counts_them():

@@ -66,7 +66,7 @@ import torch
 from torch import nn
 
 from .._validation import check_choice, check_int
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from ..features import gaussian_rows, orthogonal_rows
 
 __all__ = [
@@ -298,11 +298,11 @@ class AttentionFeatureMap(nn.Module):
                 if self.num_heads is None
                 else ("(num_heads, n_features, head_dim)")
             )
-            raise ValueError(
+            raise InputError(
                 f"omega must have shape {names} = {tuple(self.omega.shape)}, got {tuple(om.shape)}"
             )
         if not torch.isfinite(om).all():
-            raise ValueError("omega must be finite (no NaN or inf)")
+            raise InputError("omega must be finite (no NaN or inf)")
         with torch.no_grad():
             self.omega.copy_(om.to(device=self.omega.device, dtype=self.omega.dtype))
         self.learned = True
@@ -359,16 +359,16 @@ class AttentionFeatureMap(nn.Module):
 
     def _check_input(self, x: torch.Tensor, name: str) -> None:
         if not torch.is_tensor(x):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+            raise InputTypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
         if not x.is_floating_point():
-            raise TypeError(f"{name} must be a floating tensor, got dtype {x.dtype}")
+            raise InputTypeError(f"{name} must be a floating tensor, got dtype {x.dtype}")
         if x.ndim < 1 or x.shape[-1] != self.head_dim:
-            raise ValueError(
+            raise InputError(
                 f"{name} must have last dimension head_dim = {self.head_dim}, "
                 f"got shape {tuple(x.shape)}"
             )
         if self.num_heads is not None and (x.ndim < 3 or x.shape[-3] != self.num_heads):
-            raise ValueError(
+            raise InputError(
                 f"{name} must have the head axis third from last (..., num_heads = "
                 f"{self.num_heads}, L, head_dim) for a per-head feature map, got shape "
                 f"{tuple(x.shape)}"

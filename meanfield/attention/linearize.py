@@ -77,7 +77,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..contract import Param, declare
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from .features import AttentionFeatureMap, make_feature_map
 from .hedgehog import HedgehogFeatureMap
 from .linear import ATTENTION_KINDS, kernel_attention, softmax_attention
@@ -376,7 +376,8 @@ def linearize(
         An unknown feature map, a model with no self-attention it can replace, or a
         ``transformers`` model with cross-attention (before any change).
     meanfield.errors.InputTypeError
-        ``n_features`` or ``seed`` not an integer (a boolean included).
+        ``model`` not a torch module; ``n_features`` or ``seed`` not an integer (a boolean
+        included).
 
     See Also
     --------
@@ -417,6 +418,8 @@ def linearize(
     >>> sum(p.numel() for fm in feature_maps_of(model) for p in fm.parameters())
     576
     """
+    if not isinstance(model, nn.Module):
+        raise InputTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if n_features is None:
         n_features = None if feature_map == "hedgehog" else 64
     hf = _hf_self_attention(model)

@@ -169,7 +169,7 @@ def plan_masks(key_padding_mask, attn_mask, is_causal: bool, N: int, H: int, L: 
     pad = bias = None
     if kpm is not None:
         if tuple(kpm.shape) != (N, S):
-            raise ValueError(
+            raise InputError(
                 f"key_padding_mask must have shape (batch, S) = ({N}, {S}), got {tuple(kpm.shape)}"
             )
         if kpm.dtype == torch.bool:
@@ -181,20 +181,20 @@ def plan_masks(key_padding_mask, attn_mask, is_causal: bool, N: int, H: int, L: 
     causal = False
     if am is not None:
         if am.ndim == 2 and tuple(am.shape) != (L, S):
-            raise ValueError(
+            raise InputError(
                 f"a 2-d attn_mask must have shape (L, S) = ({L}, {S}), got {tuple(am.shape)}"
             )
         if am.ndim == 3 and tuple(am.shape) != (N * H, L, S):
-            raise ValueError(
+            raise InputError(
                 f"a 3-d attn_mask must have shape (batch * num_heads, L, S) = "
                 f"({N * H}, {L}, {S}), got {tuple(am.shape)}"
             )
         if am.ndim not in (2, 3):
-            raise ValueError(f"attn_mask must be 2-d or 3-d, got shape {tuple(am.shape)}")
+            raise InputError(f"attn_mask must be 2-d or 3-d, got shape {tuple(am.shape)}")
         if is_causal_mask(am):
             causal = True
         elif is_causal:
-            raise ValueError(
+            raise InputError(
                 "is_causal=True but attn_mask is not the causal mask (True / -inf exactly "
                 "above the diagonal); pass attn_mask=None with is_causal=True, or the "
                 "general mask with is_causal=False"

@@ -264,16 +264,16 @@ class KernelAttention(nn.Module):
         embed_dim = check_int("embed_dim", embed_dim)
         num_heads = check_int("num_heads", num_heads)
         if embed_dim % num_heads:
-            raise ValueError(
+            raise InputError(
                 f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})"
             )
         check_choice("feature", feature, ATTENTION_KINDS)
         if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+            raise InputError(f"dropout must be in [0, 1), got {dropout!r}")
         kdim = embed_dim if kdim is None else check_int("kdim", kdim)
         vdim = embed_dim if vdim is None else check_int("vdim", vdim)
         if tie_qk and kdim != embed_dim:
-            raise ValueError(
+            raise InputError(
                 f"tie_qk needs kdim == embed_dim, got kdim={kdim}, embed_dim={embed_dim}"
             )
         factory = {"device": device, "dtype": dtype}
@@ -511,7 +511,7 @@ class KernelAttention(nn.Module):
         (False, True)
         """
         if not isinstance(mha, nn.MultiheadAttention):
-            raise TypeError(f"mha must be an nn.MultiheadAttention, got {type(mha).__name__}")
+            raise InputTypeError(f"mha must be an nn.MultiheadAttention, got {type(mha).__name__}")
         ref = mha.out_proj.weight
         new = cls(
             mha.embed_dim,
@@ -748,23 +748,23 @@ class KernelAttention(nn.Module):
         if not any(flags):
             return None
         if not all(flags):
-            raise ValueError("query, key and value must be all nested tensors or all regular ones")
+            raise InputError("query, key and value must be all nested tensors or all regular ones")
         if not self.batch_first:
-            raise ValueError(
+            raise InputError(
                 "nested-tensor input needs batch_first=True (as nn.MultiheadAttention), got "
                 "batch_first=False"
             )
         if key_padding_mask is not None or attn_mask is not None:
-            raise ValueError(
+            raise InputError(
                 "key_padding_mask and attn_mask must be None with nested-tensor input (the "
                 "nested lengths are the padding)"
             )
         if query.dim() != 3:
-            raise ValueError(f"nested query must be 3-d (batch, L, E), got {query.dim()}-d")
+            raise InputError(f"nested query must be 3-d (batch, L, E), got {query.dim()}-d")
         q_lengths = [t.shape[0] for t in query.unbind()]
         k_lengths = [t.shape[0] for t in key.unbind()]
         if k_lengths != [t.shape[0] for t in value.unbind()]:
-            raise ValueError("nested key and value must have the same lengths")
+            raise InputError("nested key and value must have the same lengths")
         S = max(k_lengths, default=0)
         lengths = torch.tensor(k_lengths, device=key.device)
         kpm = torch.arange(S, device=key.device)[None, :] >= lengths[:, None]
@@ -807,11 +807,11 @@ class KernelAttention(nn.Module):
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not torch.is_tensor(t) or t.ndim not in (2, 3):
                 shape = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
-                raise ValueError(
+                raise InputError(
                     f"{name} must be a 3-d (batched) or 2-d (unbatched) tensor, got {shape}"
                 )
         if not query.ndim == key.ndim == value.ndim:
-            raise ValueError(
+            raise InputError(
                 "query, key and value must all be batched (3-d) or all unbatched (2-d), got "
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
             )
@@ -828,11 +828,11 @@ class KernelAttention(nn.Module):
             ("value", value, self.vdim),
         ):
             if t.shape[-1] != width:
-                raise ValueError(
+                raise InputError(
                     f"{name} must have last dimension {width}, got shape {tuple(t.shape)}"
                 )
         if key.shape[:2] != value.shape[:2] or query.shape[0] != key.shape[0]:
-            raise ValueError(
+            raise InputError(
                 "query, key and value must share the batch size and key/value the length, got "
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)} (batch first)"
             )

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from .._validation import check_int
+from ..errors import InputError
 from .features import AttentionFeatureMap
 from .linear import ATTENTION_KINDS
 from .mha import KernelAttention
@@ -222,15 +223,15 @@ class TransformerClassifier(nn.Module):
         n_heads = check_int("n_heads", n_heads)
         d_ff = check_int("d_ff", d_ff)
         if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+            raise InputError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         if attention != "softmax":
             n_features = check_int("n_features", n_features)
         if attention not in ATTENTION_KINDS:
-            raise ValueError(
+            raise InputError(
                 f"unknown attention {attention!r}; choose one of {', '.join(ATTENTION_KINDS)}"
             )
         if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+            raise InputError(f"dropout must be in [0, 1), got {dropout!r}")
         seed = check_int("seed", seed, minimum=0)
         self.config = dict(
             vocab_size=vocab_size,
@@ -305,10 +306,10 @@ class TransformerClassifier(nn.Module):
 
     def _embed(self, input_ids, segment_ids):
         if input_ids.ndim != 2:
-            raise ValueError(f"input_ids must be (batch, length), got {tuple(input_ids.shape)}")
+            raise InputError(f"input_ids must be (batch, length), got {tuple(input_ids.shape)}")
         L = input_ids.shape[1]
         if L > self.config["max_length"]:
-            raise ValueError(
+            raise InputError(
                 f"input length {L} exceeds max_length = {self.config['max_length']} of the model"
             )
         pos = torch.arange(L, device=input_ids.device)
@@ -323,7 +324,7 @@ class TransformerClassifier(nn.Module):
         if padding_mask is None:
             return input_ids == PAD_ID
         if padding_mask.shape != input_ids.shape:
-            raise ValueError(
+            raise InputError(
                 f"padding_mask must have the shape of input_ids {tuple(input_ids.shape)}, "
                 f"got {tuple(padding_mask.shape)}"
             )
@@ -404,7 +405,7 @@ class TransformerClassifier(nn.Module):
         """
         layer = check_int("layer", layer, minimum=0)
         if layer >= len(self.blocks):
-            raise ValueError(f"layer must be in [0, {len(self.blocks) - 1}], got {layer}")
+            raise InputError(f"layer must be in [0, {len(self.blocks) - 1}], got {layer}")
         mask = self._mask(input_ids, padding_mask)
         x = self._embed(input_ids, segment_ids)
         for blk in self.blocks[:layer]:

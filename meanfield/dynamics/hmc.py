@@ -65,7 +65,7 @@ import xarray as xr
 
 from .._validation import check_int
 from ..contract import RUN_PARAMS, Param, check_declared, declare, declare_fields
-from ..domains import Box, Torus
+from ..domains import Box
 from ..energy import Energy, check_periodic_terms
 from ..errors import (
     InputError,
@@ -245,8 +245,8 @@ class HMC:
 
     def __post_init__(self):
         check_declared(self)  # the contract of the fields; then the ceiling, read now
-        if isinstance(self.energy.domain, Torus):  # pair terms must read minimum images
-            check_periodic_terms(self.energy)
+        # pair terms must read minimum images on a torus, and only there
+        check_periodic_terms(self.energy)
         if self.max_leapfrog > MAX_LEAPFROG_CEILING:
             raise InputError(
                 f"max_leapfrog must be an integer in [1, {MAX_LEAPFROG_CEILING}] (a bound on the "
@@ -821,7 +821,10 @@ _HMC_TIME = "n_leapfrog * step_size * step (Hamiltonian time)"
 def warm_up(integrator: HMC, state: LangevinState, n_warmup: int, target: float):
     """HMC's warm-up from ``state`` (as ``integrator.init`` gives it): the first ε (given, or
     Hoffman–Gelman's heuristic), then ``n_warmup`` trajectories adapting ε by dual averaging
-    towards acceptance ``target``; ε frozen at the averaged value.  Every random number is
+    towards acceptance ``target``; ε frozen at the averaged value.  The heuristic's and the
+    adapted ε are capped at the trajectory length T (one leapfrog step is then the whole
+    trajectory): on a flat target, where every proposal is accepted, they would grow without
+    bound.  Every random number is
     drawn from the state's stream, in that order.
 
     Returns
@@ -859,18 +862,23 @@ def warm_up(integrator: HMC, state: LangevinState, n_warmup: int, target: float)
     # one generator for the whole warm-up (the heuristic's draws, then the trajectories'),
     # carried back into the state at the end
     generator = state.generator()
+    # ε at most T: one leapfrog step is then the whole trajectory.  Without the cap a flat
+    # target (every proposal accepted: a torus with no potential, a lone particle) grows ε
+    # without bound (to 1e38 and beyond), the trajectories run far longer than T and a
+    # torus's wrap of q + ε v keeps none of q's digits
+    cap = integrator.trajectory_length
     if integrator.step_size is None:
         step = find_reasonable_step_size(integrator, state, generator)
-        integrator = replace(integrator, step_size=step)
+        integrator = replace(integrator, step_size=min(step, cap))
     step_size0 = integrator.step_size
     probs = []
     if n_warmup:
-        adapt = DualAveraging(step_size0, target)
+        adapt = DualAveraging(min(step_size0, cap), target)
         for _ in range(n_warmup):
             state = integrator._step(state, generator)
             probs.append(float(state.cache["accept_prob"].mean()))
-            integrator = replace(integrator, step_size=adapt.update(probs[-1]))
-        integrator = replace(integrator, step_size=adapt.final_step_size)
+            integrator = replace(integrator, step_size=min(adapt.update(probs[-1]), cap))
+        integrator = replace(integrator, step_size=min(adapt.final_step_size, cap))
     state = state.evolve(
         accepted=torch.zeros_like(state.accepted),
         proposed=0,

@@ -52,7 +52,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_output_path, check_positive, env_ceiling, shown
+from .._validation import (
+    check_array,
+    check_choice,
+    check_output_path,
+    check_positive,
+    env_ceiling,
+    shown,
+)
 from ..contract import RUN_METHODS, RUN_PARAMS
 from ..energy import Energy, PairInteraction
 from ..errors import (
@@ -190,10 +197,10 @@ def check_batches(method: str, energy: Energy, interaction_batch, data_batch):
     >>> check_batches("langevin", E, None, 4)
     Traceback (most recent call last):
         ...
-    ValueError: data_batch needs an energy with an alignment (data) term
+    meanfield.errors.InputError: data_batch needs an energy with an alignment (data) term
     """
     if method == "mala" and (interaction_batch is not None or data_batch is not None):
-        raise ValueError(
+        raise InputError(
             "method 'mala' samples the exact Gibbs law: it takes neither "
             "interaction_batch nor data_batch"
         )
@@ -202,9 +209,9 @@ def check_batches(method: str, energy: Energy, interaction_batch, data_batch):
         data_batch = RUN_PARAMS["data_batch"].check(data_batch)
         n = energy.n_data()
         if n is None:
-            raise ValueError("data_batch needs an energy with an alignment (data) term")
+            raise InputError("data_batch needs an energy with an alignment (data) term")
         if data_batch > n:
-            raise ValueError(f"data_batch must be in [2, n={n}], got {data_batch}")
+            raise InputError(f"data_batch must be in [2, n={n}], got {data_batch}")
     return interaction_batch, data_batch
 
 
@@ -574,6 +581,7 @@ class RunSpec:
         shape = tuple(getattr(initial, "shape", None) or np.shape(initial))
         if len(shape) < 2:
             return  # the chain's own check names the array (omega0) and the shapes it takes
+        check_array("initial (omega0, the initial particles)", initial)  # real, finite, named
         if self.n_particles is None:
             object.__setattr__(self, "n_particles", int(shape[-2]))
         elif self.n_particles != shape[-2]:

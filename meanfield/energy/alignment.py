@@ -14,6 +14,7 @@ import torch
 
 from .._validation import check_array, check_positive
 from ..alignment import alignment_parts, small_gram, target_norm, times_gram
+from ..errors import InputError
 from ..features import FeatureMap, get_feature_map
 from . import pair as _pair
 from .protocol import Term
@@ -65,10 +66,10 @@ def target_factors(y) -> tuple[np.ndarray, np.ndarray]:
     if set(values.tolist()) <= {-1.0, 1.0} and len(values) == 2:
         return y[:, None].copy(), np.ones(1)
     if not np.all(values == np.round(values)):
-        raise ValueError("y must hold binary labels in {-1, +1} or integer class ids")
+        raise InputError("y must hold binary labels in {-1, +1} or integer class ids")
     C = len(values)
     if C < 2:
-        raise ValueError(f"y must contain at least 2 classes, got {C}")
+        raise InputError(f"y must contain at least 2 classes, got {C}")
     onehot = (y[:, None] == values[None, :]).astype(float)
     U = np.concatenate([onehot, np.ones((len(y), 1))], axis=1)
     w = np.concatenate([np.full(C, C / (C - 1)), [-1.0 / (C - 1)]])
@@ -164,11 +165,11 @@ class AlignmentTerm(Term):
         X = check_array("X", X, ndim=2)
         y = check_array("y", y, ndim=1)
         if len(y) != len(X):
-            raise ValueError(
+            raise InputError(
                 f"y must have one label per row of X: len(y)={len(y)}, len(X)={len(X)}"
             )
         if len(X) < 2:
-            raise ValueError(f"the alignment needs at least n >= 2 data points, got n={len(X)}")
+            raise InputError(f"the alignment needs at least n >= 2 data points, got n={len(X)}")
         self.feature = get_feature_map(feature)
         self.X_np, self.y_np = X, y
         self.U_np, self.w_np = target_factors(y)
@@ -198,7 +199,7 @@ class AlignmentTerm(Term):
     def bind(self, dim, dtype, device):
         p = self.feature.particle_dim(self.X_np.shape[1])
         if p != dim:
-            raise ValueError(
+            raise InputError(
                 f"feature {self.feature.name!r} on data of dimension d={self.X_np.shape[1]} needs "
                 f"particles of dimension p={p}, but the domain has dim={dim}"
             )

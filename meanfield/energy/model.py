@@ -6,13 +6,13 @@ device, and gives H_N, its gradient, the Langevin drift and δE/δμ as the sums
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 
 from .._validation import check_array, check_choice, check_int
 from ..domains import Domain
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from .alignment import AlignmentTerm
 from .protocol import Term
 
@@ -33,6 +33,15 @@ class Energy:
         The particle domain 𝒲 (its ``dim`` is the particle dimension p).
     dtype : torch.dtype, default float64
     device : str or torch.device, default "cpu"
+
+    Raises
+    ------
+    meanfield.errors.InputTypeError
+        ``domain`` not a Domain, ``terms`` not a sequence of terms.
+    meanfield.errors.InputError
+        No term; a term of another dimension than the domain.  (A pair term that does not
+        match the domain, :func:`~meanfield.energy.check_periodic_terms`, is refused by the
+        views before they run.)
 
     See Also
     --------
@@ -70,13 +79,17 @@ class Energy:
 
     def __init__(self, terms: Sequence[Term], domain: Domain, *, dtype=torch.float64, device="cpu"):
         if not isinstance(domain, Domain):
-            raise TypeError(f"domain must be a Box or a Ball, got {domain!r}")
+            raise InputTypeError(
+                f"domain must be a meanfield.domains.Domain (Box, Ball or Torus), got {domain!r}"
+            )
+        if isinstance(terms, (str, bytes, Term)) or not isinstance(terms, Iterable):
+            raise InputTypeError(f"terms must be a list of meanfield.energy.Term, got {terms!r}")
         terms = list(terms)
         if not terms:
-            raise ValueError("the energy needs at least one term")
-        for t in terms:
+            raise InputError("terms: the energy needs at least one term, got none")
+        for i, t in enumerate(terms):
             if not isinstance(t, Term):
-                raise TypeError(f"every term must be a meanfield.energy.Term, got {t!r}")
+                raise InputTypeError(f"terms[{i}] must be a meanfield.energy.Term, got {t!r}")
         check_choice("dtype", str(dtype).replace("torch.", ""), ("float64", "float32"))
         # each energy binds its own copies (Term.bound), so one term can serve several
         # energies (e.g. a float64 and a float32 one) without one rebinding the other's tensors
@@ -140,6 +153,8 @@ class Energy:
         """
         if not isinstance(omega, torch.Tensor):
             omega = torch.as_tensor(check_array(name, omega), dtype=self.dtype)
+        elif omega.is_complex():  # the cast below would drop the imaginary part silently
+            raise InputTypeError(f"{name} must hold real numbers, got dtype {omega.dtype}")
         if omega.ndim < 2 or omega.shape[-1] != self.dim:
             raise InputError(
                 f"{name} must have shape (..., N, {self.dim}), got {tuple(omega.shape)}"
@@ -375,7 +390,7 @@ class Energy:
         """
         omega = self.as_tensor(omega)
         if interaction_batch is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(
+            raise InputTypeError(
                 "drift(interaction_batch=...) needs generator=torch.Generator (seeded) for the "
                 f"random batches, got {generator!r}"
             )
@@ -434,9 +449,9 @@ class Energy:
             check_array("weights", weights, ndim=1), dtype=self.dtype, device=self.device
         )
         if weights.shape[0] != points.shape[0]:
-            raise ValueError("weights must have one entry per point")
+            raise InputError("weights must have one entry per point")
         if torch.any(weights < 0):
-            raise ValueError("weights must be non-negative (a measure)")
+            raise InputError("weights must be non-negative (a measure)")
         return sum(t.first_variation(at, points, weights) for t in self.terms)
 
     def n_data(self) -> int | None:

@@ -109,7 +109,10 @@ class PairInteraction(Term):
 
     def __init__(self, kernel: PairKernel, lam: float = 1.0):
         if not isinstance(kernel, PairKernel):
-            raise TypeError(f"kernel must be a PairKernel (e.g. Riesz(s)), got {kernel!r}")
+            raise InputTypeError(
+                f"kernel must be a meanfield.kernels.PairKernel (e.g. Riesz(s), Cosine()), got "
+                f"{kernel!r}"
+            )
         self.kernel = kernel
         self.lam = check_finite_real("lam (lambda)", lam)
         if self.lam < 0 and kernel.is_singular:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from .._validation import check_finite_real, check_positive
+from ..errors import InputTypeError
 from .protocol import Term
 
 
@@ -232,7 +233,7 @@ class CallablePotential(Potential):
 
     def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], label: str = "custom"):
         if not callable(fn):
-            raise TypeError("fn must be a callable taking a (..., p) tensor")
+            raise InputTypeError("fn must be a callable taking a (..., p) tensor")
         self.fn, self.label = fn, label
 
     def V(self, omega):

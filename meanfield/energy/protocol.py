@@ -14,6 +14,8 @@ import copy
 
 import torch
 
+from ..errors import InputTypeError
+
 #: The kinds of term, by how the first variation δE/δμ depends on the measure μ.
 TERM_KINDS = ("one-body", "pair", "measure")
 
@@ -244,7 +246,7 @@ class Term:
         ...     print(err)
         QuadraticPotential is a 'one-body' term, not a pair term
         """
-        raise TypeError(f"{type(self).__name__} is a {self.kind!r} term, not a pair term")
+        raise InputTypeError(f"{type(self).__name__} is a {self.kind!r} term, not a pair term")
 
     def measure_value(self, points, weights) -> torch.Tensor:
         """E(μ) for the weighted measure μ = Σ_k w_k δ_{points_k} (mean-field value), shape ().

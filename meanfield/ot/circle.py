@@ -60,11 +60,12 @@ Two Dirac masses 0.2 apart across the seam of the unit circle (P = 1):
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from ..domains import Torus
-from ..errors import InputError, InputTypeError, SizeLimitError
+from ..errors import InputError, InputTypeError, PrecisionWarning, SizeLimitError
 
 #: Largest number of point pairs n_a × n_b of the torus distance in p ≥ 2 (a dense cost
 #: matrix of 8 × 4·10⁶ bytes = 32 MB and a network simplex on it).
@@ -72,6 +73,10 @@ MAX_TORUS_PAIRS = 4_000_000
 #: Golden-section iterations of the W₂ shift search: the bracket shrinks by 0.618 a step,
 #: from width 2 to below 1e-16 after 80.
 SHIFT_ITERATIONS = 100
+#: Rounding of the unit-circle coordinate u = (wrap(x) + L)/P of a point, in ulps of 1: the
+#: wrap, the shift by L and the division each round once, and W adds the errors of two
+#: points; a distance at or below this many ulps times the period P is not resolved.
+ROUNDING_ULPS = 8
 
 
 def _check_domain(domain) -> Torus:
@@ -80,8 +85,18 @@ def _check_domain(domain) -> Torus:
     return domain
 
 
+def _real_array(name: str, what: str, values) -> np.ndarray:
+    raw = values.detach().cpu() if hasattr(values, "detach") else values
+    if np.iscomplexobj(raw):
+        raise InputTypeError(f"{name}: {what} must be real numbers, got complex ones")
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as err:  # strings, ragged lists
+        raise InputTypeError(f"{name}: {what} must be real numbers ({err})") from None
+
+
 def _points_weights(x, w, name: str, dim: int | None):
-    x = np.asarray(x, dtype=float)
+    x = _real_array(name, "points", x)
     if dim == 1 and x.ndim == 2 and x.shape[1] == 1:
         x = x[:, 0]
     if dim == 1 and x.ndim != 1:
@@ -99,11 +114,12 @@ def _points_weights(x, w, name: str, dim: int | None):
     if w is None:
         w = np.full(x.shape[0], 1.0 / x.shape[0])
     else:
-        w = np.asarray(w, dtype=float)
+        w = _real_array(name, "weights", w)
         if w.shape != (x.shape[0],):
             raise InputError(f"{name}: weights must have shape ({x.shape[0]},), got {w.shape}")
         if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
             raise InputError(f"{name}: weights must be finite, >= 0 and not all zero")
+        w = w / w.max()  # first: a sum of weights near the largest float would overflow
         w = w / w.sum()
     return x, w
 
@@ -200,6 +216,14 @@ def wasserstein_circle(x, y, a=None, b=None, *, domain: Torus, order: int = 2) -
     meanfield.errors.InputError
         A torus of dimension ≠ 1, ``order`` not 1 or 2, points not finite, weights not
         ≥ 0 or of the wrong shape.
+    meanfield.errors.InputTypeError
+        Points or weights that are not real numbers (strings, complex numbers).
+
+    Warns
+    -----
+    meanfield.errors.PrecisionWarning
+        A distance not above :data:`ROUNDING_ULPS` ulps of the period (two distinct point
+        sets on a circle far larger than their differences: float64 cannot resolve it).
 
     See Also
     --------
@@ -243,12 +267,32 @@ def wasserstein_circle(x, y, a=None, b=None, *, domain: Torus, order: int = 2) -
     order = _check_order(order)
     x, a = _points_weights(x, a, "x", 1)
     y, b = _points_weights(y, b, "y", 1)
-    u, a = _on_unit_circle(x, a, domain)
-    v, b = _on_unit_circle(y, b, domain)
+    u, a_u = _on_unit_circle(x, a, domain)
+    v, b_v = _on_unit_circle(y, b, domain)
     P = domain.period
-    if order == 1:
-        return P * _w1_unit(u, a, v, b)
-    return P * _w2_unit(u, a, v, b)
+    value = P * (_w1_unit(u, a_u, v, b_v) if order == 1 else _w2_unit(u, a_u, v, b_v))
+    _warn_if_unresolved(value, x, a, y, b, domain)
+    return value
+
+
+def _warn_if_unresolved(value: float, x, a, y, b, domain: Torus) -> None:
+    """PrecisionWarning when W is below the rounding of the points' unit-circle coordinates
+    (a few ulps of 1, times the period P): the value is then not resolved; exact 0 for two
+    identical inputs is kept silent."""
+    bound = ROUNDING_ULPS * np.finfo(float).eps * domain.period
+    if value > bound:
+        return
+    ix, iy = np.lexsort((a, x)), np.lexsort((b, y))
+    if x.shape == y.shape and np.array_equal(x[ix], y[iy]) and np.array_equal(a[ix], b[iy]):
+        return
+    warnings.warn(
+        f"wasserstein_circle: the distance {value:.3g} is not above its rounding bound "
+        f"{bound:.3g} ({ROUNDING_ULPS} ulps of the period 2 * half_width = {domain.period:.3g}): "
+        "float64 cannot resolve it on this circle; use a circle (half_width) of the scale of "
+        "the points' differences",
+        PrecisionWarning,
+        stacklevel=3,
+    )
 
 
 def wasserstein_torus(x, y, a=None, b=None, *, domain: Torus, order: int = 2) -> float:
@@ -316,4 +360,10 @@ def wasserstein_torus(x, y, a=None, b=None, *, domain: Torus, order: int = 2) ->
     return max(value, 0.0) ** (1.0 / order)
 
 
-__all__ = ["MAX_TORUS_PAIRS", "SHIFT_ITERATIONS", "wasserstein_circle", "wasserstein_torus"]
+__all__ = [
+    "MAX_TORUS_PAIRS",
+    "ROUNDING_ULPS",
+    "SHIFT_ITERATIONS",
+    "wasserstein_circle",
+    "wasserstein_torus",
+]

@@ -16,7 +16,7 @@ import torch
 
 from .._validation import check_array
 from ..energy import Energy
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from ..features import FeatureMap, get_feature_map
 from ..pde.field import Density
 from ..pde.potential import GridEnergy
@@ -38,7 +38,7 @@ def _particles(omega, p: int) -> np.ndarray:
 
 def _density(rho, name="density") -> Density:
     if not isinstance(rho, Density):
-        raise TypeError(f"{name} must be a meanfield.pde.Density, got {type(rho).__name__}")
+        raise InputTypeError(f"{name} must be a meanfield.pde.Density, got {type(rho).__name__}")
     if not rho.mass > 0:
         raise InputError(f"{name} has zero mass; it must have mass > 0 (it is normalised)")
     return rho
@@ -92,7 +92,7 @@ def grid_kernel(feature, X, density: Density) -> np.ndarray:
     X = check_array("X", X, ndim=2)
     p = fmap.particle_dim(X.shape[1])
     if p != rho.grid.dim:
-        raise ValueError(
+        raise InputError(
             f"feature {fmap.name!r} on data of dimension d={X.shape[1]} needs "
             f"particles of dimension p={p}, but the grid has p={rho.grid.dim}"
         )
@@ -209,5 +209,5 @@ def free_energy(energy: Energy, density: Density, beta: float) -> dict:
     """
     rho = _density(density)
     if not (beta > 0):
-        raise ValueError(f"beta must be in (0, inf], got {beta!r}")
+        raise InputError(f"beta must be in (0, inf], got {beta!r}")
     return GridEnergy(energy, rho.grid).free_energy_terms(rho.data, float(beta))

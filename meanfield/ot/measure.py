@@ -43,6 +43,14 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 def _check_points(name: str, points) -> np.ndarray:
     """Finite float64 points of shape (n, p), n, p ≥ 1; a 1-d array is n points on the line."""
+    dtype = getattr(points, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(points).dtype
+        except (TypeError, ValueError):  # ragged: check_array names it below
+            dtype = None
+    if str(dtype) in ("bool", "torch.bool"):  # a mask passed for the points
+        raise InputTypeError(f"{name} must be real coordinates, got a boolean array")
     x = check_array(name, points)
     if x.ndim == 1:
         x = x[:, None]
@@ -183,7 +191,14 @@ class Measure:
         Parameters
         ----------
         density : Density
-            Of mass > 0 (normalised by the distances, not here).
+            Of mass > 0 (normalised by the distances, not here), on a grid of a Box.
+
+        Raises
+        ------
+        meanfield.errors.InputError
+            Zero mass, or a density on a :class:`~meanfield.domains.Torus` grid (the
+            distances here are those of free space; :mod:`meanfield.ot.circle` has the
+            torus's own).
 
         Returns
         -------
@@ -206,6 +221,13 @@ class Measure:
             )
         if not density.mass > 0:
             raise InputError("density has zero mass; a distance needs a density of mass > 0")
+        if density.grid.periodic:  # the free-space distances would ignore the periodicity
+            raise InputError(
+                f"density lives on the torus {density.grid.domain!r}: the distances of "
+                "meanfield.ot.distance are those of free space; use "
+                "meanfield.ot.circle.wasserstein_circle (p = 1) or wasserstein_torus with "
+                "density.grid.centers and density.masses.ravel()"
+            )
         grid = density.grid
         return cls(grid.centers, density.masses.ravel(), grid.edges)
 

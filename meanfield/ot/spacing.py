@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = ["min_pair_distance", "too_close"]
 
 
@@ -51,7 +53,7 @@ def min_pair_distance(omega) -> float:
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2:
-        raise ValueError(f"omega must have shape (N, p) or (N,), got {x.shape}")
+        raise InputError(f"omega must have shape (N, p) or (N,), got {x.shape}")
     if len(x) < 2:
         return float("nan")
     if x.shape[1] == 1:

@@ -33,7 +33,7 @@ from functools import cache
 import numpy as np
 import scipy.fft as sfft
 
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from ..kernels import Gaussian, PairKernel, Riesz
 from .grid import Grid
 
@@ -316,7 +316,7 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
     >>> check_kernel_resolution(Gaussian(0.1), Grid(Box(1, 1.0), 4))
     Traceback (most recent call last):
         ...
-    ValueError: grid too coarse for the kernel: cell width h=0.5 exceeds ...; use n >= 20 ...
+    meanfield.errors.InputError: grid too coarse for the kernel: cell width h=0.5 exceeds ...
     """
     hmax = max(grid.h)
     need = kernel.length_scale(grid.dim)
@@ -339,7 +339,7 @@ def check_kernel_resolution(kernel: PairKernel, grid: Grid) -> None:
     else:
         what = f"the length scale {need:g} of the kernel {kernel!r}"
     n_min = math.ceil(2 * grid.half_width / need)
-    raise ValueError(
+    raise InputError(
         f"grid too coarse for the kernel: cell width h={hmax:.4g} exceeds {what}; "
         f"use n >= {n_min} cells per axis (h <= {need:g})"
     )
@@ -503,13 +503,13 @@ class FFTConvolution:
 
     def __init__(self, kernel: PairKernel, grid: Grid, *, workers: int | None = None):
         if not isinstance(kernel, PairKernel):
-            raise TypeError(f"kernel must be a PairKernel, got {kernel!r}")
+            raise InputTypeError(f"kernel must be a PairKernel, got {kernel!r}")
         kernel.check_dimension(grid.dim)
         check_kernel_resolution(kernel, grid)
         self.kernel, self.grid, self.workers = kernel, grid, workers
         self.weights = cell_integrated_kernel(kernel, grid.h, grid.n)
         if not np.all(np.isfinite(self.weights)):
-            raise ValueError(f"the cell-integrated kernel {kernel!r} is not finite on this grid")
+            raise InputError(f"the cell-integrated kernel {kernel!r} is not finite on this grid")
         if grid.periodic:
             self.padded = tuple(grid.n)  # circular: no padding
             self._hat = sfft.rfftn(periodic_weights(self.weights, grid.n), workers=workers)

@@ -24,7 +24,7 @@ import numpy as np
 from .._resources import check_grid_memory
 from .._validation import check_positive
 from ..energy import Energy
-from ..errors import NumericalError
+from ..errors import InputError, InputTypeError, NumericalError
 from .field import Density
 from .grid import Grid
 from .potential import GridEnergy
@@ -157,7 +157,7 @@ class McKeanVlasov:
         """The cell values of ``state`` (a Density on this grid, or an array) as floats."""
         if isinstance(state, Density):
             if state.grid != self.grid:
-                raise ValueError(
+                raise InputError(
                     f"the density lives on {state.grid!r}, the equation on {self.grid!r}"
                 )
             return state.data
@@ -320,7 +320,7 @@ class McKeanVlasov:
         ((8, 8), True)
         """
         if not hasattr(self.scheme, "matrix"):
-            raise TypeError(
+            raise InputTypeError(
                 f"the {self.scheme.name!r} scheme has no linear operator (its flux depends on "
                 "log rho); use scheme='sg', 'sg-implicit' or 'sg-mprk22'"
             )
@@ -453,7 +453,7 @@ class McKeanVlasov:
         True
         """
         if not self.linear:
-            raise ValueError("advance_frozen needs a linear equation (see McKeanVlasov.linear)")
+            raise InputError("advance_frozen needs a linear equation (see McKeanVlasov.linear)")
         return self.scheme.advance_frozen(rho, plan.U, dt, n_steps, last)
 
     def stable_dt(self, state) -> float:

@@ -15,7 +15,7 @@ import xarray as xr
 from scipy.special import erf
 
 from .._validation import check_positive
-from ..errors import InputError
+from ..errors import InputError, InputTypeError
 from .grid import Grid
 
 
@@ -52,20 +52,20 @@ def check_density_values(grid: Grid, data, name: str = "density") -> np.ndarray:
     >>> check_density_values(g, [0, -1, 2, 3])
     Traceback (most recent call last):
         ...
-    ValueError: density has 1 negative value(s) (min -1 at cell ...
+    meanfield.errors.InputError: density has 1 negative value(s) (min -1 at cell ...
     """
     a = np.array(data, dtype=float, copy=True)
     if a.shape != grid.shape:
-        raise ValueError(f"{name} must have the grid's shape {grid.shape}, got {a.shape}")
+        raise InputError(f"{name} must have the grid's shape {grid.shape}, got {a.shape}")
     bad = ~np.isfinite(a)
     if bad.any():
-        raise ValueError(
+        raise InputError(
             f"{name} has {int(bad.sum())} non-finite value(s) (NaN or inf); a density must be "
             "finite and >= 0 in every cell"
         )
     if (a < 0).any():
         i = np.unravel_index(int(np.argmin(a)), a.shape)
-        raise ValueError(
+        raise InputError(
             f"{name} has {int((a < 0).sum())} negative value(s) (min {a[i]:.3g} at cell {i}); "
             "a density must be finite and >= 0 in every cell"
         )
@@ -124,7 +124,7 @@ class Density:
 
     def __init__(self, grid: Grid, data, *, check: bool = True):
         if not isinstance(grid, Grid):
-            raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
+            raise InputTypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
         self.grid = grid
         if check:
             self.data = check_density_values(grid, data)
@@ -132,7 +132,7 @@ class Density:
             # a view for solvers whose steps keep ρ finite and ≥ 0 (the guard checks them)
             self.data = data
         else:
-            raise ValueError(
+            raise InputError(
                 f"check=False needs a float64 array of the grid's shape {grid.shape}, got "
                 f"{type(data).__name__} {getattr(data, 'shape', None)}"
             )
@@ -204,7 +204,9 @@ class Density:
         mean, std : float or sequence of p floats
             Mean and per-axis standard deviation (> 0).
         normalise : bool
-            Rescale to mass 1 on the box (removes the mass truncated outside it).
+            Rescale to mass 1 on the box (removes the mass truncated outside it).  On a
+            periodic grid (a :class:`~meanfield.domains.Torus`) the law is the wrapped normal
+            (the images of the mean one period apart summed), of mass 1 before rescaling.
 
         Returns
         -------
@@ -230,8 +232,17 @@ class Density:
             check_positive("std", s)
         masses = []
         for a in range(p):
-            cdf = 0.5 * (1 + erf((grid.edges[a] - mean[a]) / (std[a] * math.sqrt(2.0))))
-            masses.append(np.diff(cdf) / grid.h[a])
+            # on a torus: the wrapped normal, the images mean + 2Lk summed while they carry
+            # mass (|k| ≤ K, with 2LK beyond 40 standard deviations of the whole cell)
+            period = 2.0 * grid.domain.half_width
+            K = 0
+            if grid.periodic:
+                K = int(min(np.ceil((40.0 * std[a] + abs(mean[a])) / period) + 1, 10_000))
+            mass = 0.0
+            for k in range(-K, K + 1):
+                z = (grid.edges[a] - mean[a] - k * period) / (std[a] * math.sqrt(2.0))
+                mass = mass + np.diff(0.5 * (1 + erf(z)))
+            masses.append(mass / grid.h[a])
         data = functools.reduce(np.multiply.outer, masses)  # shape (n_1, …, n_p)
         out = cls(grid, data)
         return out.normalised() if normalise else out

@@ -30,7 +30,8 @@ import math
 import numpy as np
 import torch
 
-from ..energy import TERM_KINDS, Energy
+from ..energy import TERM_KINDS, Energy, PeriodicPairInteraction
+from ..errors import InputError, InputTypeError
 from .convolution import FFTConvolution
 from .grid import Grid
 
@@ -78,13 +79,13 @@ def check_same_domain(energy: Energy, grid: Grid) -> None:
     >>> check_same_domain(E, Grid(Box(1, 2.0), 8))
     Traceback (most recent call last):
         ...
-    ValueError: incompatible domains: ...
+    meanfield.errors.InputError: grid: incompatible domains: ...
     """
     if energy.domain != grid.domain:
-        raise ValueError(
-            f"incompatible domains: the grid covers {grid.domain!r} but the energy lives on "
-            f"{energy.domain!r}; build the grid on the energy's domain (a Box of the same dim "
-            "and half_width)"
+        raise InputError(
+            f"grid: incompatible domains: the grid covers {grid.domain!r} but the energy "
+            f"lives on {energy.domain!r}; build the grid on the energy's domain (a "
+            f"{type(energy.domain).__name__} of the same dim and half_width)"
         )
 
 
@@ -194,10 +195,18 @@ class GridEnergy:
 
     def __init__(self, energy: Energy, grid: Grid, *, workers: int | None = None):
         if not isinstance(energy, Energy):
-            raise TypeError(f"energy must be a meanfield.energy.Energy, got {energy!r}")
+            raise InputTypeError(f"energy must be a meanfield.energy.Energy, got {energy!r}")
         if not isinstance(grid, Grid):
-            raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
+            raise InputTypeError(
+                f"grid must be a meanfield.pde.Grid (None only with a GridEnergy), got {grid!r}"
+            )
         check_same_domain(energy, grid)
+        for i, t in enumerate(energy.terms):  # a minimum-image term only on its own torus
+            if isinstance(t, PeriodicPairInteraction) and t.domain != energy.domain:
+                raise InputError(
+                    f"terms[{i}]: a PeriodicPairInteraction on {t.domain!r} in an energy on "
+                    f"{energy.domain!r}; give it the energy's domain (a Torus)"
+                )
         for t in energy.terms:
             if getattr(t, "kind", None) not in TERM_KINDS:
                 raise NotImplementedError(

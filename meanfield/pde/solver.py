@@ -29,7 +29,7 @@ import xarray as xr
 
 from .._validation import check_positive
 from ..contract import Param, declare
-from ..errors import InaccurateStepWarning, InputError, StepBudgetError
+from ..errors import InaccurateStepWarning, InputError, InputTypeError, StepBudgetError
 from ..results import provenance
 from .field import Density
 from .stepper import Stepper
@@ -139,10 +139,10 @@ def _t_range(t_range) -> tuple:
     if isinstance(t_range, (int, float)) or np.ndim(t_range) == 0:
         return 0.0, check_positive("t_range", t_range)
     if len(t_range) != 2:
-        raise ValueError(f"t_range must be a duration T > 0 or a pair (t0, t1), got {t_range!r}")
+        raise InputError(f"t_range must be a duration T > 0 or a pair (t0, t1), got {t_range!r}")
     t0, t1 = float(t_range[0]), float(t_range[1])
     if not (math.isfinite(t0) and math.isfinite(t1) and t1 > t0):
-        raise ValueError(f"t_range must satisfy t0 < t1, both finite, got {t_range!r}")
+        raise InputError(f"t_range must satisfy t0 < t1, both finite, got {t_range!r}")
     return t0, t1
 
 
@@ -213,15 +213,15 @@ def _check_equation(equation, state) -> None:
     that is not a :class:`Density` of positive mass on the equation's grid."""
     missing = [m for m in _INTERFACE if not hasattr(equation, m)]
     if missing:
-        raise TypeError(
+        raise InputTypeError(
             f"equation must provide grid, implicit, linear, prepare_step, advance and describe "
             f"(e.g. a McKeanVlasov); {equation!r} lacks {', '.join(missing)}"
         )
     if not isinstance(state, Density):
-        raise TypeError(f"state must be a meanfield.pde.Density, got {state!r}")
+        raise InputTypeError(f"state must be a meanfield.pde.Density, got {state!r}")
     # identity first: the usual case, and a grid comparison costs a microsecond per solve
     if state.grid is not equation.grid and state.grid != equation.grid:
-        raise ValueError(f"the density lives on {state.grid!r}, the equation on {equation.grid!r}")
+        raise InputError(f"the density lives on {state.grid!r}, the equation on {equation.grid!r}")
     if not state.mass > 0:
         raise InputError(
             "state (initial density) has zero mass; the McKean-Vlasov flow needs a density of "
@@ -235,7 +235,9 @@ def _prepare_trackers(trackers, guard: bool, progress: bool) -> tuple[list, bool
     trackers = list(trackers)
     for tr in trackers:
         if not isinstance(tr, Tracker):
-            raise TypeError(f"every tracker must be a meanfield.pde.trackers.Tracker, got {tr!r}")
+            raise InputTypeError(
+                f"every tracker must be a meanfield.pde.trackers.Tracker, got {tr!r}"
+            )
     guarded = any(isinstance(tr, GuardTracker) for tr in trackers)
     if guard and not guarded:
         trackers.insert(0, GuardTracker())

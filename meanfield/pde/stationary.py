@@ -41,10 +41,11 @@ from ..errors import (
     ConvergenceError,
     ConvergenceWarning,
     InputError,
+    InputTypeError,
     MultipleStationaryStatesWarning,
 )
-from ..kernels import Gaussian, Riesz
-from .field import Density
+from ..kernels import Cosine, Gaussian, Quadratic, Riesz
+from .field import Density, check_density_values
 from .grid import Grid
 from .potential import GridEnergy
 from .simplex_qp import _minimise_on_simplex, _QPStopping, _SimplexQP
@@ -131,10 +132,10 @@ def _grid_energy(energy, grid) -> GridEnergy:
     """``energy`` as a :class:`GridEnergy` on ``grid`` (a GridEnergy passes through, checked)."""
     if isinstance(energy, GridEnergy):
         if grid is not None and grid != energy.grid:
-            raise ValueError("grid does not match the GridEnergy's grid")
+            raise InputError("grid does not match the GridEnergy's grid")
         return energy
     if not isinstance(energy, Energy):
-        raise TypeError(f"energy must be an Energy or a GridEnergy, got {energy!r}")
+        raise InputTypeError(f"energy must be an Energy or a GridEnergy, got {energy!r}")
     return GridEnergy(energy, grid)  # checks the grid
 
 
@@ -142,11 +143,14 @@ def _initial(ge: GridEnergy, rho0, mass: float) -> np.ndarray:
     """The starting density: ``rho0`` rescaled to ``mass`` (uniform if None), grid shape."""
     if rho0 is None:
         return np.full(ge.grid.shape, mass / (ge.grid.size * ge.grid.cell_volume))
-    rho = rho0 if isinstance(rho0, Density) else Density(ge.grid, rho0)
+    if isinstance(rho0, Density):
+        rho = rho0
+    else:
+        rho = Density(ge.grid, check_density_values(ge.grid, rho0, "rho0"))
     if rho.grid != ge.grid:
-        raise ValueError("rho0 must live on the solver's grid")
+        raise InputError(f"rho0 must live on the solver's grid {ge.grid!r}, got {rho.grid!r}")
     if not rho.mass > 0:
-        raise ValueError("rho0 must have positive mass")
+        raise InputError(f"rho0 must have positive mass, got {rho.mass!r}")
     return rho.data * (mass / rho.mass)
 
 
@@ -223,7 +227,7 @@ def _gibbs_options(beta, method, mass, damping, tol, max_iter) -> tuple:
     mass = check_positive("mass", mass)
     damping = check_positive("damping", damping)
     if damping > 1:
-        raise ValueError(f"damping must be in (0, 1], got {damping}")
+        raise InputError(f"damping must be in (0, 1], got {damping}")
     tol = check_positive("tol", tol)
     max_iter = check_int("max_iter", max_iter)
     return beta, mass, damping, tol, max_iter
@@ -379,7 +383,7 @@ def flat_convexity(energy, grid: Grid | None = None) -> tuple:
     ge = _grid_energy(energy, grid)
     for name, (lam, conv) in ge.pair.items():
         k = conv.kernel
-        if lam == 0 or isinstance(k, Gaussian) or (isinstance(k, Riesz) and k.s >= -2):
+        if lam == 0 or _positive_definite(k):
             continue
         return False, f"pair term {name!r}: {k!r} with lam={lam:g} is not positive definite"
     for name, t in ge.measure.items():
@@ -387,6 +391,11 @@ def flat_convexity(energy, grid: Grid | None = None) -> tuple:
             continue
         return False, f"measure term {name!r} ({type(t).__name__}) is not known to be convex"
     return True, ""
+
+
+def _positive_definite(kernel) -> bool:
+    """A kernel known to be (conditionally) positive definite: Gaussian, Riesz with s ≥ −2."""
+    return isinstance(kernel, Gaussian) or (isinstance(kernel, Riesz) and kernel.s >= -2)
 
 
 def _hessian_product(ge: GridEnergy, rho: np.ndarray):
@@ -929,6 +938,14 @@ def equilibrium_measure(
     (Density, StationaryReport)
         ``residual`` is the final Frank–Wolfe gap; ``free_energy`` is E(μ*).
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        An attractive pair part, before any work: a term with λ < 0, or λ > 0 times
+        :class:`~meanfield.kernels.Cosine` or :class:`~meanfield.kernels.Quadratic` (concave
+        along the mean) with no positive-definite pair term (Riesz s ≥ −2, Gaussian) beside
+        it: the problem is then not convex.
+
     Warns
     -----
     meanfield.errors.ConvergenceWarning
@@ -984,6 +1001,19 @@ def equilibrium_measure(
             f"{attractive[0].lam:g}: the beta = inf problem with attraction is not convex and "
             "its minimiser may concentrate below the grid scale; use gibbs_state at finite "
             "beta or the particles"
+        )
+    pair = [t for t in energy.terms if t.kind == "pair" and getattr(t, "lam", 0.0) > 0]
+    concave = [t for t in pair if isinstance(getattr(t, "kernel", None), (Cosine, Quadratic))]
+    if concave and not any(_positive_definite(t.kernel) for t in pair):
+        # λ > 0 times k = −cos (Kuramoto: E = −λ|∫e^{iθ}|²) or k = |z|²/2 (E = λ(∫|x|² −
+        # |∫x|²)) is attraction too, concave along the mean; with no positive-definite pair
+        # term to outweigh it the QP is not convex, and a critical point (the uniform
+        # state on the torus, a maximiser) would be returned as converged
+        raise InputError(
+            f"equilibrium_measure needs positive-definite pair kernels for lam > 0, got "
+            f"{concave[0].kernel!r} with lam={concave[0].lam:g}, an attraction whose beta = inf "
+            "problem is not convex (its minimiser concentrates on a point); use gibbs_state "
+            "at finite beta or the particles"
         )
     ge = _grid_energy(energy, grid)
     qp = _SimplexQP(ge, check_positive("mass", mass))

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from .._validation import check_positive
-from ..errors import NumericalError, StepBudgetError
+from ..errors import InputError, NumericalError, StepBudgetError
 
 
 class StepPlan(NamedTuple):
@@ -237,7 +237,7 @@ class Stepper:
         self.equation = equation
         self.safety = check_positive("safety", safety)
         if self.safety > 1:
-            raise ValueError(f"safety must be in (0, 1], got {safety}")
+            raise InputError(f"safety must be in (0, 1], got {safety}")
         self.dt_max = check_positive("dt_max", dt_max) if math.isfinite(dt_max) else math.inf
         self.fixed_dt = None
         if dt is not None:

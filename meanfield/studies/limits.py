@@ -282,8 +282,8 @@ def particles_vs_grid_2d_run(
     * ``w2_binned_initial``: the same at t = 0 (the iid sampling error of the initial law).
 
     Each distance is one exact solve against (``cells`` · ``refine``)² atoms (seconds to a
-    minute).  t_final = 0.25 keeps N = 10⁴ affordable on one core: the unsoftened log kernel
-    makes an O(N²) pass (:func:`meanfield.dynamics.langevin.near_field`) every step.
+    minute).  t_final = 0.25 keeps large N affordable on one core (the step's near-field pass,
+    :func:`meanfield.dynamics.langevin.near_field`, is a k-d tree search from N = 1024).
 
     Returns
     -------

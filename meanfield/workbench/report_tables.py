@@ -596,5 +596,3 @@ def counts_cell(values) -> str:
 
     counts = sorted(Counter(values).items(), key=lambda kv: str(kv[0]))
     return ", ".join(f"{k}: {v}" for k, v in counts)
-
-

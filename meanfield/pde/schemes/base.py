@@ -217,7 +217,7 @@ class Scheme:
         (2.0, (4,), True)
         """
         if not isinstance(grid, Grid):
-            raise TypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
+            raise InputTypeError(f"grid must be a meanfield.pde.Grid, got {grid!r}")
         if grid.periodic and not self.supports_periodic:
             raise InputError(
                 f"scheme {self.name!r} has no periodic faces: on a torus grid use 'upwind' or "

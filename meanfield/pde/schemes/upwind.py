@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ..._validation import check_positive
+from ...errors import InputError
 from .base import TINY, Scheme, _left, _right, _sl, scatter_faces, scatter_periodic_faces
 
 
@@ -172,11 +173,11 @@ class UpwindScheme(Scheme):
     supports_periodic = True
 
     def __init__(self, order: int = 2, theta: float = 2.0):
-        if order not in (1, 2):
-            raise ValueError(f"order must be 1 or 2, got {order!r}")
+        if order not in (1, 2) or isinstance(order, bool):
+            raise InputError(f"order must be 1 or 2, got {order!r}")
         theta = check_positive("theta", theta)
         if not 1.0 <= theta <= 2.0:
-            raise ValueError(
+            raise InputError(
                 f"theta must be in [1, 2] (positivity of the reconstruction), got {theta}"
             )
         self.order, self.theta = order, theta
