@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> args.command, args.n_particles, args.beta
     ('simulate', 50, 2.0)
     """
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="meanfield",
         description="Random features as charged particles: simulate the Coulomb particle model "
         "of kernel learning (projected Langevin or an exact Gibbs sampler) and its "
@@ -61,6 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
         add_flags(cmd)
         cmd.set_defaults(func=run)
     return parser
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse whose refusal of a flag is one line on stderr and exit status 2, as every other
+    bad input of the command line (argparse would print the whole usage block first); the
+    sub-commands' parsers are of this class too (``add_subparsers`` uses the parent's)."""
+
+    def error(self, message: str):
+        print(f"meanfield: error: {message} ({self.prog} --help for the flags)", file=sys.stderr)
+        raise SystemExit(2)
 
 
 #: Errors that mean "the input was wrong" (one line, exit 2), not "meanfield has a bug".
