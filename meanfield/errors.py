@@ -528,8 +528,8 @@ class OvershootWarning(MeanfieldWarning):
     See Also
     --------
     CoincidentParticlesWarning : two particles that coincide.
-    meanfield.dynamics.langevin.count_overshoot : the count.
-    meanfield.dynamics.langevin.near_field : the capped pair step.
+    meanfield.dynamics.near_field.count_overshoot : the count.
+    meanfield.dynamics.near_field.near_field : the capped pair step.
     meanfield.dynamics.langevin.MALA : an exact sampler of the same law.
 
     Examples

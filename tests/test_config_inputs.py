@@ -4,6 +4,8 @@ ceiling, and extra attributes that would overwrite a recorded parameter."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -178,6 +180,48 @@ def test_the_default_and_the_studies_sizes_are_below_the_ceiling():
     N = 1000
     w = estimate_work(n_steps=int(10 / (0.05 / N)), n_particles=N, partners=N - 1, replicas=4)
     assert w < spec_module.MAX_WORK / 10
+
+
+def _coulomb_spec(pair, n_particles, n_steps=200, **fields):
+    """A p = 2 log-gas spec from a law on an 8 × 8 grid (made, never run: no particle is
+    sampled when the spec is made)."""
+    from meanfield.kernels import Coulomb
+    from meanfield.pde import Density, Grid
+
+    box = Box(2, 4.0)
+    E = Energy([QuadraticPotential(), pair(Coulomb(2), 0.5)], box)
+    law = Density.gaussian(Grid(box, 8), np.zeros(2), 1.0)
+    fields |= dict(n_particles=n_particles, n_steps=n_steps)
+    return RunSpec(energy=E, initial=law, beta=10.0, eta=0.005, **fields)
+
+
+def test_a_fast_pair_sum_counts_n_log_n_partners_and_is_accepted_at_a_million():
+    """FastCoulombInteraction steps in O(N log N) (fast sum and k-d tree near field): the
+    estimate counts c log₂ N partners, so 200 steps of 10⁶ particles (the default comparison's
+    steps) are accepted; the exact sum at the same size counts N − 1 and is refused."""
+    import math
+
+    from meanfield.fastsums import DIRECT_BELOW, FastCoulombInteraction
+
+    N, c = 10**6, spec_module.FAST_SUM_PARTNERS_PER_LOG2N
+    fast = _coulomb_spec(FastCoulombInteraction, N)
+    # by hand: 200 steps x (N (1 + c log2 N) + STEP_COST) + 200 x 64 cells ≈ 4.0e11
+    by_hand = 200 * (N * (1 + c * math.log2(N)) + spec_module.STEP_COST) + 200 * 64
+    assert fast.work() == pytest.approx(by_hand, rel=1e-12)
+    assert fast.work() < spec_module.MAX_WORK / 10
+    with pytest.raises(SizeLimitError, match=r"n_steps, n_particles: .* 999999 pair partners"):
+        _coulomb_spec(PairInteraction, N)  # 200 x 10¹² ≈ 2e14 > 1e13
+    # where the step is still O(N²) the fast term counts N − 1: below the fast sum's
+    # crossover to its direct sum (p = 2: 14 000), and below the near-field tree (N < 1024)
+    n = DIRECT_BELOW[2] - 1
+    assert _coulomb_spec(FastCoulombInteraction, n)._work_terms()["partners"] == n - 1
+    always_fast = functools.partial(FastCoulombInteraction, min_n=0)
+    assert _coulomb_spec(always_fast, 1000)._work_terms()["partners"] == 999
+    terms = _coulomb_spec(always_fast, 1024)._work_terms()
+    assert terms["partners"] == c * 10  # log2(1024) = 10
+    # random batches are direct within each batch: B − 1, fast sum or not
+    batched = _coulomb_spec(FastCoulombInteraction, N, interaction_batch=8)
+    assert batched._work_terms()["partners"] == 7
 
 
 # ----------------------------------------------------------------------------------------

@@ -95,3 +95,20 @@ def test_public_methods_have_examples(name):
     """Every public method and property shows an example (run by test_examples_run)."""
     module = importlib.import_module(name)
     assert not _methods_without_examples(module), _methods_without_examples(module)
+
+
+#: Modules of the public API: none of their dotted parts is private.
+PUBLIC_MODULES = [m for m in MODULES if not any(p.startswith("_") for p in m.split(".")[1:])]
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_public_definitions_link_their_neighbours(name):
+    """Every public function and class has a numpydoc ``See Also`` section: the links between
+    the views (particles, grid, distances, energy, studies) that a reader follows."""
+    module = importlib.import_module(name)
+    missing = [
+        d
+        for d in _public_definitions(module)
+        if "See Also" not in (inspect.getdoc(getattr(module, d)) or "")
+    ]
+    assert not missing, f"{name}: no See Also on {missing}"

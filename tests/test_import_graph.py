@@ -234,14 +234,6 @@ def test_no_module_over_800_lines_of_code():
     assert {m: n for m, n in sizes.items() if n > 800} == {}
 
 
-#: Modules over the 1000-line limit that their own issues are splitting now; the lead removes
-#: each name when its module comes under the limit (the list only shrinks, to empty).
-OVER_1000_LINES_BEING_SPLIT = {
-    "dynamics/langevin.py",
-    "pde/stationary.py",
-}
-
-
 def test_no_module_over_1000_physical_lines():
     """No module of the package over 1000 lines, docstrings and comments included (the
     house limit: a module a reader can hold whole)."""
@@ -250,5 +242,4 @@ def test_no_module_over_1000_physical_lines():
         for p in PACKAGE.rglob("*.py")
     }
     assert max(sizes.values()) > 900  # the count sees whole files (the largest are ~1000)
-    over = {m: n for m, n in sizes.items() if n > 1000}
-    assert set(over) <= OVER_1000_LINES_BEING_SPLIT, over
+    assert {m: n for m, n in sizes.items() if n > 1000} == {}

@@ -16,7 +16,8 @@ import torch
 
 from meanfield.domains import Ball, Box
 from meanfield.dynamics.chain_checks import frozen_chain_warning
-from meanfield.dynamics.langevin import MALA, ProjectedLangevin, near_field, simulate
+from meanfield.dynamics.langevin import MALA, ProjectedLangevin, simulate
+from meanfield.dynamics.near_field import near_field
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.errors import (
     CoincidentParticlesWarning,

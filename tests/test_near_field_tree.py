@@ -14,9 +14,10 @@ import math
 import pytest
 import torch
 
-import meanfield.dynamics.langevin as langevin
+import meanfield.dynamics.near_field as near_field_module
 from meanfield.domains import Ball
-from meanfield.dynamics.langevin import ProjectedLangevin, near_field
+from meanfield.dynamics.langevin import ProjectedLangevin
+from meanfield.dynamics.near_field import near_field
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential
 from meanfield.kernels import CallableKernel, Coulomb, Riesz
 
@@ -54,9 +55,9 @@ def _assert_same(tree, dense):
 
 def _both(omega, terms, eta, monkeypatch, *, cap=True):
     """near_field through the tree (threshold 2) and through the dense pass (threshold ∞)."""
-    monkeypatch.setattr(langevin, "_NEAR_TREE_MIN_N", 2)
+    monkeypatch.setattr(near_field_module, "_NEAR_TREE_MIN_N", 2)
     tree = near_field(omega, terms, eta, cap=cap)
-    monkeypatch.setattr(langevin, "_NEAR_TREE_MIN_N", math.inf)
+    monkeypatch.setattr(near_field_module, "_NEAR_TREE_MIN_N", math.inf)
     dense = near_field(omega, terms, eta, cap=cap)
     return tree, dense
 
@@ -76,11 +77,11 @@ def test_tree_equals_dense(p, clustered, monkeypatch):
 def test_tree_path_is_taken_from_the_threshold(monkeypatch):
     """Dispatch: N ≥ the threshold on CPU float64 goes to the tree, below it to the dense."""
     calls = []
-    real = langevin._near_field_tree
+    real = near_field_module._near_field_tree
     monkeypatch.setattr(
-        langevin, "_near_field_tree", lambda *a: calls.append(a[0].shape[-2]) or real(*a)
+        near_field_module, "_near_field_tree", lambda *a: calls.append(a[0].shape[-2]) or real(*a)
     )
-    n0 = langevin._NEAR_TREE_MIN_N
+    n0 = near_field_module._NEAR_TREE_MIN_N
     terms = _terms(2)
     near_field(_points((n0, 2), 0, False), terms, 0.01, cap=True)
     near_field(_points((n0 - 1, 2), 0, False), terms, 0.01, cap=True)
@@ -100,7 +101,7 @@ def test_cap_radius_matches_bisection_on_grad_coeff():
             c = kernel.grad_coeff_sq(r2_grid).abs()
             assert bool((c[1:] < c[:-1]).all())
             for limit in (10.0, 1e4, 1e8):
-                exact = langevin._cap_radius_sq(kernel, limit)
+                exact = near_field_module._cap_radius_sq(kernel, limit)
                 lo, hi = -200.0, 10.0  # ln r²: abs(c) > limit at lo, below it at hi
                 for _ in range(200):
                     mid = (lo + hi) / 2
@@ -117,8 +118,8 @@ def c_at_zero_exceeds(kernel, limit):
 
 def test_cap_radius_refused_without_a_known_monotone_coefficient():
     log2 = CallableKernel(lambda u: -0.5 * torch.log(u), name="log2")  # a user's κ
-    assert langevin._cap_radius_sq(log2, 10.0) is None
-    assert langevin._cap_radius_sq(Riesz(-2.5), 10.0) is None  # abs(c) grows with r
+    assert near_field_module._cap_radius_sq(log2, 10.0) is None
+    assert near_field_module._cap_radius_sq(Riesz(-2.5), 10.0) is None  # abs(c) grows with r
 
 
 def test_user_kernel_cap_falls_back_to_dense(monkeypatch):
@@ -127,9 +128,11 @@ def test_user_kernel_cap_falls_back_to_dense(monkeypatch):
     terms = [PairInteraction(log2, 0.4), PairInteraction(Riesz(1.0), 0.3)]
     omega = _points((N, 2), 7, True)
     calls = []
-    real = langevin._near_field_dense
+    real = near_field_module._near_field_dense
     monkeypatch.setattr(
-        langevin, "_near_field_dense", lambda o, t, *a: calls.append(len(t)) or real(o, t, *a)
+        near_field_module,
+        "_near_field_dense",
+        lambda o, t, *a: calls.append(len(t)) or real(o, t, *a),
     )
     tree, dense = _both(omega, terms, 0.01, monkeypatch)
     assert calls == [1, 2]  # the user term inside the tree pass, then the dense reference
@@ -143,14 +146,14 @@ def test_pair_overflow_and_chunks(monkeypatch):
     n = N // 2
     omega = _points((2, n, 2), 3, True)
     terms = _terms(2)
-    monkeypatch.setattr(langevin, "_NEAR_TREE_CHUNK", 97)
+    monkeypatch.setattr(near_field_module, "_NEAR_TREE_CHUNK", 97)
     _assert_same(*_both(omega, terms, 0.01, monkeypatch))
-    monkeypatch.setattr(langevin, "_NEAR_TREE_PAIRS_PER_PARTICLE", 0)
-    monkeypatch.setattr(langevin, "_NEAR_TREE_PAIR_FLOOR", 0)
+    monkeypatch.setattr(near_field_module, "_NEAR_TREE_PAIRS_PER_PARTICLE", 0)
+    monkeypatch.setattr(near_field_module, "_NEAR_TREE_PAIR_FLOOR", 0)
     calls = []
-    real = langevin._near_field_dense
+    real = near_field_module._near_field_dense
     monkeypatch.setattr(
-        langevin, "_near_field_dense", lambda o, *a: calls.append(o.shape) or real(o, *a)
+        near_field_module, "_near_field_dense", lambda o, *a: calls.append(o.shape) or real(o, *a)
     )
     tree, dense = _both(omega, terms, 0.01, monkeypatch)
     assert calls[:2] == [(1, n, 2), (1, n, 2)]  # each replica overflowed
@@ -200,9 +203,9 @@ def test_langevin_steps_equal_with_either_path(monkeypatch):
     lang = ProjectedLangevin(E, eta=0.01, beta=2.0)
     state = lang.init(_points((1200, 2), 9, True) - 0.5, seed=1)
     for _ in range(5):
-        monkeypatch.setattr(langevin, "_NEAR_TREE_MIN_N", 2)
+        monkeypatch.setattr(near_field_module, "_NEAR_TREE_MIN_N", 2)
         tree = lang.step(state)
-        monkeypatch.setattr(langevin, "_NEAR_TREE_MIN_N", math.inf)
+        monkeypatch.setattr(near_field_module, "_NEAR_TREE_MIN_N", math.inf)
         dense = lang.step(state)
         assert tree.cache == dense.cache
         torch.testing.assert_close(tree.omega, dense.omega, rtol=0, atol=1e-13)

@@ -1,47 +1,43 @@
 r"""Inference time and peak memory of a pretrained encoder, softmax against its linearizations.
 
-The claim measured: kernel attention makes inference time linear in the sequence length
-``L``, where softmax attention is quadratic. :func:`inference_cost` times the transformer
-layers of a pretrained BERT-family encoder (all-MiniLM-L6-v2 in the study: 6 layers, width
-384, 12 heads of ``d_h = 32``) as loaded (softmax) and after
-:func:`~meanfield.attention.linearize.linearize` with each feature map, at each ``L``, and
-:func:`inference_cost_table` renders the result as Markdown tables.
+The claim measured: kernel attention makes inference time linear in the sequence length ``L``,
+where softmax attention is quadratic. :func:`inference_cost` times the transformer layers of a
+pretrained BERT-family encoder (all-MiniLM-L6-v2 in the study: 6 layers, width 384, 12 heads of
+``d_h = 32``) as loaded (softmax) and after :func:`~meanfield.attention.linearize.linearize` with
+each feature map, at each ``L``; :func:`inference_cost_table` renders the result as Markdown tables.
 
-What is timed. Position embeddings stop at 512 tokens, so the **encoder stack** is timed:
-the model's transformer layers (attention + FFN, the real weights),
-``model.encoder.encoder(h, attention_mask=None)``, on synthetic hidden states
-``h ~ N(0, 1)`` of shape ``(1, L, hidden)``, bypassing the embedding layer and the pooling
-head; float32, ``eval()``, ``torch.inference_mode()``. ``attention_mask=None`` is what the
-full model passes its layers for an all-ones mask. Two checks, once per call (dataset
-attributes): at ``L = min(512, max positions)`` the stack of ``linearize(model, "softmax")``
-equals the original's, and the stack on the embedding output equals the full model's last
-hidden state on random token ids (so the bypass times what the model runs).
+What is timed. Position embeddings stop at 512 tokens, so the **encoder stack** is timed: the
+model's transformer layers (attention + FFN, the real weights), ``model.encoder.encoder(h,
+attention_mask=None)`` (what the full model runs for an all-ones mask), on synthetic hidden states
+``h ~ N(0, 1)`` of shape ``(1, L, hidden)``, bypassing the embedding layer and the pooling head;
+float32, ``eval()``, ``torch.inference_mode()``. Two checks, once per call (dataset attributes):
+at ``L = min(512, max positions)`` the stack of ``linearize(model, "softmax")`` equals the
+original's, and the stack on the embedding output equals the full model's last hidden state on
+random token ids (so the bypass times what the model runs).
 
 The cost depends on the feature map's kind and size only: a learned ``Omega`` (Phase A, the
-Hedgehog loss) has the shape of a drawn one, so one linearization with the prior draw
-(seed 0) stands for every method that uses that map. Trained weights are not needed either:
-the projections' values do not change the arithmetic.
+Hedgehog loss) has the shape of a drawn one, so one linearization with the prior draw (seed 0)
+stands for every method that uses that map. Trained weights are not needed either: the
+projections' values do not change the arithmetic.
 
-Time: per ``L``, interleaved repeats (each repeat times every model once, in turn, so a
-change of the machine's load hits all of them alike; one untimed warm-up call each at
-``L <= 4096``). Reported: the median wall time over the repeats, and the median of the
-*paired* ratios ``t / t_softmax`` within a repeat (robust to a load that drifts between
-repeats); the same by this process's CPU time (with one thread: the arithmetic without the
-waits of a shared machine). Repeats: ``repeats`` at ``L <= 1024``, at most 3 up to 4096,
-at most ``repeats_long`` above (:func:`repeats_at`). Slopes: the least-squares slope of
-``log t`` against ``log L`` over all lengths (2 for a quadratic cost, 1 for a linear one;
-the softmax model's lies between, as its ``L^2`` attention overtakes the linear FFN).
+Time: per ``L``, interleaved repeats (each times every model once, in turn, so a change of the
+machine's load hits all alike; one untimed warm-up call each at ``L <= 4096``). Reported: the median
+wall time over the repeats, and the median of the *paired* ratios ``t / t_softmax`` within a repeat
+(robust to a load that drifts between repeats); the same by this process's CPU time (with one
+thread: the arithmetic without the waits of a shared machine). Repeats: ``repeats`` at ``L <=
+1024``, at most 3 up to 4096, at most ``repeats_long`` above (:func:`repeats_at`). Slopes: the
+least-squares slope of ``log t`` against ``log L`` over all lengths (2 for a quadratic cost, 1 for a
+linear one; the softmax model's lies between, as its ``L^2`` attention overtakes the linear FFN).
 
-Memory: per (model, ``L``), in a fresh Python process (``memory="subprocess"``): load the
-model, build the input, one small warm-up call, reset the peak resident size (``5`` written
-to ``/proc/self/clear_refs`` resets ``VmHWM``), run one forward, report ``VmHWM`` after it
-minus ``VmRSS`` before it (``/proc/self/status``): the peak extra resident memory of one
-forward, allocator caching included. Off Linux ``ru_maxrss`` after minus before is the
-fallback (a lower bound: 0 if loading peaked higher); it is not used on Linux because the
-kernel keeps in it the peak of exited threads (the loader's), which the reset does not clear.
-``memory="inprocess"`` measures the same way in this process (fast; for the tests);
-``"none"`` skips it. Small allocations come from memory the allocator already holds, so the
-figures resolve the large buffers only (MiB and up: the real model at ``L >= 512``).
+Memory: per (model, ``L``), in a fresh Python process (``memory="subprocess"``): load the model,
+build the input, one small warm-up call, reset the peak resident size (``5`` written to
+``/proc/self/clear_refs`` resets ``VmHWM``), run one forward, report ``VmHWM`` after it minus
+``VmRSS`` before it (``/proc/self/status``): the peak extra resident memory of one forward,
+allocator caching included. Off Linux ``ru_maxrss`` after minus before is the fallback (a lower
+bound: 0 if loading peaked higher); not on Linux, where the kernel keeps in it the peak of exited
+threads (the loader's), which the reset does not clear. ``memory="inprocess"`` measures the same
+way in this process (fast; for the tests); ``"none"`` skips it. Small allocations reuse memory the
+allocator holds: the figures resolve large buffers only (MiB and up: the real model at L >= 512).
 
 Examples
 --------
@@ -81,19 +77,9 @@ from ..contract import Param, declare
 from ..errors import InputError, InputTypeError, ResourceError
 from .linear import ATTENTION_KINDS
 
-__all__ = [
-    "STUDY_LENGTHS",
-    "RESOLVED_MIB",
-    "STUDY_MAPS",
-    "check_lengths",
-    "forward_peak",
-    "inference_cost",
-    "inference_cost_table",
-    "loglog_slope",
-    "parse_maps",
-    "repeats_at",
-    "variant_name",
-]
+__all__ = ["STUDY_LENGTHS", "RESOLVED_MIB", "STUDY_MAPS", "check_lengths", "forward_peak",
+           "inference_cost", "inference_cost_table", "loglog_slope", "parse_maps", "repeats_at",
+           "variant_name"]  # fmt: skip
 
 #: The maps of the pretrained NLP study (paper_repro/nlp_pretrained/configs/full.toml):
 #: FAVOR+ and PORF-softplus with m = 64, softmaxfeat with m = 32 (64 outputs) and the
@@ -125,19 +111,16 @@ _MAPS = Param("maps", "string", "feature maps linearize applies, 'KIND' or 'KIND
               sequence=True, examples=("favor:64",))  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------
-# the request
-# ---------------------------------------------------------------------------------------
+# --- the request ----------------------------------------------------------------------------------
 def parse_maps(maps, head_dim: int | None = None) -> list[tuple[str, int | None]]:
     """The feature maps named ``"KIND"`` or ``"KIND:m"``, as ``(kind, m)`` pairs.
 
     Parameters
     ----------
     maps : sequence of str
-        Each ``"KIND:m"`` (``m`` features per head, a positive integer) or ``"KIND"`` (the
-        default of :func:`~meanfield.attention.linearize.linearize`: 64, or ``d_h`` for
-        ``hedgehog``); ``KIND`` one of
-        :data:`~meanfield.attention.linear.ATTENTION_KINDS`.
+        Each ``"KIND:m"`` (``m`` features per head, a positive integer) or ``"KIND"`` (the default
+        of :func:`~meanfield.attention.linearize.linearize`: 64, or ``d_h`` for ``hedgehog``);
+        ``KIND`` one of :data:`~meanfield.attention.linear.ATTENTION_KINDS`.
     head_dim : int, optional
         ``d_h``, to resolve ``"hedgehog"`` without ``m`` (left None otherwise).
 
@@ -154,6 +137,11 @@ def parse_maps(maps, head_dim: int | None = None) -> list[tuple[str, int | None]
         ``"softmax"``), or the same map twice (``"favor"`` and ``"favor:64"`` included).
     meanfield.errors.InputTypeError
         ``maps`` not a non-empty list or tuple of strings.
+
+    See Also
+    --------
+    inference_cost : times one linearization per map.
+    meanfield.attention.linearize.linearize : applies a ``(kind, m)``.
 
     Examples
     --------
@@ -201,8 +189,6 @@ def parse_maps(maps, head_dim: int | None = None) -> list[tuple[str, int | None]
 def check_lengths(lengths) -> list[int]:
     """The sequence lengths, increasing: at least two, distinct, each an integer >= 1.
 
-    Two at least, because the log-log slope of time in ``L`` is fitted over them.
-
     Parameters
     ----------
     lengths : sequence of int
@@ -215,9 +201,15 @@ def check_lengths(lengths) -> list[int]:
     Raises
     ------
     meanfield.errors.InputError
-        Fewer than two lengths, a repeated one, or one below 1.
+        Fewer than two lengths (the log-log slope of time in ``L`` is fitted over them), a
+        repeated one, or one below 1.
     meanfield.errors.InputTypeError
         Not a list or tuple of integers.
+
+    See Also
+    --------
+    inference_cost : times the stack at each length.
+    loglog_slope : the slope fitted over them.
 
     Examples
     --------
@@ -244,6 +236,11 @@ def repeats_at(L: int, repeats: int, repeats_long: int) -> int:
     """Timed repeats at length ``L``: ``repeats`` up to 1024, at most 3 up to 4096, at most
     ``repeats_long`` above (a call at L = 8192 takes seconds).
 
+    See Also
+    --------
+    inference_cost : times with these repeats.
+    check_lengths : the lengths it is called at.
+
     Examples
     --------
     >>> from meanfield.attention.inference_cost import repeats_at
@@ -261,6 +258,11 @@ def variant_name(kind: str | None, m: int | None) -> str:
     """The row label: ``"softmax"`` for the model as loaded, ``"linearized softmax"`` for
     ``linearize(model, "softmax")`` (the package's exact path), else ``"KIND m=M"``.
 
+    See Also
+    --------
+    inference_cost : its ``variant`` coordinate.
+    parse_maps : the ``(kind, m)`` pairs named.
+
     Examples
     --------
     >>> from meanfield.attention.inference_cost import variant_name
@@ -275,8 +277,12 @@ def variant_name(kind: str | None, m: int | None) -> str:
 def loglog_slope(lengths, values) -> float:
     """Least-squares slope of ``log(values)`` against ``log(lengths)``.
 
-    Returns NaN (the slope is not defined) when a value is not positive; callers that
-    store it document that case.
+    NaN (the slope is not defined) when a value is not positive; callers that store it say so.
+
+    See Also
+    --------
+    inference_cost : stores the slopes of time and memory in ``L``.
+    meanfield.stats.fit_power_law : a power-law fit with a confidence interval.
 
     Examples
     --------
@@ -300,9 +306,7 @@ def _slope_where_resolved(lengths, values) -> float:
     return loglog_slope(np.asarray(lengths)[keep], np.asarray(values, dtype=float)[keep])
 
 
-# ---------------------------------------------------------------------------------------
-# models
-# ---------------------------------------------------------------------------------------
+# --- models ---------------------------------------------------------------------------------------
 def _load_encoder(model_dir, impl: str, kind: str | None = None, m: int | None = None):
     """The BERT encoder (``AutoModel``) of ``model_dir`` in eval mode, linearized with
     ``kind`` (``m`` features, seed 0) unless ``kind`` is None."""
@@ -326,15 +330,10 @@ def _stack_of(encoder):
 
 
 def _sanity_checks(model_dir, impl: str, softmax_encoder) -> dict:
-    """Linearized ``softmax`` stack vs the original's, and the stack vs the full model.
-
-    Returns
-    -------
-    dict
-        ``L``, ``linearized_softmax_vs_original_max_abs_diff``,
-        ``stack_vs_full_model_max_abs_diff``, ``output_max_abs`` and the attention
-        implementations (``attn_implementation_original`` / ``_linearized``).
-    """
+    """Linearized ``softmax`` stack vs the original's, and the stack vs the full model: a dict of
+    ``L``, ``linearized_softmax_vs_original_max_abs_diff``, ``stack_vs_full_model_max_abs_diff``,
+    ``output_max_abs`` and the attention implementations (``attn_implementation_original`` /
+    ``_linearized``)."""
     cfg = softmax_encoder.config
     L = min(SANITY_L, cfg.max_position_embeddings)
     gen = torch.Generator().manual_seed(1)
@@ -372,9 +371,7 @@ def _sdpa_backend(num_heads: int, head_dim: int) -> str:
         return "unknown"
 
 
-# ---------------------------------------------------------------------------------------
-# memory
-# ---------------------------------------------------------------------------------------
+# --- memory ---------------------------------------------------------------------------------------
 def _status_kb(field: str) -> int | None:
     """``VmRSS`` / ``VmHWM`` of ``/proc/self/status`` in kB (None off Linux)."""
     try:
@@ -414,6 +411,11 @@ def forward_peak(run, L: int, hidden: int) -> dict:
         ``peak_extra_mib`` (MiB, >= 0), ``rss_before_mib`` (None without the reset),
         ``method`` (``"VmHWM-reset"`` or ``"ru_maxrss-lower-bound"``) and ``seconds`` (the
         forward's wall time).
+
+    See Also
+    --------
+    inference_cost : measures it per model and ``L``.
+    inference_cost_table : the memory table.
 
     Examples
     --------
@@ -527,9 +529,7 @@ def _loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-# ---------------------------------------------------------------------------------------
-# the measurement
-# ---------------------------------------------------------------------------------------
+# --- the measurement ------------------------------------------------------------------------------
 def _time_lengths(runs: dict, lengths, hidden, repeats, repeats_long, log) -> dict:
     """Interleaved repeats per L: each repeat's wall and CPU time of every model."""
     gen = torch.Generator().manual_seed(0)
@@ -638,20 +638,18 @@ def inference_cost(
     Returns
     -------
     xarray.Dataset
-        Dimensions ``variant`` (``"softmax"`` first, then ``"KIND m=M"`` in the order of
-        ``maps``), ``L`` (increasing) and ``repeat``. Coordinates on ``variant``:
-        ``feature_map`` (``"softmax"`` for the model as loaded, whose ``n_features`` and
-        ``n_outputs`` are 0: it has no feature map), ``n_features`` (``m``), ``n_outputs``
-        (features per head the attention sees: ``2 m`` for softmaxfeat and hedgehog),
-        ``attn_implementation``. Variables:
+        Dimensions ``variant`` (``"softmax"`` first, then ``"KIND m=M"`` in the order of ``maps``),
+        ``L`` (increasing) and ``repeat``. Coordinates on ``variant``: ``feature_map``
+        (``"softmax"`` for the model as loaded, whose ``n_features`` and ``n_outputs`` are 0: it
+        has no feature map), ``n_features`` (``m``), ``n_outputs`` (features per head the
+        attention sees: ``2 m`` for softmaxfeat and hedgehog), ``attn_implementation``. Variables:
 
         * ``seconds`` (variant, L): median wall time of one forward of the stack (s);
         * ``ratio_to_softmax`` (variant, L): median over repeats of ``t / t_softmax``
           within a repeat (exactly 1 for softmax);
         * ``cpu_seconds``, ``cpu_ratio_to_softmax``: the same by this process's CPU time;
         * ``seconds_per_repeat``, ``cpu_seconds_per_repeat`` (variant, L, repeat): every
-          timed repeat; NaN past the repeats a length had (``n_repeats``);
-        * ``n_repeats`` (L);
+          timed repeat; NaN past the repeats a length had (``n_repeats`` (L): their number);
         * ``slope_seconds``, ``slope_cpu_seconds`` (variant): least-squares log-log slope
           of the median time in ``L``;
         * ``scores_mib`` (L): the ``H L^2`` float32 score matrices of one layer that an
@@ -831,9 +829,7 @@ def inference_cost(
     return ds
 
 
-# ---------------------------------------------------------------------------------------
-# the tables
-# ---------------------------------------------------------------------------------------
+# --- the tables -----------------------------------------------------------------------------------
 def _fmt(x: float) -> str:
     """Three significant digits, never in exponent form for the range of these tables."""
     if not math.isfinite(x):
@@ -879,6 +875,11 @@ def inference_cost_table(ds, *, clock: str = "wall") -> str:
         ``ds`` not an :class:`xarray.Dataset`.
     meanfield.errors.InputError
         ``ds`` lacks a variable the tables need.
+
+    See Also
+    --------
+    inference_cost : the measurement tabulated.
+    meanfield.results.load_dataset : reads a saved result back.
 
     Examples
     --------

@@ -104,8 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     >>> main(["simulate", "--n-particles", "0", "--out", "x.nc", "--no-progress"])
     2
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:
+        if stop.code == 0:  # --help: argparse's own exit, as a program's
+            raise
+        return 2  # a flag refused while parsing: its one line is printed
     try:
         return args.func(args)
     except KeyboardInterrupt:

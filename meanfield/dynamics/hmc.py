@@ -388,7 +388,7 @@ class HMC:
 
     def _step(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
         """:meth:`step` drawing from ``generator`` (the state's ``rng`` is left as it was)."""
-        if self.compile and self.energy not in _NOT_FUSED:
+        if self._fuses():
             fused = self._advance_fused(state, generator, 1, positions=False)
             if fused is not None:
                 return fused[0]
@@ -451,7 +451,7 @@ class HMC:
 
     def _advance(self, state, generator, n_steps: int, positions: bool):
         """:meth:`advance` drawing from ``generator`` (the state's ``rng`` is left as it was)."""
-        if self.compile and self.energy not in _NOT_FUSED:
+        if self._fuses():
             fused = self._advance_fused(state, generator, n_steps, positions=positions)
             if fused is not None:
                 return fused
@@ -462,6 +462,13 @@ class HMC:
             terms, accepted = state.cache["term_values"][None], state.accepted[None]
             records.append({"omega": omega, "term_values": terms, "accepted": accepted})
         return state, _joined(records)
+
+    def _fuses(self) -> bool:
+        """Whether trajectories run through the compiled block: ``compile=True``, an energy
+        that traces, and at least two leapfrog steps (a one-step trajectory, ε ≥ T, has an
+        empty inner ``torch.while_loop``, which the compiled graph did not reproduce: the
+        eager chain, the reference, runs it)."""
+        return self.compile and self.energy not in _NOT_FUSED and self.n_leapfrog > 1
 
     def _step_eager(self, state: LangevinState, generator: torch.Generator) -> LangevinState:
         """:meth:`step` run eagerly: :func:`_transition` with a Python loop."""

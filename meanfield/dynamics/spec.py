@@ -11,7 +11,8 @@ t = η · steps), N, the seed, and the grid's scheme.  It is checked once, when 
   grid and β), and the studies, which make one spec per run.
 
 Making a spec also estimates the run's work (:func:`estimate_work`: steps × N × pair
-partners and data points, plus the grid's cells) and refuses one above the ceiling
+partners and data points, plus the grid's cells; N − 1 partners for an exact pair sum,
+c log₂ N for a fast one) and refuses one above the ceiling
 :data:`MAX_WORK` (10¹³ evaluations; the environment variable ``MEANFIELD_MAX_WORK`` raises
 it) with a :class:`~meanfield.errors.SizeLimitError`, so a run that would never end
 (``n_steps = 10**12``) is refused before it starts.
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,13 @@ WORK_ENV = "MEANFIELD_MAX_WORK"
 #: The fixed cost of one step, in evaluations: a step costs at least ~0.1 ms of Python and
 #: torch dispatch whatever N (measured 80 µs at N = 2), the time of ~10⁴ pair evaluations.
 STEP_COST = 1e4
+#: The pair partners a fast pair sum (:class:`meanfield.fastsums.FastCoulombInteraction`)
+#: counts per particle, per log₂ N: its force is O(N log N), so a step costs c N log₂ N pair
+#: evaluations, c = 100.  Measured at N = 10⁶ (``docs/performance.rst``, one thread of a loaded
+#: 2-core machine, at the 4·10⁷ evaluations a second of :data:`MAX_WORK`): the p = 3 FMM 40 CPU-s
+#: a force (81 N log₂ N), the p = 2 Ewald sum 7.9 s (16), a whole p = 2 Langevin step with its
+#: O(N log N) near-field pass (:mod:`meanfield.dynamics.near_field`) 34 s (68); 100 bounds them.
+FAST_SUM_PARTNERS_PER_LOG2N = 100.0
 
 
 def _check_scheme(value):
@@ -273,7 +282,7 @@ def estimate_work(
     n_steps: int,
     n_particles: int,
     replicas: int = 1,
-    partners: int = 0,
+    partners: float = 0,
     n_data: int = 0,
     cells: int = 0,
     evaluations: int = 1,
@@ -288,7 +297,8 @@ def estimate_work(
 
     with e the energy evaluations per step (1 for Langevin, 2 for MALA: the proposal's
     energy and force), R replicas of N particles, P pair partners per particle (N − 1 for the
-    full pair sum, B − 1 in random batches of B, 0 without a pair term), n data points per
+    full pair sum, c log₂ N for a fast sum (:data:`FAST_SUM_PARTNERS_PER_LOG2N`), B − 1 in
+    random batches of B, 0 without a pair term), n data points per
     particle for an alignment term (or the data batch), :data:`STEP_COST` the fixed cost of a
     step, and M grid cells updated per step (the grid view, with as many steps as the
     particles: a lower bound, as its stable step is often smaller).
@@ -297,8 +307,10 @@ def estimate_work(
     ----------
     n_steps, n_particles : int
         Steps and particles N.
-    replicas, partners, n_data, cells, evaluations : int
-        R, P, n, M and e above.
+    replicas, n_data, cells, evaluations : int
+        R, n, M and e above.
+    partners : float
+        P above.
 
     Returns
     -------
@@ -400,7 +412,7 @@ def check_work(work: float, *, detail: str = "") -> float:
 def _work_detail(n_steps, N, replicas, partners, n_data, cells, evaluations) -> str:
     """The terms of :func:`estimate_work`, in words, for a refusal."""
     parts = [f"{N} particles" if replicas == 1 else f"{replicas} x {N} particles"]
-    parts.append(f"x (1 + {partners} pair partners + {n_data} data points)")
+    parts.append(f"x (1 + {partners:.6g} pair partners + {n_data} data points)")
     text = f"{n_steps} steps x ({evaluations} x ({' '.join(parts)} + {STEP_COST:g} per step)"
     return text + (f" + {cells} grid cells)" if cells else ")")
 
@@ -524,9 +536,8 @@ class RunSpec:
         shape = tuple(getattr(self.initial, "shape", None) or np.shape(self.initial))
         replicas = int(shape[0]) if len(shape) == 3 else 1
         N = int(self.n_particles or 1)
-        partners = 0
-        if any(isinstance(t, PairInteraction) for t in self.energy.terms):
-            partners = (self.interaction_batch or N) - 1
+        pairs = [t for t in self.energy.terms if isinstance(t, PairInteraction)]
+        partners = max((self._pair_partners(t, N) for t in pairs), default=0)
         n_data = self.data_batch or self.energy.n_data() or 0
         cells = int(np.prod(self.grid.n)) if self.grid is not None else 0
         evaluations = 2 if self.method == "mala" else 1
@@ -539,6 +550,24 @@ class RunSpec:
             cells=cells,
             evaluations=evaluations,
         )
+
+    def _pair_partners(self, term, N: int) -> float:
+        """Pair partners per particle of one pair term in a step: B − 1 in random batches of
+        B (direct within a batch, fast sum or not), c log₂ N for a fast sum where the step is
+        O(N log N), N − 1 for the exact sum."""
+        if self.interaction_batch:
+            return self.interaction_batch - 1
+        from ..fastsums import DIRECT_BELOW, FastCoulombInteraction
+        from .near_field import _NEAR_TREE_MIN_N
+
+        if isinstance(term, FastCoulombInteraction):
+            direct_below = DIRECT_BELOW.get(self.energy.domain.dim, 0)
+            direct_below = direct_below if term.min_n is None else term.min_n
+            # below both thresholds the step is O(N²): the fast sum's direct sum, and the dense
+            # near-field pass of its singular kernel (the k-d tree from _NEAR_TREE_MIN_N, CPU)
+            if N >= max(direct_below, _NEAR_TREE_MIN_N):
+                return FAST_SUM_PARTNERS_PER_LOG2N * math.log2(N)
+        return N - 1
 
     def work(self) -> float:
         """The run's estimated work in evaluations (:func:`estimate_work`), checked against
@@ -937,6 +966,7 @@ __all__ = [
     "check_fields",
     "check_work",
     "estimate_work",
+    "FAST_SUM_PARTNERS_PER_LOG2N",
     "n_steps_for",
     "work_ceiling",
 ]

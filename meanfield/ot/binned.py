@@ -78,6 +78,11 @@ def refined_atoms(density, refine: int) -> tuple[Measure, float]:
         The atoms ν_r (sub-cells of zero mass dropped) and δ_ρ = (h/r) √(p/12) = W₂(ρ, ν_r)
         exactly (units of the grid).
 
+    See Also
+    --------
+    binned_particles : the particles' side of the same refined grid.
+    w2_to_density : W₂ between particles and these atoms, with its bracket.
+
     Examples
     --------
     >>> from meanfield.domains import Box
@@ -119,6 +124,11 @@ def binned_particles(omega, grid, refine: int) -> tuple[Measure, float]:
     -------
     (Measure, float)
         Qμ_N and δ_μ = ((1/N) Σ |ω_i − b(ω_i)|²)^(1/2) ≥ W₂(μ_N, Qμ_N).
+
+    See Also
+    --------
+    refined_atoms : the density's side of the same refined grid.
+    w2_to_density : W₂ between the binned particles and the density, with its bracket.
 
     Examples
     --------
@@ -171,6 +181,11 @@ class BinnedW2:
         Atoms of Qμ_N and of ν_r.
     result : TransportResult
         The exact solve of Ŵ.
+
+    See Also
+    --------
+    w2_to_density : computes it.
+    meanfield.ot.distance.TransportResult : the exact solve's record.
 
     Examples
     --------

@@ -14,11 +14,10 @@ Both return the density and a :class:`StationaryReport` (convergence history inc
 
 Stationary states can be several.  F_β is strictly convex in ρ (flat sense: along
 ρ_t = (1 − t)ρ_0 + tρ_1) when every pair kernel is (conditionally) positive definite and every
-measure term convex (the confinement V enters linearly, so its shape does not matter): then
-ρ_β is the unique critical point and one start suffices.  An attractive pair term (e.g. the
-quadratic kernel of the granular-media / Curie–Weiss model) breaks this: above a critical β
-there are several critical points (ordered minimisers and a symmetric saddle).
-:func:`gibbs_state` then searches from several starts, classifies each state found by its
+measure term convex (V enters linearly, whatever its shape): then ρ_β is the unique critical
+point.  An attractive pair term (e.g. the quadratic kernel of the granular-media /
+Curie–Weiss model) gives, above a critical β, several (ordered minimisers, a symmetric
+saddle): :func:`gibbs_state` then searches from several starts, classifies each state by its
 free energy and the second variation of F_β on mass-zero perturbations
 (:func:`second_variation_eigenvalue`), returns the minimiser and lists every state in
 ``report.states``; :mod:`meanfield.pde.branches` follows them in β.
@@ -103,14 +102,9 @@ class StationaryReport:
 
 def _report(method, converged, iterations, history, free_energy, message) -> StationaryReport:
     """A :class:`StationaryReport` whose residual is the last entry of ``history`` (nan if none)."""
+    residual = history[-1] if history else math.nan
     return StationaryReport(
-        method=method,
-        converged=converged,
-        iterations=iterations,
-        residual=history[-1] if history else math.nan,
-        history=np.asarray(history),
-        free_energy=free_energy,
-        message=message,
+        method, converged, iterations, residual, np.asarray(history), free_energy, message
     )
 
 
@@ -162,9 +156,7 @@ def _gibbs(ge: GridEnergy, U: np.ndarray, beta: float, mass: float) -> np.ndarra
 
 def _picard_gibbs(ge, rho, beta, mass, damping, tol, max_iter, history):
     """Damped fixed point ρ ← (1 − α)ρ + α G(ρ) with adaptive α; appends residuals to history.
-
-    Returns ``(G(ρ) at the last iterate, iterations, converged, message)``.
-    """
+    Returns ``(G(ρ) at the last iterate, iterations, converged, message)``."""
     alpha, converged, best, since = damping, False, math.inf, 0
     G = _gibbs(ge, ge.potential(rho), beta, mass)
     for _ in range(max_iter):
@@ -187,10 +179,8 @@ def _picard_gibbs(ge, rho, beta, mass, damping, tol, max_iter, history):
 
 def _newton_gibbs(ge, rho, beta, mass, damping, tol, max_iter, history):
     """Newton–Krylov on φ = log ρ for φ − log G(e^φ) = 0; appends residuals to history.
-
     Returns ``(G(ρ) at the solution, iterations, converged, message)``; the final residual is
-    appended after the iteration count is taken. ``damping`` is unused (Picard only).
-    """
+    appended after the iteration count is taken. ``damping`` is unused (Picard only)."""
     h_vol = ge.grid.cell_volume
 
     def residual(phi):
@@ -263,8 +253,7 @@ class StationaryState:
         σ_min, the smallest eigenvalue of the second variation of F_β at ρ on mass-zero
         perturbations v, measured against the entropy's (dimensionless; 1 without interaction):
         σ_min = min_v δ²F_β[v] / (β⁻¹ Σ v²/w)   (:func:`second_variation_eigenvalue`).
-        None when it was not computed because F_β is strictly convex (then the state is the
-        unique minimiser and σ_min ≥ 1).
+        None when not computed: F_β strictly convex (the unique minimiser, σ_min ≥ 1).
     stability : {"stable", "unstable", "marginal"}
         σ_min > 1e-8, < −1e-8, or in between (:data:`MARGINAL_EIGENVALUE`).  An unstable
         state is a saddle: a mass-zero perturbation lowers F_β.
@@ -323,9 +312,8 @@ class StationaryState:
         return self.stability == "stable"
 
     def __str__(self) -> str:
-        sigma = (
-            "not computed (convex)" if self.min_eigenvalue is None else f"{self.min_eigenvalue:.4g}"
-        )
+        sigma = self.min_eigenvalue
+        sigma = "not computed (convex)" if sigma is None else f"{sigma:.4g}"
         return (
             f"{self.stability} state: F = {self.free_energy:.12g}, mean = "
             f"{np.array2string(np.asarray(self.mean), precision=6)}, sigma_min = {sigma}, "
@@ -609,17 +597,8 @@ def _search_states(ge, starts, beta, method, mass, damping, tol, max_iter, *, st
         sigma = second_variation_eigenvalue(ge, None, out, beta) if stability else None
         rho = Density(ge.grid, out)
         mean = np.asarray(rho.mean, dtype=float) / mass
-        states.append(
-            StationaryState(
-                rho,
-                report.free_energy,
-                sigma,
-                _classify(sigma),
-                mean,
-                tuple(labels),
-                report.residual,
-            )
-        )
+        F, stability, res = report.free_energy, _classify(sigma), report.residual
+        states.append(StationaryState(rho, F, sigma, stability, mean, tuple(labels), res))
     order = _minimum_first(states)
     reports = [found[states.index(st)][1] for st in order]
     return order, reports, failed
@@ -682,10 +661,8 @@ def _several_states_message(states, beta: float) -> str:
     Param("damping", "real", "initial Picard damping alpha", low=0.0, high=1.0, low_open=True),
     Param("tol", "real", "stop at this relative residual", low=0.0, low_open=True),
     Param("max_iter", "int", "iterations per start", low=1),
-    Param(
-        "search", "choice", "one start, several (symmetry-broken) starts, or by convexity",
-        choices=("auto", "single", "multi"),
-    ),
+    Param("search", "choice", "one start, several (symmetry-broken) starts, or by convexity",
+          choices=("auto", "single", "multi")),
     Param("tilt", "real", "beta h R_d of the tilted starts", low=0.0, low_open=True),
 )  # fmt: skip
 def gibbs_state(
@@ -729,25 +706,22 @@ def gibbs_state(
     max_iter : int
         Iterations per start.
     search : {"auto", "single", "multi"}
-        ``single``: one solve from ``rho0`` (the solver of earlier versions); when F_β is not
-        known to be convex (:func:`flat_convexity`) the stability of the state is computed and
-        an unstable state (a saddle) is warned about.  ``multi``: solves from ``rho0`` (or the
-        uniform density), the Boltzmann density e^{−βU_ext} of the one-body terms and the
-        tilted starts e^{−β(U_ext ∓ h x_d)} along every axis; every distinct state is
-        classified by its free energy and σ_min (:func:`second_variation_eigenvalue`).
-        ``auto`` (default): ``single`` when F_β is strictly convex (then the state is the unique
-        critical point and one start suffices), ``multi`` otherwise.
+        ``single``: one solve from ``rho0``; when F_β is not known to be convex
+        (:func:`flat_convexity`) the state's stability is computed and a saddle is warned
+        about.  ``multi``: solves from ``rho0`` (or uniform), the Boltzmann density
+        e^{−βU_ext} of the one-body terms and the tilted starts e^{−β(U_ext ∓ h x_d)} along
+        every axis; each distinct state is classified by its free energy and σ_min
+        (:func:`second_variation_eigenvalue`).  ``auto`` (default): ``single`` when F_β is
+        strictly convex (its unique critical point), ``multi`` otherwise.
     tilt : float
         β h R_d of the tilted starts (R_d the half-width of axis d), > 0.
 
     Returns
     -------
     (Density, StationaryReport)
-        The density is the state of lowest free energy found, exactly of Gibbs form;
-        ``report.states`` lists every distinct state found (lowest free energy first, the
-        first being the density returned), each a :class:`StationaryState` with its free
-        energy, σ_min and stability.  The report's other fields describe the solve that found
-        the returned state.
+        The state of lowest free energy found, exactly of Gibbs form; ``report.states`` lists
+        every distinct state found as :class:`StationaryState` (lowest free energy first, the
+        first being the density returned); the report's other fields describe its solve.
 
     Raises
     ------
@@ -766,8 +740,7 @@ def gibbs_state(
 
     See Also
     --------
-    meanfield.pde.branches.follow_branches : the states followed in β, with a bifurcation
-        diagram.
+    meanfield.pde.branches.follow_branches : the states followed in β (bifurcation diagram).
     second_variation_eigenvalue, flat_convexity, equilibrium_measure
     meanfield.dynamics.langevin.simulate : the particle view, whose chains sample ρ_β.
     meanfield.pde.solver.solve : the McKean–Vlasov flow that relaxes to ρ_β.
@@ -782,11 +755,10 @@ def gibbs_state(
         \rho = G(\rho) = \frac{m}{Z} \exp\left(-\beta \frac{\delta E}{\delta \rho}[\rho]\right),
         \qquad Z = \sum_i |C| \exp\left(-\beta \frac{\delta E}{\delta \rho}[\rho]_i\right).
 
-    Critical points can be several when the interaction is attractive (see
-    :doc:`/stationary_states`); a fixed point iteration from a symmetric start stays
-    symmetric and converges to the symmetric state even where it is a saddle, which is why
-    the search also starts from symmetry-broken densities.  A search finds the states whose
-    basins its starts lie in; it is not a proof that there are no others.
+    Critical points can be several when the interaction is attractive
+    (:doc:`/stationary_states`); a fixed point iteration from a symmetric start stays
+    symmetric even where the symmetric state is a saddle, hence the symmetry-broken starts.
+    A search finds the states whose basins its starts lie in, not a proof there are no others.
 
     References
     ----------
@@ -909,7 +881,7 @@ def equilibrium_measure(
     r"""μ* = argmin E(ρ) over densities on the grid with Σ ρ|C| = mass (β = ∞).
 
     Every supported energy is quadratic in the cell masses w: a QP on the simplex, solved by
-    FISTA, then by an active-set method on its support (:mod:`meanfield.pde.stationary`).
+    FISTA, then by an active-set method on its support (:mod:`meanfield.pde.simplex_qp`).
 
     Parameters
     ----------
@@ -930,8 +902,7 @@ def equilibrium_measure(
     max_active_set : int
         Active-set iterations.
     minres_maxiter : int
-        Conjugate-gradient iterations per KKT solve (the name is kept from the MINRES solver
-        it replaced).
+        Conjugate-gradient iterations per KKT solve (named after the MINRES solver it replaced).
 
     Returns
     -------
@@ -949,8 +920,7 @@ def equilibrium_measure(
     Warns
     -----
     meanfield.errors.ConvergenceWarning
-        The gap is still above ``tol`` when the iterations run out (``report.converged``
-        False).
+        The gap is above ``tol`` when the iterations run out (``report.converged`` False).
 
     See Also
     --------
@@ -1006,9 +976,8 @@ def equilibrium_measure(
     concave = [t for t in pair if isinstance(getattr(t, "kernel", None), (Cosine, Quadratic))]
     if concave and not any(_positive_definite(t.kernel) for t in pair):
         # λ > 0 times k = −cos (Kuramoto: E = −λ|∫e^{iθ}|²) or k = |z|²/2 (E = λ(∫|x|² −
-        # |∫x|²)) is attraction too, concave along the mean; with no positive-definite pair
-        # term to outweigh it the QP is not convex, and a critical point (the uniform
-        # state on the torus, a maximiser) would be returned as converged
+        # |∫x|²)) is attraction too, concave along the mean: without a positive-definite pair
+        # term the QP is not convex and a maximiser (uniform on the torus) could be returned
         raise InputError(
             f"equilibrium_measure needs positive-definite pair kernels for lam > 0, got "
             f"{concave[0].kernel!r} with lam={concave[0].lam:g}, an attraction whose beta = inf "

@@ -9,11 +9,11 @@
 * t → ∞: the free-energy gap along the flow and its exponential rate (:func:`t_decay`).
 
 Generic pieces live below the studies: the cases' energies and laws in
-:mod:`meanfield.closed_forms`; ``convergence_in_n``, ``beta_limit_grid`` and
-``free_energy_decay`` in :mod:`meanfield.workbench.compare`; the default problem's runs in
-:mod:`meanfield.workbench.problems`.  Run functions ``f(**params) -> xarray.Dataset`` are
-mapped by :func:`meanfield.workbench.sweeps.run_sweep` into resumable sweeps; the ``*_data``
-functions are the experiments of ``meanfield figures`` at a named size (:data:`SIZES`).
+:mod:`meanfield.closed_forms`; ``convergence_in_n``, ``beta_limit_grid``, ``free_energy_decay`` in
+:mod:`meanfield.workbench.compare`; the default problem's runs in
+:mod:`meanfield.workbench.problems`. :func:`meanfield.workbench.sweeps.run_sweep` maps run functions
+``f(**params) -> xarray.Dataset`` into resumable sweeps; the ``*_data`` functions are the
+experiments of ``meanfield figures`` at a named size (:data:`SIZES`).
 
 References
 ----------
@@ -35,18 +35,8 @@ import torch
 import xarray as xr
 from tqdm.auto import tqdm
 
-from .._validation import (
-    check_choice,
-    check_int,
-    check_output_path,
-    check_positive,
-)
-from ..closed_forms import (
-    closed_form_energy,
-    default_step,
-    equilibrium_case,
-    wasserstein_to_law_1d,
-)
+from .._validation import check_choice, check_int, check_output_path, check_positive
+from ..closed_forms import closed_form_energy, default_step, equilibrium_case, wasserstein_to_law_1d
 from ..contract import Param
 from ..domains import Box
 from ..dynamics.langevin import simulate
@@ -283,7 +273,7 @@ def particles_vs_grid_2d_run(
 
     Each distance is one exact solve against (``cells`` · ``refine``)² atoms (seconds to a
     minute).  t_final = 0.25 keeps large N affordable on one core (the step's near-field pass,
-    :func:`meanfield.dynamics.langevin.near_field`, is a k-d tree search from N = 1024).
+    :func:`meanfield.dynamics.near_field.near_field`, is a k-d tree search from N = 1024).
 
     Returns
     -------
@@ -294,7 +284,7 @@ def particles_vs_grid_2d_run(
     See Also
     --------
     particles_vs_grid_2d_in_n : the sweep over N and seeds, and the fitted rate.
-    particles_vs_grid_run : the p = 1 study.
+    meanfield.workbench.problems.particles_vs_grid_run : the p = 1 study.
 
     References
     ----------
@@ -346,14 +336,13 @@ def particles_vs_grid_2d_in_n(
     progress: bool = False,
     **fixed,
 ) -> xr.Dataset:
-    r"""The p = 2 N → ∞ study as resumable sweeps (one per N, ``out_dir/N<N>``, each finished
-    (N, seed) written at once), gathered over N (seeds missing at an N are NaN), with the
-    fitted rate of W₂(μ_N(t), ρ_t) ≈ C N^rate over N ≤ ``fit_max`` (below the floor).
-
-    The fit (:func:`meanfield.stats.fit_power_law`, bootstrap 95 % interval over seeds) uses
-    ``w2`` where every fitted N has it, else ``w2_binned``, and the seeds present at every
-    fitted N.  The iid reference in p = 2 is W₂ ≈ c (log N / N)^(1/2), whose local slope
-    −1/2 + 1/(2 log N) is recorded over the same range (``attrs["iid_slope"]``).
+    r"""The p = 2 N → ∞ study as resumable sweeps (one per N, ``out_dir/N<N>``, each finished (N,
+    seed) written at once), gathered over N (seeds missing at an N are NaN), with the fitted rate of
+    W₂(μ_N(t), ρ_t) ≈ C N^rate over N ≤ ``fit_max`` (below the floor). The fit
+    (:func:`meanfield.stats.fit_power_law`, bootstrap 95 % interval over seeds) uses ``w2`` where
+    every fitted N has it, else ``w2_binned``, and the seeds present at every fitted N; the iid
+    reference in p = 2, W₂ ≈ c (log N / N)^(1/2), has the local slope −1/2 + 1/(2 log N), recorded
+    over the same range (``attrs["iid_slope"]``).
 
     Parameters
     ----------
@@ -470,6 +459,10 @@ SETTINGS = declare_settings(
 def check_config(settings: dict) -> dict:
     """The complete, checked settings of the p = 2 study (:data:`SETTINGS`), before any work.
 
+    See Also
+    --------
+    run_study, write_report : the study run with these settings, and its report.
+
     Examples
     --------
     >>> from meanfield.studies.limits import check_config
@@ -487,11 +480,15 @@ def run_study(settings: dict, out, *, n_workers=None, scheduler=None, progress=T
     """Run (or resume) the p = 2 study into the folder ``out``, then write its report there.
 
     ``parts``: ``sweep`` (:func:`particles_vs_grid_2d_in_n` into ``sweep/N<N>/``, gathered in
-    ``n_limit_2d.nc``), ``dt`` (the same at ``dt_check.N`` with the step ``dt_check.eta``:
-    ``dt_check/``, ``dt_check.nc``) and ``grid`` (:func:`grid_refinement_w2`:
-    ``grid_check.json``).  Finished runs, and grid checks of the same settings, are reused.
-    Runs go one at a time on one torch thread (their wall times are reported) unless
-    ``n_workers`` and ``scheduler`` (default 1, ``"threads"``) say otherwise.
+    ``n_limit_2d.nc``), ``dt`` (the same at ``dt_check.N``, step ``dt_check.eta``: ``dt_check/``,
+    ``dt_check.nc``) and ``grid`` (:func:`grid_refinement_w2`: ``grid_check.json``). Finished runs,
+    and grid checks of the same settings, are reused. Runs go one at a time (``n_workers`` 1,
+    ``scheduler`` ``"threads"`` by default) on one torch thread; wall times are reported.
+
+    See Also
+    --------
+    check_config : the settings it takes, checked.
+    particles_vs_grid_2d_in_n : the sweep of its ``sweep`` and ``dt`` parts.
 
     Examples
     --------
@@ -538,9 +535,12 @@ def _span(values, digits: int) -> str:
 
 def write_report(out, report_dir) -> None:
     """``report.md`` in ``report_dir``: the numbers of the study folder ``out`` (W₂ over N and
-    seeds, the fitted rate, the binned estimate, the time-step and grid checks).
+    seeds, the fitted rate, the binned estimate, the time-step and grid checks), read from its
+    ``n_limit_2d.nc``, ``dt_check.nc``, ``grid_check.json`` where present (``out`` is not written).
 
-    Reads ``out`` only: ``n_limit_2d.nc``, ``dt_check.nc``, ``grid_check.json`` where present.
+    See Also
+    --------
+    run_study, particles_vs_grid_2d_in_n : write the files it reads.
 
     Examples
     --------

@@ -87,6 +87,11 @@ def load_preset(question: str, preset: str) -> dict:
     """The settings of ``paper_repro/<question>/configs/<preset>.toml`` (``type`` and
     ``study`` left out), as ``meanfield run`` passes them to :func:`check_config`.
 
+    See Also
+    --------
+    check_config : checks the settings it returns.
+    meanfield.workbench.study_files.read_study_file : reads the preset file.
+
     Examples
     --------
     >>> load_preset("nlp_pretrained", "tiny")["encoder"]
@@ -106,8 +111,7 @@ def _phase_a_defaults() -> dict:
 
 
 #: the settings a configuration may give, with their defaults (unknown keys are refused);
-#: ``phase_a`` takes every field of :class:`meanfield.attention.phases.PhaseASettings` but
-#: ``seed``, with its defaults
+#: ``phase_a``: every field of :class:`meanfield.attention.phases.PhaseASettings` but ``seed``
 # fmt: off
 SCRATCH_DEFAULTS = {
     "name": "study", "description": "", "datasets": [],
@@ -168,9 +172,8 @@ _DECLARED = {p.name: p for p in _SCRATCH_KEYS}
 
 
 def _scratch_cross_checked(**out) -> dict:
-    """What the declared settings (``train`` among them) cannot say: the data sets, the free
-    tables (``controls``; ``model`` and ``phase_a``, checked by the objects they configure),
-    distinct values."""
+    """What the declared settings (``train`` among them) cannot say: the data sets, the free tables
+    (``controls``; ``model``, ``phase_a``: checked by what they configure), distinct values."""
     from ..attention.data import TASKS
     from ..attention.model import TransformerClassifier
     from ..attention.phases import PhaseASettings
@@ -565,9 +568,8 @@ def _cross_checked(**out) -> dict:
     return out
 
 
-#: the pretrained study's settings contract: ``wrapper(**settings)`` fills the defaults,
-#: refuses an unknown key naming the nearest, checks every declared value, then
-#: :func:`_cross_checked`
+#: the pretrained study's settings contract: ``wrapper(**settings)`` fills the defaults, refuses an
+#: unknown key naming the nearest, checks every declared value, then :func:`_cross_checked`
 PRETRAINED_SETTINGS = declare_settings(
     f"{__name__}:PRETRAINED_SETTINGS", [*_PRETRAINED_KEYS, *_COULOMB_KEYS], PRETRAINED_DEFAULTS,
     check=_cross_checked,
@@ -841,9 +843,8 @@ def _split(settings: dict) -> tuple[dict, dict]:
 
 
 def check_config(settings: dict) -> dict:
-    """The complete, validated settings of an NLP study, before any work: unknown keys
-    refused naming the nearest, every value checked (model, training and Phase A settings by
-    the objects they configure).
+    """The complete, checked settings of an NLP study before any work: unknown keys refused
+    naming the nearest, every value checked (model, training, Phase A by what they configure).
 
     Parameters
     ----------
@@ -862,17 +863,17 @@ def check_config(settings: dict) -> dict:
     meanfield.errors.InputError
         An unknown key or a value out of range, named.
 
+    See Also
+    --------
+    run_study : computes the study these settings describe.
+    PRETRAINED_SETTINGS, SCRATCH_SETTINGS : the declared settings (names, types, ranges).
+
     Examples
     --------
     >>> check_config({"datasets": [{"name": "rt", "task": "sst2"}], "noise": {"rte": 0.5}})
     Traceback (most recent call last):
         ...
     meanfield.errors.InputError: unknown configuration key 'noise.rte' (did you mean 'noise.rate'?)
-
-    See Also
-    --------
-    run_study : computes the study these settings describe.
-    PRETRAINED_SETTINGS, SCRATCH_SETTINGS : the declared settings (names, types, ranges).
     """
     from .._validation import check_choice, check_device
 
@@ -918,8 +919,7 @@ def run_study(
     scheduler: str | None = None,
     progress: bool = True,
 ) -> None:
-    """Compute (or resume: finished runs are reused) the NLP study into the folder ``out``,
-    then write its reports.
+    """Compute or resume (finished runs reused) the NLP study in ``out``, then write its reports.
 
     Parameters
     ----------
@@ -940,6 +940,11 @@ def run_study(
         A missing data set or model, a folder that cannot be written, a bad scheduler or
         ``n_workers``, before any work.
 
+    See Also
+    --------
+    write_report : the reports alone, from the runs in a folder.
+    meanfield.workbench.sweeps.run_sweep : the runner of each sweep.
+
     Examples
     --------
     >>> import tempfile
@@ -951,11 +956,6 @@ def run_study(
     >>> run_study(check_config(s), out, progress=False)
     >>> sorted(p.name for p in Path(out).glob("*.md"))[:2]
     ['claims.md', 'paired.md']
-
-    See Also
-    --------
-    write_report : the reports alone, from the runs in a folder.
-    meanfield.workbench.sweeps.run_sweep : the runner of each sweep.
     """
     from .._validation import check_int
     from ..attention.data import resolve_data_dir
@@ -977,9 +977,13 @@ def run_study(
 
 
 def write_report(out, report_dir) -> None:
-    """Only the reports of the runs in the study folder ``out``, into ``report_dir`` (run
-    files and ``config.json`` never rewritten; the pretrained study's TF-IDF bars where
-    ``$MEANFIELD_DATA_DIR`` names its data).
+    """The reports alone of the runs in the study folder ``out``, into ``report_dir`` (run files,
+    ``config.json`` never rewritten; the pretrained study's TF-IDF bars where the data is in
+    ``$MEANFIELD_DATA_DIR``).
+
+    See Also
+    --------
+    meanfield.studies.nlp_report.write_report : the reports, with their options.
 
     Examples
     --------
@@ -989,10 +993,6 @@ def write_report(out, report_dir) -> None:
     >>> write_report(out, out / "report")
     >>> sorted(p.name for p in (out / "report").iterdir())
     ['readme_tables.md', 'report.md', 'results.csv']
-
-    See Also
-    --------
-    meanfield.studies.nlp_report.write_report : the reports, with their options.
     """
     from .nlp_report import write_report as _write
 

@@ -1,16 +1,16 @@
 """The NLP studies' variants and reports: does learned kernel attention beat its prior draw?
 
-The two studies of :mod:`meanfield.studies.nlp`: **from scratch** (softmax or linear attention
-[1]_ with a feature map X, FAVOR [2]_ ..., ``Omega`` from the prior, ``vanilla-X``, or learned
-by Phase A, ``kernel-X``; controls ``redraw``, ``priornorms``, ``lam0``, ``atinit``) reported in
-``results.csv``, ``table.md``/``.csv`` (95 % t-intervals, clean and noisy, the TF-IDF + LR
-bar), ``paired.md``/``.csv`` (each branch minus vanilla X, Holm [4]_), ``claims.md``,
-``phase_a.md``, ``training.md``, ``figures/``; **pretrained** (MiniLM linearized with X,
-``Omega`` by ``vanilla``, ``kernel``, ``hedgehog-loss``, ``coulomb-distilled`` or the published
-Hedgehog map [3]_, ``hedgehog-published-hedgehog``; controls ``redraw``, ``lam0``) reported in
-``report.md``, ``results.csv``, ``readme_tables.md`` (Holm and Bonferroni over each *planned*
-family: Kernel's, Coulomb-regularised distillation's; the inference cost per feature map).
-The earlier method name ``hedgehog`` (variants ``hedgehog-<X>``) reads as ``hedgehog-loss``.
+The two studies of :mod:`meanfield.studies.nlp`: **from scratch** (softmax or linear attention [1]_
+with a feature map X, FAVOR [2]_ ..., ``Omega`` from the prior, ``vanilla-X``, or learned by Phase
+A, ``kernel-X``; controls ``redraw``, ``priornorms``, ``lam0``, ``atinit``) reported in
+``results.csv``, ``table.md``/``.csv`` (95 % t-intervals, clean and noisy, the TF-IDF + LR bar),
+``paired.md``/``.csv`` (each branch minus vanilla X, Holm [4]_), ``claims.md``, ``phase_a.md``,
+``training.md``, ``figures/``; **pretrained** (MiniLM linearized with X, ``Omega`` by ``vanilla``,
+``kernel``, ``hedgehog-loss``, ``coulomb-distilled`` or the published Hedgehog map [3]_,
+``hedgehog-published-hedgehog``; controls ``redraw``, ``lam0``) reported in ``report.md``,
+``results.csv``, ``readme_tables.md`` (Holm and Bonferroni over each *planned* family: Kernel's,
+Coulomb-regularised distillation's; the inference cost per feature map). The earlier method name
+``hedgehog`` (variants ``hedgehog-<X>``) reads as ``hedgehog-loss``.
 
 References
 ----------
@@ -41,36 +41,31 @@ import xarray as xr
 from ..attention.metrics import METRIC_NAMES
 from ..errors import InputError
 from ..stats import holm, paired_family, t_interval
-from ..workbench.report_tables import (
-    markdown_row,
-    markdown_table,
-    marked_tables,
-    write_csv,
-)
+from ..workbench.report_tables import markdown_row, markdown_table, marked_tables, write_csv
 
-# fmt: off
 __all__ = ["FEATURE_LABEL", "CONTROLS", "METHODS", "scratch_variants", "variant_label",
            "pretrained_variants", "split_variant", "recorded_variant", "write_report",
-           "readme_tables"]
-# fmt: on
+           "readme_tables"]  # fmt: skip
 
 # --- variants of the from-scratch study -----------------------------------------------------------
-# fmt: off
 FEATURE_LABEL = {"favor": "FAVOR", "porf": "PORF", "porf-softplus": "PORF-softplus",
-                 "softmaxfeat": "softmaxfeat"}
+                 "softmaxfeat": "softmaxfeat"}  # fmt: skip
 BRANCHES = ("vanilla", "kernel")
 CONTROLS = ("redraw", "priornorms", "lam0", "atinit")
 BRANCH_LABEL = {"vanilla": "vanilla {X}", "kernel": "Kernel-{X}",
                 "redraw": "control: redraw Ω ({X})",
                 "priornorms": "control: Phase A directions, prior norms ({X})",
                 "lam0": "control: Phase A, λ = 0 ({X})",
-                "atinit": "control: Phase A at initialisation ({X})"}
-# fmt: on
+                "atinit": "control: Phase A at initialisation ({X})"}  # fmt: skip
 
 
 def scratch_variants(cfg: dict, dataset: str) -> list[str]:
     """A from-scratch data set's variants in table order: ``softmax``, then per feature map
     X ``vanilla-X``, ``kernel-X`` and X's controls there.
+
+    See Also
+    --------
+    pretrained_variants : the variants of the pretrained study.
 
     Examples
     --------
@@ -79,10 +74,6 @@ def scratch_variants(cfg: dict, dataset: str) -> list[str]:
     >>> scratch_variants(cfg, "rt"), scratch_variants(cfg, "sst2")
     (['softmax', 'vanilla-favor', 'kernel-favor', 'lam0-favor'], \
 ['softmax', 'vanilla-favor', 'kernel-favor'])
-
-    See Also
-    --------
-    pretrained_variants : the variants of the pretrained study.
     """
     ctl = cfg["controls"]
     out = ["softmax"]
@@ -95,6 +86,10 @@ def scratch_variants(cfg: dict, dataset: str) -> list[str]:
 
 def split_scratch_variant(variant: str) -> tuple[str | None, str]:
     """``(feature, branch)`` of a from-scratch variant (``(None, "softmax")`` for softmax).
+
+    See Also
+    --------
+    scratch_variants, variant_label : the variants it splits, and their report names.
 
     Examples
     --------
@@ -111,6 +106,10 @@ def split_scratch_variant(variant: str) -> tuple[str | None, str]:
 
 def variant_label(variant: str) -> str:
     """The name the from-scratch report gives a variant.
+
+    See Also
+    --------
+    scratch_variants, split_scratch_variant : the variants it names, and their parts.
 
     Examples
     --------
@@ -142,6 +141,11 @@ def split_variant(variant: str) -> tuple[str, str]:
     """``(method, feature map)`` of a pretrained variant, the method by its current name
     (``hedgehog-favor`` reads as ``hedgehog-loss-favor``); InputError if it is none.
 
+    See Also
+    --------
+    recorded_variant : the name a variant's runs are keyed under.
+    pretrained_variants : the variants it splits.
+
     Examples
     --------
     >>> split_variant("hedgehog-loss-porf-softplus"), split_variant("hedgehog-favor")
@@ -169,6 +173,10 @@ def recorded_variant(variant: str) -> str:
     """The name a pretrained variant's runs are keyed under (``hedgehog-loss-<X>``: its
     earlier ``hedgehog-<X>``, so the runs recorded before the rename are found).
 
+    See Also
+    --------
+    split_variant, load_pretrained_runs : its current name's parts; the runs read back.
+
     Examples
     --------
     >>> recorded_variant("hedgehog-loss-favor"), recorded_variant("kernel-favor")
@@ -184,8 +192,7 @@ def _crossed(cfg: dict, method: str) -> list[str]:
 
 
 def _methods(cfg: dict, ds: dict | None = None) -> list[str]:
-    """The methods data set ``ds`` runs (current names): the study's, or those of them ``ds``
-    lists under ``methods``."""
+    """The methods ``ds`` runs (current names): the study's, or those also in ``ds["methods"]``."""
     methods = [_canonical_method(m) for m in cfg["methods"]]
     if ds is not None and "methods" in ds:
         own = {_canonical_method(m) for m in ds["methods"]}
@@ -195,18 +202,17 @@ def _methods(cfg: dict, ds: dict | None = None) -> list[str]:
 
 def pretrained_variants(cfg: dict, ds: dict | None = None) -> list[str]:
     """Data set ``ds``'s stage-2 variants ``<method>-<feature>``: methods x feature maps
-    (those ``method_features`` restricts, on theirs), those bringing their own map, the
-    controls.
+    (those ``method_features`` restricts, on theirs), those bringing their own map, the controls.
+
+    See Also
+    --------
+    scratch_variants : the variants of the from-scratch study.
 
     Examples
     --------
     >>> pretrained_variants({"features": ["favor"], "methods": ["kernel", "hedgehog-published"],
     ...                      "controls": {"feature": "favor", "kinds": ["lam0"]}})
     ['kernel-favor', 'hedgehog-published-hedgehog', 'lam0-favor']
-
-    See Also
-    --------
-    scratch_variants : the variants of the from-scratch study.
     """
     methods = _methods(cfg, ds)
     out = [f"{m}-{f}" for f in cfg["features"] for m in methods
@@ -267,9 +273,8 @@ def _verdict(m, lo, hi, metric) -> str:
 
 
 def write_report(out, report_dir=None, *, data_dir=None, figures: bool = True) -> dict:
-    """Every report of the study in ``out`` into ``report_dir``, from the finished runs of
-    the configuration in ``<out>/config.json`` (never rewritten; a partial study reported
-    as far as it goes).
+    """Every report of the study ``out`` into ``report_dir``, from the finished runs of its
+    ``config.json`` configuration (never rewritten; a partial study reported as far as it goes).
 
     Parameters
     ----------
@@ -295,6 +300,11 @@ def write_report(out, report_dir=None, *, data_dir=None, figures: bool = True) -
     FileNotFoundError
         No ``config.json`` in ``out`` (RuntimeError: no finished run, from scratch).
 
+    See Also
+    --------
+    meanfield.studies.nlp.run_study : computes the runs, then calls this.
+    readme_tables : the pretrained study's README tables.
+
     Examples
     --------
     >>> import json, tempfile
@@ -302,11 +312,6 @@ def write_report(out, report_dir=None, *, data_dir=None, figures: bool = True) -
     >>> _ = (out / "config.json").write_text(json.dumps({"name": "x", "datasets": []}))
     >>> write_report(out)
     {'table': [], 'comparisons': 0, 'planned': 0, 'readme_tables': {}}
-
-    See Also
-    --------
-    meanfield.studies.nlp.run_study : computes the runs, then calls this.
-    readme_tables : the pretrained study's README tables.
     """
     out = Path(out)
     path = out / "config.json"
@@ -644,6 +649,11 @@ def load_pretrained_runs(out: Path) -> list[dict]:
     """Per finished run of the configuration ``<stage>/current.json`` names (per data set),
     the grid point and every scalar result.
 
+    See Also
+    --------
+    write_report : the reports made from these runs.
+    meanfield.studies.nlp.run_study : computes the runs.
+
     Examples
     --------
     >>> import tempfile
@@ -810,11 +820,10 @@ def _inference_cost_tables(out: Path) -> str | None:
 
 
 def _family(cfg, rows, comparisons) -> tuple[dict, list, list]:
-    """A family of paired comparisons (``comparisons(cfg, ds)`` over the data sets): the
-    computable ones' differences, every planned key, and :func:`~meanfield.stats.paired_family`
-    over them: Holm and Bonferroni over every *planned* comparison, one not yet computable
-    (< 2 paired seeds) counted as p = 1, so a partial study is never corrected for fewer
-    claims than it makes."""
+    """A family of paired comparisons (``comparisons(cfg, ds)`` over the data sets): the computable
+    ones' differences, every planned key, and :func:`~meanfield.stats.paired_family` over them:
+    Holm and Bonferroni over every *planned* comparison, one not yet computable (< 2 paired seeds)
+    as p = 1, so a partial study is never corrected for fewer claims than it makes."""
     comps, planned = {}, []
     for ds in cfg["datasets"]:
         for a, b, label in comparisons(cfg, ds):
@@ -866,13 +875,11 @@ def _learning_lines(rows, order) -> list[str]:
 # results, included verbatim (meanfield.workbench.report_tables.update_readme_tables)
 _DATASET_NAMES = {"rotten_tomatoes": "Rotten Tomatoes", "sst2": "SST-2", "qqp": "QQP"}
 _FEATURE_NAMES = {"favor": "FAVOR+", "porf-softplus": "PORF-softplus"}
-# fmt: off
 _METHOD_NAMES = {"vanilla": "vanilla", "kernel": "Kernel", "hedgehog-loss": "Hedgehog-loss",
                  "hedgehog-published": "published Hedgehog",
-                 "coulomb-distilled": "Coulomb-regularised distillation"}
+                 "coulomb-distilled": "Coulomb-regularised distillation"}  # fmt: skip
 _CONTROL_NOTES = {"redraw": ("redraw", "another prior draw"),
-                  "lam0": ("λ = 0", "Kernel without repulsion")}
-# fmt: on
+                  "lam0": ("λ = 0", "Kernel without repulsion")}  # fmt: skip
 
 
 def _cell(c, bonferroni: bool) -> str:
@@ -935,6 +942,10 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
     dict
         Table name -> markdown (no trailing newline), in the configuration's order.
 
+    See Also
+    --------
+    meanfield.workbench.report_tables.update_readme_tables : puts them into the README.
+
     Examples
     --------
     >>> cfg = {"datasets": [{"name": "sst2"}], "features": ["favor"], "methods": ["vanilla"]}
@@ -946,10 +957,6 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
     | --- | --- | --- | --- | --- |
     | softmax MiniLM | 2 | 0.8500 [0.2147, 1.4853] | | 1.000 |
     | vanilla FAVOR+ | 2 | 0.7850 [0.4673, 1.1027] | 0.7000 | 0.925 [0.607, 1.243] |
-
-    See Also
-    --------
-    meanfield.workbench.report_tables.update_readme_tables : puts them into the README.
     """
     by_label = {r["label"]: r for r in family}
     tables = {}
