@@ -31,7 +31,8 @@ def committed_report(tmp_path_factory):
     out.mkdir()
     shutil.copy(RESULTS.parent / "inference_cost.nc", out.parent / "inference_cost.nc")
     shutil.copy(RESULTS / "config.json", out / "config.json")
-    for stage in ("softmax", "linearized"):
+    # every stage's sweep: softmax, linearized and the methods kept in their own sweeps
+    for stage in sorted(p.parent.name for p in RESULTS.glob("*/current.json")):
         (out / stage / "runs").mkdir(parents=True)
         shutil.copy(RESULTS / stage / "current.json", out / stage / "current.json")
         for path in (RESULTS / stage / "runs").glob("*.nc"):
