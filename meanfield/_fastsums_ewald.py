@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 from scipy import special
 from scipy.spatial import cKDTree
 
@@ -147,7 +148,15 @@ def _cutoff(x: np.ndarray, near: int, seed: int = 0) -> float:
 
 
 class _numba_threads:
-    """Run the compiled near field on ``n`` threads (at most numba's pool), then restore."""
+    """Run the compiled near field on ``n`` threads (at most numba's pool), then restore.
+
+    torch's thread count is restored too: numba's OpenMP threading layer shares the OpenMP
+    runtime with torch, and starting its pool (or restoring numba's count) sets the runtime's
+    count to ``NUMBA_NUM_THREADS`` (the CPU count).  That silently overrode
+    ``torch.set_num_threads(1)`` / ``OMP_NUM_THREADS=1`` for the rest of the process: the
+    alignment's matrix products of a Langevin step then ran 25-50x slower at N = 1e5 on a
+    machine whose other core was busy (tests/test_fastsums_scaling.py).
+    """
 
     def __init__(self, n: int):
         self.n = n
@@ -155,6 +164,7 @@ class _numba_threads:
     def __enter__(self):
         import numba
 
+        self.torch_before = torch.get_num_threads()
         self.before = numba.get_num_threads()
         numba.set_num_threads(max(1, min(self.n, numba.config.NUMBA_NUM_THREADS)))
 
@@ -162,6 +172,7 @@ class _numba_threads:
         import numba
 
         numba.set_num_threads(self.before)
+        torch.set_num_threads(self.torch_before)
 
 
 def _ewald_far(plan, centre, src, q, tgt, eps, want_value, want_grad, threads):

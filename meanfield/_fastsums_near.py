@@ -31,26 +31,43 @@ from numba import njit, prange
 _EULER_GAMMA = 0.5772156649015329
 
 
-@njit(cache=True)
-def exp1(x):
-    """The exponential integral E₁(x) = ∫_x^∞ e^{−t}/t dt for x ≥ 0 (+inf at 0), float64.
+def _exp1_tables():
+    """Polynomial tables of E₁ for :func:`exp1` (built once at import, from scipy's cephes E₁).
 
-    Power series for x ≤ 1 (alternating, terms ≤ 1/k!: relative error a few ulp), the
-    continued fraction (modified Lentz) above (Press et al., *Numerical Recipes*, §6.3).
-    Tested against ``scipy.special.exp1`` to 1e-14 relative on [1e-12, 700].
+    On x ∈ [0, 1]: Ein(x) = E₁(x) + log x + γ, an entire function, one polynomial of degree 16
+    in t = 2x − 1.  On x ∈ [1, 65): h(x) = x eˣ E₁(x), smooth and between 0.59 and 1, one
+    polynomial of degree 10 per interval of width 1/8 in its local t ∈ [−1, 1] (Chebyshev
+    interpolation converted to Horner form; both converge to rounding at these degrees, the
+    interval width is what keeps them short).  Rows are highest power first.
     """
-    if x == 0.0:
-        return np.inf
-    if x <= 1.0:
-        total = -math.log(x) - _EULER_GAMMA
-        fact = 1.0
-        for i in range(1, 60):
-            fact *= -x / i
-            term = -fact / i
-            total += term
-            if abs(term) < abs(total) * 1e-17:
-                break
-        return total
+    from numpy.polynomial import chebyshev
+    from scipy import special
+
+    def ein(t):
+        x = (t + 1.0) / 2.0
+        return special.exp1(x) + np.log(x) + _EULER_GAMMA
+
+    small = chebyshev.cheb2poly(chebyshev.chebinterpolate(ein, 16))[::-1]
+    rows = []
+    for i in range(round((_E1_TABLE_END - 1.0) * _E1_PER_UNIT)):
+        a = 1.0 + i / _E1_PER_UNIT
+
+        def h(t, a=a):
+            x = a + (t + 1.0) / (2.0 * _E1_PER_UNIT)
+            return x * np.exp(x) * special.exp1(x)
+
+        rows.append(chebyshev.cheb2poly(chebyshev.chebinterpolate(h, 10))[::-1])
+    return np.ascontiguousarray(small), np.ascontiguousarray(np.array(rows))
+
+
+_E1_PER_UNIT = 8  # intervals per unit of x in the table of h
+_E1_TABLE_END = 65.0  # past it the continued fraction converges in a few steps
+_E1_SMALL, _E1_ROWS = _exp1_tables()
+
+
+@njit(cache=True)
+def _exp1_continued_fraction(x):
+    """E₁(x) for x > 1 by its continued fraction (modified Lentz; Numerical Recipes §6.3)."""
     b = x + 1.0
     c = 1e300
     d = 1.0 / b
@@ -65,6 +82,36 @@ def exp1(x):
         if abs(delta - 1.0) < 1e-16:
             break
     return h * math.exp(-x)
+
+
+@njit(cache=True)
+def exp1(x):
+    """The exponential integral E₁(x) = ∫_x^∞ e^{−t}/t dt for x ≥ 0 (+inf at 0), float64.
+
+    A polynomial table (:func:`_exp1_tables`): E₁ = Ein(x) − log x − γ on (0, 1],
+    E₁ = h(x) e^{−x}/x on (1, 65), the continued fraction above.  The near field evaluates it
+    once per close pair, so it is a Horner pass of 11–17 terms, not an iteration (9x faster
+    than the series / continued fraction it replaced).  Tested against ``scipy.special.exp1``
+    to 1e-13 relative on [1e-12, 700] (the largest error, 4e-14, is at x = 1, where
+    Ein − log x − γ cancels to a quarter of Ein).
+    """
+    if x == 0.0:
+        return np.inf
+    if x <= 1.0:
+        t = 2.0 * x - 1.0
+        e = _E1_SMALL[0]
+        for k in range(1, _E1_SMALL.shape[0]):
+            e = e * t + _E1_SMALL[k]
+        return e - math.log(x) - _EULER_GAMMA
+    if x < _E1_TABLE_END:
+        u = (x - 1.0) * _E1_PER_UNIT
+        i = int(u)
+        t = 2.0 * (u - i) - 1.0
+        h = _E1_ROWS[i, 0]
+        for k in range(1, _E1_ROWS.shape[1]):
+            h = h * t + _E1_ROWS[i, k]
+        return h * math.exp(-x) / x
+    return _exp1_continued_fraction(x)
 
 
 @njit(cache=True)

@@ -100,8 +100,12 @@ def test_a_far_outlier_keeps_the_modes_linear_and_the_sum_right():
 
 
 def test_exp1_against_scipy():
-    # the series (x ≤ 1) and the continued fraction (x > 1) against cephes, 1e-13 relative
-    xs = np.concatenate([np.logspace(-12, 0, 300), np.linspace(1.0, 700.0, 3000)])
+    # the polynomial tables (x ≤ 1, 1 < x < 65, every interval's ends included) and the
+    # continued fraction (x ≥ 65) against cephes, 1e-13 relative (the tables reach 4e-14)
+    ends = np.arange(1.0, 65.0 + 1e-9, 1 / 8)
+    xs = np.concatenate(
+        [np.logspace(-12, 0, 300), np.linspace(1.0, 700.0, 3000), ends, np.nextafter(ends, 0)]
+    )
     got = np.array([exp1(v) for v in xs])
     assert np.max(np.abs(got / special.exp1(xs) - 1)) < 1e-13
     assert exp1(0.0) == np.inf
@@ -186,3 +190,27 @@ def test_benchmark_scaling_child_and_table(tmp_path):
         "loadavg_end": [1.0, 1.0, 1.0],
     }
     assert "| 3 | FMM (fmm3dpy) | 2e+03 |" in bench.scaling_markdown(res)
+
+
+def test_the_near_field_leaves_torchs_thread_count_alone():
+    # numba's OpenMP pool shares the OpenMP runtime with torch: starting it used to raise
+    # torch's thread count to the CPU count for the rest of the process (every later matrix
+    # product of a one-thread run then fought for a busy core).  A fresh process, since the
+    # pool starts once per process.
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, torch\n"
+        "torch.set_num_threads(1)\n"
+        "from meanfield.fastsums import coulomb2d_sums\n"
+        "x = np.random.default_rng(0).normal(size=(3000, 2))\n"
+        "coulomb2d_sums(x, 1e-6)\n"
+        "print(torch.get_num_threads())\n"
+        "coulomb2d_sums(x, 1e-6, n_threads=2)\n"
+        "print(torch.get_num_threads())\n"
+    )
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]
