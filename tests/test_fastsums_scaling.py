@@ -140,9 +140,125 @@ def test_cell_list_near_field_matches_a_scipy_pair_list():
     assert np.allclose(got, want, rtol=1e-13, atol=1e-15)
 
 
+def pair_list_sums(x, w, r_c, sigma):
+    """Σ_j over the pairs within r_c of ½E₁(r²/σ²) w_j and its gradient, from scipy's pair
+    list (independent of the cell lists): +inf at a point on a charged twin, the zero
+    subgradient there, nothing from an uncharged point."""
+    n = len(x)
+    i, j = cKDTree(x).query_pairs(r_c, output_type="ndarray").T
+    d = x[i] - x[j]
+    s2 = (d * d).sum(1) / sigma**2
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        v = 0.5 * special.exp1(s2)
+        c = np.where(s2 > 0, -np.exp(-s2) / (s2 * sigma**2), 0.0)
+        to_i = np.where(w[j] != 0, v * w[j], 0.0)
+        to_j = np.where(w[i] != 0, v * w[i], 0.0)
+    pot = np.bincount(i, to_i, n) + np.bincount(j, to_j, n)
+    f = c[:, None] * d
+    grad = np.stack(
+        [np.bincount(i, f[:, a] * w[j], n) - np.bincount(j, f[:, a] * w[i], n) for a in (0, 1)]
+    )
+    return pot, grad.T
+
+
+def symmetric_clouds():
+    """Point clouds for the pairwise near field: name, points, weights, r_c, and the points
+    whose value is +inf (on a charged twin)."""
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(3000, 2))
+    w = rng.random(3000) * 2
+    w[rng.choice(3000, 40, replace=False)] = 0.0
+    x[11] = x[12]  # charged twins: +inf at both
+    x[20] = x[21]  # a charged point on an uncharged one: +inf at the uncharged one only
+    w[11], w[12], w[20], w[21] = 1.0, 0.5, 1.5, 0.0
+    x[30] = x[31]  # two uncharged twins: nothing at either
+    w[30] = w[31] = 0.0
+    yield "gaussian, weighted, twins", x, w, 0.12, [11, 12, 21]
+    yield "gaussian, unit weights", x, np.ones(3000), 0.12, [11, 12, 20, 21, 30, 31]
+    far = x.copy()
+    far[0] = [500.0, 3.0]  # stretches the box: cells larger than r_c, stencil of one cell
+    yield "far outlier", far, w, 0.12, [11, 12, 21]
+    small = rng.random((300, 2)) * 0.05
+    yield "one cell", small, w[:300], 0.1, []
+    line = np.stack([rng.random(500), np.zeros(500)], 1)
+    line[7] = line[8]
+    yield "one row of cells (collinear)", line, w[:500], 0.03, [7, 8]
+
+
+@pytest.mark.parametrize(("name", "x", "w", "r_c", "infs"), list(symmetric_clouds()))
+def test_pairwise_near_field_matches_a_scipy_pair_list(name, x, w, r_c, infs):
+    sigma = r_c / math.sqrt(math.log(1e8))
+    want_pot, want_grad = pair_list_sums(x, w, r_c, sigma)
+    pot, grad = near_field(x, x, w, r_c, sigma, True, True, same=True)
+    assert np.flatnonzero(np.isinf(want_pot)).tolist() == infs
+    assert np.flatnonzero(np.isinf(pot)).tolist() == infs
+    fin = np.isfinite(want_pot)
+    # each sum is at most ~500 positive terms: round-off ≲ 1e-14 relative
+    assert np.allclose(pot[fin], want_pot[fin], rtol=1e-13, atol=1e-13), name
+    assert np.allclose(grad, want_grad, rtol=1e-12, atol=1e-9), name
+    # value and gradient alone give the same sums as both together
+    alone_pot, zero_grad = near_field(x, x, w, r_c, sigma, True, False, same=True)
+    zero_pot, alone_grad = near_field(x, x, w, r_c, sigma, False, True, same=True)
+    np.testing.assert_array_equal(alone_pot, pot)
+    np.testing.assert_array_equal(alone_grad, grad)
+    assert not zero_grad.any() and not zero_pot.any()
+
+
+def package_cloud(N, seed):
+    """A Gaussian cloud and the cutoff and width the package chooses for it at eps = 1e-6."""
+    x = np.random.default_rng(seed).normal(size=(N, 2)) * 0.4
+    cached, _ = ewald._ewald_setup(x, x, 1e-6, fs.NEAR_NEIGHBOURS, int(32 * N) + 4096)
+    return x, cached[0].r_c, cached[0].sigma
+
+
+def test_pairwise_near_field_is_the_same_on_one_and_two_threads():
+    import numba
+
+    import meanfield._fastsums_near as near
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread")
+    x, r_c, sigma = package_cloud(20_000, 4)
+    w = np.random.default_rng(5).random(20_000)
+    # the blocks the rows split into (each ≥ reach rows), so that two threads do share work
+    lo, h, ncx, ncy, reach = near._grid(x, r_c, near.SYMMETRIC_REACH)
+    _, start = near.cell_sort(x[:, 0], x[:, 1], lo[0], lo[1], h, ncx, ncy)
+    bounds = near._row_blocks(start, ncx, ncy, reach)
+    assert bounds[0] == 0 and bounds[-1] == ncx
+    assert len(bounds) - 1 == min(near.ROW_BLOCKS, ncx // reach) >= 4
+    assert (np.diff(bounds) >= reach).all()
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = near_field(x, x, w, r_c, sigma, True, True, same=True)
+        numba.set_num_threads(2)
+        two = near_field(x, x, w, r_c, sigma, True, True, same=True)
+    finally:
+        numba.set_num_threads(threads)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_pairwise_near_field_matches_the_per_target_one():
+    # the same sums in another order (each pair once, added to both ends, against each
+    # target's own loop over its neighbours): ~256 positive terms per value, round-off
+    # ~1e-15 relative; the gradient's terms cancel, so its scale is the largest component
+    x, r_c, sigma = package_cloud(20_000, 6)
+    x[100] = x[101]
+    for w in (np.ones(20_000), np.random.default_rng(7).random(20_000)):
+        pair = near_field(x, x, w, r_c, sigma, True, True, same=True)
+        each = near_field(x, x, w, r_c, sigma, True, True, same=True, symmetric=False)
+        fin = np.isfinite(each[0])
+        assert (fin == np.isfinite(pair[0])).all() and fin.sum() == 20_000 - 2
+        assert np.allclose(pair[0][fin], each[0][fin], rtol=1e-12, atol=0)
+        assert np.allclose(pair[1], each[1], rtol=1e-12, atol=1e-12 * np.abs(each[1]).max())
+    with pytest.raises(InputError, match="symmetric=True needs same=True"):
+        near_field(x[:5], x, w, r_c, sigma, True, True, symmetric=True)
+
+
 @pytest.mark.slow  # ~1 s quiet, 5 s loaded
 def test_threads_give_the_same_sums():
-    # each target's near sum runs in one order on any thread; FINUFFT's spreading order may
+    # each near sum runs in one order on any thread (tests above); FINUFFT's spreading order may
     # change with threads, a round-off difference far below eps
     x = uniform_ball(2, 20_000, seed=9)
     one = fs.coulomb2d_sums(x, 1e-6, n_threads=1)
