@@ -45,10 +45,26 @@ _SCALE = Param(
 
 @declare(_LEVEL)
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t interval of ``values`` (NaN bounds for fewer than 2 values).
+    r"""Mean and Student-t interval of ``values``; NaN bounds for fewer than 2 values, and for
+    values without spread.
 
-    The interval is m ± t_{(1+level)/2, k−1} · s / √k over the k finite values (s their sample
-    standard deviation, ddof = 1); non-finite values are left out.
+    The interval over the k finite values (non-finite ones are left out) is
+
+    .. math::
+
+        \bar v \pm t_{(1+\text{level})/2,\,k-1}\; \frac{s}{\sqrt k},
+        \qquad s^2 = \frac{1}{k-1} \sum_{i=1}^k (v_i - \bar v)^2 .
+
+    When the k ≥ 2 values are all equal (s = 0) no interval is formed: the bounds are NaN
+    and the mean is that value.  The interval's model is k draws of a continuous random
+    quantity, which are all equal with probability 0; equal replicates therefore come from
+    discrete or deterministic data (accuracies on one test set are multiples of 1/n), where a
+    width-0 interval would claim a certainty that k draws cannot give.  A caller whose
+    replicates are equal by construction (a model's accuracy relative to its own, 1 at every
+    seed) knows the value exactly and shows it without an interval, which the NaN bounds
+    give; so no option returns ``(v, v, v)``.  Equality here is exact: the round-off tolerance
+    depends on how the values were computed, which :func:`paired_test` knows (its ``scale``)
+    and this function does not.
 
     Parameters
     ----------
@@ -60,8 +76,9 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     Returns
     -------
     (mean, low, high) : tuple of float
-        NaN throughout without a finite value; NaN bounds with one; ``(v, v, v)`` when every
-        value is the same v (no spread: an interval of width 0, exactly at v).
+        NaN throughout without a finite value; NaN bounds with one finite value, and with
+        k ≥ 2 equal ones (no spread: the mean is then exactly that value, and a finite mean
+        beside NaN bounds over k ≥ 2 values says "no spread").
 
     Raises
     ------
@@ -70,7 +87,7 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
 
     See Also
     --------
-    paired_test : the interval of paired differences.
+    paired_test : the interval and test of paired differences (a sign-flip p without spread).
     fit_power_law : intervals of a fitted rate.
     meanfield.workbench.report_tables.interval : the cell it is written as.
 
@@ -86,6 +103,8 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     (2.0, -0.484, 4.484)
     >>> t_interval([0.5, float("nan")])
     (0.5, nan, nan)
+    >>> t_interval([0.8, 0.8, 0.8])  # no spread: no interval, not [0.8, 0.8]
+    (0.8, nan, nan)
     >>> t_interval([1.0, 2.0], level=1.5)
     Traceback (most recent call last):
         ...
@@ -97,10 +116,8 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     v = v[np.isfinite(v)]
     if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
-    if len(v) < 2:
+    if len(v) < 2 or np.ptp(v) == 0:  # the mean of equal values is that value, not 1 ulp off
         return float(v[0]), float("nan"), float("nan")
-    if np.ptp(v) == 0:  # the mean of equal values is that value, not one ulp off it
-        return float(v[0]), float(v[0]), float(v[0])
     m = float(v.mean())
     # the upper quantile from its tail probability: 0.5 + level/2 would round the tail away
     # for a level near 1 (0.999999: a relative error of 1e-10 in the quantile)
@@ -179,18 +196,42 @@ def holm(pvalues) -> np.ndarray:
 
 @declare(_LEVEL, _SCALE)
 def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -> dict:
-    """Mean of a − b seed by seed, its Student-t interval and the two-sided t-test p-value.
+    r"""Mean of a − b seed by seed, its Student-t interval and a two-sided p-value of mean 0.
 
     The differences d_s = a_s − b_s (s = 1 … k) are tested for mean 0 by the one-sample
-    t-test, t = d̄ / (s_d / √k) with k − 1 degrees of freedom (scipy's ``ttest_1samp``, or
-    ``ttest_rel(a, b)``).
+    t-test (scipy's ``ttest_1samp``, or ``ttest_rel(a, b)``),
 
-    Differences without spread are handled exactly, not by the t-test's 0/0: equal nonzero
-    differences give p = 0 (however small they are: a constant effect of 1e-13 is certain),
-    and differences that are all zero give p = 1.  "Equal" allows for round-off: differences
-    within :data:`ROUNDOFF_ULPS` units in the last place of ``scale`` of each other are equal,
-    and within that of 0 are 0 (accuracies on a common test set differ by exact multiples of
-    1/n, which floating point writes with an error of about 1e-16).
+    .. math::
+
+        t = \frac{\bar d}{s_d / \sqrt k}, \qquad p = 2\, P(T_{k-1} > |t|),
+
+    with the interval :math:`\bar d \pm t_{(1+\text{level})/2,\,k-1}\, s_d/\sqrt k`
+    (:func:`t_interval`).
+
+    **Differences without spread.**  When the k ≥ 2 differences are all equal, s_d = 0 and
+    t = ±∞; under the t-test's model (continuous differences) that happens with probability
+    0, so it only arises from discrete or deterministic data (accuracies on one test set of n
+    items differ by multiples of 1/n), where t = ∞ is no evidence.  The p-value is then the
+    exact two-sided sign-flip (randomisation) test's, which needs no variance model: under
+    H0 the differences are symmetric about 0, so each of the 2^k sign patterns
+    (±d_1, …, ±d_k) is equally likely, and with every d_s = d ≠ 0 only the all-plus and
+    all-minus patterns reach :math:`|\bar d| = |d|`:
+
+    .. math::
+
+        p = \frac{\#\{\epsilon \in \{\pm 1\}^k :
+            |\tfrac1k \textstyle\sum_s \epsilon_s d_s| \ge |\bar d|\}}{2^k} = 2^{1-k},
+
+    and p = 1 when every difference is 0 (every pattern reaches 0).  No interval can be
+    formed from zero observed spread: ``lo`` and ``hi`` are NaN, ``sd`` is 0 and ``no_spread``
+    is True.  The sign-flip p is never below 2^(1−k), whatever the data: at 2 seeds,
+    p = 0.5 is the strongest evidence that two equal differences can give (the t-test, with
+    spread, can give less at small k: it leans on normal differences).
+
+    "Equal" allows for round-off: differences within :data:`ROUNDOFF_ULPS` units in the last
+    place of ``scale`` of each other are equal, and within that of 0 are 0 (accuracies on a
+    common test set differ by exact multiples of 1/n, which floating point writes with an
+    error of about 1e-16).
 
     Parameters
     ----------
@@ -210,9 +251,11 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
     Returns
     -------
     dict
-        ``mean``, ``lo``, ``hi`` (:func:`t_interval`), ``sd`` (ddof = 1), ``k`` (pairs used)
-        and ``p``: the one-sample t-test of mean 0 (0 or 1 without spread, as above); NaN
-        (and NaN bounds) with fewer than two pairs.
+        ``mean``, ``lo``, ``hi`` (:func:`t_interval`), ``sd`` (ddof = 1), ``k`` (pairs used),
+        ``p`` and ``no_spread``.  With spread: the t-test's p, ``no_spread`` False.  Without
+        (k ≥ 2 equal differences): the sign-flip p (2^(1−k), or 1 if all are 0), NaN ``lo``
+        and ``hi``, ``sd`` = 0, ``no_spread`` True.  With fewer than two pairs: NaN ``p``,
+        ``sd``, ``lo`` and ``hi``, ``no_spread`` False.
 
     Raises
     ------
@@ -229,17 +272,26 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
     References
     ----------
     - Student, "The probable error of a mean", Biometrika 6 (1908) 1–25.
+    - R. A. Fisher, *The Design of Experiments*, Oliver and Boyd, Edinburgh (1935), §21 (the
+      randomisation test of paired differences by their signs).
+    - E. J. G. Pitman, "Significance tests which may be applied to samples from any
+      populations", J. R. Statist. Soc. Suppl. 4 (1937) 119–130.
 
     Examples
     --------
     >>> from meanfield.stats import paired_test
     >>> r = paired_test([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
-    >>> r["mean"], r["k"], round(r["hi"] - r["mean"], 4), round(r["p"], 4)
-    (2.0, 3, 2.4841, 0.0742)
-    >>> paired_test([0.5, 0.5], [0.25, 0.25])["p"]  # equal nonzero differences: certain
-    0.0
-    >>> paired_test([1e-13, 1e-13, 1e-13])["p"]  # however small
-    0.0
+    >>> r["mean"], r["k"], round(r["hi"] - r["mean"], 4), round(r["p"], 4), r["no_spread"]
+    (2.0, 3, 2.4841, 0.0742, False)
+
+    Accuracies on one test set of 1066 items, at two seeds: the same difference −5/1066 at
+    both.  No spread: the sign-flip p is 2^(1−2) = 0.5, and there is no interval.
+
+    >>> r = paired_test([800 / 1066, 810 / 1066], [805 / 1066, 815 / 1066])
+    >>> round(r["mean"], 4), r["lo"], r["hi"], r["sd"], r["p"], r["no_spread"]
+    (-0.0047, nan, nan, 0.0, 0.5, True)
+    >>> paired_test([1e-13, 1e-13, 1e-13, 1e-13, 1e-13])["p"]  # 5 equal signs: 2/2^5
+    0.0625
     >>> paired_test([0.1 + 0.2, 0.3], [0.3, 0.3])["p"]  # zero up to round-off: no evidence
     1.0
     """
@@ -261,21 +313,27 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
     keep = np.isfinite(d)
     d, size = d[keep], size[keep]
     k = len(d)
+    nan = float("nan")
     if scale is None:
         scale = float(size.max()) if k else 0.0
     tol = ROUNDOFF_ULPS * np.finfo(float).eps * scale
-    if k and np.ptp(d) <= tol:  # equal up to round-off: no spread
+    no_spread = bool(k and np.ptp(d) <= tol)  # equal up to round-off
+    mean = nan
+    if no_spread:
         centre = float(np.median(d))
-        d = np.full(k, 0.0 if abs(centre) <= tol else centre)
-    mean, lo, hi = t_interval(d, level)
+        mean = 0.0 if abs(centre) <= tol else centre
     if k < 2:
-        return {"mean": mean, "lo": lo, "hi": hi, "sd": float("nan"), "k": k, "p": float("nan")}
-    sd = float(d.std(ddof=1)) if np.ptp(d) > 0 else 0.0
-    if sd == 0.0:
-        p = 1.0 if mean == 0.0 else 0.0
-    else:
-        p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(k)), k - 1))
-    return {"mean": mean, "lo": lo, "hi": hi, "sd": sd, "k": k, "p": p}
+        return {"mean": mean, "lo": nan, "hi": nan, "sd": nan, "k": k, "p": nan,
+                "no_spread": False}  # fmt: skip
+    if no_spread:  # the exact sign-flip p: all 2^k sign patterns reach |mean| = 0 when it
+        # is 0; otherwise only the all-plus and all-minus patterns reach |d|
+        p = 1.0 if mean == 0.0 else 2.0 ** (1 - k)
+        return {"mean": mean, "lo": nan, "hi": nan, "sd": 0.0, "k": k, "p": p,
+                "no_spread": True}  # fmt: skip
+    mean, lo, hi = t_interval(d, level)
+    sd = float(d.std(ddof=1))
+    p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(k)), k - 1))
+    return {"mean": mean, "lo": lo, "hi": hi, "sd": sd, "k": k, "p": p, "no_spread": False}
 
 
 def _family_member(label, value) -> tuple[np.ndarray, np.ndarray | None]:
@@ -319,7 +377,20 @@ def paired_family(
     *,
     scale: float | None = None,
 ) -> list[dict]:
-    """A family of paired comparisons: Holm-adjusted p and Bonferroni simultaneous intervals.
+    r"""A family of paired comparisons: Holm-adjusted p and Bonferroni simultaneous intervals.
+
+    Each comparison is :func:`paired_test`'s; over the K claims of the family, Holm's
+    step-down adjustment (:func:`holm`) of their p-values controls the family-wise error
+    rate, and each Bonferroni interval is the Student-t interval at level 1 − (1 − level)/K,
+
+    .. math::
+
+        \bar d \pm t_{1 - (1-\text{level})/(2K),\,k-1}\; \frac{s_d}{\sqrt k},
+
+    which hold simultaneously with probability at least ``level``.  A comparison without
+    spread (:func:`paired_test`'s ``no_spread``) enters Holm with its exact sign-flip p,
+    2^(1−k), and has no interval (NaN bounds): its Holm p is at least 2^(1−k), never the
+    p = 0 that the t statistic's division by zero would suggest.
 
     Parameters
     ----------
@@ -345,8 +416,11 @@ def paired_family(
     Returns
     -------
     list of dict
-        One row per label, in order: :func:`paired_test`'s entries and ``label``, ``p_holm``,
-        ``lo_bonf``, ``hi_bonf`` and ``K`` (NaN for a comparison with fewer than two pairs).
+        One row per label, in order: :func:`paired_test`'s entries (``no_spread`` among
+        them) and ``label``, ``p_holm``, ``lo_bonf``, ``hi_bonf`` and ``K``.  A comparison
+        with fewer than two pairs has NaN ``p_holm`` and bounds; one without spread
+        (``no_spread``) has NaN Bonferroni bounds (no interval from zero observed spread)
+        and its sign-flip p (:func:`paired_test`) adjusted by Holm with the others.
 
     Raises
     ------
@@ -366,6 +440,8 @@ def paired_family(
       (1979) 65–70.
     - O. J. Dunn, "Multiple comparisons among means", J. Amer. Statist. Assoc. 56 (1961) 52–64 (the
       Bonferroni intervals).
+    - R. A. Fisher, *The Design of Experiments*, Oliver and Boyd, Edinburgh (1935), §21 (the
+      sign-flip test of a comparison without spread).
 
     Examples
     --------
@@ -377,6 +453,12 @@ def paired_family(
     4
     >>> paired_family({"a": [[1, 2, 3], [0, 0.5, 1]]})[0]["mean"]  # a pair, as rows
     1.5
+
+    A comparison without spread (the same difference at both seeds) among 8 planned:
+
+    >>> row = paired_family({"c": [-0.005, -0.005]}, planned=8)[0]
+    >>> row["no_spread"], row["p"], row["p_holm"], row["lo_bonf"], row["hi_bonf"]
+    (True, 0.5, 1.0, nan, nan)
     """
     from collections.abc import Mapping
 
@@ -401,8 +483,11 @@ def paired_family(
         r.update(p_holm=float("nan"), lo_bonf=float("nan"), hi_bonf=float("nan"), K=K)
     for i, p in zip(tested, adjusted, strict=False):
         r = rows[i]
+        r["p_holm"] = float(p)
+        if r["no_spread"]:  # no interval from zero observed spread; its sign-flip p is in Holm
+            continue
         half = stats.t.isf((1 - level) / (2 * K), r["k"] - 1) * r["sd"] / math.sqrt(r["k"])
-        r.update(p_holm=float(p), lo_bonf=r["mean"] - half, hi_bonf=r["mean"] + half)
+        r.update(lo_bonf=r["mean"] - half, hi_bonf=r["mean"] + half)
     return rows
 
 

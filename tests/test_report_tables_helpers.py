@@ -119,6 +119,31 @@ def test_interval_and_family_cells_format_paired_family_rows():
         family_cells(rows[0], -1)
 
 
+def test_cells_of_values_without_spread_say_so():
+    """k >= 2 equal values (or equal paired differences) have no interval: every formatter
+    prints the mean and "[no spread]", never "[nan, nan]" nor a width-0 interval; a single
+    value keeps its NaN bounds (nan shows)."""
+    from meanfield.stats import t_interval
+
+    assert interval(*t_interval([0.25, 0.25, 0.25]), fmt=".2f") == "0.25 [no spread]"
+    assert interval(-0.0047, np.nan, np.nan, k=2) == "-0.005 [no spread] (k=2)"
+    assert interval(0.5, np.nan, np.nan, k=1) == "+0.500 [+nan, +nan] (k=1)"
+    assert interval(np.nan, np.nan, np.nan, k=3) == "+nan [+nan, +nan] (k=3)"
+    assert mean_se([0.25, 0.25]) == "0.250 [no spread]"
+    assert mean_se([0.25, np.nan]) == "nan ± nan"  # a NaN still shows
+    a, b = np.array([869, 874]) / 1066, np.array([874, 879]) / 1066  # −5/1066 at both seeds
+    rows = paired_family({"flat": (a, b), "x": [0.11, 0.2, 0.16], "one": [0.3]}, planned=8)
+    flat, spread, one = (family_cells(r) for r in rows)
+    assert flat == ["-0.005 [no spread]", "[no spread]", "0.5", "1"]  # Holm: min(1, 8 · 0.5)
+    assert "no spread" not in " ".join(spread) and "nan" not in " ".join(spread)
+    assert one == ["+0.300 [+nan, +nan]", "[+nan, +nan]", "nan", "nan"]  # one seed: untested
+    # a row without the no_spread entry is read by its NaN bounds and k
+    bare = {k: v for k, v in rows[0].items() if k != "no_spread"}
+    assert family_cells(bare) == flat
+    table = family_table(rows, ["comparison"])
+    assert _cells(table[2]) == ["flat", *flat]
+
+
 def test_family_table_spreads_tuple_labels_over_their_columns():
     rows = paired_family({("radial", 64): [0.1, 0.2, 0.15], ("two_moons", 64): [0.0, 0.1, -0.05]})
     lines = markdown_table(["task", "m", "d", "Bonferroni CI", "p", "Holm p"], [])[:1]

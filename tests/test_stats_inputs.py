@@ -86,17 +86,18 @@ def test_one_axis_is_the_differences():
 # ----------------------------------------------------------------------------------------
 # tiny effects and round-off
 # ----------------------------------------------------------------------------------------
-@pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")  # scipy on constant data
-def test_a_constant_tiny_effect_is_certain_as_in_scipy():
-    """A constant nonzero difference has t = ∞ and p = 0, however small (rounding to 12
-    decimals turned 1e-13 into 0 and p = 1); scipy agrees."""
+def test_a_constant_tiny_effect_gets_the_sign_flip_p():
+    """A constant nonzero difference, however small, is not certain (t = ∞ under a model that
+    gives equal differences with probability 0, so scipy's p = 0 is no evidence): 5 equal
+    signs give the sign-flip p 2/2^5, without an interval (rounding to 12 decimals once
+    turned 1e-13 into 0 and p = 1)."""
     d = np.full(5, 1e-13)
-    assert st.ttest_1samp(d, 0.0).pvalue == 0.0
     r = paired_test(d)
-    assert r["p"] == 0.0 and r["mean"] == 1e-13 and r["lo"] == r["hi"] == 1e-13
+    assert r["p"] == 2 / 2**5 and r["mean"] == 1e-13 and r["no_spread"]
+    assert np.isnan(r["lo"]) and np.isnan(r["hi"])
     a = np.array([0.5, 0.25, 0.75, 0.6])  # 1e-13 on O(1) values: ~450 ulps, a real effect
     r = paired_test(a + 1e-13, a)
-    assert r["p"] == 0.0 and r["mean"] == pytest.approx(1e-13, rel=1e-2)
+    assert r["p"] == 2 / 2**4 and r["mean"] == pytest.approx(1e-13, rel=1e-2)
 
 
 def test_a_tiny_effect_with_spread_is_scipys_t_test():

@@ -40,7 +40,8 @@ import xarray as xr
 
 from ..attention.metrics import METRIC_NAMES
 from ..errors import InputError
-from ..stats import holm, paired_family, t_interval
+from ..stats import holm, paired_family, paired_test, t_interval
+from ..workbench.report_tables import NO_SPREAD as _NO_SPREAD
 from ..workbench.report_tables import markdown_row, markdown_table, marked_tables, write_csv
 
 __all__ = ["FEATURE_LABEL", "CONTROLS", "METHODS", "scratch_variants", "variant_label",
@@ -229,44 +230,39 @@ REPORT_METRICS = list(METRIC_NAMES) + ["noisy_accuracy", "noisy_ece"]
 _RULE = " --- |"  # the pretrained reports' tables: | --- | --- |
 
 
-def _fmt(m, lo, hi, d=4, style="[]") -> str:
-    """``m [lo, hi]`` (``"[]"``), ``m ± half-width`` (``"±"``) or ``+m [+lo, +hi]``
-    (``"+"``); the mean alone when the interval is undefined (one seed)."""
+def _fmt(m, lo, hi, d=4, style="[]", k=1) -> str:
+    """``m [lo, hi]`` (``"[]"``), ``m ± half-width`` (``"±"``) or ``+m [+lo, +hi]`` (``"+"``);
+    without an interval the mean alone (``k`` < 2 values) or ``m [no spread]`` (k ≥ 2 equal)."""
     if style == "[]" and not np.isfinite(m):
         return "—"
     sign = "+" if style == "+" else ""
     if not math.isfinite(lo):
-        return f"{m:{sign}.{d}f}"
+        flat = k >= 2 and math.isfinite(m)
+        return f"{m:{sign}.{d}f}" + (f" {_NO_SPREAD}" if flat else "")
     if style == "±":
         return f"{m:.{d}f} ± {(hi - lo) / 2:.{d}f}"
     return f"{m:{sign}.{d}f} [{lo:{sign}.{d}f}, {hi:{sign}.{d}f}]"
 
 
 def _paired(groups, a, b, metric):
-    """``(mean, lo, hi, n, wins of a, p)`` of the differences ``a − b`` (keys of ``groups``:
-    run records with ``seed`` and ``metric``) over their shared seeds: 95 % t-interval, seeds,
-    seeds where ``a`` is better (lower for ``LOWER_BETTER``), two-sided one-sample t-test p
-    (1 if all differences are 0, NaN with one seed); None without a shared seed."""
-    from scipy import stats
-
-    ra = {r["seed"]: r for r in groups.get(a, [])}
-    rb = {r["seed"]: r for r in groups.get(b, [])}
+    """``(mean, lo, hi, n, wins of a, p)`` of ``a − b`` (keys of ``groups``) over their shared
+    seeds: :func:`~meanfield.stats.paired_test`'s interval and p, and the seeds where ``a`` is
+    better (lower for ``LOWER_BETTER``); None without a shared seed."""
+    ra, rb = ({r["seed"]: r for r in groups.get(x, [])} for x in (a, b))
     seeds = sorted(set(ra) & set(rb))
     if not seeds:
         return None
-    d = np.array([ra[s][metric] - rb[s][metric] for s in seeds], dtype=float)
-    wins = int(sum((x < 0) if metric in LOWER_BETTER else (x > 0) for x in d))
-    m, lo, hi = t_interval(d)
-    p = float("nan") if len(d) < 2 else float(d[0] == 0) if np.ptp(d) == 0 else None
-    p = float(stats.ttest_1samp(d, 0.0).pvalue) if p is None else p
-    return m, lo, hi, len(seeds), wins, p
+    va, vb = (np.array([r[s][metric] for s in seeds], dtype=float) for r in (ra, rb))
+    wins = int(sum((x < 0) if metric in LOWER_BETTER else (x > 0) for x in va - vb))
+    r = paired_test(va, vb)
+    return r["mean"], r["lo"], r["hi"], len(seeds), wins, r["p"]
 
 
-def _verdict(m, lo, hi, metric) -> str:
-    """``yes`` if the interval excludes 0 in the favourable direction, ``no`` in the other,
-    else ``inconclusive`` (``inconclusive (one seed)`` without an interval)."""
+def _verdict(m, lo, hi, metric, k=1) -> str:
+    """``yes`` if the interval excludes 0 in the favourable direction, ``no`` in the other, else
+    ``inconclusive`` (without an interval: ``(one seed)``, or ``(no spread)`` over k ≥ 2)."""
     if not math.isfinite(lo):
-        return "inconclusive (one seed)"
+        return "inconclusive (no spread)" if k >= 2 else "inconclusive (one seed)"
     good = hi < 0 if metric in LOWER_BETTER else lo > 0
     bad = lo > 0 if metric in LOWER_BETTER else hi < 0
     return "yes" if good else ("no" if bad else "inconclusive")
@@ -358,7 +354,7 @@ def _branches(cfg: dict, dataset: str, feature: str) -> list[str]:
 def _compared(groups, a, b, metric) -> tuple | None:
     """(``+m [+lo, +hi]``, seeds, verdict) of ``a − b`` paired by seed; None without seeds."""
     p = _paired(groups, a, b, metric)
-    return p and (_fmt(*p[:3], style="+"), p[3], _verdict(*p[:3], metric))
+    return p and (_fmt(*p[:3], style="+", k=p[3]), p[3], _verdict(*p[:3], metric, k=p[3]))
 
 
 def _claim_best(groups, dataset, target, rivals, metric) -> tuple[str, list[str]]:
@@ -430,7 +426,8 @@ def _scratch_report(out: Path, study: dict, dest: Path, figures: bool) -> dict:
             for m, (mu, lo, hi) in cis.items():
                 row.update({m: mu, m + "_lo": lo, m + "_hi": hi})
             rows.append(row)
-            body.append([v, row["Q=K"], len(g)] + [_fmt(*ci, style="±") for ci in cis.values()])
+            body.append([v, row["Q=K"], len(g)]
+                        + [_fmt(*ci, style="±", k=len(g)) for ci in cis.values()])  # fmt: skip
         if not body:
             continue
         md.append(f"\n## {d}\n")
@@ -472,7 +469,7 @@ def _paired_report(cfg, groups, dest: Path) -> list[dict]:
             for m, (mu, lo, hi, _, wins, pval) in zip(metrics, ps, strict=False):
                 row.update({m: mu, m + "_lo": lo, m + "_hi": hi, m + "_wins": wins})
                 row.update({"accuracy_p": pval} if m == "accuracy" else {})
-            cells = [f"{_fmt(*p[:3], style='+')} ({p[4]}/{p[3]})" for p in ps]
+            cells = [f"{_fmt(*p[:3], style='+', k=p[3])} ({p[4]}/{p[3]})" for p in ps]
             cells += ["—"] * (len(metrics) - len(ps))
             prow.append(row)
             bodies.setdefault(d, []).append((row, [_label(f, b), _on(qk), row["n"]] + cells))
@@ -741,8 +738,8 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
             # first text only, on the networks' training examples
             entry = {k: v for k, v in ds.items() if k not in ("name", "seeds", "methods")}
             Cs = [0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300]
-            keys = ("validation_fraction", "data_seed")
-            bar = tfidf_bar(data_dir, entry, *(cfg[k] for k in keys), Cs, pairs=False)
+            split = cfg["validation_fraction"], cfg["data_seed"]
+            bar = tfidf_bar(data_dir, entry, *split, Cs, pairs=False)
             edge = " (C on the grid's edge)" if bar["C_on_edge"] else ""
             lines += [f"TF-IDF + LR bar (same {bar['n_train']} training examples, "
                       f"C = {bar['C']:g}{edge}): accuracy {bar['accuracy']:.4f}, "
@@ -758,11 +755,12 @@ def _pretrained_report(out: Path, cfg: dict, dest: Path, data_dir) -> dict:
                 lines.append(markdown_row([variant, 0, "missing", *["—"] * 5]))
                 continue
             keys = ("clean_accuracy", "noisy_accuracy", "clean_ece", "linearized_accuracy")
-            acc, noisy, ece, lin = (t_interval([r.get(k, np.nan) for r in rs]) for k in keys)
+            values = [[r.get(k, np.nan) for r in rs] for k in keys]
+            acc, noisy, ece, lin = cis = [t_interval(v) for v in values]
             # a run whose best validation loss came at its last evaluation was stopped by the
             # epoch budget, not by early stopping: it may not have converged
             at_end = sum(float(r.get("best_epoch", np.nan)) >= budget for r in rs)
-            cells = [_fmt(*acc), _fmt(*noisy), _fmt(*ece), _fmt(*lin)]
+            cells = [_fmt(*ci, k=np.isfinite(v).sum()) for ci, v in zip(cis, values, strict=True)]
             cells += [_fmt(*_recovered(rs, soft), d=3), f"{at_end} of {len(rs)}"]
             lines.append(markdown_row([variant, len(rs), *cells]))
             table.append({"dataset": name, "variant": variant, "n": len(rs), "accuracy": acc[0]})
@@ -838,7 +836,8 @@ def _family_row(key, r, k) -> list:
     cells = [key[0], f"{key[1]} − {key[2]} ({key[3]})", k]
     if r is None:
         return cells + ["missing", "—", "—", "—"]
-    return cells + [_fmt(r["mean"], r["lo"], r["hi"]), f"[{r['lo_bonf']:.4f}, {r['hi_bonf']:.4f}]",
+    bonf = _NO_SPREAD if r["no_spread"] else f"[{r['lo_bonf']:.4f}, {r['hi_bonf']:.4f}]"
+    return cells + [_fmt(r["mean"], r["lo"], r["hi"], k=r["k"]), bonf,
                     f"{r['p']:.3g}", f"{r['p_holm']:.3g}"]  # fmt: skip
 
 
@@ -860,7 +859,8 @@ def _learning_lines(rows, order) -> list[str]:
         rs = [r for r in rows if r["variant"] == variant]
         for label, before, after in _LEARNING:
             if rs and all(before in r and after in r for r in rs):
-                b, a = (_fmt(*t_interval([r[k] for r in rs]), d=3) for k in (before, after))
+                b, a = (_fmt(*t_interval([r[k] for r in rs]), d=3, k=len(rs))
+                        for k in (before, after))  # fmt: skip
                 secs = np.median([r.get("learn_seconds", np.nan) for r in rs])
                 body.append([variant, len(rs), label, b, a, f"{secs:.0f}"])
     if not body:
@@ -887,7 +887,9 @@ def _cell(c, bonferroni: bool) -> str:
     if c is None:
         return "—"
     text = f"{_points(c['mean'])} [{_points(c['lo'])}, {_points(c['hi'])}]"
-    if bonferroni:
+    if c["no_spread"]:  # equal differences at every seed: no interval, Bonferroni or not
+        text = f"{_points(c['mean'])} {_NO_SPREAD}"
+    elif bonferroni:
         text += f", [{_points(c['lo_bonf'])}, {_points(c['hi_bonf'])}]"
     return f"{text}, Holm {_p_short(c['p_holm'])}"
 
@@ -912,9 +914,7 @@ def _points(x: float) -> str:
 
 def _p_short(p: float) -> str:
     """A p-value to three decimals without trailing zeros (``1``, ``0.19``, ``0.033``)."""
-    if p < 0.0005:
-        return "< 0.001"
-    return f"{p:.3f}".rstrip("0").rstrip(".")
+    return "< 0.001" if p < 0.0005 else f"{p:.3f}".rstrip("0").rstrip(".")
 
 
 def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, str]:
@@ -973,7 +973,7 @@ def readme_tables(cfg: dict, rows: list[dict], family: list[dict]) -> dict[str, 
             if not (rs := [r for r in mine if r["variant"] == variant]):
                 lines.append(f"| {_readme_label(variant)} | 0 | missing | | |")  # planned
             else:
-                acc = _fmt(*t_interval([r["clean_accuracy"] for r in rs]))
+                acc = _fmt(*t_interval([r["clean_accuracy"] for r in rs]), k=len(rs))
                 lin = np.mean([r.get("linearized_accuracy", np.nan) for r in rs])
                 rest = f"{_fmt(lin, np.nan, np.nan)} | {_fmt(*_recovered(rs, soft), d=3)}"
                 rest = "| 1.000" if variant == "softmax" else rest  # never linearized

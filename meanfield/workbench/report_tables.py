@@ -17,7 +17,10 @@ what they share, so one table looks the same in every report:
   markdown file (a README includes a report's tables verbatim, rounded once).
 
 Numbers are formatted with Python's format specifications (``".3f"``, ``"+.4f"``): a NaN shows
-as ``nan`` in the cell, never silently as a number.
+as ``nan`` in the cell, never silently as a number.  One exception, said in words: a mean over
+k ≥ 2 equal values has no interval (:func:`meanfield.stats.t_interval` and
+:func:`meanfield.stats.paired_test` give NaN bounds, as zero observed spread is no evidence of
+certainty), and its cell reads ``mean [no spread]`` (:data:`NO_SPREAD`) in every formatter.
 
 See Also
 --------
@@ -59,10 +62,23 @@ __all__ = [
     "update_readme_tables",
     "markdown_section",
     "counts_cell",
+    "NO_SPREAD",
 ]
 
 #: The two rules of the reports: ``|---|---|`` and ``| --- | --- |``.
 RULES = ("---|", " --- |")
+
+#: What an interval cell shows for k ≥ 2 values without spread (equal values, or paired
+#: differences equal up to round-off): no interval can be formed from zero observed spread.
+NO_SPREAD = "[no spread]"
+
+
+def _without_spread(mean, lo, hi, k) -> bool:
+    """Whether ``mean [lo, hi]`` is a mean over k ≥ 2 values without spread: a finite mean and
+    NaN bounds (:func:`meanfield.stats.t_interval`'s answer), with k ≥ 2 or k unknown (None).
+    A single value (k = 1) also has NaN bounds, and keeps them (``nan`` shows)."""
+    finite = np.isfinite(float(mean))
+    return bool(finite and np.isnan(float(lo)) and np.isnan(float(hi)) and (k is None or k >= 2))
 
 
 def markdown_row(cells) -> str:
@@ -281,7 +297,9 @@ def mean_se(values, fmt: str = ".3f") -> str:
     -------
     str
         ``"—"`` for no value; ``"m ± nan"`` for one (no standard error from one value); a NaN
-        among the values shows as ``nan``.
+        among the values shows as ``nan``; ``"m [no spread]"`` (:data:`NO_SPREAD`) for k ≥ 2
+        equal values, whose standard error 0 would read as certainty (see
+        :func:`meanfield.stats.t_interval`).
 
     See Also
     --------
@@ -292,23 +310,32 @@ def mean_se(values, fmt: str = ".3f") -> str:
     --------
     >>> mean_se([0.1, 0.2, 0.3]), mean_se([0.5]), mean_se([])
     ('0.200 ± 0.058', '0.500 ± nan', '—')
+    >>> mean_se([0.25, 0.25, 0.25])
+    '0.250 [no spread]'
     """
     v = np.asarray(list(values), dtype=float)
     if not len(v):
         return "—"
+    if len(v) > 1 and np.isfinite(v).all() and np.ptp(v) == 0:
+        return f"{v[0]:{fmt}} {NO_SPREAD}"
     se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
     return plus_minus(v.mean(), se, fmt)
 
 
 def interval(mean, lo, hi, k=None, fmt: str = "+.3f") -> str:
-    """The cell ``mean [lo, hi]``, followed by ``(k=K)`` when ``k`` is given.
+    """The cell ``mean [lo, hi]``, followed by ``(k=K)`` when ``k`` is given; ``mean [no
+    spread]`` for a mean over values without spread.
 
     Parameters
     ----------
     mean, lo, hi : float
-        An estimate and its interval.
+        An estimate and its interval.  A finite mean with NaN bounds over k ≥ 2 values is
+        :func:`meanfield.stats.t_interval`'s answer to values without spread: the cell
+        reads ``mean [no spread]`` (:data:`NO_SPREAD`).
     k : int, optional
-        The number of values behind it (e.g. seeds).
+        The number of values behind it (e.g. seeds).  Without it, NaN bounds beside a finite
+        mean are read as no spread; give ``k = 1`` for a single value, whose NaN bounds then
+        show as ``nan``.
     fmt : str
         A format specification for the three numbers (signed by default: differences).
 
@@ -325,8 +352,16 @@ def interval(mean, lo, hi, k=None, fmt: str = "+.3f") -> str:
     --------
     >>> interval(0.02, -0.01, 0.05), interval(0.9, 0.85, 0.95, k=5, fmt=".2f")
     ('+0.020 [-0.010, +0.050]', '0.90 [0.85, 0.95] (k=5)')
+    >>> from meanfield.stats import t_interval
+    >>> interval(*t_interval([-0.0047, -0.0047]), k=2)  # two equal differences
+    '-0.005 [no spread] (k=2)'
+    >>> interval(*t_interval([0.5]), k=1)  # one value: no interval either, and NaN shows
+    '+0.500 [+nan, +nan] (k=1)'
     """
-    s = f"{mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+    if _without_spread(mean, lo, hi, k):
+        s = f"{mean:{fmt}} {NO_SPREAD}"
+    else:
+        s = f"{mean:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
     return s if k is None else f"{s} (k={k})"
 
 
@@ -334,10 +369,15 @@ def family_cells(row: Mapping, digits: int = 3) -> list[str]:
     """The four cells of a row of :func:`meanfield.stats.paired_family`: the mean with its 95 %
     interval, the Bonferroni (simultaneous) interval, p and the Holm-adjusted p.
 
+    A comparison without spread (``row["no_spread"]``; without that entry, a finite mean with
+    NaN bounds and ``k`` ≥ 2) has no interval: its two interval cells read ``[no spread]``
+    (:data:`NO_SPREAD`), beside its mean and its sign-flip p.
+
     Parameters
     ----------
     row : mapping
-        With ``mean``, ``lo``, ``hi``, ``lo_bonf``, ``hi_bonf``, ``p``, ``p_holm``.
+        With ``mean``, ``lo``, ``hi``, ``lo_bonf``, ``hi_bonf``, ``p``, ``p_holm``; optionally
+        ``no_spread`` and ``k``.
     digits : int >= 0
         Decimals of the mean and the intervals (signed); p-values get two significant digits.
 
@@ -363,17 +403,28 @@ def family_cells(row: Mapping, digits: int = 3) -> list[str]:
     >>> row = paired_family({"x": [0.1, 0.2, 0.15, 0.12]})[0]
     >>> family_cells(row, 2)
     ['+0.14 [+0.07, +0.21]', '[+0.07, +0.21]', '0.0072', '0.0072']
+
+    The same difference at both of 2 seeds, one of 8 planned claims:
+
+    >>> row = paired_family({"y": [-0.0047, -0.0047]}, planned=8)[0]
+    >>> family_cells(row)
+    ['-0.005 [no spread]', '[no spread]', '0.5', '1']
     """
     digits = check_int("digits", digits, minimum=0)
     need = ("mean", "lo", "hi", "lo_bonf", "hi_bonf", "p", "p_holm")
     if missing := [k for k in need if k not in row]:
         raise InputError(f"row must hold {list(need)} (a paired_family row), missing {missing}")
     f = f"+.{digits}f"
-    bonf = f"[{row['lo_bonf']:{f}}, {row['hi_bonf']:{f}}]"
-    return [interval(row["mean"], row["lo"], row["hi"], fmt=f), bonf] + [
-        f"{row['p']:.2g}",
-        f"{row['p_holm']:.2g}",
-    ]
+    if "no_spread" in row:
+        flat = bool(row["no_spread"])
+    else:  # a row of another source: read as interval() reads it, k unknown as k >= 2
+        flat = _without_spread(row["mean"], row["lo"], row["hi"], row.get("k"))
+    if flat:
+        cells = [f"{row['mean']:{f}} {NO_SPREAD}", NO_SPREAD]
+    else:  # written out, not by interval(): a one-seed row's NaN bounds must show as nan
+        cells = [f"{row['mean']:{f}} [{row['lo']:{f}}, {row['hi']:{f}}]",
+                 f"[{row['lo_bonf']:{f}}, {row['hi_bonf']:{f}}]"]  # fmt: skip
+    return cells + [f"{row['p']:.2g}", f"{row['p_holm']:.2g}"]
 
 
 def family_table(rows, labels, *, digits: int = 3, estimate: str = "mean [95 % CI]") -> list[str]:
