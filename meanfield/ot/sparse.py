@@ -41,13 +41,21 @@ and proves afterwards that no other pair could lower the cost (column generation
    else the most violated pairs of each row (and, by the same search from the b side, of
    each column) join the support.
 
-At the end weak duality bounds the result from below,
+At the end weak duality bounds the result from below: with u = v^c, the c-transform
+u_i = min_j (|x_i − y_j|² − v_j) over *every* pair (the lifted search of step 4), and then
+v ← u^c ≥ v the same way from the b side, (u, v) is feasible up to the rounding τ₀ of a
+reduced cost, so
 
 .. math::
 
-    W_2^2 \\ge \\sum_i a_i u_i + \\sum_j b_j v_j - \\tau ,
+    W_2^2 \\ge \\sum_i a_i u_i + \\sum_j b_j v_j - \\tau_0 ,
 
-so every value carries its own certificate (``w2_lower``).
+and every value carries its own certificate (``w2_lower``).  The network simplex's
+potentials carry a common offset of once or twice its artificial arc cost (max c + 1) ×
+(number of nodes) (3·10⁵ at 2 × 16 384 atoms against costs ≤ 8); r is blind to it, but τ₀
+and the rounding bound of the certificate grow with max|u| + max|v|, which made the
+interval of a W₂ of 0.0033 between two grid densities on 256² sub-cells [0, 0.020].  The
+potentials are therefore centred (u − s, v + s, median u = median v) before any use.
 """
 
 from __future__ import annotations
@@ -61,9 +69,10 @@ from scipy.spatial import cKDTree
 from ..errors import ConvergenceError, InputError, NumericalError
 from .precision import common_frame
 
-#: Relative tolerance of the dual check: τ = DUAL_TOL · (1 + the largest cost + max|u| + max|v|),
-#: far above the rounding of a float64 reduced cost, far below any cost that matters (raised to
-#: twice the largest violation on the support, the network simplex's own tolerance, if larger).
+#: Relative tolerance of the dual check: τ₀ = DUAL_TOL · (1 + the largest cost + max|u| + max|v|)
+#: with u, v centred (:func:`_centred`), far above the rounding of a float64 reduced cost, far
+#: below any cost that matters (the check uses τ = twice the largest violation on the support,
+#: the network simplex's own tolerance, if larger; the certificate loses τ₀ only).
 DUAL_TOL = 1e-13
 
 
@@ -324,14 +333,15 @@ def w2_sparse(
     -------
     dict
         ``w2``: √(cost of the optimal plan), in the unit of the points; ``w2_lower``: the
-        certified lower bound √(Σ a u + Σ b v − τ₀), with u_i = min_j (|x_i − y_j|² − v_j)
-        over *all* j (the c-transform of v, from the final check) and τ₀ the rounding
-        tolerance of r; ``method``: "sparse_exact"; ``rounds``, ``pairs`` (support size at
+        certified lower bound √(Σ a u + Σ b v − τ₀), with u = v^c and then v ← u^c, both
+        c-transforms over *all* pairs (module docstring), and τ₀ the rounding tolerance of
+        r; ``method``: "sparse_exact"; ``rounds``, ``pairs`` (support size at
         the end, finest level); ``tau`` (squared units): the network simplex's tolerance
         seen on the support, so that r ≥ −τ on every pair and |r| ≤ τ where the plan is
         positive (w2² − w2_lower² ≲ τ); ``levels`` (n_a, n_b, rounds, pairs of each level,
         coarsest first); ``seconds``.  With ``return_plan``: ``u`` (N,), ``v`` (M,) (NaN at
-        zero weights) and ``plan`` = (i, j, mass), the positive entries of the optimal plan
+        zero weights; the certificate's pair, centred: |u|, |v| ≲ the largest cost, not the
+        solver's offset) and ``plan`` = (i, j, mass), the positive entries of the optimal plan
         (masses summing to 1), indices into the given clouds.
 
     Raises
@@ -407,6 +417,7 @@ def w2_sparse(
     xa, xb = frame.to_frame(xa), frame.to_frame(xb)
     levels: list[dict] = []
     sol = _solve_level(xa, a, xb, b, (k, pool, per_row, max_rounds, multiscale), levels)
+    sol["lower"], sol["u"], sol["v"] = _certificate(xa, a, xb, b, sol["u"], sol["v"], per_row)
     w2 = frame.length(math.sqrt(max(sol["cost"], 0.0)))
     if not math.isfinite(w2):
         raise NumericalError(
@@ -547,29 +558,91 @@ def _near_plan(xa, xb, u, v, flow, nb_a, nb_b, tau: float, per_row: int) -> np.n
     return np.concatenate(parts)
 
 
+def _covering(keys: np.ndarray, xa, xb, tree_a, tree_b) -> np.ndarray:
+    """The support ``keys`` with a pair (its nearest partner) for every point that has none.
+
+    The refined support drops the cells of a coarse atom whose flow the network simplex left
+    out (masses of 1e-16 in a grid density's tail: below its tolerance); a point without any
+    pair keeps the solver's initial potential, off by its artificial arc cost, and the check
+    over every pair then adds one far pair per row against it (16 384 pairs of the largest
+    cost on 128² sub-cells).
+    """
+    n, m = len(xa), len(xb)
+    lone_a = np.flatnonzero(np.bincount(keys // m, minlength=n) == 0)
+    lone_b = np.flatnonzero(np.bincount(keys % m, minlength=m) == 0)
+    if len(lone_a) == 0 and len(lone_b) == 0:
+        return keys
+    ja = tree_b.query(xa[lone_a], k=1)[1].astype(np.int64)
+    ib = tree_a.query(xb[lone_b], k=1)[1].astype(np.int64)
+    return _merged(keys, lone_a.astype(np.int64) * m + ja, ib * m + lone_b)
+
+
+def _centred(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same dual (u − s, v + s), with s = (median u − median v) / 2.
+
+    For probability weights Σ a u + Σ b v and every r_ij = c_ij − u_i − v_j are unchanged;
+    the potentials come back to the size of the costs (the median ignores a few nodes the
+    solver left at another offset: they show as violations and are priced as such).
+    """
+    s = 0.5 * (float(np.median(u)) - float(np.median(v)))
+    return u - s, v + s
+
+
+def _rounding_tolerance(u: np.ndarray, v: np.ndarray, diam2: float) -> float:
+    """τ₀ = DUAL_TOL · (1 + D² + max|u| + max|v|): a bound, with a wide margin, of the
+    rounding of a reduced cost r_ij = |x_i − y_j|² − u_i − v_j computed in float64 (a few
+    units of 2⁻⁵³ of the largest term)."""
+    return DUAL_TOL * (1.0 + diam2 + float(np.abs(u).max() + np.abs(v).max()))
+
+
+def _certificate(xa, a, xb, b, u, v, per_row: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """The weak-duality lower bound of W₂² from u = v^c (the c-transform of v), raised once
+    more by v ← u^c (n, m) ≥ v, with the tolerance τ₀ of its rounding.
+
+    Any v gives the feasible pair (v^c, v) and Σ a v^c + Σ b v ≤ W₂²; replacing v by
+    (v^c)^c ≥ v keeps it feasible and can only raise the bound (back to the optimum where
+    the solver left a node's potential below its tight value).  Both transforms are exact
+    searches over every pair (:func:`_violations`), so the bound holds up to the rounding
+    of r, which τ₀ covers: (u − τ₀, v) is then feasible, and Σ a = 1.
+    """
+    both = np.vstack([xa, xb])
+    diam2 = float(((both.max(0) - both.min(0)) ** 2).sum())
+    _, _, best = _violations(xb, xa, v, u, math.inf, per_row)  # min_i r_ij, no pairs
+    v = v + best
+    tau0 = _rounding_tolerance(u, v, diam2)
+    return float(a @ u + b @ v) - tau0, u, v
+
+
 def _column_generation(xa, a, xb, b, keys, pool, per_row, max_rounds, levels) -> dict:
     """Rounds of (exact solve on the support, pricing) from the support ``keys`` until no
     pair has r_ij < −τ.
 
-    Returns ``cost``, ``lower`` (Σ a u + Σ b v − τ), ``tau``, ``u``, ``v`` and ``flow``;
+    Returns ``cost``, ``tau``, ``u`` (= v^c over every pair), ``v`` (centred) and ``flow``;
     appends the level's n_a, n_b, rounds and final support size to ``levels``.
     """
     n, m = len(xa), len(xb)
     complete = len(keys) == n * m
     if not complete:
-        nb_b = cKDTree(xb).query(xb, k=min(pool, m), workers=-1)[1].reshape(m, -1)
-        nb_a = cKDTree(xa).query(xa, k=min(pool, n), workers=-1)[1].reshape(n, -1)
+        tree_a, tree_b = cKDTree(xa), cKDTree(xb)
+        nb_b = tree_b.query(xb, k=min(pool, m), workers=-1)[1].reshape(m, -1)
+        nb_a = tree_a.query(xa, k=min(pool, n), workers=-1)[1].reshape(n, -1)
+        keys = _covering(keys, xa, xb, tree_a, tree_b)
     both = np.vstack([xa, xb])
     diam2 = float(((both.max(0) - both.min(0)) ** 2).sum())
     init = None
     for rnd in range(1, max_rounds + 1):
         I, J = keys // m, keys % m
         c = ((xa[I] - xb[J]) ** 2).sum(1)
-        cost, u, v, flow = _solve_restricted(a, b, I, J, c, init)
-        init = (u, v)  # as returned: shifting them by a constant unsettles LEMON's warm start
+        cost, u_raw, v_raw, flow = _solve_restricted(a, b, I, J, c, init)
+        init = (u_raw, v_raw)  # as returned: LEMON's warm start reads its own convention
+        # LEMON's potentials carry a common offset of once or twice its artificial arc cost,
+        # (max c + 1) × the number of nodes (3·10⁵ at 2 × 16 384 atoms against costs ≤ 8):
+        # τ₀ below, the rounding bound of the certificate and the rounding of every reduced
+        # cost would grow with it
+        u, v = _centred(u_raw, v_raw)
         # τ covers the rounding of r and the solver's own tolerance, seen on the support
         # (where an optimal dual has r ≥ 0 exactly): a pair is only added for a real gain
-        tau0 = DUAL_TOL * (1.0 + diam2 + float(np.abs(u).max() + np.abs(v).max()))
+        tau0 = _rounding_tolerance(u, v, diam2)
         tau = max(tau0, -2.0 * float((c - u[I] - v[J]).min()))
         if complete:
             new = keys[:0]
@@ -585,12 +658,9 @@ def _column_generation(xa, a, xb, b, keys, pool, per_row, max_rounds, levels) ->
                 new = np.concatenate([ia * m + ja, ib * m + jb])
         if len(new) == 0:
             levels.append({"n_a": n, "n_b": m, "rounds": rnd, "pairs": int(len(keys))})
-            # u_i + min_j r_ij = min_j (c_ij − v_j), the c-transform of v: feasible on every
-            # pair up to the rounding of r (τ₀), so the weak-duality bound loses τ₀, not the
-            # simplex's tolerance τ (u itself may overshoot by up to τ / 2 off the support)
-            u = u + np.minimum(best, 0.0)
-            lower = float(a @ u + b @ v) - tau0
-            return {"cost": cost, "lower": lower, "tau": tau, "u": u, "v": v, "flow": flow}
+            # u_i + min_j r_ij = min_j (c_ij − v_j), the c-transform of v over every pair:
+            # feasible up to the rounding of r, whatever the simplex's tolerance left on v
+            return {"cost": cost, "tau": tau, "u": u + best, "v": v, "flow": flow}
         keys = _merged(keys, new)
     raise ConvergenceError(f"w2_sparse: the dual check still fails after {max_rounds} rounds")
 
