@@ -192,3 +192,19 @@ def test_distance_beyond_float64_is_refused(p):
     for order in (1, 2):
         with pytest.raises(NumericalError, match="exceeds the float64 range"):
             wasserstein(Measure(a), Measure(b), order)
+
+
+def test_a_loose_dual_bound_is_named_as_such_not_blamed_on_float64():
+    """An interval widened by the solver's own primal − dual gap (far above float64's
+    rounding of the sums) says so: the warning names the loose dual bound and the gap."""
+    from meanfield.ot.distance import _certified
+    from meanfield.ot.precision import common_frame
+
+    x = np.random.default_rng(8).normal(size=(20, 2))
+    frame = common_frame([x, x + 0.1])
+    a = Measure(x)
+    # W2² = 0.01 from the plan, a dual objective of −0.01: the interval [0, 0.1] is as wide
+    # as the value, and the gap 0.02 is ≫ float64's rounding bound of the sums (~1e-14)
+    with pytest.warns(PrecisionWarning, match=r"dual bound is loose \(primal - dual = 0\.02 "):
+        r = _certified(0.01, -0.01, 2, "sparse", frame, 40, 0.0, 0.0, a, {})
+    assert not r.certified and r.lower == 0.0 and r.upper >= 0.1

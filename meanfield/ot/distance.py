@@ -542,11 +542,20 @@ def _certified(primal, dual, order, method, frame, terms, duals, mismatch, a, de
     details["rounding"] = frame.length(hi - lo, rounding="up")
     certified = not (value > 0 and hi - lo > value)
     if not certified:
+        # name what widened the interval: float64's rounding of the sums (err), or the
+        # solver's own primal - dual gap (a certificate the solver did not close)
+        gap = primal - dual
+        why = (
+            f"is not certified: the solver's dual bound is loose (primal - dual = {gap:.3g} "
+            f"in {name}^{q} in the frame of extent {diam:.3g}, above the float64 rounding bound "
+            f"{err:.3g})"
+            if gap > err
+            else "is not resolved by float64 (relative to the extent "
+            f"{frame.length(diam):.6g} of the two measures)"
+        )
         warnings.warn(
-            f"{name} = {distance:.6g} ({method}) is not resolved by float64: the certified "
-            f"interval [{lower:.6g}, {upper:.6g}] is wider than the value, relative to the "
-            f"extent {frame.length(diam):.6g} of the two measures; returned "
-            "with certified=False",
+            f"{name} = {distance:.6g} ({method}) {why}: the certified interval "
+            f"[{lower:.6g}, {upper:.6g}] is wider than the value; returned with certified=False",
             PrecisionWarning,
             stacklevel=5,  # past _compute, wasserstein and its contract wrapper
         )
