@@ -702,7 +702,9 @@ def _variants_write_claims(records, cfg, out: Path):
         if r1[3] < 2:
             continue
         worse = "RFF" if r1[2] < 0 else ("IS" if r2[2] < 0 else None)  # a significant loss
-        verdict = "holds" if r1[1] > 0 and r2[1] > 0 else "not shown (interval contains 0)"
+        shown = np.isfinite(r1[1]) and np.isfinite(r2[1])  # NaN bounds: no spread
+        verdict = "not shown (interval contains 0)" if shown else "not shown (no spread)"
+        verdict = "holds" if r1[1] > 0 and r2[1] > 0 else verdict
         verdict = f"fails (Coulomb significantly worse than {worse})" if worse else verdict
         rows.append([t, m, interval(*r1[:3]), interval(*r2[:3]), verdict])
     lines = [
