@@ -116,6 +116,20 @@ def test_study_runs_and_resumes(tmp_path):
     assert np.array_equal(again["w2"].values, ds["w2"].values, equal_nan=True)
 
 
+def test_a_rate_over_two_sizes_is_reported_undetermined_not_nan(tmp_path):
+    """Two fitted sizes give no rate (fit_power_law_or_undetermined): the report says so in
+    words, never "nan [nan, nan]"."""
+    from meanfield.studies.limits import particles_vs_grid_2d_in_n, write_report
+
+    kw = dict(cells=16, t_final=0.01, n_data=10, binned_min=1)
+    ds = particles_vs_grid_2d_in_n({20: [0], 40: [0]}, tmp_path / "sweep", **kw)
+    assert np.isnan(ds.attrs["rate"])
+    ds.to_netcdf(tmp_path / "n_limit_2d.nc")
+    write_report(tmp_path, tmp_path / "report")
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "undetermined (< 3 sizes fitted)" in text and "nan" not in text
+
+
 CI_CONFIG = Path(__file__).parents[1] / "paper_repro" / "n_limit_2d" / "configs" / "ci.toml"
 
 

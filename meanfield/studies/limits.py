@@ -378,12 +378,11 @@ def particles_vs_grid_2d_in_n(
     """
     parts = []
     for N, seeds in sorted(seeds_by_n.items()):
-        part = run_sweep(
+        parts.append(run_sweep(
             particles_vs_grid_2d_run, {"N": [int(N)], "seed": [int(s) for s in seeds]},
             Path(out_dir) / f"N{int(N)}", fixed=fixed, scheduler=scheduler, n_workers=n_workers,
             progress=progress,
-        )  # fmt: skip
-        parts.append(part.load())
+        ).load())  # fmt: skip
     ds = xr.concat(parts, dim="N", join="outer", combine_attrs="drop_conflicts")
     fitted = ds.sel(N=[n for n in ds["N"].values if fit_max is None or n <= fit_max])
     metric = "w2" if bool(np.isfinite(fitted["w2"]).any("seed").all()) else "w2_binned"
@@ -567,9 +566,10 @@ def write_report(out, report_dir) -> None:
             binned = " | ".join(_span(r[k].values, 4) for k in ("w2_binned", "w2_binned_initial"))
             lines.append(f"| {n} | {int(np.isfinite(r['wall_w2_s']).sum())} | {stats} | "
                          f"{_span(r['w2'].values, 4)} | {walls} | {binned} |")
+        rate = (f"{a['rate']:.3f} [{a['rate_ci_low']:.3f}, {a['rate_ci_high']:.3f}] (95 %, "
+                "bootstrap)" if np.isfinite(a["rate"]) else "undetermined (< 3 sizes fitted)")
         lines += ["", f"Rate of {a['rate_metric']} over N = {a['rate_n']} (seeds "
-                  f"{a['rate_seeds']}): {a['rate']:.3f} [{a['rate_ci_low']:.3f}, "
-                  f"{a['rate_ci_high']:.3f}] (95 %, bootstrap); iid local slope over the same N: "
+                  f"{a['rate_seeds']}): {rate}; iid local slope over the same N: "
                   f"{a['iid_slope']:.3f}."]
         if "rate_pooled" in a:
             lines.append(f"Least squares on all {a['rate_pooled_runs']} runs: "
