@@ -170,3 +170,13 @@ def test_study_settings_are_checked_before_any_work(tmp_path):
     with pytest.raises(InputError, match="cells"):
         check_config({"cells": 2})
     assert check_config({})["seeds"][10_000] == [0, 1]  # the defaults are the full study's
+
+
+@pytest.mark.parametrize("preset", ["full", "large_n"])
+def test_committed_reports_are_their_runs(preset, tmp_path):
+    """Each committed ``results/<preset>/report.md`` is what its committed runs give now."""
+    from meanfield.studies.limits import write_report
+
+    results = CI_CONFIG.parents[1] / "results" / preset
+    write_report(results, tmp_path)
+    assert (tmp_path / "report.md").read_text() == (results / "report.md").read_text()
