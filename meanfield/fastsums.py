@@ -334,8 +334,11 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
 # p = 2: spectral Ewald with the NUFFT
 # ----------------------------------------------------------------------------------------
 #: default number of Fourier modes allowed per particle in p = 2: (2M + 1)² ≤ this · N
-#: (+ 4096 for small N); a uniform disc at eps = 1e-6 with :data:`NEAR_NEIGHBOURS` needs ≈ 8
-MODES_PER_PARTICLE = 32
+#: (+ 4096 for small N); a uniform disc at eps = 1e-6 with :data:`NEAR_NEIGHBOURS` needs ≈ 5,
+#: the Gaussian cloud of the default problem would ask for ≈ 40 at N = 1e6 and is capped:
+#: there one force took 7.0 / 6.1 / 5.5 / 8.0 CPU-s at a cap of 8 / 12 / 16 / 32 (one
+#: thread, loaded machine; the same at N = 1e5), the cap trading modes for near pairs
+MODES_PER_PARTICLE = 16
 
 
 def _threads(n_threads: int | None) -> int:

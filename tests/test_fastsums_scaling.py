@@ -70,7 +70,7 @@ def test_cutoff_and_modes_follow_n():
         # the cutoff holds the requested median number of neighbours (independent count)
         counts = cKDTree(x).query_ball_point(x[:400], r_c, return_length=True) - 1
         assert abs(np.median(counts) / fs.NEAR_NEIGHBOURS - 1) < 0.15
-        plan = ewald._plan(4.0, r_c, 1e-6, int(fs.MODES_PER_PARTICLE * N) + 4096)[0]
+        plan = ewald._plan(4.0, r_c, 1e-6, int(fs.MODES_PER_PARTICLE * N) + 4096, 4.0)[0]
         plans[N] = plan
         assert (2 * plan.M + 1) ** 2 <= fs.MODES_PER_PARTICLE * N + 4096
         assert plan.r_c >= r_c  # rounded up, never floored by the mode cap here
@@ -97,6 +97,50 @@ def test_a_far_outlier_keeps_the_modes_linear_and_the_sum_right():
     key = next(reversed(ewald._PLAN_CACHE))
     plan = ewald._PLAN_CACHE[key][0]
     assert (2 * plan.M + 1) ** 2 <= fs.MODES_PER_PARTICLE * N + 4096
+
+
+def test_a_round_cloud_gets_the_shorter_period_and_stays_exact():
+    # the kernel is truncated at the cloud's diameter bound 2 max‖x − centre‖ (here the
+    # circle's diameter 4, with two antipodal points at exactly that distance) rather than
+    # the box diagonal 4√2: the period drops from 2.41 s to 2 s, (2/2.41)² ≈ 0.69 of the
+    # modes; the sums stay at their tolerance against the direct sum (measured ≈ 0.1 eps)
+    N = 4000
+    x = uniform_ball(2, N, seed=4)
+    x[0], x[1] = [2.0, 0.0], [-2.0, 0.0]
+    ewald._PLAN_CACHE.clear()
+    pot, grad = fs.coulomb2d_sums(x, 1e-10)
+    plan = next(reversed(ewald._PLAN_CACHE.values()))[0]
+    square = ewald._EwaldPlan2D(plan.side, plan.r_c, 1e-10, 10**12)
+    assert plan.diam < 1.05 * 4.0 < square.diam
+    assert ((2 * plan.M + 1) / (2 * square.M + 1)) ** 2 < 0.75
+    idx = np.arange(0, N, 7)
+    want = direct_force(x, idx, 2)
+    assert np.linalg.norm(grad[idx] - want) / np.linalg.norm(want) <= 1e-10
+    z = x[idx, None] - x[None]
+    r = np.sqrt((z * z).sum(-1))
+    r[np.arange(len(idx)), idx] = 1.0
+    want_pot = -np.log(r).sum(1)
+    assert np.linalg.norm(pot[idx] - want_pot) <= 1e-10 * np.linalg.norm(want_pot)
+
+
+def test_a_shrinking_cloud_reuses_the_plan_and_a_growing_one_does_not():
+    # a Langevin run's box jitters across the plan's 2^(1/16) quanta: a cached plan that
+    # covers the cloud (side and diameter) with a cutoff within two quanta of the wanted one
+    # serves it (no new multipliers), exactly as accurate; a larger cloud gets a new plan
+    N = 3000
+    x = uniform_ball(2, N, seed=5)
+    ewald._PLAN_CACHE.clear()
+    fs.coulomb2d_sums(x, 1e-10, want_value=False)
+    first = next(iter(ewald._PLAN_CACHE.values()))[0]
+    for scale in (0.98, 0.96, 1.0):
+        _, grad = fs.coulomb2d_sums(scale * x, 1e-10, want_value=False)
+        assert [hit[0] for hit in ewald._PLAN_CACHE.values()] == [first]
+        idx = np.arange(0, N, 11)
+        want = direct_force(scale * x, idx, 2)
+        assert np.linalg.norm(grad[idx] - want) / np.linalg.norm(want) <= 1e-10
+    fs.coulomb2d_sums(1.2 * x, 1e-10, want_value=False)
+    assert len(ewald._PLAN_CACHE) == 2
+    assert next(reversed(ewald._PLAN_CACHE.values()))[0].side >= 1.2 * first.side / 1.05
 
 
 def test_exp1_against_scipy():
