@@ -28,6 +28,14 @@ direct sum at 200 random particles (fixed seed).  It writes fastsums_scaling.{js
 the ratios t(N_max)/t(N_min) and the machine (CPU count, load average before and after).
 
     python benchmarks/bench_fastsums.py --scaling --eps 1e-6 --threads 2 --out benchmarks/results
+
+``--step`` (with ``--scaling``) adds, at each of the ``--sizes``, a whole projected-Langevin
+step of the default p = 2 problem (:class:`~meanfield.workbench.problems.ComparisonConfig`
+with ``dim=2``: Gaussian cloud, alignment + confinement + the Coulomb term as
+:class:`~meanfield.fastsums.FastCoulombInteraction` at ``--eps``, η = 0.005, β = 10, the
+capped pair step and its near-field pass): wall and CPU seconds per step (median of
+``--repeats`` steps after one untimed step that compiles and builds the plan) and the peak
+resident memory, each N in a fresh subprocess.
 """
 
 from __future__ import annotations
@@ -252,14 +260,61 @@ def scaling_child(p: int, N: int, eps: float, threads: int, repeats: int) -> dic
     }
 
 
-def run_scaling(sizes, eps, threads, repeats, show=False) -> dict:
+def step_child(N: int, eps: float, threads: int, repeats: int) -> dict:
+    """One N: seconds and peak memory of whole Langevin steps of the default p = 2 problem."""
+    import resource
+
+    import torch
+
+    from meanfield.dynamics.langevin import make_integrator
+    from meanfield.energy import Energy
+    from meanfield.fastsums import FastCoulombInteraction
+    from meanfield.kernels import Coulomb
+    from meanfield.workbench.problems import ComparisonConfig
+
+    torch.set_num_threads(threads)
+    problem = ComparisonConfig(dim=2)
+    E = problem.energy
+    term = FastCoulombInteraction(Coulomb(2), problem.lam, eps=eps, min_n=0, n_threads=threads)
+    spec = problem.spec().replace(energy=Energy([*E.terms[:2], term], E.domain), n_particles=N)
+    stepper = make_integrator(spec.energy, eta=spec.eta, beta=spec.beta, regime=spec.regime)
+    state = stepper.init(torch.as_tensor(spec.particles()), seed=spec.seed)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        state = stepper.step(state)  # warm-up: JIT (cached on disk), plan, multipliers
+        warm = time.perf_counter() - t0
+        wall, cpu = [], []
+        for _ in range(repeats):
+            c0, t0 = time.process_time(), time.perf_counter()
+            state = stepper.step(state)
+            wall.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+    return {
+        "p": 2,
+        "N": N,
+        "what": "step",
+        "eps": eps,
+        "threads": threads,
+        "repeats": repeats,
+        "warmup_s": warm,
+        "wall_s": statistics.median(wall),
+        "cpu_s": statistics.median(cpu),
+        "wall_all_s": wall,
+        "cpu_all_s": cpu,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+
+
+def run_scaling(sizes, eps, threads, repeats, show=False, step=False) -> dict:
     import subprocess
 
     rows = []
-    cases = [(p, N) for p in (2, 3) for N in sizes]
-    for p, N in progress(cases, enabled=show, desc="(p, N)"):
+    cases = [(p, N, "force") for p in (2, 3) for N in sizes]
+    cases += [(2, N, "step") for N in sizes] if step else []
+    for p, N, what in progress(cases, enabled=show, desc="(p, N)"):
         load = os.getloadavg() if hasattr(os, "getloadavg") else None
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", f"{p},{N}"]
+        flag = "--child" if what == "force" else "--step-child"
+        cmd = [sys.executable, os.path.abspath(__file__), flag, f"{p},{N}"]
         cmd += ["--eps", repr(eps), "--threads", str(threads), "--repeats", str(repeats)]
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
@@ -267,15 +322,20 @@ def run_scaling(sizes, eps, threads, repeats, show=False) -> dict:
             raise RuntimeError(f"child p={p} N={N} failed:\n{done.stderr[-3000:]}")
         row = json.loads(done.stdout.strip().splitlines()[-1])
         row["loadavg_before"] = [round(v, 2) for v in load] if load else None
+        row.setdefault("what", "force")
         rows.append(row)
+        err = row.get("force_rel_err_subsample")
         say(
-            f"p={p} N={N:>8}  wall {row['wall_s']:.3g} s  cpu {row['cpu_s']:.3g} s  "
-            f"peak {row['peak_rss_bytes'] / 2**30:.2f} GiB  force err "
-            f"{row['force_rel_err_subsample']:.2e}  load {row['loadavg_before']}"
+            f"{what} p={p} N={N:>8}  wall {row['wall_s']:.3g} s  cpu {row['cpu_s']:.3g} s  "
+            f"peak {row['peak_rss_bytes'] / 2**30:.2f} GiB"
+            + (f"  force err {err:.2e}" if err is not None else "")
+            + f"  load {row['loadavg_before']}"
         )
     ratios = {}
     for p in (2, 3):
-        mine = sorted((r for r in rows if r["p"] == p), key=lambda r: r["N"])
+        mine = sorted(
+            (r for r in rows if r["p"] == p and r["what"] == "force"), key=lambda r: r["N"]
+        )
         if len(mine) > 1:
             lo, hi = mine[0], mine[-1]
             ratios[p] = {
@@ -295,12 +355,29 @@ def scaling_markdown(res: dict) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in res["rows"]:
+        if r.get("what", "force") != "force":
+            continue
         lines.append(
             f"| {r['p']} | {PATHS[r['p']]} | {r['N']:.0e} | {r['wall_s']:.3g} | {r['cpu_s']:.3g} "
             f"| {r['peak_rss_bytes'] / 2**30:.2f} "
             f"| {(r['peak_rss_bytes'] - r['rss_before_sum_bytes']) / 2**30:.2f} "
             f"| {r['force_rel_err_subsample']:.1e} | {r['loadavg_before'][0]} |"
         )
+    steps = [r for r in res["rows"] if r.get("what") == "step"]
+    if steps:
+        lines += [
+            "",
+            "A whole projected-Langevin step of the default p = 2 problem (Gaussian cloud, "
+            "`ComparisonConfig(dim=2)`, fast Coulomb term at the same eps):",
+            "",
+            "| N | wall per step (s) | CPU per step (s) | peak RSS (GiB) | load avg before |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for r in steps:
+            lines.append(
+                f"| {r['N']:.0e} | {r['wall_s']:.3g} | {r['cpu_s']:.3g} "
+                f"| {r['peak_rss_bytes'] / 2**30:.2f} | {r['loadavg_before'][0]} |"
+            )
     lines.append("")
     for p, q in res["ratios"].items():
         lines.append(
@@ -386,7 +463,13 @@ def main(argv=None) -> int:
         default=3,
         help="timed force evaluations per (p, N) for --scaling (default 3)",
     )
+    ap.add_argument(
+        "--step",
+        action="store_true",
+        help="with --scaling: also whole Langevin steps of the default p = 2 problem",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)  # "p,N": one --scaling measurement
+    ap.add_argument("--step-child", help=argparse.SUPPRESS)  # "2,N": one --step measurement
     add_bench_out(ap, "fastsums.json and fastsums.md (fastsums_scaling.* with --scaling)")
     ap.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = ap.parse_args(argv)  # bad flags end here (exit 2), before torch loads
@@ -395,13 +478,19 @@ def main(argv=None) -> int:
         p, N = (int(v) for v in args.child.split(","))
         print(json.dumps(scaling_child(p, N, args.eps, args.threads, args.repeats)))
         return 0
+    if args.step_child:
+        N = int(args.step_child.split(",")[1])
+        print(json.dumps(step_child(N, args.eps, args.threads, args.repeats)))
+        return 0
     import torch
 
     torch.set_num_threads(args.threads)
     t0 = time.time()
     info = machine(torch)
     if args.scaling:
-        res = run_scaling(args.sizes, args.eps, args.threads, args.repeats, not args.no_progress)
+        res = run_scaling(
+            args.sizes, args.eps, args.threads, args.repeats, not args.no_progress, args.step
+        )
         name = "fastsums_scaling"
     else:
         res = run(args.max_n, args.max_direct, args.eps, show=not args.no_progress)
