@@ -1,5 +1,7 @@
 """The k-d tree path of the near-field pass (nearest neighbours and the pair-force cap of
-projected Langevin) against the dense O(N²) block pass, the second method it must reproduce.
+projected Langevin) against the dense O(N²) block pass, the second method it must reproduce;
+and, inside it, the nearest neighbours by the compiled cell grid (p = 2, 3) against those by
+the tree query they replace (tests/test_nearest_grid.py checks the grid by itself).
 
 Exact where the two compute the same numbers: the nearest distances and their indices (the
 distances are recomputed as the dense pass computes them; continuous random points, so no
@@ -211,3 +213,66 @@ def test_langevin_steps_equal_with_either_path(monkeypatch):
         torch.testing.assert_close(tree.omega, dense.omega, rtol=0, atol=1e-13)
         state = dense
     assert state.cache["capped_steps"] == 5  # the cap acted in every step
+
+
+def _grid_and_tree(omega, terms, eta, monkeypatch, *, cap=True):
+    """near_field's tree path with the grid's nearest neighbours and with the tree's."""
+    monkeypatch.setattr(near_field_module, "_NEAR_TREE_MIN_N", 2)
+    grid = near_field(omega, terms, eta, cap=cap)
+    monkeypatch.setattr(near_field_module, "_NEAR_GRID_DIMS", ())
+    tree = near_field(omega, terms, eta, cap=cap)
+    monkeypatch.setattr(near_field_module, "_NEAR_GRID_DIMS", (2, 3))
+    return grid, tree
+
+
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("clustered", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_grid_equals_tree_query(p, clustered, dtype, monkeypatch):
+    """The grid's nearest neighbours give what the k = 2 tree query gave: the same nearest,
+    neighbour, capped count and correction, bit for bit (continuous points, no ties; the
+    capped pairs are formed from the same float64 nearest distances)."""
+    omega = _points((2, N, p), 100 + 10 * p + clustered, clustered).to(dtype)
+    grid, tree = _grid_and_tree(omega, _terms(p), 0.01, monkeypatch)
+    for a, b in zip(grid[:3], tree[:3], strict=True):
+        assert torch.equal(a, b)
+    assert grid[3] == tree[3]
+    if clustered:  # the cap fired: the capped pairs were formed from these neighbours
+        assert grid[3] > 0
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_grid_ties_take_the_dense_index(p, monkeypatch):
+    """Exact ties (an integer lattice: 2p neighbours at distance 1, shuffled) and coincident
+    points: the grid takes the lowest index among equal distances, as the dense pass
+    (torch.min) does, so the neighbours agree exactly, not only in place."""
+    k = 40 if p == 2 else 12
+    gen = torch.Generator().manual_seed(p)
+    lattice = torch.stack(torch.meshgrid(*[torch.arange(k)] * p, indexing="ij"), -1)
+    omega = lattice.reshape(-1, p).to(F64)[torch.randperm(k**p, generator=gen)] * 1e-2
+    omega[1::50] = omega[0::50][: omega[1::50].shape[0]]  # coincident pairs
+    tree, dense = _both(omega, _terms(p), 0.01, monkeypatch)
+    assert torch.equal(tree[1], dense[1]) and torch.equal(tree[2], dense[2])
+    assert tree[3] == dense[3] > 0
+    scale = float(dense[0].abs().max())
+    torch.testing.assert_close(tree[0], dense[0], rtol=0, atol=1e-12 * scale)
+
+
+def test_grid_dispatch_and_threads(monkeypatch):
+    """The grid serves p = 2 and 3; p = 1 and a crowded grid (a far outlier: all other
+    points in a few cells) go to the tree query; torch's thread count is left as it was."""
+    calls = []
+    real = near_field_module._nearest_by_tree
+    monkeypatch.setattr(
+        near_field_module, "_nearest_by_tree", lambda x: calls.append(x.shape) or real(x)
+    )
+    threads = torch.get_num_threads()
+    for p in (1, 2, 3):
+        near_field(_points((N, p), p, False), _terms(p), 0.01, cap=True)
+    assert calls == [(N, 1)]
+    assert torch.get_num_threads() == threads
+    crowded = _points((N, 2), 8, False)
+    crowded[5] = 1e6
+    tree, dense = _both(crowded, _terms(2), 0.01, monkeypatch)
+    assert calls == [(N, 1), (N, 2)]
+    _assert_same(tree, dense)

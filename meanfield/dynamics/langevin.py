@@ -181,10 +181,10 @@ class ProjectedLangevin:
     (:func:`~meanfield.dynamics.near_field.count_overshoot`); the state's cache holds the
     running totals ``overshoot_steps`` (steps with at least one) and ``capped_steps`` (steps
     in which the cap acted), which :func:`simulate` reports.  Its near-field pass
-    (:func:`~meanfield.dynamics.near_field.near_field`) is a k-d tree search, O(N log N), on
-    the CPU from N = 1024 (a dense O(N² p) pass below that, on other devices and for
-    kernels without a closed-form cap radius); it is refused with ``interaction_batch`` (the
-    random batch hides which pairs it holds).
+    (:func:`~meanfield.dynamics.near_field.near_field`) is a cell-grid search (p = 2, 3) or
+    a k-d tree search, O(N log N), on the CPU from N = 1024 (a dense O(N² p) pass below
+    that, on other devices and for kernels without a closed-form cap radius); it is refused
+    with ``interaction_batch`` (the random batch hides which pairs it holds).
 
     References
     ----------

@@ -18,12 +18,21 @@ so no close pair is flung apart by more than r_ij / 2, nor carried past each oth
 drift step.  For the log kernel (c = −1/r²) the cap acts below r* = (2λη / (f N))^(1/2), a
 length that vanishes like √η: the capped step is consistent with the SDE as η → 0.
 
-Complexity.  On the CPU from N = 1024 particles (float32/float64) the pass is a k-d tree
-search per replica, O(N log N) time and O(N) memory: a k = 2 query gives the nearest
-neighbours, and the capped pairs are those within the cap radius r*, which the Riesz kernels
-(Coulomb and log included) give in closed form.  Below 1024, on other devices, for other
-dtypes and for kernels without a closed-form radius it is a dense pass over blocks of rows,
-O(N² p) time and O(256 N p) memory.  :func:`count_overshoot` is O(N p).
+Complexity.  On the CPU from N = 1024 particles (float32/float64) the pass is a search per
+replica, O(N log N) time and O(N) memory.  The nearest neighbours come, in p = 2 and 3, from
+a compiled cell grid (``meanfield.dynamics._nearest_grid``: a counting sort and a search of
+the 3^p cells around each particle, O(N) for a smooth cloud; a crowded grid, e.g. a far
+outlier stretching the box, is left to the tree), in other p from a k = 2 k-d tree query;
+the capped pairs are those within the cap radius r*, which the Riesz kernels (Coulomb and
+log included) give in closed form, found by a k-d tree over the few particles whose nearest
+neighbour lies within r*.  Measured, one thread, CPU time on a loaded 2-core machine, p = 2,
+Gaussian cloud N(0, 0.4² I), N = 10⁶: the nearest neighbours took 0.19 s (tree build) +
+0.74 s (k = 2 query) and take 0.18 s by the grid (uniform disc: 0.19 + 0.73 → 0.19 s;
+p = 3: 0.22 + 1.05 → 0.37 s; at 10⁴ and 10⁵ the grid is 3-4x faster than the query alone in
+p = 2, 2-3x in p = 3); the whole pass (log kernel, cap on) went from 1.17 to 0.33 s.  Below
+1024, on other devices, for other dtypes and for kernels without a closed-form radius it is
+a dense pass over blocks of rows, O(N² p) time and O(256 N p) memory.
+:func:`count_overshoot` is O(N p).
 
 References
 ----------
@@ -32,6 +41,8 @@ References
   (2012) (taming the drift, of which the pair cap is a form).
 - J. L. Bentley, "Multidimensional binary search trees used for associative searching",
   Commun. ACM 18 (1975) (the k-d tree).
+- J. L. Bentley, B. W. Weide, A. C. Yao, "Optimal expected-time algorithms for closest point
+  problems", ACM Trans. Math. Softw. 6 (1980) (the cell grid).
 
 See Also
 --------
@@ -72,6 +83,19 @@ _NEAR_TREE_PAIRS_PER_PARTICLE = 4
 _NEAR_TREE_PAIR_FLOOR = 1 << 20
 #: Candidate pairs evaluated at once by the tree path (memory O(chunk · p)).
 _NEAR_TREE_CHUNK = 1 << 20
+#: Dimensions in which the tree path finds the nearest neighbours by a compiled cell grid
+#: (:mod:`meanfield.dynamics._nearest_grid`) instead of the k = 2 tree query.  Measured on
+#: the loaded 2-core machine, one thread, CPU time, tree build + query against the grid
+#: (sort + search): faster from N = 128 up in p = 2 and 3 (Gaussian cloud and uniform disc;
+#: at 1024: 0.45 → 0.10 ms, p = 3: 0.72 → 0.16 ms), so no crossover is kept below the tree
+#: path's own threshold.
+_NEAR_GRID_DIMS = (2, 3)
+#: The grid's load Σ_c n_c² / N (points in a point's own cell, on average) above which the
+#: tree path keeps the tree: a crowded grid costs O(load · N).  Measured at N = 1e5 on a dense
+#: Gaussian inside a uniform background, the grid's time over the tree's: 0.27 at load 27,
+#: 0.40 at 90, 0.74 at 290, 1.6 at 770 (p = 2); 0.44 at 46, 0.62 at 144, 3.0 at 1300
+#: (p = 3).  A smooth cloud has a load of 2-22 (uniform disc, Gaussian in p = 2 and 3).
+_NEAR_GRID_MAX_LOAD = 64.0
 
 
 def _cap_radius_sq(kernel, limit: float) -> float | None:
@@ -147,9 +171,39 @@ def _near_field_dense(omega, terms, eta, cap):
     return correction, nearest, neighbour, capped
 
 
+def _nearest_by_grid(points):
+    """(distance, index) of each point's nearest other point by the compiled cell grid, on
+    ``torch.get_num_threads()`` threads, or None where the grid declines (p not 2 or 3, a
+    crowded grid: :data:`_NEAR_GRID_MAX_LOAD`)."""
+    if points.shape[1] not in _NEAR_GRID_DIMS:
+        return None
+    from .._fastsums_ewald import _numba_threads  # restores torch's thread count after numba
+    from ._nearest_grid import nearest_neighbours
+
+    with _numba_threads(torch.get_num_threads()):
+        return nearest_neighbours(points, max_load=_NEAR_GRID_MAX_LOAD)
+
+
+def _nearest_by_tree(points):
+    """(distance, index) of each point's nearest other point by ``cKDTree.query(k=2)``."""
+    from scipy.spatial import cKDTree
+
+    N = len(points)
+    tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
+    order = tree.indices  # queried in the tree's order: a cache-friendly walk, ≈ 3× faster
+    dist, found = tree.query(points[order], k=2, workers=torch.get_num_threads())
+    first = found[:, 0] != order  # a coincident point may be listed before the point itself
+    nb = np.empty(N, dtype=np.int64)
+    nb[order] = np.where(first, found[:, 0], found[:, 1])
+    d_nb = np.empty(N)
+    d_nb[order] = np.where(first, dist[:, 0], dist[:, 1])
+    return d_nb, nb
+
+
 def _near_field_tree(omega, terms, eta, cap):
     """The k-d tree pass of :func:`near_field` (CPU): per replica, the nearest neighbours by
-    ``cKDTree.query(k=2)`` and the capped pairs among the particles whose nearest neighbour
+    a compiled cell grid (p = 2, 3; :mod:`meanfield.dynamics._nearest_grid`) or by
+    ``cKDTree.query(k=2)``, and the capped pairs among the particles whose nearest neighbour
     lies within the largest cap radius; O(N log N + pairs) time, O(N + pairs) memory."""
     from scipy.spatial import cKDTree
 
@@ -170,14 +224,8 @@ def _near_field_tree(omega, terms, eta, cap):
     budget = _NEAR_TREE_PAIRS_PER_PARTICLE * N + _NEAR_TREE_PAIR_FLOOR
     for b, x in enumerate(flat.detach()):
         points = x.numpy().astype(np.float64, copy=False)
-        tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
-        order = tree.indices  # queried in the tree's order: a cache-friendly walk, ≈ 3× faster
-        dist, found = tree.query(points[order], k=2, workers=torch.get_num_threads())
-        first = found[:, 0] != order  # a coincident point may be listed before the point itself
-        nb = np.empty(N, dtype=np.int64)
-        nb[order] = np.where(first, found[:, 0], found[:, 1])
-        d_nb = np.empty(N)
-        d_nb[order] = np.where(first, dist[:, 0], dist[:, 1])
+        found = _nearest_by_grid(points)
+        d_nb, nb = _nearest_by_tree(points) if found is None else found
         nb_t = torch.from_numpy(nb)
         z = flat[b] - flat[b][nb_t]
         nearest[b] = (z * z).sum(-1).sqrt()  # as the dense pass computes it
@@ -222,16 +270,20 @@ def near_field(omega: torch.Tensor, terms, eta: float, *, cap: bool):
 
     Two paths give the same result (the correction up to the order of summation):
 
-    * N ≥ 1024 on the CPU (float32 or float64): a k-d tree (:class:`scipy.spatial.cKDTree`)
-      per replica, O(N log N) time and O(N) memory.  The nearest neighbours come from a k = 2
-      query; the capped pairs lie within the radius r* where abs(c) = f N/(2λη), which the
-      Riesz kernels (Coulomb and log included: abs(c) = abs(s) (r² + ε²)^(−(s+2)/2), decreasing
-      for s > −2) give in closed form, so only the pairs within r* (times 1 + 10⁶ ulp) are
-      formed and tested as in the dense pass.  A kernel without that closed form (a user's
-      κ, whose abs(c) need not decrease) has its cap taken by the dense pass, O(N²).
+    * N ≥ 1024 on the CPU (float32 or float64): per replica, O(N log N) time and O(N)
+      memory.  The nearest neighbours come from a compiled cell grid in p = 2 and 3 (exact:
+      the float64 distances of the k-d tree, the lowest index among equal distances, as in
+      the dense pass; a crowded grid falls back to the tree) and from a k = 2 query of a k-d
+      tree (:class:`scipy.spatial.cKDTree`) in other p.  The capped pairs lie within the
+      radius r* where abs(c) = f N/(2λη), which the Riesz kernels (Coulomb and log included:
+      abs(c) = abs(s) (r² + ε²)^(−(s+2)/2), decreasing for s > −2) give in closed form, so
+      only the pairs within r* (times 1 + 10⁶ ulp) are formed, by a k-d tree, and tested as
+      in the dense pass.  A kernel without that closed form (a user's κ, whose abs(c) need
+      not decrease) has its cap taken by the dense pass, O(N²).
       Measured (p = 2, Gaussian cloud, log kernel, λ = 1/2, η = 0.005, one thread, CPU
-      time on a loaded 2-core machine, wall ≈ 2.5× that): 0.009 s at N = 10⁴ (the dense
-      pass: 4.1 s), 0.09 s at 10⁵, 1.1 s at 10⁶.
+      time on a loaded 2-core machine): 0.004 s at N = 10⁴ (the dense pass: 4.1 s), 0.027 s
+      at 10⁵, 0.33 s at 10⁶ (with the k = 2 tree query for the nearest neighbours: 0.009,
+      0.10, 1.17 s).
     * otherwise (small N, other devices, other dtypes, non-finite points): dense blocks of
       rows, O(N² p) time, O(256 N p) memory.
 
