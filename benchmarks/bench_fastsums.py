@@ -211,6 +211,17 @@ def direct_force(x, idx, p: int):
     return out
 
 
+def _timings(wall: list, cpu: list, **fields) -> dict:
+    """The record of one child: its fields, then the medians and every repeat's seconds."""
+    return {
+        **fields,
+        "wall_s": statistics.median(wall),
+        "cpu_s": statistics.median(cpu),
+        "wall_all_s": wall,
+        "cpu_all_s": cpu,
+    }
+
+
 def scaling_child(p: int, N: int, eps: float, threads: int, repeats: int) -> dict:
     """One (p, N): time, CPU time, peak memory and subsample force error (in this process)."""
     import resource
@@ -242,22 +253,20 @@ def scaling_child(p: int, N: int, eps: float, threads: int, repeats: int) -> dic
     want = direct_force(x, idx, p)
     got = g.numpy()[idx] * N**2 / 2
     err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
-    return {
-        "p": p,
-        "N": N,
-        "eps": eps,
-        "threads": threads,
-        "repeats": repeats,
-        "warmup_s": warm,
-        "wall_s": statistics.median(wall),
-        "cpu_s": statistics.median(cpu),
-        "wall_all_s": wall,
-        "cpu_all_s": cpu,
-        "peak_rss_bytes": peak,
-        "rss_before_sum_bytes": rss0,
-        "force_rel_err_subsample": err,
-        "subsample": SUBSAMPLE,
-    }
+    return _timings(
+        wall,
+        cpu,
+        p=p,
+        N=N,
+        eps=eps,
+        threads=threads,
+        repeats=repeats,
+        warmup_s=warm,
+        peak_rss_bytes=peak,
+        rss_before_sum_bytes=rss0,
+        force_rel_err_subsample=err,
+        subsample=SUBSAMPLE,
+    )
 
 
 def step_child(N: int, eps: float, threads: int, repeats: int) -> dict:
@@ -289,20 +298,19 @@ def step_child(N: int, eps: float, threads: int, repeats: int) -> dict:
             state = stepper.step(state)
             wall.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
-    return {
-        "p": 2,
-        "N": N,
-        "what": "step",
-        "eps": eps,
-        "threads": threads,
-        "repeats": repeats,
-        "warmup_s": warm,
-        "wall_s": statistics.median(wall),
-        "cpu_s": statistics.median(cpu),
-        "wall_all_s": wall,
-        "cpu_all_s": cpu,
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-    }
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return _timings(
+        wall,
+        cpu,
+        p=2,
+        N=N,
+        what="step",
+        eps=eps,
+        threads=threads,
+        repeats=repeats,
+        warmup_s=warm,
+        peak_rss_bytes=peak,
+    )
 
 
 def run_scaling(sizes, eps, threads, repeats, show=False, step=False) -> dict:
