@@ -55,6 +55,7 @@ from scipy.spatial import cKDTree
 
 from ._fastsums_ewald import _ewald_far, _ewald_setup, _import, _numba_threads
 from ._validation import check_int, check_positive
+from .contract import Param, declare
 from .energy import PairInteraction
 from .errors import InputError
 from .kernels import PairKernel, Riesz
@@ -72,7 +73,7 @@ EPS_RANGE = (1e-14, 1e-2)
 #: default median number of neighbours inside the p = 2 short-range cutoff (balances the
 #: neighbour pairs against the Fourier modes: of 64/128/256/512 at N = 1e5, eps = 1e-6, on a
 #: uniform disc, one thread, loaded machine, 256 was fastest (1.5/1.2/1.0/2.5 s) and leaves
-#: ≈ 7 modes per particle; at N = 1e6 the near field is ≈ 70 % of the time)
+#: ≈ 5 modes per particle; at N = 1e6 the NUFFTs and the near field take 1.2 and 1.6 CPU-s)
 NEAR_NEIGHBOURS = 256
 
 #: particle dimension -> N below which the direct sum is faster (min_n=None): the crossover of
@@ -86,6 +87,49 @@ def _check_finite(name: str, t: torch.Tensor) -> None:
     # a tree or FMM over an infinite coordinate does not end well (and NaN would not warn)
     if not bool(torch.isfinite(t).all()):
         raise InputError(f"{name} must be finite for a fast pair sum (found NaN or inf)")
+
+
+def _points(name: str, x, p: int) -> np.ndarray:
+    """``x`` as a float64 (N, p) array of finite points, or a named InputError."""
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] != p:
+        raise InputError(f"{name} must be an array of shape (N, {p}), got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise InputError(f"{name} must be finite for a fast pair sum (found NaN or inf)")
+    return a
+
+
+def _masses(name: str, w, K: int) -> np.ndarray:
+    """``w`` as a float64 (K,) array of finite masses ≥ 0, or a named InputError (a target on
+    a negative atom would be −inf, which the coincidence masks do not give)."""
+    a = np.asarray(w, dtype=np.float64)
+    if a.shape != (K,):
+        raise InputError(f"{name} must have shape ({K},) (one mass per atom), got {a.shape}")
+    if not (np.isfinite(a).all() and (a >= 0).all()):
+        raise InputError(f"{name} must be finite and >= 0 (masses of the atoms)")
+    return a
+
+
+#: The declared parameters of the p = 2, 3 sums (the arrays are checked in each body).
+_EPS = Param(
+    "eps",
+    "real",
+    "requested relative l2 accuracy of the sums",
+    low=EPS_RANGE[0],
+    high=EPS_RANGE[1],
+)
+_WANT = (
+    Param("want_grad", "flag", "compute the gradient"),
+    Param("want_value", "flag", "compute the potential"),
+)
+_EWALD = (
+    Param("near", "int", "median number of neighbours inside the short-range cutoff (speed "
+          "only)", low=1),
+    Param("n_threads", "int", "threads of the near field and of FINUFFT (None: torch's)",
+          low=1, optional=True),
+    Param("modes_per_particle", "real", "cap on the Fourier modes per particle (speed only)",
+          low=0.0, low_open=True),
+)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------
@@ -113,6 +157,11 @@ def coulomb1d_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         Σ_{j≠i} k'(x_i − x_j); tied particles exert no force on each other (sgn 0 = 0, the
         zero subgradient of the direct sum).
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        A non-finite position.
+
     See Also
     --------
     coulomb1d_field : the same kernel at other targets.
@@ -130,6 +179,7 @@ def coulomb1d_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     >>> float(total), grad.tolist()
     (-12.0, [2.0, 0.0, -2.0])
     """
+    _check_finite("x", x)
     N = x.shape[-1]
     # the rank weights sum to 0, so a common offset cancels analytically: remove it first so
     # it does not cancel numerically (round-off ~ eps · N · spread instead of eps · N · |x|)
@@ -161,6 +211,11 @@ def coulomb1d_field(at: torch.Tensor, points: torch.Tensor, weights: torch.Tenso
         With W_≤, S_≤ the sums of w_k and w_k y_k over y_k ≤ a:
         Σ_k w_k ‖a − y_k‖ = a (2 W_≤ − W) − (2 S_≤ − S).
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        A non-finite input, or weights not one mass >= 0 per atom.
+
     See Also
     --------
     coulomb1d_sums : the sums over the particles themselves.
@@ -182,6 +237,10 @@ def coulomb1d_field(at: torch.Tensor, points: torch.Tensor, weights: torch.Tenso
     >>> coulomb1d_field(at, torch.tensor([0.0, 4.0]), torch.tensor([1.0, 1.0])).tolist()
     [-4.0, -6.0]
     """
+    for name, t in (("at", at), ("points", points), ("weights", weights)):
+        _check_finite(name, t)
+    if weights.shape != points.shape or bool((weights < 0).any()):
+        raise InputError("weights must hold one mass >= 0 per atom (the shape of points)")
     ref = (weights * points).sum() / weights.sum().clamp_min(torch.finfo(points.dtype).tiny)
     y, order = torch.sort(points - ref)
     w = weights[order]
@@ -205,6 +264,7 @@ def _coincident(targets: np.ndarray, sources: np.ndarray | None = None) -> np.nd
     return dist == 0.0
 
 
+@declare(_EPS, *_WANT)
 def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value: bool = True):
     r"""Σ_{j≠i} 1/‖x_i − x_j‖ and its gradient in x_i by the FMM (``fmm3dpy.lfmm3d``).
 
@@ -223,6 +283,12 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
         Σ_{j≠i} 1/‖x_i − x_j‖; +inf at a particle with an exact twin (as the direct sum).
     grad : array (N, 3) or None
         Σ_{j≠i} ∇k(x_i − x_j) = −Σ_j (x_i − x_j)/‖x_i − x_j‖³ (coincident pairs excluded).
+
+    Raises
+    ------
+    meanfield.errors.InputError
+        An array of the wrong shape or not finite, or a declared parameter out of its
+        range (checked before any work).
 
     See Also
     --------
@@ -260,6 +326,7 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     >>> bool(np.allclose(pot, (1 / r).sum(1))), bool(np.allclose(grad, direct))
     (True, True)
     """
+    x = _points("x", x, 3)
     fmm3dpy = _import("fmm3dpy")
     N = len(x)
     if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones: no tree
@@ -272,6 +339,7 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     return pot, (4 * np.pi * out.grad.T if want_grad else None)
 
 
+@declare(_EPS)
 def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps: float):
     r"""Σ_k w_k / ‖a − y_k‖ at the targets by the FMM (``fmm3dpy.lfmm3d``).
 
@@ -295,6 +363,12 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
     array (M,)
         The potential; +inf at a target on a charged atom, as the direct sum.
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        An array of the wrong shape or not finite, a negative mass, or a declared
+        parameter out of its range (checked before any work).
+
     See Also
     --------
     coulomb3d_sums : the sums over the particles themselves.
@@ -317,6 +391,8 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
     >>> round(float(pot[0]), 8)  # 1/1 + 1/2
     1.5
     """
+    at, points = _points("at", at, 3), _points("points", points, 3)
+    weights = _masses("weights", weights, len(points))
     fmm3dpy = _import("fmm3dpy")
     out = fmm3dpy.lfmm3d(
         eps=eps,
@@ -345,6 +421,7 @@ def _threads(n_threads: int | None) -> int:
     return torch.get_num_threads() if n_threads is None else n_threads
 
 
+@declare(_EPS, *_WANT, *_EWALD)
 def coulomb2d_sums(
     x: np.ndarray,
     eps: float,
@@ -385,6 +462,12 @@ def coulomb2d_sums(
     grad : array (N, 2) or None
         −Σ_j (x_i − x_j)/‖x_i − x_j‖²; coincident pairs excluded (zero subgradient).
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        An array of the wrong shape or not finite, or a declared parameter out of its
+        range (checked before any work).
+
     See Also
     --------
     coulomb2d_field : the same split at targets other than the sources.
@@ -424,6 +507,7 @@ def coulomb2d_sums(
     """
     from ._fastsums_near import near_field
 
+    x = _points("x", x, 2)
     N = len(x)
     if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones
         pot = np.full(N, np.inf if N > 1 else 0.0)
@@ -444,6 +528,7 @@ def coulomb2d_sums(
     return pot, grad
 
 
+@declare(_EPS, *_EWALD)
 def coulomb2d_field(
     at,
     points,
@@ -482,6 +567,12 @@ def coulomb2d_field(
     array (M,)
         The potential; +inf at a target on a charged atom, as the direct sum.
 
+    Raises
+    ------
+    meanfield.errors.InputError
+        An array of the wrong shape or not finite, a negative mass, or a declared
+        parameter out of its range (checked before any work).
+
     See Also
     --------
     coulomb2d_sums : the pair sums over the particles themselves.
@@ -504,6 +595,8 @@ def coulomb2d_field(
     """
     from ._fastsums_near import near_field
 
+    at, points = _points("at", at, 2), _points("points", points, 2)
+    weights = _masses("weights", weights, len(points))
     threads = _threads(n_threads)
     both = np.concatenate([at, points])
     max_modes = int(modes_per_particle * len(both)) + 4096

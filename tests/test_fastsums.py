@@ -21,8 +21,10 @@ import torch
 pytest.importorskip("finufft")
 pytest.importorskip("fmm3dpy")
 
+from meanfield import fastsums as fs  # noqa: E402
 from meanfield.domains import Ball, Box  # noqa: E402
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential  # noqa: E402
+from meanfield.errors import InputError  # noqa: E402
 from meanfield.fastsums import (  # noqa: E402
     FastCoulombInteraction,
     coulomb1d_sums,
@@ -279,3 +281,37 @@ def test_degenerate_clouds_as_the_direct_sum(p):
     at = torch.full((3, p), 1.5, dtype=torch.float64)
     f, d = fast.first_variation(at, pts, w), direct.first_variation(at, pts, w)
     assert rel(f, d) <= 1e-8
+
+
+def _cloud(p, n=40):
+    return np.random.default_rng(7).normal(size=(n, p))
+
+
+@pytest.mark.parametrize(
+    "call, names",
+    [
+        (lambda: fs.coulomb2d_sums(_cloud(3), 1e-6), "x"),  # wrong dimension
+        (lambda: fs.coulomb2d_sums(np.where(np.eye(40, 2) > 0, np.nan, _cloud(2)), 1e-6), "x"),
+        (lambda: fs.coulomb2d_sums(_cloud(2), 0.5), "eps"),
+        (lambda: fs.coulomb2d_sums(_cloud(2), 1e-6, near=0), "near"),
+        (lambda: fs.coulomb2d_field(_cloud(2, 3), _cloud(2), -np.ones(40), 1e-6), "weights"),
+        (lambda: fs.coulomb2d_field(_cloud(2, 3), _cloud(2), np.ones(39), 1e-6), "weights"),
+        (lambda: fs.coulomb2d_field(np.full((1, 2), np.inf), _cloud(2), np.ones(40), 1e-6), "at"),
+        (lambda: fs.coulomb3d_sums(_cloud(2), 1e-6), "x"),
+        (lambda: fs.coulomb3d_sums(_cloud(3), 1e-20), "eps"),
+        (lambda: fs.coulomb3d_field(_cloud(3, 2), _cloud(3), -np.ones(40), 1e-6), "weights"),
+        (lambda: fs.coulomb1d_sums(torch.tensor([0.0, float("nan"), 1.0])), "x"),
+        (
+            lambda: fs.coulomb1d_field(
+                torch.zeros(1), torch.tensor([float("nan"), 1.0]), torch.ones(2)
+            ),
+            "points",
+        ),
+        (lambda: fs.coulomb1d_field(torch.zeros(1), torch.ones(2), -torch.ones(2)), "weights"),
+    ],
+)
+def test_the_sums_refuse_bad_arrays_by_name(call, names):
+    # the low-level sums are public: a NaN, a wrong shape or a negative mass was an IndexError,
+    # a scipy ValueError or a silently wrong (NaN, or finite where −inf is due) result
+    with pytest.raises(InputError, match=names):
+        call()
