@@ -1,5 +1,6 @@
 """The 2D spectral Ewald plan of :mod:`meanfield.fastsums` (p = 2): the Gaussian split's
-parameters, its cached Fourier multipliers, the cutoff estimate and the NUFFT smooth part.
+parameters, its cached Fourier multipliers, the cutoff estimate, the NUFFT smooth part, and
+the refusal of a pair too close for float64 (r² underflows).
 
 Private: :func:`meanfield.fastsums.coulomb2d_sums` and :func:`~meanfield.fastsums.coulomb2d_field`
 are the entry points.  The compiled near field lives in :mod:`meanfield._fastsums_near`.
@@ -13,6 +14,8 @@ import numpy as np
 import torch
 from scipy import special
 from scipy.spatial import cKDTree
+
+from .errors import NumericalError
 
 _INSTALL_HINT = "install it with `pip install meanfield[fast]` (or `pip install {pkg}`)"
 
@@ -250,3 +253,23 @@ def _ewald_setup(box_points, near_points, eps, near, max_modes):
     diam = max(2 * math.sqrt(float(((box_points - centre) ** 2).sum(1).max())), s)
     # the plan and its multipliers do not depend on the centre of the box
     return _plan(s, max(_cutoff(near_points, near), 1e-300), eps, max_modes, diam), centre
+
+
+def _refuse_underflow(what: str, pot, grad, at: np.ndarray, sources: np.ndarray | None):
+    """NumericalError for a non-finite gradient or a +inf potential off an exact twin (the one
+    legitimate inf) of the p = 2 sums: both come only from two distinct points closer than
+    ~1.5e-154, whose r² underflows.  ``sources`` None: the targets ``at`` are the particles
+    themselves."""
+    bad = np.zeros(len(at), dtype=bool) if grad is None else ~np.isfinite(grad).all(1)
+    if pot is not None and not np.isfinite(pot).all():  # rare: only then look for twins
+        src = at if sources is None else sources
+        tree = cKDTree(src) if len(src) else None
+        for i in np.flatnonzero(~np.isfinite(pot)):  # exact equality: r² = 0 is not enough
+            near = tree.query_ball_point(at[i], r=0.0) if tree is not None else []
+            bad[i] |= (src[near] == at[i]).all(1).sum() < (1 if sources is not None else 2)
+    if bad.any():
+        raise NumericalError(
+            f"{what}: {int(bad.sum())} point(s) have a distinct partner closer than ~1.5e-154, "
+            "where r^2 underflows float64 and the gradient or potential becomes inf/NaN: merge "
+            "such points into exact twins (the zero subgradient) or move them apart"
+        )

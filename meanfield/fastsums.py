@@ -16,7 +16,9 @@ Riesz s = p − 2, unsoftened) the structure allows much less:
   ``n_threads`` threads.  (``fmm2dpy``, the 2D FMM, was the first choice; its only
   wheel, 0.0.5 of 2022, is built against NumPy 1 and does not import under NumPy 2.)
 * **p = 3, k(z) = 1/‖z‖** (s = 1).  The fast multipole method of ``fmm3dpy`` (FMM3D, Flatiron
-  Institute), O(N) at fixed tolerance; it computes Σ q/(4π r), rescaled here by 4π.
+  Institute), O(N) at fixed tolerance; it computes Σ q/(4π r), rescaled here by 4π.  FMM3D
+  rounds a pair at the scale of the coordinates, so pairs closer than τ = 80 · 2⁻⁵² max|x| / eps
+  are summed exactly (``meanfield._fastsums_fmm``), or refused if too many.
 
 Softening: all three structures belong to the *unsoftened* kernel (‖z‖² + ε² has no rank
 formula, no multipole expansion and no compact split), so a softened kernel is refused with a
@@ -51,9 +53,15 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.spatial import cKDTree
 
-from ._fastsums_ewald import _ewald_far, _ewald_setup, _import, _numba_threads
+from ._fastsums_ewald import (
+    _ewald_far,
+    _ewald_setup,
+    _import,
+    _numba_threads,
+    _refuse_underflow,
+)
+from ._fastsums_fmm import _fmm_field, _fmm_sums
 from ._validation import check_int, check_positive
 from .contract import Param, declare
 from .energy import PairInteraction
@@ -255,15 +263,6 @@ def coulomb1d_field(at: torch.Tensor, points: torch.Tensor, weights: torch.Tenso
 # ----------------------------------------------------------------------------------------
 # p = 3: FMM3D
 # ----------------------------------------------------------------------------------------
-def _coincident(targets: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
-    """Mask (M,) of targets that coincide exactly with a source (another particle if None)."""
-    if sources is None:
-        _, inverse, counts = np.unique(targets, axis=0, return_inverse=True, return_counts=True)
-        return counts[inverse.ravel()] > 1
-    dist, _ = cKDTree(sources).query(targets, k=1)
-    return dist == 0.0
-
-
 @declare(_EPS, *_WANT)
 def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value: bool = True):
     r"""Σ_{j≠i} 1/‖x_i − x_j‖ and its gradient in x_i by the FMM (``fmm3dpy.lfmm3d``).
@@ -289,6 +288,9 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     meanfield.errors.InputError
         An array of the wrong shape or not finite, or a declared parameter out of its
         range (checked before any work).
+    meanfield.errors.NumericalError
+        Over 2·10⁹ exact pair evaluations for the particles closer than τ (module doc;
+        checked before the FMM), or a distinct pair closer than ~1e-154 (1/r² overflows).
 
     See Also
     --------
@@ -327,16 +329,11 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     (True, True)
     """
     x = _points("x", x, 3)
-    fmm3dpy = _import("fmm3dpy")
+    _import("fmm3dpy")
     N = len(x)
     if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones: no tree
         return np.full(N, np.inf if N > 1 else 0.0), (np.zeros((N, 3)) if want_grad else None)
-    out = fmm3dpy.lfmm3d(
-        eps=eps, sources=np.asfortranarray(x.T), charges=np.ones(N), pg=2 if want_grad else 1
-    )
-    pot = 4 * np.pi * out.pot  # FMM3D's kernel is 1/(4π r)
-    pot[_coincident(x)] = np.inf
-    return pot, (4 * np.pi * out.grad.T if want_grad else None)
+    return _fmm_sums(x, eps, want_grad)
 
 
 @declare(_EPS)
@@ -368,6 +365,9 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
     meanfield.errors.InputError
         An array of the wrong shape or not finite, a negative mass, or a declared
         parameter out of its range (checked before any work).
+    meanfield.errors.NumericalError
+        Over 2·10⁹ exact pair evaluations for the atoms closer than τ to a target (module
+        doc; before the FMM), or a target closer than ~1e-308 to an atom (1/r overflows).
 
     See Also
     --------
@@ -393,17 +393,7 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
     """
     at, points = _points("at", at, 3), _points("points", points, 3)
     weights = _masses("weights", weights, len(points))
-    fmm3dpy = _import("fmm3dpy")
-    out = fmm3dpy.lfmm3d(
-        eps=eps,
-        sources=np.asfortranarray(points.T),
-        charges=np.ascontiguousarray(weights),
-        targets=np.asfortranarray(at.T),
-        pgt=1,
-    )
-    pot = 4 * np.pi * out.pottarg
-    pot[_coincident(at, points[weights > 0])] = np.inf
-    return pot
+    return _fmm_field(at, points, weights, eps)
 
 
 # ----------------------------------------------------------------------------------------
@@ -467,6 +457,9 @@ def coulomb2d_sums(
     meanfield.errors.InputError
         An array of the wrong shape or not finite, or a declared parameter out of its
         range (checked before any work).
+    meanfield.errors.NumericalError
+        Two distinct particles closer than ~1.5e-154: r² underflows, the gradient is not
+        representable (exact twins are fine: +inf potential, zero subgradient).
 
     See Also
     --------
@@ -525,6 +518,7 @@ def coulomb2d_sums(
         pot += near_pot - plan.self_energy
     if want_grad:
         grad += near_grad
+    _refuse_underflow("coulomb2d_sums", pot if want_value else None, grad, x, None)
     return pot, grad
 
 
@@ -572,6 +566,8 @@ def coulomb2d_field(
     meanfield.errors.InputError
         An array of the wrong shape or not finite, a negative mass, or a declared
         parameter out of its range (checked before any work).
+    meanfield.errors.NumericalError
+        A target closer than ~1e-162 to a charged atom but not on it (r² = 0: +inf off a twin).
 
     See Also
     --------
@@ -605,7 +601,9 @@ def coulomb2d_field(
     plan = cached[0]
     with _numba_threads(threads):
         near_pot, _ = near_field(at, points, weights, plan.r_c, plan.sigma, True, False)
-    return pot + near_pot
+    pot += near_pot
+    _refuse_underflow("coulomb2d_field", pot, None, at, points[weights > 0])
+    return pot
 
 
 # ----------------------------------------------------------------------------------------
