@@ -28,7 +28,7 @@ however many pairs there are.  Two kernels:
 In the symmetric kernel a point's candidates are 1 + reach runs of consecutive sorted sources,
 so its gradient is one streaming loop per run over every candidate, with no branch, no
 gather and no scatter: the pair force −e^{−r²/σ²}/r² (zero past r_c, and the zero
-subgradient of a twin, r = 0, by a select), added to the point's own sum and subtracted from
+subgradient of a twin, dx = dy = 0, by a select), added to the point's own sum and subtracted from
 the run's contiguous slice of the x and y outputs (two arrays, not the strided (N, 2) one).
 LLVM vectorises it (8 doubles a vector with AVX-512) because e^{−u} is :func:`exp_neg`, a
 polynomial rather than a libm call (numba without SVML does not vectorise ``math.exp``).  It
@@ -308,7 +308,7 @@ def near_ewald(
                         continue
                     if want_value:
                         v += 0.5 * exp1(r2 / sigma2) * w
-                    if want_grad and r2 > 0.0:
+                    if want_grad and (dx != 0.0 or dy != 0.0):  # not a twin
                         f = -math.exp(-r2 / sigma2) / r2 * w
                         gx += f * dx
                         gy += f * dy
@@ -326,12 +326,13 @@ def _gradient_of_run(ax, ay, wi, sx, sy, sw, rc2, inv_sigma2, gx_out, gy_out):
     the same slice of the outputs: each source within r_c gets −w_i times the pair force
     (in place), the point's own sum Σ w_j · force is returned.
 
-    Every source of the run is evaluated, with the force selected to 0 past r_c and at r = 0
-    (a twin: the zero subgradient), so that the loop has no branch, reads and writes only
+    Every source of the run is evaluated, with the force selected to 0 past r_c and at a twin
+    (dx = dy = 0: the zero subgradient), so that the loop has no branch, reads and writes only
     consecutive elements, and calls no libm function (:func:`exp_neg`): LLVM vectorises it.
-    The force is finite (for r > 1e-154, r² a normal number, as in the scalar loop this
-    replaced), so an uncharged end gets 0 · force = 0, never inf · 0.  The
-    "numpy" error model keeps the division free of numba's zero check (its inf at r = 0 is
+    The force is finite for r > 1e-154 (r² a normal number), so an uncharged end gets
+    0 · force = 0, never inf · 0; a distinct pair closer than that (r² subnormal or 0) gives
+    a non-finite force, which :func:`meanfield.fastsums.coulomb2d_sums` refuses by name.  The
+    "numpy" error model keeps the division free of numba's zero check (its inf at a twin is
     discarded by the select); "reassoc" lets the two sums be vectorised, in an order fixed by
     the run alone.
     """
@@ -342,7 +343,9 @@ def _gradient_of_run(ax, ay, wi, sx, sy, sw, rc2, inv_sigma2, gx_out, gy_out):
         dy = ay - sy[j]
         r2 = dx * dx + dy * dy
         e = exp_neg(r2 * inv_sigma2)
-        f = -e / r2 if (r2 < rc2) & (r2 > 0.0) else 0.0
+        # a twin is dx = dy = 0 (its zero subgradient), not r² = 0: a distinct pair whose r²
+        # underflows to 0 must give a non-finite force, refused downstream, not a silent 0
+        f = -e / r2 if (r2 < rc2) & ((dx != 0.0) | (dy != 0.0)) else 0.0
         fx = f * dx
         fy = f * dy
         wj = sw[j]

@@ -164,6 +164,9 @@ def test_p2_underflowing_pair_is_refused():
         coulomb2d_sums(x, EPS, want_grad=False)
     with pytest.raises(NumericalError, match="1.5e-154"):
         coulomb2d_field(x[1:2], x[:1], np.ones(1), EPS)
+    # the gradient alone of that pair (r² = 0 exactly, yet no twin): refused, not a silent 0
+    with pytest.raises(NumericalError, match="1.5e-154"):
+        coulomb2d_sums(x, EPS, want_value=False)
     # exact twins stay legitimate: +inf potential, finite (zero-subgradient) gradient
     pot, grad = coulomb2d_sums(np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), EPS)
     assert np.isinf(pot[:2]).all() and np.isfinite(pot[2]) and np.isfinite(grad).all()
