@@ -68,6 +68,9 @@ class Yukawa(PairKernel):
         self.length = float(length)
         self.softening = float(softening)
 
+    def __repr__(self):  # a stable test id (the default repr holds the object's address)
+        return f"Yukawa(length={self.length}, softening={self.softening})"
+
     def kappa(self, u):
         r = torch.sqrt(u)
         return torch.exp(-r / self.length) / r

@@ -20,6 +20,9 @@ class _Lorentzian(PairKernel):
 
     name = "lorentzian"
 
+    def __repr__(self):  # a stable test id (the default repr holds the object's address)
+        return "_Lorentzian()"
+
     def kappa(self, u):
         return 1.0 / (1.0 + u)
 
