@@ -146,27 +146,17 @@ def exp1(x):
 
 
 @intrinsic
-def _float_bits(typingctx, x):
-    """The IEEE-754 bits of a float64 as an int64 (an LLVM bitcast: free, and it vectorises)."""
-    if x != _nbtypes.float64:
+def _reinterpret(typingctx, x):
+    """The same 64 bits read as the other type, float64 <-> int64 (an LLVM bitcast: free, and
+    it vectorises)."""
+    other = {_nbtypes.float64: _nbtypes.int64, _nbtypes.int64: _nbtypes.float64}.get(x)
+    if other is None:
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(_nbtypes.int64))
+        return builder.bitcast(args[0], context.get_value_type(other))
 
-    return _nbtypes.int64(_nbtypes.float64), codegen
-
-
-@intrinsic
-def _bits_float(typingctx, bits):
-    """The float64 whose IEEE-754 bits are the int64 ``bits`` (an LLVM bitcast)."""
-    if bits != _nbtypes.int64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(_nbtypes.float64))
-
-    return _nbtypes.float64(_nbtypes.int64), codegen
+    return other(x), codegen
 
 
 # ln 2 in two parts (fdlibm's): _LN2_HI has 32 significant bits, so k · _LN2_HI is exact for
@@ -214,9 +204,9 @@ def exp_neg(u):
     p = p * r + 0.5000000000000019
     p = p * r + -1.0
     p = p * r + 1.0
-    k = _float_bits(kf + _TWO52) - _float_bits(_TWO52)
+    k = _reinterpret(kf + _TWO52) - _reinterpret(_TWO52)
     k1 = k >> 1  # 2^{−k} = 2^{−k1} · 2^{−(k − k1)}, both ≥ 2^{−539}: normal
-    return p * _bits_float((1023 - k1) << 52) * _bits_float((1023 - (k - k1)) << 52)
+    return p * _reinterpret((1023 - k1) << 52) * _reinterpret((1023 - (k - k1)) << 52)
 
 
 @njit(cache=True)
