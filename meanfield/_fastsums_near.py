@@ -57,6 +57,7 @@ from numba import njit, prange
 from numba.core import types as _nbtypes
 from numba.extending import intrinsic
 
+from ._fastsums_ewald import _column_bounds
 from .errors import InputError
 
 _EULER_GAMMA = 0.5772156649015329
@@ -575,8 +576,7 @@ def _grid(sources, r_c, reach):
 
     The returned reach (≤ the one asked) is the number of cells per axis that covers r_c.
     """
-    lo = sources.min(0)
-    hi = sources.max(0)
+    lo, hi = _column_bounds(sources)
     side = np.maximum(hi - lo, 0.0)
     n = len(sources)
     # cells of side ≥ r_c / reach; at most ~4 per source, so a far outlier stretching the box

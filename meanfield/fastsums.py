@@ -55,6 +55,7 @@ import numpy as np
 import torch
 
 from ._fastsums_ewald import (
+    _all_coincident,
     _ewald_far,
     _ewald_setup,
     _import,
@@ -331,7 +332,7 @@ def coulomb3d_sums(x: np.ndarray, eps: float, want_grad: bool = True, want_value
     x = _points("x", x, 3)
     _import("fmm3dpy")
     N = len(x)
-    if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones: no tree
+    if N < 2 or _all_coincident(x):  # no pairs, or only coincident ones: no tree
         return np.full(N, np.inf if N > 1 else 0.0), (np.zeros((N, 3)) if want_grad else None)
     return _fmm_sums(x, eps, want_grad)
 
@@ -502,7 +503,7 @@ def coulomb2d_sums(
 
     x = _points("x", x, 2)
     N = len(x)
-    if N < 2 or not np.ptp(x, axis=0).any():  # no pairs, or only coincident ones
+    if N < 2 or _all_coincident(x):  # no pairs, or only coincident ones
         pot = np.full(N, np.inf if N > 1 else 0.0)
         return (pot if want_value else None), (np.zeros((N, 2)) if want_grad else None)
     threads = _threads(n_threads)

@@ -259,6 +259,8 @@ class FeatureMap:
         >>> fmap.preactivation(Xt, c, torch.tensor([[2.0, 0.0]], dtype=torch.float64)).tolist()
         [[1.0]]
         """
+        if omega.dim() == 2:  # the offset added inside the product: one pass less
+            return torch.addmm(offset, omega, Xt.T)
         return omega @ Xt.T + offset
 
     def evaluate(self, X, omega) -> torch.Tensor:
