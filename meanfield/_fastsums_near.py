@@ -417,7 +417,7 @@ def _pairs_of_rows(
                             near_j[m] = j
                             near_r2[m] = r2
                             m += r2 < rc2
-                    if want_grad:
+                    if want_grad and j_hi > j_lo:  # an empty run still cost ~60 ns
                         run_x, run_y = _gradient_of_run(
                             ax,
                             ay,
@@ -523,9 +523,9 @@ def near_ewald_symmetric(
     return pot, grad
 
 
-#: cell-row blocks of the symmetric near field (fixed, so that the summation order, hence the
-#: result, does not depend on the number of threads; half run at once, so 64 keeps up to 32
-#: threads busy, and each block is still tens of rows at N = 1e5)
+#: at most this many cell-row blocks in the symmetric near field (they depend on the points
+#: only, so that the summation order, hence the result, does not depend on the number of
+#: threads; half run at once, so up to 32 threads have work)
 ROW_BLOCKS = 64
 
 #: cells per cutoff of the symmetric near field: cells of side r_c / 2 scanned over the
@@ -534,30 +534,119 @@ ROW_BLOCKS = 64
 SYMMETRIC_REACH = 2
 
 
-def _row_blocks(start, ncx, ncy, reach, blocks=ROW_BLOCKS):
-    """Split the ncx cell rows into at most ``blocks`` blocks of about equal pair work.
+#: cost of one run of candidates (a call of :func:`_gradient_of_run`: slices, the vector
+#: loop's set-up and tail) in candidate evaluations, fitted to the blocks of a Gaussian cloud
+#: at N = 1e6 (≈ 66 ns a run against ≈ 1.4 ns a candidate, one thread): it dominates in the
+#: cloud's sparse tails, where runs are short
+RUN_COST = 46.0
 
-    The work of a row is estimated as Σ_cells n_c² + n_c (candidates checked ∝ a cell's points
-    times its neighbours', ∝ n_c² for a smooth density).  Every block gets at least ``reach``
-    rows, so that blocks two apart never write the same row (:func:`near_ewald_symmetric`).
+
+def _row_work(start, ncx, ncy, reach):
+    """Estimated cost of each cell row in :func:`_pairs_of_rows`: candidates + RUN_COST · runs.
+
+    A point of cell (cx, cy) checks the rest of its own cell and the cells cy + 1 … cy + reach
+    of its row, and the cells cy − reach … cy + reach of the rows cx + 1 … cx + reach, in
+    1 + reach runs.  Returns float64 (ncx,).
+    """
+    n = np.diff(start).reshape(ncx, ncy).astype(np.float64)
+    pad = np.zeros((ncx + reach, ncy + 2 * reach))
+    pad[:ncx, reach : reach + ncy] = n
+    candidates = 0.5 * n + RUN_COST * (1 + reach)
+    for d in range(1, reach + 1):
+        candidates += pad[:ncx, reach + d : reach + d + ncy]
+    for k in range(1, reach + 1):
+        for d in range(-reach, reach + 1):
+            candidates += pad[k : k + ncx, reach + d : reach + d + ncy]
+    return (n * candidates).sum(1)
+
+
+@njit(cache=True)
+def _fewest_blocks(work, reach, limit):
+    """Bounds (B + 1,) of the fewest blocks of ≥ ``reach`` consecutive items of costs ``work``
+    (n,), each costing at most ``limit``; an empty array where there is none.
+
+    Dynamic programming over the block ends: f(i), the fewest blocks covering items [0, i), is
+    1 + the least f(j) over the starts j ≤ i − reach whose block [j, i) fits the limit.  The
+    fitting starts form a window that only moves right as i grows, so a monotone queue gives
+    each minimum in O(1) amortised: O(n) in all.
+    """
+    n = work.shape[0]
+    csum = np.zeros(n + 1)
+    for i in range(n):
+        csum[i + 1] = csum[i] + work[i]
+    big = n + 1
+    f = np.full(n + 1, big, np.int64)
+    back = np.zeros(n + 1, np.int64)
+    f[0] = 0
+    queue = np.empty(n + 1, np.int64)  # starts j in the window, f increasing
+    head = 0
+    tail = 0
+    left = 0  # the first start whose block to i fits the limit
+    for i in range(reach, n + 1):
+        j = i - reach  # the newest start that leaves ≥ reach items
+        if f[j] < big:
+            while tail > head and f[queue[tail - 1]] >= f[j]:
+                tail -= 1
+            queue[tail] = j
+            tail += 1
+        while csum[i] - csum[left] > limit:
+            left += 1
+        while tail > head and queue[head] < left:
+            head += 1
+        if tail > head:
+            f[i] = f[queue[head]] + 1
+            back[i] = queue[head]
+    if f[n] >= big:
+        return np.empty(0, np.int64)
+    bounds = np.empty(f[n] + 1, np.int64)
+    i = n
+    for b in range(f[n], -1, -1):
+        bounds[b] = i
+        i = back[i]
+    return bounds
+
+
+def _row_blocks(start, ncx, ncy, reach, blocks=ROW_BLOCKS):
+    """Split the ncx cell rows into at most ``blocks`` blocks of ≥ ``reach`` rows, the
+    costliest (:func:`_row_work`) as cheap as :func:`_min_max_blocks` makes it.
+
+    Blocks of at least ``reach`` rows: blocks two apart never write the same row
+    (:func:`near_ewald_symmetric`).  Equal blocks are often not possible: on a concentrated
+    cloud a block of ``reach`` central rows costs more than the average, and splitting into
+    equal shares left the tails in a few long blocks, which ran 1.4x, not 2x, faster on two
+    threads (each thread takes a contiguous half of a parity's blocks).
 
     Returns
     -------
     bounds : int64 (B + 1,)
-        Block b is rows [bounds[b], bounds[b + 1]); bounds[0] = 0, bounds[B] = ncx.
+        Block b is rows [bounds[b], bounds[b + 1]); bounds[0] = 0, bounds[B] = ncx, B ≤ blocks.
     """
-    counts = np.diff(start).reshape(ncx, ncy).astype(np.float64)
-    work = np.cumsum((counts * (counts + 1.0)).sum(1))
-    nb = max(1, min(blocks, ncx // reach))
-    bounds = np.empty(nb + 1, np.int64)
-    bounds[0] = 0
-    bounds[nb] = ncx
-    bounds[1:nb] = np.searchsorted(work, work[-1] * np.arange(1, nb) / nb) + 1
-    for b in range(1, nb):  # at least `reach` rows per block: forward, then backward
-        bounds[b] = max(bounds[b], bounds[b - 1] + reach)
-    for b in range(nb - 1, 0, -1):
-        bounds[b] = min(bounds[b], bounds[b + 1] - reach)
-    return bounds
+    return _min_max_blocks(_row_work(start, ncx, ncy, reach), reach, blocks)
+
+
+def _min_max_blocks(work, reach, blocks):
+    """Bounds (B + 1,) of at most ``blocks`` blocks of ≥ ``reach`` consecutive items of costs
+    ``work`` (n,) whose costliest block is as cheap as possible (to 2⁻⁴⁰ of the range).
+
+    The bound on a block's cost is bisected between the costliest item or the mean share
+    (no partition does better) and the total: the smallest bound for which
+    :func:`_fewest_blocks` needs at most ``blocks`` blocks.
+    """
+    n = len(work)
+    if n < 2 * reach or blocks <= 1:
+        return np.array([0, n], np.int64)
+    work = np.asarray(work, dtype=np.float64)
+    hi = float(work.sum())
+    lo = max(float(work.max()), hi / blocks)
+    best = np.array([0, n], np.int64)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        bounds = _fewest_blocks(work, reach, mid)
+        if 0 < len(bounds) - 1 <= blocks:
+            hi, best = mid, bounds
+        else:
+            lo = mid
+    return best
 
 
 def _candidate_capacity(start, reach):
