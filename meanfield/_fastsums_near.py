@@ -417,7 +417,7 @@ def _pairs_of_rows(
                             near_j[m] = j
                             near_r2[m] = r2
                             m += r2 < rc2
-                    if want_grad and j_hi > j_lo:  # an empty run still cost ~60 ns
+                    if want_grad and j_hi > j_lo:  # an empty run: nothing to add
                         run_x, run_y = _gradient_of_run(
                             ax,
                             ay,
