@@ -61,6 +61,7 @@ from ._fastsums_ewald import (
     _import,
     _numba_threads,
     _refuse_underflow,
+    clear_caches,
 )
 from ._fastsums_fmm import _fmm_field, _fmm_sums
 from ._validation import check_int, check_positive
@@ -989,6 +990,7 @@ __all__ = [
     "coulomb2d_field",
     "coulomb3d_sums",
     "coulomb3d_field",
+    "clear_caches",
     "COULOMB_S",
     "NEAR_NEIGHBOURS",
     "MODES_PER_PARTICLE",
