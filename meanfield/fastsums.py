@@ -13,8 +13,7 @@ Riesz s = p − 2, unsoftened) the structure allows much less:
   (Vico–Greengard–Ferrando 2016), so no periodic images enter.  The cutoff holds a fixed
   median number of neighbours (:data:`NEAR_NEIGHBOURS`), so it shrinks as N^(−1/2) and the
   Fourier modes grow as N: O(N log N) time and O(N) memory at fixed tolerance, both parts on
-  ``n_threads`` threads.  (``fmm2dpy``, the 2D FMM, was the first choice; its only
-  wheel, 0.0.5 of 2022, is built against NumPy 1 and does not import under NumPy 2.)
+  ``n_threads`` threads (why not the 2D FMM ``fmm2dpy``: ``docs/interactions.rst``).
 * **p = 3, k(z) = 1/‖z‖** (s = 1).  The fast multipole method of ``fmm3dpy`` (FMM3D, Flatiron
   Institute), O(N) at fixed tolerance; it computes Σ q/(4π r), rescaled here by 4π.  FMM3D
   rounds a pair at the scale of the coordinates, so pairs closer than τ = 80 · 2⁻⁵² max|x| / eps
@@ -80,10 +79,9 @@ DEFAULT_EPS = 1e-6
 #: 1e-2 the Ewald split's error bounds (e^{−log(1/eps)} times O(1)) no longer hold
 EPS_RANGE = (1e-14, 1e-2)
 
-#: default median number of neighbours inside the p = 2 short-range cutoff (balances the
-#: neighbour pairs against the Fourier modes: of 64/128/256/512 at N = 1e5, eps = 1e-6, on a
-#: uniform disc, one thread, loaded machine, 256 was fastest (1.5/1.2/1.0/2.5 s) and leaves
-#: ≈ 5 modes per particle; at N = 1e6 the NUFFTs and the near field take 1.2 and 1.6 CPU-s)
+#: default median number of neighbours inside the p = 2 short-range cutoff, balancing near
+#: pairs against Fourier modes: of 64/128/256/512 (N = 1e5, eps = 1e-6, uniform disc, one
+#: thread) 256 was fastest (1.5/1.2/1.0/2.5 s), leaving ≈ 5 modes per particle
 NEAR_NEIGHBOURS = 256
 
 #: particle dimension -> N below which the direct sum is faster (min_n=None): the crossover of
@@ -395,17 +393,17 @@ def coulomb3d_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps
     """
     at, points = _points("at", at, 3), _points("points", points, 3)
     weights = _masses("weights", weights, len(points))
+    if not len(at) or not len(points):  # a sum over no sources, or no targets
+        return np.zeros(len(at))
     return _fmm_field(at, points, weights, eps)
 
 
 # ----------------------------------------------------------------------------------------
 # p = 2: spectral Ewald with the NUFFT
 # ----------------------------------------------------------------------------------------
-#: default number of Fourier modes allowed per particle in p = 2: (2M + 1)² ≤ this · N
-#: (+ 4096 for small N); a uniform disc at eps = 1e-6 with :data:`NEAR_NEIGHBOURS` needs ≈ 5,
-#: the Gaussian cloud of the default problem would ask for ≈ 40 at N = 1e6 and is capped:
-#: there one force took 7.0 / 6.1 / 5.5 / 8.0 CPU-s at a cap of 8 / 12 / 16 / 32 (one
-#: thread, loaded machine; the same at N = 1e5), the cap trading modes for near pairs
+#: default cap on the Fourier modes per particle in p = 2, (2M + 1)² ≤ this · N (+ 4096): a
+#: uniform disc at eps = 1e-6 needs ≈ 5, the default problem's Gaussian cloud asks for ≈ 40
+#: at N = 1e6 and is capped, trading modes for near pairs (timings: docs/performance.rst)
 MODES_PER_PARTICLE = 16
 
 
@@ -595,6 +593,8 @@ def coulomb2d_field(
 
     at, points = _points("at", at, 2), _points("points", points, 2)
     weights = _masses("weights", weights, len(points))
+    if not len(at) or not len(points):  # a sum over no sources, or no targets
+        return np.zeros(len(at))
     threads = _threads(n_threads)
     both = np.concatenate([at, points])
     max_modes = int(modes_per_particle * len(both)) + 4096

@@ -283,6 +283,21 @@ def test_degenerate_clouds_as_the_direct_sum(p):
     assert rel(f, d) <= 1e-8
 
 
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_a_field_of_no_sources_is_zero_and_of_no_targets_empty(p):
+    # an empty sum is 0, not an error from inside the libraries (the p = 2, 3 fields raised
+    # ZeroDivisionError / ValueError on an empty array)
+    field = {1: fs.coulomb1d_field, 2: fs.coulomb2d_field, 3: fs.coulomb3d_field}[p]
+    shape = (lambda n: (n,)) if p == 1 else (lambda n: (n, p))
+    args = (lambda a, y, w: (a, y, w)) if p == 1 else (lambda a, y, w: (a, y, w, 1e-6))
+    as_array = torch.as_tensor if p == 1 else np.asarray
+    for n_at, n_points in [(3, 0), (0, 3), (0, 0)]:
+        at = as_array(np.full(shape(n_at), 0.5))
+        points = as_array(np.arange(float(np.prod(shape(n_points)))).reshape(shape(n_points)))
+        out = np.asarray(field(*args(at, points, as_array(np.ones(n_points)))))
+        assert out.shape == (n_at,) and not out.any()
+
+
 def _cloud(p, n=40):
     return np.random.default_rng(7).normal(size=(n, p))
 
