@@ -234,13 +234,16 @@ class _SpectrumScratch:
         self._buffer = None
 
     def take(self, shape: tuple) -> tuple[np.ndarray, bool]:
-        """(buffer of ``shape``, complex128; whether it is the shared one, to :meth:`give`)."""
+        """(buffer of ``shape`` = (slots, rows, columns), complex128; whether it is the shared
+        one, to :meth:`give`).  A kept buffer of more slots serves fewer (a run that records
+        its energy now and then alternates one and two slots)."""
         if not self._lock.acquire(blocking=False):
             return np.empty(shape, dtype=np.complex128), False
-        if self._buffer is None or self._buffer.shape != shape:
-            self._buffer = None  # the old one is freed before the new one is mapped
-            self._buffer = np.empty(shape, dtype=np.complex128)
-        return self._buffer, True
+        kept = self._buffer
+        if kept is None or kept.shape[1:] != shape[1:] or kept.shape[0] < shape[0]:
+            self._buffer = kept = None  # the old one is freed before the new one is mapped
+            self._buffer = kept = np.empty(shape, dtype=np.complex128)
+        return kept[: shape[0]], True
 
     def give(self, shared: bool) -> None:
         if shared:

@@ -169,6 +169,7 @@ def test_the_spectrum_buffer_is_reused_and_never_shared_between_calls():
         np.testing.assert_array_equal(got, want)
     _, grad = fs.coulomb2d_sums(clouds[0], 1e-8, want_value=False, n_threads=1)
     pot, _ = fs.coulomb2d_sums(clouds[0], 1e-8, want_grad=False, n_threads=1)
+    assert ewald._SCRATCH._buffer is buffer  # one spectrum: a slot of the kept two
     np.testing.assert_array_equal(grad, alone[0][1])
     np.testing.assert_array_equal(pot, alone[0][0])
     with ThreadPoolExecutor(2) as pool:
