@@ -182,6 +182,9 @@ def _fmm_sums(x: np.ndarray, eps: float, want_grad: bool):
 def _fmm_field(at: np.ndarray, points: np.ndarray, weights: np.ndarray, eps: float):
     """Σ_k w_k / ‖a_m − y_k‖ (M,) at the targets; see the module doc."""
     fmm3dpy = _import("fmm3dpy")
+    if (at == points[0]).all() and (points == points[0]).all():
+        # targets and atoms at one place: FMM3D has no box there (it returned NaN); Σ_k w_k/0
+        return np.full(len(at), np.inf if (weights > 0).any() else 0.0)
     scale = max(float(np.abs(at).max(initial=0.0)), float(np.abs(points).max(initial=0.0)))
     tau = _close_radius(scale, eps)
     close = _near(points, at, tau) & (weights > 0)  # an uncharged atom adds nothing

@@ -19,6 +19,7 @@ from meanfield.energy import (
     RiskAlignment,
     target_matrix,
 )
+from meanfield.errors import InputError
 from meanfield.features import get_feature_map
 from meanfield.kernels import Coulomb, Gaussian, Quadratic, Riesz
 
@@ -361,3 +362,25 @@ def test_an_unbound_pair_term_refuses_a_kernel_not_integrable_in_its_dimension(u
     with pytest.raises(ValueError, match="not integrable in dimension p=1"):
         Energy([term], Box(1, 4.0))
     assert torch.isfinite(term.value(torch.cat([om, om], -1)))  # s = 1 < p = 2: integrable
+
+
+def test_an_atom_of_zero_mass_adds_nothing_to_the_first_variation():
+    # δE/δμ of μ = δ₂ at ω = 0 for V = ω²/2 and the log gas (λ = 1/2): V(0) + 2λ k(2) =
+    # −log 2, also with a massless atom on the target (0 · k(0) = 0 · inf was NaN), and the
+    # zero measure's pair part is 0
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(1, 3.0))
+    at = torch.zeros(1, 1, dtype=torch.float64)
+    got = E.first_variation(at, torch.tensor([[0.0], [2.0]]).double(), torch.tensor([0.0, 1.0]))
+    assert float(got[0]) == pytest.approx(-math.log(2.0), abs=1e-15)
+    none = E.first_variation(at, torch.zeros(1, 1).double(), torch.zeros(1).double())
+    assert float(none[0]) == 0.0
+
+
+def test_an_energy_of_no_particles_is_refused_by_name():
+    # H_N of N = 0 is not defined (the pair term divides by N²: it was a ZeroDivisionError,
+    # and the potential a NaN mean); simulate already refused it the same way
+    E = Energy([QuadraticPotential(), PairInteraction(Riesz(0.0), 0.5)], Box(2, 3.0))
+    for call in (E.value, E.grad, E.drift):
+        for shape in [(0, 2), (3, 0, 2)]:
+            with pytest.raises(InputError, match="N \\(number of particles\\)"):
+                call(np.zeros(shape))

@@ -298,6 +298,14 @@ def test_a_field_of_no_sources_is_zero_and_of_no_targets_empty(p):
         assert out.shape == (n_at,) and not out.any()
 
 
+def test_a_3d_field_with_every_atom_on_the_targets_is_inf_or_zero():
+    # targets and atoms all at one place: FMM3D has no box and returned NaN; Σ w/0 is +inf
+    # for a charged atom (as coulomb2d_field and the direct sum) and 0 for massless ones
+    at, atoms = np.zeros((2, 3)), np.zeros((3, 3))
+    assert (fs.coulomb3d_field(at, atoms, np.array([2.0, 0.0, 0.0]), 1e-6) == np.inf).all()
+    assert (fs.coulomb3d_field(at, atoms, np.zeros(3), 1e-6) == 0.0).all()
+
+
 def _cloud(p, n=40):
     return np.random.default_rng(7).normal(size=(n, p))
 

@@ -115,7 +115,7 @@ class Energy:
         """
         return self.domain.dim
 
-    def as_tensor(self, omega, *, name: str = "omega") -> torch.Tensor:
+    def as_tensor(self, omega, *, name: str = "omega", allow_empty: bool = False) -> torch.Tensor:
         """Particles as a tensor of this energy's dtype/device, checking shape (..., N, p).
 
         Parameters
@@ -123,6 +123,9 @@ class Energy:
         omega : tensor or array-like (..., N, p)
         name : str, default "omega"
             Name quoted in the error message.
+        allow_empty : bool, default False
+            Accept N = 0 (a measure's atoms may be none; H_N of no particles is not defined,
+            its pair term divides by N²).
 
         Returns
         -------
@@ -130,8 +133,8 @@ class Energy:
 
         Raises
         ------
-        ValueError
-            Fewer than two axes, or a last axis other than p.
+        meanfield.errors.InputError
+            Fewer than two axes, a last axis other than p, or N = 0 (unless ``allow_empty``).
 
         See Also
         --------
@@ -159,6 +162,8 @@ class Energy:
             raise InputError(
                 f"{name} must have shape (..., N, {self.dim}), got {tuple(omega.shape)}"
             )
+        if not allow_empty:
+            check_n_particles(omega.shape[-2])
         return omega.to(dtype=self.dtype, device=self.device)
 
     def value(self, omega) -> torch.Tensor:
@@ -443,8 +448,8 @@ class Energy:
         >>> E.first_variation([[0.0], [1.0]], [[1.0]], [1.0]).tolist()  # ω²/2 − |ω − 1|
         [-1.0, 0.5]
         """
-        at = self.as_tensor(at, name="at")
-        points = self.as_tensor(points, name="points")
+        at = self.as_tensor(at, name="at", allow_empty=True)
+        points = self.as_tensor(points, name="points", allow_empty=True)
         weights = torch.as_tensor(
             check_array("weights", weights, ndim=1), dtype=self.dtype, device=self.device
         )

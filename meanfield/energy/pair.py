@@ -395,6 +395,11 @@ class PairInteraction(Term):
         ((1001,), 0.0)
         """
         self.kernel.check_dimension(at.shape[-1])
+        # an atom of zero mass adds nothing, also where k is infinite (on a target): 0 · inf
+        # would be NaN
+        charged = weights != 0
+        if not bool(charged.all()):
+            points, weights = points[charged], weights[charged]
         out = at.new_empty(at.shape[0])
         step = max(1, PAIR_CHUNK_ELEMENTS // max(points.shape[0] * at.shape[1], 1))
         for s in range(0, at.shape[0], step):
