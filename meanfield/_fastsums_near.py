@@ -57,7 +57,7 @@ from numba import njit, prange
 from numba.core import types as _nbtypes
 from numba.extending import intrinsic
 
-from ._fastsums_ewald import _column_bounds
+from ._arrays import _column_bounds
 from .errors import InputError
 
 _EULER_GAMMA = 0.5772156649015329

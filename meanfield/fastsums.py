@@ -55,11 +55,9 @@ import torch
 
 from ._fastsums_ewald import (
     _all_coincident,
-    _ewald_far,
-    _ewald_setup,
+    _ewald_field,
+    _ewald_sums,
     _import,
-    _numba_threads,
-    _refuse_underflow,
     clear_caches,
 )
 from ._fastsums_fmm import _fmm_field, _fmm_sums
@@ -498,28 +496,13 @@ def coulomb2d_sums(
     >>> bool(np.allclose(pot, -np.log(r).sum(1))), bool(np.allclose(grad, direct))
     (True, True)
     """
-    from ._fastsums_near import near_field
-
     x = _points("x", x, 2)
     N = len(x)
     if N < 2 or _all_coincident(x):  # no pairs, or only coincident ones
         pot = np.full(N, np.inf if N > 1 else 0.0)
         return (pot if want_value else None), (np.zeros((N, 2)) if want_grad else None)
     threads = _threads(n_threads)
-    max_modes = int(modes_per_particle * N) + 4096
-    cached, centre = _ewald_setup(x, x, eps, near, max_modes)
-    pot, grad = _ewald_far(cached, centre, x, np.ones(N), x, eps, want_value, want_grad, threads)
-    plan = cached[0]
-    with _numba_threads(threads):
-        near_pot, near_grad = near_field(
-            x, x, np.ones(N), plan.r_c, plan.sigma, want_value, want_grad, same=True
-        )
-    if want_value:
-        pot += near_pot - plan.self_energy
-    if want_grad:
-        grad += near_grad
-    _refuse_underflow("coulomb2d_sums", pot if want_value else None, grad, x, None)
-    return pot, grad
+    return _ewald_sums(x, eps, want_value, want_grad, near, threads, modes_per_particle)
 
 
 @declare(_EPS, *_EWALD)
@@ -589,23 +572,11 @@ def coulomb2d_field(
     >>> bool(np.isclose(pot[0], -np.log(np.linalg.norm(a - y, axis=1)).mean()))
     True
     """
-    from ._fastsums_near import near_field
-
     at, points = _points("at", at, 2), _points("points", points, 2)
     weights = _masses("weights", weights, len(points))
     if not len(at) or not len(points):  # a sum over no sources, or no targets
         return np.zeros(len(at))
-    threads = _threads(n_threads)
-    both = np.concatenate([at, points])
-    max_modes = int(modes_per_particle * len(both)) + 4096
-    cached, centre = _ewald_setup(both, points, eps, near, max_modes)
-    pot, _ = _ewald_far(cached, centre, points, weights, at, eps, True, False, threads)
-    plan = cached[0]
-    with _numba_threads(threads):
-        near_pot, _ = near_field(at, points, weights, plan.r_c, plan.sigma, True, False)
-    pot += near_pot
-    _refuse_underflow("coulomb2d_field", pot, None, at, points[weights > 0])
-    return pot
+    return _ewald_field(at, points, weights, eps, near, _threads(n_threads), modes_per_particle)
 
 
 # ----------------------------------------------------------------------------------------

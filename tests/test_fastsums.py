@@ -306,6 +306,29 @@ def test_a_3d_field_with_every_atom_on_the_targets_is_inf_or_zero():
     assert (fs.coulomb3d_field(at, atoms, np.zeros(3), 1e-6) == 0.0).all()
 
 
+@pytest.mark.parametrize("N", [2, 3, 20])
+def test_the_2d_sums_hold_eps_at_every_scale_and_size(N):
+    # −log‖s z‖ = −log s − log‖z‖: the sums are scale-covariant, but the truncated kernel's
+    # transform carries R log R, which the gradient must cancel: its error grew as log R
+    # (N = 20, eps = 1e-6: 4e-6 at extent 1e100; at 1e300 an OverflowError).  The gradient
+    # now leaves that constant's transform out, a cloud of extreme extent is scaled by a
+    # power of two, and below 8 particles the split runs at eps / 8 (N = 2 reached 1.7 eps)
+    rng = np.random.default_rng(11)
+    for s in (1e-200, 1e-10, 1.0, 1e10, 1e100, 1e300):
+        for trial in range(4):
+            x = rng.normal(size=(N, 2)) if trial % 2 else rng.random((N, 2))
+            z = x[:, None] - x[None]
+            r2 = (z * z).sum(-1)
+            np.fill_diagonal(r2, np.inf)
+            want_grad = -(z / r2[..., None]).sum(1)  # at scale 1: the force scales as 1/s
+            np.fill_diagonal(r2, 1.0)
+            want_pot = -0.5 * np.log(r2).sum(1) - (N - 1) * math.log(s)
+            pot, grad = fs.coulomb2d_sums(s * x, 1e-6)
+            err = np.linalg.norm(s * grad - want_grad) / np.linalg.norm(want_grad)
+            assert err <= 1e-6, (s, trial, err)
+            assert np.abs(pot - want_pot).max() <= 1e-6 * max(1.0, np.abs(want_pot).max())
+
+
 def _cloud(p, n=40):
     return np.random.default_rng(7).normal(size=(n, p))
 

@@ -156,14 +156,15 @@ def test_p3_underflowing_pair_refused_or_right():
 
 
 def test_p2_underflowing_pair_is_refused():
-    x = np.array([[0.0, 0.0], [0.0, 1e-160]])
-    with pytest.raises(NumericalError, match="1.5e-154"):
-        coulomb2d_sums(x, EPS)
+    # a pair alone is scaled to extent ≈ 1 first (the sums are scale-covariant): exact there
+    pot, grad = coulomb2d_sums(np.array([[0.0, 0.0], [0.0, 1e-160]]), EPS)
+    np.testing.assert_allclose(pot, 160 * np.log(10.0), rtol=EPS)
+    np.testing.assert_allclose(grad[:, 1], [1e160, -1e160], rtol=EPS)
     x = np.array([[0.0, 0.0], [0.0, 1e-170], [1.0, 1.0]])  # r² = 0 exactly: pot +inf off a twin
     with pytest.raises(NumericalError, match="1.5e-154"):
         coulomb2d_sums(x, EPS, want_grad=False)
     with pytest.raises(NumericalError, match="1.5e-154"):
-        coulomb2d_field(x[1:2], x[:1], np.ones(1), EPS)
+        coulomb2d_field(x[1:2], x[[0, 2]], np.ones(2), EPS)
     # the gradient alone of that pair (r² = 0 exactly, yet no twin): refused, not a silent 0
     with pytest.raises(NumericalError, match="1.5e-154"):
         coulomb2d_sums(x, EPS, want_value=False)
