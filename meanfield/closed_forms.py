@@ -427,6 +427,7 @@ def default_step(case: str, N: int) -> float:
     (0.005, 0.05, 0.02)
     """
     s, p, _ = equilibrium_case(case)
+    N = check_int("N (number of particles)", N)
     if p == 1:
         return (0.05 if s == 0 else 0.5) / N
     return 0.02
@@ -453,7 +454,7 @@ def exact_cell_masses(case: str, edges) -> np.ndarray:
     Raises
     ------
     meanfield.errors.InputError
-        A p = 2 case (``"disk"``).
+        A p = 2 case (``"disk"``), or ``edges`` not at least two increasing finite values.
 
     See Also
     --------
@@ -472,7 +473,10 @@ def exact_cell_masses(case: str, edges) -> np.ndarray:
     _, p, law = equilibrium_case(case)
     if p != 1:
         raise InputError(f"case must be a p = 1 case ('semicircle', 'uniform'), got {case!r}")
-    return np.diff(law.cdf(np.asarray(edges, dtype=float)))
+    edges = check_sample("edges", np.asarray(edges, dtype=float).ravel())
+    if len(edges) < 2 or not (np.diff(edges) > 0).all():
+        raise InputError(f"edges must be at least two increasing cell edges, got {edges!r}")
+    return np.diff(law.cdf(edges))
 
 
 def wasserstein_to_law_1d(samples, law: Law1D, order: int = 2, n_quad: int = 64) -> float:
@@ -537,12 +541,17 @@ def wasserstein_to_law_1d(samples, law: Law1D, order: int = 2, n_quad: int = 64)
     x = np.sort(check_sample("samples", np.asarray(samples, dtype=float).ravel()))
     order = check_int("order", order)
     N = len(x)
-    g, gw = np.polynomial.legendre.leggauss(n_quad)
+    g, gw = np.polynomial.legendre.leggauss(check_int("n_quad", n_quad))
     edges = np.arange(N + 1) / N
     u = (edges[:-1, None] + edges[1:, None]) / 2 + g[None, :] / (2 * N)
     Q = _fast_quantile(law, u.ravel()).reshape(u.shape)
-    total = (np.abs(x[:, None] - Q) ** order * gw[None, :]).sum() / (2 * N)
-    return float(total ** (1 / order))
+    gap = np.abs(x[:, None] - Q)
+    # in units of the largest gap: |x − Q|^q overflows from |x| ≈ 1e154 (q = 2) on
+    largest = float(gap.max())
+    if largest == 0.0:
+        return 0.0
+    total = ((gap / largest) ** order * gw[None, :]).sum() / (2 * N)
+    return float(largest * total ** (1 / order))
 
 
 def _fast_quantile(law: Law1D, u):

@@ -64,7 +64,7 @@ from ._fastsums_fmm import _fmm_field, _fmm_sums
 from ._validation import check_int, check_positive
 from .contract import Param, declare
 from .energy import PairInteraction
-from .errors import InputError
+from .errors import InputError, InputTypeError
 from .kernels import PairKernel, Riesz
 
 #: particle dimension -> Riesz exponent s of its Coulomb kernel, the kernels with a fast sum
@@ -90,6 +90,9 @@ DIRECT_BELOW = {1: 0, 2: 14_000, 3: 35_000}
 
 
 def _check_finite(name: str, t: torch.Tensor) -> None:
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+        got = f"a {t.dtype} tensor" if isinstance(t, torch.Tensor) else type(t).__name__
+        raise InputTypeError(f"{name} must be a floating-point torch tensor, got {got}")
     # a tree or FMM over an infinite coordinate does not end well (and NaN would not warn)
     if not bool(torch.isfinite(t).all()):
         raise InputError(f"{name} must be finite for a fast pair sum (found NaN or inf)")
@@ -188,9 +191,13 @@ def coulomb1d_sums(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     _check_finite("x", x)
     N = x.shape[-1]
     # the rank weights sum to 0, so a common offset cancels analytically: remove it first so
-    # it does not cancel numerically (round-off ~ eps · N · spread instead of eps · N · |x|)
-    xc = x - x.mean(-1, keepdim=True)
-    xs = torch.sort(xc, dim=-1).values.contiguous()
+    # it does not cancel numerically (round-off ~ eps · N · spread instead of eps · N · |x|).
+    # The middle sorted value, not the mean, which overflows near 1e308 (NaN from there);
+    # subtracting a constant keeps the order, so the sorted copy is shifted, not re-sorted
+    xs = torch.sort(x, dim=-1).values
+    centre = xs[..., N // 2 : N // 2 + 1]
+    xc = x - centre
+    xs = (xs - centre).contiguous()
     r = torch.arange(N, dtype=x.dtype, device=x.device)
     total = -2.0 * (xs * (2 * r - (N - 1))).sum(-1)
     xc = xc.contiguous()

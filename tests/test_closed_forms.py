@@ -45,3 +45,27 @@ def test_cases():
     assert equilibrium_case("disk")[:2] == (0.0, 2)
     with pytest.raises(ValueError, match="case"):
         equilibrium_case("sphere")
+
+
+def test_bad_closed_form_arguments_are_named_and_far_samples_do_not_overflow():
+    # these raised a ZeroDivisionError, a numpy error from leggauss, or returned a negative
+    # mass; a sample at 1e160 gave W₂ = inf (|x − Q|² overflows) where W₂² = 1e320 + 1/3
+    from meanfield.closed_forms import (
+        UniformInterval,
+        default_step,
+        exact_cell_masses,
+        wasserstein_to_law_1d,
+    )
+    from meanfield.errors import InputError
+
+    with pytest.raises(InputError, match="N \\(number of particles\\)"):
+        default_step("semicircle", 0)
+    with pytest.raises(InputError, match="edges"):
+        exact_cell_masses("uniform", [1.0, 0.0])
+    with pytest.raises(InputError, match="n_quad"):
+        wasserstein_to_law_1d([0.0], UniformInterval(), n_quad=0)
+    assert wasserstein_to_law_1d([1e160], UniformInterval()) == pytest.approx(1e160, rel=1e-15)
+    # and the scaled sum is the same sum: one point at 0.3, W₂² = 0.3² + 1/3
+    assert wasserstein_to_law_1d([0.3], UniformInterval()) == pytest.approx(
+        np.sqrt(0.09 + 1 / 3), rel=1e-9
+    )

@@ -24,7 +24,7 @@ pytest.importorskip("fmm3dpy")
 from meanfield import fastsums as fs  # noqa: E402
 from meanfield.domains import Ball, Box  # noqa: E402
 from meanfield.energy import Energy, PairInteraction, QuadraticPotential  # noqa: E402
-from meanfield.errors import InputError  # noqa: E402
+from meanfield.errors import InputError, InputTypeError  # noqa: E402
 from meanfield.fastsums import (  # noqa: E402
     FastCoulombInteraction,
     coulomb1d_sums,
@@ -329,6 +329,17 @@ def test_the_2d_sums_hold_eps_at_every_scale_and_size(N):
             assert np.abs(pot - want_pot).max() <= 1e-6 * max(1.0, np.abs(want_pot).max())
 
 
+def test_the_1d_sums_of_huge_coincident_particles_are_zero():
+    # the offset removed before the ordered sum was the mean, which overflows near 1e308
+    # (total and gradient NaN); the middle sorted value keeps every difference exact here
+    total, grad = fs.coulomb1d_sums(torch.full((3,), 1e308, dtype=torch.float64))
+    assert float(total) == 0.0 and not grad.any()
+    ulp = 2.0**971  # of 1e308
+    x = torch.tensor([1e308, 1e308 - ulp, 1e308], dtype=torch.float64)
+    total, grad = fs.coulomb1d_sums(x)
+    assert float(total) == -4 * ulp and grad.tolist() == [-1.0, 2.0, -1.0]
+
+
 def _cloud(p, n=40):
     return np.random.default_rng(7).normal(size=(n, p))
 
@@ -354,10 +365,13 @@ def _cloud(p, n=40):
             "points",
         ),
         (lambda: fs.coulomb1d_field(torch.zeros(1), torch.ones(2), -torch.ones(2)), "weights"),
+        (lambda: fs.coulomb1d_sums(torch.tensor([0, 1, 3])), "x"),  # integers: a torch error
+        (lambda: fs.coulomb1d_sums(np.array([0.0, 1.0])), "x"),  # not a tensor: a TypeError
+        (lambda: fs.coulomb1d_field(torch.tensor([2]), torch.ones(2), torch.ones(2)), "at"),
     ],
 )
 def test_the_sums_refuse_bad_arrays_by_name(call, names):
     # the low-level sums are public: a NaN, a wrong shape or a negative mass was an IndexError,
     # a scipy ValueError or a silently wrong (NaN, or finite where −inf is due) result
-    with pytest.raises(InputError, match=names):
+    with pytest.raises((InputError, InputTypeError), match=names):
         call()

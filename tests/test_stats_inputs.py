@@ -153,3 +153,32 @@ def test_fit_power_law_edges_are_accepted():
     slopes = [st.linregress(np.log(x), np.log(y[:, s])).slope for s in range(3)]
     ref = st.t.interval(0.5, 2, loc=np.mean(slopes), scale=st.sem(slopes))
     assert (fit["ci_low"], fit["ci_high"]) == pytest.approx(ref, rel=1e-10)
+
+
+def test_the_statistics_are_scale_free_to_the_ends_of_float64():
+    # t intervals, paired p and τ do not depend on the unit; near 1e-320 the squares underflowed
+    # (an interval of width 0, a ZeroDivisionError in paired_test) and near 1e308 the sums
+    # overflowed (NaN bounds, p = NaN, τ = NaN); at 1e-200, τ read a constant chain (1.0)
+    from meanfield.stats import (
+        effective_sample_size,
+        integrated_autocorr_time,
+        paired_test,
+        t_interval,
+    )
+
+    v = np.array([1.0, 2.0, 3.0])
+    mean, lo, hi = t_interval(v)
+    for s in (1e-320, 1e-200, 1e200):
+        got = t_interval(s * v)
+        np.testing.assert_allclose(
+            got, (s * mean, s * lo, s * hi), rtol=1e-3 if s < 1e-300 else 1e-12
+        )
+    assert paired_test(1e-320 * v)["p"] == pytest.approx(paired_test(v)["p"], rel=1e-3)
+    w = np.array([1.0, 1.5, 1.7])
+    assert paired_test(1e308 * w)["p"] == pytest.approx(paired_test(w)["p"], rel=1e-12)
+    chain = np.repeat(np.random.default_rng(0).standard_normal(250), 4)
+    tau = integrated_autocorr_time(chain)
+    for s in (1e-200, 1e200):
+        assert integrated_autocorr_time(s * chain) == pytest.approx(tau, rel=1e-12)
+    with pytest.raises(InputError, match="x must have shape"):
+        effective_sample_size(5.0)
