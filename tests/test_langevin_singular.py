@@ -236,3 +236,20 @@ def test_mala_refuses_a_start_too_close_for_a_singular_kernel():
     with pytest.raises(InputError, match="closer than"):
         simulate(E, om0, method="mala", eta=1e-3, beta=4.0, n_steps=10)
     simulate(E, np.linspace(-1, 1, 100)[:, None], method="mala", eta=1e-4, beta=4.0, n_steps=2)
+
+
+def test_pair_spacing_at_the_ends_of_float64_and_refused_input():
+    # the k-d tree squares distances: points 1e-200 apart were at distance 0 (and "too
+    # close" to a spacing of 1e-250), 1e200 apart at inf; p = 0 and NaN were an IndexError,
+    # a scipy ValueError, or a silent NaN in p = 1
+    from meanfield.errors import InputError
+    from meanfield.ot.spacing import min_pair_distance, too_close
+
+    assert min_pair_distance([[0.0, 0.0], [1e-200, 0.0]]) == 1e-200
+    assert min_pair_distance([[0.0, 0.0], [1e200, 0.0], [3e200, 0.0]]) == 1e200
+    assert len(too_close([[0.0, 0.0], [1e-200, 0.0]], 1e-250)) == 0
+    assert too_close([[0.0, 0.0], [1e200, 0.0]], 1e201).tolist() == [1]
+    assert min_pair_distance([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0]]) == 1.0  # ordinary scale
+    for bad in (np.zeros((3, 0)), [[np.nan, 0.0], [0.0, 0.0]], [np.nan, 0.0, 1.0]):
+        with pytest.raises(InputError, match="omega"):
+            min_pair_distance(bad)

@@ -6,6 +6,8 @@ command line after a run (``meanfield.cli``), where a zero distance means coinci
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import InputError
@@ -49,19 +51,31 @@ def min_pair_distance(omega) -> float:
     >>> min_pair_distance([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])
     1.0
     """
-    x = np.asarray(omega, dtype=float)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2:
-        raise InputError(f"omega must have shape (N, p) or (N,), got {x.shape}")
+    x, unit = _scaled_points(omega)
     if len(x) < 2:
         return float("nan")
     if x.shape[1] == 1:
-        return float(np.diff(np.sort(x[:, 0])).min())
+        return float(np.diff(np.sort(x[:, 0])).min()) * unit
     from scipy.spatial import cKDTree
 
     d, _ = cKDTree(x).query(x, k=2)
-    return float(d[:, 1].min())
+    return float(d[:, 1].min()) * unit
+
+
+def _scaled_points(omega) -> tuple[np.ndarray, float]:
+    """(omega / s as float64 (N, p), s): s a power of two with max|ω|/s in [1/2, 1], so the
+    tree's squared distances neither underflow (points 1e-200 apart were at distance 0) nor
+    overflow (1e200 apart: inf); an InputError naming omega for p = 0 or NaN/inf."""
+    x = np.asarray(omega, dtype=float)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[1] < 1:
+        raise InputError(f"omega must have shape (N, p) with p >= 1, or (N,), got {x.shape}")
+    if not np.isfinite(x).all():
+        raise InputError("omega must be finite (found NaN or inf)")
+    top = float(np.abs(x).max()) if x.size else 0.0
+    unit = 2.0 ** (math.frexp(top)[1] - 1) if top > 0 else 1.0
+    return x / unit, unit
 
 
 def too_close(omega, spacing: float) -> np.ndarray:
@@ -96,11 +110,10 @@ def too_close(omega, spacing: float) -> np.ndarray:
     >>> too_close([[0.0], [1.0], [1.05], [3.0], [0.02]], 0.1).tolist()
     [2, 4]
     """
-    x = np.asarray(omega, dtype=float)
-    if x.ndim == 1:
-        x = x[:, None]
+    x, unit = _scaled_points(omega)
     if len(x) < 2:
         return np.zeros(0, dtype=int)
+    spacing = min(spacing / unit, 1e300)  # the scaled cloud lies in [−1, 1]^p
     if x.shape[1] == 1:
         order = np.argsort(x[:, 0], kind="stable")
         close = np.flatnonzero(np.diff(x[order, 0]) < spacing)
