@@ -297,3 +297,19 @@ def test_compare_on_a_torus_measures_the_geodesic_distance():
         assert ds[name].values[-1] == want
     with pytest.raises(InputError, match="sliced"):
         compare(spec, n_records=2, w_method="sliced")
+
+
+def test_the_same_point_written_at_both_ends_of_the_circle_is_silent():
+    # π and −π are one point of the circle of half-width π: W = 0 exactly, which the rounding
+    # check took for an unresolved distance (a PrecisionWarning); a distance truly below the
+    # rounding bound still warns
+    import warnings
+
+    from meanfield.errors import PrecisionWarning
+    from meanfield.ot.circle import wasserstein_circle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert wasserstein_circle([math.pi], [-math.pi], domain=Torus(1)) == 0.0
+    with pytest.warns(PrecisionWarning):
+        wasserstein_circle([1.0], [1.0 + 1e-13], domain=Torus(1, 1e3))

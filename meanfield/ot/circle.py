@@ -282,6 +282,9 @@ def _warn_if_unresolved(value: float, x, a, y, b, domain: Torus) -> None:
     bound = ROUNDING_ULPS * np.finfo(float).eps * domain.period
     if value > bound:
         return
+    # the same points modulo the period (π and −π on the circle of half-width π) are equal
+    half = domain.period / 2
+    x, y = np.mod(x + half, domain.period) - half, np.mod(y + half, domain.period) - half
     ix, iy = np.lexsort((a, x)), np.lexsort((b, y))
     if x.shape == y.shape and np.array_equal(x[ix], y[iy]) and np.array_equal(a[ix], b[iy]):
         return
