@@ -103,3 +103,21 @@ def test_sampling_is_exact_for_piecewise_constant_law():
     # same seed, same bits
     np.testing.assert_array_equal(x, rho.sample(n, seed=7))
     assert not math.isclose(rho.sample(5, 1)[0, 0], rho.sample(5, 2)[0, 0])
+
+
+def test_gaussian_cell_masses_without_cancellation():
+    # 0.5 (1 + erf) rounded cells narrower than 1e-16 standard deviations away (std 1e16 on
+    # four cells of [−2, 2] gave [0, 1/3, 0, 2/3]; 1e200 a "zero mass" refusal) and lost the
+    # tails' digits; the cell masses are now erf or erfc differences, as fits the cell
+    from scipy.stats import norm
+
+    for std in (1e12, 1e16, 1e200):
+        rho = Density.gaussian(Grid(Box(1, 2.0), 4), 0.0, std)
+        np.testing.assert_allclose(rho.data, 0.25, rtol=1e-9)
+    grid = Grid(Box(1, 10.0), 40)
+    rho = Density.gaussian(grid, 0.0, 0.3, normalise=False)
+    edges = grid.edges[0]
+    right = edges[:-1] >= 0.3  # the right tail: survival differences are exact references
+    want = (norm.sf(edges[:-1] / 0.3) - norm.sf(edges[1:] / 0.3))[right] / grid.h[0]
+    np.testing.assert_allclose(rho.data[right], want, rtol=1e-12)
+    np.testing.assert_array_equal(rho.data, rho.data[::-1])  # and symmetric, cell for cell
