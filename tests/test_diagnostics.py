@@ -218,3 +218,13 @@ def test_2d_quantile_refused_and_matching_dims():
         D(np.ones((8, 8)))
     with pytest.raises(TypeError, match="must be a meanfield.ot.Measure"):
         w2(np.zeros((4, 2)), D(Density.uniform(g2)))
+
+
+def test_kernel_gap_of_no_data_points_is_refused_by_name():
+    # a max over no entries was a numpy ValueError
+    from meanfield.errors import InputError
+    from meanfield.pde import Density, Grid
+
+    rho = Density.uniform(Grid(Box(1, 1.0), 8))
+    with pytest.raises(InputError, match="X must hold n >= 1"):
+        kernel_gap(np.zeros((3, 1)), rho, np.zeros((0, 1)))

@@ -151,6 +151,8 @@ def kernel_gap(omega, density: Density, X, feature: str | FeatureMap = "positive
     """
     fmap = get_feature_map(feature)
     X = check_array("X", X, ndim=2)
+    if len(X) == 0:  # a max over no entries
+        raise InputError("X must hold n >= 1 data points (rows), got shape (0, d)")
     Kr = grid_kernel(fmap, X, density)
     x = _particles(omega, density.grid.dim)
     KN = fmap.empirical_kernel(torch.as_tensor(X), torch.as_tensor(x)).numpy()
