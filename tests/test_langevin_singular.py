@@ -253,3 +253,14 @@ def test_pair_spacing_at_the_ends_of_float64_and_refused_input():
     for bad in (np.zeros((3, 0)), [[np.nan, 0.0], [0.0, 0.0]], [np.nan, 0.0, 1.0]):
         with pytest.raises(InputError, match="omega"):
             min_pair_distance(bad)
+
+
+def test_a_coincident_start_is_named_as_the_cause():
+    # H_N = +inf at t = 0 comes from the start itself, not from the projection pinning
+    # particles to a wall (the message named only the latter)
+    E = _log_gas(Box(1, 3.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        simulate(E, [[0.5], [0.5]], eta=0.01, beta=1.0, n_steps=1, seed=0)
+    messages = [str(w.message) for w in caught if w.category is CoincidentParticlesWarning]
+    assert len(messages) == 1 and "start omega0 has coinciding particles" in messages[0]

@@ -851,11 +851,18 @@ def _report_pair_step(ds: xr.Dataset, integrator: ProjectedLangevin, state) -> N
                 OvershootWarning,
                 stacklevel=5,
             )
-    if bool(np.isposinf(ds["energy"].values).any()):
+    energy = ds["energy"]
+    if bool(np.isposinf(energy.values).any()):
+        at_start = bool(np.isposinf(energy.isel({energy.dims[0]: 0}).values).any())
+        cause = (
+            "the start omega0 has coinciding particles (spread them apart)"
+            if at_start
+            else "pinned to the same boundary point by the projection: lower eta or enlarge "
+            "the domain"
+        )
         warnings.warn(
-            "the run recorded the energy H_N = +inf: two particles coincide (pinned to the same "
-            "boundary point by the projection) under an unsoftened singular pair kernel; lower "
-            "eta, enlarge the domain or give the kernel a softening > 0",
+            "the run recorded the energy H_N = +inf: two particles coincide under an "
+            f"unsoftened singular pair kernel; {cause}, or give the kernel a softening > 0",
             CoincidentParticlesWarning,
             stacklevel=5,
         )
