@@ -237,3 +237,23 @@ def test_distance_bad_input_raises_before_any_work(call, error, match, monkeypat
     a, b = Measure(np.zeros((3, 2))), Measure(np.ones((2, 2)))
     with pytest.raises(error, match=match):
         call(a, b)
+
+
+def test_weights_near_the_float64_maximum_are_normalised_without_overflow():
+    # two weights of 1e308 summed to inf and normalised to 0: POT's AssertionError, the sparse
+    # route's "network simplex failed", from_particles' "not all zero"; W₂ is that of [½, ½]
+    import warnings
+
+    from meanfield.ot import Measure, w2
+    from meanfield.ot.sparse import w2_sparse
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a, b = Measure([[0.0, 0.0], [1.0, 0.0]], [1e308, 1e308]), Measure([[0.0, 0.0]])
+        assert w2(a, b).distance == pytest.approx(math.sqrt(0.5), rel=1e-15)
+        assert w2(a, b, method="sparse").distance == pytest.approx(math.sqrt(0.5), rel=1e-15)
+        xa, xb = np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[0.0, 0.0]])
+        got = w2_sparse(xa, np.array([1e308, 1e308]), xb, np.array([1.0]))["w2"]
+        assert got == pytest.approx(math.sqrt(0.5), rel=1e-15)
+        weights = Measure.from_particles([[0.0], [1.0]], weights=[1e308, 1e308]).weights
+        assert weights.tolist() == [0.5, 0.5]

@@ -55,7 +55,7 @@ from .._validation import check_choice, check_int
 from ..contract import Param, declare
 from ..errors import ConvergenceError, InputError, InputTypeError, NumericalError, PrecisionWarning
 from .measure import Measure, quantile_segments
-from .precision import UNIT_ROUNDOFF, Frame, common_frame, rounding_bound
+from .precision import UNIT_ROUNDOFF, Frame, _probabilities, common_frame, rounding_bound
 from .sparse import w2_sparse
 
 __all__ = [
@@ -502,7 +502,7 @@ def _compute(a: Measure, b: Measure, order: int, method: str, options: dict) -> 
 def _plan_checks(wa, wb, u, v, plan) -> tuple[float, float]:
     """S = Σ a|u| + Σ b|v| + 2 max|u| + 2 max|v| (the size of the dual objective's terms) and
     the ℓ1 distance of the plan's marginals from the normalised weights (0 for an exact plan)."""
-    a, b = wa / wa.sum(), wb / wb.sum()
+    a, b = _probabilities(wa), _probabilities(wb)
     keep_a, keep_b = a > 0, b > 0
     ua, vb = np.abs(u[keep_a]), np.abs(v[keep_b])
     duals = float(a[keep_a] @ ua + b[keep_b] @ vb + 2 * ua.max() + 2 * vb.max())
@@ -612,8 +612,8 @@ def _emd(xa, wa, xb, wb, order: int) -> tuple[float, float, float, float]:
     """
     keep_a, keep_b = wa > 0, wb > 0
     xa, wa, xb, wb = xa[keep_a], wa[keep_a], xb[keep_b], wb[keep_b]
-    wa = np.ascontiguousarray(wa / wa.sum(), dtype=np.float64)
-    wb = np.ascontiguousarray(wb / wb.sum(), dtype=np.float64)
+    wa = np.ascontiguousarray(_probabilities(wa), dtype=np.float64)
+    wb = np.ascontiguousarray(_probabilities(wb), dtype=np.float64)
     import ot  # POT, imported when used: it loads optional backends (jax: about 1 s)
 
     M = _cost_matrix(xa, xb, order)

@@ -30,6 +30,7 @@ import numpy as np
 from .._validation import check_array
 from ..errors import InputError, InputTypeError
 from ..pde.field import Density
+from .precision import _probabilities
 
 __all__ = ["Measure"]
 
@@ -67,7 +68,7 @@ def _check_points(name: str, points) -> np.ndarray:
 def _check_weights(name: str, weights, n: int) -> np.ndarray:
     """Finite float64 weights ≥ 0, one per point, not all zero."""
     w = check_array(name, weights)
-    if w.shape != (n,) or np.any(w < 0) or not w.sum() > 0:
+    if w.shape != (n,) or np.any(w < 0) or not (w.size and w.max() > 0):
         raise InputError(
             f"{name} must be one number >= 0 per point (shape ({n},)), not all zero; "
             f"got shape {w.shape}" + (f", minimum {w.min():g}" if w.size else "")
@@ -179,7 +180,7 @@ class Measure:
         if weights is None:
             return cls(x)
         w = _check_weights("weights", weights, len(x))
-        return cls(x, w / w.sum())
+        return cls(x, _probabilities(w))
 
     @classmethod
     def from_density(cls, density: Density) -> Measure:

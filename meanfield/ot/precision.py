@@ -287,3 +287,12 @@ def rounding_bound(n_terms: int, p: int, order: int, diameter: float, duals: flo
     True
     """
     return gamma(n_terms + p + 16) * (2.0 * diameter**order + duals)
+
+
+def _probabilities(w: np.ndarray) -> np.ndarray:
+    """w / Σ w for weights w ≥ 0 (n,), not all zero, without overflow: divided first by a
+    power of two near the largest (exact, so ordinary weights give the same bits as w / Σ w);
+    weights near 1e308 summed to inf and normalised to 0, which POT refused with an
+    AssertionError."""
+    w = np.ldexp(w, 1 - math.frexp(float(w.max()))[1])  # the largest in [1, 2)
+    return w / w.sum()

@@ -67,7 +67,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..errors import ConvergenceError, InputError, NumericalError
-from .precision import common_frame
+from .precision import _probabilities, common_frame
 
 #: Relative tolerance of the dual check: τ₀ = DUAL_TOL · (1 + the largest cost + max|u| + max|v|)
 #: with u, v centred (:func:`_centred`), far above the rounding of a float64 reduced cost, far
@@ -83,12 +83,12 @@ def _check_cloud(name: str, x, w):
     if x.ndim != 2 or len(x) == 0 or not np.isfinite(x).all():
         raise InputError(f"{name} must be a finite array of shape (n, p) with n ≥ 1, got {x.shape}")
     w = np.asarray(w, dtype=np.float64)
-    if w.shape != (len(x),) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+    if w.shape != (len(x),) or not np.isfinite(w).all() or (w < 0).any() or not w.max() > 0:
         raise InputError(
             f"weights of {name} must be {len(x)} finite numbers ≥ 0, not all zero; got {w.shape}"
         )
     keep = np.flatnonzero(w > 0)
-    return x, x[keep], w[keep] / w[keep].sum(), keep
+    return x, x[keep], _probabilities(w[keep]), keep
 
 
 def _hilbert_key(q: np.ndarray, bits: int) -> np.ndarray:
