@@ -313,3 +313,13 @@ def test_the_same_point_written_at_both_ends_of_the_circle_is_silent():
         assert wasserstein_circle([math.pi], [-math.pi], domain=Torus(1)) == 0.0
     with pytest.warns(PrecisionWarning):
         wasserstein_circle([1.0], [1.0 + 1e-13], domain=Torus(1, 1e3))
+
+
+def test_the_torus_distance_at_extreme_periods():
+    # one point moved by a quarter period: W = that move, whatever the unit (the squared
+    # differences underflowed to W = 0 at period 2e-200 and overflowed to inf at 2e200)
+    from meanfield.ot.circle import wasserstein_torus
+
+    for half in (1e-200, 1.0, 1e200):
+        got = wasserstein_torus([[0.0, 0.0]], [[half / 2, 0.0]], domain=Torus(2, half))
+        assert got == pytest.approx(half / 2, rel=1e-15)
