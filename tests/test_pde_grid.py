@@ -121,3 +121,14 @@ def test_gaussian_cell_masses_without_cancellation():
     want = (norm.sf(edges[:-1] / 0.3) - norm.sf(edges[1:] / 0.3))[right] / grid.h[0]
     np.testing.assert_allclose(rho.data[right], want, rtol=1e-12)
     np.testing.assert_array_equal(rho.data, rho.data[::-1])  # and symmetric, cell for cell
+
+
+def test_a_grid_whose_densities_float64_cannot_hold_is_refused_by_name():
+    # a uniform density on Box(2, 1e170) had mass NaN (1/volume underflows), on Box(2, 1e-170)
+    # a ZeroDivisionError (the cell area underflows); both volumes are outside the normal range
+    from meanfield.errors import InputError
+
+    for half in (1e170, 1e-170):
+        with pytest.raises(InputError, match="volume of this grid"):
+            Grid(Box(2, half), 4)
+    assert Density.uniform(Grid(Box(2, 1e150), 4)).mass == pytest.approx(1.0, rel=1e-15)

@@ -311,6 +311,18 @@ class Grid:
         object.__setattr__(self, "n", n)
         # cached geometry: the solver reads these at every step
         h = tuple(2.0 * domain.half_width / k for k in n)
+        # densities are values per volume: a cell or box volume whose inverse is not a
+        # normal float64 made a uniform density NaN (Box(2, 1e170)) or a ZeroDivisionError
+        # (Box(2, 1e-170)) downstream
+        tiny = np.finfo(float).tiny
+        box = math.prod((2.0 * domain.half_width,) * len(n))  # inf, not an OverflowError
+        for what, volume in (("cell", math.prod(h)), ("box", box)):
+            if not tiny <= volume <= 1.0 / tiny:
+                raise InputError(
+                    f"the {what} volume of this grid, {volume:.3g}, is outside float64's normal "
+                    f"range [{tiny:.3g}, {1 / tiny:.3g}] (a density on it, 1/volume, is not "
+                    "representable): measure the domain in other units (its half_width)"
+                )
         object.__setattr__(self, "_h", h)
         object.__setattr__(self, "_cell_volume", float(np.prod(h)))
 
