@@ -311,6 +311,21 @@ class _Tiles:
         z = self.omega[i0 + ii] - self.omega[j0 + jj]
         u[ii, jj] = (z * z).sum(-1) + self.eps2
 
+    def refuse_underflow(self, u, rows, cols) -> None:
+        """NumericalError where u = 0 comes from two distinct points (unsoftened kernel): their
+        squared distance underflowed (closer than ~1.5e-154), and reading them as coincident
+        gave the value +inf and a zero force, both wrong (−log 1e-200 = 460.5)."""
+        if self.eps2:
+            return
+        ii, jj = (u <= 0).nonzero(as_tuple=True)
+        z = self.omega[rows[0] + ii] - self.omega[cols[0] + jj]
+        if bool((z != 0).any()):
+            raise NumericalError(
+                "two distinct particles are closer than ~1.5e-154: their squared distance "
+                "underflows float64, so the singular pair kernel cannot be evaluated there; "
+                "measure positions in other units, merge such points, or soften the kernel"
+            )
+
     def cbuffer(self, shape):
         return self.cbuf[: shape[0] * shape[1]].view(shape)
 
@@ -818,6 +833,8 @@ def _sum_tiles(
         if check:
             tiles.exact_below(u, rows, cols, tol)
         zeros = check and not bool(u.min() > 0)  # coincident points (u = ε² = 0)
+        if zeros:
+            tiles.refuse_underflow(u, rows, cols)
         tile_floor = None
         if running:
             u0 = _lower_reference(u, diag, u0, plan, floor, total, acc, zeros)

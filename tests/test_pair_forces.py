@@ -733,3 +733,18 @@ def test_tiled_operands_are_contiguous_full_rows():
     acc = tiles.new_acc()
     assert all(b.is_contiguous() for b in acc.blocks)
     assert [b.shape[1] for b in acc.blocks] == [32, 32, 32, 1]
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_distinct_particles_whose_squared_distance_underflows_are_refused(p):
+    # 1e-200 apart, r² = 0: the pair was read as coincident, value +inf and zero force
+    # (right: −log 1e-200 = 460.5 and a force of 1e200); exact twins stay the zero
+    # subgradient with +inf value
+    E = Energy([PairInteraction(Riesz(0.0), 0.5)], Box(p, 3.0))
+    om = np.zeros((3, p))
+    om[1, 0], om[2, 0] = 1e-200, 1.0
+    for call in (E.value, E.grad):
+        with pytest.raises(NumericalError, match="closer than ~1.5e-154"):
+            call(om)
+    om[1, 0] = 0.0
+    assert math.isinf(float(E.value(om))) and bool(torch.isfinite(E.grad(om)).all())
