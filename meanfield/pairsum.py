@@ -655,6 +655,12 @@ def pair_sums(
     plan = make_plan(kernel)
     tiles = _Tiles(_centred(omega), plan.eps2, tile or default_tile(omega.device))
     sq_max = float(tiles.sq.max())
+    if not math.isfinite(4.0 * sq_max):  # (x_i − x_j)² of the centred cloud can overflow
+        raise NumericalError(
+            f"pair sums: the particles reach |omega| = {float(omega.detach().abs().max()):.3g}, "
+            "beyond ~1e153 from their centre, where squared distances overflow float64; "
+            "measure positions in other units"
+        )
     rescale = _needs_rescale(plan, sq_max, omega.dtype)
     a = _fixed_reference(plan, sq_max, omega.dtype) if rescale else None
     # the fixed reference u₀ = 2^a first (None back if a sum overflowed), else the plain sums

@@ -748,3 +748,14 @@ def test_distinct_particles_whose_squared_distance_underflows_are_refused(p):
             call(om)
     om[1, 0] = 0.0
     assert math.isinf(float(E.value(om))) and bool(torch.isfinite(E.grad(om)).all())
+
+
+@pytest.mark.parametrize("kernel", [Riesz(-1.0), Riesz(0.0)])
+def test_particles_whose_squared_distances_overflow_are_refused(kernel):
+    # 1e160 apart: an OverflowError from a log2 (k = −|z|) or the value −inf (log gas); at
+    # 1e150 the sums are still right
+    E = Energy([PairInteraction(kernel, 0.5)], Box(1, 1e200))
+    with pytest.raises(NumericalError, match="overflow"):
+        E.value([[0.0], [1e160]])
+    want = -0.25 * 1e150 if kernel.s == -1.0 else -0.25 * math.log(1e150)  # (λ/N²) · 2 k(d)
+    assert float(E.value([[0.0], [1e150]])) == pytest.approx(want, rel=1e-12)
