@@ -282,12 +282,16 @@ def _warn_if_unresolved(value: float, x, a, y, b, domain: Torus) -> None:
     bound = ROUNDING_ULPS * np.finfo(float).eps * domain.period
     if value > bound:
         return
-    # the same points modulo the period (π and −π on the circle of half-width π) are equal
-    half = domain.period / 2
-    x, y = np.mod(x + half, domain.period) - half, np.mod(y + half, domain.period) - half
-    ix, iy = np.lexsort((a, x)), np.lexsort((b, y))
-    if x.shape == y.shape and np.array_equal(x[ix], y[iy]) and np.array_equal(a[ix], b[iy]):
-        return
+    # the same points modulo the period (π and −π on the circle of half-width π): paired in
+    # the order of their wrapped values, every difference an exact multiple of the period
+    # (the wrap itself may round: 1 on a circle of half-width 1e300 wraps to 0)
+    half, period = domain.period / 2, domain.period
+    ix = np.lexsort((a, np.mod(x + half, period) - half))
+    iy = np.lexsort((b, np.mod(y + half, period) - half))
+    if x.shape == y.shape and np.array_equal(a[ix], b[iy]):
+        d = x[ix] - y[iy]
+        if np.array_equal(d, np.round(d / period) * period):
+            return
     warnings.warn(
         f"wasserstein_circle: the distance {value:.3g} is not above its rounding bound "
         f"{bound:.3g} ({ROUNDING_ULPS} ulps of the period 2 * half_width = {domain.period:.3g}): "
