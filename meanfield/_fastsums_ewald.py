@@ -17,7 +17,7 @@ import torch
 from scipy import special
 from scipy.spatial import cKDTree
 
-from ._arrays import _column_bounds
+from ._arrays import _column_bounds, _power_of_two_unit
 from .errors import NumericalError
 
 _INSTALL_HINT = "install it with `pip install meanfield[fast]` (or `pip install {pkg}`)"
@@ -371,7 +371,7 @@ def _unit_scale(points: np.ndarray) -> float:
     extent = float((hi - lo).max())
     if 2.0**-100 <= extent <= 2.0**100:
         return 1.0
-    scale = 2.0 ** math.frexp(extent)[1]
+    scale = _power_of_two_unit(extent)
     return scale if np.array_equal(points / scale * scale, points) else 1.0
 
 

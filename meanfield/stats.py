@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ._arrays import _power_of_two_unit
 from ._validation import check_fit_sizes
 from .contract import Param, declare
 from .errors import InputError
@@ -118,21 +119,13 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
         return float("nan"), float("nan"), float("nan")
     if len(v) < 2 or np.ptp(v) == 0:  # the mean of equal values is that value, not 1 ulp off
         return float(v[0]), float("nan"), float("nan")
-    s = _power_of_two_scale(v)
+    s = _power_of_two_unit(v)
     w = v / s
     m = float(w.mean())
     # the upper quantile from its tail probability: 0.5 + level/2 would round the tail away
     # for a level near 1 (0.999999: a relative error of 1e-10 in the quantile)
     half = stats.t.isf((1 - level) / 2, len(w) - 1) * w.std(ddof=1) / np.sqrt(len(w))
     return m * s, float((m - half) * s), float((m + half) * s)
-
-
-def _power_of_two_scale(v: np.ndarray) -> float:
-    """A power of two s with max|v|/s in [1/2, 1] (1.0 for zeros): statistics of v / s are
-    those of v, bit for bit (a power of two scales exactly), without the sums overflowing
-    near 1e308 or the squares underflowing near 1e-160 (a t interval of width 0, a NaN p)."""
-    top = float(np.abs(v).max()) if v.size else 0.0
-    return 2.0 ** (math.frexp(top)[1] - 1) if top > 0 else 1.0
 
 
 def _one_axis(name: str, values) -> np.ndarray:
@@ -341,7 +334,7 @@ def paired_test(a, b=None, level: float = 0.95, *, scale: float | None = None) -
         return {"mean": mean, "lo": nan, "hi": nan, "sd": 0.0, "k": k, "p": p,
                 "no_spread": True}  # fmt: skip
     mean, lo, hi = t_interval(d, level)
-    s = _power_of_two_scale(d)  # the t statistic is scale-free: formed at scale 1
+    s = _power_of_two_unit(d)  # the t statistic is scale-free: formed at scale 1
     sd_scaled = float((d / s).std(ddof=1))
     sd = sd_scaled * s
     p = float(2 * stats.t.sf(abs(mean / s) / (sd_scaled / math.sqrt(k)), k - 1))
@@ -763,7 +756,7 @@ def integrated_autocorr_time(x) -> float:
     if not np.all(np.isfinite(x)):
         raise InputError("x contains non-finite values (NaN or inf); all must be finite")
     n, m = x.shape
-    x = x / _power_of_two_scale(x)  # τ is scale-free: no overflow near 1e308, no underflow
+    x = x / _power_of_two_unit(x)  # τ is scale-free: no overflow near 1e308, no underflow
     xc = x - x.mean(0)
     f = np.fft.rfft(xc, n=2 * n, axis=0)
     acov = np.fft.irfft(f * np.conj(f), n=2 * n, axis=0)[:n] / n  # (n, m), divisor n

@@ -147,10 +147,12 @@ def test_the_shared_pieces_sit_low():
     low |= {"meanfield.dynamics.chain_checks"}
     assert set(graph["meanfield.dynamics.chains"]) <= low
     assert set(graph["meanfield.stats"]) <= {
+        "meanfield._arrays",
         "meanfield._validation",
         "meanfield.contract",
         "meanfield.errors",
     }
+    assert set(graph["meanfield._arrays"]) == set()  # a leaf: numpy only
     contract = {m for m in MODULES if m.split(".")[:2] == ["meanfield", "contract"]}
     assert {"meanfield.contract", "meanfield.contract.params"} <= contract  # the package
     outside = {b for m in contract for b in graph[m]} - contract

@@ -64,6 +64,7 @@ import warnings
 
 import numpy as np
 
+from .._arrays import _power_of_two_unit
 from ..domains import Torus
 from ..errors import InputError, InputTypeError, PrecisionWarning, SizeLimitError
 
@@ -365,7 +366,7 @@ def wasserstein_torus(x, y, a=None, b=None, *, domain: Torus, order: int = 2) ->
     # a torus of extreme period in units of a power of two near it: the squared differences
     # underflowed (period 1e-200: W = 0) or overflowed (1e200: inf); exact, and not needed
     # in between
-    unit = 1.0 if 2.0**-100 <= domain.period <= 2.0**100 else 2.0 ** math.frexp(domain.period)[1]
+    unit = 1.0 if 2.0**-100 <= domain.period <= 2.0**100 else _power_of_two_unit(domain.period)
     z = z / unit
     cost = np.sqrt((z * z).sum(-1)) ** order
     value = float(ot.emd2(a, b, cost, numItermax=10_000_000))

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._arrays import _power_of_two_unit
+
 __all__ = ["Frame", "common_frame", "rounding_bound", "gamma", "UNIT_ROUNDOFF"]
 
 #: u = 2^−53, the unit roundoff of float64 (round to nearest).
@@ -294,5 +296,5 @@ def _probabilities(w: np.ndarray) -> np.ndarray:
     power of two near the largest (exact, so ordinary weights give the same bits as w / Σ w);
     weights near 1e308 summed to inf and normalised to 0, which POT refused with an
     AssertionError."""
-    w = np.ldexp(w, 1 - math.frexp(float(w.max()))[1])  # the largest in [1, 2)
+    w = w / _power_of_two_unit(w)  # the largest in [1, 2)
     return w / w.sum()

@@ -6,10 +6,9 @@ command line after a run (``meanfield.cli``), where a zero distance means coinci
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .._arrays import _power_of_two_unit
 from ..errors import InputError
 
 __all__ = ["min_pair_distance", "too_close"]
@@ -63,7 +62,7 @@ def min_pair_distance(omega) -> float:
 
 
 def _scaled_points(omega) -> tuple[np.ndarray, float]:
-    """(omega / s as float64 (N, p), s): s a power of two with max|ω|/s in [1/2, 1], so the
+    """(omega / s as float64 (N, p), s): s a power of two with max|ω|/s in [1, 2), so the
     tree's squared distances neither underflow (points 1e-200 apart were at distance 0) nor
     overflow (1e200 apart: inf); an InputError naming omega for p = 0 or NaN/inf."""
     x = np.asarray(omega, dtype=float)
@@ -73,8 +72,7 @@ def _scaled_points(omega) -> tuple[np.ndarray, float]:
         raise InputError(f"omega must have shape (N, p) with p >= 1, or (N,), got {x.shape}")
     if not np.isfinite(x).all():
         raise InputError("omega must be finite (found NaN or inf)")
-    top = float(np.abs(x).max()) if x.size else 0.0
-    unit = 2.0 ** (math.frexp(top)[1] - 1) if top > 0 else 1.0
+    unit = _power_of_two_unit(x)
     return x / unit, unit
 
 
