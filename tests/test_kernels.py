@@ -95,3 +95,15 @@ def test_coulomb_is_the_riesz_kernel_of_its_dimension():
         k = Coulomb(p, softening=0.1)
         assert isinstance(k, Riesz) and k.s == p - 2 and k.dim == p
         assert k.describe() == Riesz(p - 2.0, softening=0.1).describe()
+
+
+def test_riesz_radial_holds_at_every_finite_distance():
+    # κ(r²) overflowed beyond r ≈ 1e154 (−log 1e200 was −inf, 1/r^1.5 at 1e-200 was inf) and
+    # underflowed below 1e-154; the distance itself, d = hypot(r, ε), does neither
+    r = np.array([1e-200, 0.3, 1e200])
+    np.testing.assert_allclose(Riesz(0.0).radial(r), -np.log(r), rtol=1e-15)
+    np.testing.assert_allclose(Riesz(1.5).radial(r), r**-1.5, rtol=1e-15)
+    np.testing.assert_allclose(Riesz(-1.0).radial(r), -r, rtol=1e-15)
+    soft = Riesz(0.5, softening=0.1)
+    np.testing.assert_allclose(soft.radial(r), np.hypot(r, 0.1) ** -0.5, rtol=1e-15)
+    assert Riesz(2.0).radial([0.0])[0] == np.inf and Riesz(-1.0).radial([0.0])[0] == 0.0
