@@ -1,7 +1,7 @@
 """The 2D spectral Ewald plan of :mod:`meanfield.fastsums` (p = 2): the Gaussian split's
 parameters, its cached Fourier multipliers, the cutoff estimate, the NUFFT smooth part, and
-the refusal of a pair too close for float64 (r² underflows); the bounding box that every fast
-sum takes.
+the refusal of a pair too close for float64 (r² underflows), and the sums and fields they
+make (:func:`_ewald_sums`, :func:`_ewald_field`).
 
 Private: :func:`meanfield.fastsums.coulomb2d_sums` and :func:`~meanfield.fastsums.coulomb2d_field`
 are the entry points.  The compiled near field lives in :mod:`meanfield._fastsums_near`.
@@ -340,8 +340,8 @@ def _ewald_setup(box_points, near_points, eps, near, max_modes):
 def _refuse_underflow(what: str, pot, grad, at: np.ndarray, sources: np.ndarray | None):
     """NumericalError for a non-finite gradient or a +inf potential off an exact twin (the one
     legitimate inf) of the p = 2 sums: both come only from two distinct points closer than
-    ~1.5e-154 (in the coordinates scaled to extent ≈ 1 by :func:`_unit_scale`), whose r²
-    underflows.  ``sources`` None: the targets ``at`` are the particles themselves."""
+    ~1.5e-154 (after :func:`_unit_scale`, which rescales only clouds of extreme extent),
+    whose r² underflows.  ``sources`` None: the targets ``at`` are the particles themselves."""
     bad = np.zeros(len(at), dtype=bool) if grad is None else ~np.isfinite(grad).all(1)
     if pot is not None and not np.isfinite(pot).all():  # rare: only then look for twins
         src = at if sources is None else sources
@@ -352,8 +352,8 @@ def _refuse_underflow(what: str, pot, grad, at: np.ndarray, sources: np.ndarray 
     if bad.any():
         raise NumericalError(
             f"{what}: {int(bad.sum())} point(s) have a distinct partner closer than ~1.5e-154 "
-            "times the extent of the cloud, where r^2 underflows float64 (in coordinates "
-            "scaled to extent 1) and the gradient or potential becomes inf/NaN: merge "
+            "(relative to the cloud's extent where that lies beyond 2^+-100), where r^2 "
+            "underflows float64 and the gradient or potential becomes inf/NaN: merge "
             "such points into exact twins (the zero subgradient) or move them apart"
         )
 
@@ -376,13 +376,14 @@ def _unit_scale(points: np.ndarray) -> float:
 
 
 def _ewald_sums(x, eps, want_value, want_grad, near, threads, modes_per_particle):
-    """:func:`meanfield.fastsums.coulomb2d_sums` after its checks (N ≥ 2, not all coincident):
-    the cloud is scaled to extent ≈ 1 by a power of two (exact, :func:`_unit_scale`)."""
+    """:func:`meanfield.fastsums.coulomb2d_sums` after its checks (N ≥ 2, not all coincident);
+    a cloud of extreme extent is first scaled by a power of two (exact, :func:`_unit_scale`)."""
     from ._fastsums_near import near_field
 
     N = len(x)
     scale = _unit_scale(x)
-    x = x / scale
+    if scale != 1.0:
+        x = x / scale
     # a handful of particles: the relative error of so few forces does not average the
     # per-mode bounds (measured over 40 clouds each: up to 1.7 eps at N = 2, 1.0 eps at 3,
     # ≤ 0.55 eps from 5 on, for eps 1e-4 to 1e-9), so below 8 the split runs at eps / 8
@@ -398,19 +399,21 @@ def _ewald_sums(x, eps, want_value, want_grad, near, threads, modes_per_particle
         pot += near_pot - plan.self_energy - (N - 1) * math.log(scale)
     if want_grad:
         grad += near_grad
-        grad /= scale
+        if scale != 1.0:
+            grad /= scale
     _refuse_underflow("coulomb2d_sums", pot if want_value else None, grad, x, None)
     return pot, grad
 
 
 def _ewald_field(at, points, weights, eps, near, threads, modes_per_particle):
-    """:func:`meanfield.fastsums.coulomb2d_field` after its checks (targets and atoms): both
-    scaled to extent ≈ 1 by a power of two, as in :func:`_ewald_sums`."""
+    """:func:`meanfield.fastsums.coulomb2d_field` after its checks (targets and atoms); both
+    scaled first by a power of two when extreme, as in :func:`_ewald_sums`."""
     from ._fastsums_near import near_field
 
     both = np.concatenate([at, points])
     scale = _unit_scale(both)
-    at, points, both = at / scale, points / scale, both / scale
+    if scale != 1.0:
+        at, points, both = at / scale, points / scale, both / scale
     cached, centre = _ewald_setup(
         both, points, eps, near, int(modes_per_particle * len(both)) + 4096
     )

@@ -450,8 +450,7 @@ class LinearAlignment(AlignmentTerm):
         super()._bind_rows()
         # binary labels (T = y yᵀ): the rows y_j x̃_j, for the O(n N p) gradient below
         self._UXt = self.U * self.Xt if self.U.shape[1] == 1 else None
-        # [U | y x̃]ᵀ: one (1 + p, n) product for Φ U and g' (y x̃) when g' = g (positive
-        # features), and x̃ᵀ; transposed for :func:`_times_few_columns`
+        # [U | y x̃]ᵀ (1 + p, n) and x̃ᵀ, transposed for :func:`_times_few_columns`
         self._XtT = self.Xt.T.contiguous()
         self._U_UXt_T = (
             None if self._UXt is None else torch.cat([self.U, self._UXt], dim=1).T.contiguous()
@@ -465,17 +464,20 @@ class LinearAlignment(AlignmentTerm):
         out = torch.empty_like(omega)
         for s, e in self._particle_chunks(N):
             G, D, cg, cd = self.feature.g_and_dg_scaled(self._preactivation(omega[..., s:e, :]))
-            if self._UXt is not None and D is G:
-                both = _times_few_columns(G, self._U_UXt_T)
-                cross = (both[..., :1] * self.w) * both[..., 1:]  # as below, one product
-                out[..., s:e, :] = (cg * cd) * (cross - _times_few_columns(G.mul_(G), self._XtT))
-                continue
-            S = (G @ self.U) * self.w  # (Φ U diag(w)) / c_g
             if self._UXt is not None:
-                cross = S * (D @ self._UXt)  # Σ_j (ΦT)_ij g'_ij x̃_j / (c_g c_d)
+                # Φ U and g' (y x̃) in one product when g' = g (positive features)
+                if D is G:
+                    both = _times_few_columns(G, self._U_UXt_T)
+                    GU, DUXt = both[..., :1], both[..., 1:]
+                else:
+                    GU = _times_few_columns(G, self._U_UXt_T[:1])
+                    DUXt = _times_few_columns(D, self._U_UXt_T[1:])
+                cross = (GU * self.w) * DUXt  # Σ_j (ΦT)_ij g'_ij x̃_j / (c_g c_d)
                 # G ⊙ D overwrites G (D may be G itself: G is not read again)
-                out[..., s:e, :] = (cg * cd) * (cross - G.mul_(D) @ self.Xt)
+                self_part = _times_few_columns(G.mul_(D), self._XtT)
+                out[..., s:e, :] = (cg * cd) * (cross - self_part)
             else:
+                S = (G @ self.U) * self.w  # (Φ U diag(w)) / c_g
                 coeff = S @ self.U.transpose(-1, -2) - G  # (Φ T − Φ) / c_g
                 out[..., s:e, :] = (cg * cd) * ((coeff * D) @ self.Xt)
         return out * (-2.0 / (n * (n - 1) * N))
